@@ -1,0 +1,40 @@
+"""onnxep: a CPU execution provider for ONNX models, a drop-in for onnxruntime.InferenceSession.
+
+    import onnxep as onnxruntime
+    sess = onnxruntime.InferenceSession("model.onnx")
+    outputs = sess.run(None, {"input": x})
+"""
+from onnxep import errors
+from onnxep.contracts import (AllocatorDesc, PrePackedWeightsContainer, Stream, register_allocator)
+from onnxep.errors import (EPFail, EngineError, Fail, InvalidArgument, InvalidGraph, InvalidProtobuf, ModelLoaded,
+                           NoModel, NoSuchFile, NotFound, NotImplemented, OnnxepError, RuntimeException)
+from onnxep.session import (ExecutionMode, GraphOptimizationLevel, InferenceSession, ModelMetadata, NodeArg,
+                            RunOptions, SessionOptions, get_available_providers, get_device)
+
+__version__ = "0.1.0"
+
+
+def show_config(file=None):
+    """Print the kernel variant chosen at import and the thread pool (like numpy.show_config)."""
+    import sys
+
+    from onnxep import _kernels
+    from threadpoolctl import threadpool_info
+
+    out = file or sys.stdout
+    print(f"onnxep {__version__}", file=out)
+    print(f"  kernel ISA      : {_kernels.ISA} (CPU supports: {', '.join(_kernels.cpu_features())}; "
+          f"built and runnable: {', '.join(_kernels.AVAILABLE)})", file=out)
+    print(f"  OpenMP threads  : {_kernels.max_threads()}", file=out)
+    for pool in threadpool_info():
+        print(f"  thread pool     : {pool.get('user_api')} {pool.get('internal_api')} "
+              f"{pool.get('num_threads')} threads ({pool.get('filepath')})", file=out)
+
+
+__all__ = [
+    "AllocatorDesc", "EPFail", "EngineError", "ExecutionMode", "Fail", "GraphOptimizationLevel", "InferenceSession",
+    "InvalidArgument", "InvalidGraph", "InvalidProtobuf", "ModelLoaded", "ModelMetadata", "NoModel", "NoSuchFile",
+    "NodeArg", "NotFound", "NotImplemented", "OnnxepError", "PrePackedWeightsContainer", "RunOptions",
+    "SessionOptions", "Stream", "errors", "get_available_providers", "get_device", "register_allocator",
+    "show_config",
+]

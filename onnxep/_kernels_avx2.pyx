@@ -1,0 +1,2 @@
+# Kernel variant "avx2": the shared source compiled with this ISA's flags (see setup.py).
+include "_kernels_impl.pxi"

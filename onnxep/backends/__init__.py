@@ -1,0 +1,1 @@
+"""Backends: `cpu` (onnxep's native kernels) and `reference` (onnx.reference, the fallback)."""

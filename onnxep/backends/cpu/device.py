@@ -1,0 +1,124 @@
+"""The cpu backend: supports_op from the op registry; plans are lists of kernel calls with pre-packed weights."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from onnxep.contracts.backend import Backend, Device, GraphPlan
+from onnxep.contracts.compile import prepack_kernel
+from onnxep.contracts.kernel import KernelContext
+from onnxep.errors import OnnxepError, RuntimeException
+from onnxep.graph.ir import OpInfo
+from onnxep.ops import _registry
+
+
+@dataclass(frozen=True)
+class KernelInfo:
+    """Copies of what a kernel may know about its node (OrtKernelInfo). No graph objects."""
+
+    name: str
+    op_type: str
+    domain: str
+    opset: int
+    attrs: dict
+    input_types: tuple
+    output_types: tuple
+    constants: dict        # index -> array, constant inputs (before pre-packing)
+
+
+class CpuDevice(Device):
+    name = "cpu"
+    description = "onnxep native kernels (float32, nogil Cython)"
+
+    def supports_op(self, op: OpInfo) -> bool:
+        cls = _registry.lookup(op.node.domain, op.node.op_type, op.node.opset)
+        if cls is None or not cls.check_types(op):
+            return False
+        try:
+            return bool(cls.supports(op))
+        except Exception:
+            return False
+
+    def init_backend(self, stream, **options):
+        return CpuBackend(self, stream, **options)
+
+
+CPU_DEVICE = CpuDevice()
+
+
+class CpuPlan(GraphPlan):
+    backend_name = "cpu"
+
+    def __init__(self, inputs, outputs, steps, constants):
+        super().__init__(inputs, outputs)
+        self.steps = steps            # [(kernel, in_names, out_names, packed_indices, free_after, node_name, op)]
+        self.constants = constants    # name -> array: constant inputs some kernel still reads
+
+    def describe(self):
+        return f"CpuPlan({len(self.steps)} kernels)"
+
+    def free(self):
+        for step in self.steps:
+            step[0].release()
+        self.steps = []
+        self.constants = {}
+
+
+class CpuBackend(Backend):
+    def __init__(self, device, stream, num_threads=0):
+        super().__init__(device, stream)
+        self.num_threads = num_threads
+
+    def graph_plan_create(self, partition, ctx) -> CpuPlan:
+        steps = []
+        constants = {}
+        last_use = {}
+        for i, node in enumerate(partition.nodes):
+            for x in node.inputs:
+                if x:
+                    last_use[x] = i
+        keep = set(partition.outputs)
+        try:
+            for i, node in enumerate(partition.nodes):
+                op = partition.op_info(node)
+                cls = _registry.lookup(node.domain, node.op_type, node.opset)
+                info = KernelInfo(node.name, node.op_type, node.domain, node.opset, dict(node.attrs),
+                                  tuple(op.input_types), tuple(op.output_types), dict(op.constants))
+                kernel = cls(info)
+                steps.append([kernel, tuple(node.inputs), tuple(node.outputs), frozenset(), (), node.name,
+                              node.op_type])
+                packed = prepack_kernel(kernel, op.constants, ctx)
+                steps[-1][3] = frozenset(packed)
+                for j, x in enumerate(node.inputs):
+                    if x and x in partition.constants and j not in packed:
+                        constants[x] = partition.constants[x]
+                frees = tuple(x for x in set(node.inputs) if x and last_use.get(x) == i and x not in keep
+                              and x not in partition.constants)
+                dead_outputs = tuple(o for o in node.outputs if o and o not in keep and o not in last_use)
+                steps[-1][4] = frees + dead_outputs
+        except BaseException:
+            for s in steps:
+                s[0].release()
+            raise
+        return CpuPlan(partition.inputs, partition.outputs, [tuple(s) for s in steps], constants)
+
+    def graph_plan_compute(self, plan: CpuPlan, values: dict, run_ctx):
+        env = dict(plan.constants)
+        for name in plan.inputs:
+            env[name] = values[name]
+        alloc = run_ctx.alloc
+        nthreads = self.num_threads
+        for kernel, ins, outs, packed, frees, name, op in plan.steps:
+            ctx = KernelContext(env, ins, outs, alloc, nthreads, packed, name)
+            try:
+                kernel.compute(ctx)
+            except OnnxepError as e:
+                raise type(e)(f"while running {op} node '{name}': {e.args[0] if e.args else ''}") from e
+            except Exception as e:
+                raise RuntimeException(f"Non-zero status code returned while running {op} node. Name:'{name}' "
+                                       f"Status Message: {type(e).__name__}: {e}") from e
+            for x in frees:
+                env.pop(x, None)
+        for name in plan.outputs:
+            values[name] = env[name]

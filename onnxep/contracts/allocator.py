@@ -1,0 +1,225 @@
+"""User allocators bound to streams (seed 004_addf7aa1a7373ebc.txt, Ascend ACL aclrtAllocatorRegister).
+
+An allocator is a descriptor: an opaque object plus three callbacks, set one by one as with
+aclrtAllocatorSetObjToDesc / SetAllocFuncToDesc / SetGetAddrFromBlockFuncToDesc / SetFreeFuncToDesc:
+
+    alloc_func(obj, size) -> block              any Python object standing for the allocation
+    get_addr_from_block_func(obj, block) -> int the address of the first byte of `block`
+    free_func(obj, block) -> None               return the block
+
+`register_allocator(stream, desc)` routes every buffer of that stream through the descriptor. The rules the seed
+states, and how onnxep keeps them:
+  - the stream cannot be null -> InvalidArgument; an incomplete descriptor -> InvalidArgument.
+  - several registrations on one stream: the last one is used.
+  - one allocator shared by several streams must not run them concurrently: `Stream.running()` takes the
+    allocator for the stream; a second stream trying to run on the same allocator meanwhile raises
+    `Fail` (a clear error, never silent corruption). Synchronize the first stream, then run the next.
+  - a buffer goes back to the allocator only after its stream is synchronized: `Stream.free_block` calls
+    `synchronize()` first.
+The default (no registration) is an aligned host allocator backed by numpy.
+"""
+from __future__ import annotations
+
+import ctypes
+import threading
+from collections import deque
+
+import numpy as np
+
+from onnxep.errors import Fail, InvalidArgument
+
+#: Alignment of every host buffer onnxep allocates (a cache line; also an AVX-512 vector).
+HOST_ALIGNMENT = 64
+
+
+class AllocatorDesc:
+    """aclrtAllocatorDesc: an allocator object and its alloc / free / get-address-from-block callbacks."""
+
+    def __init__(self, obj=None, alloc_func=None, free_func=None, get_addr_from_block_func=None, name=None):
+        self.obj = obj
+        self.alloc_func = alloc_func
+        self.free_func = free_func
+        self.get_addr_from_block_func = get_addr_from_block_func
+        self.name = name or f"allocator@{id(self):x}"
+        self._lock = threading.Lock()
+        self._running_stream = None   # the stream currently running on this allocator, if any
+        self._running_depth = 0
+
+    # The four setters of the ACL API, for symmetry with it; plain attribute assignment works too.
+    def set_obj(self, obj):
+        self.obj = obj
+
+    def set_alloc_func(self, fn):
+        self.alloc_func = fn
+
+    def set_free_func(self, fn):
+        self.free_func = fn
+
+    def set_get_addr_from_block_func(self, fn):
+        self.get_addr_from_block_func = fn
+
+    def missing(self):
+        """Names of the callbacks not set yet (empty when the descriptor is complete)."""
+        return [n for n in ("alloc_func", "free_func", "get_addr_from_block_func") if getattr(self, n) is None]
+
+    def __repr__(self):
+        return f"AllocatorDesc({self.name})"
+
+
+class _NumpyHostAllocator:
+    """The default allocator: numpy blocks over-allocated by HOST_ALIGNMENT and offset to an aligned address."""
+
+    @staticmethod
+    def alloc(obj, size):
+        return np.empty(int(size) + HOST_ALIGNMENT, dtype=np.uint8)
+
+    @staticmethod
+    def get_addr(obj, block):
+        addr = block.ctypes.data
+        return addr + (-addr) % HOST_ALIGNMENT
+
+    @staticmethod
+    def free(obj, block):
+        pass  # numpy frees the block when the last view of it is gone
+
+
+def default_allocator() -> AllocatorDesc:
+    """The aligned host allocator used by streams with no registration."""
+    return _DEFAULT
+
+
+_DEFAULT = AllocatorDesc(None, _NumpyHostAllocator.alloc, _NumpyHostAllocator.free, _NumpyHostAllocator.get_addr,
+                         name="onnxep-host-aligned")
+
+
+class _Lease:
+    """Owns one block while any view of it lives; returns it to its allocator (after syncing the stream) on drop."""
+
+    __slots__ = ("desc", "block", "stream", "__weakref__")
+
+    def __init__(self, desc, block, stream):
+        self.desc, self.block, self.stream = desc, block, stream
+
+    def __del__(self):
+        block, self.block = self.block, None
+        if block is not None:
+            self.stream.free_block(self.desc, block)
+
+
+def _memory_view(desc, block, size, stream) -> np.ndarray:
+    """A uint8 array of `size` bytes over `block`; returns the block to `desc` when no view of it remains."""
+    if desc is _DEFAULT:
+        start = desc.get_addr_from_block_func(desc.obj, block) - block.ctypes.data
+        return block[start:start + size]
+    addr = int(desc.get_addr_from_block_func(desc.obj, block))
+    lease = _Lease(desc, block, stream)
+    if size == 0 or addr == 0:
+        raw = (ctypes.c_uint8 * 1)()
+        raw._lease = lease
+        return np.frombuffer(raw, dtype=np.uint8)[:0]
+    raw = (ctypes.c_uint8 * size).from_address(addr)
+    raw._lease = lease  # the ctypes object keeps the lease, every numpy view keeps the ctypes object
+    return np.frombuffer(raw, dtype=np.uint8)
+
+
+class Stream:
+    """An ordered queue of work on one device (aclrtStream). onnxep's CPU work is synchronous, so a stream holds
+    only deferred host copies (set/get_tensor_async) until `synchronize()`, plus the allocator registered on it."""
+
+    def __init__(self, name=None):
+        self.name = name or f"stream@{id(self):x}"
+        self._allocator = None
+        self._pending = deque()
+        self._lock = threading.Lock()
+
+    @property
+    def allocator(self) -> AllocatorDesc:
+        return self._allocator if self._allocator is not None else _DEFAULT
+
+    # --------------------------------------------------------------- work queue
+    def enqueue(self, fn):
+        """Defer `fn()` until the next synchronize()."""
+        with self._lock:
+            self._pending.append(fn)
+
+    def synchronize(self):
+        """Run every deferred task, in order (aclrtSynchronizeStream)."""
+        while True:
+            with self._lock:
+                if not self._pending:
+                    return
+                fn = self._pending.popleft()
+            fn()
+
+    # --------------------------------------------------------------- memory
+    def alloc(self, size: int) -> np.ndarray:
+        """`size` bytes from this stream's allocator, as an aligned uint8 array; freed when no view remains."""
+        size = int(size)
+        if size < 0:
+            raise InvalidArgument(f"stream {self.name}: cannot allocate {size} bytes")
+        desc = self.allocator
+        block = desc.alloc_func(desc.obj, size)
+        if block is None:
+            raise Fail(f"allocator {desc.name} returned no block for {size} bytes (out of memory?)")
+        return _memory_view(desc, block, size, self)
+
+    def free_block(self, desc, block):
+        """Return `block` to `desc`, after the stream is synchronized (seed 004: synchronize before release)."""
+        self.synchronize()
+        desc.free_func(desc.obj, block)
+
+    # --------------------------------------------------------------- exclusivity
+    def running(self):
+        """Context manager held while this stream runs work: one allocator runs one stream at a time."""
+        return _Running(self)
+
+    def __repr__(self):
+        return f"Stream({self.name}, allocator={self.allocator.name})"
+
+
+class _Running:
+    __slots__ = ("stream", "desc")
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.desc = stream.allocator
+
+    def __enter__(self):
+        desc = self.desc
+        if desc is _DEFAULT:
+            return self  # the default allocator is thread-safe and per-stream exclusive by construction
+        with desc._lock:
+            other = desc._running_stream
+            if other is not None and other is not self.stream:
+                raise Fail(
+                    f"allocator {desc.name} is in use by {other.name}; streams sharing one allocator must not run "
+                    f"concurrently: synchronize {other.name} before running {self.stream.name}")
+            desc._running_stream = self.stream
+            desc._running_depth += 1
+        return self
+
+    def __exit__(self, *exc):
+        desc = self.desc
+        if desc is _DEFAULT:
+            return False
+        self.stream.synchronize()
+        with desc._lock:
+            desc._running_depth -= 1
+            if desc._running_depth == 0:
+                desc._running_stream = None
+        return False
+
+
+def register_allocator(stream, desc):
+    """aclrtAllocatorRegister: route `stream`'s allocations through `desc`. The last registration wins."""
+    if stream is None:
+        raise InvalidArgument("register_allocator: stream must not be None")
+    if not isinstance(stream, Stream):
+        raise InvalidArgument(f"register_allocator: expected an onnxep Stream, got {type(stream).__name__}")
+    if desc is None:
+        raise InvalidArgument("register_allocator: allocator descriptor must not be None")
+    missing = desc.missing()
+    if missing:
+        raise InvalidArgument(f"register_allocator: descriptor {desc.name} is incomplete, missing {', '.join(missing)}")
+    stream._allocator = desc
+    return 0

@@ -1,0 +1,118 @@
+"""The kernel contract (seed 001_a7cfc285f4a38a75.txt, ONNX Runtime OrtKernelImpl).
+
+One Kernel instance per node. `compute(ctx)` is required; pre-packing is optional and has three modes, exactly as the
+seed describes for PrePackWeight:
+
+1. No pre-packing: `prepack_weight` returns False. `set_shared_prepacked_weight` is then never called for that
+   input_index.
+2. Sharing mode (a cache is passed, i.e. not None): the kernel allocates the packed weight with the allocator it is
+   given, stores it with `cache.store_weight_data(buffers)` (ownership moves to the cache) and returns True. The
+   runtime then calls `set_shared_prepacked_weight(buffers, input_index)` with the shared data, whose location may
+   differ from what the kernel stored (another kernel with the same weight may have packed it first).
+3. Non-sharing mode (the cache is None, or the kernel chooses not to use it): the kernel allocates the packed data
+   (with the allocator, recommended), keeps it, returns True and releases it itself in `release()`.
+   `set_shared_prepacked_weight` is not called.
+
+Either way, once an input is packed the runtime may drop the original weight: `compute` must not read it (onnxep
+enforces this: `ctx.input(i)` of a packed input raises).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from onnxep.errors import InvalidArgument
+
+#: Version of these contracts (the role of ORT_API_VERSION). A kernel built for another version is refused.
+API_VERSION = 1
+
+
+class Kernel:
+    """OrtKernelImpl. Subclass and implement `compute`; the rest is optional."""
+
+    #: Must equal API_VERSION (OrtKernelImpl::ort_version_supported).
+    ort_version_supported: int = API_VERSION
+    #: Must be 0; reserved for the runtime (OrtKernelImpl::flags).
+    flags: int = 0
+
+    def compute(self, ctx: "KernelContext") -> None:
+        """Run the kernel: read inputs from `ctx`, write outputs to `ctx` (required)."""
+        raise NotImplementedError(f"{type(self).__name__}.compute")
+
+    def prepack_weight(self, tensor: np.ndarray, input_index: int, allocator, cache) -> bool:
+        """(optional) Pack the constant `tensor` (input `input_index`) into the kernel's preferred layout.
+
+        `allocator` is a BufferType: `allocator.alloc_buffer(nbytes)` gives a Buffer. `cache` is a
+        SharedPrePackedWeightCache or None. Return True if the kernel packed it. Do not keep `tensor`."""
+        return False
+
+    def prepack_format(self, input_index: int) -> str:
+        """(optional) Name of the packed layout of `input_index`: the first half of the shared-cache key (the second
+        is the weight's content hash). Two kernels share packed data only when formats and contents match, so the
+        format must name everything the packing depends on (ISA, tile sizes, transposes...)."""
+        return f"{type(self).__module__}.{type(self).__qualname__}:{input_index}"
+
+    def set_shared_prepacked_weight(self, buffers, input_index: int) -> None:
+        """(optional) Receive the shared packed data for `input_index`: the Buffers in the order and with the contents
+        stored in prepack_weight, possibly at another location. Called only for inputs packed in sharing mode."""
+        raise NotImplementedError(f"{type(self).__name__} stored a shared pre-packed weight but does not implement "
+                                  f"set_shared_prepacked_weight")
+
+    def release(self) -> None:
+        """Release the kernel's resources (required to exist; the default has nothing to release)."""
+
+
+class KernelContext:
+    """OrtKernelContext: the inputs and outputs of one compute call.
+
+    Inputs are numpy arrays (None for an omitted optional input). `output(i, shape, dtype)` allocates output i from the
+    backend's buffer type (so a registered user allocator sees it); `set_output(i, value)` publishes an existing array
+    (a view, e.g. Reshape) or a non-tensor value."""
+
+    __slots__ = ("values", "ins", "outs", "alloc", "num_threads", "packed", "node")
+
+    def __init__(self, values: dict, ins, outs, alloc, num_threads=0, packed=(), node=""):
+        self.values = values
+        self.ins = ins
+        self.outs = outs
+        self.alloc = alloc
+        self.num_threads = num_threads
+        self.packed = packed
+        self.node = node
+
+    @property
+    def input_count(self) -> int:
+        return len(self.ins)
+
+    @property
+    def output_count(self) -> int:
+        return len(self.outs)
+
+    def input(self, i: int):
+        if i >= len(self.ins):
+            return None
+        name = self.ins[i]
+        if not name:
+            return None
+        if i in self.packed:
+            raise InvalidArgument(f"node {self.node!r}: input {i} ({name!r}) was pre-packed; compute must use the "
+                                  f"packed data, not the original weight")
+        return self.values[name]
+
+    def has_input(self, i: int) -> bool:
+        return i < len(self.ins) and bool(self.ins[i])
+
+    def has_output(self, i: int) -> bool:
+        return i < len(self.outs) and bool(self.outs[i])
+
+    def output(self, i: int, shape, dtype=np.float32) -> np.ndarray:
+        arr = self.alloc(tuple(shape), dtype)
+        if i < len(self.outs) and self.outs[i]:
+            self.values[self.outs[i]] = arr
+        return arr
+
+    def set_output(self, i: int, value) -> None:
+        """Publish `value` as output i. Arrays are made C-contiguous: every tensor flowing between kernels is."""
+        if i < len(self.outs) and self.outs[i]:
+            if isinstance(value, np.ndarray) and not value.flags.c_contiguous:
+                value = np.ascontiguousarray(value)
+            self.values[self.outs[i]] = value

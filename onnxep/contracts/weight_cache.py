@@ -1,0 +1,140 @@
+"""Shared pre-packed weights (seed 000_410c6350a087f106.txt, SharedPrePackedWeightCache_StoreWeightData).
+
+`SharedPrePackedWeightCache` is what a kernel's prepack_weight gets in sharing mode: one cache per call, one weight.
+`store_weight_data(buffers)`:
+  - ownership of the buffers moves to the cache on success;
+  - on error (an exception) the caller keeps ownership and the buffers are untouched;
+  - a second call on the same cache releases the old data and replaces it.
+The buffers MUST come from the allocator given to prepack_weight (checked: Buffer.buft is that allocator).
+
+`PrePackedWeightsContainer` owns the shared data after the call. Key: (the kernel's packing format, a 64-bit content
+hash of the original weight, dtype, shape); on a key hit the original weights are compared byte for byte, so a hash
+collision can never hand out the wrong packed weight. Kernels in one session -- and sessions given the same
+container -- that pack the same weight into the same format get the same buffers.
+"""
+from __future__ import annotations
+
+import hashlib
+import threading
+
+import numpy as np
+
+from onnxep.contracts.backend import Buffer
+from onnxep.errors import InvalidArgument
+
+
+def content_hash(weight: np.ndarray) -> int:
+    """64-bit content hash of a weight's bytes (the hash half of the cache key)."""
+    data = np.ascontiguousarray(weight).reshape(-1).view(np.uint8)
+    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little")
+
+
+class SharedPrePackedWeightCache:
+    """OrtSharedPrePackedWeightCache: the packed buffers of one shared weight, handed over by one kernel."""
+
+    def __init__(self, allocator):
+        self.allocator = allocator  # the BufferType given to prepack_weight alongside this cache
+        self._buffers: tuple[Buffer, ...] | None = None
+
+    def store_weight_data(self, buffers) -> None:
+        """Take ownership of `buffers` (a sequence of Buffer). Raises InvalidArgument -- leaving ownership with the
+        caller -- if the list is empty or a buffer was not allocated with this cache's allocator or was freed."""
+        try:
+            buffers = tuple(buffers)
+        except TypeError:
+            raise InvalidArgument(f"store_weight_data: expected a sequence of Buffer, got {type(buffers).__name__}")
+        if not buffers:
+            raise InvalidArgument("store_weight_data: num_buffers must be at least 1")
+        for i, b in enumerate(buffers):
+            if not isinstance(b, Buffer):
+                raise InvalidArgument(f"store_weight_data: buffer {i} is a {type(b).__name__}, not a Buffer")
+            if b.buft is not self.allocator:
+                raise InvalidArgument(f"store_weight_data: buffer {i} was not allocated with the allocator passed to "
+                                      f"prepack_weight ({b.buft.get_name()} vs {self.allocator.get_name()})")
+            if b.is_freed:
+                raise InvalidArgument(f"store_weight_data: buffer {i} was already freed")
+        old, self._buffers = self._buffers, buffers
+        if old is not None:  # "subsequent calls ... release and replace the old data"
+            for b in old:
+                if all(b is not n for n in buffers):
+                    b.free_buffer()
+
+    def has_data(self) -> bool:
+        return self._buffers is not None
+
+    def take(self) -> tuple[Buffer, ...]:
+        """Hand the stored buffers on (to the container); the cache is empty afterwards."""
+        buffers, self._buffers = self._buffers, None
+        return buffers
+
+    def release(self) -> None:
+        """Free whatever the cache still owns."""
+        buffers, self._buffers = self._buffers, None
+        for b in buffers or ():
+            b.free_buffer()
+
+
+class _Entry:
+    __slots__ = ("format", "weight", "buffers", "users")
+
+    def __init__(self, fmt, weight, buffers):
+        self.format, self.weight, self.buffers, self.users = fmt, weight, buffers, 0
+
+
+class PrePackedWeightsContainer:
+    """Owns shared pre-packed weights, keyed by (format, content hash, dtype, shape), verified byte for byte.
+
+    Thread-safe. One per session by default; pass one container to several sessions to pack and hold each identical
+    weight once per process."""
+
+    hash_function = staticmethod(content_hash)
+
+    def __init__(self):
+        self._entries: dict[tuple, list[_Entry]] = {}
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def share(self, fmt: str, weight: np.ndarray, cache: SharedPrePackedWeightCache) -> tuple[Buffer, ...]:
+        """Take the buffers `cache` holds for `weight` packed as `fmt`; return the buffers every user of this
+        (format, weight) pair shares -- the ones just stored, or an earlier kernel's (then the new ones are freed)."""
+        weight = np.asarray(weight)
+        key = (fmt, self.hash_function(weight), weight.dtype.str, weight.shape)
+        new = cache.take()
+        with self._lock:
+            chain = self._entries.setdefault(key, [])
+            for e in chain:
+                if _same_bytes(e.weight, weight):  # a hash hit is only a candidate
+                    e.users += 1
+                    self.hits += 1
+                    for b in new:
+                        b.free_buffer()
+                    return e.buffers
+            e = _Entry(fmt, weight, new)
+            e.users = 1
+            chain.append(e)
+            self.misses += 1
+            return e.buffers
+
+    def __len__(self) -> int:
+        return sum(len(c) for c in self._entries.values())
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of packed data held."""
+        return sum(b.get_size() for c in self._entries.values() for e in c for b in e.buffers)
+
+    def clear(self) -> None:
+        with self._lock:
+            for chain in self._entries.values():
+                for e in chain:
+                    for b in e.buffers:
+                        b.free_buffer()
+            self._entries.clear()
+
+
+def _same_bytes(a: np.ndarray, b: np.ndarray) -> bool:
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    return np.array_equal(np.ascontiguousarray(a).reshape(-1).view(np.uint8),
+                          np.ascontiguousarray(b).reshape(-1).view(np.uint8))

@@ -1,0 +1,1 @@
+"""The pipeline stages before run: model (load), passes (optimize), partition, planner/executor."""

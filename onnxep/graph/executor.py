@@ -1,0 +1,87 @@
+"""Stage 6, run: feed inputs, compute the plans in order, copy values at backend boundaries, free each value after
+its last reader, return the requested outputs."""
+from __future__ import annotations
+
+import numpy as np
+
+from onnxep.contracts.backend import Buffer, Tensor, cpy_tensor
+from onnxep.graph.model import check_size
+
+
+class RunContext:
+    """Per-run state handed to backends: the allocator for kernel outputs."""
+
+    __slots__ = ("stream", "limit", "run_options")
+
+    def __init__(self, stream, limit, run_options=None):
+        self.stream = stream
+        self.limit = limit
+        self.run_options = run_options
+
+    def alloc(self, shape, dtype=np.float32) -> np.ndarray:
+        """An uninitialised array from the stream's allocator (size checked before allocating)."""
+        dtype = np.dtype(dtype)
+        nbytes = check_size(shape, dtype, "tensor allocation", self.limit)
+        mem = self.stream.alloc(nbytes)
+        return mem.view(dtype).reshape(shape)
+
+
+class Executor:
+    def __init__(self, plans, backends, graph_outputs, constants, overridable):
+        self.plans = plans
+        self.backends = backends              # device name -> Backend
+        self.constants = constants            # non-overridable initializers (read by graph outputs or reference)
+        self.overridable = overridable        # name -> default array
+        producer = {}
+        for i, p in enumerate(plans):
+            for o in p.outputs:
+                producer[o] = i
+        self.graph_outputs = list(graph_outputs)
+        # boundary copies: inputs of plan i produced by a plan on another backend
+        self.copies = []
+        for i, p in enumerate(plans):
+            self.copies.append(tuple((x, plans[producer[x]].backend_name) for x in p.inputs if x in producer
+                                     and plans[producer[x]].backend_name != p.backend_name))
+        last = {}
+        for i, p in enumerate(plans):
+            for x in p.inputs:
+                last[x] = i
+        keep = set(graph_outputs)
+        self.frees = [tuple(x for x in p.inputs if last.get(x) == i and x not in keep) for i, p in enumerate(plans)]
+
+    def run(self, feeds: dict, output_names, run_ctx) -> list:
+        values = dict(self.overridable)
+        values.update(feeds)
+        with run_ctx.stream.running():
+            for i, plan in enumerate(self.plans):
+                backend = self.backends[plan.backend_name]
+                for x, src_name in self.copies[i]:
+                    v = values[x]
+                    if isinstance(v, np.ndarray) and v.dtype != object:
+                        values[x] = self._boundary_copy(x, v, self.backends[src_name], backend, run_ctx)
+                backend.graph_plan_compute(plan, values, run_ctx)
+                for x in self.frees[i]:
+                    values.pop(x, None)
+            out = []
+            for name in output_names:
+                if name in values:
+                    out.append(values[name])
+                else:
+                    out.append(self.constants[name])
+        return out
+
+    def _boundary_copy(self, name, v, src_backend, dst_backend, run_ctx):
+        src = Tensor(name, v.dtype, v.shape, _HostView(v), 0)
+        dst_arr = run_ctx.alloc(v.shape, v.dtype)
+        dst = Tensor(name, v.dtype, v.shape, _HostView(dst_arr), 0)
+        cpy_tensor(src_backend, src, dst_backend, dst)
+        return dst_arr
+
+
+class _HostView(Buffer):
+    """A Buffer over an existing host array (used to name tensors at a boundary copy)."""
+
+    __slots__ = ()
+
+    def __init__(self, arr):
+        super().__init__(None, arr.nbytes, np.ascontiguousarray(arr).reshape(-1).view(np.uint8))

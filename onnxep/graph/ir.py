@@ -1,0 +1,134 @@
+"""Plain data structures passed between pipeline stages: Node, ValueType, Graph, OpInfo."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from onnx import TensorProto, helper
+
+_ELEM_NAMES = {
+    TensorProto.FLOAT: "float", TensorProto.UINT8: "uint8", TensorProto.INT8: "int8", TensorProto.UINT16: "uint16",
+    TensorProto.INT16: "int16", TensorProto.INT32: "int32", TensorProto.INT64: "int64", TensorProto.STRING: "string",
+    TensorProto.BOOL: "bool", TensorProto.FLOAT16: "float16", TensorProto.DOUBLE: "double",
+    TensorProto.UINT32: "uint32", TensorProto.UINT64: "uint64", TensorProto.COMPLEX64: "complex64",
+    TensorProto.COMPLEX128: "complex128", TensorProto.BFLOAT16: "bfloat16",
+}
+for _name in ("FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ", "UINT4", "INT4", "FLOAT4E2M1",
+              "FLOAT8E8M0", "UINT2", "INT2"):
+    if hasattr(TensorProto, _name):
+        _ELEM_NAMES[getattr(TensorProto, _name)] = _name.lower()
+
+
+def elem_numpy_dtype(elem_type: int):
+    """numpy dtype of an ONNX element type, or None when numpy has no native equivalent."""
+    if elem_type in (TensorProto.STRING,):
+        return np.dtype(object)
+    try:
+        dt = np.dtype(helper.tensor_dtype_to_np_dtype(elem_type))
+    except Exception:
+        return None
+    return dt
+
+
+def type_string(tp) -> str:
+    """onnxruntime's NodeArg.type string for an onnx TypeProto: tensor(float), seq(tensor(int64)), ..."""
+    which = tp.WhichOneof("value") if tp is not None else None
+    if which == "tensor_type":
+        return f"tensor({_ELEM_NAMES.get(tp.tensor_type.elem_type, 'undefined')})"
+    if which == "sparse_tensor_type":
+        return f"sparse_tensor({_ELEM_NAMES.get(tp.sparse_tensor_type.elem_type, 'undefined')})"
+    if which == "sequence_type":
+        return f"seq({type_string(tp.sequence_type.elem_type)})"
+    if which == "map_type":
+        return f"map({_ELEM_NAMES.get(tp.map_type.key_type, 'undefined')},{type_string(tp.map_type.value_type)})"
+    if which == "optional_type":
+        return f"optional({type_string(tp.optional_type.elem_type)})"
+    return "unknown"
+
+
+@dataclass
+class ValueType:
+    """What is known statically about one value."""
+
+    kind: str = "unknown"                 # tensor | sparse_tensor | sequence | map | optional | unknown
+    elem_type: int = 0                    # ONNX element type for tensors (0: unknown)
+    shape: tuple | None = None            # dims: int, str (symbolic) or None (unknown); None: rank unknown
+    type_str: str = "unknown"
+    proto: object = None                  # the onnx TypeProto (used by the reference backend and NodeArg)
+
+    @property
+    def dtype(self):
+        return elem_numpy_dtype(self.elem_type) if self.kind == "tensor" and self.elem_type else None
+
+    @staticmethod
+    def from_proto(tp) -> "ValueType":
+        if tp is None:
+            return ValueType()
+        which = tp.WhichOneof("value")
+        if which == "tensor_type":
+            tt = tp.tensor_type
+            shape = None
+            if tt.HasField("shape"):
+                shape = tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in tt.shape.dim)
+            return ValueType("tensor", tt.elem_type, shape, type_string(tp), tp)
+        kind = {"sequence_type": "sequence", "map_type": "map", "optional_type": "optional",
+                "sparse_tensor_type": "sparse_tensor"}.get(which, "unknown")
+        return ValueType(kind, 0, None, type_string(tp), tp)
+
+    @staticmethod
+    def of_array(a: np.ndarray) -> "ValueType":
+        elem = helper.np_dtype_to_tensor_dtype(a.dtype)
+        tp = helper.make_tensor_type_proto(elem, a.shape)
+        return ValueType("tensor", elem, tuple(a.shape), type_string(tp), tp)
+
+
+@dataclass(eq=False)
+class Node:
+    """One node, attributes already decoded to Python values (subgraphs stay GraphProto)."""
+
+    name: str
+    op_type: str
+    domain: str
+    inputs: list
+    outputs: list
+    attrs: dict
+    opset: int                              # version of the node's domain imported by the model
+    proto: object = None                    # the NodeProto (for the reference backend and EPContext)
+
+    @property
+    def has_subgraph(self) -> bool:
+        return any(hasattr(v, "node") and hasattr(v, "initializer") for v in self.attrs.values()) or any(
+            isinstance(v, list) and v and hasattr(v[0], "initializer") for v in self.attrs.values())
+
+
+@dataclass
+class Graph:
+    """A loaded model after shape inference, nodes in topological order."""
+
+    nodes: list
+    inputs: list                            # [(name, ValueType)] required inputs (not initializers)
+    outputs: list                           # [(name, ValueType)]
+    initializers: dict                      # name -> np.ndarray (constants and overridable ones)
+    overridable: list                       # [(name, ValueType)] initializers also listed as graph inputs
+    value_types: dict                       # name -> ValueType for every value whose type is known
+    opsets: dict                            # domain -> version
+    ir_version: int
+    functions: list = field(default_factory=list)   # model-local FunctionProto
+    metadata: dict = field(default_factory=dict)
+
+    @property
+    def constants(self) -> dict:
+        """Initializers a caller cannot override."""
+        over = {n for n, _ in self.overridable}
+        return {k: v for k, v in self.initializers.items() if k not in over}
+
+
+@dataclass
+class OpInfo:
+    """What a Device's supports_op sees of one node: the node, the types of its inputs/outputs, and its constant
+    inputs (index -> array)."""
+
+    node: Node
+    input_types: list
+    output_types: list
+    constants: dict

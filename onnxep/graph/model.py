@@ -1,0 +1,233 @@
+"""Stage 1, load: a path or bytes -> onnx ModelProto (checked) -> Graph (shape-inferred, topologically ordered)."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+from onnx.external_data_helper import _get_all_tensors, uses_external_data
+
+from onnxep.errors import Fail, InvalidArgument, InvalidGraph, InvalidProtobuf, NoSuchFile
+from onnxep.graph.ir import Graph, Node, ValueType
+
+
+def load_model(path_or_bytes) -> tuple[onnx.ModelProto, str | None]:
+    """Parse the model; load external data only from inside the model's folder. Returns (model, model_dir)."""
+    if isinstance(path_or_bytes, onnx.ModelProto):
+        model, base = path_or_bytes, None
+    elif isinstance(path_or_bytes, (bytes, bytearray, memoryview)):
+        try:
+            model = onnx.ModelProto.FromString(bytes(path_or_bytes))
+        except Exception as e:
+            raise InvalidProtobuf(f"failed to parse the model bytes as an ONNX ModelProto: {e}") from None
+        base = None
+    elif isinstance(path_or_bytes, (str, os.PathLike)):
+        path = os.fspath(path_or_bytes)
+        if not os.path.isfile(path):
+            raise NoSuchFile(f"Load model from {path} failed: file doesn't exist")
+        try:
+            model = onnx.load(path, load_external_data=False)
+        except Exception as e:
+            raise InvalidProtobuf(f"Load model from {path} failed: protobuf parsing failed: {e}") from None
+        base = os.path.dirname(os.path.abspath(path))
+    else:
+        raise InvalidArgument(f"InferenceSession expects a path, bytes or ModelProto, got {type(path_or_bytes).__name__}")
+    _load_external_data(model, base)
+    return model, base
+
+
+def _load_external_data(model, base):
+    tensors = [t for t in _get_all_tensors(model) if uses_external_data(t)]
+    if not tensors:
+        return
+    if base is None:
+        raise InvalidGraph("the model uses external data but was given as bytes: load it from its file path")
+    root = os.path.realpath(base)
+    for t in tensors:
+        info = {e.key: e.value for e in t.external_data}
+        loc = info.get("location", "")
+        if not loc or os.path.isabs(loc) or ".." in loc.replace("\\", "/").split("/"):
+            raise InvalidGraph(f"initializer {t.name!r}: external data location {loc!r} must be a relative path "
+                               f"inside the model's folder")
+        full = os.path.realpath(os.path.join(root, loc))
+        if os.path.commonpath([full, root]) != root:
+            raise InvalidGraph(f"initializer {t.name!r}: external data location {loc!r} resolves outside the "
+                               f"model's folder")
+        if not os.path.isfile(full):
+            raise NoSuchFile(f"initializer {t.name!r}: external data file {loc!r} not found in {root}")
+        offset = int(info.get("offset", 0) or 0)
+        length = info.get("length")
+        size = os.path.getsize(full)
+        length = size - offset if length in (None, "") else int(length)
+        if offset < 0 or length < 0 or offset + length > size:
+            raise InvalidGraph(f"initializer {t.name!r}: external data [{offset}, {offset + length}) is outside "
+                               f"{loc!r} ({size} bytes)")
+        with open(full, "rb") as f:
+            f.seek(offset)
+            t.raw_data = f.read(length)
+        del t.external_data[:]
+        t.data_location = onnx.TensorProto.DEFAULT
+
+
+def _attr_value(a):
+    if a.type == onnx.AttributeProto.GRAPH:
+        return a.g
+    if a.type == onnx.AttributeProto.GRAPHS:
+        return list(a.graphs)
+    if a.ref_attr_name:
+        return None
+    v = helper.get_attribute_value(a)
+    if isinstance(v, bytes):
+        return v.decode("utf-8", errors="surrogateescape")
+    if isinstance(v, list) and v and isinstance(v[0], bytes):
+        return [s.decode("utf-8", errors="surrogateescape") for s in v]
+    if a.type == onnx.AttributeProto.TENSOR:
+        return numpy_helper.to_array(v)
+    return v
+
+
+def _topological(nodes, available):
+    """Kahn's order over node inputs (and names used inside subgraphs); raises InvalidGraph on a cycle."""
+    produced_by = {}
+    for i, n in enumerate(nodes):
+        for o in n.outputs:
+            if o:
+                produced_by[o] = i
+    deps = []
+    for n in nodes:
+        names = set(n.inputs) | _subgraph_outer_names(n)
+        deps.append({produced_by[x] for x in names if x in produced_by})
+    order, done, state = [], set(), {}
+    users = {i: [] for i in range(len(nodes))}
+    indeg = [0] * len(nodes)
+    for i, d in enumerate(deps):
+        d.discard(i)
+        indeg[i] = len(d)
+        for j in d:
+            users[j].append(i)
+    ready = [i for i in range(len(nodes)) if indeg[i] == 0]
+    ready.reverse()
+    while ready:
+        i = ready.pop()
+        order.append(nodes[i])
+        for u in users[i]:
+            indeg[u] -= 1
+            if indeg[u] == 0:
+                ready.append(u)
+    if len(order) != len(nodes):
+        stuck = [nodes[i].name or nodes[i].op_type for i in range(len(nodes)) if indeg[i] > 0][:5]
+        raise InvalidGraph(f"the graph has a cycle or an input that is never produced (at nodes {stuck})")
+    return order
+
+
+def _subgraph_outer_names(node) -> set:
+    """Names a node's subgraphs read from the enclosing scope."""
+    out = set()
+    for v in node.attrs.values():
+        graphs = v if isinstance(v, list) else [v]
+        for g in graphs:
+            if isinstance(g, onnx.GraphProto):
+                out |= graph_outer_names(g)
+    return out
+
+
+def graph_outer_names(g) -> set:
+    defined = {i.name for i in g.input} | {t.name for t in g.initializer} | {
+        t.values.name for t in g.sparse_initializer}
+    used = set()
+    for n in g.node:
+        for x in n.input:
+            if x and x not in defined:
+                used.add(x)
+        for a in n.attribute:
+            subs = [a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs)
+            for s in subs:
+                used |= {x for x in graph_outer_names(s) if x not in defined}
+        defined |= set(n.output)
+    for o in g.output:
+        if o.name not in defined:
+            used.add(o.name)
+    return used
+
+
+def build_graph(model: onnx.ModelProto) -> Graph:
+    """Shape inference, attribute decoding, topological order."""
+    # onnx's checker is stricter than onnxruntime (e.g. it requires a shape on every graph output), so it only
+    # refuses what no backend could run: a model whose opset this onnx does not know.
+    known = onnx.defs.onnx_opset_version()
+    for o in model.opset_import:
+        if o.domain in ("", "ai.onnx") and o.version > known:
+            raise InvalidGraph(f"the model imports opset {o.version} of the default domain; the installed onnx "
+                               f"{onnx.__version__} knows up to {known}")
+    if not model.HasField("graph"):
+        raise InvalidGraph("the model has no graph")
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=True)
+    except Exception:
+        inferred = model
+    g = inferred.graph
+    opsets = {o.domain if o.domain != "ai.onnx" else "": o.version for o in model.opset_import}
+    if "" not in opsets and model.ir_version < 3:
+        opsets[""] = 1
+    value_types = {}
+    for vi in list(g.value_info) + list(g.input) + list(g.output):
+        if vi.HasField("type"):
+            value_types[vi.name] = ValueType.from_proto(vi.type)
+    initializers = {}
+    for t in g.initializer:
+        try:
+            initializers[t.name] = numpy_helper.to_array(t)
+        except Exception as e:
+            raise InvalidGraph(f"initializer {t.name!r} cannot be read: {e}") from None
+    for st in g.sparse_initializer:
+        try:
+            dense = _sparse_to_dense(st)
+        except Exception as e:
+            raise InvalidGraph(f"sparse initializer {st.values.name!r} cannot be read: {e}") from None
+        initializers[st.values.name] = dense
+    for name, arr in initializers.items():
+        if name not in value_types and isinstance(arr, np.ndarray) and arr.dtype != object:
+            value_types[name] = ValueType.of_array(arr)
+    input_names = [i.name for i in g.input]
+    inputs = [(n, value_types.get(n, ValueType())) for n in input_names if n not in initializers]
+    overridable = [(n, value_types.get(n, ValueType())) for n in input_names if n in initializers]
+    outputs = [(o.name, value_types.get(o.name, ValueType())) for o in g.output]
+    nodes = []
+    for i, n in enumerate(g.node):
+        attrs = {a.name: _attr_value(a) for a in n.attribute}
+        nodes.append(Node(n.name or f"{n.op_type}_{i}", n.op_type, n.domain if n.domain != "ai.onnx" else "",
+                          list(n.input), list(n.output), attrs, opsets.get(n.domain if n.domain != "ai.onnx" else "", 0),
+                          n))
+    nodes = _topological(nodes, set(initializers) | set(input_names))
+    meta = {
+        "producer_name": model.producer_name, "graph_name": g.name, "domain": model.domain,
+        "description": model.doc_string, "graph_description": g.doc_string, "version": model.model_version,
+        "custom_metadata_map": {p.key: p.value for p in model.metadata_props},
+    }
+    return Graph(nodes, inputs, outputs, initializers, overridable, value_types, opsets, model.ir_version,
+                 list(model.functions), meta)
+
+
+def _sparse_to_dense(st) -> np.ndarray:
+    values = numpy_helper.to_array(st.values)
+    idx = numpy_helper.to_array(st.indices)
+    dims = tuple(st.dims)
+    dense = np.zeros(dims, dtype=values.dtype)
+    if idx.ndim == 1:
+        dense.reshape(-1)[idx] = values
+    else:
+        dense[tuple(idx.T)] = values
+    return dense
+
+
+def check_size(shape, dtype, what: str, limit: int = 1 << 40):
+    """Refuse a tensor whose byte size is negative or absurd before anything allocates it."""
+    n = np.dtype(dtype).itemsize
+    for d in shape:
+        if d < 0:
+            raise InvalidArgument(f"{what}: negative dimension in shape {tuple(shape)}")
+        n *= int(d)
+    if n > limit:
+        raise Fail(f"{what}: shape {tuple(shape)} needs {n} bytes, over the {limit}-byte limit")
+    return n

@@ -1,0 +1,96 @@
+"""Stage 3, partition: each node goes to the first device whose supports_op accepts it (cpu before reference);
+consecutive nodes of one device form a partition. Partitions run in order; values crossing from one device's
+partition to another's are copied at the boundary (executor)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from onnxep.errors import NotImplemented as OnnxepNotImplemented
+from onnxep.graph.ir import Graph, OpInfo, ValueType
+from onnxep.graph.model import graph_outer_names
+
+
+@dataclass
+class Partition:
+    backend: str                      # device name
+    nodes: list
+    inputs: list                      # names read from outside (graph inputs, other partitions, overridable inits)
+    outputs: list                     # names other partitions or the graph outputs need
+    constants: dict                   # name -> array, the non-overridable initializers its nodes read
+    value_types: dict
+    opsets: dict
+    ir_version: int
+    functions: list = field(default_factory=list)
+
+    def op_info(self, node) -> OpInfo:
+        return op_info(node, self.value_types, self.constants)
+
+
+def op_info(node, value_types, constants) -> OpInfo:
+    its = [value_types.get(x) if x else None for x in node.inputs]
+    ots = [value_types.get(x) if x else None for x in node.outputs]
+    for i, x in enumerate(node.inputs):  # constants are always fully typed, even without shape inference
+        if x in constants and its[i] is None:
+            its[i] = ValueType.of_array(constants[x])
+    consts = {i: constants[x] for i, x in enumerate(node.inputs) if x and x in constants}
+    return OpInfo(node, its, ots, consts)
+
+
+def assign(graph: Graph, devices, fallback: bool = True) -> list:
+    """Device name per node (same order as graph.nodes)."""
+    constants = graph.constants
+    names = []
+    for node in graph.nodes:
+        op = op_info(node, graph.value_types, constants)
+        chosen = None
+        for i, dev in enumerate(devices):
+            if i > 0 and not fallback:
+                break
+            if dev.supports_op(op):
+                chosen = dev.name
+                break
+        if chosen is None:
+            raise OnnxepNotImplemented(
+                f"node {node.name!r} (op {node.domain + '.' if node.domain else ''}{node.op_type}, opset "
+                f"{node.opset}) is not supported by the {devices[0].name} backend and the fallback is off "
+                f"(session config 'session.disable_cpu_ep_fallback')")
+        names.append(chosen)
+    return names
+
+
+def partition(graph: Graph, devices, fallback: bool = True) -> list:
+    placement = assign(graph, devices, fallback)
+    groups = []
+    for node, dev in zip(graph.nodes, placement):
+        if groups and groups[-1][0] == dev:
+            groups[-1][1].append(node)
+        else:
+            groups.append((dev, [node]))
+    graph_outputs = {n for n, _ in graph.outputs}
+    constants = graph.constants
+    # names each group reads (including names read inside subgraphs)
+    reads = []
+    for _, nodes in groups:
+        r = []
+        for n in nodes:
+            r.extend(x for x in n.inputs if x)
+            if n.has_subgraph:
+                for v in n.attrs.values():
+                    for g in (v if isinstance(v, list) else [v]):
+                        if hasattr(g, "initializer"):
+                            r.extend(sorted(graph_outer_names(g)))
+        reads.append(r)
+    parts = []
+    for gi, (dev, nodes) in enumerate(groups):
+        produced = {o for n in nodes for o in n.outputs if o}
+        inputs, seen = [], set()
+        for x in reads[gi]:
+            if x not in produced and x not in seen and x not in constants:
+                seen.add(x)
+                inputs.append(x)
+        later = {x for r in reads[gi + 1:] for x in r}
+        outputs = [o for n in nodes for o in n.outputs if o and (o in later or o in graph_outputs)]
+        used_consts = {x: constants[x] for x in reads[gi] if x in constants and x not in produced}
+        parts.append(Partition(dev, nodes, inputs, outputs, used_consts, graph.value_types, graph.opsets,
+                               graph.ir_version, graph.functions))
+    return parts

@@ -1,0 +1,119 @@
+"""OpKernel: the base of every cpu op kernel -- the Kernel contract plus what the registry needs.
+
+    class Relu_14(OpKernel):
+        domain, op_type, since = "", "Relu", 14        # `until` is filled from the next registered version
+        type_constraints = {"T": ("float32",)}         # checked by supports_op against the op schema
+        def compute(self, ctx): ...
+
+Attributes: every attribute of the node becomes an instance attribute under its ONNX name; the ones the node omits
+get the schema default, or the class attribute of the same name when the schema has none.
+"""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from onnx import defs, helper
+
+from onnxep.contracts.kernel import Kernel
+
+_DTYPE_NAMES = {
+    "tensor(float)": "float32", "tensor(double)": "float64", "tensor(float16)": "float16", "tensor(int64)": "int64",
+    "tensor(int32)": "int32", "tensor(int8)": "int8", "tensor(uint8)": "uint8", "tensor(bool)": "bool",
+    "tensor(int16)": "int16", "tensor(uint16)": "uint16", "tensor(uint32)": "uint32", "tensor(uint64)": "uint64",
+    "tensor(string)": "string", "tensor(bfloat16)": "bfloat16",
+}
+
+
+class OpKernel(Kernel):
+    domain: str = ""
+    op_type: str = ""
+    since: int = 1
+    until: int | None = None  # exclusive; None: up to the newest opset
+    #: type parameter of the schema (e.g. "T") -> allowed dtype names; parameters not listed are not checked.
+    type_constraints: dict = {}
+
+    def __init__(self, info):
+        """`info` is the node's KernelInfo (name, attrs, input/output types, constant inputs)."""
+        self.name = info.name
+        self.info = info
+        for k, v in self.schema_defaults(info.opset).items():
+            setattr(self, k, v)
+        for k, v in info.attrs.items():
+            if v is not None:
+                setattr(self, k, v)
+
+    # --------------------------------------------------------------------- registry helpers
+    @classmethod
+    def schema(cls, opset=None):
+        try:
+            return defs.get_schema(cls.op_type, opset if opset is not None else cls.since, cls.domain)
+        except Exception:
+            return None
+
+    @classmethod
+    def schema_defaults(cls, opset) -> dict:
+        cache = cls.__dict__.get("_defaults_cache")
+        if cache is None:
+            cache = {}
+            cls._defaults_cache = cache
+        if opset not in cache:
+            out = {}
+            s = cls.schema(opset)
+            if s is not None:
+                for name, a in s.attributes.items():
+                    if a.default_value is not None and a.default_value.type != 0:
+                        v = helper.get_attribute_value(a.default_value)
+                        if isinstance(v, bytes):
+                            v = v.decode()
+                        if a.default_value.type == onnx.AttributeProto.TENSOR:
+                            v = onnx.numpy_helper.to_array(v)
+                        out[name] = v
+            cache[opset] = out
+        return cache[opset]
+
+    @classmethod
+    def check_types(cls, op) -> bool:
+        """Every input/output bound to a constrained type parameter has one of the allowed dtypes (known statically)."""
+        if not cls.type_constraints:
+            return True
+        s = cls.schema(op.node.opset)
+        if s is None:
+            return False
+        for formal, actual_names, actual_types in ((s.inputs, op.node.inputs, op.input_types),
+                                                   (s.outputs, op.node.outputs, op.output_types)):
+            for i, name in enumerate(actual_names):
+                if not name:
+                    continue
+                if not formal:
+                    return False
+                param = formal[min(i, len(formal) - 1)]
+                allowed = cls.type_constraints.get(param.type_str)
+                if allowed is None:
+                    continue
+                vt = actual_types[i] if i < len(actual_types) else None
+                if vt is None or vt.kind != "tensor":
+                    return False
+                if _DTYPE_NAMES.get(vt.type_str) not in allowed:
+                    return False
+        return True
+
+    @classmethod
+    def supports(cls, op) -> bool:
+        """(optional) Further checks on attributes and shapes; return False to leave the node to another backend."""
+        return True
+
+
+def attr(op, name, default=None):
+    """An attribute of an OpInfo's node, with a default."""
+    v = op.node.attrs.get(name)
+    return default if v is None else v
+
+
+def static_shape(vt):
+    """The shape of a ValueType when every dim is known, else None."""
+    if vt is None or vt.shape is None or any(not isinstance(d, int) for d in vt.shape):
+        return None
+    return tuple(vt.shape)
+
+
+F32 = np.float32

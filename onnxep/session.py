@@ -1,0 +1,291 @@
+"""InferenceSession, SessionOptions, RunOptions: onnxruntime's Python API, over onnxep's pipeline.
+
+    load -> optimize -> partition -> compile -> plan -> run
+`InferenceSession.__init__` runs load..plan; `run` runs the last stage only."""
+from __future__ import annotations
+
+import enum
+import os
+import threading
+
+import numpy as np
+
+from onnxep.backends.cpu import CPU_DEVICE
+from onnxep.backends.reference import REFERENCE_DEVICE
+from onnxep.contracts.allocator import Stream
+from onnxep.contracts.backend import BufferType
+from onnxep.contracts.compile import CompileContext, compile as compile_partitions
+from onnxep.contracts.weight_cache import PrePackedWeightsContainer
+from onnxep.errors import InvalidArgument
+from onnxep.graph import model as model_mod
+from onnxep.graph.executor import Executor, RunContext
+from onnxep.graph.ir import ValueType
+from onnxep.graph.partition import partition as make_partitions
+from onnxep.graph.passes import optimize
+
+PROVIDER = "OnnxepExecutionProvider"
+REFERENCE_PROVIDER = "OnnxReferenceExecutionProvider"
+#: Names a script written for onnxruntime may pass; they select onnxep's default provider list.
+_PROVIDER_ALIASES = {"CPUExecutionProvider", PROVIDER, REFERENCE_PROVIDER}
+
+#: ORT's key: "1" refuses nodes the main provider cannot run instead of falling back.
+CONFIG_DISABLE_FALLBACK = "session.disable_cpu_ep_fallback"
+CONFIG_DISABLE_PREPACKING = "session.disable_prepacking"
+
+
+def get_available_providers():
+    return [PROVIDER, REFERENCE_PROVIDER, "CPUExecutionProvider"]
+
+
+def get_device():
+    return "CPU"
+
+
+class GraphOptimizationLevel(enum.IntEnum):
+    ORT_DISABLE_ALL = 0
+    ORT_ENABLE_BASIC = 1
+    ORT_ENABLE_EXTENDED = 2
+    ORT_ENABLE_LAYOUT = 3
+    ORT_ENABLE_ALL = 99
+
+
+class ExecutionMode(enum.IntEnum):
+    ORT_SEQUENTIAL = 0
+    ORT_PARALLEL = 1
+
+
+class SessionOptions:
+    def __init__(self):
+        self.intra_op_num_threads = 0
+        self.inter_op_num_threads = 0
+        self.graph_optimization_level = GraphOptimizationLevel.ORT_ENABLE_ALL
+        self.execution_mode = ExecutionMode.ORT_SEQUENTIAL
+        self.optimized_model_filepath = ""
+        self.log_severity_level = 2
+        self.log_verbosity_level = 0
+        self.logid = ""
+        self.enable_profiling = False
+        self.enable_cpu_mem_arena = True
+        self.enable_mem_pattern = True
+        self.enable_mem_reuse = True
+        self.use_deterministic_compute = False
+        self._config = {}
+
+    def add_session_config_entry(self, key: str, value: str):
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise InvalidArgument(f"session config entries are strings; got {type(key).__name__}: "
+                                  f"{type(value).__name__}")
+        self._config[key] = value
+
+    def get_session_config_entry(self, key: str) -> str:
+        if key not in self._config:
+            raise InvalidArgument(f"SessionOptions: config key {key!r} is not set")
+        return self._config[key]
+
+    def _flag(self, key) -> bool:
+        return self._config.get(key, "0").strip() == "1"
+
+
+class RunOptions:
+    def __init__(self):
+        self.log_severity_level = 2
+        self.log_verbosity_level = 0
+        self.logid = ""
+        self.terminate = False
+        self.only_execute_path_to_fetches = False
+        self._config = {}
+
+    def add_run_config_entry(self, key: str, value: str):
+        self._config[key] = value
+
+    def get_run_config_entry(self, key: str) -> str:
+        if key not in self._config:
+            raise InvalidArgument(f"RunOptions: config key {key!r} is not set")
+        return self._config[key]
+
+
+class NodeArg:
+    """onnxruntime.NodeArg: name, type string, shape (ints, symbolic names, or None for unknown)."""
+
+    def __init__(self, name: str, vt: ValueType):
+        self.name = name
+        self.type = vt.type_str
+        if vt.kind == "tensor" and vt.shape is not None:
+            self.shape = list(vt.shape)
+        else:
+            self.shape = [] if vt.kind == "tensor" and vt.proto is not None else None
+        self._vt = vt
+
+    def __repr__(self):
+        return f"NodeArg(name={self.name!r}, type={self.type!r}, shape={self.shape!r})"
+
+
+class ModelMetadata:
+    def __init__(self, meta: dict):
+        self.producer_name = meta.get("producer_name", "")
+        self.graph_name = meta.get("graph_name", "")
+        self.domain = meta.get("domain", "")
+        self.description = meta.get("description", "")
+        self.graph_description = meta.get("graph_description", "")
+        self.version = meta.get("version", 0)
+        self.custom_metadata_map = dict(meta.get("custom_metadata_map", {}))
+
+
+def _memory_limit() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 1 << 40
+
+
+class InferenceSession:
+    """Drop-in for onnxruntime.InferenceSession on the CPU."""
+
+    def __init__(self, path_or_bytes, sess_options=None, providers=None, provider_options=None, **kwargs):
+        self._sess_options = sess_options if sess_options is not None else SessionOptions()
+        so = self._sess_options
+        self._providers = self._check_providers(providers)
+        self._provider_options = provider_options
+        unknown = set(kwargs) - {"prepacked_weights_container", "stream", "disabled_optimizers"}
+        if unknown:
+            raise TypeError(f"InferenceSession got unexpected keyword arguments {sorted(unknown)}")
+        self._stream = kwargs.get("stream") or Stream("session")
+        container = kwargs.get("prepacked_weights_container")
+        self._container = container if container is not None else PrePackedWeightsContainer()
+        self._lock = threading.Lock()
+
+        # load
+        model, self._model_dir = model_mod.load_model(path_or_bytes)
+        graph = model_mod.build_graph(model)
+        # optimize
+        graph = optimize(graph, int(so.graph_optimization_level), so.optimized_model_filepath, model)
+        del model
+        self._inputs = [NodeArg(n, vt) for n, vt in graph.inputs]
+        self._outputs = [NodeArg(n, vt) for n, vt in graph.outputs]
+        self._overridable = [NodeArg(n, vt) for n, vt in graph.overridable]
+        self._input_types = dict(graph.inputs)
+        self._input_types.update(dict(graph.overridable))
+        self._meta = ModelMetadata(graph.metadata)
+        # partition
+        fallback = not so._flag(CONFIG_DISABLE_FALLBACK)
+        devices = [CPU_DEVICE, REFERENCE_DEVICE]
+        self._partitions_summary = []
+        partitions = make_partitions(graph, devices, fallback)
+        self.node_assignment = {n.name: p.backend for p in partitions for n in p.nodes}
+        nthreads = int(so.intra_op_num_threads or 0)
+        self._backends = {d.name: d.init_backend(self._stream, **({"num_threads": nthreads} if d is CPU_DEVICE else {}))
+                          for d in devices}
+        # compile (kernels + pre-packing); graph objects are not kept past this call
+        ctx = CompileContext(weight_allocator=BufferType("weights", Stream("weights")), container=self._container,
+                             prepack=not so._flag(CONFIG_DISABLE_PREPACKING), num_threads=nthreads,
+                             config=dict(so._config))
+        plans = compile_partitions(partitions, self._backends, ctx)
+        # plan
+        self._executor = Executor(plans, self._backends, [n for n, _ in graph.outputs], graph.constants,
+                                  {n: graph.initializers[n] for n, _ in graph.overridable})
+        self._limit = _memory_limit()
+        del graph, partitions
+
+    # ------------------------------------------------------------------ introspection (onnxruntime names)
+    def get_inputs(self):
+        return list(self._inputs)
+
+    def get_outputs(self):
+        return list(self._outputs)
+
+    def get_overridable_initializers(self):
+        return list(self._overridable)
+
+    def get_modelmeta(self):
+        return self._meta
+
+    def get_providers(self):
+        return list(self._providers)
+
+    def get_provider_options(self):
+        return {p: {} for p in self._providers}
+
+    def get_session_options(self):
+        return self._sess_options
+
+    @property
+    def plans(self):
+        """The compiled plans, in run order (for inspection and tests)."""
+        return list(self._executor.plans)
+
+    # ------------------------------------------------------------------ run
+    def run(self, output_names, input_feed, run_options=None):
+        if not isinstance(input_feed, dict):
+            raise InvalidArgument(f"input_feed must be a dict of input name -> array, got {type(input_feed).__name__}")
+        if output_names is None or len(output_names) == 0:
+            output_names = [o.name for o in self._outputs]
+        valid_out = {o.name for o in self._outputs}
+        for name in output_names:
+            if name not in valid_out:
+                raise InvalidArgument(f"Invalid output name: {name!r} (the model's outputs are {sorted(valid_out)})")
+        feeds = self._check_feeds(input_feed)
+        run_ctx = RunContext(self._stream, self._limit, run_options)
+        return self._executor.run(feeds, list(output_names), run_ctx)
+
+    def _check_feeds(self, input_feed):
+        required = [i.name for i in self._inputs]
+        missing = [n for n in required if n not in input_feed]
+        if missing:
+            raise ValueError(f"Required inputs ({missing}) are missing from input feed ({list(input_feed)}).")
+        feeds = {}
+        for name, value in input_feed.items():
+            vt = self._input_types.get(name)
+            if vt is None:
+                raise InvalidArgument(f"Invalid input name: {name!r} (the model's inputs are {required})")
+            feeds[name] = _check_value(name, value, vt)
+        return feeds
+
+    @staticmethod
+    def _check_providers(providers):
+        if not providers:
+            return [PROVIDER, REFERENCE_PROVIDER]
+        names = [p[0] if isinstance(p, tuple) else p for p in providers]
+        for p in names:
+            if p not in _PROVIDER_ALIASES:
+                raise ValueError(f"Specified provider '{p}' is not in available provider names. Available providers: "
+                                 f"'{', '.join(get_available_providers())}'")
+        return [PROVIDER, REFERENCE_PROVIDER]
+
+
+def _check_value(name, value, vt: ValueType):
+    """Validate one feed against the input's declared type: dtype, rank, static dims."""
+    if vt.kind in ("sequence", "map", "optional"):
+        return value
+    if vt.kind != "tensor":
+        return value if not isinstance(value, (list, tuple)) else np.asarray(value)
+    if not isinstance(value, np.ndarray):
+        try:
+            value = np.asarray(value)
+        except Exception as e:
+            raise InvalidArgument(f"input {name!r}: cannot convert {type(value).__name__} to a tensor: {e}") from None
+    expected = vt.dtype
+    if expected is not None:
+        got = value.dtype
+        ok = got == expected or (expected == np.dtype(object) and got.kind in "OUS")
+        if not ok:
+            raise InvalidArgument(f"Unexpected input data type for input {name!r}. Actual: (tensor({_tname(got)})) , "
+                                  f"expected: (tensor({_tname(expected)}))")
+    if vt.shape is not None:
+        if value.ndim != len(vt.shape):
+            raise InvalidArgument(f"Invalid rank for input: {name} Got: {value.ndim} Expected: {len(vt.shape)} "
+                                  f"Please fix either the inputs/outputs or the model.")
+        bad = [(i, g, e) for i, (g, e) in enumerate(zip(value.shape, vt.shape)) if isinstance(e, int) and g != e]
+        if bad:
+            detail = "".join(f"\n index: {i} Got: {g} Expected: {e}" for i, g, e in bad)
+            raise InvalidArgument(f"Got invalid dimensions for input: {name} for the following indices{detail}\n "
+                                  f"Please fix either the inputs/outputs or the model.")
+    if expected == np.dtype(object) and value.dtype.kind in "US":
+        value = value.astype(object)
+    if not value.flags.c_contiguous:
+        value = np.ascontiguousarray(value)
+    return value
+
+
+def _tname(dt) -> str:
+    dt = np.dtype(dt)
+    return {"float32": "float", "float64": "double", "object": "string", "bool": "bool"}.get(dt.name, dt.name)
