@@ -10,7 +10,11 @@ from onnxep.contracts.kernel import API_VERSION
 from onnxep.ops._base import OpKernel
 
 _MODULES = (
+    # -- elementwise, shape and tensor ops
     "relu",
+    # -- gemm, matmul, conv
+    # -- pooling, normalization, softmax
+    # -- (more groups go here)
 )
 
 _REGISTRY: dict[tuple[str, str], list[type[OpKernel]]] = {}

@@ -1,0 +1,1 @@
+# Convolution (NCHW for now).

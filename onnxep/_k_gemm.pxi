@@ -1,0 +1,1 @@
+# SGEMM (packed B panels) and its packing functions.

@@ -1,0 +1,1 @@
+# Content hashing for the pre-packed weight cache.

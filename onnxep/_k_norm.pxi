@@ -1,0 +1,1 @@
+# Normalization and reductions: BatchNormalization (inference), LRN, Softmax.

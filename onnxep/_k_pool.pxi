@@ -1,0 +1,1 @@
+# Pooling: MaxPool, AveragePool, GlobalAveragePool/GlobalMaxPool.

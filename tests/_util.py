@@ -1,0 +1,58 @@
+"""Shared test helpers: build one-node models, run them through onnxep and the oracles."""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper
+
+import onnxep
+
+_NP2ONNX = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.float64): TensorProto.DOUBLE,
+            np.dtype(np.int64): TensorProto.INT64, np.dtype(np.int32): TensorProto.INT32,
+            np.dtype(np.bool_): TensorProto.BOOL, np.dtype(np.uint8): TensorProto.UINT8,
+            np.dtype(np.int8): TensorProto.INT8, np.dtype(np.float16): TensorProto.FLOAT16}
+
+
+def make_model(nodes, inputs: dict, outputs, opset=17, initializers: dict | None = None, ir_version=8,
+               input_shapes=None):
+    """nodes: NodeProtos; inputs: name -> example array (its dtype/shape declare the input); outputs: names.
+    initializers: name -> array (constants). input_shapes: name -> declared shape (default: the example's)."""
+    input_shapes = input_shapes or {}
+    ins = [helper.make_tensor_value_info(n, _NP2ONNX[np.asarray(a).dtype], input_shapes.get(n, np.asarray(a).shape))
+           for n, a in inputs.items()]
+    outs = [helper.make_empty_tensor_value_info(n) if isinstance(n, str) else n for n in outputs]
+    inits = [onnx.numpy_helper.from_array(np.asarray(v), k) for k, v in (initializers or {}).items()]
+    g = helper.make_graph(nodes, "test", ins, outs, inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], ir_version=ir_version)
+    return m
+
+
+def run_onnxep(model, feeds, **session_kwargs):
+    sess = onnxep.InferenceSession(model.SerializeToString(), **session_kwargs)
+    return sess.run(None, feeds), sess
+
+
+def run_reference(model, feeds):
+    """Oracle: onnx.reference.ReferenceEvaluator."""
+    from onnx.reference import ReferenceEvaluator
+    return ReferenceEvaluator(model).run(None, feeds)
+
+
+def run_ort(model, feeds):
+    """Oracle: onnxruntime's CPU provider."""
+    import onnxruntime as ort
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    s = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    return s.run(None, feeds)
+
+
+def fallback_nodes(sess) -> list:
+    """Names of nodes the session placed on the reference backend."""
+    return [n for n, b in sess.node_assignment.items() if b != "cpu"]
+
+
+def cpu_only_options():
+    so = onnxep.SessionOptions()
+    so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
+    return so
