@@ -7,6 +7,7 @@ from __future__ import annotations
 import enum
 import os
 import threading
+import weakref
 
 import numpy as np
 
@@ -184,6 +185,8 @@ class InferenceSession:
         self._executor = Executor(plans, self._backends, [n for n, _ in graph.outputs], graph.constants,
                                   {n: graph.initializers[n] for n, _ in graph.overridable})
         self._limit = _memory_limit()
+        # graph_plan_free for every plan (kernels' release()) when the session goes away
+        self._finalizer = weakref.finalize(self, _free_plans, self._backends, plans)
         del graph, partitions
 
     # ------------------------------------------------------------------ introspection (onnxruntime names)
@@ -250,6 +253,11 @@ class InferenceSession:
                 raise ValueError(f"Specified provider '{p}' is not in available provider names. Available providers: "
                                  f"'{', '.join(get_available_providers())}'")
         return [PROVIDER, REFERENCE_PROVIDER]
+
+
+def _free_plans(backends, plans):
+    for plan in plans:
+        backends[plan.backend_name].graph_plan_free(plan)
 
 
 def _check_value(name, value, vt: ValueType):

@@ -29,6 +29,33 @@ def _register(cls):
     _REGISTRY.setdefault((cls.domain, cls.op_type), []).append(cls)
 
 
+def register(cls):
+    """Register a kernel class from outside onnxep (your own op or domain). Usable as a class decorator.
+    Refuses (ImportError) a class built for another contract version or with flags != 0."""
+    if not (isinstance(cls, type) and issubclass(cls, OpKernel) and cls.op_type):
+        raise TypeError(f"register expects an OpKernel subclass with op_type set, got {cls!r}")
+    _register(cls)
+    _sort(_REGISTRY[(cls.domain, cls.op_type)])
+    return cls
+
+
+def unregister(cls):
+    classes = _REGISTRY.get((cls.domain, cls.op_type), [])
+    if cls in classes:
+        classes.remove(cls)
+        for c in classes:
+            if c.until == cls.since:  # it ended where the removed class began
+                c.until = None
+        _sort(classes)
+
+
+def _sort(classes):
+    classes.sort(key=lambda c: c.since)
+    for a, b in zip(classes, classes[1:]):
+        if a.until is None:
+            a.until = b.since
+
+
 def _load():
     for mod_name in _MODULES:
         mod = importlib.import_module(f"onnxep.ops.{mod_name}")
@@ -36,10 +63,7 @@ def _load():
             if issubclass(cls, OpKernel) and cls is not OpKernel and cls.__module__ == mod.__name__ and cls.op_type:
                 _register(cls)
     for classes in _REGISTRY.values():
-        classes.sort(key=lambda c: c.since)
-        for a, b in zip(classes, classes[1:]):
-            if a.until is None:
-                a.until = b.since
+        _sort(classes)
 
 
 def lookup(domain: str, op_type: str, opset: int):
