@@ -4,7 +4,7 @@
     sess = onnxruntime.InferenceSession("model.onnx")
     outputs = sess.run(None, {"input": x})
 """
-from onnxep import errors
+from onnxep import capi, errors
 from onnxep.contracts import (AllocatorDesc, PrePackedWeightsContainer, Stream, register_allocator)
 from onnxep.errors import (EPFail, EngineError, Fail, InvalidArgument, InvalidGraph, InvalidProtobuf, ModelLoaded,
                            NoModel, NoSuchFile, NotFound, NotImplemented, OnnxepError, RuntimeException)
@@ -35,6 +35,6 @@ __all__ = [
     "AllocatorDesc", "EPFail", "EngineError", "ExecutionMode", "Fail", "GraphOptimizationLevel", "InferenceSession",
     "InvalidArgument", "InvalidGraph", "InvalidProtobuf", "ModelLoaded", "ModelMetadata", "NoModel", "NoSuchFile",
     "NodeArg", "NotFound", "NotImplemented", "OnnxepError", "PrePackedWeightsContainer", "RunOptions",
-    "SessionOptions", "Stream", "errors", "get_available_providers", "get_device", "register_allocator",
+    "SessionOptions", "Stream", "capi", "errors", "get_available_providers", "get_device", "register_allocator",
     "show_config",
 ]

@@ -1,0 +1,68 @@
+"""onnxep command line.
+
+    python -m onnxep bench [MODEL ...]   latency beside onnxruntime (default: the light models inside the onnx wheel)
+    python -m onnxep run MODEL           run once on random inputs, print the outputs' shapes and the latency
+    python -m onnxep check MODEL         which backend runs each node
+    python -m onnxep info                the kernel variant and thread pool chosen on this machine
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import sys
+import time
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m onnxep", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd")
+    b = sub.add_parser("bench", help="latency beside onnxruntime")
+    b.add_argument("models", nargs="*", help="ONNX files (default: the light models shipped inside the onnx wheel)")
+    b.add_argument("--threads", type=int, default=0, help="intra-op threads for both (default: all cores)")
+    b.add_argument("--warmup", type=int, default=3)
+    b.add_argument("--repeat", type=int, default=10)
+    b.add_argument("--no-ort", action="store_true", help="time onnxep only")
+    r = sub.add_parser("run", help="run a model on random inputs")
+    r.add_argument("model")
+    r.add_argument("--repeat", type=int, default=1)
+    c = sub.add_parser("check", help="show which backend runs each node")
+    c.add_argument("model")
+    sub.add_parser("info", help="kernel variant and threads")
+    args = p.parse_args(argv)
+    cmd = args.cmd or "bench"
+    if cmd == "bench":
+        from onnxep._bench import bench
+        rows = bench(getattr(args, "models", None) or None, threads=getattr(args, "threads", 0),
+                     warmup=getattr(args, "warmup", 3), repeat=getattr(args, "repeat", 10),
+                     use_ort=not getattr(args, "no_ort", False))
+        return 1 if any(r["check"].startswith("MISMATCH") for r in rows) else 0
+    import onnxep
+    if cmd == "info":
+        onnxep.show_config()
+        return 0
+    if cmd == "run":
+        from onnxep._bench import random_feeds
+        sess = onnxep.InferenceSession(args.model)
+        feeds = random_feeds(sess)
+        for _ in range(max(args.repeat, 1)):
+            t0 = time.perf_counter()
+            outs = sess.run(None, feeds)
+            dt = time.perf_counter() - t0
+        for o, v in zip(sess.get_outputs(), outs):
+            print(f"{o.name}: {getattr(v, 'dtype', type(v).__name__)} {getattr(v, 'shape', '')}")
+        print(f"latency {dt * 1e3:.2f} ms")
+        return 0
+    if cmd == "check":
+        sess = onnxep.InferenceSession(args.model)
+        counts = collections.Counter(sess.node_assignment.values())
+        print(", ".join(f"{k}: {v} nodes" for k, v in sorted(counts.items())))
+        for plan in sess.plans:
+            print(f"  {plan.backend_name:<10} {plan.describe()}")
+        return 0
+    p.print_help()
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,132 @@
+"""Side-by-side latency of onnxep and onnxruntime on ONNX models (the `python -m onnxep bench` command).
+
+Default models: the nine light model-zoo models shipped inside the onnx wheel (onnx/backend/test/data/light). Their
+weights are all 0.02 (ConstantOfShape), so the softmax output is constant; the check compares the tensor feeding the
+final Softmax, added as an extra graph output, against onnxruntime (rtol 1e-4, atol 1e-5)."""
+from __future__ import annotations
+
+import glob
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+import onnx
+from onnx import helper
+
+RTOL, ATOL = 1e-4, 1e-5
+
+
+def light_models() -> list:
+    d = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "light")
+    return sorted(glob.glob(os.path.join(d, "*.onnx")))
+
+
+def with_presoftmax_output(model: onnx.ModelProto):
+    """A copy of `model` whose last Softmax input is also a graph output; returns (model, that name or None)."""
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    soft = [n for n in m.graph.node if n.op_type == "Softmax"]
+    if not soft:
+        return m, None
+    name = soft[-1].input[0]
+    if name not in {o.name for o in m.graph.output}:
+        m.graph.output.append(helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, None))
+    return m, name
+
+
+def random_feeds(sess, seed=0) -> dict:
+    rng = np.random.default_rng(seed)
+    feeds = {}
+    for i in sess.get_inputs():
+        shape = [d if isinstance(d, int) else 1 for d in (i.shape or [])]
+        t = i.type
+        if "float" in t or "double" in t:
+            dt = {"tensor(float)": np.float32, "tensor(double)": np.float64, "tensor(float16)": np.float16}.get(
+                t, np.float32)
+            feeds[i.name] = rng.standard_normal(shape).astype(dt)
+        elif "int" in t:
+            feeds[i.name] = rng.integers(0, 4, shape).astype(np.int64 if "64" in t else np.int32)
+        elif "bool" in t:
+            feeds[i.name] = rng.integers(0, 2, shape).astype(bool)
+        else:
+            raise ValueError(f"cannot make a random value for input {i.name!r} of type {t}")
+    return feeds
+
+
+def _time(fn, warmup, repeat) -> float:
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def bench(models=None, threads=0, warmup=3, repeat=10, use_ort=True, out=sys.stdout) -> list:
+    import onnxep
+
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        ort = None
+    if not use_ort:
+        ort = None
+    models = models or light_models()
+    threads = threads or os.cpu_count() or 1
+    rows = []
+    print(f"onnxep {onnxep.__version__} (ISA {_isa()}) vs onnxruntime "
+          f"{ort.__version__ if ort else '(not installed)'}; {threads} thread(s), median of {repeat} runs after "
+          f"{warmup} warm-up", file=out)
+    hdr = f"{'model':<22}{'onnxep ms':>11}{'ort ms':>10}{'ratio':>8}  {'fallback':>8}  check"
+    print(hdr, file=out)
+    print("-" * len(hdr), file=out)
+    for path in models:
+        name = os.path.splitext(os.path.basename(path))[0]
+        model, pre = with_presoftmax_output(onnx.load(path))
+        data = model.SerializeToString()
+        so = onnxep.SessionOptions()
+        so.intra_op_num_threads = threads
+        t0 = time.perf_counter()
+        ours = onnxep.InferenceSession(data, so)
+        init_s = time.perf_counter() - t0
+        feeds = random_feeds(ours)
+        fallback = sum(1 for b in ours.node_assignment.values() if b != "cpu")
+        names = [pre] if pre else None
+        res_ours = ours.run(names, feeds)
+        t_ours = _time(lambda: ours.run(None, feeds), warmup, repeat)
+        del ours
+        t_ort, check = None, "-"
+        if ort is not None:
+            time.sleep(0.3)  # let the other library's spinning workers go idle
+            oso = ort.SessionOptions()
+            oso.intra_op_num_threads = threads
+            oso.log_severity_level = 3
+            theirs = ort.InferenceSession(data, oso, providers=["CPUExecutionProvider"])
+            res_ort = theirs.run(names, feeds)
+            t_ort = _time(lambda: theirs.run(None, feeds), warmup, repeat)
+            del theirs
+            time.sleep(0.3)
+            a, b = res_ours[0], res_ort[0]
+            ok = a.shape == b.shape and np.allclose(a, b, rtol=RTOL, atol=ATOL)
+            err = float(np.max(np.abs(a - b))) if a.shape == b.shape and a.size else 0.0
+            check = f"{'ok' if ok else 'MISMATCH'} (max abs diff {err:.2e})"
+        ratio = t_ours / t_ort if t_ort else None
+        rows.append({"model": name, "onnxep_ms": t_ours * 1e3, "ort_ms": t_ort * 1e3 if t_ort else None,
+                     "ratio": ratio, "fallback_nodes": fallback, "check": check, "init_s": init_s})
+        print(f"{name:<22}{t_ours * 1e3:>11.2f}{(t_ort * 1e3 if t_ort else float('nan')):>10.2f}"
+              f"{(ratio if ratio else float('nan')):>8.2f}  {fallback:>8}  {check}", file=out, flush=True)
+    ratios = [r["ratio"] for r in rows if r["ratio"]]
+    if ratios:
+        gm = float(np.exp(np.mean(np.log(ratios))))
+        print(f"{'geometric mean ratio':<43}{gm:>8.2f}   (onnxep time / onnxruntime time; < 1 is faster)",
+              file=out)
+    return rows
+
+
+def _isa():
+    from onnxep import _kernels
+    return _kernels.ISA
