@@ -32,13 +32,18 @@ class Dropout_10(OpKernel):
     type_constraints = {"T": _FLOATS, "T1": ("bool",)}
 
     def compute(self, ctx):
-        x = ctx.input(0)
-        ctx.set_output(0, x)
-        if ctx.has_output(1):
-            ctx.output(1, x.shape, np.bool_).fill(True)
+        _identity_bool_mask(ctx)
 
 
-class Dropout_12(Dropout_10):
+def _identity_bool_mask(ctx):
+    x = ctx.input(0)
+    ctx.set_output(0, x)
+    if ctx.has_output(1):
+        ctx.output(1, x.shape, np.bool_).fill(True)
+
+
+# Not a subclass of Dropout_10: the registry fills `until` per class, and a subclass would inherit Dropout_10's.
+class Dropout_12(OpKernel):
     """Inference Dropout: output := data, mask := all True (opsets 12, 13, 22). The training_mode input must be absent
     or a constant false (else the node goes to the reference backend); ratio and seed are ignored."""
 
@@ -51,3 +56,6 @@ class Dropout_12(Dropout_10):
             tm = op.constants.get(2)
             return tm is not None and tm.size == 1 and not bool(tm.reshape(-1)[0])
         return True
+
+    def compute(self, ctx):
+        _identity_bool_mask(ctx)
