@@ -12,6 +12,10 @@ from onnxep.ops._base import OpKernel
 _MODULES = (
     # -- elementwise, shape and tensor ops
     "relu",
+    "add", "sub", "mul", "div", "sum", "max", "min",
+    "leaky_relu", "sigmoid", "tanh", "clip", "exp", "sqrt", "neg", "abs",
+    "reshape", "flatten", "transpose", "concat", "unsqueeze", "squeeze", "identity", "dropout",
+    "constant_of_shape", "shape", "gather", "constant",
     # -- gemm, matmul, conv
     # -- pooling, normalization, softmax
     # -- (more groups go here)

@@ -1,0 +1,101 @@
+"""Multidirectional (numpy-style) broadcasting for the elementwise ops: collapse a broadcast into the few dims the
+native binary kernels walk, and the shared kernel class of Add/Sub/Mul/Div/Max/Min/Sum."""
+from __future__ import annotations
+
+import numpy as np
+
+from onnxep.ops._base import OpKernel
+
+#: Collapsed dims the native kernels accept (BCAST_MAX_DIMS in _k_eltwise.pxi); beyond it numpy ufuncs run instead.
+MAX_DIMS = 16
+
+
+def collapse(out_shape, *shapes):
+    """(dims, [strides per operand]) walking `out_shape` in C order, each operand (broadcastable to out_shape,
+    C-contiguous) read with element strides (0 where it broadcasts). Dims of size 1 are dropped and adjacent dims that
+    are contiguous in every operand merged, so e.g. NCHW + [C,1,1] gives dims (C, H*W), strides (H*W, 1) and (1, 0).
+    Always at least one dim."""
+    rank = len(out_shape)
+    per_op = []
+    for shp in shapes:
+        shp = (1,) * (rank - len(shp)) + tuple(shp)
+        st = [0] * rank
+        acc = 1
+        for d in range(rank - 1, -1, -1):
+            st[d] = 0 if shp[d] == 1 else acc
+            acc *= shp[d]
+        per_op.append(st)
+    dims = []
+    strides = [[] for _ in shapes]
+    for d in range(rank):
+        n = out_shape[d]
+        if n == 1:
+            continue
+        if dims and all(s[-1] == st[d] * n for s, st in zip(strides, per_op)):
+            dims[-1] *= n
+            for s, st in zip(strides, per_op):
+                s[-1] = st[d]
+            continue
+        dims.append(n)
+        for s, st in zip(strides, per_op):
+            s.append(st[d])
+    if not dims:
+        return (1,), [(0,) for _ in shapes]
+    return tuple(dims), [tuple(s) for s in strides]
+
+
+class BinaryF32(OpKernel):
+    """Z := A op B with broadcasting, float32. Subclasses set `kernel` (a _kernels.<op>_f32) and `ufunc` (numpy's
+    equivalent, used only when the broadcast does not collapse to MAX_DIMS dims)."""
+
+    type_constraints = {"T": ("float32",)}
+    kernel = None
+    ufunc = None
+
+    def __init__(self, info):
+        super().__init__(info)
+        self._plans = {}
+
+    def plan(self, out_shape, *shapes):
+        key = (out_shape,) + shapes
+        p = self._plans.get(key)
+        if p is None:
+            if len(self._plans) > 64:
+                self._plans.clear()
+            p = self._plans[key] = collapse(out_shape, *shapes)
+        return p
+
+    def apply(self, a, b, z, nthreads):
+        """z := a op b, z already of the broadcast shape (z may be a when they have the same shape)."""
+        if z.size == 0:
+            return
+        dims, (sa, sb) = self.plan(z.shape, a.shape, b.shape)
+        if len(dims) > MAX_DIMS:
+            self.ufunc(a, b, out=z)
+            return
+        self.kernel(a.reshape(-1), b.reshape(-1), z.reshape(-1), dims, sa, sb, nthreads)
+
+    def compute(self, ctx):
+        a, b = ctx.input(0), ctx.input(1)
+        z = ctx.output(0, np.broadcast_shapes(a.shape, b.shape), np.float32)
+        self.apply(a, b, z, ctx.num_threads)
+
+
+class VariadicF32(BinaryF32):
+    """Y := X0 op X1 op ... (Sum/Max/Min): folded left to right into the output, one broadcast kernel per input."""
+
+    def compute(self, ctx):
+        xs = [ctx.input(i) for i in range(ctx.input_count)]
+        if not xs or any(x is None for x in xs):
+            raise ValueError(f"{self.op_type} needs at least one input and no omitted ones")
+        y = ctx.output(0, np.broadcast_shapes(*(x.shape for x in xs)), np.float32)
+        if y.size == 0:
+            return
+        if len(xs) == 1:
+            np.copyto(y, xs[0])
+            return
+        self.apply(xs[0], xs[1], y, ctx.num_threads)
+        for x in xs[2:]:
+            self.apply(y, x, y, ctx.num_threads)
+
+

@@ -1,0 +1,31 @@
+from onnxep.ops._base import OpKernel
+from onnxep.ops._data import DATA_TYPES, norm_axis
+
+
+class Concat_4(OpKernel):
+    """Y := the inputs joined along axis (opsets 4, 11 (negative axis), 13)."""
+
+    domain, op_type, since = "", "Concat", 4
+    type_constraints = {"T": DATA_TYPES}
+
+    def compute(self, ctx):
+        xs = [ctx.input(i) for i in range(ctx.input_count)]
+        if not xs or any(x is None for x in xs):
+            raise ValueError("Concat: needs at least one input and no omitted ones")
+        r = xs[0].ndim
+        axis = norm_axis(self.axis, r, "Concat")
+        first = xs[0].shape
+        for i, x in enumerate(xs):
+            if x.ndim != r or x.shape[:axis] != first[:axis] or x.shape[axis + 1:] != first[axis + 1:]:
+                raise ValueError(f"Concat: input {i} has shape {x.shape}, incompatible with input 0's {first} "
+                                 f"along axis {axis}")
+        shape = list(first)
+        shape[axis] = sum(x.shape[axis] for x in xs)
+        y = ctx.output(0, shape, xs[0].dtype)
+        lead = (slice(None),) * axis
+        o = 0
+        for x in xs:
+            n = x.shape[axis]
+            if n:
+                y[lead + (slice(o, o + n),)] = x
+            o += n

@@ -1,0 +1,24 @@
+import numpy as np
+
+from onnxep.ops._base import OpKernel
+from onnxep.ops._data import DATA_TYPES, norm_axis
+
+
+class Gather_1(OpKernel):
+    """Y := take(data, indices, axis); negative indices count from the end (opsets 1, 11, 13). Out-of-range indices
+    raise."""
+
+    domain, op_type, since = "", "Gather", 1
+    type_constraints = {"T": DATA_TYPES, "Tind": ("int32", "int64")}
+    axis = 0
+
+    def compute(self, ctx):
+        x, idx = ctx.input(0), ctx.input(1)
+        axis = norm_axis(self.axis, x.ndim, "Gather")
+        n = x.shape[axis]
+        if idx.size and (idx.min() < -n or idx.max() >= n):
+            raise ValueError(f"Gather: indices must be in [{-n}, {n - 1}] for axis {axis} of data shape {x.shape}, "
+                             f"got values in [{idx.min()}, {idx.max()}]")
+        y = ctx.output(0, x.shape[:axis] + idx.shape + x.shape[axis + 1:], x.dtype)
+        if y.size:
+            np.take(x, idx, axis=axis, out=y)

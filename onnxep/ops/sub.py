@@ -1,0 +1,12 @@
+import numpy as np
+
+from onnxep import _kernels
+from onnxep.ops._broadcast import BinaryF32
+
+
+class Sub_7(BinaryF32):
+    """C := A - B with multidirectional broadcasting (opsets 7, 13, 14: same semantics, float32 here)"""
+
+    domain, op_type, since = "", "Sub", 7
+    kernel = staticmethod(_kernels.sub_f32)
+    ufunc = staticmethod(np.subtract)

@@ -1,0 +1,46 @@
+"""Transpose and Concat. Oracle: onnx.reference."""
+import numpy as np
+import pytest
+
+from tests.ops._eltshape import check_node, node, rand
+
+
+@pytest.mark.parametrize("opset", [1, 13, 21])
+@pytest.mark.parametrize("shape,perm", [((2, 3), None), ((2, 3, 4), None), ((2, 3, 4), [1, 0, 2]),
+                                        ((1, 4, 17, 3, 3), [0, 2, 1, 3, 4]), ((5,), [0]), ((0, 3), [1, 0]),
+                                        ((2, 3, 4, 5), [3, 1, 0, 2])])
+def test_transpose(opset, shape, perm):
+    attrs = {} if perm is None else {"perm": perm}
+    check_node(node("Transpose", ["x"], ["y"], **attrs), {"x": rand(shape)}, opset)
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.uint8, np.float64])
+def test_transpose_dtypes(dtype):
+    check_node(node("Transpose", ["x"], ["y"], perm=[2, 0, 1]), {"x": (rand((2, 3, 4)) * 9).astype(dtype)}, 13)
+
+
+@pytest.mark.parametrize("opset,axis", [(4, 0), (4, 1), (11, -1), (11, 2), (13, -3)])
+def test_concat(opset, axis):
+    shapes = [[2, 3, 4], [2, 3, 4], [2, 3, 4]]
+    for i, s in enumerate(shapes):
+        s[axis] = i + 1    # different sizes along axis, incl. 1
+    feeds = {f"x{i}": rand(s, i) for i, s in enumerate(shapes)}
+    check_node(node("Concat", list(feeds), ["y"], axis=axis), feeds, opset)
+
+
+def test_concat_single_and_empty_inputs():
+    feeds = {"a": rand((2, 0, 3)), "b": rand((2, 2, 3), 1), "c": rand((2, 0, 3), 2)}
+    check_node(node("Concat", list(feeds), ["y"], axis=1), feeds, 13)
+    check_node(node("Concat", ["a"], ["y"], axis=1), {"a": rand((2, 4))}, 13)
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.bool_, np.float16])
+def test_concat_dtypes(dtype):
+    feeds = {"a": (rand((2, 3)) > 0).astype(dtype), "b": (rand((1, 3), 1) > 0).astype(dtype)}
+    check_node(node("Concat", ["a", "b"], ["y"], axis=0), feeds, 13)
+
+
+def test_concat_inception_pattern():
+    """Channel concat of four NCHW branches (the light inception/squeezenet pattern)."""
+    feeds = {f"x{i}": rand((1, c, 13, 13), i) for i, c in enumerate([112, 288, 64, 64])}
+    check_node(node("Concat", list(feeds), ["y"], axis=1), feeds, 9)
