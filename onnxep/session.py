@@ -32,6 +32,8 @@ _PROVIDER_ALIASES = {"CPUExecutionProvider", PROVIDER, REFERENCE_PROVIDER}
 #: ORT's key: "1" refuses nodes the main provider cannot run instead of falling back.
 CONFIG_DISABLE_FALLBACK = "session.disable_cpu_ep_fallback"
 CONFIG_DISABLE_PREPACKING = "session.disable_prepacking"
+#: onnxep's own: comma-separated op types always run on the reference backend (to bisect a suspected kernel bug).
+CONFIG_FALLBACK_OP_TYPES = "onnxep.fallback_op_types"
 
 
 def get_available_providers():
@@ -171,7 +173,8 @@ class InferenceSession:
         fallback = not so._flag(CONFIG_DISABLE_FALLBACK)
         devices = [CPU_DEVICE, REFERENCE_DEVICE]
         self._partitions_summary = []
-        partitions = make_partitions(graph, devices, fallback)
+        forced = frozenset(t.strip() for t in so._config.get(CONFIG_FALLBACK_OP_TYPES, "").split(",") if t.strip())
+        partitions = make_partitions(graph, devices, fallback, forced)
         self.node_assignment = {n.name: p.backend for p in partitions for n in p.nodes}
         nthreads = int(so.intra_op_num_threads or 0)
         self._backends = {d.name: d.init_backend(self._stream, **({"num_threads": nthreads} if d is CPU_DEVICE else {}))

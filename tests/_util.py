@@ -56,3 +56,10 @@ def cpu_only_options():
     so = onnxep.SessionOptions()
     so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
     return so
+
+
+def fallback_options(op_types="Neg"):
+    """Session options that send `op_types` to the reference backend (so a test gets a cpu/reference boundary)."""
+    so = onnxep.SessionOptions()
+    so.add_session_config_entry("onnxep.fallback_op_types", op_types)
+    return so

@@ -36,8 +36,9 @@ def op_info(node, value_types, constants) -> OpInfo:
     return OpInfo(node, its, ots, consts)
 
 
-def assign(graph: Graph, devices, fallback: bool = True) -> list:
-    """Device name per node (same order as graph.nodes)."""
+def assign(graph: Graph, devices, fallback: bool = True, forced=frozenset()) -> list:
+    """Device name per node (same order as graph.nodes). Op types in `forced` skip the first device (debugging aid:
+    session config 'onnxep.fallback_op_types')."""
     constants = graph.constants
     names = []
     for node in graph.nodes:
@@ -46,6 +47,8 @@ def assign(graph: Graph, devices, fallback: bool = True) -> list:
         for i, dev in enumerate(devices):
             if i > 0 and not fallback:
                 break
+            if i == 0 and node.op_type in forced and fallback:
+                continue
             if dev.supports_op(op):
                 chosen = dev.name
                 break
@@ -60,8 +63,8 @@ def assign(graph: Graph, devices, fallback: bool = True) -> list:
     return names
 
 
-def partition(graph: Graph, devices, fallback: bool = True) -> list:
-    placement = assign(graph, devices, fallback)
+def partition(graph: Graph, devices, fallback: bool = True, forced=frozenset()) -> list:
+    placement = assign(graph, devices, fallback, forced)
     groups = []
     for node, dev in zip(graph.nodes, placement):
         if groups and groups[-1][0] == dev:

@@ -1,7 +1,7 @@
 """OpKernel: the base of every cpu op kernel -- the Kernel contract plus what the registry needs.
 
     class Relu_14(OpKernel):
-        domain, op_type, since = "", "Relu", 14        # `until` is filled from the next registered version
+        domain, op_type, since = "", "Relu", 14        # valid up to the next registered version of the op
         type_constraints = {"T": ("float32",)}         # checked by supports_op against the op schema
         def compute(self, ctx): ...
 
@@ -28,7 +28,7 @@ class OpKernel(Kernel):
     domain: str = ""
     op_type: str = ""
     since: int = 1
-    until: int | None = None  # exclusive; None: up to the newest opset
+    until: int | None = None  # exclusive; None: up to the next registered version (or the newest opset)
     #: type parameter of the schema (e.g. "T") -> allowed dtype names; parameters not listed are not checked.
     type_constraints: dict = {}
 

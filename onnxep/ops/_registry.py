@@ -22,6 +22,9 @@ _MODULES = (
 )
 
 _REGISTRY: dict[tuple[str, str], list[type[OpKernel]]] = {}
+#: (domain, op_type) -> [(since, until, cls)], until exclusive (None: open-ended). Computed here, never written onto
+#: the classes, so a kernel class that subclasses another registered one does not inherit its range.
+_RANGES: dict[tuple[str, str], list[tuple]] = {}
 
 
 def _register(cls):
@@ -31,6 +34,18 @@ def _register(cls):
     if cls.flags != 0:
         raise ImportError(f"{cls.__name__}.flags must be 0")
     _REGISTRY.setdefault((cls.domain, cls.op_type), []).append(cls)
+    _index(cls.domain, cls.op_type)
+
+
+def _index(domain, op_type):
+    classes = sorted(_REGISTRY.get((domain, op_type), []), key=lambda c: c.since)
+    ranges = []
+    for i, c in enumerate(classes):
+        until = c.__dict__.get("until")  # only an `until` declared on this very class
+        if until is None and i + 1 < len(classes):
+            until = classes[i + 1].since
+        ranges.append((c.since, until, c))
+    _RANGES[(domain, op_type)] = ranges
 
 
 def register(cls):
@@ -39,7 +54,6 @@ def register(cls):
     if not (isinstance(cls, type) and issubclass(cls, OpKernel) and cls.op_type):
         raise TypeError(f"register expects an OpKernel subclass with op_type set, got {cls!r}")
     _register(cls)
-    _sort(_REGISTRY[(cls.domain, cls.op_type)])
     return cls
 
 
@@ -47,17 +61,7 @@ def unregister(cls):
     classes = _REGISTRY.get((cls.domain, cls.op_type), [])
     if cls in classes:
         classes.remove(cls)
-        for c in classes:
-            if c.until == cls.since:  # it ended where the removed class began
-                c.until = None
-        _sort(classes)
-
-
-def _sort(classes):
-    classes.sort(key=lambda c: c.since)
-    for a, b in zip(classes, classes[1:]):
-        if a.until is None:
-            a.until = b.since
+        _index(cls.domain, cls.op_type)
 
 
 def _load():
@@ -66,16 +70,22 @@ def _load():
         for _, cls in inspect.getmembers(mod, inspect.isclass):
             if issubclass(cls, OpKernel) and cls is not OpKernel and cls.__module__ == mod.__name__ and cls.op_type:
                 _register(cls)
-    for classes in _REGISTRY.values():
-        _sort(classes)
 
 
 def lookup(domain: str, op_type: str, opset: int):
     """The kernel class for this op at this opset version, or None."""
-    for cls in _REGISTRY.get((domain, op_type), ()):
-        if cls.since <= opset and (cls.until is None or opset < cls.until):
+    for since, until, cls in _RANGES.get((domain, op_type), ()):
+        if since <= opset and (until is None or opset < until):
             return cls
     return None
+
+
+def version_range(cls) -> tuple:
+    """(since, until) of a registered class; until is exclusive, None when open-ended."""
+    for since, until, c in _RANGES.get((cls.domain, cls.op_type), ()):
+        if c is cls:
+            return since, until
+    raise KeyError(cls)
 
 
 def all_kernels():

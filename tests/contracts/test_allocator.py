@@ -12,7 +12,7 @@ from onnx import helper
 import onnxep
 from onnxep.contracts import AllocatorDesc, Stream, register_allocator
 from onnxep.errors import Fail, InvalidArgument, RuntimeException
-from tests._util import make_model
+from tests._util import fallback_options, make_model
 
 
 class CountingAllocator:
@@ -105,8 +105,8 @@ def test_sessions_on_streams_sharing_an_allocator_raise_instead_of_racing():
     register_allocator(s1, alloc.desc)
     register_allocator(s2, alloc.desc)
     m = _chain_model()
-    sess1 = onnxep.InferenceSession(m.SerializeToString(), stream=s1)
-    sess2 = onnxep.InferenceSession(m.SerializeToString(), stream=s2)
+    sess1 = onnxep.InferenceSession(m.SerializeToString(), stream=s1, sess_options=fallback_options())
+    sess2 = onnxep.InferenceSession(m.SerializeToString(), stream=s2, sess_options=fallback_options())
     x = np.ones((4, 5), np.float32)
     errors = []
     with s1.running():  # as if sess1 were mid-run on another thread
@@ -142,7 +142,8 @@ def test_user_allocator_sees_every_activation_and_all_are_freed():
     alloc = CountingAllocator()
     s = Stream()
     register_allocator(s, alloc.desc)
-    sess = onnxep.InferenceSession(_chain_model().SerializeToString(), stream=s)
+    sess = onnxep.InferenceSession(_chain_model().SerializeToString(), stream=s,
+                                   sess_options=fallback_options())
     x = np.arange(20, dtype=np.float32).reshape(4, 5) - 10
     (y,) = sess.run(None, {"x": x})
     np.testing.assert_array_equal(y, np.zeros((4, 5)))  # relu(-relu(x)) == 0

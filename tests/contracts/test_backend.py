@@ -14,7 +14,7 @@ from onnxep.contracts.backend import BufferType
 from onnxep.errors import InvalidArgument
 from onnxep.graph.model import build_graph
 from onnxep.graph.partition import partition
-from tests._util import make_model
+from tests._util import fallback_options, make_model
 
 
 @pytest.fixture
@@ -108,6 +108,7 @@ def test_supports_op_lives_on_the_stateless_device(cpu):
     m = make_model([helper.make_node("Relu", ["x"], ["y"]), helper.make_node("Neg", ["y"], ["z"])],
                    {"x": np.zeros((2, 2), np.float32)}, ["z"])
     g = build_graph(m)
+    g.nodes[1].op_type = "NotAnOnnxOp"  # nothing native claims it
     from onnxep.graph.partition import op_info
     relu, neg = (op_info(n, g.value_types, g.constants) for n in g.nodes)
     assert CPU_DEVICE.supports_op(relu) and cpu.supports_op(relu)
@@ -120,7 +121,7 @@ def test_graph_plan_create_compute_free(cpu, ref):
     # seed 002: graph_plan_create / graph_plan_compute / graph_plan_free, and graph_compute without a plan
     m = make_model([helper.make_node("Relu", ["x"], ["y"]), helper.make_node("Neg", ["y"], ["z"])],
                    {"x": np.zeros((2, 2), np.float32)}, ["z"])
-    parts = partition(build_graph(m), [CPU_DEVICE, REFERENCE_DEVICE])
+    parts = partition(build_graph(m), [CPU_DEVICE, REFERENCE_DEVICE], forced={"Neg"})
     assert [p.backend for p in parts] == ["cpu", "reference"]
     ctx = CompileContext(weight_allocator=BufferType("w", Stream()))
     backends = {"cpu": cpu, "reference": ref}
@@ -144,7 +145,7 @@ def test_session_copies_at_backend_boundaries():
     # read by the cpu backend is copied into a cpu buffer (so a registered allocator sees it)
     m = make_model([helper.make_node("Neg", ["x"], ["y"]), helper.make_node("Relu", ["y"], ["z"])],
                    {"x": np.zeros((3,), np.float32)}, ["z"])
-    sess = onnxep.InferenceSession(m.SerializeToString())
+    sess = onnxep.InferenceSession(m.SerializeToString(), fallback_options("Neg"))
     assert [p.backend_name for p in sess.plans] == ["reference", "cpu"]
     assert sess._executor.copies == [(), (("y", "reference"),)]
     np.testing.assert_array_equal(sess.run(None, {"x": np.array([1, -2, 3], np.float32)})[0], [0, 2, 0])

@@ -22,7 +22,7 @@ def _parts():
     nodes = [helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Neg", ["a"], ["b"]),
              helper.make_node("Relu", ["b"], ["y"])]
     g = build_graph(make_model(nodes, {"x": np.zeros((2, 3), np.float32)}, ["y"]))
-    return g, partition(g, [CPU_DEVICE, REFERENCE_DEVICE])
+    return g, partition(g, [CPU_DEVICE, REFERENCE_DEVICE], forced={"Neg"})
 
 
 def _backends():

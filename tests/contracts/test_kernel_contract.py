@@ -246,3 +246,26 @@ def test_compute_errors_name_the_node_and_the_session_still_works():
         np.testing.assert_allclose(h, X @ w, rtol=1e-6)
     finally:
         _registry.unregister(Boom)
+
+
+def test_registry_ranges_are_not_inherited_by_subclasses():
+    # a registered kernel subclassing another registered one must get its own version range
+    class V1(OpKernel):
+        domain, op_type, since = DOMAIN, "Ranged", 1
+
+    class V5(V1):
+        since = 5
+
+    class V9(V5):
+        since = 9
+
+    for c in (V9, V1, V5):
+        _registry.register(c)
+    try:
+        assert [_registry.lookup(DOMAIN, "Ranged", v) for v in (1, 4, 5, 8, 9, 30)] == [V1, V1, V5, V5, V9, V9]
+        assert _registry.version_range(V5) == (5, 9)
+        _registry.unregister(V5)
+        assert _registry.lookup(DOMAIN, "Ranged", 6) is V1
+    finally:
+        for c in (V1, V9):
+            _registry.unregister(c)
