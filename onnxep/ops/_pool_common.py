@@ -33,6 +33,8 @@ class PoolAttrs:
             return False
         if min(self.kernel) < 1 or min(self.strides) < 1 or min(self.dilations) < 1 or min(self.pads) < 0:
             return False
+        if any(self.pads[i] >= self.kernel[i] or self.pads[r + i] >= self.kernel[i] for i in range(r)):
+            return False  # onnxruntime refuses pads >= kernel; onnx.reference pads them: no single answer
         if self.auto_pad not in ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"):
             return False
         if self.auto_pad != "NOTSET":
