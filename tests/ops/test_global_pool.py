@@ -1,5 +1,8 @@
-"""GlobalAveragePool / GlobalMaxPool on the cpu backend. Oracles: onnxruntime always, onnx.reference as well except
-for GlobalMaxPool on rank-3 input, where onnx.reference (1.23.2) drops the trailing 1 (returns (N, C))."""
+"""GlobalAveragePool / GlobalMaxPool on the cpu backend.
+
+Oracles: numpy (mean / max over axes 2.. with keepdims) for every case; onnxruntime as well up to rank 5 (it rejects
+rank 6 as "Unsupported pooling size"); onnx.reference as well except GlobalMaxPool at rank != 4, where onnx.reference
+(1.23.2) returns a wrong shape (e.g. (N, C) for rank 3)."""
 import numpy as np
 import pytest
 from onnx import helper
@@ -17,6 +20,11 @@ def test_global_pool(op, shape, opset):
     m = make_model([helper.make_node(op, ["x"], ["y"])], {"x": x}, ["y"], opset=opset)
     got, sess = run_onnxep(m, {"x": x})
     assert fallback_nodes(sess) == []
-    assert_same(got, run_ort(m, {"x": x}))
-    if not (op == "GlobalMaxPool" and len(shape) == 3):
+    axes = tuple(range(2, x.ndim))
+    want = x.astype(np.float64).mean(axis=axes, keepdims=True) if op == "GlobalAveragePool" else x.max(
+        axis=axes, keepdims=True)
+    assert_same(got, [want.astype(np.float32)])
+    if x.ndim <= 5:
+        assert_same(got, run_ort(m, {"x": x}))
+    if op == "GlobalAveragePool" or x.ndim == 4:
         assert_same(got, run_reference(m, {"x": x}))
