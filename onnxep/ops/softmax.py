@@ -14,13 +14,13 @@ class _Softmax(OpKernel):
     @classmethod
     def supports(cls, op):
         shape = op.input_types[0].shape if op.input_types[0] is not None else None
-        if shape is None:
+        if shape is None or len(shape) == 0:
             return False
         r = len(shape)
         axis = op.node.attrs.get("axis")
         if axis is None:
-            return True
-        return -r <= int(axis) < r if r > 0 else int(axis) in (0, -1)
+            axis = cls.schema_defaults(op.node.opset).get("axis", 1 if cls.coerce_2d else -1)
+        return -r <= int(axis) < r
 
     def compute(self, ctx):
         x = ctx.input(0)
