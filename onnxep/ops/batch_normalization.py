@@ -27,12 +27,16 @@ class _BatchNormalization(OpKernel):
             return False
         if len(op.node.inputs) != 5 or not all(op.node.inputs):
             return False
+        # Refuse only what is known to be wrong: below opset 14 no other backend takes this op, and compute checks
+        # the actual shapes (clear error naming the input) when they were not known statically.
         shape = op.input_types[0].shape if op.input_types[0] is not None else None
-        if shape is None or len(shape) < 2:
+        if shape is not None and len(shape) < 2:
             return False
-        c = shape[1]
+        c = shape[1] if shape is not None else None
         for vt in op.input_types[1:]:
-            if vt is None or vt.shape is None or len(vt.shape) != 1:
+            if vt is None or vt.shape is None:
+                continue
+            if len(vt.shape) != 1:
                 return False
             if isinstance(c, int) and isinstance(vt.shape[0], int) and vt.shape[0] != c:
                 return False

@@ -85,3 +85,22 @@ def test_batchnorm_refuses_extra_outputs():
     m = make_model([node], {"x": x}, ["y", "rm", "rv"], opset=15, initializers=p)
     sess = onnxep.InferenceSession(m.SerializeToString())
     assert len(fallback_nodes(sess)) == 1
+
+
+@pytest.mark.parametrize("opset", [9, 15])
+def test_batchnorm_symbolic_shapes_and_runtime_check(opset):
+    """Symbolic dims still run on cpu (numpy oracle); a wrong parameter length at run time is a clear error."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 3, 5)).astype(np.float32)
+    p = _params(3, rng)
+    names = ["scale", "b", "mean", "var"]
+    node = helper.make_node("BatchNormalization", ["x"] + names, ["y"])
+    shapes = {"x": ["N", "C", "L"], **{n: ["C"] for n in names}}
+    m = make_model([node], {"x": x, **p}, ["y"], opset=opset, input_shapes=shapes)
+    got, sess = run_onnxep(m, {"x": x, **p})
+    assert fallback_nodes(sess) == []
+    assert_same(got, [numpy_bn(x, p["scale"], p["b"], p["mean"], p["var"], 1e-5)], rtol=1e-5, atol=1e-5)
+    bad = dict(p, var=np.ones(4, np.float32))
+    with pytest.raises(Exception, match="input_var has shape"):
+        sess.run(None, {"x": x, **bad})
+    assert_same(sess.run(None, {"x": x, **p}), got)  # the session still works after the error
