@@ -1,1 +1,189 @@
-# Normalization and reductions: BatchNormalization (inference), LRN, Softmax.
+# Normalization and reductions: BatchNormalization (inference), LRN, Softmax / LogSoftmax.
+
+from libc.math cimport logf
+from libc.stdlib cimport malloc, free
+
+cdef enum:
+    NORM_PAR_WORK = 32768   # elements (x window) below which a normalization call stays on one thread
+
+
+cdef void _batchnorm_row_f32(const float* x, float* y, Py_ssize_t S, float mean, float a, float b) noexcept nogil:
+    cdef Py_ssize_t i
+    for i in range(S):
+        y[i] = (x[i] - mean) * a + b
+
+
+def batchnorm_f32(const float[:, ::1] x, float[:, ::1] y, const float[::1] mean, const float[::1] a,
+                  const float[::1] b, int nthreads=0):
+    """y[r, :] := (x[r, :] - mean[c]) * a[c] + b[c] with c = r % C; rows r are (n, c) pairs of an (N, C, S) tensor.
+    a = scale / sqrt(var + epsilon) and b = B are computed by the caller."""
+    cdef Py_ssize_t R = x.shape[0], S = x.shape[1], C = mean.shape[0], r
+    if y.shape[0] != R or y.shape[1] != S:
+        raise ValueError(f"batchnorm_f32: x is {R}x{S}, y is {y.shape[0]}x{y.shape[1]}")
+    if a.shape[0] != C or b.shape[0] != C:
+        raise ValueError(f"batchnorm_f32: mean has {C} channels, a {a.shape[0]}, b {b.shape[0]}")
+    if R == 0 or S == 0:
+        return
+    if C == 0 or R % C != 0:
+        raise ValueError(f"batchnorm_f32: {R} rows is not a multiple of {C} channels")
+    with nogil:
+        if R * S < NORM_PAR_WORK or R < 2:
+            for r in range(R):
+                _batchnorm_row_f32(&x[r, 0], &y[r, 0], S, mean[r % C], a[r % C], b[r % C])
+        else:
+            for r in prange(R, num_threads=_nthreads(nthreads), schedule="static"):
+                _batchnorm_row_f32(&x[r, 0], &y[r, 0], S, mean[r % C], a[r % C], b[r % C])
+
+
+cdef void _lrn_plane_f32(const float* x, float* y, Py_ssize_t n, Py_ssize_t c, Py_ssize_t C, Py_ssize_t S,
+                         Py_ssize_t lo, Py_ssize_t hi, float alpha_n, float beta, float bias) noexcept nogil:
+    """Plane (n, c): y := x / (bias + alpha_n * sum_{c' in [c-lo, c+hi] n [0, C)} x[c']^2) ** beta."""
+    cdef Py_ssize_t c0 = c - lo if c - lo > 0 else 0
+    cdef Py_ssize_t c1 = c + hi + 1 if c + hi + 1 < C else C
+    cdef Py_ssize_t i, k
+    cdef const float* xn = x + n * C * S
+    cdef const float* xc
+    cdef float* yp = y + (n * C + c) * S
+    cdef float v
+    for i in range(S):
+        yp[i] = 0.0
+    for k in range(c0, c1):
+        xc = xn + k * S
+        for i in range(S):
+            v = xc[i]
+            yp[i] = yp[i] + v * v
+    xc = xn + c * S
+    for i in range(S):
+        yp[i] = xc[i] / powf(bias + alpha_n * yp[i], beta)
+
+
+def lrn_f32(const float[:, :, ::1] x, float[:, :, ::1] y, Py_ssize_t size, float alpha, float beta, float bias,
+            int nthreads=0):
+    """LRN over channels of an (N, C, S) tensor: the window of channel c is [c - floor((size-1)/2),
+    c + ceil((size-1)/2)]; y := x / (bias + alpha / size * sum x^2) ** beta."""
+    cdef Py_ssize_t N = x.shape[0], C = x.shape[1], S = x.shape[2], t
+    cdef Py_ssize_t lo = (size - 1) // 2, hi = size - 1 - (size - 1) // 2
+    cdef float alpha_n
+    if size < 1:
+        raise ValueError(f"lrn_f32: size must be >= 1, got {size}")
+    if y.shape[0] != N or y.shape[1] != C or y.shape[2] != S:
+        raise ValueError(f"lrn_f32: x is {N}x{C}x{S}, y is {y.shape[0]}x{y.shape[1]}x{y.shape[2]}")
+    if N * C * S == 0:
+        return
+    alpha_n = alpha / <float>size
+    with nogil:
+        if N * C * S * size < NORM_PAR_WORK or N * C < 2:
+            for t in range(N * C):
+                _lrn_plane_f32(&x[0, 0, 0], &y[0, 0, 0], t // C, t % C, C, S, lo, hi, alpha_n, beta, bias)
+        else:
+            for t in prange(N * C, num_threads=_nthreads(nthreads), schedule="static"):
+                _lrn_plane_f32(&x[0, 0, 0], &y[0, 0, 0], t // C, t % C, C, S, lo, hi, alpha_n, beta, bias)
+
+
+cdef void _softmax_rows_f32(const float* x, float* y, Py_ssize_t K, int log) noexcept nogil:
+    """One contiguous row of K: y := softmax(x) (or log-softmax), subtracting the max first."""
+    cdef Py_ssize_t k
+    cdef float m = x[0], s = 0.0, e
+    for k in range(1, K):
+        if x[k] > m:
+            m = x[k]
+    if log:
+        for k in range(K):
+            s = s + expf(x[k] - m)
+        s = logf(s)
+        for k in range(K):
+            y[k] = x[k] - m - s
+    else:
+        for k in range(K):
+            e = expf(x[k] - m)
+            y[k] = e
+            s = s + e
+        s = 1.0 / s
+        for k in range(K):
+            y[k] = y[k] * s
+
+
+cdef void _softmax_block_f32(const float* x, float* y, Py_ssize_t K, Py_ssize_t inner, int log,
+                             float* buf) noexcept nogil:
+    """One (K, inner) block, softmax along K for each of the inner columns; buf holds 2 * inner floats."""
+    cdef Py_ssize_t k, i
+    cdef float* m = buf
+    cdef float* s = buf + inner
+    cdef float e
+    for i in range(inner):
+        m[i] = x[i]
+        s[i] = 0.0
+    for k in range(1, K):
+        for i in range(inner):
+            if x[k * inner + i] > m[i]:
+                m[i] = x[k * inner + i]
+    if log:
+        for k in range(K):
+            for i in range(inner):
+                s[i] = s[i] + expf(x[k * inner + i] - m[i])
+        for i in range(inner):
+            s[i] = logf(s[i])
+        for k in range(K):
+            for i in range(inner):
+                y[k * inner + i] = x[k * inner + i] - m[i] - s[i]
+    else:
+        for k in range(K):
+            for i in range(inner):
+                e = expf(x[k * inner + i] - m[i])
+                y[k * inner + i] = e
+                s[i] = s[i] + e
+        for i in range(inner):
+            s[i] = 1.0 / s[i]
+        for k in range(K):
+            for i in range(inner):
+                y[k * inner + i] = y[k * inner + i] * s[i]
+
+
+cdef int _softmax_f32(const float* x, float* y, Py_ssize_t outer, Py_ssize_t K, Py_ssize_t inner, int log,
+                      int nthreads) noexcept nogil:
+    """Returns -1 when a scratch buffer could not be allocated."""
+    cdef Py_ssize_t o
+    cdef float* buf = NULL
+    cdef int nt = 1
+    if outer * K * inner >= NORM_PAR_WORK and outer >= 2:
+        nt = _nthreads(nthreads)
+    if inner == 1:
+        if nt == 1:
+            for o in range(outer):
+                _softmax_rows_f32(x + o * K, y + o * K, K, log)
+        else:
+            for o in prange(outer, num_threads=nt, schedule="static"):
+                _softmax_rows_f32(x + o * K, y + o * K, K, log)
+        return 0
+    if nt == 1:
+        buf = <float*>malloc(2 * inner * sizeof(float))
+        if buf == NULL:
+            return -1
+        for o in range(outer):
+            _softmax_block_f32(x + o * K * inner, y + o * K * inner, K, inner, log, buf)
+        free(buf)
+        return 0
+    # one scratch slice of 2 * inner floats per thread, picked by omp_get_thread_num()
+    buf = <float*>malloc(nt * 2 * inner * sizeof(float))
+    if buf == NULL:
+        return -1
+    for o in prange(outer, num_threads=nt, schedule="static"):
+        _softmax_block_f32(x + o * K * inner, y + o * K * inner, K, inner, log,
+                           buf + openmp.omp_get_thread_num() * 2 * inner)
+    free(buf)
+    return 0
+
+
+def softmax_f32(const float[::1] x, float[::1] y, Py_ssize_t outer, Py_ssize_t K, Py_ssize_t inner, bint log=False,
+                int nthreads=0):
+    """x, y viewed as (outer, K, inner): y := softmax along K (log-softmax when log), max subtracted first."""
+    cdef int rc
+    if outer < 0 or K < 0 or inner < 0 or x.shape[0] != outer * K * inner or y.shape[0] != x.shape[0]:
+        raise ValueError(f"softmax_f32: x has {x.shape[0]} elements, y {y.shape[0]}, expected "
+                         f"{outer}*{K}*{inner}")
+    if x.shape[0] == 0:
+        return
+    with nogil:
+        rc = _softmax_f32(&x[0], &y[0], outer, K, inner, log, nthreads)
+    if rc != 0:
+        raise MemoryError("softmax_f32: could not allocate scratch")

@@ -18,6 +18,8 @@ _MODULES = (
     "constant_of_shape", "shape", "gather", "constant",
     # -- gemm, matmul, conv
     # -- pooling, normalization, softmax
+    "max_pool", "average_pool", "global_average_pool", "global_max_pool", "lrn", "batch_normalization",
+    "softmax", "log_softmax",
     # -- (more groups go here)
 )
 

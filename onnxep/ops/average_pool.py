@@ -1,0 +1,61 @@
+"""AveragePool (float32, NCHW, 1-3 spatial dims)."""
+import numpy as np
+
+from onnxep import _kernels
+from onnxep.ops._base import OpKernel
+from onnxep.ops._pool_common import PoolAttrs, supports_pool
+
+
+class _AveragePool(OpKernel):
+    """Y[n, c, o] := mean over window o of X[n, c]; the divisor counts the taps inside the input, or inside the
+    padded input when count_include_pad (never the ceil_mode overhang past the end pad)."""
+
+    type_constraints = {"T": ("float32",)}
+    auto_pad = "NOTSET"
+    ceil_mode = 0
+    count_include_pad = 0
+    dilations = None
+    pads = None
+    strides = None
+
+    @classmethod
+    def supports(cls, op):
+        return supports_pool(op) is not None
+
+    def __init__(self, info):
+        super().__init__(info)
+        self.pool = PoolAttrs(self.kernel_shape, self.strides, self.pads, self.dilations, self.auto_pad,
+                              self.ceil_mode)
+        self._geom = {}
+
+    def compute(self, ctx):
+        x = ctx.input(0)
+        if x.ndim != self.pool.rank + 2:
+            raise ValueError(f"AveragePool: input rank {x.ndim}, kernel_shape has {self.pool.rank} dims")
+        key = x.shape[2:]
+        if key not in self._geom:
+            self._geom[key] = self.pool.geom_vector(key)
+        out, g = self._geom[key]
+        y = ctx.output(0, x.shape[:2] + tuple(out), np.float32)
+        _kernels.avgpool_f32(x.reshape(-1), y.reshape(-1), x.shape[0] * x.shape[1], g, int(self.count_include_pad),
+                             ctx.num_threads)
+
+
+class AveragePool_1(_AveragePool):
+    domain, op_type, since = "", "AveragePool", 1
+
+
+class AveragePool_7(_AveragePool):
+    domain, op_type, since = "", "AveragePool", 7
+
+
+class AveragePool_10(_AveragePool):
+    domain, op_type, since = "", "AveragePool", 10
+
+
+class AveragePool_11(_AveragePool):
+    domain, op_type, since = "", "AveragePool", 11
+
+
+class AveragePool_19(_AveragePool):
+    domain, op_type, since = "", "AveragePool", 19

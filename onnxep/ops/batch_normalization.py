@@ -1,0 +1,82 @@
+"""BatchNormalization in inference mode (float32, any rank >= 2: N, C, ...).
+
+The cpu backend owns this op below opset 14: onnx.reference computes those versions with the training formula, so
+the reference backend refuses them and this kernel is the only path (DESIGN.md, "Correctness and fallback")."""
+import numpy as np
+
+from onnxep import _kernels
+from onnxep.ops._base import OpKernel
+
+
+class _BatchNormalization(OpKernel):
+    """Y := (X - mean[c]) / sqrt(var[c] + epsilon) * scale[c] + B[c]"""
+
+    type_constraints = {"T": ("float32",)}
+    epsilon = 1e-5
+
+    @classmethod
+    def supports(cls, op):
+        a = op.node.attrs
+        if any(o for o in op.node.outputs[1:]):
+            return False  # running/saved statistics are training outputs
+        if int(a.get("training_mode") or 0) != 0:
+            return False
+        if cls.since < 7 and int(a.get("is_test") or 0) != 1:
+            return False  # opset 6 defaults to training (is_test=0)
+        if cls.since < 9 and int(a.get("spatial") if a.get("spatial") is not None else 1) != 1:
+            return False
+        if len(op.node.inputs) != 5 or not all(op.node.inputs):
+            return False
+        # Refuse only what is known to be wrong: below opset 14 no other backend takes this op, and compute checks
+        # the actual shapes (clear error naming the input) when they were not known statically.
+        shape = op.input_types[0].shape if op.input_types[0] is not None else None
+        if shape is not None and len(shape) < 2:
+            return False
+        c = shape[1] if shape is not None else None
+        for vt in op.input_types[1:]:
+            if vt is None or vt.shape is None:
+                continue
+            if len(vt.shape) != 1:
+                return False
+            if isinstance(c, int) and isinstance(vt.shape[0], int) and vt.shape[0] != c:
+                return False
+        return True
+
+    def compute(self, ctx):
+        x = ctx.input(0)
+        scale, b, mean, var = (ctx.input(i) for i in range(1, 5))
+        if x.ndim < 2:
+            raise ValueError(f"BatchNormalization: input rank {x.ndim} < 2")
+        c = x.shape[1]
+        for nm, v in (("scale", scale), ("B", b), ("input_mean", mean), ("input_var", var)):
+            if v.shape != (c,):
+                raise ValueError(f"BatchNormalization: {nm} has shape {v.shape}, expected ({c},)")
+        # the per-channel factor in double, rounded once
+        a = (scale.astype(np.float64) / np.sqrt(var.astype(np.float64) + float(self.epsilon))).astype(np.float32)
+        y = ctx.output(0, x.shape, np.float32)
+        rows = x.shape[0] * c
+        s = int(np.prod(x.shape[2:])) if x.ndim > 2 else 1
+        _kernels.batchnorm_f32(x.reshape(rows, s), y.reshape(rows, s), np.ascontiguousarray(mean, np.float32), a,
+                               np.ascontiguousarray(b, np.float32), ctx.num_threads)
+
+
+class BatchNormalization_6(_BatchNormalization):
+    domain, op_type, since = "", "BatchNormalization", 6
+
+
+class BatchNormalization_7(_BatchNormalization):
+    domain, op_type, since = "", "BatchNormalization", 7
+
+
+class BatchNormalization_9(_BatchNormalization):
+    domain, op_type, since = "", "BatchNormalization", 9
+
+
+class BatchNormalization_14(_BatchNormalization):
+    domain, op_type, since = "", "BatchNormalization", 14
+    type_constraints = {"T": ("float32",), "U": ("float32",)}
+
+
+class BatchNormalization_15(_BatchNormalization):
+    domain, op_type, since = "", "BatchNormalization", 15
+    type_constraints = {"T": ("float32",), "T1": ("float32",), "T2": ("float32",)}

@@ -1,0 +1,57 @@
+"""Softmax (float32): opsets 1/11 coerce the input to 2-D at `axis` (default 1), opset 13 works along `axis`
+(default -1). Numerically stable: the max is subtracted before exp."""
+import numpy as np
+
+from onnxep import _kernels
+from onnxep.ops._base import OpKernel
+
+
+class _Softmax(OpKernel):
+    type_constraints = {"T": ("float32",)}
+    coerce_2d = True
+    log = False
+
+    @classmethod
+    def supports(cls, op):
+        shape = op.input_types[0].shape if op.input_types[0] is not None else None
+        if shape is None or len(shape) == 0:
+            return False
+        r = len(shape)
+        axis = op.node.attrs.get("axis")
+        if axis is None:
+            axis = cls.schema_defaults(op.node.opset).get("axis", 1 if cls.coerce_2d else -1)
+        return -r <= int(axis) < r
+
+    def compute(self, ctx):
+        x = ctx.input(0)
+        r = x.ndim
+        axis = int(self.axis)
+        if not (-r <= axis < r) and not (r == 0 and axis in (0, -1)):
+            raise ValueError(f"{self.op_type}: axis {axis} out of range for rank {r}")
+        if axis < 0:
+            axis += r
+        if r == 0:
+            outer = k = inner = 1
+        elif self.coerce_2d:
+            outer = int(np.prod(x.shape[:axis]))
+            k = int(np.prod(x.shape[axis:]))
+            inner = 1
+        else:
+            outer = int(np.prod(x.shape[:axis]))
+            k = x.shape[axis]
+            inner = int(np.prod(x.shape[axis + 1:]))
+        y = ctx.output(0, x.shape, np.float32)
+        _kernels.softmax_f32(x.reshape(-1), y.reshape(-1), outer, k, inner, self.log, ctx.num_threads)
+
+
+class Softmax_1(_Softmax):
+    domain, op_type, since = "", "Softmax", 1
+
+
+class Softmax_11(_Softmax):
+    domain, op_type, since = "", "Softmax", 11
+
+
+class Softmax_13(_Softmax):
+    domain, op_type, since = "", "Softmax", 13
+    coerce_2d = False

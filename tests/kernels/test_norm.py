@@ -1,0 +1,78 @@
+"""Normalization kernels (batchnorm, LRN, softmax): every ISA variant in onnxep._kernels.AVAILABLE against the generic
+one and against numpy oracles, one thread vs many, and the wrappers' shape checks. Tolerance between variants: the
+loops are the same scalar code, but the AVX variants may auto-vectorise and contract a*b+c into FMA, so a few ulp."""
+import importlib
+import math
+
+import numpy as np
+import pytest
+
+from onnxep import _kernels
+
+VARIANTS = {isa: importlib.import_module(f"onnxep._kernels_{isa}") for isa in _kernels.AVAILABLE}
+GENERIC = VARIANTS["generic"]
+
+
+@pytest.mark.parametrize("n,c,s", [(1, 1, 1), (2, 3, 7), (4, 16, 1025), (1, 5, 1)])
+def test_batchnorm_kernel(n, c, s):
+    rng = np.random.default_rng(s)
+    x = rng.standard_normal((n * c, s)).astype(np.float32)
+    mean, a, b = (rng.standard_normal(c).astype(np.float32) for _ in range(3))
+    want = ((x.reshape(n, c, s) - mean[:, None]) * a[:, None] + b[:, None]).reshape(n * c, s)  # numpy oracle
+    for isa, mod in VARIANTS.items():
+        for nt in (1, 0):
+            y = np.empty_like(x)
+            mod.batchnorm_f32(x, y, mean, a, b, nt)
+            np.testing.assert_allclose(y, want, rtol=1e-6, atol=1e-6, err_msg=isa)
+
+
+def numpy_lrn(x, size, alpha, beta, bias):
+    """Oracle: the ONNX spec formula in float64 on (N, C, S)."""
+    sq = np.zeros(x.shape)
+    lo, hi = math.floor((size - 1) / 2), math.ceil((size - 1) / 2)
+    for c in range(x.shape[1]):
+        sq[:, c] = (x[:, max(0, c - lo):min(x.shape[1], c + hi + 1)].astype(np.float64) ** 2).sum(axis=1)
+    return (x / (bias + alpha / size * sq) ** beta).astype(np.float32)
+
+
+@pytest.mark.parametrize("shape", [(1, 1, 1), (2, 5, 9), (2, 32, 700)])
+@pytest.mark.parametrize("size", [1, 2, 3, 6])
+def test_lrn_kernel(shape, size):
+    x = np.random.default_rng(size).standard_normal(shape).astype(np.float32)
+    want = numpy_lrn(x, size, 0.05, 0.75, 1.5)
+    for isa, mod in VARIANTS.items():
+        for nt in (1, 0):
+            y = np.empty_like(x)
+            mod.lrn_f32(x, y, size, 0.05, 0.75, 1.5, nt)
+            np.testing.assert_allclose(y, want, rtol=2e-6, atol=1e-7, err_msg=isa)
+
+
+@pytest.mark.parametrize("outer,k,inner", [(1, 1, 1), (1, 7, 1), (5, 3, 4), (3, 1, 9), (64, 1000, 1), (8, 37, 50),
+                                           (40, 8, 200)])
+@pytest.mark.parametrize("log", [False, True])
+def test_softmax_kernel(outer, k, inner, log):
+    x = (np.random.default_rng(k).standard_normal((outer, k, inner)) * 20).astype(np.float32)
+    z = x.astype(np.float64) - x.max(axis=1, keepdims=True)
+    want = (z - np.log(np.exp(z).sum(axis=1, keepdims=True)) if log else
+            np.exp(z) / np.exp(z).sum(axis=1, keepdims=True)).astype(np.float32)  # numpy oracle
+    ref = np.empty(x.size, np.float32)
+    GENERIC.softmax_f32(x.reshape(-1), ref, outer, k, inner, log, 1)
+    for isa, mod in VARIANTS.items():
+        for nt in (1, 0):
+            y = np.empty(x.size, np.float32)
+            mod.softmax_f32(x.reshape(-1), y, outer, k, inner, log, nt)
+            np.testing.assert_allclose(y.reshape(x.shape), want, rtol=1e-5, atol=1e-6, err_msg=isa)
+            np.testing.assert_allclose(y, ref, rtol=1e-6, atol=1e-7, err_msg=isa)
+
+
+def test_norm_wrappers_check_shapes():
+    with pytest.raises(ValueError, match="batchnorm_f32"):
+        _kernels.batchnorm_f32(np.zeros((6, 2), np.float32), np.zeros((6, 3), np.float32), np.zeros(3, np.float32),
+                               np.zeros(3, np.float32), np.zeros(3, np.float32))
+    with pytest.raises(ValueError, match="multiple"):
+        _kernels.batchnorm_f32(np.zeros((5, 2), np.float32), np.zeros((5, 2), np.float32), np.zeros(3, np.float32),
+                               np.zeros(3, np.float32), np.zeros(3, np.float32))
+    with pytest.raises(ValueError, match="lrn_f32"):
+        _kernels.lrn_f32(np.zeros((1, 2, 3), np.float32), np.zeros((1, 2, 3), np.float32), 0, 1.0, 1.0, 1.0)
+    with pytest.raises(ValueError, match="softmax_f32"):
+        _kernels.softmax_f32(np.zeros(6, np.float32), np.zeros(6, np.float32), 2, 2, 2)
