@@ -50,10 +50,13 @@ def assign(graph: Graph, devices, fallback: bool = True) -> list:
                 chosen = dev.name
                 break
         if chosen is None:
-            raise OnnxepNotImplemented(
-                f"node {node.name!r} (op {node.domain + '.' if node.domain else ''}{node.op_type}, opset "
-                f"{node.opset}) is not supported by the {devices[0].name} backend and the fallback is off "
-                f"(session config 'session.disable_cpu_ep_fallback')")
+            what = (f"node {node.name!r} (op {node.domain + '.' if node.domain else ''}{node.op_type}, opset "
+                    f"{node.opset})")
+            if fallback:
+                raise OnnxepNotImplemented(f"{what} is not supported by any backend "
+                                           f"({', '.join(d.name for d in devices)})")
+            raise OnnxepNotImplemented(f"{what} is not supported by the {devices[0].name} backend and the fallback "
+                                       f"is off (session config 'session.disable_cpu_ep_fallback')")
         names.append(chosen)
     return names
 
