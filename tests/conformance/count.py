@@ -57,11 +57,12 @@ def main(argv=None) -> int:
         label = "fallback off" if nf else "fallback on"
         totals[label] = {k: len(v) for k, v in res.items()}
         if args.list_failed:
-            for name in sorted(res["failed"]):
-                print("  FAILED", name.rsplit("::", 1)[-1], "|", res["failed"][name])
+            for name in sorted({**res["failed"], **res["known-fail"]}):
+                print("  FAILED", name.rsplit("::", 1)[-1], "|", res["failed"].get(name) or res["known-fail"][name])
         print()
     for label, t in totals.items():
-        print(f"{label:>13}: {t['passed']} passed, {t['failed']} failed, {t['excluded']} excluded, "
+        print(f"{label:>13}: {t['passed']} passed, {t['failed'] + t['known-fail']} failed (of which "
+              f"{t['known-fail']} known, exclusions.KNOWN_FAILING), {t['excluded']} excluded, "
               f"{t['skipped']} skipped, {sum(t.values())} cases")
     return 0
 

@@ -13,7 +13,10 @@ onnx's runner also adds a `_cuda` twin of every case; onnxep is CPU-only, so tho
 
 Fallback: by default nodes the cpu backend does not support run on the reference backend. `--no-fallback` (or
 ONNXEP_CONFORMANCE_NO_FALLBACK=1) sets session.disable_cpu_ep_fallback=1, so a case passes only if every node runs on
-the cpu backend. `python -m tests.conformance.count [--no-fallback]` prints both ways' totals."""
+the cpu backend. `python -m tests.conformance.count [--no-fallback|--both]` prints the totals.
+
+exclusions.py lists the excluded cases (each fails in onnx.reference too and has no cpu kernel) and the known failures
+(strict expected failures that need another group's cpu kernel: BatchNormalization < 14, Softmax < 13)."""
 from __future__ import annotations
 
 import json
@@ -28,7 +31,7 @@ from onnx.backend.test.loader import load_model_tests
 from onnxep.onnx_backend import OnnxepBackend
 
 from . import _data
-from .exclusions import EXCLUDE, NO_FALLBACK_EXCLUDE
+from .exclusions import EXCLUDE, KNOWN_FAILING, NO_FALLBACK_EXCLUDE
 
 NO_FALLBACK = os.environ.get("ONNXEP_CONFORMANCE_NO_FALLBACK", "").strip() == "1"
 DATA = _data.ensure_data()
@@ -102,6 +105,9 @@ for _pattern, _reason in EXCLUDE.items():
 if NO_FALLBACK:
     for _pattern, _reason in NO_FALLBACK_EXCLUDE.items():
         backend_test.exclude_with_reason(_pattern, _reason)
+else:  # with the fallback off these fail anyway, among all the others; count them as plain failures there
+    for _pattern in KNOWN_FAILING:
+        backend_test.xfail(_pattern)
 
 globals().update(backend_test.test_cases)
 
