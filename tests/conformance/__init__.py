@@ -1,0 +1,1 @@
+"""The ONNX backend conformance suite (see test_onnx_backend.py)."""
