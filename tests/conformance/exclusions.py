@@ -22,12 +22,6 @@ EXCLUDE: dict[str, str] = {
 #: Expected to fail until a cpu kernel lands (other groups' ops); applied as strict expected failures, so the run stays
 #: green now and a case that starts passing fails loudly ("unexpected success"): then delete its line here.
 KNOWN_FAILING: dict[str, str] = {
-    r"^test_BatchNorm[123]d_(3d_input_|momentum_)?eval_": "BatchNormalization-9: the reference backend refuses it "
-                                                          "(training-formula trap), the cpu kernel is not merged yet",
-    r"^test_(densenet121|inception_v2|resnet50|shufflenet)_": "uses BatchNormalization-9/7: as above, needs the cpu "
-                                                               "BatchNormalization kernel",
-    r"^test_squeezenet_": "Softmax-9 on a 4-D tensor: onnx.reference softmaxes the size-1 last axis (all 1.0, "
-                          "onnxruntime gives 0.001); needs the cpu Softmax kernel for opset < 13",
 }
 
 #: Excluded only with --no-fallback (none: with the fallback off, a case whose node the cpu backend lacks is a plain
