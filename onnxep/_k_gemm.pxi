@@ -145,9 +145,10 @@ cdef void sgemm_store(const float* acc, Py_ssize_t mr, Py_ssize_t nr, float* c, 
     cdef Py_ssize_t i, j
     cdef float v
     cdef float* ci
-    for i in range(mr):
-        ci = c + i * rsc
-        if csc == 1:
+    cdef float* cj
+    if csc == 1:
+        for i in range(mr):
+            ci = c + i * rsc
             if beta == 0.0:
                 for j in range(nr):
                     ci[j] = alpha * acc[i * SGEMM_NR + j]
@@ -164,18 +165,21 @@ cdef void sgemm_store(const float* acc, Py_ssize_t mr, Py_ssize_t nr, float* c, 
             if relu:
                 for j in range(nr):
                     ci[j] = ci[j] if ci[j] > 0 else 0.0
-        else:
-            for j in range(nr):
-                v = alpha * acc[i * SGEMM_NR + j]
-                if beta != 0.0:
-                    v = v + beta * ci[j * csc]
-                if bias_col != NULL:
-                    v = v + bias_col[j]
-                if bias_row != NULL:
-                    v = v + bias_row[i]
-                if relu and not (v > 0):
-                    v = 0.0
-                ci[j * csc] = v
+        return
+    # strided columns (e.g. conv writing NCHW output): column by column, contiguous along i when rsc == 1
+    for j in range(nr):
+        cj = c + j * csc
+        for i in range(mr):
+            v = alpha * acc[i * SGEMM_NR + j]
+            if beta != 0.0:
+                v = v + beta * cj[i * rsc]
+            if bias_col != NULL:
+                v = v + bias_col[j]
+            if bias_row != NULL:
+                v = v + bias_row[i]
+            if relu and not (v > 0):
+                v = 0.0
+            cj[i * rsc] = v
 
 
 cdef void _sgemm_tile(Py_ssize_t ic, Py_ssize_t mc, Py_ssize_t jp0, Py_ssize_t jp1,

@@ -13,6 +13,9 @@ _MODULES = (
     # -- elementwise, shape and tensor ops
     "relu",
     # -- gemm, matmul, conv
+    "gemm",
+    "mat_mul",
+    "conv",
     # -- pooling, normalization, softmax
     # -- (more groups go here)
 )
