@@ -42,8 +42,9 @@ class MatMul_1(PackedWeightMixin, OpKernel):
                 raise ValueError(f"MatMul: A {A.shape} and B ({K}, {N}) have different inner dimensions")
             out_shape = A.shape[:-1] + (N,)
             Y = ctx.output(0, out_shape, F32)
-            A2 = A.reshape(-1, K)
-            Y2 = Y.reshape(-1, N)
+            rows = int(np.prod(A.shape[:-1], dtype=np.int64))
+            A2 = A.reshape(rows, K)
+            Y2 = Y.reshape(rows, N)
             if bp is not None:
                 _kernels.sgemm_packed_f32(False, 1.0, A2, bp, N, 0.0, Y2, None, None, False, nt)
             else:
