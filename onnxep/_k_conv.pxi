@@ -69,40 +69,63 @@ cdef void _conv_one(Py_ssize_t n, Py_ssize_t gi, const float* x, const float* wp
                      (bias + gi * Coutg) if bias != NULL else NULL, NULL, relu, work, nth)
 
 
+cdef void _dw_plane(const float* xc, const float* wc, float bias, float* yc, bint relu,
+                    const ConvGeom* gp) noexcept nogil:
+    """One output plane of a depthwise conv: y := bias + sum over taps of w[tap] * (shifted x), row by row, each tap
+    applied over the range of ow where it reads inside x (contiguous and vectorisable when the W stride is 1)."""
+    cdef ConvGeom g = gp[0]   # local copy: the fields stay in registers
+    cdef Py_ssize_t od, oh, ow, a, b, e, idd, ih, off, lo, hi
+    cdef float wv
+    cdef float* yrow
+    cdef const float* xrow
+    for od in range(g.Do):
+        for oh in range(g.Ho):
+            yrow = yc + (od * g.Ho + oh) * g.Wo
+            for ow in range(g.Wo):
+                yrow[ow] = bias
+            for a in range(g.kd):
+                idd = od * g.sd - g.pd + a * g.dd
+                if idd < 0 or idd >= g.D:
+                    continue
+                for b in range(g.kh):
+                    ih = oh * g.sh - g.ph + b * g.dh
+                    if ih < 0 or ih >= g.H:
+                        continue
+                    xrow = xc + (idd * g.H + ih) * g.W
+                    for e in range(g.kw):
+                        wv = wc[(a * g.kh + b) * g.kw + e]
+                        off = e * g.dw - g.pw          # input column of ow is ow*sw + off
+                        lo = 0 if off >= 0 else (g.sw - 1 - off) // g.sw
+                        hi = (g.W - 1 - off) // g.sw + 1 if g.W - 1 - off >= 0 else 0
+                        hi = min(hi, g.Wo)
+                        if g.sw == 1:
+                            for ow in range(lo, hi):
+                                yrow[ow] = yrow[ow] + wv * xrow[ow + off]
+                        else:
+                            for ow in range(lo, hi):
+                                yrow[ow] = yrow[ow] + wv * xrow[ow * g.sw + off]
+            if relu:
+                for ow in range(g.Wo):
+                    yrow[ow] = yrow[ow] if yrow[ow] > 0 else 0.0
+
+
 cdef void conv_depthwise_raw(Py_ssize_t N, const float* x, const float* w, const float* bias, float* y, bint relu,
                              const ConvGeom* g, int nth) noexcept nogil:
     """Direct conv for one input channel per group: y[n, oc] from x[n, oc // (cout/group)] and w[oc] (kd*kh*kw)."""
     cdef Py_ssize_t mult = g.cout // g.group, KS = g.kd * g.kh * g.kw, P = g.Do * g.Ho * g.Wo
-    cdef Py_ssize_t DHW = g.D * g.H * g.W, t, n, oc, od, oh, ow, a, b, e, idd, ih, iw
-    cdef const float* xc
-    cdef const float* wc
-    cdef float* yc
-    cdef float s
+    cdef Py_ssize_t DHW = g.D * g.H * g.W, t, n, oc
+    if nth <= 1:
+        for t in range(N * g.cout):
+            n = t // g.cout
+            oc = t % g.cout
+            _dw_plane(x + (n * g.C + oc // mult) * DHW, w + oc * KS, bias[oc] if bias != NULL else 0.0, y + t * P,
+                      relu, g)
+        return
     for t in prange(N * g.cout, num_threads=nth, schedule="static"):
         n = t // g.cout
         oc = t % g.cout
-        xc = x + (n * g.C + oc // mult) * DHW
-        wc = w + oc * KS
-        yc = y + t * P
-        for od in range(g.Do):
-            for oh in range(g.Ho):
-                for ow in range(g.Wo):
-                    s = bias[oc] if bias != NULL else 0.0
-                    for a in range(g.kd):
-                        idd = od * g.sd - g.pd + a * g.dd
-                        if idd < 0 or idd >= g.D:
-                            continue
-                        for b in range(g.kh):
-                            ih = oh * g.sh - g.ph + b * g.dh
-                            if ih < 0 or ih >= g.H:
-                                continue
-                            for e in range(g.kw):
-                                iw = ow * g.sw - g.pw + e * g.dw
-                                if 0 <= iw < g.W:
-                                    s = s + xc[(idd * g.H + ih) * g.W + iw] * wc[(a * g.kh + b) * g.kw + e]
-                    if relu and not (s > 0):
-                        s = 0.0
-                    yc[(od * g.Ho + oh) * g.Wo + ow] = s
+        _dw_plane(x + (n * g.C + oc // mult) * DHW, w + oc * KS, bias[oc] if bias != NULL else 0.0, y + t * P,
+                  relu, g)
 
 
 # ----------------------------------------------------------------------------------------------- Python wrappers

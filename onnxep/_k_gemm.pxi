@@ -46,6 +46,8 @@ from libc.stdlib cimport malloc, free
 cdef enum:
     SGEMM_NC_MAX = 4096           # widest column slab (in columns) one tile covers
     SGEMM_MT_FLOPS = 2000000      # below 2*M*N*K of this many flops a call stays on one thread
+    SGEMM_CT_COLS = 480           # columns of the scratch C tile used for strided-column C (multiple of 8, 24, 32)
+    SGEMM_WORK_PER_THREAD = SGEMM_MC * SGEMM_KC + SGEMM_MC * SGEMM_CT_COLS
 
 MR = SGEMM_MR
 NR = SGEMM_NR
@@ -97,30 +99,34 @@ cdef void sgemm_pack_a_raw(Py_ssize_t mc, Py_ssize_t kc, const float* a, Py_ssiz
     cdef Py_ssize_t ip, mr, i, k
     cdef float* p
     cdef const float* src
+    if rsa == 1:  # A stored transposed (K x M): read each k's mc contiguous values once, scatter to the panels
+        for k in range(kc):
+            src = a + k * csa
+            ip = 0
+            while ip < mc:
+                mr = min(<Py_ssize_t>SGEMM_MR, mc - ip)
+                p = out + ip * kc + k * SGEMM_MR
+                for i in range(mr):
+                    p[i] = src[ip + i]
+                for i in range(mr, SGEMM_MR):
+                    p[i] = 0.0
+                ip += mr
+        return
     ip = 0
     while ip < mc:
         mr = min(<Py_ssize_t>SGEMM_MR, mc - ip)
         p = out + ip * kc
-        if rsa == 1:
-            for k in range(kc):
-                src = a + ip + k * csa
-                for i in range(mr):
-                    p[i] = src[i]
-                for i in range(mr, SGEMM_MR):
-                    p[i] = 0.0
-                p += SGEMM_MR
-        else:
-            for k in range(kc):
-                src = a + ip * rsa + k * csa
-                for i in range(mr):
-                    p[i] = src[i * rsa]
-                for i in range(mr, SGEMM_MR):
-                    p[i] = 0.0
-                p += SGEMM_MR
+        for k in range(kc):
+            src = a + ip * rsa + k * csa
+            for i in range(mr):
+                p[i] = src[i * rsa]
+            for i in range(mr, SGEMM_MR):
+                p[i] = 0.0
+            p += SGEMM_MR
         ip += mr
 
 
-cdef void sgemm_ukernel(Py_ssize_t kc, const float* a, const float* b, float* out) noexcept nogil:
+cdef void _sgemm_ukernel_full(Py_ssize_t kc, const float* a, const float* b, float* out) noexcept nogil:
     """out[i*NR + j] := sum_k a[k*MR + i] * b[k*NR + j]: one MR x NR register block (fixed-size loops that gcc
     vectorises along NR under the variant's ISA flags)."""
     cdef float acc[SGEMM_MR * SGEMM_NR]
@@ -137,6 +143,35 @@ cdef void sgemm_ukernel(Py_ssize_t kc, const float* a, const float* b, float* ou
         b += SGEMM_NR
     for i in range(SGEMM_MR * SGEMM_NR):
         out[i] = acc[i]
+
+
+cdef void _sgemm_ukernel_row(Py_ssize_t kc, const float* a, const float* b, float* out) noexcept nogil:
+    """out[j] := sum_k a[k*MR] * b[k*NR + j]: one row of an A panel times a B panel."""
+    cdef float acc[SGEMM_NR]
+    cdef Py_ssize_t k, j
+    cdef float ak
+    for j in range(SGEMM_NR):
+        acc[j] = 0.0
+    for k in range(kc):
+        ak = a[k * SGEMM_MR]
+        for j in range(SGEMM_NR):
+            acc[j] += ak * b[j]
+        b += SGEMM_NR
+    for j in range(SGEMM_NR):
+        out[j] = acc[j]
+
+
+cdef inline void sgemm_ukernel(Py_ssize_t kc, Py_ssize_t mr, const float* a, const float* b,
+                               float* out) noexcept nogil:
+    """The micro-kernel: out[i*NR + j] := sum_k a[k*MR + i] * b[k*NR + j] for i < mr (rows past mr: unspecified).
+    A panel with few valid rows (small M, M tails) goes row by row instead of computing MR rows of zero padding.
+    Both paths add the products in the same k order, so the result does not depend on which one ran."""
+    cdef Py_ssize_t i
+    if mr * 3 <= SGEMM_MR:
+        for i in range(mr):
+            _sgemm_ukernel_row(kc, a + i, b, out + i * SGEMM_NR)
+    else:
+        _sgemm_ukernel_full(kc, a, b, out)
 
 
 cdef void sgemm_store(const float* acc, Py_ssize_t mr, Py_ssize_t nr, float* c, Py_ssize_t rsc, Py_ssize_t csc,
@@ -186,14 +221,22 @@ cdef void _sgemm_tile(Py_ssize_t ic, Py_ssize_t mc, Py_ssize_t jp0, Py_ssize_t j
                       Py_ssize_t N, Py_ssize_t K, float alpha,
                       const float* a, Py_ssize_t rsa, Py_ssize_t csa, const float* bp,
                       float beta, float* c, Py_ssize_t rsc, Py_ssize_t csc,
-                      const float* bias_col, const float* bias_row, bint relu, float* abuf) noexcept nogil:
-    """Rows ic:ic+mc, NR panels jp0:jp1 of C, over all of K."""
+                      const float* bias_col, const float* bias_row, bint relu, float* work) noexcept nogil:
+    """Rows ic:ic+mc, NR panels jp0:jp1 of C, over all of K. `work`: SGEMM_WORK_PER_THREAD floats.
+
+    When C's columns are strided (csc != 1, e.g. conv writing NCHW) and beta == 0, the tile is accumulated in a
+    contiguous scratch tile and written to C once at the end: storing every KC block straight to strided C costs
+    more than the GEMM itself (measured ~2x on a 3136 x 64 x 576 conv GEMM)."""
     cdef float acc[SGEMM_MR * SGEMM_NR]
-    cdef Py_ssize_t Np = _round_up(N, SGEMM_NR), pc, kc, jp, ip, n0, nr, mr
+    cdef Py_ssize_t Np = _round_up(N, SGEMM_NR), pc, kc, jp, ip, n0, nr, mr, ldt, i, j, ncols
     cdef bint first, last
+    cdef bint scratch = csc != 1 and beta == 0.0
     cdef float beta_k
+    cdef float* abuf = work
+    cdef float* ct = work + SGEMM_MC * SGEMM_KC
+    cdef float* cdst
     cdef const float* bpanel
-    cdef const float* brow
+    ldt = (jp1 - jp0) * SGEMM_NR
     pc = 0
     while pc < K:
         kc = min(<Py_ssize_t>SGEMM_KC, K - pc)
@@ -208,19 +251,32 @@ cdef void _sgemm_tile(Py_ssize_t ic, Py_ssize_t mc, Py_ssize_t jp0, Py_ssize_t j
             ip = 0
             while ip < mc:
                 mr = min(<Py_ssize_t>SGEMM_MR, mc - ip)
-                sgemm_ukernel(kc, abuf + ip * kc, bpanel, acc)
-                sgemm_store(acc, mr, nr, c + (ic + ip) * rsc + n0 * csc, rsc, csc,
-                            alpha, beta_k,
-                            (bias_col + n0) if (last and bias_col != NULL) else NULL,
-                            (bias_row + ic + ip) if (last and bias_row != NULL) else NULL,
-                            relu and last)
+                sgemm_ukernel(kc, mr, abuf + ip * kc, bpanel, acc)
+                if scratch:
+                    cdst = ct + ip * ldt + (n0 - jp0 * SGEMM_NR)
+                    sgemm_store(acc, mr, nr, cdst, ldt, 1, alpha, beta_k,
+                                (bias_col + n0) if (last and bias_col != NULL) else NULL,
+                                (bias_row + ic + ip) if (last and bias_row != NULL) else NULL,
+                                relu and last)
+                else:
+                    sgemm_store(acc, mr, nr, c + (ic + ip) * rsc + n0 * csc, rsc, csc,
+                                alpha, beta_k,
+                                (bias_col + n0) if (last and bias_col != NULL) else NULL,
+                                (bias_row + ic + ip) if (last and bias_row != NULL) else NULL,
+                                relu and last)
                 ip += mr
         pc += kc
+    if scratch:
+        ncols = min(jp1 * SGEMM_NR, N) - jp0 * SGEMM_NR
+        for j in range(ncols):
+            cdst = c + ic * rsc + (jp0 * SGEMM_NR + j) * csc
+            for i in range(mc):
+                cdst[i * rsc] = ct[i * ldt + j]
 
 
 cdef inline Py_ssize_t sgemm_work_len(int nth) noexcept nogil:
-    """Floats of A workspace sgemm_packed_raw needs for nth threads."""
-    return <Py_ssize_t>nth * SGEMM_MC * SGEMM_KC
+    """Floats of workspace sgemm_packed_raw needs for nth threads (per thread: packed A block + scratch C tile)."""
+    return <Py_ssize_t>nth * SGEMM_WORK_PER_THREAD
 
 
 cdef int sgemm_threads(Py_ssize_t M, Py_ssize_t N, Py_ssize_t K, int nthreads) noexcept nogil:
@@ -261,6 +317,8 @@ cdef void sgemm_packed_raw(Py_ssize_t M, Py_ssize_t N, Py_ssize_t K, float alpha
     target = (2 * nth + mtiles - 1) // mtiles if nth > 1 else 1
     slab = (npanels + target - 1) // target
     slab = max(1, min(slab, <Py_ssize_t>(SGEMM_NC_MAX // SGEMM_NR)))
+    if csc != 1 and beta == 0.0:  # the tile goes through the scratch C tile (see _sgemm_tile)
+        slab = min(slab, <Py_ssize_t>(SGEMM_CT_COLS // SGEMM_NR))
     ntiles = (npanels + slab - 1) // slab
     if nth <= 1 or mtiles * ntiles < 2:
         for t in range(mtiles * ntiles):
@@ -275,7 +333,7 @@ cdef void sgemm_packed_raw(Py_ssize_t M, Py_ssize_t N, Py_ssize_t K, float alpha
         jp1 = min(jp0 + slab, npanels)
         mc = min(<Py_ssize_t>SGEMM_MC, M - ic)
         _sgemm_tile(ic, mc, jp0, jp1, N, K, alpha, a, rsa, csa, bp, beta, c, rsc, csc, bias_col, bias_row, relu,
-                    work + <Py_ssize_t>openmp.omp_get_thread_num() * SGEMM_MC * SGEMM_KC)
+                    work + <Py_ssize_t>openmp.omp_get_thread_num() * SGEMM_WORK_PER_THREAD)
 
 
 # ----------------------------------------------------------------------------------------------- Python wrappers
