@@ -20,7 +20,7 @@ cdef struct ConvGeom:
 
 cdef void im2col3d_raw(const float* x, Py_ssize_t C, const ConvGeom* g, float* col) noexcept nogil:
     """col[(c, a, b, e), (od, oh, ow)] := x[c, od*sd - pd + a*dd, oh*sh - ph + b*dh, ow*sw - pw + e*dw] (0 outside)."""
-    cdef Py_ssize_t P = g.Do * g.Ho * g.Wo, c, a, b, e, od, oh, ow, idd, ih, iw
+    cdef Py_ssize_t P = g.Do * g.Ho * g.Wo, c, a, b, e, od, oh, ow, idd, ih, off, lo, hi
     cdef float* dst = col
     cdef float* d2
     cdef const float* src
@@ -37,13 +37,19 @@ cdef void im2col3d_raw(const float* x, Py_ssize_t C, const ConvGeom* g, float* c
                                 memset(d2, 0, g.Wo * sizeof(float))
                                 continue
                             src = x + ((c * g.D + idd) * g.H + ih) * g.W
-                            iw = e * g.dw - g.pw
-                            if g.sw == 1 and iw >= 0 and iw + g.Wo <= g.W:
-                                memcpy(d2, src + iw, g.Wo * sizeof(float))
+                            off = e * g.dw - g.pw      # input column of ow is ow*sw + off
+                            if g.sw == 1 and off >= 0 and off + g.Wo <= g.W:
+                                memcpy(d2, src + off, g.Wo * sizeof(float))
                                 continue
-                            for ow in range(g.Wo):
-                                iw = ow * g.sw - g.pw + e * g.dw
-                                d2[ow] = src[iw] if 0 <= iw < g.W else 0.0
+                            lo = 0 if off >= 0 else min((g.sw - 1 - off) // g.sw, g.Wo)
+                            hi = min((g.W - 1 - off) // g.sw + 1, g.Wo) if g.W - 1 - off >= 0 else 0
+                            hi = max(hi, lo)
+                            for ow in range(lo):
+                                d2[ow] = 0.0
+                            for ow in range(lo, hi):
+                                d2[ow] = src[ow * g.sw + off]
+                            for ow in range(hi, g.Wo):
+                                d2[ow] = 0.0
                     dst += P
 
 

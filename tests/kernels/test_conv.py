@@ -44,8 +44,8 @@ CASES = [  # x shape (5-D), w shape, group, strides, dilations, pads, out spatia
 
 @pytest.mark.parametrize("isa", list(VARIANTS))
 @pytest.mark.parametrize("case", CASES)
-@pytest.mark.parametrize("nthreads", [1, 2])
-def test_conv_f32(isa, case, nthreads):
+@pytest.mark.parametrize("nthreads,relu", [(1, False), (2, False), (1, True)])
+def test_conv_f32(isa, case, nthreads, relu):
     """Oracle: float64 numpy direct conv; the generic variant for bit-level agreement in structure (NMSE < 1e-12)."""
     mod = VARIANTS[isa]
     xs, ws, group, strides, dil, pads, outs = case
@@ -57,16 +57,18 @@ def test_conv_f32(isa, case, nthreads):
     wp = np.empty(mod.conv_pack_weight_size(ws[0], kc, group), np.float32)
     mod.conv_pack_weight(w.reshape(-1), ws[0], group, wp)
     y = np.full((xs[0], ws[0]) + outs, np.nan, np.float32)
-    mod.conv_f32(x.reshape(-1), xs, wp, ws[0], group, ws[2:], strides, dil, pads, outs, b, y.reshape(-1), False,
+    mod.conv_f32(x.reshape(-1), xs, wp, ws[0], group, ws[2:], strides, dil, pads, outs, b, y.reshape(-1), relu,
                  nthreads)
     ref = _ref_conv(x, w, b, group, strides, dil, pads, outs)
+    if relu:
+        ref = np.maximum(ref, 0)
     assert np.all(np.abs(y - ref) <= 2 * (kc + 2) * EPS + 4 * EPS)
     if isa != "generic":
         g = VARIANTS["generic"]
         wg = np.empty(g.conv_pack_weight_size(ws[0], kc, group), np.float32)
         g.conv_pack_weight(w.reshape(-1), ws[0], group, wg)
         yg = np.empty_like(y)
-        g.conv_f32(x.reshape(-1), xs, wg, ws[0], group, ws[2:], strides, dil, pads, outs, b, yg.reshape(-1))
+        g.conv_f32(x.reshape(-1), xs, wg, ws[0], group, ws[2:], strides, dil, pads, outs, b, yg.reshape(-1), relu)
         assert np.sum((yg.astype(np.float64) - y) ** 2) <= 1e-12 * np.sum(yg.astype(np.float64) ** 2)
 
 

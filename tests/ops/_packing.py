@@ -2,7 +2,6 @@
 import numpy as np
 
 import onnxep
-from onnxep.backends.cpu.device import CpuBackend, CPU_DEVICE
 from onnxep.contracts.allocator import Stream
 from onnxep.contracts.backend import BufferType
 from onnxep.contracts.compile import CompileContext, prepack_kernel

@@ -70,18 +70,15 @@ def test_gemm_packing_modes(transB, M, K, N):
 
 
 def test_gemm_shared_weight_packed_once():
-    """Oracle: onnx.reference; two Gemm nodes with the same constant B share one packed buffer (container hit)."""
-    import onnxep
+    """Oracle: onnx.reference; a Gemm and a MatMul with the same constant B share one packed buffer (container hit)."""
     rng = np.random.default_rng(4)
     A = rng.uniform(-1, 1, (5, 8)).astype(np.float32)
     B = rng.uniform(-1, 1, (8, 6)).astype(np.float32)
     nodes = [helper.make_node("Gemm", ["A", "B"], ["Y1"], name="g1"),
              helper.make_node("MatMul", ["A", "B"], ["Y2"], name="g2")]
     model = make_model(nodes, {"A": A}, ["Y1", "Y2"], opset=13, initializers={"B": B})
-    container = onnxep.PrePackedWeightsContainer() if hasattr(onnxep, "PrePackedWeightsContainer") else None
-    if container is None:
-        from onnxep.contracts.weight_cache import PrePackedWeightsContainer
-        container = PrePackedWeightsContainer()
+    from onnxep.contracts.weight_cache import PrePackedWeightsContainer
+    container = PrePackedWeightsContainer()
     got, sess = run_onnxep(model, {"A": A}, prepacked_weights_container=container)
     assert fallback_nodes(sess) == []
     assert len(container) == 1 and container.hits == 1
