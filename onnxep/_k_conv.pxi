@@ -1,1 +1,270 @@
-# Convolution (NCHW for now).
+# Convolution, NCHW (1-D and 2-D are run as 3-D with leading spatial size 1).
+#
+# General conv, per image n and group g, in the transposed GEMM formulation so the weight is the packed B operand:
+#     Y[n, g]^T (P x Cout_g) = col^T (P x Kc) @ W[g]^T (Kc x Cout_g)      P = Do*Ho*Wo, Kc = Cin_g*kd*kh*kw
+# col (Kc x P) is the im2col of X[n, g] in a workspace (skipped for 1x1 stride-1 unpadded convs, where col is X[n, g]
+# itself); the GEMM reads it as a transposed A and writes Y[n, g] in NCHW order (C row stride 1, column stride P),
+# with the bias fused in the epilogue. W is packed per group with sgemm_pack_b_raw (trans_b: W[g] is Cout_g x Kc).
+# Convs with one input channel per group (depthwise) use a direct loop instead: as a GEMM they would have N = 1.
+
+
+cdef struct ConvGeom:
+    Py_ssize_t C, D, H, W          # input channels and spatial size (per image)
+    Py_ssize_t cout, group
+    Py_ssize_t kd, kh, kw
+    Py_ssize_t sd, sh, sw          # strides
+    Py_ssize_t dd, dh, dw          # dilations
+    Py_ssize_t pd, ph, pw          # pads at the beginning (the end pads only shape the output)
+    Py_ssize_t Do, Ho, Wo
+
+
+cdef void im2col3d_raw(const float* x, Py_ssize_t C, const ConvGeom* g, float* col) noexcept nogil:
+    """col[(c, a, b, e), (od, oh, ow)] := x[c, od*sd - pd + a*dd, oh*sh - ph + b*dh, ow*sw - pw + e*dw] (0 outside)."""
+    cdef Py_ssize_t P = g.Do * g.Ho * g.Wo, c, a, b, e, od, oh, ow, idd, ih, off, lo, hi
+    cdef float* dst = col
+    cdef float* d2
+    cdef const float* src
+    for c in range(C):
+        for a in range(g.kd):
+            for b in range(g.kh):
+                for e in range(g.kw):
+                    for od in range(g.Do):
+                        idd = od * g.sd - g.pd + a * g.dd
+                        for oh in range(g.Ho):
+                            ih = oh * g.sh - g.ph + b * g.dh
+                            d2 = dst + (od * g.Ho + oh) * g.Wo
+                            if idd < 0 or idd >= g.D or ih < 0 or ih >= g.H:
+                                memset(d2, 0, g.Wo * sizeof(float))
+                                continue
+                            src = x + ((c * g.D + idd) * g.H + ih) * g.W
+                            off = e * g.dw - g.pw      # input column of ow is ow*sw + off
+                            if g.sw == 1 and off >= 0 and off + g.Wo <= g.W:
+                                memcpy(d2, src + off, g.Wo * sizeof(float))
+                                continue
+                            lo = 0 if off >= 0 else min((g.sw - 1 - off) // g.sw, g.Wo)
+                            hi = min((g.W - 1 - off) // g.sw + 1, g.Wo) if g.W - 1 - off >= 0 else 0
+                            hi = max(hi, lo)
+                            for ow in range(lo):
+                                d2[ow] = 0.0
+                            for ow in range(lo, hi):
+                                d2[ow] = src[ow * g.sw + off]
+                            for ow in range(hi, g.Wo):
+                                d2[ow] = 0.0
+                    dst += P
+
+
+cdef inline bint _conv_is_pointwise(const ConvGeom* g) noexcept nogil:
+    return (g.kd == 1 and g.kh == 1 and g.kw == 1 and g.sd == 1 and g.sh == 1 and g.sw == 1
+            and g.pd == 0 and g.ph == 0 and g.pw == 0 and g.Do == g.D and g.Ho == g.H and g.Wo == g.W)
+
+
+cdef void _conv_one(Py_ssize_t n, Py_ssize_t gi, const float* x, const float* wp, const float* bias, float* y,
+                    bint relu, const ConvGeom* g, float* col, float* work, int nth) noexcept nogil:
+    """Y[n, group gi] for one image and group (col: im2col workspace, unused for pointwise convs)."""
+    cdef Py_ssize_t Cg = g.C // g.group, Coutg = g.cout // g.group
+    cdef Py_ssize_t Kc = Cg * g.kd * g.kh * g.kw, P = g.Do * g.Ho * g.Wo, DHW = g.D * g.H * g.W
+    cdef const float* xg = x + (n * g.C + gi * Cg) * DHW
+    cdef const float* a
+    if _conv_is_pointwise(g):
+        a = xg
+    else:
+        im2col3d_raw(xg, Cg, g, col)
+        a = col
+    sgemm_packed_raw(P, Coutg, Kc, 1.0, a, 1, P, wp + gi * sgemm_pack_b_len(Kc, Coutg), 0.0,
+                     y + (n * g.cout + gi * Coutg) * P, 1, P,
+                     (bias + gi * Coutg) if bias != NULL else NULL, NULL, relu, work, nth)
+
+
+cdef void _dw_plane(const float* xc, const float* wc, float bias, float* yc, bint relu,
+                    const ConvGeom* gp) noexcept nogil:
+    """One output plane of a depthwise conv: y := bias + sum over taps of w[tap] * (shifted x), row by row, each tap
+    applied over the range of ow where it reads inside x (contiguous and vectorisable when the W stride is 1)."""
+    cdef ConvGeom g = gp[0]   # local copy: the fields stay in registers
+    cdef Py_ssize_t od, oh, ow, a, b, e, idd, ih, off, lo, hi
+    cdef float wv
+    cdef float* yrow
+    cdef const float* xrow
+    for od in range(g.Do):
+        for oh in range(g.Ho):
+            yrow = yc + (od * g.Ho + oh) * g.Wo
+            for ow in range(g.Wo):
+                yrow[ow] = bias
+            for a in range(g.kd):
+                idd = od * g.sd - g.pd + a * g.dd
+                if idd < 0 or idd >= g.D:
+                    continue
+                for b in range(g.kh):
+                    ih = oh * g.sh - g.ph + b * g.dh
+                    if ih < 0 or ih >= g.H:
+                        continue
+                    xrow = xc + (idd * g.H + ih) * g.W
+                    for e in range(g.kw):
+                        wv = wc[(a * g.kh + b) * g.kw + e]
+                        off = e * g.dw - g.pw          # input column of ow is ow*sw + off
+                        lo = 0 if off >= 0 else (g.sw - 1 - off) // g.sw
+                        hi = (g.W - 1 - off) // g.sw + 1 if g.W - 1 - off >= 0 else 0
+                        hi = min(hi, g.Wo)
+                        if g.sw == 1:
+                            for ow in range(lo, hi):
+                                yrow[ow] = yrow[ow] + wv * xrow[ow + off]
+                        else:
+                            for ow in range(lo, hi):
+                                yrow[ow] = yrow[ow] + wv * xrow[ow * g.sw + off]
+            if relu:
+                for ow in range(g.Wo):
+                    yrow[ow] = yrow[ow] if yrow[ow] > 0 else 0.0
+
+
+cdef void conv_depthwise_raw(Py_ssize_t N, const float* x, const float* w, const float* bias, float* y, bint relu,
+                             const ConvGeom* g, int nth) noexcept nogil:
+    """Direct conv for one input channel per group: y[n, oc] from x[n, oc // (cout/group)] and w[oc] (kd*kh*kw)."""
+    cdef Py_ssize_t mult = g.cout // g.group, KS = g.kd * g.kh * g.kw, P = g.Do * g.Ho * g.Wo
+    cdef Py_ssize_t DHW = g.D * g.H * g.W, t, n, oc
+    if nth <= 1:
+        for t in range(N * g.cout):
+            n = t // g.cout
+            oc = t % g.cout
+            _dw_plane(x + (n * g.C + oc // mult) * DHW, w + oc * KS, bias[oc] if bias != NULL else 0.0, y + t * P,
+                      relu, g)
+        return
+    for t in prange(N * g.cout, num_threads=nth, schedule="static"):
+        n = t // g.cout
+        oc = t % g.cout
+        _dw_plane(x + (n * g.C + oc // mult) * DHW, w + oc * KS, bias[oc] if bias != NULL else 0.0, y + t * P,
+                  relu, g)
+
+
+# ----------------------------------------------------------------------------------------------- Python wrappers
+
+cdef ConvGeom _conv_geom(tuple xshape, Py_ssize_t cout, Py_ssize_t group, tuple kernel, tuple strides,
+                         tuple dilations, tuple pads, tuple out_spatial) except *:
+    cdef ConvGeom g
+    if len(xshape) != 5 or len(kernel) != 3 or len(strides) != 3 or len(dilations) != 3 or len(pads) != 3 \
+            or len(out_spatial) != 3:
+        raise ValueError("conv: xshape must have 5 entries (N, C, D, H, W) and kernel/strides/dilations/pads/"
+                         "out_spatial 3 each")
+    g.C, g.D, g.H, g.W = xshape[1], xshape[2], xshape[3], xshape[4]
+    g.cout, g.group = cout, group
+    g.kd, g.kh, g.kw = kernel
+    g.sd, g.sh, g.sw = strides
+    g.dd, g.dh, g.dw = dilations
+    g.pd, g.ph, g.pw = pads
+    g.Do, g.Ho, g.Wo = out_spatial
+    if group < 1 or g.C % group or cout % group:
+        raise ValueError(f"conv: group={group} must divide C={g.C} and cout={cout}")
+    if min(g.kd, g.kh, g.kw, g.sd, g.sh, g.sw, g.dd, g.dh, g.dw) < 1 or min(g.pd, g.ph, g.pw) < 0:
+        raise ValueError(f"conv: kernel/strides/dilations must be >= 1 and pads >= 0, got kernel={kernel} "
+                         f"strides={strides} dilations={dilations} pads={pads}")
+    if min(g.Do, g.Ho, g.Wo) < 0:
+        raise ValueError(f"conv: negative output size {out_spatial}")
+    return g
+
+
+def conv_pack_weight_size(Py_ssize_t cout, Py_ssize_t kc, Py_ssize_t group):
+    """float32 elements of a conv weight (cout x kc per group, kc = Cin_g*kernel size) packed per group."""
+    if group < 1 or cout % group or kc < 0:
+        raise ValueError(f"conv_pack_weight_size: bad cout={cout}, kc={kc}, group={group}")
+    return group * sgemm_pack_b_len(kc, cout // group)
+
+
+def conv_pack_weight(const float[::1] w, Py_ssize_t cout, Py_ssize_t group, float[::1] out):
+    """out := w (cout x kc, flattened) packed per group as the B operand (W[g]^T, kc x cout/group)."""
+    cdef Py_ssize_t kc, coutg, gi, blen
+    if group < 1 or cout < 1 or cout % group or w.shape[0] % cout:
+        raise ValueError(f"conv_pack_weight: {w.shape[0]} weights do not split into cout={cout}, group={group}")
+    kc = w.shape[0] // cout
+    coutg = cout // group
+    blen = sgemm_pack_b_len(kc, coutg)
+    if out.shape[0] != group * blen:
+        raise ValueError(f"conv_pack_weight: out has {out.shape[0]} elements, expected {group * blen}")
+    if kc == 0:
+        return
+    with nogil:
+        for gi in range(group):
+            sgemm_pack_b_raw(kc, coutg, &w[gi * coutg * kc], 1, kc, &out[gi * blen])
+
+
+def conv_f32(const float[::1] x, tuple xshape, const float[::1] w_packed, Py_ssize_t cout, Py_ssize_t group,
+             tuple kernel, tuple strides, tuple dilations, tuple pads, tuple out_spatial,
+             const float[::1] bias, float[::1] y, bint relu=False, int nthreads=0):
+    """y := conv(x, W) [+ bias] [relu], NCDHW; W packed by conv_pack_weight. xshape = (N, C, D, H, W); kernel,
+    strides, dilations, begin pads and out_spatial are (d, h, w) triples."""
+    cdef ConvGeom g = _conv_geom(xshape, cout, group, kernel, strides, dilations, pads, out_spatial)
+    cdef Py_ssize_t N = xshape[0], Cg, Coutg, Kc, P, col_len, work_len, per_thread, t, total
+    cdef int nth, nth_gemm
+    cdef float* ws = NULL
+    cdef float* mine
+    cdef const float* bp = NULL
+    cdef const float* xp
+    cdef const float* bptr
+    cdef float* yp
+    Cg = g.C // group
+    Coutg = cout // group
+    Kc = Cg * g.kd * g.kh * g.kw
+    P = g.Do * g.Ho * g.Wo
+    if x.shape[0] != N * g.C * g.D * g.H * g.W:
+        raise ValueError(f"conv_f32: x has {x.shape[0]} elements, shape {xshape} needs more or fewer")
+    if y.shape[0] != N * cout * P:
+        raise ValueError(f"conv_f32: y has {y.shape[0]} elements, expected {N * cout * P}")
+    if w_packed.shape[0] != group * sgemm_pack_b_len(Kc, Coutg):
+        raise ValueError(f"conv_f32: packed weight has {w_packed.shape[0]} elements, expected "
+                         f"{group * sgemm_pack_b_len(Kc, Coutg)} ({SGEMM_FORMAT})")
+    if bias is not None and bias.shape[0] != cout:
+        raise ValueError(f"conv_f32: bias has {bias.shape[0]} elements, expected {cout}")
+    total = N * group
+    if total == 0 or P == 0 or Coutg == 0:
+        return
+    if Kc > 0:
+        bp = &w_packed[0]
+    xp = &x[0] if x.shape[0] else NULL
+    bptr = &bias[0] if bias is not None else NULL
+    yp = &y[0]
+    col_len = 0 if _conv_is_pointwise(&g) else Kc * P
+    # Small per-group GEMMs run one per thread over (image, group); big ones run one after another, each threaded.
+    nth = sgemm_threads(P, Coutg, Kc, nthreads)
+    if nth == 1 and total > 1 and <double>2.0 * P * Coutg * Kc * total >= SGEMM_MT_FLOPS:
+        nth = <int>min(<Py_ssize_t>_nthreads(nthreads), total)
+        nth_gemm = 1
+    else:
+        nth_gemm = nth
+        nth = 1
+    work_len = sgemm_work_len(nth_gemm)
+    per_thread = col_len + work_len
+    ws = <float*>malloc(nth * per_thread * sizeof(float))
+    if ws == NULL:
+        raise MemoryError(f"conv_f32: cannot allocate a {nth * per_thread * 4}-byte im2col workspace")
+    try:
+        with nogil:
+            if nth == 1:
+                for t in range(total):
+                    _conv_one(t // group, t % group, xp, bp, bptr, yp, relu, &g, ws, ws + col_len, nth_gemm)
+            else:
+                for t in prange(total, num_threads=nth, schedule="dynamic"):
+                    mine = ws + <Py_ssize_t>openmp.omp_get_thread_num() * per_thread
+                    _conv_one(t // group, t % group, xp, bp, bptr, yp, relu, &g, mine, mine + col_len, 1)
+    finally:
+        free(ws)
+
+
+def conv_depthwise_f32(const float[::1] x, tuple xshape, const float[::1] w, Py_ssize_t cout, Py_ssize_t group,
+                       tuple kernel, tuple strides, tuple dilations, tuple pads, tuple out_spatial,
+                       const float[::1] bias, float[::1] y, bint relu=False, int nthreads=0):
+    """y := conv(x, w) [+ bias] [relu] for one input channel per group (C == group); w is (cout, 1, kd, kh, kw)."""
+    cdef ConvGeom g = _conv_geom(xshape, cout, group, kernel, strides, dilations, pads, out_spatial)
+    cdef Py_ssize_t N = xshape[0], P = g.Do * g.Ho * g.Wo
+    cdef int nth
+    if g.C != group:
+        raise ValueError(f"conv_depthwise_f32: needs C == group, got C={g.C}, group={group}")
+    if x.shape[0] != N * g.C * g.D * g.H * g.W or y.shape[0] != N * cout * P:
+        raise ValueError(f"conv_depthwise_f32: x has {x.shape[0]} / y has {y.shape[0]} elements, shapes need "
+                         f"{N * g.C * g.D * g.H * g.W} / {N * cout * P}")
+    if w.shape[0] != cout * g.kd * g.kh * g.kw:
+        raise ValueError(f"conv_depthwise_f32: w has {w.shape[0]} elements, expected {cout * g.kd * g.kh * g.kw}")
+    if bias is not None and bias.shape[0] != cout:
+        raise ValueError(f"conv_depthwise_f32: bias has {bias.shape[0]} elements, expected {cout}")
+    if N * cout * P == 0:
+        return
+    nth = 1 if <double>2.0 * N * cout * P * g.kd * g.kh * g.kw < SGEMM_MT_FLOPS else _nthreads(nthreads)
+    cdef const float* bptr = &bias[0] if bias is not None else NULL
+    with nogil:
+        conv_depthwise_raw(N, &x[0], &w[0], bptr, &y[0], relu, &g, nth)

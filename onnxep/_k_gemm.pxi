@@ -1,1 +1,462 @@
-# SGEMM (packed B panels) and its packing functions.
+# SGEMM (packed B panels, BLIS style) and its packing functions.
+#
+#   C := alpha * op(A) @ B' + beta * C  [+ bias_col[j] | + bias_row[i]]  [relu]
+#
+# B' is B packed once (the pre-packed weight format): for each KC block of rows of B (k0 = 0, KC, 2KC, ...), the
+# columns are cut into NR-wide panels stored one after another, each panel kc x NR row-major and zero-padded past N.
+# Block k0 starts at float offset k0 * Np (Np = N rounded up to NR), panel jp of it at k0 * Np + jp * NR * kc.
+# A is packed per MC x KC block into MR-row panels (kc x MR column-major, zero-padded past M) in a per-thread workspace.
+# The MR x NR micro-kernel (sgemm_ukernel) multiplies one A panel by one B panel into a local accumulator; it is the
+# only function a later intrinsics version has to replace. Tiles of C (MC rows x a slab of NR panels) are independent:
+# OpenMP splits them over threads in one parallel region, and every element of C is computed by one thread with the
+# same K order whatever the thread count, so results do not depend on nthreads.
+
+cdef extern from *:
+    """
+    /* Register block per ISA: MR rows x NR columns of C held in the accumulator (AVX-512: 12 x 2 zmm rows = 24 zmm,
+       AVX2: 4 x 3 ymm rows = 12 ymm, baseline SSE2: 4 x 2 xmm rows = 8 xmm). KC bounds the K block so an A panel
+       (MR x KC) and a B panel (KC x NR) stay in L1/L2; MC rows of packed A (MC x KC) stay in L2.
+       Shapes measured with gcc on this source's loop (Zen 4): avx2 6x16 and 4x16 do not vectorise into registers
+       (3-7 GFLOP/s) while 4x24 reaches ~95; generic 4x8 is the best SSE2 shape tried. */
+    #if defined(__AVX512F__)
+    #define ONNXEP_SGEMM_MR 12
+    #define ONNXEP_SGEMM_NR 32
+    #define ONNXEP_SGEMM_KC 256
+    #define ONNXEP_SGEMM_MC 144
+    #elif defined(__AVX2__)
+    #define ONNXEP_SGEMM_MR 4
+    #define ONNXEP_SGEMM_NR 24
+    #define ONNXEP_SGEMM_KC 256
+    #define ONNXEP_SGEMM_MC 128
+    #else
+    #define ONNXEP_SGEMM_MR 4
+    #define ONNXEP_SGEMM_NR 8
+    #define ONNXEP_SGEMM_KC 256
+    #define ONNXEP_SGEMM_MC 128
+    #endif
+    """
+    enum:
+        SGEMM_MR "ONNXEP_SGEMM_MR"
+        SGEMM_NR "ONNXEP_SGEMM_NR"
+        SGEMM_KC "ONNXEP_SGEMM_KC"
+        SGEMM_MC "ONNXEP_SGEMM_MC"
+
+from libc.stdlib cimport malloc, free
+
+cdef enum:
+    SGEMM_NC_MAX = 4096           # widest column slab (in columns) one tile covers
+    SGEMM_MT_FLOPS = 2000000      # below 2*M*N*K of this many flops a call stays on one thread
+    SGEMM_CT_COLS = 480           # columns of the scratch C tile used for strided-column C (multiple of 8, 24, 32)
+    SGEMM_WORK_PER_THREAD = SGEMM_MC * SGEMM_KC + SGEMM_MC * SGEMM_CT_COLS
+
+MR = SGEMM_MR
+NR = SGEMM_NR
+KC = SGEMM_KC
+MC = SGEMM_MC
+#: Names everything the packed-B layout depends on (the first half of the shared weight cache key).
+SGEMM_FORMAT = f"sgemm-b-panels:isa={ONNXEP_ISA_NAME.decode()}:mr={SGEMM_MR}:nr={SGEMM_NR}:kc={SGEMM_KC}"
+
+
+cdef inline Py_ssize_t _round_up(Py_ssize_t x, Py_ssize_t m) noexcept nogil:
+    return (x + m - 1) // m * m
+
+
+cdef inline Py_ssize_t sgemm_pack_b_len(Py_ssize_t K, Py_ssize_t N) noexcept nogil:
+    """Floats of packed B for a K x N matrix."""
+    return K * _round_up(N, SGEMM_NR)
+
+
+cdef void sgemm_pack_b_raw(Py_ssize_t K, Py_ssize_t N, const float* b, Py_ssize_t rsb, Py_ssize_t csb,
+                           float* out) noexcept nogil:
+    """out := B (B[k, n] = b[k*rsb + n*csb]) in KC-block / NR-panel layout, zero-padded."""
+    cdef Py_ssize_t Np = _round_up(N, SGEMM_NR), pc, kc, jp, n0, nr, k, j
+    cdef float* p
+    cdef const float* src
+    pc = 0
+    while pc < K:
+        kc = min(<Py_ssize_t>SGEMM_KC, K - pc)
+        for jp in range(Np // SGEMM_NR):
+            n0 = jp * SGEMM_NR
+            nr = min(<Py_ssize_t>SGEMM_NR, N - n0)
+            p = out + pc * Np + jp * SGEMM_NR * kc
+            for k in range(kc):
+                src = b + (pc + k) * rsb + n0 * csb
+                if csb == 1:
+                    for j in range(nr):
+                        p[j] = src[j]
+                else:
+                    for j in range(nr):
+                        p[j] = src[j * csb]
+                for j in range(nr, SGEMM_NR):
+                    p[j] = 0.0
+                p += SGEMM_NR
+        pc += kc
+
+
+cdef void sgemm_pack_a_raw(Py_ssize_t mc, Py_ssize_t kc, const float* a, Py_ssize_t rsa, Py_ssize_t csa,
+                           float* out) noexcept nogil:
+    """out := the mc x kc block A[i, k] = a[i*rsa + k*csa] as MR-row panels (kc x MR each), zero-padded."""
+    cdef Py_ssize_t ip, mr, i, k
+    cdef float* p
+    cdef const float* src
+    if rsa == 1:  # A stored transposed (K x M): read each k's mc contiguous values once, scatter to the panels
+        for k in range(kc):
+            src = a + k * csa
+            ip = 0
+            while ip < mc:
+                mr = min(<Py_ssize_t>SGEMM_MR, mc - ip)
+                p = out + ip * kc + k * SGEMM_MR
+                for i in range(mr):
+                    p[i] = src[ip + i]
+                for i in range(mr, SGEMM_MR):
+                    p[i] = 0.0
+                ip += mr
+        return
+    ip = 0
+    while ip < mc:
+        mr = min(<Py_ssize_t>SGEMM_MR, mc - ip)
+        p = out + ip * kc
+        for k in range(kc):
+            src = a + ip * rsa + k * csa
+            for i in range(mr):
+                p[i] = src[i * rsa]
+            for i in range(mr, SGEMM_MR):
+                p[i] = 0.0
+            p += SGEMM_MR
+        ip += mr
+
+
+cdef void _sgemm_ukernel_full(Py_ssize_t kc, const float* a, const float* b, float* out) noexcept nogil:
+    """out[i*NR + j] := sum_k a[k*MR + i] * b[k*NR + j]: one MR x NR register block (fixed-size loops that gcc
+    vectorises along NR under the variant's ISA flags)."""
+    cdef float acc[SGEMM_MR * SGEMM_NR]
+    cdef Py_ssize_t k, i, j
+    cdef float ai
+    for i in range(SGEMM_MR * SGEMM_NR):
+        acc[i] = 0.0
+    for k in range(kc):
+        for i in range(SGEMM_MR):
+            ai = a[i]
+            for j in range(SGEMM_NR):
+                acc[i * SGEMM_NR + j] += ai * b[j]
+        a += SGEMM_MR
+        b += SGEMM_NR
+    for i in range(SGEMM_MR * SGEMM_NR):
+        out[i] = acc[i]
+
+
+cdef void _sgemm_ukernel_row(Py_ssize_t kc, const float* a, const float* b, float* out) noexcept nogil:
+    """out[j] := sum_k a[k*MR] * b[k*NR + j]: one row of an A panel times a B panel."""
+    cdef float acc[SGEMM_NR]
+    cdef Py_ssize_t k, j
+    cdef float ak
+    for j in range(SGEMM_NR):
+        acc[j] = 0.0
+    for k in range(kc):
+        ak = a[k * SGEMM_MR]
+        for j in range(SGEMM_NR):
+            acc[j] += ak * b[j]
+        b += SGEMM_NR
+    for j in range(SGEMM_NR):
+        out[j] = acc[j]
+
+
+cdef inline void sgemm_ukernel(Py_ssize_t kc, Py_ssize_t mr, const float* a, const float* b,
+                               float* out) noexcept nogil:
+    """The micro-kernel: out[i*NR + j] := sum_k a[k*MR + i] * b[k*NR + j] for i < mr (rows past mr: unspecified).
+    A panel with few valid rows (small M, M tails) goes row by row instead of computing MR rows of zero padding.
+    Both paths add the products in the same k order, so the result does not depend on which one ran."""
+    cdef Py_ssize_t i
+    if mr * 3 <= SGEMM_MR:
+        for i in range(mr):
+            _sgemm_ukernel_row(kc, a + i, b, out + i * SGEMM_NR)
+    else:
+        _sgemm_ukernel_full(kc, a, b, out)
+
+
+cdef void sgemm_store(const float* acc, Py_ssize_t mr, Py_ssize_t nr, float* c, Py_ssize_t rsc, Py_ssize_t csc,
+                      float alpha, float beta, const float* bias_col, const float* bias_row, bint relu) noexcept nogil:
+    """C[:mr, :nr] := alpha*acc + beta*C (C not read when beta == 0) [+ bias] [relu]."""
+    cdef Py_ssize_t i, j
+    cdef float v
+    cdef float* ci
+    cdef float* cj
+    if csc == 1:
+        for i in range(mr):
+            ci = c + i * rsc
+            if beta == 0.0:
+                for j in range(nr):
+                    ci[j] = alpha * acc[i * SGEMM_NR + j]
+            else:
+                for j in range(nr):
+                    ci[j] = alpha * acc[i * SGEMM_NR + j] + beta * ci[j]
+            if bias_col != NULL:
+                for j in range(nr):
+                    ci[j] = ci[j] + bias_col[j]
+            if bias_row != NULL:
+                v = bias_row[i]
+                for j in range(nr):
+                    ci[j] = ci[j] + v
+            if relu:
+                for j in range(nr):
+                    ci[j] = ci[j] if ci[j] > 0 else 0.0
+        return
+    # strided columns (e.g. conv writing NCHW output): column by column, contiguous along i when rsc == 1
+    for j in range(nr):
+        cj = c + j * csc
+        for i in range(mr):
+            v = alpha * acc[i * SGEMM_NR + j]
+            if beta != 0.0:
+                v = v + beta * cj[i * rsc]
+            if bias_col != NULL:
+                v = v + bias_col[j]
+            if bias_row != NULL:
+                v = v + bias_row[i]
+            if relu and not (v > 0):
+                v = 0.0
+            cj[i * rsc] = v
+
+
+cdef void _sgemm_tile(Py_ssize_t ic, Py_ssize_t mc, Py_ssize_t jp0, Py_ssize_t jp1,
+                      Py_ssize_t N, Py_ssize_t K, float alpha,
+                      const float* a, Py_ssize_t rsa, Py_ssize_t csa, const float* bp,
+                      float beta, float* c, Py_ssize_t rsc, Py_ssize_t csc,
+                      const float* bias_col, const float* bias_row, bint relu, float* work) noexcept nogil:
+    """Rows ic:ic+mc, NR panels jp0:jp1 of C, over all of K. `work`: SGEMM_WORK_PER_THREAD floats.
+
+    When C's columns are strided (csc != 1, e.g. conv writing NCHW) and beta == 0, the tile is accumulated in a
+    contiguous scratch tile and written to C once at the end: storing every KC block straight to strided C costs
+    more than the GEMM itself (measured ~2x on a 3136 x 64 x 576 conv GEMM)."""
+    cdef float acc[SGEMM_MR * SGEMM_NR]
+    cdef Py_ssize_t Np = _round_up(N, SGEMM_NR), pc, kc, jp, ip, n0, nr, mr, ldt, i, j, ncols
+    cdef bint first, last
+    cdef bint scratch = csc != 1 and beta == 0.0
+    cdef float beta_k
+    cdef float* abuf = work
+    cdef float* ct = work + SGEMM_MC * SGEMM_KC
+    cdef float* cdst
+    cdef const float* bpanel
+    ldt = (jp1 - jp0) * SGEMM_NR
+    pc = 0
+    while pc < K:
+        kc = min(<Py_ssize_t>SGEMM_KC, K - pc)
+        first = pc == 0
+        last = pc + kc >= K
+        beta_k = beta if first else 1.0
+        sgemm_pack_a_raw(mc, kc, a + ic * rsa + pc * csa, rsa, csa, abuf)
+        for jp in range(jp0, jp1):
+            n0 = jp * SGEMM_NR
+            nr = min(<Py_ssize_t>SGEMM_NR, N - n0)
+            bpanel = bp + pc * Np + jp * SGEMM_NR * kc
+            ip = 0
+            while ip < mc:
+                mr = min(<Py_ssize_t>SGEMM_MR, mc - ip)
+                sgemm_ukernel(kc, mr, abuf + ip * kc, bpanel, acc)
+                if scratch:
+                    cdst = ct + ip * ldt + (n0 - jp0 * SGEMM_NR)
+                    sgemm_store(acc, mr, nr, cdst, ldt, 1, alpha, beta_k,
+                                (bias_col + n0) if (last and bias_col != NULL) else NULL,
+                                (bias_row + ic + ip) if (last and bias_row != NULL) else NULL,
+                                relu and last)
+                else:
+                    sgemm_store(acc, mr, nr, c + (ic + ip) * rsc + n0 * csc, rsc, csc,
+                                alpha, beta_k,
+                                (bias_col + n0) if (last and bias_col != NULL) else NULL,
+                                (bias_row + ic + ip) if (last and bias_row != NULL) else NULL,
+                                relu and last)
+                ip += mr
+        pc += kc
+    if scratch:
+        ncols = min(jp1 * SGEMM_NR, N) - jp0 * SGEMM_NR
+        for j in range(ncols):
+            cdst = c + ic * rsc + (jp0 * SGEMM_NR + j) * csc
+            for i in range(mc):
+                cdst[i * rsc] = ct[i * ldt + j]
+
+
+cdef inline Py_ssize_t sgemm_work_len(int nth) noexcept nogil:
+    """Floats of workspace sgemm_packed_raw needs for nth threads (per thread: packed A block + scratch C tile)."""
+    return <Py_ssize_t>nth * SGEMM_WORK_PER_THREAD
+
+
+cdef int sgemm_threads(Py_ssize_t M, Py_ssize_t N, Py_ssize_t K, int nthreads) noexcept nogil:
+    """Threads a call of this size uses: one below the flop threshold, else _nthreads(nthreads)."""
+    if <double>2.0 * M * N * K < SGEMM_MT_FLOPS:
+        return 1
+    return _nthreads(nthreads)
+
+
+cdef void sgemm_packed_raw(Py_ssize_t M, Py_ssize_t N, Py_ssize_t K, float alpha,
+                           const float* a, Py_ssize_t rsa, Py_ssize_t csa, const float* bp,
+                           float beta, float* c, Py_ssize_t rsc, Py_ssize_t csc,
+                           const float* bias_col, const float* bias_row, bint relu,
+                           float* work, int nth) noexcept nogil:
+    """C := alpha*A@B + beta*C [+ bias] [relu] with B packed by sgemm_pack_b_raw; A[i, k] = a[i*rsa + k*csa].
+    `work` holds sgemm_work_len(nth) floats; nth threads at most (1: no parallel region)."""
+    cdef Py_ssize_t npanels, mtiles, ntiles, slab, target, t, ic, mc, jp0, jp1, i, j
+    cdef float zero[SGEMM_MR * SGEMM_NR]
+    if M <= 0 or N <= 0:
+        return
+    if K <= 0:  # no products: the epilogue alone
+        for i in range(SGEMM_MR * SGEMM_NR):
+            zero[i] = 0.0
+        i = 0
+        while i < M:
+            j = 0
+            while j < N:
+                sgemm_store(zero, min(<Py_ssize_t>SGEMM_MR, M - i), min(<Py_ssize_t>SGEMM_NR, N - j),
+                            c + i * rsc + j * csc, rsc, csc, alpha, beta,
+                            (bias_col + j) if bias_col != NULL else NULL,
+                            (bias_row + i) if bias_row != NULL else NULL, relu)
+                j += SGEMM_NR
+            i += SGEMM_MR
+        return
+    npanels = (N + SGEMM_NR - 1) // SGEMM_NR
+    mtiles = (M + SGEMM_MC - 1) // SGEMM_MC
+    # Column slab per tile: enough tiles for every thread (x2 for balance), capped at SGEMM_NC_MAX columns.
+    target = (2 * nth + mtiles - 1) // mtiles if nth > 1 else 1
+    slab = (npanels + target - 1) // target
+    slab = max(1, min(slab, <Py_ssize_t>(SGEMM_NC_MAX // SGEMM_NR)))
+    if csc != 1 and beta == 0.0:  # the tile goes through the scratch C tile (see _sgemm_tile)
+        slab = min(slab, <Py_ssize_t>(SGEMM_CT_COLS // SGEMM_NR))
+    ntiles = (npanels + slab - 1) // slab
+    if nth <= 1 or mtiles * ntiles < 2:
+        for t in range(mtiles * ntiles):
+            ic = (t // ntiles) * SGEMM_MC
+            jp0 = (t % ntiles) * slab
+            _sgemm_tile(ic, min(<Py_ssize_t>SGEMM_MC, M - ic), jp0, min(jp0 + slab, npanels), N, K, alpha,
+                        a, rsa, csa, bp, beta, c, rsc, csc, bias_col, bias_row, relu, work)
+        return
+    for t in prange(mtiles * ntiles, num_threads=min(<Py_ssize_t>nth, mtiles * ntiles), schedule="dynamic"):
+        ic = (t // ntiles) * SGEMM_MC
+        jp0 = (t % ntiles) * slab
+        jp1 = min(jp0 + slab, npanels)
+        mc = min(<Py_ssize_t>SGEMM_MC, M - ic)
+        _sgemm_tile(ic, mc, jp0, jp1, N, K, alpha, a, rsa, csa, bp, beta, c, rsc, csc, bias_col, bias_row, relu,
+                    work + <Py_ssize_t>openmp.omp_get_thread_num() * SGEMM_WORK_PER_THREAD)
+
+
+# ----------------------------------------------------------------------------------------------- Python wrappers
+
+def sgemm_pack_b_size(Py_ssize_t K, Py_ssize_t N):
+    """Number of float32 elements of B (K x N) packed in this variant's format."""
+    if K < 0 or N < 0:
+        raise ValueError(f"sgemm_pack_b_size: negative size K={K}, N={N}")
+    return sgemm_pack_b_len(K, N)
+
+
+def sgemm_pack_b(const float[:, ::1] B, bint trans_b, float[::1] out):
+    """out := B packed (B is K x N, or N x K when trans_b); out has sgemm_pack_b_size(K, N) elements."""
+    cdef Py_ssize_t K, N
+    if trans_b:
+        N, K = B.shape[0], B.shape[1]
+    else:
+        K, N = B.shape[0], B.shape[1]
+    if out.shape[0] != sgemm_pack_b_len(K, N):
+        raise ValueError(f"sgemm_pack_b: out has {out.shape[0]} elements, B ({K}x{N}) packs into "
+                         f"{sgemm_pack_b_len(K, N)}")
+    if K == 0 or N == 0:
+        return
+    with nogil:
+        if trans_b:
+            sgemm_pack_b_raw(K, N, &B[0, 0], 1, K, &out[0])
+        else:
+            sgemm_pack_b_raw(K, N, &B[0, 0], N, 1, &out[0])
+
+
+cdef const float* _opt_ptr(const float[::1] v, Py_ssize_t n, str what) except? NULL:
+    if v is None:
+        return NULL
+    if v.shape[0] != n:
+        raise ValueError(f"sgemm: {what} has {v.shape[0]} elements, expected {n}")
+    if n == 0:
+        return NULL
+    return &v[0]
+
+
+def sgemm_packed_f32(bint trans_a, float alpha, const float[:, ::1] A, const float[::1] B_packed, Py_ssize_t N,
+                     float beta, float[:, ::1] C, const float[::1] bias_col=None, const float[::1] bias_row=None,
+                     bint relu=False, int nthreads=0):
+    """C := alpha*op(A)@B + beta*C [+ bias_col[j] | + bias_row[i]] [relu]; B (K x N) given packed by sgemm_pack_b.
+    op(A) is A (M x K) or A.T (A stored K x M) when trans_a. C is not read when beta == 0."""
+    cdef Py_ssize_t M, K
+    cdef int nth
+    cdef const float* bc
+    cdef const float* br
+    if trans_a:
+        K, M = A.shape[0], A.shape[1]
+    else:
+        M, K = A.shape[0], A.shape[1]
+    if C.shape[0] != M or C.shape[1] != N:
+        raise ValueError(f"sgemm_packed_f32: C is {C.shape[0]}x{C.shape[1]}, expected {M}x{N}")
+    if B_packed.shape[0] != sgemm_pack_b_len(K, N):
+        raise ValueError(f"sgemm_packed_f32: packed B has {B_packed.shape[0]} elements, expected "
+                         f"{sgemm_pack_b_len(K, N)} for K={K}, N={N} ({SGEMM_FORMAT})")
+    bc = _opt_ptr(bias_col, N, "bias_col")
+    br = _opt_ptr(bias_row, M, "bias_row")
+    if M == 0 or N == 0:
+        return
+    nth = sgemm_threads(M, N, K, nthreads)
+    _sgemm_call(M, N, K, alpha, &A[0, 0] if M * K else NULL, 1 if trans_a else K, M if trans_a else 1,
+                &B_packed[0] if K else NULL, beta, &C[0, 0], N, 1, bc, br, relu, nth)
+
+
+cdef int _sgemm_call(Py_ssize_t M, Py_ssize_t N, Py_ssize_t K, float alpha,
+                     const float* a, Py_ssize_t rsa, Py_ssize_t csa, const float* bp,
+                     float beta, float* c, Py_ssize_t rsc, Py_ssize_t csc,
+                     const float* bias_col, const float* bias_row, bint relu, int nth) except -1:
+    """Allocate the A workspace, run sgemm_packed_raw without the GIL, free it."""
+    cdef float* work = NULL
+    if K > 0:
+        work = <float*>malloc(sgemm_work_len(nth) * sizeof(float))
+        if work == NULL:
+            raise MemoryError("sgemm: cannot allocate the A packing workspace")
+    try:
+        with nogil:
+            sgemm_packed_raw(M, N, K, alpha, a, rsa, csa, bp, beta, c, rsc, csc, bias_col, bias_row, relu, work, nth)
+    finally:
+        free(work)
+    return 0
+
+
+def sgemm_f32(bint trans_a, bint trans_b, float alpha, const float[:, ::1] A, const float[:, ::1] B, float beta,
+              float[:, ::1] C, int nthreads=0, const float[::1] bias_col=None, const float[::1] bias_row=None,
+              bint relu=False):
+    """C := alpha*op(A)@op(B) + beta*C [+ bias] [relu], packing B on the fly (C is not read when beta == 0)."""
+    cdef Py_ssize_t M, K, N, Kb
+    cdef float* bp = NULL
+    cdef const float* bc
+    cdef const float* br
+    cdef int nth
+    if trans_a:
+        K, M = A.shape[0], A.shape[1]
+    else:
+        M, K = A.shape[0], A.shape[1]
+    if trans_b:
+        N, Kb = B.shape[0], B.shape[1]
+    else:
+        Kb, N = B.shape[0], B.shape[1]
+    if Kb != K:
+        raise ValueError(f"sgemm_f32: inner dimensions differ: op(A) is {M}x{K}, op(B) is {Kb}x{N}")
+    if C.shape[0] != M or C.shape[1] != N:
+        raise ValueError(f"sgemm_f32: C is {C.shape[0]}x{C.shape[1]}, expected {M}x{N}")
+    bc = _opt_ptr(bias_col, N, "bias_col")
+    br = _opt_ptr(bias_row, M, "bias_row")
+    if M == 0 or N == 0:
+        return
+    nth = sgemm_threads(M, N, K, nthreads)
+    if K > 0:
+        bp = <float*>malloc(sgemm_pack_b_len(K, N) * sizeof(float))
+        if bp == NULL:
+            raise MemoryError("sgemm_f32: cannot allocate packed B")
+    try:
+        if K > 0:
+            with nogil:
+                if trans_b:
+                    sgemm_pack_b_raw(K, N, &B[0, 0], 1, K, bp)
+                else:
+                    sgemm_pack_b_raw(K, N, &B[0, 0], N, 1, bp)
+        _sgemm_call(M, N, K, alpha, &A[0, 0] if M * K else NULL, 1 if trans_a else K, M if trans_a else 1,
+                    bp, beta, &C[0, 0], N, 1, bc, br, relu, nth)
+    finally:
+        free(bp)

@@ -17,6 +17,9 @@ _MODULES = (
     "reshape", "flatten", "transpose", "concat", "unsqueeze", "squeeze", "identity", "dropout",
     "constant_of_shape", "shape", "gather", "constant",
     # -- gemm, matmul, conv
+    "gemm",
+    "mat_mul",
+    "conv",
     # -- pooling, normalization, softmax
     "max_pool", "average_pool", "global_average_pool", "global_max_pool", "lrn", "batch_normalization",
     "softmax", "log_softmax",

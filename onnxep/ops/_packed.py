@@ -1,0 +1,50 @@
+"""PackedWeightMixin: the pre-packing half of the Kernel contract for kernels whose weight becomes a packed GEMM B.
+
+The subclass decides what to pack (`_pack_spec`) and reads the packed array back with `self._packed.get(index)`.
+Sharing mode (cache given): the buffer is handed to the cache, which owns it from then on, and the shared copy comes
+back through set_shared_prepacked_weight. Non-sharing mode (cache None): the kernel keeps the buffer and frees it in
+release()."""
+from __future__ import annotations
+
+import numpy as np
+
+
+class PackedWeightMixin:
+    def _pack_spec(self, tensor: np.ndarray, input_index: int):
+        """(nfloats, fill(out_array)) to pack `tensor`, or None to leave it unpacked. Record shapes here."""
+        return None
+
+    def prepack_weight(self, tensor, input_index, allocator, cache) -> bool:
+        spec = self._pack_spec(np.asarray(tensor), input_index)
+        if spec is None:
+            return False
+        nfloats, fill = spec
+        buf = allocator.alloc_buffer(max(int(nfloats), 1) * 4)
+        arr = buf.view(np.float32, (int(nfloats),))
+        try:
+            fill(arr)
+        except BaseException:
+            buf.free_buffer()
+            raise
+        self.__dict__.setdefault("_packed_len", {})[input_index] = int(nfloats)
+        if cache is not None:
+            # Ownership of `buf` moves to the cache here: this kernel must not free it. The data to use arrives via
+            # set_shared_prepacked_weight (possibly another kernel's identical packing).
+            cache.store_weight_data([buf])
+        else:
+            self.__dict__.setdefault("_owned", []).append(buf)
+            self.__dict__.setdefault("_packed", {})[input_index] = arr
+        return True
+
+    def set_shared_prepacked_weight(self, buffers, input_index) -> None:
+        n = self._packed_len[input_index]
+        self.__dict__.setdefault("_packed", {})[input_index] = buffers[0].view(np.float32, (n,))
+
+    def packed(self, input_index):
+        """The packed weight of `input_index`, or None when that input was not packed."""
+        return self.__dict__.get("_packed", {}).get(input_index)
+
+    def release(self) -> None:
+        self.__dict__.pop("_packed", None)
+        for b in self.__dict__.pop("_owned", ()):
+            b.free_buffer()

@@ -1,0 +1,138 @@
+"""Conv, float32, NCW / NCHW / NCDHW (1-, 2- and 3-D): groups (incl. depthwise), strides, pads incl. asymmetric,
+auto_pad, dilations, bias. im2col + packed GEMM (the weight is the packed operand, pre-packed when constant); one input
+channel per group (depthwise) runs a direct loop."""
+import math
+
+import numpy as np
+
+from onnxep import _kernels
+from onnxep.ops._base import OpKernel
+from onnxep.ops._packed import PackedWeightMixin
+
+F32 = np.float32
+_AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
+
+
+def _rank(vt):
+    return None if vt is None or vt.shape is None else len(vt.shape)
+
+
+def conv_geometry(xshape, wshape, auto_pad="NOTSET", kernel_shape=None, strides=None, dilations=None, pads=None):
+    """(begin pads, output spatial size) of a conv, per the ONNX spec; raises ValueError on inconsistent shapes."""
+    nsp = len(xshape) - 2
+    ks = tuple(int(k) for k in wshape[2:])
+    if len(wshape) != len(xshape):
+        raise ValueError(f"X has shape {tuple(xshape)} but W has shape {tuple(wshape)} (ranks differ)")
+    if kernel_shape is not None and tuple(kernel_shape) != ks:
+        raise ValueError(f"kernel_shape {tuple(kernel_shape)} does not match W's spatial shape {ks}")
+    strides = tuple(strides) if strides else (1,) * nsp
+    dilations = tuple(dilations) if dilations else (1,) * nsp
+    if len(strides) != nsp or len(dilations) != nsp:
+        raise ValueError(f"strides {strides} / dilations {dilations} need {nsp} entries")
+    ins = tuple(int(d) for d in xshape[2:])
+    dk = tuple((k - 1) * d + 1 for k, d in zip(ks, dilations))
+    if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        outs = tuple(-(-i // s) for i, s in zip(ins, strides))
+        total = [max(0, (o - 1) * s + k - i) for o, s, k, i in zip(outs, strides, dk, ins)]
+        begin = tuple(t // 2 if auto_pad == "SAME_UPPER" else t - t // 2 for t in total)
+        return begin, outs
+    if auto_pad == "VALID":
+        pb = pe = (0,) * nsp
+    else:
+        pads = tuple(pads) if pads else (0,) * (2 * nsp)
+        if len(pads) != 2 * nsp:
+            raise ValueError(f"pads {pads} need {2 * nsp} entries")
+        pb, pe = pads[:nsp], pads[nsp:]
+    outs = []
+    for i, b, e, k, s in zip(ins, pb, pe, dk, strides):
+        if i + b + e < k:
+            raise ValueError(f"the dilated kernel ({k}) is larger than the padded input ({i + b + e})")
+        outs.append((i + b + e - k) // s + 1)
+    return tuple(pb), tuple(outs)
+
+
+def _to3(t, fill):
+    return (fill,) * (3 - len(t)) + tuple(int(v) for v in t)
+
+
+class Conv_1(PackedWeightMixin, OpKernel):
+    domain, op_type, since = "", "Conv", 1
+    type_constraints = {"T": ("float32",)}
+    auto_pad = "NOTSET"
+    group = 1
+    kernel_shape = None
+    strides = None
+    dilations = None
+    pads = None
+
+    @classmethod
+    def supports(cls, op):
+        a = op.node.attrs
+        ranks = {r for r in (_rank(op.input_types[0]), _rank(op.input_types[1])) if r is not None}
+        if len(ranks) != 1 or ranks.pop() not in (3, 4, 5):
+            return False
+        if a.get("auto_pad", "NOTSET") not in _AUTO_PADS:
+            return False
+        if any(p < 0 for p in (a.get("pads") or ())):
+            return False
+        if any(s < 1 for s in (a.get("strides") or ())) or any(d < 1 for d in (a.get("dilations") or ())):
+            return False
+        return int(a.get("group", 1) or 1) >= 1
+
+    def _depthwise(self, wshape):
+        return int(self.group) > 1 and wshape[1] == 1
+
+    def prepack_format(self, input_index):
+        return f"{_kernels.SGEMM_FORMAT}:conv-weight:group={int(self.group)}"
+
+    def _pack_spec(self, tensor, input_index):
+        if input_index != 1 or tensor.ndim not in (3, 4, 5) or tensor.dtype != F32 or self._depthwise(tensor.shape):
+            return None
+        cout, group = tensor.shape[0], int(self.group)
+        if cout == 0 or cout % group:
+            return None
+        self._wshape = tuple(int(d) for d in tensor.shape)
+        kc = int(np.prod(tensor.shape[1:]))
+        w = np.ascontiguousarray(tensor).reshape(-1)
+        return (_kernels.conv_pack_weight_size(cout, kc, group),
+                lambda out: _kernels.conv_pack_weight(w, cout, group, out))
+
+    def compute(self, ctx):
+        X = ctx.input(0)
+        wp = self.packed(1)
+        W = None if wp is not None else ctx.input(1)
+        wshape = self._wshape if wp is not None else W.shape
+        B = ctx.input(2)
+        group = int(self.group)
+        if X.ndim not in (3, 4, 5):
+            raise ValueError(f"X must be 3-, 4- or 5-D, got shape {X.shape}")
+        cout = wshape[0]
+        if X.shape[1] != wshape[1] * group:
+            raise ValueError(f"X has {X.shape[1]} channels but W {tuple(wshape)} with group={group} needs "
+                             f"{wshape[1] * group}")
+        if cout % group:
+            raise ValueError(f"W has {cout} output channels, not a multiple of group={group}")
+        if B is not None and B.shape != (cout,):
+            raise ValueError(f"B has shape {B.shape}, expected ({cout},)")
+        pb, outs = conv_geometry(X.shape, wshape, self.auto_pad, self.kernel_shape, self.strides, self.dilations,
+                                 self.pads)
+        nsp = X.ndim - 2
+        Y = ctx.output(0, (X.shape[0], cout) + tuple(outs), F32)
+        xs = (X.shape[0], X.shape[1]) + _to3(X.shape[2:], 1)
+        args = (cout, group, _to3(wshape[2:], 1), _to3(self.strides or (1,) * nsp, 1),
+                _to3(self.dilations or (1,) * nsp, 1), _to3(pb, 0), _to3(outs, 1))
+        if wp is None and self._depthwise(wshape):
+            _kernels.conv_depthwise_f32(X.reshape(-1), xs, W.reshape(-1), *args, B, Y.reshape(-1), False,
+                                        ctx.num_threads)
+            return
+        if wp is None:
+            kc = int(np.prod(wshape[1:]))
+            wp = np.empty(_kernels.conv_pack_weight_size(cout, kc, group), F32)
+            if cout:
+                _kernels.conv_pack_weight(W.reshape(-1), cout, group, wp)
+        _kernels.conv_f32(X.reshape(-1), xs, wp, *args, B, Y.reshape(-1), False, ctx.num_threads)
+
+
+class Conv_11(Conv_1):
+    since = 11
+    until = None  # own attribute: the registry fills it (an inherited `until` would hide this class)

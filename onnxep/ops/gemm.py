@@ -1,0 +1,98 @@
+"""Gemm: Y := alpha * op(A) @ op(B) + beta * C, C unidirectionally broadcast to (M, N). Constant B is pre-packed."""
+import numpy as np
+
+from onnxep import _kernels
+from onnxep.ops._base import OpKernel
+from onnxep.ops._packed import PackedWeightMixin
+
+F32 = np.float32
+
+
+def _rank_ok(vt, ranks):
+    return vt is None or vt.shape is None or len(vt.shape) in ranks
+
+
+def gemm_bias(C, M, N, beta):
+    """Split beta*C (broadcast to (M, N)) into (bias_col, bias_row, full): the fused-epilogue forms of C."""
+    C = np.asarray(C, dtype=F32)
+    if np.broadcast_shapes(C.shape, (M, N)) != (M, N):
+        raise ValueError(f"C of shape {C.shape} does not broadcast to ({M}, {N})")
+    if C.size == 1 and M * N:
+        return np.full(N, F32(beta) * C.reshape(-1)[0], F32), None, None
+    if C.ndim <= 1 or C.shape[0] == 1:
+        return np.ascontiguousarray(F32(beta) * C.reshape(-1), F32), None, None
+    if C.shape[1] == 1:
+        return None, np.ascontiguousarray(F32(beta) * C.reshape(-1), F32), None
+    return None, None, C
+
+
+class Gemm_7(PackedWeightMixin, OpKernel):
+    domain, op_type, since = "", "Gemm", 7
+    type_constraints = {"T": ("float32",)}
+    alpha = 1.0
+    beta = 1.0
+    transA = 0
+    transB = 0
+
+    @classmethod
+    def supports(cls, op):
+        return (_rank_ok(op.input_types[0], (2,)) and _rank_ok(op.input_types[1], (2,))
+                and (len(op.input_types) < 3 or not op.node.inputs[2] or _rank_ok(op.input_types[2], (0, 1, 2))))
+
+    def prepack_format(self, input_index):
+        return f"{_kernels.SGEMM_FORMAT}:trans_b={int(bool(self.transB))}"
+
+    def _pack_spec(self, tensor, input_index):
+        if input_index != 1 or tensor.ndim != 2 or tensor.dtype != F32:
+            return None
+        K, N = (tensor.shape[1], tensor.shape[0]) if self.transB else tensor.shape
+        self._b_kn = (int(K), int(N))
+        b = np.ascontiguousarray(tensor)
+        return _kernels.sgemm_pack_b_size(K, N), lambda out: _kernels.sgemm_pack_b(b, bool(self.transB), out)
+
+    def compute(self, ctx):
+        A = ctx.input(0)
+        if A.ndim != 2:
+            raise ValueError(f"A must be 2-D, got shape {A.shape}")
+        M, K = (A.shape[1], A.shape[0]) if self.transA else A.shape
+        bp = self.packed(1)
+        if bp is not None:
+            Kb, N = self._b_kn
+        else:
+            B = ctx.input(1)
+            if B.ndim != 2:
+                raise ValueError(f"B must be 2-D, got shape {B.shape}")
+            Kb, N = (B.shape[1], B.shape[0]) if self.transB else B.shape
+        if K != Kb:
+            raise ValueError(f"op(A) is {M}x{K} but op(B) is {Kb}x{N}")
+        bias_col = bias_row = None
+        beta = 0.0
+        C = ctx.input(2)
+        full = None
+        if C is not None and self.beta != 0.0:
+            bias_col, bias_row, full = gemm_bias(C, M, N, self.beta)
+        Y = ctx.output(0, (M, N), F32)
+        if full is not None:
+            Y[...] = full
+            beta = self.beta
+        if bp is not None:
+            _kernels.sgemm_packed_f32(bool(self.transA), self.alpha, A, bp, N, beta, Y, bias_col, bias_row,
+                                      False, ctx.num_threads)
+        else:
+            _kernels.sgemm_f32(bool(self.transA), bool(self.transB), self.alpha, A, B, beta, Y, ctx.num_threads,
+                               bias_col, bias_row, False)
+
+
+class Gemm_9(Gemm_7):
+    since = 9
+    until = None  # own attribute: the registry fills it (an inherited `until` would hide this class)
+
+
+class Gemm_11(Gemm_7):
+    since = 11
+    until = None  # own attribute: the registry fills it (an inherited `until` would hide this class)
+
+
+class Gemm_13(Gemm_7):
+    since = 13
+    until = None  # own attribute: the registry fills it (an inherited `until` would hide this class)

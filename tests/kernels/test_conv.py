@@ -1,0 +1,105 @@
+"""Conv kernels. Oracle: a float64 numpy direct convolution (explicit loops over the kernel window); every ISA variant
+is also compared with the generic one. Tolerance: Kc * eps32 * max|x| * max|w| (+ bias rounding), x2."""
+import importlib
+
+import numpy as np
+import pytest
+
+from onnxep import _kernels
+
+VARIANTS = {isa: importlib.import_module(f"onnxep._kernels_{isa}") for isa in _kernels.AVAILABLE}
+EPS = float(np.finfo(np.float32).eps)
+
+
+def _ref_conv(x, w, b, group, strides, dil, pads, outs):
+    """float64 direct conv, NCDHW, begin pads only (out size given)."""
+    N, C = x.shape[:2]
+    cout = w.shape[0]
+    cg, og = C // group, cout // group
+    xp = np.pad(x.astype(np.float64), [(0, 0), (0, 0)] + [(p, max(0, (o - 1) * s + (k - 1) * d + 1 - i - p))
+                                                          for p, o, s, k, d, i in zip(pads, outs, strides,
+                                                                                      w.shape[2:], dil, x.shape[2:])])
+    y = np.zeros((N, cout) + tuple(outs))
+    for idx in np.ndindex(*w.shape[2:]):
+        sl = tuple(slice(k * d, k * d + (o - 1) * s + 1, s) for k, d, o, s in zip(idx, dil, outs, strides))
+        patch = xp[(slice(None), slice(None)) + sl]
+        for g in range(group):
+            y[:, g * og:(g + 1) * og] += np.einsum("nc...,oc->no...", patch[:, g * cg:(g + 1) * cg],
+                                                   w[(slice(g * og, (g + 1) * og), slice(None)) + idx])
+    if b is not None:
+        y += b.reshape((1, cout) + (1,) * len(outs))
+    return y
+
+
+CASES = [  # x shape (5-D), w shape, group, strides, dilations, pads, out spatial
+    ((1, 3, 1, 5, 5), (4, 3, 1, 1, 1), 1, (1, 1, 1), (1, 1, 1), (0, 0, 0), (1, 5, 5)),
+    ((2, 4, 1, 7, 6), (6, 2, 1, 3, 3), 2, (1, 2, 1), (1, 1, 2), (0, 1, 2), (1, 4, 6)),
+    ((1, 40, 1, 9, 9), (33, 40, 1, 3, 3), 1, (1, 1, 1), (1, 1, 1), (0, 1, 1), (1, 9, 9)),
+    ((1, 2, 4, 5, 6), (3, 2, 2, 3, 3), 1, (2, 1, 2), (1, 1, 1), (1, 1, 0), (3, 5, 2)),
+    ((3, 1, 1, 1, 7), (5, 1, 1, 1, 2), 1, (1, 1, 3), (1, 1, 1), (0, 0, 1), (1, 1, 3)),
+    # many small per-group GEMMs: with nthreads=2 the (image, group) pairs are split over threads
+    ((8, 32, 1, 16, 16), (32, 8, 1, 3, 3), 4, (1, 1, 1), (1, 1, 1), (0, 1, 1), (1, 16, 16)),
+]
+
+
+@pytest.mark.parametrize("isa", list(VARIANTS))
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("nthreads,relu", [(1, False), (2, False), (1, True)])
+def test_conv_f32(isa, case, nthreads, relu):
+    """Oracle: float64 numpy direct conv; the generic variant for bit-level agreement in structure (NMSE < 1e-12)."""
+    mod = VARIANTS[isa]
+    xs, ws, group, strides, dil, pads, outs = case
+    rng = np.random.default_rng(sum(xs) + sum(ws))
+    x = rng.uniform(-1, 1, xs).astype(np.float32)
+    w = rng.uniform(-1, 1, ws).astype(np.float32)
+    b = rng.uniform(-1, 1, ws[0]).astype(np.float32)
+    kc = int(np.prod(ws[1:]))
+    wp = np.empty(mod.conv_pack_weight_size(ws[0], kc, group), np.float32)
+    mod.conv_pack_weight(w.reshape(-1), ws[0], group, wp)
+    y = np.full((xs[0], ws[0]) + outs, np.nan, np.float32)
+    mod.conv_f32(x.reshape(-1), xs, wp, ws[0], group, ws[2:], strides, dil, pads, outs, b, y.reshape(-1), relu,
+                 nthreads)
+    ref = _ref_conv(x, w, b, group, strides, dil, pads, outs)
+    if relu:
+        ref = np.maximum(ref, 0)
+    assert np.all(np.abs(y - ref) <= 2 * (kc + 2) * EPS + 4 * EPS)
+    if isa != "generic":
+        g = VARIANTS["generic"]
+        wg = np.empty(g.conv_pack_weight_size(ws[0], kc, group), np.float32)
+        g.conv_pack_weight(w.reshape(-1), ws[0], group, wg)
+        yg = np.empty_like(y)
+        g.conv_f32(x.reshape(-1), xs, wg, ws[0], group, ws[2:], strides, dil, pads, outs, b, yg.reshape(-1), relu)
+        assert np.sum((yg.astype(np.float64) - y) ** 2) <= 1e-12 * np.sum(yg.astype(np.float64) ** 2)
+
+
+@pytest.mark.parametrize("isa", list(VARIANTS))
+@pytest.mark.parametrize("relu", [False, True])
+def test_conv_depthwise_f32(isa, relu):
+    """Oracle: float64 numpy direct conv (with relu applied after)."""
+    mod = VARIANTS[isa]
+    xs, ws, outs = (2, 3, 1, 7, 6), (6, 1, 1, 3, 3), (1, 4, 3)
+    rng = np.random.default_rng(9)
+    x = rng.uniform(-1, 1, xs).astype(np.float32)
+    w = rng.uniform(-1, 1, ws).astype(np.float32)
+    b = rng.uniform(-1, 1, 6).astype(np.float32)
+    y = np.empty((2, 6) + outs, np.float32)
+    mod.conv_depthwise_f32(x.reshape(-1), xs, w.reshape(-1), 6, 3, ws[2:], (1, 2, 2), (1, 1, 1), (0, 1, 1), outs, b,
+                           y.reshape(-1), relu)
+    ref = _ref_conv(x, w, b, 3, (1, 2, 2), (1, 1, 1), (0, 1, 1), outs)
+    if relu:
+        ref = np.maximum(ref, 0)
+    assert np.all(np.abs(y - ref) <= 24 * EPS)
+
+
+def test_conv_errors():
+    """Oracle: the documented ValueErrors on inconsistent sizes."""
+    x = np.zeros(2 * 3 * 16, np.float32)
+    with pytest.raises(ValueError, match="group"):
+        _kernels.conv_f32(x, (2, 3, 1, 4, 4), np.zeros(8, np.float32), 4, 2, (1, 1, 1), (1, 1, 1), (1, 1, 1),
+                          (0, 0, 0), (1, 4, 4), None, np.zeros(2 * 4 * 16, np.float32))
+    with pytest.raises(ValueError, match="packed weight"):
+        _kernels.conv_f32(x, (2, 3, 1, 4, 4), np.zeros(5, np.float32), 4, 1, (1, 1, 1), (1, 1, 1), (1, 1, 1),
+                          (0, 0, 0), (1, 4, 4), None, np.zeros(2 * 4 * 16, np.float32))
+    with pytest.raises(ValueError, match="y has"):
+        _kernels.conv_f32(x, (2, 3, 1, 4, 4), np.zeros(_kernels.conv_pack_weight_size(4, 3, 1), np.float32), 4, 1,
+                          (1, 1, 1), (1, 1, 1), (1, 1, 1), (0, 0, 0), (1, 4, 4), None, np.zeros(7, np.float32))

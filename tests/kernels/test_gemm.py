@@ -1,0 +1,125 @@
+"""SGEMM kernel tests. Oracle: numpy in float64.
+
+Tolerance (elementwise): the standard forward error bound of a float32 dot product of length K,
+    |C - C_ref| <= K * eps32 * max|A| * max|B| * |alpha|,
+taken with K + 2 (the alpha scaling and the final add) and a factor 2, plus 80 * eps32 for rounding the epilogue
+(beta*C + bias, whose magnitude is below 10 in these tests)."""
+import importlib
+
+import numpy as np
+import pytest
+from hypothesis import given, strategies as st
+
+from onnxep import _kernels
+
+VARIANTS = {isa: importlib.import_module(f"onnxep._kernels_{isa}") for isa in _kernels.AVAILABLE}
+EPS = float(np.finfo(np.float32).eps)
+
+
+def _sizes(mod):
+    """Sizes at and just off the tile multiples of this variant, plus 0, 1 and primes."""
+    out = {0, 1, 2, 3, 5, 7, 13, 31, 37}
+    for t in (mod.MR, mod.NR, mod.KC, mod.MC):
+        out |= {t - 1, t, t + 1, 2 * t + 1}
+    return sorted(out)
+
+
+def _ref(trans_a, trans_b, alpha, A, B, beta, C, bias_col=None, bias_row=None, relu=False):
+    a = A.astype(np.float64).T if trans_a else A.astype(np.float64)
+    b = B.astype(np.float64).T if trans_b else B.astype(np.float64)
+    r = alpha * (a @ b) + (beta * C.astype(np.float64) if beta != 0 else 0.0)
+    if bias_col is not None:
+        r = r + bias_col
+    if bias_row is not None:
+        r = r + bias_row[:, None]
+    return np.maximum(r, 0) if relu else r
+
+
+def _bound(K, A, B, alpha):
+    ma = float(np.abs(A).max()) if A.size else 0.0
+    mb = float(np.abs(B).max()) if B.size else 0.0
+    return 2 * (K + 2) * EPS * ma * mb * abs(alpha) + 80 * EPS
+
+
+def _case(rng, M, N, K, trans_a, trans_b):
+    A = rng.uniform(-1, 1, (K, M) if trans_a else (M, K)).astype(np.float32)
+    B = rng.uniform(-1, 1, (N, K) if trans_b else (K, N)).astype(np.float32)
+    C = rng.uniform(-1, 1, (M, N)).astype(np.float32)
+    return A, B, C
+
+
+@pytest.mark.parametrize("isa", list(VARIANTS))
+@given(data=st.data())
+def test_sgemm_f32_matches_numpy(isa, data):
+    """Oracle: numpy float64. Hypothesis draws M, N, K from 0, 1, primes and sizes just off MR/NR/KC/MC."""
+    mod = VARIANTS[isa]
+    sizes = st.sampled_from(_sizes(mod))
+    M, N, K = data.draw(sizes, "M"), data.draw(sizes, "N"), data.draw(sizes, "K")
+    ta, tb = data.draw(st.booleans(), "trans_a"), data.draw(st.booleans(), "trans_b")
+    alpha = data.draw(st.sampled_from([1.0, 0.5, -2.0]), "alpha")
+    beta = data.draw(st.sampled_from([0.0, 1.0, 0.25]), "beta")
+    epi = data.draw(st.sampled_from(["none", "col", "row", "relu", "col+relu"]), "epilogue")
+    rng = np.random.default_rng(M * 10007 + N * 101 + K)
+    A, B, C = _case(rng, M, N, K, ta, tb)
+    bc = rng.uniform(-1, 1, N).astype(np.float32) if "col" in epi else None
+    br = rng.uniform(-1, 1, M).astype(np.float32) if "row" in epi else None
+    relu = "relu" in epi
+    expect = _ref(ta, tb, alpha, A, B, beta, C, bc, br, relu)
+    out = C.copy()
+    if beta == 0.0:
+        out[...] = np.nan  # C must not be read when beta == 0
+    mod.sgemm_f32(ta, tb, alpha, A, B, beta, out, 0, bc, br, relu)
+    assert out.shape == (M, N) and out.dtype == np.float32
+    assert np.all(np.abs(out - expect) <= _bound(K, A, B, alpha))
+
+
+@pytest.mark.parametrize("isa", list(VARIANTS))
+@pytest.mark.parametrize("M,N,K", [(1, 1, 1), (0, 5, 3), (4, 0, 3), (3, 4, 0), (17, 45, 513), (130, 70, 257)])
+def test_packed_equals_unpacked(isa, M, N, K):
+    """Oracle: the on-the-fly sgemm_f32 of the same variant -- packed B must give bit-identical results, whatever the
+    thread count."""
+    mod = VARIANTS[isa]
+    rng = np.random.default_rng(1)
+    for tb in (False, True):
+        A, B, _ = _case(rng, M, N, K, False, tb)
+        bp = np.empty(mod.sgemm_pack_b_size(K, N), np.float32)
+        mod.sgemm_pack_b(B, tb, bp)
+        c1 = np.empty((M, N), np.float32)
+        mod.sgemm_f32(False, tb, 1.0, A, B, 0.0, c1)
+        for nt in (1, 2):
+            c2 = np.empty((M, N), np.float32)
+            mod.sgemm_packed_f32(False, 1.0, A, bp, N, 0.0, c2, nthreads=nt)
+            np.testing.assert_array_equal(c1, c2)
+
+
+@pytest.mark.parametrize("isa", [v for v in VARIANTS if v != "generic"])
+def test_variants_agree_with_generic(isa):
+    """Oracle: the generic variant (and through it numpy). NMSE threshold 1e-12 per variant (float32 rounding and FMA
+    contraction differ between variants)."""
+    gen, mod = VARIANTS["generic"], VARIANTS[isa]
+    rng = np.random.default_rng(2)
+    for M, N, K in [(1, 1, 1), (33, 65, 300), (200, 97, 513), (7, 1000, 9)]:
+        A, B, C = _case(rng, M, N, K, False, False)
+        r_gen = C.copy()
+        r_isa = C.copy()
+        gen.sgemm_f32(False, False, 0.5, A, B, 1.0, r_gen)
+        mod.sgemm_f32(False, False, 0.5, A, B, 1.0, r_isa)
+        nmse = float(np.sum((r_gen.astype(np.float64) - r_isa) ** 2) / max(np.sum(r_gen.astype(np.float64) ** 2), 1e-30))
+        assert nmse < 1e-12, (M, N, K, nmse)
+
+
+def test_format_and_errors():
+    """Oracle: the documented layout size (K * roundup(N, NR)) and ValueError on mismatched shapes."""
+    mod = _kernels
+    assert mod.sgemm_pack_b_size(10, mod.NR + 1) == 10 * 2 * mod.NR
+    assert f"nr={mod.NR}" in mod.SGEMM_FORMAT and f"kc={mod.KC}" in mod.SGEMM_FORMAT and mod.ISA in mod.SGEMM_FORMAT
+    A = np.ones((3, 4), np.float32)
+    with pytest.raises(ValueError, match="inner"):
+        mod.sgemm_f32(False, False, 1.0, A, np.ones((5, 2), np.float32), 0.0, np.empty((3, 2), np.float32))
+    with pytest.raises(ValueError, match="C is"):
+        mod.sgemm_f32(False, False, 1.0, A, np.ones((4, 2), np.float32), 0.0, np.empty((3, 3), np.float32))
+    with pytest.raises(ValueError, match="packed B"):
+        mod.sgemm_packed_f32(False, 1.0, A, np.ones(7, np.float32), 2, 0.0, np.empty((3, 2), np.float32))
+    with pytest.raises(ValueError, match="bias_col"):
+        mod.sgemm_f32(False, False, 1.0, A, np.ones((4, 2), np.float32), 0.0, np.empty((3, 2), np.float32), 0,
+                      np.ones(3, np.float32))
