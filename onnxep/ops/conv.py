@@ -135,4 +135,3 @@ class Conv_1(PackedWeightMixin, OpKernel):
 
 class Conv_11(Conv_1):
     since = 11
-    until = None  # own attribute: the registry fills it (an inherited `until` would hide this class)

@@ -85,14 +85,11 @@ class Gemm_7(PackedWeightMixin, OpKernel):
 
 class Gemm_9(Gemm_7):
     since = 9
-    until = None  # own attribute: the registry fills it (an inherited `until` would hide this class)
 
 
 class Gemm_11(Gemm_7):
     since = 11
-    until = None  # own attribute: the registry fills it (an inherited `until` would hide this class)
 
 
 class Gemm_13(Gemm_7):
     since = 13
-    until = None  # own attribute: the registry fills it (an inherited `until` would hide this class)

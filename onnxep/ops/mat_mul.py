@@ -69,9 +69,7 @@ class MatMul_1(PackedWeightMixin, OpKernel):
 
 class MatMul_9(MatMul_1):
     since = 9
-    until = None  # own attribute: the registry fills it (an inherited `until` would hide this class)
 
 
 class MatMul_13(MatMul_1):
     since = 13
-    until = None  # own attribute: the registry fills it (an inherited `until` would hide this class)

@@ -1,7 +1,7 @@
 """The nine light model-zoo models shipped inside the onnx wheel, against onnxruntime.
 
 Their weights all come from ConstantOfShape(0.02), so the shipped softmax outputs are constant; the comparison is on
-the tensor feeding the final Softmax (added as an extra graph output), rtol 1e-4, atol 1e-5, and every node must run
+the tensor feeding the final Softmax (added as an extra graph output; densenet121 has no Softmax, its output is used), rtol 1e-4, atol 1e-5, and every node must run
 on the cpu backend (none on the reference fallback). Oracle: onnxruntime's CPU provider."""
 import os
 
@@ -24,7 +24,8 @@ def test_nine_light_models_are_shipped():
 @pytest.mark.parametrize("path", MODELS, ids=[os.path.basename(p)[:-5] for p in MODELS])
 def test_presoftmax_logits_match_onnxruntime_on_cpu_only(path):
     model, pre = with_presoftmax_output(onnx.load(path))
-    assert pre is not None
+    if pre is None:  # densenet121 ends without a Softmax: its graph output is the logits
+        pre = model.graph.output[0].name
     data = model.SerializeToString()
     sess = onnxep.InferenceSession(data)
     fallback = [n for n, b in sess.node_assignment.items() if b != "cpu"]
