@@ -112,8 +112,9 @@ def bench(models=None, threads=0, warmup=3, repeat=10, use_ort=True, out=sys.std
             time.sleep(0.3)
             a, b = res_ours[0], res_ort[0]
             ok = a.shape == b.shape and np.allclose(a, b, rtol=RTOL, atol=ATOL)
-            err = float(np.max(np.abs(a - b))) if a.shape == b.shape and a.size else 0.0
-            check = f"{'ok' if ok else 'MISMATCH'} (max abs diff {err:.2e})"
+            err = (float(np.max(np.abs(a - b)) / max(float(np.max(np.abs(b))), 1e-30))
+                   if a.shape == b.shape and a.size else 0.0)
+            check = f"{'ok' if ok else 'MISMATCH'} (max diff / max |ort| = {err:.1e})"
         ratio = t_ours / t_ort if t_ort else None
         rows.append({"model": name, "onnxep_ms": t_ours * 1e3, "ort_ms": t_ort * 1e3 if t_ort else None,
                      "ratio": ratio, "fallback_nodes": fallback, "check": check, "init_s": init_s})

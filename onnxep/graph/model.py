@@ -163,7 +163,9 @@ def build_graph(model: onnx.ModelProto) -> Graph:
     if not model.HasField("graph"):
         raise InvalidGraph("the model has no graph")
     try:
-        inferred = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=True)
+        # data_prop=False: with data propagation onnx materialises constant shapes, and a tiny model can make it
+        # allocate terabytes (ConstantOfShape([2**40]))
+        inferred = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=False)
     except Exception:
         inferred = model
     g = inferred.graph
@@ -191,7 +193,11 @@ def build_graph(model: onnx.ModelProto) -> Graph:
             value_types[name] = ValueType.of_array(arr)
     input_names = [i.name for i in g.input]
     inputs = [(n, value_types.get(n, ValueType())) for n in input_names if n not in initializers]
-    overridable = [(n, value_types.get(n, ValueType())) for n in input_names if n in initializers]
+    # As in onnxruntime: before IR version 4 every initializer is also listed as a graph input, and none of them can be
+    # overridden (they are constants); from IR 4 on, an initializer listed as an input is a default the caller may
+    # override.
+    overridable = [(n, value_types.get(n, ValueType())) for n in input_names
+                   if n in initializers and model.ir_version >= 4]
     outputs = [(o.name, value_types.get(o.name, ValueType())) for o in g.output]
     nodes = []
     for i, n in enumerate(g.node):

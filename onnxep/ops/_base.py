@@ -79,8 +79,8 @@ class OpKernel(Kernel):
         s = cls.schema(op.node.opset)
         if s is None:
             return False
-        for formal, actual_names, actual_types in ((s.inputs, op.node.inputs, op.input_types),
-                                                   (s.outputs, op.node.outputs, op.output_types)):
+        for is_output, formal, actual_names, actual_types in ((False, s.inputs, op.node.inputs, op.input_types),
+                                                              (True, s.outputs, op.node.outputs, op.output_types)):
             for i, name in enumerate(actual_names):
                 if not name:
                     continue
@@ -91,6 +91,8 @@ class OpKernel(Kernel):
                 if allowed is None:
                     continue
                 vt = actual_types[i] if i < len(actual_types) else None
+                if vt is None and is_output:
+                    continue  # unknown output type (shape inference gave up): the kernel's dtype follows its inputs
                 if vt is None or vt.kind != "tensor":
                     return False
                 if _DTYPE_NAMES.get(vt.type_str) not in allowed:
