@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+import onnx
 from onnx import TensorProto, helper
 
 _ELEM_NAMES = {
@@ -96,9 +97,18 @@ class Node:
     proto: object = None                    # the NodeProto (for the reference backend and EPContext)
 
     @property
+    def subgraphs(self) -> list:
+        """The GraphProto attributes (If/Loop/Scan bodies)."""
+        out = []
+        for v in self.attrs.values():
+            for g in (v if isinstance(v, list) else [v]):
+                if isinstance(g, onnx.GraphProto):
+                    out.append(g)
+        return out
+
+    @property
     def has_subgraph(self) -> bool:
-        return any(hasattr(v, "node") and hasattr(v, "initializer") for v in self.attrs.values()) or any(
-            isinstance(v, list) and v and hasattr(v[0], "initializer") for v in self.attrs.values())
+        return bool(self.subgraphs)
 
 
 @dataclass

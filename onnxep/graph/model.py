@@ -87,7 +87,7 @@ def _attr_value(a):
     return v
 
 
-def _topological(nodes, available):
+def _topological(nodes):
     """Kahn's order over node inputs (and names used inside subgraphs); raises InvalidGraph on a cycle."""
     produced_by = {}
     for i, n in enumerate(nodes):
@@ -98,7 +98,7 @@ def _topological(nodes, available):
     for n in nodes:
         names = set(n.inputs) | _subgraph_outer_names(n)
         deps.append({produced_by[x] for x in names if x in produced_by})
-    order, done, state = [], set(), {}
+    order = []
     users = {i: [] for i in range(len(nodes))}
     indeg = [0] * len(nodes)
     for i, d in enumerate(deps):
@@ -124,11 +124,8 @@ def _topological(nodes, available):
 def _subgraph_outer_names(node) -> set:
     """Names a node's subgraphs read from the enclosing scope."""
     out = set()
-    for v in node.attrs.values():
-        graphs = v if isinstance(v, list) else [v]
-        for g in graphs:
-            if isinstance(g, onnx.GraphProto):
-                out |= graph_outer_names(g)
+    for g in node.subgraphs:
+        out |= graph_outer_names(g)
     return out
 
 
@@ -205,7 +202,7 @@ def build_graph(model: onnx.ModelProto) -> Graph:
         nodes.append(Node(n.name or f"{n.op_type}_{i}", n.op_type, n.domain if n.domain != "ai.onnx" else "",
                           list(n.input), list(n.output), attrs, opsets.get(n.domain if n.domain != "ai.onnx" else "", 0),
                           n))
-    nodes = _topological(nodes, set(initializers) | set(input_names))
+    nodes = _topological(nodes)
     meta = {
         "producer_name": model.producer_name, "graph_name": g.name, "domain": model.domain,
         "description": model.doc_string, "graph_description": g.doc_string, "version": model.model_version,

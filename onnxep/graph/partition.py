@@ -79,11 +79,8 @@ def partition(graph: Graph, devices, fallback: bool = True, forced=frozenset()) 
         r = []
         for n in nodes:
             r.extend(x for x in n.inputs if x)
-            if n.has_subgraph:
-                for v in n.attrs.values():
-                    for g in (v if isinstance(v, list) else [v]):
-                        if hasattr(g, "initializer"):
-                            r.extend(sorted(graph_outer_names(g)))
+            for g in n.subgraphs:
+                r.extend(sorted(graph_outer_names(g)))
         reads.append(r)
     parts = []
     for gi, (dev, nodes) in enumerate(groups):
