@@ -47,6 +47,19 @@ def run_ort(model, feeds):
     return s.run(None, feeds)
 
 
+def assert_outputs_match(got, want, rtol=1e-5, atol=1e-6):
+    """Same count, and per output the same dtype, shape and (float: close, else equal) values."""
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        w = np.asarray(w)
+        assert g.dtype == w.dtype, (g.dtype, w.dtype)
+        assert g.shape == w.shape, (g.shape, w.shape)
+        if g.dtype.kind == "f":
+            np.testing.assert_allclose(g, w, rtol=rtol, atol=atol)
+        else:
+            np.testing.assert_array_equal(g, w)
+
+
 def fallback_nodes(sess) -> list:
     """Names of nodes the session placed on the reference backend."""
     return [n for n, b in sess.node_assignment.items() if b != "cpu"]

@@ -2,7 +2,7 @@
 import numpy as np
 from onnx import helper
 
-from tests._util import fallback_nodes, make_model, run_onnxep, run_reference
+from tests._util import assert_outputs_match, fallback_nodes, make_model, run_onnxep, run_reference
 
 
 def check_node(node, feeds, opset, initializers=None, rtol=1e-6, atol=1e-7, input_shapes=None, n_out=None):
@@ -12,16 +12,7 @@ def check_node(node, feeds, opset, initializers=None, rtol=1e-6, atol=1e-7, inpu
     model = make_model([node], feeds, outs, opset=opset, initializers=initializers, input_shapes=input_shapes)
     got, sess = run_onnxep(model, feeds)
     assert fallback_nodes(sess) == []
-    want = run_reference(model, feeds)
-    assert len(got) == len(want)
-    for g, w in zip(got, want):
-        w = np.asarray(w)
-        assert g.dtype == w.dtype, (g.dtype, w.dtype)
-        assert g.shape == w.shape, (g.shape, w.shape)
-        if g.dtype.kind == "f":
-            np.testing.assert_allclose(g, w, rtol=rtol, atol=atol)
-        else:
-            np.testing.assert_array_equal(g, w)
+    assert_outputs_match(got, run_reference(model, feeds), rtol=rtol, atol=atol)
     return got
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 from onnx import helper
 
-from tests._util import fallback_nodes, make_model, run_onnxep, run_ort, run_reference
+from tests._util import assert_outputs_match, fallback_nodes, make_model, run_onnxep, run_ort, run_reference
 
 
 def run_pool(op_type, x, opset, n_out=1, **attrs):
@@ -17,14 +17,7 @@ def run_pool(op_type, x, opset, n_out=1, **attrs):
 
 
 def assert_same(got, want, rtol=1e-5, atol=1e-6):
-    assert len(got) == len(want)
-    for g, w in zip(got, want):
-        assert g.dtype == w.dtype, (g.dtype, w.dtype)
-        assert g.shape == w.shape, (g.shape, w.shape)
-        if g.dtype.kind == "f":
-            np.testing.assert_allclose(g, w, rtol=rtol, atol=atol)
-        else:
-            np.testing.assert_array_equal(g, w)
+    assert_outputs_match(got, want, rtol=rtol, atol=atol)
 
 
 def oracles(m, x):
