@@ -14,19 +14,20 @@ container -- that pack the same weight into the same format get the same buffers
 """
 from __future__ import annotations
 
-import hashlib
 import threading
 
 import numpy as np
 
+from onnxep import _kernels
 from onnxep.contracts.backend import Buffer
 from onnxep.errors import InvalidArgument
 
 
 def content_hash(weight: np.ndarray) -> int:
-    """64-bit content hash of a weight's bytes (the hash half of the cache key)."""
+    """64-bit content hash of a weight's bytes (the hash half of the cache key): XXH64, seed 0, of the C-order bytes,
+    hashed in place (nogil) for C-contiguous arrays, read-only ones included; other layouts are copied once."""
     data = np.ascontiguousarray(weight).reshape(-1).view(np.uint8)
-    return int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little")
+    return _kernels.xxh64(data)
 
 
 class SharedPrePackedWeightCache:
