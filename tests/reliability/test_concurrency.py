@@ -1,0 +1,26 @@
+"""Concurrent run() calls on one session (onnxruntime allows them). Oracle: the same session run serially."""
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import onnx
+import pytest
+
+import onnxep
+from onnxep._bench import light_models, with_presoftmax_output
+
+MODELS = {p.rsplit("light_", 1)[1][:-5]: p for p in light_models()}
+
+
+@pytest.mark.parametrize("name", ["squeezenet", "shufflenet", "inception_v1"])
+def test_concurrent_runs_match_serial_runs(name):
+    model, pre = with_presoftmax_output(onnx.load(MODELS[name]))  # the softmax output is constant; its input is not
+    sess = onnxep.InferenceSession(model.SerializeToString())
+    inp = sess.get_inputs()[0]
+    rng = np.random.default_rng(0)
+    feeds = [rng.standard_normal(inp.shape).astype(np.float32) for _ in range(6)]
+    serial = [sess.run([pre], {inp.name: x})[0] for x in feeds]
+    with ThreadPoolExecutor(3) as pool:
+        for _ in range(2):
+            par = list(pool.map(lambda x: sess.run([pre], {inp.name: x})[0], feeds))
+            for a, b in zip(serial, par):
+                np.testing.assert_array_equal(a, b)
