@@ -87,3 +87,15 @@ ISA, impl = _select()
 AVAILABLE = [name for name in cpu_features() if _load(name) is not None]
 
 globals().update({k: v for k, v in vars(impl).items() if not k.startswith("_")})
+
+
+from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
+
+
+def address_of(obj):
+    """Address of the first byte of a C-contiguous buffer (numpy array, bytes, ...), without going through ctypes."""
+    cdef Py_buffer view
+    PyObject_GetBuffer(obj, &view, PyBUF_SIMPLE)
+    cdef size_t addr = <size_t>view.buf
+    PyBuffer_Release(&view)
+    return addr

@@ -26,6 +26,7 @@ from collections import deque
 
 import numpy as np
 
+from onnxep._kernels import address_of
 from onnxep.errors import Fail, InvalidArgument
 
 #: Alignment of every host buffer onnxep allocates (a cache line; also an AVX-512 vector).
@@ -75,7 +76,7 @@ class _NumpyHostAllocator:
 
     @staticmethod
     def get_addr(obj, block):
-        addr = block.ctypes.data
+        addr = address_of(block)
         return addr + (-addr) % HOST_ALIGNMENT
 
     @staticmethod
@@ -109,7 +110,7 @@ class _Lease:
 def _memory_view(desc, block, size, stream) -> np.ndarray:
     """A uint8 array of `size` bytes over `block`; returns the block to `desc` when no view of it remains."""
     if desc is _DEFAULT:
-        start = desc.get_addr_from_block_func(desc.obj, block) - block.ctypes.data
+        start = -address_of(block) % HOST_ALIGNMENT
         return block[start:start + size]
     addr = int(desc.get_addr_from_block_func(desc.obj, block))
     lease = _Lease(desc, block, stream)
@@ -135,6 +136,10 @@ class Stream:
     @property
     def allocator(self) -> AllocatorDesc:
         return self._allocator if self._allocator is not None else _DEFAULT
+
+    @property
+    def uses_default_allocator(self) -> bool:
+        return self._allocator is None
 
     # --------------------------------------------------------------- work queue
     def enqueue(self, fn):

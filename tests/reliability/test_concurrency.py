@@ -19,6 +19,7 @@ def test_concurrent_runs_match_serial_runs(name):
     rng = np.random.default_rng(0)
     feeds = [rng.standard_normal(inp.shape).astype(np.float32) for _ in range(6)]
     serial = [sess.run([pre], {inp.name: x})[0] for x in feeds]
+    assert not np.array_equal(serial[0], serial[1])  # distinct inputs give distinct logits, so a mix-up would show
     with ThreadPoolExecutor(3) as pool:
         for _ in range(2):
             par = list(pool.map(lambda x: sess.run([pre], {inp.name: x})[0], feeds))
