@@ -152,6 +152,9 @@ def build_graph(model: onnx.ModelProto) -> Graph:
     """Shape inference, attribute decoding, topological order."""
     # onnx's checker is stricter than onnxruntime (e.g. it requires a shape on every graph output), so it only
     # refuses what no backend could run: a model whose opset this onnx does not know.
+    if model.ir_version > onnx.IR_VERSION:
+        raise InvalidGraph(f"unsupported model IR version {model.ir_version}: the installed onnx {onnx.__version__} "
+                           f"knows up to IR version {onnx.IR_VERSION}")
     known = onnx.defs.onnx_opset_version()
     for o in model.opset_import:
         if o.domain in ("", "ai.onnx") and o.version > known:

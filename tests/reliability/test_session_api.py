@@ -189,3 +189,14 @@ def test_isa_can_be_forced_and_show_config_reports_it():
     r = subprocess.run([sys.executable, "-c", "import onnxep._kernels"], capture_output=True, text=True,
                        env={**os.environ, "ONNXEP_ISA": "sse9"})
     assert r.returncode != 0 and "ONNXEP_ISA" in r.stderr
+
+
+def test_ir_version_and_opset_newer_than_onnx_are_refused():
+    m = _relu_model()
+    m.ir_version = onnx.IR_VERSION + 1
+    with pytest.raises(onnxep.InvalidGraph, match="IR version"):
+        onnxep.InferenceSession(m.SerializeToString())
+    m = _relu_model()
+    m.opset_import[0].version = onnx.defs.onnx_opset_version() + 1
+    with pytest.raises(onnxep.InvalidGraph, match="opset"):
+        onnxep.InferenceSession(m.SerializeToString())
