@@ -115,11 +115,212 @@ cdef void _dw_plane(const float* xc, const float* wc, float bias, float* yc, bin
                     yrow[ow] = yrow[ow] if yrow[ow] > 0 else 0.0
 
 
+# Depthwise through a padded, phase-split copy of the input plane (the "dw buffer"), one per thread. The padded plane
+# (begin pads ph, pw; zeros outside x) is split into sh*sw sub-planes by row and column phase, each Hq x Wq:
+#     sub[pr, pc][r, j] = x[r*sh + pr - ph, j*sw + pc - pw]          (0 outside x)
+# Tap (b, e) of output (oh, ow) then reads sub[tb % sh, te % sw][oh + tb // sh, ow + te // sw] (tb = b*dh, te = e*dw):
+# with the output laid out at the sub-plane pitch (t[oh*Wq + ow]), every tap is ONE contiguous run over the whole plane,
+# t[i] += w * sub[..][i + (tb // sh) * Wq + te // sw], with no bounds checks, for any pads, stride and dilation; gcc
+# vectorises it. The Wq - Wo extra columns per row are computed and dropped when t is copied into y (fused relu).
+# 3x3 kernels keep all 9 weights in registers and write t once; other kernels add 3 taps per pass. Used for kd == 1
+# (1-D, 2-D, and 3-D with depth kernel 1); the bounds-checked loop _dw_plane above handles the rest.
+
+from libc.stdlib cimport calloc
+
+cdef extern from *:
+    # t never overlaps the dw buffer it is computed from: without restrict gcc gives up vectorising the 9-tap loop
+    # (more pointer pairs than its runtime alias checks cover).
+    ctypedef float* float_restrict "float * __restrict__"
+
+
+cdef enum:
+    DW_BLOCK = 768                # floats of t per block of output rows (stays in L1 with its sources)
+    DW_BUF_MAX = 1 << 23          # floats per thread of a dw buffer (32 MB); larger ones use the bounds-checked loop
+
+
+cdef struct DwBuf:
+    Py_ssize_t Hq, Wq, SP          # sub-plane rows, columns (= the row pitch of t) and size Hq * Wq
+    Py_ssize_t T                   # offset of t (one block of output rows at pitch Wq) in the per-thread buffer
+    Py_ssize_t plane               # floats per thread (sub-planes, slack, t; rounded to 16)
+
+
+cdef inline DwBuf _dw_buf_geom(const ConvGeom* g) noexcept nogil:
+    cdef DwBuf d
+    cdef Py_ssize_t Hp = (g.Ho - 1) * g.sh + (g.kh - 1) * g.dh + 1, Wp = (g.Wo - 1) * g.sw + (g.kw - 1) * g.dw + 1
+    d.Hq = (Hp + g.sh - 1) // g.sh
+    d.Wq = (Wp + g.sw - 1) // g.sw
+    d.SP = d.Hq * d.Wq
+    # the dropped columns of the last rows read up to Wq - 1 floats past the last sub-plane: zeroed slack before t
+    d.T = (g.sh * g.sw * d.SP + d.Wq + 15) // 16 * 16
+    d.plane = (d.T + max(DW_BLOCK, d.Wq) + 15) // 16 * 16
+    return d
+
+
+cdef inline Py_ssize_t _dw_buf_floats(const ConvGeom* g) noexcept nogil:
+    """Floats of one dw buffer, or -1 when it would be too large (DW_BUF_MAX) or its size overflows."""
+    cdef double est = (<double>(g.Ho - 1) * g.sh + (g.kh - 1) * g.dh + g.sh) * ((<double>(g.Wo - 1) * g.sw
+                      + (g.kw - 1) * g.dw + g.sw)) + <double>g.Ho * ((g.Wo - 1) * g.sw + (g.kw - 1) * g.dw + g.sw)
+    if est > DW_BUF_MAX:
+        return -1
+    return _dw_buf_geom(g).plane
+
+
+cdef void _dw_fill(const float* xp, const ConvGeom* g, const DwBuf* d, float* buf) noexcept nogil:
+    """buf := the padded, phase-split copy of the input plane xp (H x W): all sh*sw sub-planes, every element."""
+    cdef Py_ssize_t pr, pc, r, r2, ih, off, lo, hi, j, Wq = d.Wq, sh = g.sh, sw = g.sw
+    cdef float* dst
+    cdef const float* src
+    for pc in range(sw):
+        off = pc - g.pw                  # dst[j] = src[j*sw + off] where 0 <= j*sw + off < W
+        lo = 0 if off >= 0 else min((sw - 1 - off) // sw, Wq)
+        hi = min((g.W - 1 - off) // sw + 1, Wq) if g.W - 1 - off >= 0 else 0
+        hi = max(hi, lo)
+        for pr in range(sh):
+            for r2 in range(d.Hq):
+                dst = buf + (pr * sw + pc) * d.SP + r2 * Wq
+                ih = r2 * sh + pr - g.ph
+                if ih < 0 or ih >= g.H:
+                    for j in range(Wq):
+                        dst[j] = 0.0
+                    continue
+                src = xp + ih * g.W + off
+                for j in range(lo):
+                    dst[j] = 0.0
+                if sw == 1:
+                    for j in range(lo, hi):
+                        dst[j] = src[j]
+                elif sw == 2:
+                    for j in range(lo, hi):
+                        dst[j] = src[2 * j]
+                else:
+                    for j in range(lo, hi):
+                        dst[j] = src[j * sw]
+                for j in range(hi, Wq):
+                    dst[j] = 0.0
+
+
+cdef inline void _dw_taps9(float_restrict t, const float* const* p, const float* w, float bias,
+                           Py_ssize_t n) noexcept nogil:
+    """t[i] := bias + sum_k w[k] * p[k][i], k = 0..8 (in that order)."""
+    cdef const float* p0 = p[0]
+    cdef const float* p1 = p[1]
+    cdef const float* p2 = p[2]
+    cdef const float* p3 = p[3]
+    cdef const float* p4 = p[4]
+    cdef const float* p5 = p[5]
+    cdef const float* p6 = p[6]
+    cdef const float* p7 = p[7]
+    cdef const float* p8 = p[8]
+    cdef float w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3], w4 = w[4], w5 = w[5], w6 = w[6], w7 = w[7], w8 = w[8]
+    cdef Py_ssize_t i
+    for i in range(n):
+        t[i] = (bias + w0 * p0[i] + w1 * p1[i] + w2 * p2[i] + w3 * p3[i] + w4 * p4[i] + w5 * p5[i]
+                + w6 * p6[i] + w7 * p7[i] + w8 * p8[i])
+
+
+cdef inline void _dw_taps3(float_restrict t, const float* p0, const float* p1, const float* p2, float w0, float w1,
+                           float w2, Py_ssize_t n) noexcept nogil:
+    """t[i] += w0 * p0[i] + w1 * p1[i] + w2 * p2[i] (added in that order)."""
+    cdef Py_ssize_t i
+    for i in range(n):
+        t[i] = t[i] + w0 * p0[i] + w1 * p1[i] + w2 * p2[i]
+
+
+cdef inline void _dw_tap1(float_restrict t, const float* p0, float w0, Py_ssize_t n) noexcept nogil:
+    """t[i] += w0 * p0[i]."""
+    cdef Py_ssize_t i
+    for i in range(n):
+        t[i] = t[i] + w0 * p0[i]
+
+
+cdef void _dw_plane_buf(const float* buf, const DwBuf* d, const float* wc, float bias, float* yc, bint relu,
+                        const ConvGeom* g) noexcept nogil:
+    """One output plane (Ho x Wo) of a depthwise conv with depth kernel 1, from the dw buffer of its input plane.
+    Taps are added in (b, e) order after the bias on every path. Output rows go in blocks of R through t (R * Wq
+    floats, stays in L1), then into y without the dropped columns."""
+    cdef Py_ssize_t Wq = d.Wq, Wo = g.Wo, KS = g.kh * g.kw, k, kk, b, e, tb, te, i, oh, oh0, R, n
+    cdef const float* p[9]
+    cdef float* t = <float*>buf + d.T
+    cdef float* dst
+    cdef float v
+    oh0 = 0
+    while oh0 < g.Ho:
+        R = min(max(1, DW_BLOCK // Wq), g.Ho - oh0)
+        n = R * Wq
+        if KS != 9:
+            for i in range(n):
+                t[i] = bias
+        k = 0
+        kk = 0
+        for b in range(g.kh):
+            tb = b * g.dh
+            for e in range(g.kw):
+                te = e * g.dw
+                p[k] = buf + ((tb % g.sh) * g.sw + te % g.sw) * d.SP + (oh0 + tb // g.sh) * Wq + te // g.sw
+                k += 1
+                kk += 1
+                if KS == 9:
+                    if k == 9:
+                        _dw_taps9(t, p, wc, bias, n)
+                elif k == 3:
+                    _dw_taps3(t, p[0], p[1], p[2], wc[kk - 3], wc[kk - 2], wc[kk - 1], n)
+                    k = 0
+        if KS != 9:
+            for i in range(k):
+                _dw_tap1(t, p[i], wc[KS - k + i], n)
+        for oh in range(R):
+            dst = yc + (oh0 + oh) * Wo
+            if relu:
+                for i in range(Wo):
+                    v = t[oh * Wq + i]
+                    dst[i] = v if v > 0 else 0.0
+            else:
+                for i in range(Wo):
+                    dst[i] = t[oh * Wq + i]
+        oh0 += R
+
+
+cdef void _dw_slices(Py_ssize_t t, const float* x, const float* w, const float* bias, float* y, bint relu,
+                     const ConvGeom* g, const DwBuf* d, float* buf) noexcept nogil:
+    """All output planes fed by input plane t = n*C + c (channels c*mult .. c*mult + mult-1, every output depth)."""
+    cdef Py_ssize_t mult = g.cout // g.group, n = t // g.C, c = t % g.C, HW = g.H * g.W, P2 = g.Ho * g.Wo
+    cdef Py_ssize_t KS = g.kh * g.kw, od, idd, k, oc, i
+    cdef float bv
+    cdef float* yp
+    for od in range(g.Do):
+        idd = od * g.sd - g.pd
+        if 0 <= idd < g.D:
+            _dw_fill(x + (t * g.D + idd) * HW, g, d, buf)
+        for k in range(mult):
+            oc = c * mult + k
+            bv = bias[oc] if bias != NULL else 0.0
+            yp = y + ((n * g.cout + oc) * g.Do + od) * P2
+            if 0 <= idd < g.D:
+                _dw_plane_buf(buf, d, w + oc * KS, bv, yp, relu, g)
+            else:                      # the whole depth slice reads padding
+                if relu and bv < 0:
+                    bv = 0.0
+                for i in range(P2):
+                    yp[i] = bv
+
+
 cdef void conv_depthwise_raw(Py_ssize_t N, const float* x, const float* w, const float* bias, float* y, bint relu,
-                             const ConvGeom* g, int nth) noexcept nogil:
-    """Direct conv for one input channel per group: y[n, oc] from x[n, oc // (cout/group)] and w[oc] (kd*kh*kw)."""
+                             const ConvGeom* g, float* bufs, Py_ssize_t buf_stride, int nth) noexcept nogil:
+    """Direct conv for one input channel per group: y[n, oc] from x[n, oc // (cout/group)] and w[oc] (kd*kh*kw).
+    bufs: nth dw buffers of buf_stride floats each (zeroed once), or NULL to use the bounds-checked loop."""
     cdef Py_ssize_t mult = g.cout // g.group, KS = g.kd * g.kh * g.kw, P = g.Do * g.Ho * g.Wo
     cdef Py_ssize_t DHW = g.D * g.H * g.W, t, n, oc
+    cdef DwBuf d
+    if bufs != NULL:
+        d = _dw_buf_geom(g)
+        if nth <= 1:
+            for t in range(N * g.C):
+                _dw_slices(t, x, w, bias, y, relu, g, &d, bufs)
+        else:
+            for t in prange(N * g.C, num_threads=nth, schedule="static"):
+                _dw_slices(t, x, w, bias, y, relu, g, &d,
+                           bufs + <Py_ssize_t>openmp.omp_get_thread_num() * buf_stride)
+        return
     if nth <= 1:
         for t in range(N * g.cout):
             n = t // g.cout
@@ -265,6 +466,18 @@ def conv_depthwise_f32(const float[::1] x, tuple xshape, const float[::1] w, Py_
     if N * cout * P == 0:
         return
     nth = 1 if <double>2.0 * N * cout * P * g.kd * g.kh * g.kw < SGEMM_MT_FLOPS else _nthreads(nthreads)
+    nth = <int>min(<Py_ssize_t>nth, N * g.C)
     cdef const float* bptr = &bias[0] if bias is not None else NULL
-    with nogil:
-        conv_depthwise_raw(N, &x[0], &w[0], bptr, &y[0], relu, &g, nth)
+    cdef Py_ssize_t plane = _dw_buf_floats(&g) if g.kd == 1 else -1
+    cdef float* bufs = NULL
+    if plane > 0:
+        # About one padded input plane and one output plane per thread; above DW_BUF_MAX floats (huge pads or
+        # strides) the bounds-checked loop runs instead, with no allocation.
+        bufs = <float*>calloc(nth * plane, sizeof(float))
+        if bufs == NULL:
+            raise MemoryError(f"conv_depthwise_f32: cannot allocate {nth * plane * 4} bytes of padded planes")
+    try:
+        with nogil:
+            conv_depthwise_raw(N, &x[0], &w[0], bptr, &y[0], relu, &g, bufs, plane, nth)
+    finally:
+        free(bufs)
