@@ -131,10 +131,14 @@ cdef extern from *:
     # t never overlaps the dw buffer it is computed from: without restrict gcc gives up vectorising the 9-tap loop
     # (more pointer pairs than its runtime alias checks cover).
     ctypedef float* float_restrict "float * __restrict__"
+    # Inlined into its caller, the 3x3 loop below runs out of registers (gcc spills its pointers): keep it apart.
+    ctypedef int int_noinline "__attribute__((noinline)) int"
 
 
 cdef enum:
     DW_BLOCK = 768                # floats of t per block of output rows (stays in L1 with its sources)
+    DW_BLOCK_DIRECT = 1024        # floats per run of the masked direct path (3 masks of this size stay in L1)
+    DW_MASK_STRIDE = 2048         # floats from one mask to the next (a constant: saves registers in the loop)
     DW_BUF_MAX = 1 << 23          # floats per thread of a dw buffer (32 MB); larger ones use the bounds-checked loop
 
 
@@ -218,6 +222,46 @@ cdef inline void _dw_taps9(float_restrict t, const float* const* p, const float*
                 + w6 * p6[i] + w7 * p7[i] + w8 * p8[i])
 
 
+cdef inline void _dw_taps9_masked(float_restrict t, const float* const* p, const float* w, float bias,
+                                  const float* m0, const float* m1, const float* m2, Py_ssize_t n) noexcept nogil:
+    """t[i] := bias + sum over kernel columns e of (m_e[i] != 0 ? sum_b w[3b + e] * p[3b + e][i] : 0): 3x3 taps in
+    the flattened plane, kernel column e dropped where it falls outside the row (m_e[i] == 0)."""
+    cdef const float* p0 = p[0]
+    cdef const float* p1 = p[1]
+    cdef const float* p2 = p[2]
+    cdef const float* p3 = p[3]
+    cdef const float* p4 = p[4]
+    cdef const float* p5 = p[5]
+    cdef const float* p6 = p[6]
+    cdef const float* p7 = p[7]
+    cdef const float* p8 = p[8]
+    cdef float w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3], w4 = w[4], w5 = w[5], w6 = w[6], w7 = w[7], w8 = w[8]
+    cdef float s0, s1, s2
+    cdef Py_ssize_t i
+    for i in range(n):
+        s0 = w0 * p0[i] + w3 * p3[i] + w6 * p6[i]
+        s1 = w1 * p1[i] + w4 * p4[i] + w7 * p7[i]
+        s2 = w2 * p2[i] + w5 * p5[i] + w8 * p8[i]
+        t[i] = bias + (s0 if m0[i] != 0 else <float>0.0) + (s1 if m1[i] != 0 else <float>0.0) \
+            + (s2 if m2[i] != 0 else <float>0.0)
+
+
+cdef int_noinline _dw_rows3_masked(float_restrict t, const float* r0, const float* r1, const float* r2,
+                                   const float* w, float bias, const float* m, Py_ssize_t n) noexcept nogil:
+    """_dw_taps9_masked for column dilation 1 (p[3b + e] = r_b + e) with the masks DW_MASK_STRIDE apart: every load is
+    one of four pointers plus a constant, so the loop keeps all its pointers in registers."""
+    cdef float w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3], w4 = w[4], w5 = w[5], w6 = w[6], w7 = w[7], w8 = w[8]
+    cdef float s0, s1, s2
+    cdef Py_ssize_t i
+    for i in range(n):
+        s0 = w0 * r0[i] + w3 * r1[i] + w6 * r2[i]
+        s1 = w1 * r0[i + 1] + w4 * r1[i + 1] + w7 * r2[i + 1]
+        s2 = w2 * r0[i + 2] + w5 * r1[i + 2] + w8 * r2[i + 2]
+        t[i] = bias + (s0 if m[i] != 0 else <float>0.0) + (s1 if m[i + DW_MASK_STRIDE] != 0 else <float>0.0) \
+            + (s2 if m[i + 2 * DW_MASK_STRIDE] != 0 else <float>0.0)
+    return 0
+
+
 cdef inline void _dw_taps3(float_restrict t, const float* p0, const float* p1, const float* p2, float w0, float w1,
                            float w2, Py_ssize_t n) noexcept nogil:
     """t[i] += w0 * p0[i] + w1 * p1[i] + w2 * p2[i] (added in that order)."""
@@ -280,22 +324,136 @@ cdef void _dw_plane_buf(const float* buf, const DwBuf* d, const float* wc, float
         oh0 += R
 
 
+cdef inline bint _dw_direct_ok(const ConvGeom* g) noexcept nogil:
+    """Stride 1 with 'same' width (Wo == W): x itself has the pitch of y, no padded copy is needed."""
+    return g.sh == 1 and g.sw == 1 and g.Wo == g.W and g.Ho >= 1
+
+
+cdef void _dw_row_checked(const float* xc, const float* wc, float bias, float* yrow, Py_ssize_t oh, Py_ssize_t ow0,
+                          Py_ssize_t ow1, const ConvGeom* g) noexcept nogil:
+    """yrow[ow] for ow in [ow0, ow1) of output row oh (stride 1, 2-D plane xc): bias, then the taps that read inside x,
+    in (b, e) order."""
+    cdef Py_ssize_t b, e, ih, ow, lo, hi, off
+    cdef const float* xrow
+    cdef float wv
+    for ow in range(ow0, ow1):
+        yrow[ow] = bias
+    for b in range(g.kh):
+        ih = oh - g.ph + b * g.dh
+        if ih < 0 or ih >= g.H:
+            continue
+        xrow = xc + ih * g.W
+        for e in range(g.kw):
+            off = e * g.dw - g.pw              # input column of ow is ow + off
+            lo = max(ow0, -off)
+            hi = min(ow1, g.W - off)
+            wv = wc[b * g.kw + e]
+            for ow in range(lo, hi):
+                yrow[ow] = yrow[ow] + wv * xrow[ow + off]
+
+
+cdef inline Py_ssize_t _dw_mask_len(const ConvGeom* g) noexcept nogil:
+    """Run length L of the masked 3x3 direct path: whole rows, about DW_BLOCK_DIRECT floats."""
+    return max(<Py_ssize_t>1, DW_BLOCK_DIRECT // g.W) * g.W
+
+
+cdef void _dw_masks(const ConvGeom* g, Py_ssize_t L, float* masks) noexcept nogil:
+    """masks[e*DW_MASK_STRIDE + j] := 1 if kernel column e of output column (pw' + j) % W reads inside the row, else 0 (runs start
+    at column pw' = min(pw, Wo), where the direct path's flattened runs start)."""
+    cdef Py_ssize_t e, j, col
+    for e in range(3):
+        for j in range(L):
+            col = (min(g.pw, g.Wo) + j) % g.W + e * g.dw - g.pw
+            masks[e * DW_MASK_STRIDE + j] = 1.0 if 0 <= col < g.W else 0.0
+
+
+cdef void _dw_plane_direct(const float* xc, const float* wc, float bias, float* yc, const float* masks, Py_ssize_t L,
+                           const ConvGeom* g) noexcept nogil:
+    """One output plane of a stride-1 depthwise conv with Wo == W, read straight from the input plane xc: flattened,
+    y[i] = bias + sum w[b, e] * x[i + (b*dh - ph)*W + e*dw - pw] is one contiguous run over all rows whose taps stay
+    inside x; there it is right except in the pw / pe border columns (which read the neighbouring row). Those columns
+    and the top / bottom rows are then recomputed with bounds checks. 3x3 kernels (masks != NULL) instead drop the
+    out-of-row kernel columns with the masks (see _dw_masks), in runs of L = a whole number of rows."""
+    cdef Py_ssize_t W = g.W, Wo = g.Wo, KS = g.kh * g.kw, cl = min(g.pw, Wo), cr, oh_lo, oh_hi, i0, i1, n
+    cdef Py_ssize_t b, e, k, kk, i, oh, ow
+    cdef const float* p[9]
+    cdef float* t
+    cdef float v
+    cr = max(<Py_ssize_t>0, min((g.kw - 1) * g.dw - g.pw, Wo))
+    oh_lo = min(g.ph, g.Ho)
+    oh_hi = max(oh_lo, min(g.H - 1 - (g.kh - 1) * g.dh + g.ph + 1, g.Ho))
+    if oh_hi > oh_lo:
+        i0 = oh_lo * W + cl
+        i1 = (oh_hi - 1) * W + Wo - cr
+        n = i1 - i0
+        if masks != NULL and n > 0:
+            i = i0
+            while i < i1:
+                for b in range(3):
+                    for e in range(3):
+                        p[3 * b + e] = xc + i + (b * g.dh - g.ph) * W + e * g.dw - g.pw
+                if g.dw == 1:
+                    _dw_rows3_masked(yc + i, p[0], p[3], p[6], wc, bias, masks, min(L, i1 - i))
+                else:
+                    _dw_taps9_masked(yc + i, p, wc, bias, masks, masks + DW_MASK_STRIDE,
+                                     masks + 2 * DW_MASK_STRIDE, min(L, i1 - i))
+                i += L
+        elif n > 0:
+            t = yc + i0
+            if KS != 9:
+                for i in range(n):
+                    t[i] = bias
+            k = 0
+            kk = 0
+            for b in range(g.kh):
+                for e in range(g.kw):
+                    p[k] = xc + i0 + (b * g.dh - g.ph) * W + e * g.dw - g.pw
+                    k += 1
+                    kk += 1
+                    if KS == 9:
+                        if k == 9:
+                            _dw_taps9(t, p, wc, bias, n)
+                    elif k == 3:
+                        _dw_taps3(t, p[0], p[1], p[2], wc[kk - 3], wc[kk - 2], wc[kk - 1], n)
+                        k = 0
+            if KS != 9:
+                for i in range(k):
+                    _dw_tap1(t, p[i], wc[KS - k + i], n)
+        if masks != NULL:              # the runs start after the first row's left and end before the last's right border
+            _dw_row_checked(xc, wc, bias, yc + oh_lo * Wo, oh_lo, 0, cl, g)
+            _dw_row_checked(xc, wc, bias, yc + (oh_hi - 1) * Wo, oh_hi - 1, max(cl, Wo - cr), Wo, g)
+        else:
+            for oh in range(oh_lo, oh_hi):
+                _dw_row_checked(xc, wc, bias, yc + oh * Wo, oh, 0, cl, g)
+                _dw_row_checked(xc, wc, bias, yc + oh * Wo, oh, max(cl, Wo - cr), Wo, g)
+    for oh in range(oh_lo):
+        _dw_row_checked(xc, wc, bias, yc + oh * Wo, oh, 0, Wo, g)
+    for oh in range(oh_hi, g.Ho):
+        _dw_row_checked(xc, wc, bias, yc + oh * Wo, oh, 0, Wo, g)
+
+
 cdef void _dw_slices(Py_ssize_t t, const float* x, const float* w, const float* bias, float* y, bint relu,
-                     const ConvGeom* g, const DwBuf* d, float* buf) noexcept nogil:
+                     const ConvGeom* g, const DwBuf* d, float* buf, const float* masks, Py_ssize_t L) noexcept nogil:
     """All output planes fed by input plane t = n*C + c (channels c*mult .. c*mult + mult-1, every output depth)."""
     cdef Py_ssize_t mult = g.cout // g.group, n = t // g.C, c = t % g.C, HW = g.H * g.W, P2 = g.Ho * g.Wo
     cdef Py_ssize_t KS = g.kh * g.kw, od, idd, k, oc, i
     cdef float bv
     cdef float* yp
+    cdef bint direct = _dw_direct_ok(g)
     for od in range(g.Do):
         idd = od * g.sd - g.pd
-        if 0 <= idd < g.D:
+        if 0 <= idd < g.D and not direct:
             _dw_fill(x + (t * g.D + idd) * HW, g, d, buf)
         for k in range(mult):
             oc = c * mult + k
             bv = bias[oc] if bias != NULL else 0.0
             yp = y + ((n * g.cout + oc) * g.Do + od) * P2
-            if 0 <= idd < g.D:
+            if 0 <= idd < g.D and direct:
+                _dw_plane_direct(x + (t * g.D + idd) * HW, w + oc * KS, bv, yp, masks, L, g)
+                if relu:
+                    for i in range(P2):
+                        yp[i] = yp[i] if yp[i] > 0 else 0.0
+            elif 0 <= idd < g.D:
                 _dw_plane_buf(buf, d, w + oc * KS, bv, yp, relu, g)
             else:                      # the whole depth slice reads padding
                 if relu and bv < 0:
@@ -305,9 +463,11 @@ cdef void _dw_slices(Py_ssize_t t, const float* x, const float* w, const float* 
 
 
 cdef void conv_depthwise_raw(Py_ssize_t N, const float* x, const float* w, const float* bias, float* y, bint relu,
-                             const ConvGeom* g, float* bufs, Py_ssize_t buf_stride, int nth) noexcept nogil:
+                             const ConvGeom* g, float* bufs, Py_ssize_t buf_stride, const float* masks, Py_ssize_t L,
+                             int nth) noexcept nogil:
     """Direct conv for one input channel per group: y[n, oc] from x[n, oc // (cout/group)] and w[oc] (kd*kh*kw).
-    bufs: nth dw buffers of buf_stride floats each (zeroed once), or NULL to use the bounds-checked loop."""
+    bufs: nth dw buffers of buf_stride floats each (zeroed once), or NULL to use the bounds-checked loop; masks: the
+    3 x L column masks of the masked 3x3 direct path (_dw_masks), or NULL."""
     cdef Py_ssize_t mult = g.cout // g.group, KS = g.kd * g.kh * g.kw, P = g.Do * g.Ho * g.Wo
     cdef Py_ssize_t DHW = g.D * g.H * g.W, t, n, oc
     cdef DwBuf d
@@ -315,11 +475,11 @@ cdef void conv_depthwise_raw(Py_ssize_t N, const float* x, const float* w, const
         d = _dw_buf_geom(g)
         if nth <= 1:
             for t in range(N * g.C):
-                _dw_slices(t, x, w, bias, y, relu, g, &d, bufs)
+                _dw_slices(t, x, w, bias, y, relu, g, &d, bufs, masks, L)
         else:
             for t in prange(N * g.C, num_threads=nth, schedule="static"):
                 _dw_slices(t, x, w, bias, y, relu, g, &d,
-                           bufs + <Py_ssize_t>openmp.omp_get_thread_num() * buf_stride)
+                           bufs + <Py_ssize_t>openmp.omp_get_thread_num() * buf_stride, masks, L)
         return
     if nth <= 1:
         for t in range(N * g.cout):
@@ -469,15 +629,23 @@ def conv_depthwise_f32(const float[::1] x, tuple xshape, const float[::1] w, Py_
     nth = <int>min(<Py_ssize_t>nth, N * g.C)
     cdef const float* bptr = &bias[0] if bias is not None else NULL
     cdef Py_ssize_t plane = _dw_buf_floats(&g) if g.kd == 1 else -1
+    cdef Py_ssize_t L = 0
+    if plane > 0 and _dw_direct_ok(&g):
+        plane = 16                     # reads x in place: the buffers go unused
+        if g.kh == 3 and g.kw == 3 and _dw_mask_len(&g) <= DW_MASK_STRIDE:
+            L = _dw_mask_len(&g)
+            plane = 3 * DW_MASK_STRIDE     # one copy of the masks (read-only, shared) instead
     cdef float* bufs = NULL
     if plane > 0:
         # About one padded input plane and one output plane per thread; above DW_BUF_MAX floats (huge pads or
         # strides) the bounds-checked loop runs instead, with no allocation.
-        bufs = <float*>calloc(nth * plane, sizeof(float))
+        bufs = <float*>calloc(plane if L else nth * plane, sizeof(float))
         if bufs == NULL:
             raise MemoryError(f"conv_depthwise_f32: cannot allocate {nth * plane * 4} bytes of padded planes")
     try:
         with nogil:
-            conv_depthwise_raw(N, &x[0], &w[0], bptr, &y[0], relu, &g, bufs, plane, nth)
+            if L:
+                _dw_masks(&g, L, bufs)
+            conv_depthwise_raw(N, &x[0], &w[0], bptr, &y[0], relu, &g, bufs, plane, bufs if L else NULL, L, nth)
     finally:
         free(bufs)
