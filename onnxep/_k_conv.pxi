@@ -173,7 +173,36 @@ cdef void _dw_fill(const float* xp, const ConvGeom* g, const DwBuf* d, float* bu
     """buf := the padded, phase-split copy of the input plane xp (H x W): all sh*sw sub-planes, every element."""
     cdef Py_ssize_t pr, pc, r, r2, ih, off, lo, hi, j, Wq = d.Wq, sh = g.sh, sw = g.sw
     cdef float* dst
+    cdef float* dst1
     cdef const float* src
+    cdef Py_ssize_t jlo, jhi
+    if sw == 2:
+        # both column phases of a row in one pass: dst[j] = X(2j - pw), dst1[j] = X(2j + 1 - pw); inside
+        # [jlo, jhi) both read inside the row (a plain deinterleave, vectorised), the few others are checked
+        jlo = min((g.pw + 1) // 2, Wq)
+        jhi = max(jlo, min((g.W - 2 + g.pw) // 2 + 1, Wq))
+        for r in range(d.Hq * sh):
+            pr = r % sh
+            r2 = r // sh
+            dst = buf + (pr * 2) * d.SP + r2 * Wq
+            dst1 = dst + d.SP
+            ih = r - g.ph
+            if ih < 0 or ih >= g.H:
+                for j in range(Wq):
+                    dst[j] = 0.0
+                    dst1[j] = 0.0
+                continue
+            src = xp + ih * g.W - g.pw          # src[c] = x[ih, c - pw] for padded column c
+            for j in range(jlo):
+                dst[j] = src[2 * j] if 0 <= 2 * j - g.pw < g.W else 0.0
+                dst1[j] = src[2 * j + 1] if 0 <= 2 * j + 1 - g.pw < g.W else 0.0
+            for j in range(jlo, jhi):
+                dst[j] = src[2 * j]
+                dst1[j] = src[2 * j + 1]
+            for j in range(jhi, Wq):
+                dst[j] = src[2 * j] if 0 <= 2 * j - g.pw < g.W else 0.0
+                dst1[j] = src[2 * j + 1] if 0 <= 2 * j + 1 - g.pw < g.W else 0.0
+        return
     for pc in range(sw):
         off = pc - g.pw                  # dst[j] = src[j*sw + off] where 0 <= j*sw + off < W
         lo = 0 if off >= 0 else min((sw - 1 - off) // sw, Wq)
@@ -262,6 +291,18 @@ cdef int_noinline _dw_rows3_masked(float_restrict t, const float* r0, const floa
     return 0
 
 
+cdef int_noinline _dw_s2_3x3(float_restrict t, const float* A, const float* B, const float* C, const float* D,
+                             const float* A2, const float* B2, const float* w, float bias, Py_ssize_t n) noexcept nogil:
+    """_dw_taps9 for a 3x3 kernel at stride 2 (dilation 1) from the four phase sub-planes: rows 0 / 2 of the kernel
+    read sub-planes (0, 0) and (0, 1) (A, B; A2, B2 one sub-plane row lower), row 1 reads (1, 0) and (1, 1) (C, D)."""
+    cdef float w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3], w4 = w[4], w5 = w[5], w6 = w[6], w7 = w[7], w8 = w[8]
+    cdef Py_ssize_t i
+    for i in range(n):
+        t[i] = (bias + w0 * A[i] + w1 * B[i] + w2 * A[i + 1] + w3 * C[i] + w4 * D[i] + w5 * C[i + 1]
+                + w6 * A2[i] + w7 * B2[i] + w8 * A2[i + 1])
+    return 0
+
+
 cdef inline void _dw_taps3(float_restrict t, const float* p0, const float* p1, const float* p2, float w0, float w1,
                            float w2, Py_ssize_t n) noexcept nogil:
     """t[i] += w0 * p0[i] + w1 * p1[i] + w2 * p2[i] (added in that order)."""
@@ -287,6 +328,7 @@ cdef void _dw_plane_buf(const float* buf, const DwBuf* d, const float* wc, float
     cdef float* t = <float*>buf + d.T
     cdef float* dst
     cdef float v
+    cdef bint s2_3x3 = g.kh == 3 and g.kw == 3 and g.sh == 2 and g.sw == 2 and g.dh == 1 and g.dw == 1
     oh0 = 0
     while oh0 < g.Ho:
         R = min(max(1, DW_BLOCK // Wq), g.Ho - oh0)
@@ -304,7 +346,9 @@ cdef void _dw_plane_buf(const float* buf, const DwBuf* d, const float* wc, float
                 k += 1
                 kk += 1
                 if KS == 9:
-                    if k == 9:
+                    if k == 9 and s2_3x3:
+                        _dw_s2_3x3(t, p[0], p[1], p[3], p[4], p[6], p[7], wc, bias, n)
+                    elif k == 9:
                         _dw_taps9(t, p, wc, bias, n)
                 elif k == 3:
                     _dw_taps3(t, p[0], p[1], p[2], wc[kk - 3], wc[kk - 2], wc[kk - 1], n)
@@ -625,7 +669,8 @@ def conv_depthwise_f32(const float[::1] x, tuple xshape, const float[::1] w, Py_
         raise ValueError(f"conv_depthwise_f32: bias has {bias.shape[0]} elements, expected {cout}")
     if N * cout * P == 0:
         return
-    nth = 1 if <double>2.0 * N * cout * P * g.kd * g.kh * g.kw < SGEMM_MT_FLOPS else _nthreads(nthreads)
+    # a depthwise flop costs more than a GEMM flop (copies, borders): threads pay off from a quarter of GEMM's threshold
+    nth = 1 if <double>8.0 * N * cout * P * g.kd * g.kh * g.kw < SGEMM_MT_FLOPS else _nthreads(nthreads)
     nth = <int>min(<Py_ssize_t>nth, N * g.C)
     cdef const float* bptr = &bias[0] if bias is not None else NULL
     cdef Py_ssize_t plane = _dw_buf_floats(&g) if g.kd == 1 else -1
