@@ -404,25 +404,84 @@ cdef inline Py_ssize_t _dw_mask_len(const ConvGeom* g) noexcept nogil:
 cdef void _dw_masks(const ConvGeom* g, Py_ssize_t L, float* masks) noexcept nogil:
     """masks[e*DW_MASK_STRIDE + j] := 1 if kernel column e of output column (pw' + j) % W reads inside the row, else 0 (runs start
     at column pw' = min(pw, Wo), where the direct path's flattened runs start)."""
-    cdef Py_ssize_t e, j, col
+    cdef Py_ssize_t e, j, col, c0
     for e in range(3):
+        c0 = min(g.pw, g.Wo)                   # output column of run position j (no division per element)
         for j in range(L):
-            col = (min(g.pw, g.Wo) + j) % g.W + e * g.dw - g.pw
+            col = c0 + e * g.dw - g.pw
             masks[e * DW_MASK_STRIDE + j] = 1.0 if 0 <= col < g.W else 0.0
+            c0 += 1
+            if c0 == g.W:
+                c0 = 0
+
+
+cdef inline float _dw_point(const float* xc, const float* wc, float bias, Py_ssize_t oh, Py_ssize_t ow,
+                            const ConvGeom* g) noexcept nogil:
+    """y[oh, ow] of a 2-D plane: bias, then the taps that read inside x, in (b, e) order."""
+    cdef Py_ssize_t b, e, ih, iw
+    cdef float v = bias
+    for b in range(g.kh):
+        ih = oh - g.ph + b * g.dh
+        if 0 <= ih < g.H:
+            for e in range(g.kw):
+                iw = ow - g.pw + e * g.dw
+                if 0 <= iw < g.W:
+                    v = v + wc[b * g.kw + e] * xc[ih * g.W + iw]
+    return v
+
+
+cdef inline void _dw_masked_run(float* t, const float* r0, const float* r1, const float* r2, const float* wc,
+                                float bias, const float* masks, Py_ssize_t n, const ConvGeom* g) noexcept nogil:
+    """t[i] for a run starting at output column min(pw, Wo): kernel row b reads r_b[i + e*dw]."""
+    cdef const float* p[9]
+    cdef Py_ssize_t e
+    if g.dw == 1:
+        _dw_rows3_masked(t, r0, r1, r2, wc, bias, masks, n)
+        return
+    for e in range(3):
+        p[e] = r0 + e * g.dw
+        p[3 + e] = r1 + e * g.dw
+        p[6 + e] = r2 + e * g.dw
+    _dw_taps9_masked(t, p, wc, bias, masks, masks + DW_MASK_STRIDE, masks + 2 * DW_MASK_STRIDE, n)
+
+
+cdef void _dw_fix_row(const float* xc, const float* wc, float bias, float* yc, const float* masks,
+                      const float* zeros, Py_ssize_t oh, bint interior, Py_ssize_t cl, Py_ssize_t cr,
+                      const ConvGeom* g) noexcept nogil:
+    """Row oh of _dw_plane_direct outside its runs: an interior row only needs its border columns; a top / bottom row
+    is a single-row masked run (3x3) or a bounds-checked row."""
+    cdef Py_ssize_t W = g.W, Wo = g.Wo, b, ih, ow
+    cdef const float* r[3]
+    if not interior:
+        if masks != NULL and Wo - cr - cl > 0:
+            for b in range(3):
+                ih = oh + b * g.dh - g.ph
+                r[b] = xc + ih * W + cl - g.pw if 0 <= ih < g.H else zeros
+            _dw_masked_run(yc + oh * Wo + cl, r[0], r[1], r[2], wc, bias, masks, Wo - cr - cl, g)
+        else:
+            _dw_row_checked(xc, wc, bias, yc + oh * Wo, oh, 0, Wo, g)
+            return
+    for ow in range(cl):
+        yc[oh * Wo + ow] = _dw_point(xc, wc, bias, oh, ow, g)
+    for ow in range(max(cl, Wo - cr), Wo):
+        yc[oh * Wo + ow] = _dw_point(xc, wc, bias, oh, ow, g)
 
 
 cdef void _dw_plane_direct(const float* xc, const float* wc, float bias, float* yc, const float* masks, Py_ssize_t L,
-                           const ConvGeom* g) noexcept nogil:
+                           const float* zeros, const ConvGeom* g) noexcept nogil:
     """One output plane of a stride-1 depthwise conv with Wo == W, read straight from the input plane xc: flattened,
     y[i] = bias + sum w[b, e] * x[i + (b*dh - ph)*W + e*dw - pw] is one contiguous run over all rows whose taps stay
-    inside x; there it is right except in the pw / pe border columns (which read the neighbouring row). Those columns
-    and the top / bottom rows are then recomputed with bounds checks. 3x3 kernels (masks != NULL) instead drop the
-    out-of-row kernel columns with the masks (see _dw_masks), in runs of L = a whole number of rows."""
+    inside x; there it is right except in the pw / pe border columns (which read the neighbouring row): those are
+    recomputed with bounds checks, and so are the top / bottom rows.
+    3x3 kernels (masks != NULL) instead drop the out-of-row kernel columns with the masks (see _dw_masks), in runs of
+    L = a whole number of rows; their top / bottom rows are single-row runs with `zeros` (>= Wo + 2*dw zero floats)
+    standing in for the kernel rows outside x. Only the pw / pe border columns of the first and last rows of the runs
+    are left to the bounds-checked code."""
     cdef Py_ssize_t W = g.W, Wo = g.Wo, KS = g.kh * g.kw, cl = min(g.pw, Wo), cr, oh_lo, oh_hi, i0, i1, n
-    cdef Py_ssize_t b, e, k, kk, i, oh, ow
+    cdef Py_ssize_t b, e, k, kk, i, oh, ow, ih
     cdef const float* p[9]
+    cdef const float* r[3]
     cdef float* t
-    cdef float v
     cr = max(<Py_ssize_t>0, min((g.kw - 1) * g.dw - g.pw, Wo))
     oh_lo = min(g.ph, g.Ho)
     oh_hi = max(oh_lo, min(g.H - 1 - (g.kh - 1) * g.dh + g.ph + 1, g.Ho))
@@ -433,14 +492,8 @@ cdef void _dw_plane_direct(const float* xc, const float* wc, float bias, float* 
         if masks != NULL and n > 0:
             i = i0
             while i < i1:
-                for b in range(3):
-                    for e in range(3):
-                        p[3 * b + e] = xc + i + (b * g.dh - g.ph) * W + e * g.dw - g.pw
-                if g.dw == 1:
-                    _dw_rows3_masked(yc + i, p[0], p[3], p[6], wc, bias, masks, min(L, i1 - i))
-                else:
-                    _dw_taps9_masked(yc + i, p, wc, bias, masks, masks + DW_MASK_STRIDE,
-                                     masks + 2 * DW_MASK_STRIDE, min(L, i1 - i))
+                _dw_masked_run(yc + i, xc + i - g.ph * W - g.pw, xc + i + (g.dh - g.ph) * W - g.pw,
+                               xc + i + (2 * g.dh - g.ph) * W - g.pw, wc, bias, masks, min(L, i1 - i), g)
                 i += L
         elif n > 0:
             t = yc + i0
@@ -463,17 +516,17 @@ cdef void _dw_plane_direct(const float* xc, const float* wc, float bias, float* 
             if KS != 9:
                 for i in range(k):
                     _dw_tap1(t, p[i], wc[KS - k + i], n)
-        if masks != NULL:              # the runs start after the first row's left and end before the last's right border
-            _dw_row_checked(xc, wc, bias, yc + oh_lo * Wo, oh_lo, 0, cl, g)
-            _dw_row_checked(xc, wc, bias, yc + (oh_hi - 1) * Wo, oh_hi - 1, max(cl, Wo - cr), Wo, g)
-        else:
-            for oh in range(oh_lo, oh_hi):
-                _dw_row_checked(xc, wc, bias, yc + oh * Wo, oh, 0, cl, g)
-                _dw_row_checked(xc, wc, bias, yc + oh * Wo, oh, max(cl, Wo - cr), Wo, g)
+    if masks == NULL:
+        for oh in range(oh_lo, oh_hi):
+            _dw_fix_row(xc, wc, bias, yc, masks, zeros, oh, True, cl, cr, g)
+    elif oh_hi > oh_lo:
+        _dw_fix_row(xc, wc, bias, yc, masks, zeros, oh_lo, True, cl, cr, g)
+        if oh_hi - 1 > oh_lo:
+            _dw_fix_row(xc, wc, bias, yc, masks, zeros, oh_hi - 1, True, cl, cr, g)
     for oh in range(oh_lo):
-        _dw_row_checked(xc, wc, bias, yc + oh * Wo, oh, 0, Wo, g)
+        _dw_fix_row(xc, wc, bias, yc, masks, zeros, oh, False, cl, cr, g)
     for oh in range(oh_hi, g.Ho):
-        _dw_row_checked(xc, wc, bias, yc + oh * Wo, oh, 0, Wo, g)
+        _dw_fix_row(xc, wc, bias, yc, masks, zeros, oh, False, cl, cr, g)
 
 
 cdef void _dw_slices(Py_ssize_t t, const float* x, const float* w, const float* bias, float* y, bint relu,
@@ -493,7 +546,7 @@ cdef void _dw_slices(Py_ssize_t t, const float* x, const float* w, const float* 
             bv = bias[oc] if bias != NULL else 0.0
             yp = y + ((n * g.cout + oc) * g.Do + od) * P2
             if 0 <= idd < g.D and direct:
-                _dw_plane_direct(x + (t * g.D + idd) * HW, w + oc * KS, bv, yp, masks, L, g)
+                _dw_plane_direct(x + (t * g.D + idd) * HW, w + oc * KS, bv, yp, masks, L, masks + 3 * DW_MASK_STRIDE, g)
                 if relu:
                     for i in range(P2):
                         yp[i] = yp[i] if yp[i] > 0 else 0.0
@@ -679,7 +732,7 @@ def conv_depthwise_f32(const float[::1] x, tuple xshape, const float[::1] w, Py_
         plane = 16                     # reads x in place: the buffers go unused
         if g.kh == 3 and g.kw == 3 and _dw_mask_len(&g) <= DW_MASK_STRIDE:
             L = _dw_mask_len(&g)
-            plane = 3 * DW_MASK_STRIDE     # one copy of the masks (read-only, shared) instead
+            plane = 3 * DW_MASK_STRIDE + g.Wo + 2 * g.dw + 16    # one copy of the masks and a zero row (shared)
     cdef float* bufs = NULL
     if plane > 0:
         # About one padded input plane and one output plane per thread; above DW_BUF_MAX floats (huge pads or
