@@ -138,7 +138,7 @@ cdef extern from *:
 cdef enum:
     DW_BLOCK = 768                # floats of t per block of output rows (stays in L1 with its sources)
     DW_BLOCK_DIRECT = 1024        # floats per run of the masked direct path (3 masks of this size stay in L1)
-    DW_MASK_STRIDE = 2048         # floats from one mask to the next (a constant: saves registers in the loop)
+    DW_MASK_MAX = 2048            # longest run of the masked direct path (int32 column masks)
     DW_BUF_MAX = 1 << 23          # floats per thread of a dw buffer (32 MB); larger ones use the bounds-checked loop
 
 
@@ -252,9 +252,9 @@ cdef inline void _dw_taps9(float_restrict t, const float* const* p, const float*
 
 
 cdef inline void _dw_taps9_masked(float_restrict t, const float* const* p, const float* w, float bias,
-                                  const float* m0, const float* m1, const float* m2, Py_ssize_t n) noexcept nogil:
-    """t[i] := bias + sum over kernel columns e of (m_e[i] != 0 ? sum_b w[3b + e] * p[3b + e][i] : 0): 3x3 taps in
-    the flattened plane, kernel column e dropped where it falls outside the row (m_e[i] == 0)."""
+                                  const int* mb, Py_ssize_t n) noexcept nogil:
+    """t[i] := bias + sum over kernel columns e of (bit e of mb[i] clear ? sum_b w[3b + e] * p[3b + e][i] : 0): 3x3
+    taps in the flattened plane, kernel column e dropped where it falls outside the row (bit e of mb[i] set)."""
     cdef const float* p0 = p[0]
     cdef const float* p1 = p[1]
     cdef const float* p2 = p[2]
@@ -266,28 +266,32 @@ cdef inline void _dw_taps9_masked(float_restrict t, const float* const* p, const
     cdef const float* p8 = p[8]
     cdef float w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3], w4 = w[4], w5 = w[5], w6 = w[6], w7 = w[7], w8 = w[8]
     cdef float s0, s1, s2
+    cdef int m
     cdef Py_ssize_t i
     for i in range(n):
+        m = mb[i]
         s0 = w0 * p0[i] + w3 * p3[i] + w6 * p6[i]
         s1 = w1 * p1[i] + w4 * p4[i] + w7 * p7[i]
         s2 = w2 * p2[i] + w5 * p5[i] + w8 * p8[i]
-        t[i] = bias + (s0 if m0[i] != 0 else <float>0.0) + (s1 if m1[i] != 0 else <float>0.0) \
-            + (s2 if m2[i] != 0 else <float>0.0)
+        t[i] = bias + (s0 if (m & 1) == 0 else <float>0.0) + (s1 if (m & 2) == 0 else <float>0.0) \
+            + (s2 if (m & 4) == 0 else <float>0.0)
 
 
 cdef int_noinline _dw_rows3_masked(float_restrict t, const float* r0, const float* r1, const float* r2,
-                                   const float* w, float bias, const float* m, Py_ssize_t n) noexcept nogil:
-    """_dw_taps9_masked for column dilation 1 (p[3b + e] = r_b + e) with the masks DW_MASK_STRIDE apart: every load is
-    one of four pointers plus a constant, so the loop keeps all its pointers in registers."""
+                                   const float* w, float bias, const int* mb, Py_ssize_t n) noexcept nogil:
+    """_dw_taps9_masked for column dilation 1 (p[3b + e] = r_b + e): every load is one of four pointers plus a
+    constant, so the loop keeps all its pointers in registers."""
     cdef float w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3], w4 = w[4], w5 = w[5], w6 = w[6], w7 = w[7], w8 = w[8]
     cdef float s0, s1, s2
+    cdef int m
     cdef Py_ssize_t i
     for i in range(n):
+        m = mb[i]
         s0 = w0 * r0[i] + w3 * r1[i] + w6 * r2[i]
         s1 = w1 * r0[i + 1] + w4 * r1[i + 1] + w7 * r2[i + 1]
         s2 = w2 * r0[i + 2] + w5 * r1[i + 2] + w8 * r2[i + 2]
-        t[i] = bias + (s0 if m[i] != 0 else <float>0.0) + (s1 if m[i + DW_MASK_STRIDE] != 0 else <float>0.0) \
-            + (s2 if m[i + 2 * DW_MASK_STRIDE] != 0 else <float>0.0)
+        t[i] = bias + (s0 if (m & 1) == 0 else <float>0.0) + (s1 if (m & 2) == 0 else <float>0.0) \
+            + (s2 if (m & 4) == 0 else <float>0.0)
     return 0
 
 
@@ -401,18 +405,21 @@ cdef inline Py_ssize_t _dw_mask_len(const ConvGeom* g) noexcept nogil:
     return max(<Py_ssize_t>1, DW_BLOCK_DIRECT // g.W) * g.W
 
 
-cdef void _dw_masks(const ConvGeom* g, Py_ssize_t L, float* masks) noexcept nogil:
-    """masks[e*DW_MASK_STRIDE + j] := 1 if kernel column e of output column (pw' + j) % W reads inside the row, else 0 (runs start
-    at column pw' = min(pw, Wo), where the direct path's flattened runs start)."""
-    cdef Py_ssize_t e, j, col, c0
-    for e in range(3):
-        c0 = min(g.pw, g.Wo)                   # output column of run position j (no division per element)
-        for j in range(L):
+cdef void _dw_masks(const ConvGeom* g, Py_ssize_t L, int* mb) noexcept nogil:
+    """mb[j] := bit e set where kernel column e of output column (pw' + j) % W reads outside the row, for j < L (runs
+    start at column pw' = min(pw, Wo), where the direct path's flattened runs start)."""
+    cdef Py_ssize_t e, j, col, c0 = min(g.pw, g.Wo)     # output column of run position j (no division per element)
+    cdef int m
+    for j in range(L):
+        m = 0
+        for e in range(3):
             col = c0 + e * g.dw - g.pw
-            masks[e * DW_MASK_STRIDE + j] = 1.0 if 0 <= col < g.W else 0.0
-            c0 += 1
-            if c0 == g.W:
-                c0 = 0
+            if col < 0 or col >= g.W:
+                m = m | (1 << e)
+        mb[j] = m
+        c0 += 1
+        if c0 == g.W:
+            c0 = 0
 
 
 cdef inline float _dw_point(const float* xc, const float* wc, float bias, Py_ssize_t oh, Py_ssize_t ow,
@@ -431,7 +438,7 @@ cdef inline float _dw_point(const float* xc, const float* wc, float bias, Py_ssi
 
 
 cdef inline void _dw_masked_run(float* t, const float* r0, const float* r1, const float* r2, const float* wc,
-                                float bias, const float* masks, Py_ssize_t n, const ConvGeom* g) noexcept nogil:
+                                float bias, const int* masks, Py_ssize_t n, const ConvGeom* g) noexcept nogil:
     """t[i] for a run starting at output column min(pw, Wo): kernel row b reads r_b[i + e*dw]."""
     cdef const float* p[9]
     cdef Py_ssize_t e
@@ -442,10 +449,10 @@ cdef inline void _dw_masked_run(float* t, const float* r0, const float* r1, cons
         p[e] = r0 + e * g.dw
         p[3 + e] = r1 + e * g.dw
         p[6 + e] = r2 + e * g.dw
-    _dw_taps9_masked(t, p, wc, bias, masks, masks + DW_MASK_STRIDE, masks + 2 * DW_MASK_STRIDE, n)
+    _dw_taps9_masked(t, p, wc, bias, masks, n)
 
 
-cdef void _dw_fix_row(const float* xc, const float* wc, float bias, float* yc, const float* masks,
+cdef void _dw_fix_row(const float* xc, const float* wc, float bias, float* yc, const int* masks,
                       const float* zeros, Py_ssize_t oh, bint interior, Py_ssize_t cl, Py_ssize_t cr,
                       const ConvGeom* g) noexcept nogil:
     """Row oh of _dw_plane_direct outside its runs: an interior row only needs its border columns; a top / bottom row
@@ -467,7 +474,7 @@ cdef void _dw_fix_row(const float* xc, const float* wc, float bias, float* yc, c
         yc[oh * Wo + ow] = _dw_point(xc, wc, bias, oh, ow, g)
 
 
-cdef void _dw_plane_direct(const float* xc, const float* wc, float bias, float* yc, const float* masks, Py_ssize_t L,
+cdef void _dw_plane_direct(const float* xc, const float* wc, float bias, float* yc, const int* masks, Py_ssize_t L,
                            const float* zeros, const ConvGeom* g) noexcept nogil:
     """One output plane of a stride-1 depthwise conv with Wo == W, read straight from the input plane xc: flattened,
     y[i] = bias + sum w[b, e] * x[i + (b*dh - ph)*W + e*dw - pw] is one contiguous run over all rows whose taps stay
@@ -546,7 +553,8 @@ cdef void _dw_slices(Py_ssize_t t, const float* x, const float* w, const float* 
             bv = bias[oc] if bias != NULL else 0.0
             yp = y + ((n * g.cout + oc) * g.Do + od) * P2
             if 0 <= idd < g.D and direct:
-                _dw_plane_direct(x + (t * g.D + idd) * HW, w + oc * KS, bv, yp, masks, L, masks + 3 * DW_MASK_STRIDE, g)
+                _dw_plane_direct(x + (t * g.D + idd) * HW, w + oc * KS, bv, yp, <const int*>masks, L,
+                                 masks + DW_MASK_MAX, g)
                 if relu:
                     for i in range(P2):
                         yp[i] = yp[i] if yp[i] > 0 else 0.0
@@ -730,9 +738,9 @@ def conv_depthwise_f32(const float[::1] x, tuple xshape, const float[::1] w, Py_
     cdef Py_ssize_t L = 0
     if plane > 0 and _dw_direct_ok(&g):
         plane = 16                     # reads x in place: the buffers go unused
-        if g.kh == 3 and g.kw == 3 and _dw_mask_len(&g) <= DW_MASK_STRIDE:
+        if g.kh == 3 and g.kw == 3 and _dw_mask_len(&g) <= DW_MASK_MAX:
             L = _dw_mask_len(&g)
-            plane = 3 * DW_MASK_STRIDE + g.Wo + 2 * g.dw + 16    # one copy of the masks and a zero row (shared)
+            plane = DW_MASK_MAX + g.Wo + 2 * g.dw + 16    # one copy of the masks and a zero row (shared)
     cdef float* bufs = NULL
     if plane > 0:
         # About one padded input plane and one output plane per thread; above DW_BUF_MAX floats (huge pads or
@@ -743,7 +751,7 @@ def conv_depthwise_f32(const float[::1] x, tuple xshape, const float[::1] w, Py_
     try:
         with nogil:
             if L:
-                _dw_masks(&g, L, bufs)
+                _dw_masks(&g, L, <int*>bufs)
             conv_depthwise_raw(N, &x[0], &w[0], bptr, &y[0], relu, &g, bufs, plane, bufs if L else NULL, L, nth)
     finally:
         free(bufs)
