@@ -115,15 +115,27 @@ cdef void _dw_plane(const float* xc, const float* wc, float bias, float* yc, bin
                     yrow[ow] = yrow[ow] if yrow[ow] > 0 else 0.0
 
 
-# Depthwise through a padded, phase-split copy of the input plane (the "dw buffer"), one per thread. The padded plane
-# (begin pads ph, pw; zeros outside x) is split into sh*sw sub-planes by row and column phase, each Hq x Wq:
-#     sub[pr, pc][r, j] = x[r*sh + pr - ph, j*sw + pc - pw]          (0 outside x)
-# Tap (b, e) of output (oh, ow) then reads sub[tb % sh, te % sw][oh + tb // sh, ow + te // sw] (tb = b*dh, te = e*dw):
-# with the output laid out at the sub-plane pitch (t[oh*Wq + ow]), every tap is ONE contiguous run over the whole plane,
-# t[i] += w * sub[..][i + (tb // sh) * Wq + te // sw], with no bounds checks, for any pads, stride and dilation; gcc
-# vectorises it. The Wq - Wo extra columns per row are computed and dropped when t is copied into y (fused relu).
-# 3x3 kernels keep all 9 weights in registers and write t once; other kernels add 3 taps per pass. Used for kd == 1
-# (1-D, 2-D, and 3-D with depth kernel 1); the bounds-checked loop _dw_plane above handles the rest.
+# Depthwise with depth kernel 1 (1-D, 2-D, and 3-D with kd == 1), one thread per input plane (the channel multiplier's
+# output planes share it); the bounds-checked loop _dw_plane above handles kd > 1. Two paths, both built on flattened
+# runs: over a whole block of rows, tap (b, e) reads ONE contiguous stretch of its source at a fixed offset, so gcc
+# vectorises the loop across row ends instead of running short per-row loops.
+#
+# 1. Stride 1 with Wo == W ('same' width, the MobileNet case): x is read in place, no copy. Flattened,
+#        y[i] = bias + sum_(b, e) w[b, e] * x[i + (b*dh - ph)*W + e*dw - pw]
+#    over the rows whose kernel rows all lie inside x; at the first / last pw / pe columns of a row the taps read the
+#    neighbouring row instead of padding. 3x3 kernels (the 9 weights in registers) drop those kernel columns with a
+#    per-output column-mask word (a select, so an inf there cannot leak as nan), and run the top / bottom rows the
+#    same way with a zero row standing in for the kernel rows outside x; other kernels recompute the border columns
+#    with bounds checks. Only a handful of border points per plane are computed one by one.
+# 2. Everything else: a padded, phase-split copy of the input plane (the "dw buffer", per thread), split into sh*sw
+#    sub-planes by row and column phase, each Hq x Wq:
+#        sub[pr, pc][r, j] = x[r*sh + pr - ph, j*sw + pc - pw]          (0 outside x)
+#    Tap (b, e) of output (oh, ow) reads sub[tb % sh, te % sw][oh + tb // sh, ow + te // sw] (tb = b*dh, te = e*dw):
+#    with the output at the sub-plane pitch (t[oh*Wq + ow], a block of rows that stays in L1), every tap is one
+#    contiguous run with no bounds checks, for any pads, stride and dilation. The Wq - Wo extra columns per row are
+#    dropped when t is copied into y (fused relu). 3x3 stride 2 has its own loop over the four sub-planes; other 3x3s
+#    keep the 9 weights in registers; other kernels add 3 taps per pass.
+# Each path adds the bias first and the taps in a fixed order per output, so results do not depend on the thread count.
 
 from libc.stdlib cimport calloc
 
@@ -182,15 +194,14 @@ cdef void _dw_fill(const float* xp, const ConvGeom* g, const DwBuf* d, float* bu
         jlo = min((g.pw + 1) // 2, Wq)
         jhi = max(jlo, min((g.W - 2 + g.pw) // 2 + 1, Wq))
         for r in range(d.Hq * sh):
-            pr = r % sh
-            r2 = r // sh
+            r2 = r // sh if sh != 2 else r >> 1      # no division per row in the common stride-2 case
+            pr = r - r2 * sh
             dst = buf + (pr * 2) * d.SP + r2 * Wq
             dst1 = dst + d.SP
             ih = r - g.ph
             if ih < 0 or ih >= g.H:
-                for j in range(Wq):
-                    dst[j] = 0.0
-                    dst1[j] = 0.0
+                memset(dst, 0, Wq * sizeof(float))
+                memset(dst1, 0, Wq * sizeof(float))
                 continue
             src = xp + ih * g.W - g.pw          # src[c] = x[ih, c - pw] for padded column c
             for j in range(jlo):
