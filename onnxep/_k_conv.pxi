@@ -115,11 +115,488 @@ cdef void _dw_plane(const float* xc, const float* wc, float bias, float* yc, bin
                     yrow[ow] = yrow[ow] if yrow[ow] > 0 else 0.0
 
 
+# Depthwise with depth kernel 1 (1-D, 2-D, and 3-D with kd == 1), one thread per input plane (the channel multiplier's
+# output planes share it); the bounds-checked loop _dw_plane above handles kd > 1. Two paths, both built on flattened
+# runs: over a whole block of rows, tap (b, e) reads ONE contiguous stretch of its source at a fixed offset, so gcc
+# vectorises the loop across row ends instead of running short per-row loops.
+#
+# 1. Stride 1 with Wo == W ('same' width, the MobileNet case): x is read in place, no copy. Flattened,
+#        y[i] = bias + sum_(b, e) w[b, e] * x[i + (b*dh - ph)*W + e*dw - pw]
+#    over the rows whose kernel rows all lie inside x; at the first / last pw / pe columns of a row the taps read the
+#    neighbouring row instead of padding. 3x3 kernels (the 9 weights in registers) drop those kernel columns with a
+#    per-output column-mask word (a select, so an inf there cannot leak as nan), and run the top / bottom rows the
+#    same way with a zero row standing in for the kernel rows outside x; other kernels recompute the border columns
+#    with bounds checks. Only a handful of border points per plane are computed one by one.
+# 2. Everything else: a padded, phase-split copy of the input plane (the "dw buffer", per thread), split into sh*sw
+#    sub-planes by row and column phase, each Hq x Wq:
+#        sub[pr, pc][r, j] = x[r*sh + pr - ph, j*sw + pc - pw]          (0 outside x)
+#    Tap (b, e) of output (oh, ow) reads sub[tb % sh, te % sw][oh + tb // sh, ow + te // sw] (tb = b*dh, te = e*dw):
+#    with the output at the sub-plane pitch (t[oh*Wq + ow], a block of rows that stays in L1), every tap is one
+#    contiguous run with no bounds checks, for any pads, stride and dilation. The Wq - Wo extra columns per row are
+#    dropped when t is copied into y (fused relu). 3x3 stride 2 has its own loop over the four sub-planes; other 3x3s
+#    keep the 9 weights in registers; other kernels add 3 taps per pass.
+# Each path adds the bias first and the taps in a fixed order per output, so results do not depend on the thread count.
+
+from libc.stdlib cimport calloc
+
+cdef extern from *:
+    # t never overlaps the dw buffer it is computed from: without restrict gcc gives up vectorising the 9-tap loop
+    # (more pointer pairs than its runtime alias checks cover).
+    ctypedef float* float_restrict "float * __restrict__"
+    # Inlined into its caller, the 3x3 loop below runs out of registers (gcc spills its pointers): keep it apart.
+    ctypedef int int_noinline "__attribute__((noinline)) int"
+
+
+cdef enum:
+    DW_BLOCK = 768                # floats of t per block of output rows (stays in L1 with its sources)
+    DW_BLOCK_DIRECT = 1024        # floats per run of the masked direct path (3 masks of this size stay in L1)
+    DW_MASK_MAX = 2048            # longest run of the masked direct path (int32 column masks)
+    DW_BUF_MAX = 1 << 23          # floats per thread of a dw buffer (32 MB); larger ones use the bounds-checked loop
+
+
+cdef struct DwBuf:
+    Py_ssize_t Hq, Wq, SP          # sub-plane rows, columns (= the row pitch of t) and size Hq * Wq
+    Py_ssize_t T                   # offset of t (one block of output rows at pitch Wq) in the per-thread buffer
+    Py_ssize_t plane               # floats per thread (sub-planes, slack, t; rounded to 16)
+
+
+cdef inline DwBuf _dw_buf_geom(const ConvGeom* g) noexcept nogil:
+    cdef DwBuf d
+    cdef Py_ssize_t Hp = (g.Ho - 1) * g.sh + (g.kh - 1) * g.dh + 1, Wp = (g.Wo - 1) * g.sw + (g.kw - 1) * g.dw + 1
+    d.Hq = (Hp + g.sh - 1) // g.sh
+    d.Wq = (Wp + g.sw - 1) // g.sw
+    d.SP = d.Hq * d.Wq
+    # the dropped columns of the last rows read up to Wq - 1 floats past the last sub-plane: zeroed slack before t
+    d.T = (g.sh * g.sw * d.SP + d.Wq + 15) // 16 * 16
+    d.plane = (d.T + max(DW_BLOCK, d.Wq) + 15) // 16 * 16
+    return d
+
+
+cdef inline Py_ssize_t _dw_buf_floats(const ConvGeom* g) noexcept nogil:
+    """Floats of one dw buffer, or -1 when it would be too large (DW_BUF_MAX) or its size overflows."""
+    cdef double est = (<double>(g.Ho - 1) * g.sh + (g.kh - 1) * g.dh + g.sh) * ((<double>(g.Wo - 1) * g.sw
+                      + (g.kw - 1) * g.dw + g.sw)) + <double>g.Ho * ((g.Wo - 1) * g.sw + (g.kw - 1) * g.dw + g.sw)
+    if est > DW_BUF_MAX:
+        return -1
+    return _dw_buf_geom(g).plane
+
+
+cdef void _dw_fill(const float* xp, const ConvGeom* g, const DwBuf* d, float* buf) noexcept nogil:
+    """buf := the padded, phase-split copy of the input plane xp (H x W): all sh*sw sub-planes, every element."""
+    cdef Py_ssize_t pr, pc, r, r2, ih, off, lo, hi, j, Wq = d.Wq, sh = g.sh, sw = g.sw
+    cdef float* dst
+    cdef float* dst1
+    cdef const float* src
+    cdef Py_ssize_t jlo, jhi
+    if sw == 2:
+        # both column phases of a row in one pass: dst[j] = X(2j - pw), dst1[j] = X(2j + 1 - pw); inside
+        # [jlo, jhi) both read inside the row (a plain deinterleave, vectorised), the few others are checked
+        jlo = min((g.pw + 1) // 2, Wq)
+        jhi = max(jlo, min((g.W - 2 + g.pw) // 2 + 1, Wq))
+        for r in range(d.Hq * sh):
+            r2 = r // sh if sh != 2 else r >> 1      # no division per row in the common stride-2 case
+            pr = r - r2 * sh
+            dst = buf + (pr * 2) * d.SP + r2 * Wq
+            dst1 = dst + d.SP
+            ih = r - g.ph
+            if ih < 0 or ih >= g.H:
+                memset(dst, 0, Wq * sizeof(float))
+                memset(dst1, 0, Wq * sizeof(float))
+                continue
+            src = xp + ih * g.W - g.pw          # src[c] = x[ih, c - pw] for padded column c
+            for j in range(jlo):
+                dst[j] = src[2 * j] if 0 <= 2 * j - g.pw < g.W else 0.0
+                dst1[j] = src[2 * j + 1] if 0 <= 2 * j + 1 - g.pw < g.W else 0.0
+            for j in range(jlo, jhi):
+                dst[j] = src[2 * j]
+                dst1[j] = src[2 * j + 1]
+            for j in range(jhi, Wq):
+                dst[j] = src[2 * j] if 0 <= 2 * j - g.pw < g.W else 0.0
+                dst1[j] = src[2 * j + 1] if 0 <= 2 * j + 1 - g.pw < g.W else 0.0
+        return
+    for pc in range(sw):
+        off = pc - g.pw                  # dst[j] = src[j*sw + off] where 0 <= j*sw + off < W
+        lo = 0 if off >= 0 else min((sw - 1 - off) // sw, Wq)
+        hi = min((g.W - 1 - off) // sw + 1, Wq) if g.W - 1 - off >= 0 else 0
+        hi = max(hi, lo)
+        for pr in range(sh):
+            for r2 in range(d.Hq):
+                dst = buf + (pr * sw + pc) * d.SP + r2 * Wq
+                ih = r2 * sh + pr - g.ph
+                if ih < 0 or ih >= g.H:
+                    for j in range(Wq):
+                        dst[j] = 0.0
+                    continue
+                src = xp + ih * g.W + off
+                for j in range(lo):
+                    dst[j] = 0.0
+                if sw == 1:
+                    for j in range(lo, hi):
+                        dst[j] = src[j]
+                elif sw == 2:
+                    for j in range(lo, hi):
+                        dst[j] = src[2 * j]
+                else:
+                    for j in range(lo, hi):
+                        dst[j] = src[j * sw]
+                for j in range(hi, Wq):
+                    dst[j] = 0.0
+
+
+cdef inline void _dw_taps9(float_restrict t, const float* const* p, const float* w, float bias,
+                           Py_ssize_t n) noexcept nogil:
+    """t[i] := bias + sum_k w[k] * p[k][i], k = 0..8 (in that order)."""
+    cdef const float* p0 = p[0]
+    cdef const float* p1 = p[1]
+    cdef const float* p2 = p[2]
+    cdef const float* p3 = p[3]
+    cdef const float* p4 = p[4]
+    cdef const float* p5 = p[5]
+    cdef const float* p6 = p[6]
+    cdef const float* p7 = p[7]
+    cdef const float* p8 = p[8]
+    cdef float w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3], w4 = w[4], w5 = w[5], w6 = w[6], w7 = w[7], w8 = w[8]
+    cdef Py_ssize_t i
+    for i in range(n):
+        t[i] = (bias + w0 * p0[i] + w1 * p1[i] + w2 * p2[i] + w3 * p3[i] + w4 * p4[i] + w5 * p5[i]
+                + w6 * p6[i] + w7 * p7[i] + w8 * p8[i])
+
+
+cdef inline void _dw_taps9_masked(float_restrict t, const float* const* p, const float* w, float bias,
+                                  const int* mb, Py_ssize_t n) noexcept nogil:
+    """t[i] := bias + sum over kernel columns e of (bit e of mb[i] clear ? sum_b w[3b + e] * p[3b + e][i] : 0): 3x3
+    taps in the flattened plane, kernel column e dropped where it falls outside the row (bit e of mb[i] set)."""
+    cdef const float* p0 = p[0]
+    cdef const float* p1 = p[1]
+    cdef const float* p2 = p[2]
+    cdef const float* p3 = p[3]
+    cdef const float* p4 = p[4]
+    cdef const float* p5 = p[5]
+    cdef const float* p6 = p[6]
+    cdef const float* p7 = p[7]
+    cdef const float* p8 = p[8]
+    cdef float w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3], w4 = w[4], w5 = w[5], w6 = w[6], w7 = w[7], w8 = w[8]
+    cdef float s0, s1, s2
+    cdef int m
+    cdef Py_ssize_t i
+    for i in range(n):
+        m = mb[i]
+        s0 = w0 * p0[i] + w3 * p3[i] + w6 * p6[i]
+        s1 = w1 * p1[i] + w4 * p4[i] + w7 * p7[i]
+        s2 = w2 * p2[i] + w5 * p5[i] + w8 * p8[i]
+        t[i] = bias + (s0 if (m & 1) == 0 else <float>0.0) + (s1 if (m & 2) == 0 else <float>0.0) \
+            + (s2 if (m & 4) == 0 else <float>0.0)
+
+
+cdef int_noinline _dw_rows3_masked(float_restrict t, const float* r0, const float* r1, const float* r2,
+                                   const float* w, float bias, const int* mb, Py_ssize_t n) noexcept nogil:
+    """_dw_taps9_masked for column dilation 1 (p[3b + e] = r_b + e): every load is one of four pointers plus a
+    constant, so the loop keeps all its pointers in registers."""
+    cdef float w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3], w4 = w[4], w5 = w[5], w6 = w[6], w7 = w[7], w8 = w[8]
+    cdef float s0, s1, s2
+    cdef int m
+    cdef Py_ssize_t i
+    for i in range(n):
+        m = mb[i]
+        s0 = w0 * r0[i] + w3 * r1[i] + w6 * r2[i]
+        s1 = w1 * r0[i + 1] + w4 * r1[i + 1] + w7 * r2[i + 1]
+        s2 = w2 * r0[i + 2] + w5 * r1[i + 2] + w8 * r2[i + 2]
+        t[i] = bias + (s0 if (m & 1) == 0 else <float>0.0) + (s1 if (m & 2) == 0 else <float>0.0) \
+            + (s2 if (m & 4) == 0 else <float>0.0)
+    return 0
+
+
+cdef int_noinline _dw_s2_3x3(float_restrict t, const float* A, const float* B, const float* C, const float* D,
+                             const float* A2, const float* B2, const float* w, float bias, Py_ssize_t n) noexcept nogil:
+    """_dw_taps9 for a 3x3 kernel at stride 2 (dilation 1) from the four phase sub-planes: rows 0 / 2 of the kernel
+    read sub-planes (0, 0) and (0, 1) (A, B; A2, B2 one sub-plane row lower), row 1 reads (1, 0) and (1, 1) (C, D)."""
+    cdef float w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3], w4 = w[4], w5 = w[5], w6 = w[6], w7 = w[7], w8 = w[8]
+    cdef Py_ssize_t i
+    for i in range(n):
+        t[i] = (bias + w0 * A[i] + w1 * B[i] + w2 * A[i + 1] + w3 * C[i] + w4 * D[i] + w5 * C[i + 1]
+                + w6 * A2[i] + w7 * B2[i] + w8 * A2[i + 1])
+    return 0
+
+
+cdef inline void _dw_taps3(float_restrict t, const float* p0, const float* p1, const float* p2, float w0, float w1,
+                           float w2, Py_ssize_t n) noexcept nogil:
+    """t[i] += w0 * p0[i] + w1 * p1[i] + w2 * p2[i] (added in that order)."""
+    cdef Py_ssize_t i
+    for i in range(n):
+        t[i] = t[i] + w0 * p0[i] + w1 * p1[i] + w2 * p2[i]
+
+
+cdef inline void _dw_tap1(float_restrict t, const float* p0, float w0, Py_ssize_t n) noexcept nogil:
+    """t[i] += w0 * p0[i]."""
+    cdef Py_ssize_t i
+    for i in range(n):
+        t[i] = t[i] + w0 * p0[i]
+
+
+cdef void _dw_plane_buf(const float* buf, const DwBuf* d, const float* wc, float bias, float* yc, bint relu,
+                        const ConvGeom* g) noexcept nogil:
+    """One output plane (Ho x Wo) of a depthwise conv with depth kernel 1, from the dw buffer of its input plane.
+    Taps are added in (b, e) order after the bias on every path. Output rows go in blocks of R through t (R * Wq
+    floats, stays in L1), then into y without the dropped columns."""
+    cdef Py_ssize_t Wq = d.Wq, Wo = g.Wo, KS = g.kh * g.kw, k, kk, b, e, tb, te, i, oh, oh0, R, n
+    cdef const float* p[9]
+    cdef float* t = <float*>buf + d.T
+    cdef float* dst
+    cdef float v
+    cdef bint s2_3x3 = g.kh == 3 and g.kw == 3 and g.sh == 2 and g.sw == 2 and g.dh == 1 and g.dw == 1
+    oh0 = 0
+    while oh0 < g.Ho:
+        R = min(max(1, DW_BLOCK // Wq), g.Ho - oh0)
+        n = R * Wq
+        if KS != 9:
+            for i in range(n):
+                t[i] = bias
+        k = 0
+        kk = 0
+        for b in range(g.kh):
+            tb = b * g.dh
+            for e in range(g.kw):
+                te = e * g.dw
+                p[k] = buf + ((tb % g.sh) * g.sw + te % g.sw) * d.SP + (oh0 + tb // g.sh) * Wq + te // g.sw
+                k += 1
+                kk += 1
+                if KS == 9:
+                    if k == 9 and s2_3x3:
+                        _dw_s2_3x3(t, p[0], p[1], p[3], p[4], p[6], p[7], wc, bias, n)
+                    elif k == 9:
+                        _dw_taps9(t, p, wc, bias, n)
+                elif k == 3:
+                    _dw_taps3(t, p[0], p[1], p[2], wc[kk - 3], wc[kk - 2], wc[kk - 1], n)
+                    k = 0
+        if KS != 9:
+            for i in range(k):
+                _dw_tap1(t, p[i], wc[KS - k + i], n)
+        for oh in range(R):
+            dst = yc + (oh0 + oh) * Wo
+            if relu:
+                for i in range(Wo):
+                    v = t[oh * Wq + i]
+                    dst[i] = v if v > 0 else 0.0
+            else:
+                for i in range(Wo):
+                    dst[i] = t[oh * Wq + i]
+        oh0 += R
+
+
+cdef inline bint _dw_direct_ok(const ConvGeom* g) noexcept nogil:
+    """Stride 1 with 'same' width (Wo == W): x itself has the pitch of y, no padded copy is needed."""
+    return g.sh == 1 and g.sw == 1 and g.Wo == g.W and g.Ho >= 1
+
+
+cdef void _dw_row_checked(const float* xc, const float* wc, float bias, float* yrow, Py_ssize_t oh, Py_ssize_t ow0,
+                          Py_ssize_t ow1, const ConvGeom* g) noexcept nogil:
+    """yrow[ow] for ow in [ow0, ow1) of output row oh (stride 1, 2-D plane xc): bias, then the taps that read inside x,
+    in (b, e) order."""
+    cdef Py_ssize_t b, e, ih, ow, lo, hi, off
+    cdef const float* xrow
+    cdef float wv
+    for ow in range(ow0, ow1):
+        yrow[ow] = bias
+    for b in range(g.kh):
+        ih = oh - g.ph + b * g.dh
+        if ih < 0 or ih >= g.H:
+            continue
+        xrow = xc + ih * g.W
+        for e in range(g.kw):
+            off = e * g.dw - g.pw              # input column of ow is ow + off
+            lo = max(ow0, -off)
+            hi = min(ow1, g.W - off)
+            wv = wc[b * g.kw + e]
+            for ow in range(lo, hi):
+                yrow[ow] = yrow[ow] + wv * xrow[ow + off]
+
+
+cdef inline Py_ssize_t _dw_mask_len(const ConvGeom* g) noexcept nogil:
+    """Run length L of the masked 3x3 direct path: whole rows, about DW_BLOCK_DIRECT floats."""
+    return max(<Py_ssize_t>1, DW_BLOCK_DIRECT // g.W) * g.W
+
+
+cdef void _dw_masks(const ConvGeom* g, Py_ssize_t L, int* mb) noexcept nogil:
+    """mb[j] := bit e set where kernel column e of output column (pw' + j) % W reads outside the row, for j < L (runs
+    start at column pw' = min(pw, Wo), where the direct path's flattened runs start)."""
+    cdef Py_ssize_t e, j, col, c0 = min(g.pw, g.Wo)     # output column of run position j (no division per element)
+    cdef int m
+    for j in range(L):
+        m = 0
+        for e in range(3):
+            col = c0 + e * g.dw - g.pw
+            if col < 0 or col >= g.W:
+                m = m | (1 << e)
+        mb[j] = m
+        c0 += 1
+        if c0 == g.W:
+            c0 = 0
+
+
+cdef inline float _dw_point(const float* xc, const float* wc, float bias, Py_ssize_t oh, Py_ssize_t ow,
+                            const ConvGeom* g) noexcept nogil:
+    """y[oh, ow] of a 2-D plane: bias, then the taps that read inside x, in (b, e) order."""
+    cdef Py_ssize_t b, e, ih, iw
+    cdef float v = bias
+    for b in range(g.kh):
+        ih = oh - g.ph + b * g.dh
+        if 0 <= ih < g.H:
+            for e in range(g.kw):
+                iw = ow - g.pw + e * g.dw
+                if 0 <= iw < g.W:
+                    v = v + wc[b * g.kw + e] * xc[ih * g.W + iw]
+    return v
+
+
+cdef inline void _dw_masked_run(float* t, const float* r0, const float* r1, const float* r2, const float* wc,
+                                float bias, const int* masks, Py_ssize_t n, const ConvGeom* g) noexcept nogil:
+    """t[i] for a run starting at output column min(pw, Wo): kernel row b reads r_b[i + e*dw]."""
+    cdef const float* p[9]
+    cdef Py_ssize_t e
+    if g.dw == 1:
+        _dw_rows3_masked(t, r0, r1, r2, wc, bias, masks, n)
+        return
+    for e in range(3):
+        p[e] = r0 + e * g.dw
+        p[3 + e] = r1 + e * g.dw
+        p[6 + e] = r2 + e * g.dw
+    _dw_taps9_masked(t, p, wc, bias, masks, n)
+
+
+cdef void _dw_fix_row(const float* xc, const float* wc, float bias, float* yc, const int* masks,
+                      const float* zeros, Py_ssize_t oh, bint interior, Py_ssize_t cl, Py_ssize_t cr,
+                      const ConvGeom* g) noexcept nogil:
+    """Row oh of _dw_plane_direct outside its runs: an interior row only needs its border columns; a top / bottom row
+    is a single-row masked run (3x3) or a bounds-checked row."""
+    cdef Py_ssize_t W = g.W, Wo = g.Wo, b, ih, ow
+    cdef const float* r[3]
+    if not interior:
+        if masks != NULL and Wo - cr - cl > 0:
+            for b in range(3):
+                ih = oh + b * g.dh - g.ph
+                r[b] = xc + ih * W + cl - g.pw if 0 <= ih < g.H else zeros
+            _dw_masked_run(yc + oh * Wo + cl, r[0], r[1], r[2], wc, bias, masks, Wo - cr - cl, g)
+        else:
+            _dw_row_checked(xc, wc, bias, yc + oh * Wo, oh, 0, Wo, g)
+            return
+    for ow in range(cl):
+        yc[oh * Wo + ow] = _dw_point(xc, wc, bias, oh, ow, g)
+    for ow in range(max(cl, Wo - cr), Wo):
+        yc[oh * Wo + ow] = _dw_point(xc, wc, bias, oh, ow, g)
+
+
+cdef void _dw_plane_direct(const float* xc, const float* wc, float bias, float* yc, const int* masks, Py_ssize_t L,
+                           const float* zeros, const ConvGeom* g) noexcept nogil:
+    """One output plane of a stride-1 depthwise conv with Wo == W, read straight from the input plane xc: flattened,
+    y[i] = bias + sum w[b, e] * x[i + (b*dh - ph)*W + e*dw - pw] is one contiguous run over all rows whose taps stay
+    inside x; there it is right except in the pw / pe border columns (which read the neighbouring row): those are
+    recomputed with bounds checks, and so are the top / bottom rows.
+    3x3 kernels (masks != NULL) instead drop the out-of-row kernel columns with the masks (see _dw_masks), in runs of
+    L = a whole number of rows; their top / bottom rows are single-row runs with `zeros` (>= Wo + 2*dw zero floats)
+    standing in for the kernel rows outside x. Only the pw / pe border columns of the first and last rows of the runs
+    are left to the bounds-checked code."""
+    cdef Py_ssize_t W = g.W, Wo = g.Wo, KS = g.kh * g.kw, cl = min(g.pw, Wo), cr, oh_lo, oh_hi, i0, i1, n
+    cdef Py_ssize_t b, e, k, kk, i, oh, ow, ih
+    cdef const float* p[9]
+    cdef const float* r[3]
+    cdef float* t
+    cr = max(<Py_ssize_t>0, min((g.kw - 1) * g.dw - g.pw, Wo))
+    oh_lo = min(g.ph, g.Ho)
+    oh_hi = max(oh_lo, min(g.H - 1 - (g.kh - 1) * g.dh + g.ph + 1, g.Ho))
+    if oh_hi > oh_lo:
+        i0 = oh_lo * W + cl
+        i1 = (oh_hi - 1) * W + Wo - cr
+        n = i1 - i0
+        if masks != NULL and n > 0:
+            i = i0
+            while i < i1:
+                _dw_masked_run(yc + i, xc + i - g.ph * W - g.pw, xc + i + (g.dh - g.ph) * W - g.pw,
+                               xc + i + (2 * g.dh - g.ph) * W - g.pw, wc, bias, masks, min(L, i1 - i), g)
+                i += L
+        elif n > 0:
+            t = yc + i0
+            if KS != 9:
+                for i in range(n):
+                    t[i] = bias
+            k = 0
+            kk = 0
+            for b in range(g.kh):
+                for e in range(g.kw):
+                    p[k] = xc + i0 + (b * g.dh - g.ph) * W + e * g.dw - g.pw
+                    k += 1
+                    kk += 1
+                    if KS == 9:
+                        if k == 9:
+                            _dw_taps9(t, p, wc, bias, n)
+                    elif k == 3:
+                        _dw_taps3(t, p[0], p[1], p[2], wc[kk - 3], wc[kk - 2], wc[kk - 1], n)
+                        k = 0
+            if KS != 9:
+                for i in range(k):
+                    _dw_tap1(t, p[i], wc[KS - k + i], n)
+    if masks == NULL:
+        for oh in range(oh_lo, oh_hi):
+            _dw_fix_row(xc, wc, bias, yc, masks, zeros, oh, True, cl, cr, g)
+    elif oh_hi > oh_lo:
+        _dw_fix_row(xc, wc, bias, yc, masks, zeros, oh_lo, True, cl, cr, g)
+        if oh_hi - 1 > oh_lo:
+            _dw_fix_row(xc, wc, bias, yc, masks, zeros, oh_hi - 1, True, cl, cr, g)
+    for oh in range(oh_lo):
+        _dw_fix_row(xc, wc, bias, yc, masks, zeros, oh, False, cl, cr, g)
+    for oh in range(oh_hi, g.Ho):
+        _dw_fix_row(xc, wc, bias, yc, masks, zeros, oh, False, cl, cr, g)
+
+
+cdef void _dw_slices(Py_ssize_t t, const float* x, const float* w, const float* bias, float* y, bint relu,
+                     const ConvGeom* g, const DwBuf* d, float* buf, const float* masks, Py_ssize_t L) noexcept nogil:
+    """All output planes fed by input plane t = n*C + c (channels c*mult .. c*mult + mult-1, every output depth)."""
+    cdef Py_ssize_t mult = g.cout // g.group, n = t // g.C, c = t % g.C, HW = g.H * g.W, P2 = g.Ho * g.Wo
+    cdef Py_ssize_t KS = g.kh * g.kw, od, idd, k, oc, i
+    cdef float bv
+    cdef float* yp
+    cdef bint direct = _dw_direct_ok(g)
+    for od in range(g.Do):
+        idd = od * g.sd - g.pd
+        if 0 <= idd < g.D and not direct:
+            _dw_fill(x + (t * g.D + idd) * HW, g, d, buf)
+        for k in range(mult):
+            oc = c * mult + k
+            bv = bias[oc] if bias != NULL else 0.0
+            yp = y + ((n * g.cout + oc) * g.Do + od) * P2
+            if 0 <= idd < g.D and direct:
+                _dw_plane_direct(x + (t * g.D + idd) * HW, w + oc * KS, bv, yp, <const int*>masks, L,
+                                 masks + DW_MASK_MAX, g)
+                if relu:
+                    for i in range(P2):
+                        yp[i] = yp[i] if yp[i] > 0 else 0.0
+            elif 0 <= idd < g.D:
+                _dw_plane_buf(buf, d, w + oc * KS, bv, yp, relu, g)
+            else:                      # the whole depth slice reads padding
+                if relu and bv < 0:
+                    bv = 0.0
+                for i in range(P2):
+                    yp[i] = bv
+
+
 cdef void conv_depthwise_raw(Py_ssize_t N, const float* x, const float* w, const float* bias, float* y, bint relu,
-                             const ConvGeom* g, int nth) noexcept nogil:
-    """Direct conv for one input channel per group: y[n, oc] from x[n, oc // (cout/group)] and w[oc] (kd*kh*kw)."""
+                             const ConvGeom* g, float* bufs, Py_ssize_t buf_stride, const float* masks, Py_ssize_t L,
+                             int nth) noexcept nogil:
+    """Direct conv for one input channel per group: y[n, oc] from x[n, oc // (cout/group)] and w[oc] (kd*kh*kw).
+    bufs: nth dw buffers of buf_stride floats each (zeroed once), or NULL to use the bounds-checked loop; masks: the
+    3 x L column masks of the masked 3x3 direct path (_dw_masks), or NULL."""
     cdef Py_ssize_t mult = g.cout // g.group, KS = g.kd * g.kh * g.kw, P = g.Do * g.Ho * g.Wo
     cdef Py_ssize_t DHW = g.D * g.H * g.W, t, n, oc
+    cdef DwBuf d
+    if bufs != NULL:
+        d = _dw_buf_geom(g)
+        if nth <= 1:
+            for t in range(N * g.C):
+                _dw_slices(t, x, w, bias, y, relu, g, &d, bufs, masks, L)
+        else:
+            for t in prange(N * g.C, num_threads=nth, schedule="static"):
+                _dw_slices(t, x, w, bias, y, relu, g, &d,
+                           bufs + <Py_ssize_t>openmp.omp_get_thread_num() * buf_stride, masks, L)
+        return
     if nth <= 1:
         for t in range(N * g.cout):
             n = t // g.cout
@@ -264,7 +741,28 @@ def conv_depthwise_f32(const float[::1] x, tuple xshape, const float[::1] w, Py_
         raise ValueError(f"conv_depthwise_f32: bias has {bias.shape[0]} elements, expected {cout}")
     if N * cout * P == 0:
         return
-    nth = 1 if <double>2.0 * N * cout * P * g.kd * g.kh * g.kw < SGEMM_MT_FLOPS else _nthreads(nthreads)
+    # a depthwise flop costs more than a GEMM flop (copies, borders): threads pay off from a quarter of GEMM's threshold
+    nth = 1 if <double>8.0 * N * cout * P * g.kd * g.kh * g.kw < SGEMM_MT_FLOPS else _nthreads(nthreads)
+    nth = <int>min(<Py_ssize_t>nth, N * g.C)
     cdef const float* bptr = &bias[0] if bias is not None else NULL
-    with nogil:
-        conv_depthwise_raw(N, &x[0], &w[0], bptr, &y[0], relu, &g, nth)
+    cdef Py_ssize_t plane = _dw_buf_floats(&g) if g.kd == 1 else -1
+    cdef Py_ssize_t L = 0
+    if plane > 0 and _dw_direct_ok(&g):
+        plane = 16                     # reads x in place: the buffers go unused
+        if g.kh == 3 and g.kw == 3 and _dw_mask_len(&g) <= DW_MASK_MAX:
+            L = _dw_mask_len(&g)
+            plane = DW_MASK_MAX + g.Wo + 2 * g.dw + 16    # one copy of the masks and a zero row (shared)
+    cdef float* bufs = NULL
+    if plane > 0:
+        # About one padded input plane and one output plane per thread; above DW_BUF_MAX floats (huge pads or
+        # strides) the bounds-checked loop runs instead, with no allocation.
+        bufs = <float*>calloc(plane if L else nth * plane, sizeof(float))
+        if bufs == NULL:
+            raise MemoryError(f"conv_depthwise_f32: cannot allocate {nth * plane * 4} bytes of padded planes")
+    try:
+        with nogil:
+            if L:
+                _dw_masks(&g, L, <int*>bufs)
+            conv_depthwise_raw(N, &x[0], &w[0], bptr, &y[0], relu, &g, bufs, plane, bufs if L else NULL, L, nth)
+    finally:
+        free(bufs)

@@ -103,3 +103,89 @@ def test_conv_errors():
     with pytest.raises(ValueError, match="y has"):
         _kernels.conv_f32(x, (2, 3, 1, 4, 4), np.zeros(_kernels.conv_pack_weight_size(4, 3, 1), np.float32), 4, 1,
                           (1, 1, 1), (1, 1, 1), (1, 1, 1), (0, 0, 0), (1, 4, 4), None, np.zeros(7, np.float32))
+
+
+# Depthwise paths (see _k_conv.pxi): stride 1 with Wo == W reads x in place (3x3: masked flattened runs; other kernels:
+# flattened runs + checked border columns; W > 2048: no masks); everything else with depth kernel 1 goes through the
+# padded phase-split copy (3x3 stride 2 has its own loop); depth kernel > 1 uses the bounds-checked loop.
+DW_CASES = [  # x shape (N, C, D, H, W), mult, kernel (kd, kh, kw), strides, dilations, begin pads, end pads
+    ((1, 4, 1, 9, 11), 1, (1, 3, 3), (1, 1, 1), (1, 1, 1), (0, 1, 1), (0, 1, 1)),      # 'same' 3x3, masked direct
+    ((2, 3, 1, 60, 37), 1, (1, 3, 3), (1, 1, 1), (1, 1, 1), (0, 1, 1), (0, 1, 1)),     # several runs of whole rows
+    ((1, 2, 1, 1, 1), 1, (1, 3, 3), (1, 1, 1), (1, 1, 1), (0, 1, 1), (0, 1, 1)),       # input smaller than the kernel
+    ((1, 2, 1, 2, 1), 2, (1, 3, 3), (1, 1, 1), (1, 1, 1), (0, 1, 1), (0, 1, 1)),
+    ((1, 3, 1, 6, 7), 1, (1, 3, 3), (1, 1, 1), (1, 1, 1), (0, 0, 2), (0, 2, 0)),       # asymmetric 'same' pads
+    ((1, 3, 1, 8, 9), 1, (1, 3, 3), (1, 1, 1), (1, 2, 2), (0, 2, 2), (0, 2, 2)),       # dilated, masked direct
+    ((1, 2, 1, 3, 2100), 1, (1, 3, 3), (1, 1, 1), (1, 1, 1), (0, 1, 1), (0, 1, 1)),    # W > mask stride: no masks
+    ((1, 3, 1, 9, 10), 1, (1, 3, 3), (1, 1, 1), (1, 1, 1), (0, 0, 0), (0, 0, 0)),      # valid: padded copy
+    ((1, 3, 1, 9, 10), 1, (1, 3, 3), (1, 1, 1), (1, 1, 1), (0, 1, 0), (0, 0, 1)),
+    ((2, 4, 1, 56, 56), 1, (1, 3, 3), (1, 2, 2), (1, 1, 1), (0, 1, 1), (0, 1, 1)),     # MobileNet stride 2
+    ((1, 3, 1, 9, 11), 1, (1, 3, 3), (1, 2, 2), (1, 1, 1), (0, 1, 1), (0, 1, 1)),      # stride 2, odd sizes
+    ((1, 3, 1, 7, 7), 1, (1, 3, 3), (1, 2, 2), (1, 1, 1), (0, 0, 0), (0, 0, 0)),
+    ((1, 3, 1, 8, 9), 1, (1, 3, 3), (1, 2, 2), (1, 1, 1), (0, 0, 1), (0, 1, 0)),
+    ((1, 2, 1, 1, 2), 1, (1, 3, 3), (1, 2, 2), (1, 1, 1), (0, 1, 1), (0, 1, 1)),       # smaller than the kernel
+    ((1, 2, 1, 9, 8), 3, (1, 3, 3), (1, 2, 1), (1, 1, 1), (0, 1, 1), (0, 1, 1)),       # mixed strides, multiplier
+    ((1, 3, 1, 11, 10), 1, (1, 3, 3), (1, 3, 3), (1, 1, 1), (0, 1, 2), (0, 1, 0)),     # stride 3
+    ((1, 2, 1, 12, 13), 1, (1, 5, 5), (1, 1, 1), (1, 1, 1), (0, 2, 2), (0, 2, 2)),     # 5x5 'same', direct
+    ((1, 2, 1, 12, 13), 2, (1, 5, 5), (1, 2, 2), (1, 1, 1), (0, 2, 2), (0, 2, 2)),     # 5x5 stride 2 (25 taps)
+    ((1, 3, 1, 7, 9), 1, (1, 1, 3), (1, 1, 1), (1, 1, 1), (0, 0, 1), (0, 0, 1)),       # 1x3
+    ((1, 3, 1, 7, 9), 1, (1, 3, 1), (1, 1, 2), (1, 1, 1), (0, 1, 0), (0, 1, 0)),       # 3x1
+    ((2, 3, 1, 1, 17), 2, (1, 1, 3), (1, 1, 1), (1, 1, 1), (0, 0, 1), (0, 0, 1)),      # 1-D
+    ((1, 2, 5, 6, 6), 1, (1, 3, 3), (2, 1, 1), (1, 1, 1), (1, 1, 1), (1, 1, 1)),       # 3-D, depth kernel 1, depth pads
+    ((1, 2, 4, 6, 5), 2, (2, 3, 3), (1, 2, 1), (1, 1, 1), (1, 1, 1), (0, 1, 1)),       # depth kernel 2: checked loop
+]
+
+
+def _dw_out(xs, k, s, dil, pb, pe):
+    return tuple((i + b + e - ((kk - 1) * d + 1)) // st + 1 for i, b, e, kk, d, st in zip(xs[2:], pb, pe, k, dil, s))
+
+
+@pytest.mark.parametrize("isa", list(VARIANTS))
+@pytest.mark.parametrize("case", DW_CASES, ids=lambda c: "x".join(map(str, c[0][2:])) + f"_k{c[2][1]}{c[2][2]}"
+                         f"_s{c[3][1]}{c[3][2]}_m{c[1]}_p{''.join(map(str, c[5] + c[6]))}")
+@pytest.mark.parametrize("relu,bias", [(False, True), (True, True), (False, False)])
+def test_conv_depthwise_paths(isa, case, relu, bias):
+    """Oracle: float64 numpy direct conv (zero padding explicit, relu after); every variant also against the generic
+    one (NMSE < 1e-12), and 1 vs 2 threads bit-identical (each output plane is computed by one thread)."""
+    mod = VARIANTS[isa]
+    xs, mult, k, s, dil, pb, pe = case
+    outs = _dw_out(xs, k, s, dil, pb, pe)
+    C = xs[1]
+    ws = (C * mult, 1) + k
+    rng = np.random.default_rng(sum(xs) + sum(k) + mult)
+    x = rng.uniform(-1, 1, xs).astype(np.float32)
+    w = rng.uniform(-1, 1, ws).astype(np.float32)
+    b = rng.uniform(-1, 1, ws[0]).astype(np.float32) if bias else None
+    ys = []
+    for nt in (1, 2):
+        y = np.full((xs[0], ws[0]) + outs, np.nan, np.float32)
+        mod.conv_depthwise_f32(x.reshape(-1), xs, w.reshape(-1), ws[0], C, k, s, dil, pb, outs, b, y.reshape(-1),
+                               relu, nt)
+        ys.append(y)
+    np.testing.assert_array_equal(ys[0], ys[1])
+    y = ys[0]
+    ref = _ref_conv(x, w, b, C, s, dil, pb, outs)
+    if relu:
+        ref = np.maximum(ref, 0)
+    ks = int(np.prod(k))
+    assert y.dtype == np.float32 and y.shape == ref.shape
+    assert np.all(np.abs(y - ref) <= 2 * (ks + 2) * EPS + 4 * EPS), np.abs(y - ref).max()
+    if isa != "generic":
+        yg = np.empty_like(y)
+        VARIANTS["generic"].conv_depthwise_f32(x.reshape(-1), xs, w.reshape(-1), ws[0], C, k, s, dil, pb, outs, b,
+                                               yg.reshape(-1), relu, 1)
+        assert np.sum((yg.astype(np.float64) - y) ** 2) <= 1e-12 * np.sum(yg.astype(np.float64) ** 2)
+
+
+def test_conv_depthwise_nonfinite_stays_local():
+    """Oracle: float64 numpy direct conv. The in-place stride-1 path reads the neighbouring row at the border columns
+    and drops it: an inf there must not leak into the other row's border (it would give nan)."""
+    xs, k, s, dil, pb = (1, 1, 1, 4, 5), (1, 3, 3), (1, 1, 1), (1, 1, 1), (0, 1, 1)
+    x = np.ones(xs, np.float32)
+    x[0, 0, 0, 1, 4] = np.inf                  # last column of row 1: row 2's column 0 reads it wrapped
+    w = np.ones((1, 1) + k, np.float32)
+    y = np.empty((1, 1, 1, 4, 5), np.float32)
+    _kernels.conv_depthwise_f32(x.reshape(-1), xs, w.reshape(-1), 1, 1, k, s, dil, pb, (1, 4, 5), None,
+                                y.reshape(-1))
+    ref = _ref_conv(x.astype(np.float64), w, None, 1, s, dil, pb, (1, 4, 5))
+    np.testing.assert_array_equal(np.isnan(y), np.isnan(ref))
+    np.testing.assert_array_equal(y[np.isfinite(ref)], ref[np.isfinite(ref)])
