@@ -21,8 +21,12 @@ cdef extern from *:
     #if defined(__AVX512F__)
     #define ONNXEP_SGEMM_MR 12
     #define ONNXEP_SGEMM_NR 32
+    #ifndef ONNXEP_SGEMM_KC          /* KC / MC may be given with -D when tuning (bench/bench_sgemm.py) */
     #define ONNXEP_SGEMM_KC 256
+    #endif
+    #ifndef ONNXEP_SGEMM_MC
     #define ONNXEP_SGEMM_MC 144
+    #endif
     #define ONNXEP_SGEMM_SIMD 1
     #elif defined(__AVX2__) && defined(__FMA__)
     #define ONNXEP_SGEMM_MR 6
@@ -59,7 +63,11 @@ cdef extern from *:
         Py_ssize_t k;
         int i;
         #pragma GCC unroll 12
-        for (i = 0; i < MRV; i++) { c0[i] = _mm512_setzero_ps(); c1[i] = _mm512_setzero_ps(); }
+        for (i = 0; i < MRV; i++) {   /* C is written (and maybe read) after the K loop: fetch it meanwhile */
+            c0[i] = _mm512_setzero_ps(); c1[i] = _mm512_setzero_ps();
+            _mm_prefetch((const char*)(c + i * rsc), _MM_HINT_T0);
+            _mm_prefetch((const char*)(c + i * rsc + 31), _MM_HINT_T0);
+        }
         for (k = 0; k < kc; k++) {
             __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
             #pragma GCC unroll 12
@@ -197,6 +205,9 @@ cdef extern from *:
 
 from libc.stdlib cimport malloc, free
 
+cdef extern from *:
+    void __builtin_prefetch(const void* addr) noexcept nogil
+
 cdef enum:
     SGEMM_NC_MAX = 4096           # widest column slab (in columns) one tile covers
     SGEMM_MT_FLOPS = 2000000      # below 2*M*N*K of this many flops a call stays on one thread
@@ -265,15 +276,20 @@ cdef void sgemm_pack_a_raw(Py_ssize_t mc, Py_ssize_t kc, const float* a, Py_ssiz
     if rsa == 1:  # A stored transposed (K x M): read each k's mc contiguous values once, scatter to the panels
         for k in range(kc):
             src = a + k * csa
+            if k + 4 < kc:  # rows of A are csa floats apart (pages apart for conv): fetch ahead of the copy
+                for i in range(0, mc, 16):
+                    __builtin_prefetch(src + 4 * csa + i)
             ip = 0
-            while ip < mc:
-                mr = min(<Py_ssize_t>SGEMM_MR, mc - ip)
+            while ip + SGEMM_MR <= mc:  # full panels: a fixed-size copy
+                memcpy(out + ip * kc + k * SGEMM_MR, src + ip, SGEMM_MR * sizeof(float))
+                ip += SGEMM_MR
+            if ip < mc:
+                mr = mc - ip
                 p = out + ip * kc + k * SGEMM_MR
                 for i in range(mr):
                     p[i] = src[ip + i]
                 for i in range(mr, SGEMM_MR):
                     p[i] = 0.0
-                ip += mr
         return
     ip = 0
     while ip < mc:
@@ -469,7 +485,7 @@ cdef void sgemm_packed_raw(Py_ssize_t M, Py_ssize_t N, Py_ssize_t K, float alpha
                            float* work, int nth) noexcept nogil:
     """C := alpha*A@B + beta*C [+ bias] [relu] with B packed by sgemm_pack_b_raw; A[i, k] = a[i*rsa + k*csa].
     `work` holds sgemm_work_len(nth) floats; nth threads at most (1: no parallel region)."""
-    cdef Py_ssize_t npanels, mtiles, ntiles, slab, target, t, ic, mc, jp0, jp1, i, j
+    cdef Py_ssize_t npanels, mtiles, ntiles, slab, target, t, ic, mc, mcb, jp0, jp1, i, j
     cdef float zero[SGEMM_MR * SGEMM_NR]
     if M <= 0 or N <= 0:
         return
@@ -489,6 +505,7 @@ cdef void sgemm_packed_raw(Py_ssize_t M, Py_ssize_t N, Py_ssize_t K, float alpha
         return
     npanels = (N + SGEMM_NR - 1) // SGEMM_NR
     mtiles = (M + SGEMM_MC - 1) // SGEMM_MC
+    mcb = _round_up((M + mtiles - 1) // mtiles, SGEMM_MR)   # row blocks of equal size (<= MC), for thread balance
     # Column slab per tile: enough tiles for every thread (x2 for balance), capped at SGEMM_NC_MAX columns.
     target = (2 * nth + mtiles - 1) // mtiles if nth > 1 else 1
     slab = (npanels + target - 1) // target
@@ -498,16 +515,16 @@ cdef void sgemm_packed_raw(Py_ssize_t M, Py_ssize_t N, Py_ssize_t K, float alpha
     ntiles = (npanels + slab - 1) // slab
     if nth <= 1 or mtiles * ntiles < 2:
         for t in range(mtiles * ntiles):
-            ic = (t // ntiles) * SGEMM_MC
+            ic = (t // ntiles) * mcb
             jp0 = (t % ntiles) * slab
-            _sgemm_tile(ic, min(<Py_ssize_t>SGEMM_MC, M - ic), jp0, min(jp0 + slab, npanels), N, K, alpha,
+            _sgemm_tile(ic, min(mcb, M - ic), jp0, min(jp0 + slab, npanels), N, K, alpha,
                         a, rsa, csa, bp, beta, c, rsc, csc, bias_col, bias_row, relu, work)
         return
     for t in prange(mtiles * ntiles, num_threads=min(<Py_ssize_t>nth, mtiles * ntiles), schedule="dynamic"):
-        ic = (t // ntiles) * SGEMM_MC
+        ic = (t // ntiles) * mcb
         jp0 = (t % ntiles) * slab
         jp1 = min(jp0 + slab, npanels)
-        mc = min(<Py_ssize_t>SGEMM_MC, M - ic)
+        mc = min(mcb, M - ic)
         _sgemm_tile(ic, mc, jp0, jp1, N, K, alpha, a, rsa, csa, bp, beta, c, rsc, csc, bias_col, bias_row, relu,
                     work + <Py_ssize_t>openmp.omp_get_thread_num() * SGEMM_WORK_PER_THREAD)
 
