@@ -485,7 +485,8 @@ cdef void sgemm_packed_raw(Py_ssize_t M, Py_ssize_t N, Py_ssize_t K, float alpha
                            float* work, int nth) noexcept nogil:
     """C := alpha*A@B + beta*C [+ bias] [relu] with B packed by sgemm_pack_b_raw; A[i, k] = a[i*rsa + k*csa].
     `work` holds sgemm_work_len(nth) floats; nth threads at most (1: no parallel region)."""
-    cdef Py_ssize_t npanels, mtiles, ntiles, slab, target, t, ic, mc, mcb, jp0, jp1, i, j
+    cdef Py_ssize_t npanels, mtiles, ntiles, slab, slab_cap, best, cand, target, t, ic, mc, mcb, jp0, jp1, i, j
+    cdef int pass_
     cdef float zero[SGEMM_MR * SGEMM_NR]
     if M <= 0 or N <= 0:
         return
@@ -506,12 +507,28 @@ cdef void sgemm_packed_raw(Py_ssize_t M, Py_ssize_t N, Py_ssize_t K, float alpha
     npanels = (N + SGEMM_NR - 1) // SGEMM_NR
     mtiles = (M + SGEMM_MC - 1) // SGEMM_MC
     mcb = _round_up((M + mtiles - 1) // mtiles, SGEMM_MR)   # row blocks of equal size (<= MC), for thread balance
-    # Column slab per tile: enough tiles for every thread (x2 for balance), capped at SGEMM_NC_MAX columns.
-    target = (2 * nth + mtiles - 1) // mtiles if nth > 1 else 1
-    slab = (npanels + target - 1) // target
-    slab = max(1, min(slab, <Py_ssize_t>(SGEMM_NC_MAX // SGEMM_NR)))
+    mtiles = (M + mcb - 1) // mcb
+    # Column slab per tile (at most SGEMM_NC_MAX columns, or the scratch C tile's width for strided-column C): as
+    # few slabs as give a tile count that is a multiple of the thread count and at least 2 per thread (threads
+    # then finish together), else a multiple of the thread count, else at least 2 tiles per thread.
+    slab_cap = <Py_ssize_t>(SGEMM_NC_MAX // SGEMM_NR)
     if csc != 1 and beta == 0.0:  # the tile goes through the scratch C tile (see _sgemm_tile)
-        slab = min(slab, <Py_ssize_t>(SGEMM_CT_COLS // SGEMM_NR))
+        slab_cap = min(slab_cap, <Py_ssize_t>(SGEMM_CT_COLS // SGEMM_NR))
+    slab = min(npanels, slab_cap)
+    if nth > 1:
+        best = 0
+        for pass_ in range(3):
+            for target in range(1, min(npanels, 8 * <Py_ssize_t>nth) + 1):
+                cand = min((npanels + target - 1) // target, slab_cap)
+                ntiles = mtiles * ((npanels + cand - 1) // cand)
+                if ((pass_ == 0 and ntiles % nth == 0 and ntiles >= 2 * nth)
+                        or (pass_ == 1 and ntiles % nth == 0) or (pass_ == 2 and ntiles >= 2 * nth)):
+                    best = cand
+                    break
+            if best:
+                break
+        if best:
+            slab = best
     ntiles = (npanels + slab - 1) // slab
     if nth <= 1 or mtiles * ntiles < 2:
         for t in range(mtiles * ntiles):
