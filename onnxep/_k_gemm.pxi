@@ -2,14 +2,17 @@
 #
 #   C := alpha * op(A) @ B' + beta * C  [+ bias_col[j] | + bias_row[i]]  [relu]
 #
-# B' is B packed once (the pre-packed weight format): for each KC block of rows of B (k0 = 0, KC, 2KC, ...), the
-# columns are cut into NR-wide panels stored one after another, each panel kc x NR row-major and zero-padded past N.
-# Block k0 starts at float offset k0 * Np (Np = N rounded up to NR), panel jp of it at k0 * Np + jp * NR * kc.
+# B' is B packed once (the pre-packed weight format): K is cut into ceil(K/KC) blocks of almost equal size (_sgemm_kc);
+# for each block of rows of B (starting at row k0), the columns are cut into NR-wide panels stored one after another,
+# each panel kc x NR row-major and zero-padded past N. Block k0 starts at float offset k0 * Np (Np = N rounded up to
+# NR), panel jp of it at k0 * Np + jp * NR * kc.
 # A is packed per MC x KC block into MR-row panels (kc x MR column-major, zero-padded past M) in a per-thread workspace.
-# The MR x NR micro-kernel (sgemm_ukernel) multiplies one A panel by one B panel into a local accumulator; it is the
-# only function a later intrinsics version has to replace. Tiles of C (MC rows x a slab of NR panels) are independent:
-# OpenMP splits them over threads in one parallel region, and every element of C is computed by one thread with the
-# same K order whatever the thread count, so results do not depend on nthreads.
+# The MR x NR micro-kernel multiplies one A panel by one B panel. In the avx512 (12 x 32) and avx2 (6 x 16) variants
+# it is C intrinsics (onnxep_sgemm_uk below: accumulators in registers, one body per row count, masked column tails,
+# the epilogue fused into the store); the generic variant keeps C loops (sgemm_ukernel) that gcc vectorises, storing
+# through sgemm_store, which also serves C with strided columns when C must be read. Tiles of C (row block x a slab
+# of NR panels) are independent: OpenMP splits them over threads in one parallel region, and every element of C is
+# computed by one thread with the same K order whatever the thread count, so results do not depend on nthreads.
 
 cdef extern from *:
     """
