@@ -243,31 +243,49 @@ cdef inline Py_ssize_t sgemm_pack_b_len(Py_ssize_t K, Py_ssize_t N) noexcept nog
     return K * _round_up(N, SGEMM_NR)
 
 
-cdef void sgemm_pack_b_raw(Py_ssize_t K, Py_ssize_t N, const float* b, Py_ssize_t rsb, Py_ssize_t csb,
-                           float* out) noexcept nogil:
-    """out := B (B[k, n] = b[k*rsb + n*csb]) in KC-block / NR-panel layout, zero-padded."""
-    cdef Py_ssize_t Np = _round_up(N, SGEMM_NR), pc, kc, jp, n0, nr, k, j
-    cdef float* p
+cdef void _sgemm_pack_b_panel(Py_ssize_t K, Py_ssize_t N, const float* b, Py_ssize_t rsb, Py_ssize_t csb,
+                              float* out, Py_ssize_t pc, Py_ssize_t kc, Py_ssize_t jp) noexcept nogil:
+    """Panel jp of the K block (pc, kc) of packed B (see sgemm_pack_b_raw)."""
+    cdef Py_ssize_t Np = _round_up(N, SGEMM_NR), n0 = jp * SGEMM_NR, nr, k, j
+    cdef float* p = out + pc * Np + jp * SGEMM_NR * kc
     cdef const float* src
-    pc = 0
-    while pc < K:
-        kc = _sgemm_kc(K, pc)
-        for jp in range(Np // SGEMM_NR):
-            n0 = jp * SGEMM_NR
-            nr = min(<Py_ssize_t>SGEMM_NR, N - n0)
-            p = out + pc * Np + jp * SGEMM_NR * kc
-            for k in range(kc):
-                src = b + (pc + k) * rsb + n0 * csb
-                if csb == 1:
-                    for j in range(nr):
-                        p[j] = src[j]
-                else:
-                    for j in range(nr):
-                        p[j] = src[j * csb]
-                for j in range(nr, SGEMM_NR):
-                    p[j] = 0.0
-                p += SGEMM_NR
-        pc += kc
+    nr = min(<Py_ssize_t>SGEMM_NR, N - n0)
+    for k in range(kc):
+        src = b + (pc + k) * rsb + n0 * csb
+        if csb == 1 and nr == SGEMM_NR:
+            memcpy(p, src, SGEMM_NR * sizeof(float))
+        elif csb == 1:
+            for j in range(nr):
+                p[j] = src[j]
+        else:
+            for j in range(nr):
+                p[j] = src[j * csb]
+        for j in range(nr, SGEMM_NR):
+            p[j] = 0.0
+        p += SGEMM_NR
+
+
+cdef void sgemm_pack_b_raw(Py_ssize_t K, Py_ssize_t N, const float* b, Py_ssize_t rsb, Py_ssize_t csb,
+                           float* out, int nth=1) noexcept nogil:
+    """out := B (B[k, n] = b[k*rsb + n*csb]) in KC-block / NR-panel layout, zero-padded (nth threads over panels)."""
+    cdef Py_ssize_t npanels = _round_up(N, SGEMM_NR) // SGEMM_NR, nblocks, t, pc, kc, base, rem, blk
+    if K <= 0 or N <= 0:
+        return
+    nblocks = (K + SGEMM_KC - 1) // SGEMM_KC
+    if nth <= 1 or nblocks * npanels < 2:
+        pc = 0
+        while pc < K:
+            kc = _sgemm_kc(K, pc)
+            for t in range(npanels):
+                _sgemm_pack_b_panel(K, N, b, rsb, csb, out, pc, kc, t)
+            pc += kc
+        return
+    base = K // nblocks
+    rem = K % nblocks
+    for t in prange(nblocks * npanels, num_threads=min(<Py_ssize_t>nth, nblocks * npanels), schedule="static"):
+        blk = t // npanels
+        pc = blk * base + min(blk, rem)     # start of block blk of the even split (_sgemm_kc)
+        _sgemm_pack_b_panel(K, N, b, rsb, csb, out, pc, base + (1 if blk < rem else 0), t % npanels)
 
 
 cdef void sgemm_pack_a_raw(Py_ssize_t mc, Py_ssize_t kc, const float* a, Py_ssize_t rsa, Py_ssize_t csa,
@@ -512,8 +530,8 @@ cdef void sgemm_packed_raw(Py_ssize_t M, Py_ssize_t N, Py_ssize_t K, float alpha
     mcb = _round_up((M + mtiles - 1) // mtiles, SGEMM_MR)   # row blocks of equal size (<= MC), for thread balance
     mtiles = (M + mcb - 1) // mcb
     # Column slab per tile (at most SGEMM_NC_MAX columns, or the scratch C tile's width for strided-column C): as
-    # few slabs as give a tile count that is a multiple of the thread count and at least 2 per thread (threads
-    # then finish together), else a multiple of the thread count, else at least 2 tiles per thread.
+    # few slabs (each re-packs its A block) as give a tile count that is a multiple of the thread count (row blocks
+    # are of equal size, so threads finish together), else at least 2 tiles per thread, else one per thread.
     slab_cap = <Py_ssize_t>(SGEMM_NC_MAX // SGEMM_NR)
     if csc != 1 and beta == 0.0:  # the tile goes through the scratch C tile (see _sgemm_tile)
         slab_cap = min(slab_cap, <Py_ssize_t>(SGEMM_CT_COLS // SGEMM_NR))
@@ -524,8 +542,8 @@ cdef void sgemm_packed_raw(Py_ssize_t M, Py_ssize_t N, Py_ssize_t K, float alpha
             for target in range(1, min(npanels, 8 * <Py_ssize_t>nth) + 1):
                 cand = min((npanels + target - 1) // target, slab_cap)
                 ntiles = mtiles * ((npanels + cand - 1) // cand)
-                if ((pass_ == 0 and ntiles % nth == 0 and ntiles >= 2 * nth)
-                        or (pass_ == 1 and ntiles % nth == 0) or (pass_ == 2 and ntiles >= 2 * nth)):
+                if ((pass_ == 0 and ntiles % nth == 0) or (pass_ == 1 and ntiles >= 2 * nth)
+                        or (pass_ == 2 and ntiles >= nth)):
                     best = cand
                     break
             if best:
@@ -666,9 +684,9 @@ def sgemm_f32(bint trans_a, bint trans_b, float alpha, const float[:, ::1] A, co
         if K > 0:
             with nogil:
                 if trans_b:
-                    sgemm_pack_b_raw(K, N, &B[0, 0], 1, K, bp)
+                    sgemm_pack_b_raw(K, N, &B[0, 0], 1, K, bp, nth)
                 else:
-                    sgemm_pack_b_raw(K, N, &B[0, 0], N, 1, bp)
+                    sgemm_pack_b_raw(K, N, &B[0, 0], N, 1, bp, nth)
         _sgemm_call(M, N, K, alpha, &A[0, 0] if M * K else NULL, 1 if trans_a else K, M if trans_a else 1,
                     bp, beta, &C[0, 0], N, 1, bc, br, relu, nth)
     finally:
