@@ -13,8 +13,9 @@ Columns:
 - OB-SkylakeX:   numpy.matmul with OPENBLAS_CORETYPE=SkylakeX (AVX-512 kernels) and OPENBLAS_NUM_THREADS=threads.
 - OB-default:    numpy.matmul with numpy's bundled OpenBLAS left to detect the CPU itself.
 Every library runs in its own subprocess (the environment must be set before numpy loads OpenBLAS), one after another
-with a pause between them (OpenBLAS and OpenMP workers spin for a while after a call); each round runs all libraries,
-and the reported time is the median over all rounds of each library's per-call medians (after warm-up).
+with a pause between them (OpenBLAS and OpenMP workers spin for a while after a call). Shape by shape, each round runs
+every library once, so the libraries of one row see the same machine load; the reported time is the median over the
+rounds of each run's per-call median (after warm-up).
 GFLOP/s = 2*M*N*K / time. Ratios are onnxep packed / OpenBLAS.
 """
 import argparse
@@ -112,7 +113,7 @@ def main():
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--shapes", nargs="+", default=DEFAULT_SHAPES)
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--pause", type=float, default=1.0, help="seconds between libraries")
+    ap.add_argument("--pause", type=float, default=0.5, help="seconds between libraries")
     ap.add_argument("--isa", default=None, help="onnxep variant (default: the one chosen at import)")
     ap.add_argument("--libs", nargs="+", default=list(LIBS))
     ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)
@@ -121,20 +122,19 @@ def main():
         worker(args.worker, args.threads[0], args.shapes, args.isa)
         return
     for th in args.threads:
-        times = {lib: {s: [] for s in args.shapes} for lib in args.libs}
-        for _ in range(args.rounds):
-            for lib in args.libs:
-                for s, t in run(lib, th, args.shapes, args.isa).items():
-                    times[lib][s].append(t)
-                time.sleep(args.pause)
         print(f"\nthreads={th}  GFLOP/s (median of {args.rounds} rounds)   shapes M x K x N")
         head = f"{'shape':>14}" + "".join(f"{lib:>15}" for lib in args.libs)
         ratio_cols = [lib for lib in ("OB-SkylakeX", "OB-default") if lib in args.libs and "onnxep-packed" in args.libs]
         head += "".join(f"{'packed/' + lib[3:]:>18}" for lib in ratio_cols)
-        print(head)
-        for s in args.shapes:
+        print(head, flush=True)
+        for s in args.shapes:  # one shape at a time, libraries interleaved: all see the same machine load
+            times = {lib: [] for lib in args.libs}
+            for _ in range(args.rounds):
+                for lib in args.libs:
+                    times[lib].append(run(lib, th, [s], args.isa)[s])
+                    time.sleep(args.pause)
             M, K, N = parse_shape(s)
-            g = {lib: 2.0 * M * N * K / statistics.median(times[lib][s]) / 1e9 for lib in args.libs}
+            g = {lib: 2.0 * M * N * K / statistics.median(times[lib]) / 1e9 for lib in args.libs}
             row = f"{s:>14}" + "".join(f"{g[lib]:>15.1f}" for lib in args.libs)
             row += "".join(f"{g['onnxep-packed'] / g[lib]:>18.3f}" for lib in ratio_cols)
             print(row, flush=True)
