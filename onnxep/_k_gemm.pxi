@@ -2,37 +2,201 @@
 #
 #   C := alpha * op(A) @ B' + beta * C  [+ bias_col[j] | + bias_row[i]]  [relu]
 #
-# B' is B packed once (the pre-packed weight format): for each KC block of rows of B (k0 = 0, KC, 2KC, ...), the
-# columns are cut into NR-wide panels stored one after another, each panel kc x NR row-major and zero-padded past N.
-# Block k0 starts at float offset k0 * Np (Np = N rounded up to NR), panel jp of it at k0 * Np + jp * NR * kc.
+# B' is B packed once (the pre-packed weight format): K is cut into ceil(K/KC) blocks of almost equal size (_sgemm_kc);
+# for each block of rows of B (starting at row k0), the columns are cut into NR-wide panels stored one after another,
+# each panel kc x NR row-major and zero-padded past N. Block k0 starts at float offset k0 * Np (Np = N rounded up to
+# NR), panel jp of it at k0 * Np + jp * NR * kc.
 # A is packed per MC x KC block into MR-row panels (kc x MR column-major, zero-padded past M) in a per-thread workspace.
-# The MR x NR micro-kernel (sgemm_ukernel) multiplies one A panel by one B panel into a local accumulator; it is the
-# only function a later intrinsics version has to replace. Tiles of C (MC rows x a slab of NR panels) are independent:
-# OpenMP splits them over threads in one parallel region, and every element of C is computed by one thread with the
-# same K order whatever the thread count, so results do not depend on nthreads.
+# The MR x NR micro-kernel multiplies one A panel by one B panel. In the avx512 (12 x 32) and avx2 (6 x 16) variants
+# it is C intrinsics (onnxep_sgemm_uk below: accumulators in registers, one body per row count, masked column tails,
+# the epilogue fused into the store); the generic variant keeps C loops (sgemm_ukernel) that gcc vectorises, storing
+# through sgemm_store, which also serves C with strided columns when C must be read. Tiles of C (row block x a slab
+# of NR panels) are independent: OpenMP splits them over threads in one parallel region, and every element of C is
+# computed by one thread with the same K order whatever the thread count, so results do not depend on nthreads.
 
 cdef extern from *:
     """
-    /* Register block per ISA: MR rows x NR columns of C held in the accumulator (AVX-512: 12 x 2 zmm rows = 24 zmm,
-       AVX2: 4 x 3 ymm rows = 12 ymm, baseline SSE2: 4 x 2 xmm rows = 8 xmm). KC bounds the K block so an A panel
-       (MR x KC) and a B panel (KC x NR) stay in L1/L2; MC rows of packed A (MC x KC) stay in L2.
-       Shapes measured with gcc on this source's loop (Zen 4): avx2 6x16 and 4x16 do not vectorise into registers
-       (3-7 GFLOP/s) while 4x24 reaches ~95; generic 4x8 is the best SSE2 shape tried. */
+    /* Register block per ISA: MR rows x NR columns of C held in registers (AVX-512: 12 x 2 zmm = 24 zmm accumulators,
+       AVX2: 6 x 2 ymm = 12 ymm, baseline SSE2: 4 x 2 xmm = 8 xmm, the last one gcc-vectorised C loops).
+       KC bounds the K block so a B panel (KC x NR) stays near L1 and an A block (MC x KC) in L2; K is split into
+       ceil(K/KC) blocks of (almost) equal size. Measured on the 2-vCPU EPYC dev machine (32 KB L1D, 1 MB L2; an
+       FMA-only probe peaks at ~117 GFLOP/s per core, i.e. one 512-bit FMA per cycle, so avx2 reaches the same peak
+       there): the AVX-512 kernel runs at ~97% of that probe on L1-resident panels; KC 128..512, MC 96..288 and a
+       512-column slab cap all came within the +-5% run-to-run noise of KC 256 / MC 144 on the bench_sgemm shapes,
+       so those stay. */
     #if defined(__AVX512F__)
     #define ONNXEP_SGEMM_MR 12
     #define ONNXEP_SGEMM_NR 32
+    #ifndef ONNXEP_SGEMM_KC          /* KC / MC may be given with -D when tuning (bench/bench_sgemm.py) */
+    #define ONNXEP_SGEMM_KC 256
+    #endif
+    #ifndef ONNXEP_SGEMM_MC
+    #define ONNXEP_SGEMM_MC 144
+    #endif
+    #define ONNXEP_SGEMM_SIMD 1
+    #elif defined(__AVX2__) && defined(__FMA__)
+    #define ONNXEP_SGEMM_MR 6
+    #define ONNXEP_SGEMM_NR 16
     #define ONNXEP_SGEMM_KC 256
     #define ONNXEP_SGEMM_MC 144
-    #elif defined(__AVX2__)
-    #define ONNXEP_SGEMM_MR 4
-    #define ONNXEP_SGEMM_NR 24
-    #define ONNXEP_SGEMM_KC 256
-    #define ONNXEP_SGEMM_MC 128
+    #define ONNXEP_SGEMM_SIMD 1
     #else
     #define ONNXEP_SGEMM_MR 4
     #define ONNXEP_SGEMM_NR 8
     #define ONNXEP_SGEMM_KC 256
     #define ONNXEP_SGEMM_MC 128
+    #define ONNXEP_SGEMM_SIMD 0
+    #endif
+
+    /* onnxep_sgemm_uk: the intrinsics micro-kernel with the epilogue fused.
+         C[i, j] := alpha * sum_k a[k*MR + i] * b[k*NR + j] + beta * C[i, j] (C not read when beta == 0)
+                    [+ bias_col[j]] [+ bias_row[i]] [relu]             for i < mr, j < nr;  C[i, j] = c[i*rsc + j]
+       a: one packed A panel (kc x MR, column-major), b: one packed B panel (kc x NR, row-major, zero-padded).
+       One body per row count (mr = 1..MR, the switch below), so tails compute no padded rows; column tails are
+       masked loads/stores. Every row adds its products in the same k order with one FMA per product, whatever mr
+       is, so a row's result does not depend on which panel held it. */
+    #if ONNXEP_SGEMM_SIMD
+    #include <immintrin.h>
+    #define ONNXEP_UK_ARGS Py_ssize_t kc, Py_ssize_t nr, const float* a, const float* b, float* c, Py_ssize_t rsc, \
+                           float alpha, float beta, const float* bias_col, const float* bias_row, int relu
+    #define ONNXEP_UK_PASS kc, nr, a, b, c, rsc, alpha, beta, bias_col, bias_row, relu
+    #endif
+
+    #if defined(__AVX512F__)
+    static inline __attribute__((always_inline)) void onnxep_uk_body(const int MRV, ONNXEP_UK_ARGS)
+    {
+        __m512 c0[12], c1[12];
+        Py_ssize_t k;
+        int i;
+        #pragma GCC unroll 12
+        for (i = 0; i < MRV; i++) {   /* C is written (and maybe read) after the K loop: fetch it meanwhile */
+            c0[i] = _mm512_setzero_ps(); c1[i] = _mm512_setzero_ps();
+            _mm_prefetch((const char*)(c + i * rsc), _MM_HINT_T0);
+            _mm_prefetch((const char*)(c + i * rsc + 31), _MM_HINT_T0);
+        }
+        for (k = 0; k < kc; k++) {
+            __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
+            #pragma GCC unroll 12
+            for (i = 0; i < MRV; i++) {
+                __m512 ai = _mm512_set1_ps(a[i]);
+                c0[i] = _mm512_fmadd_ps(ai, b0, c0[i]);
+                c1[i] = _mm512_fmadd_ps(ai, b1, c1[i]);
+            }
+            a += 12;
+            b += 32;
+        }
+        __mmask16 m0 = nr >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << nr) - 1u);
+        __mmask16 m1 = nr >= 32 ? (__mmask16)0xFFFF : nr <= 16 ? (__mmask16)0 : (__mmask16)((1u << (nr - 16)) - 1u);
+        __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta), z = _mm512_setzero_ps();
+        __m512 bc0 = z, bc1 = z;
+        if (bias_col) { bc0 = _mm512_maskz_loadu_ps(m0, bias_col); bc1 = _mm512_maskz_loadu_ps(m1, bias_col + 16); }
+        #pragma GCC unroll 12
+        for (i = 0; i < MRV; i++) {
+            float* ci = c + i * rsc;
+            __m512 v0 = c0[i], v1 = c1[i];
+            if (alpha != 1.0f) { v0 = _mm512_mul_ps(va, v0); v1 = _mm512_mul_ps(va, v1); }
+            if (beta != 0.0f) {
+                v0 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m0, ci), v0);
+                v1 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m1, ci + 16), v1);
+            }
+            if (bias_col) { v0 = _mm512_add_ps(v0, bc0); v1 = _mm512_add_ps(v1, bc1); }
+            if (bias_row) { __m512 r = _mm512_set1_ps(bias_row[i]); v0 = _mm512_add_ps(v0, r); v1 = _mm512_add_ps(v1, r); }
+            if (relu) { v0 = _mm512_max_ps(v0, z); v1 = _mm512_max_ps(v1, z); }   /* max(NaN, 0) = 0, as the C path */
+            _mm512_mask_storeu_ps(ci, m0, v0);
+            _mm512_mask_storeu_ps(ci + 16, m1, v1);
+        }
+    }
+    static void onnxep_sgemm_uk(Py_ssize_t mr, ONNXEP_UK_ARGS)
+    {
+        switch (mr) {
+        case 12: onnxep_uk_body(12, ONNXEP_UK_PASS); break;
+        case 11: onnxep_uk_body(11, ONNXEP_UK_PASS); break;
+        case 10: onnxep_uk_body(10, ONNXEP_UK_PASS); break;
+        case 9: onnxep_uk_body(9, ONNXEP_UK_PASS); break;
+        case 8: onnxep_uk_body(8, ONNXEP_UK_PASS); break;
+        case 7: onnxep_uk_body(7, ONNXEP_UK_PASS); break;
+        case 6: onnxep_uk_body(6, ONNXEP_UK_PASS); break;
+        case 5: onnxep_uk_body(5, ONNXEP_UK_PASS); break;
+        case 4: onnxep_uk_body(4, ONNXEP_UK_PASS); break;
+        case 3: onnxep_uk_body(3, ONNXEP_UK_PASS); break;
+        case 2: onnxep_uk_body(2, ONNXEP_UK_PASS); break;
+        case 1: onnxep_uk_body(1, ONNXEP_UK_PASS); break;
+        default: break;
+        }
+    }
+    #elif defined(__AVX2__) && defined(__FMA__)
+    static const int onnxep_uk_mask_tab[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
+    static inline __m256i onnxep_uk_mask(Py_ssize_t n)   /* first min(max(n, 0), 8) lanes set */
+    {
+        n = n < 0 ? 0 : n > 8 ? 8 : n;
+        return _mm256_loadu_si256((const __m256i*)(onnxep_uk_mask_tab + 8 - n));
+    }
+    static inline __attribute__((always_inline)) void onnxep_uk_body(const int MRV, ONNXEP_UK_ARGS)
+    {
+        __m256 c0[6], c1[6];
+        Py_ssize_t k;
+        int i;
+        #pragma GCC unroll 6
+        for (i = 0; i < MRV; i++) { c0[i] = _mm256_setzero_ps(); c1[i] = _mm256_setzero_ps(); }
+        for (k = 0; k < kc; k++) {
+            __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
+            #pragma GCC unroll 6
+            for (i = 0; i < MRV; i++) {
+                __m256 ai = _mm256_broadcast_ss(a + i);
+                c0[i] = _mm256_fmadd_ps(ai, b0, c0[i]);
+                c1[i] = _mm256_fmadd_ps(ai, b1, c1[i]);
+            }
+            a += 6;
+            b += 16;
+        }
+        int full = nr >= 16;
+        __m256i m0 = onnxep_uk_mask(nr), m1 = onnxep_uk_mask(nr - 8);
+        __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta), z = _mm256_setzero_ps();
+        __m256 bc0 = z, bc1 = z;
+        if (bias_col) { bc0 = _mm256_maskload_ps(bias_col, m0); bc1 = _mm256_maskload_ps(bias_col + 8, m1); }
+        #pragma GCC unroll 6
+        for (i = 0; i < MRV; i++) {
+            float* ci = c + i * rsc;
+            __m256 v0 = c0[i], v1 = c1[i];
+            if (alpha != 1.0f) { v0 = _mm256_mul_ps(va, v0); v1 = _mm256_mul_ps(va, v1); }
+            if (beta != 0.0f) {
+                if (full) {
+                    v0 = _mm256_fmadd_ps(vb, _mm256_loadu_ps(ci), v0);
+                    v1 = _mm256_fmadd_ps(vb, _mm256_loadu_ps(ci + 8), v1);
+                } else {
+                    v0 = _mm256_fmadd_ps(vb, _mm256_maskload_ps(ci, m0), v0);
+                    v1 = _mm256_fmadd_ps(vb, _mm256_maskload_ps(ci + 8, m1), v1);
+                }
+            }
+            if (bias_col) { v0 = _mm256_add_ps(v0, bc0); v1 = _mm256_add_ps(v1, bc1); }
+            if (bias_row) { __m256 r = _mm256_set1_ps(bias_row[i]); v0 = _mm256_add_ps(v0, r); v1 = _mm256_add_ps(v1, r); }
+            if (relu) { v0 = _mm256_max_ps(v0, z); v1 = _mm256_max_ps(v1, z); }   /* max(NaN, 0) = 0, as the C path */
+            if (full) {
+                _mm256_storeu_ps(ci, v0);
+                _mm256_storeu_ps(ci + 8, v1);
+            } else {
+                _mm256_maskstore_ps(ci, m0, v0);
+                _mm256_maskstore_ps(ci + 8, m1, v1);
+            }
+        }
+    }
+    static void onnxep_sgemm_uk(Py_ssize_t mr, ONNXEP_UK_ARGS)
+    {
+        switch (mr) {
+        case 6: onnxep_uk_body(6, ONNXEP_UK_PASS); break;
+        case 5: onnxep_uk_body(5, ONNXEP_UK_PASS); break;
+        case 4: onnxep_uk_body(4, ONNXEP_UK_PASS); break;
+        case 3: onnxep_uk_body(3, ONNXEP_UK_PASS); break;
+        case 2: onnxep_uk_body(2, ONNXEP_UK_PASS); break;
+        case 1: onnxep_uk_body(1, ONNXEP_UK_PASS); break;
+        default: break;
+        }
+    }
+    #else
+    /* generic variant: never called (ONNXEP_SGEMM_SIMD == 0), the Cython micro-kernel below runs instead */
+    static inline void onnxep_sgemm_uk(Py_ssize_t mr, Py_ssize_t kc, Py_ssize_t nr, const float* a, const float* b,
+                                       float* c, Py_ssize_t rsc, float alpha, float beta, const float* bias_col,
+                                       const float* bias_row, int relu) { }
     #endif
     """
     enum:
@@ -40,13 +204,20 @@ cdef extern from *:
         SGEMM_NR "ONNXEP_SGEMM_NR"
         SGEMM_KC "ONNXEP_SGEMM_KC"
         SGEMM_MC "ONNXEP_SGEMM_MC"
+        SGEMM_SIMD "ONNXEP_SGEMM_SIMD"
+    void sgemm_ukernel_simd "onnxep_sgemm_uk"(Py_ssize_t mr, Py_ssize_t kc, Py_ssize_t nr, const float* a,
+                                              const float* b, float* c, Py_ssize_t rsc, float alpha, float beta,
+                                              const float* bias_col, const float* bias_row, int relu) noexcept nogil
 
 from libc.stdlib cimport malloc, free
+
+cdef extern from *:
+    void __builtin_prefetch(const void* addr) noexcept nogil
 
 cdef enum:
     SGEMM_NC_MAX = 4096           # widest column slab (in columns) one tile covers
     SGEMM_MT_FLOPS = 2000000      # below 2*M*N*K of this many flops a call stays on one thread
-    SGEMM_CT_COLS = 480           # columns of the scratch C tile used for strided-column C (multiple of 8, 24, 32)
+    SGEMM_CT_COLS = 480           # columns of the scratch C tile used for strided-column C (multiple of 8, 16, 32)
     SGEMM_WORK_PER_THREAD = SGEMM_MC * SGEMM_KC + SGEMM_MC * SGEMM_CT_COLS
 
 MR = SGEMM_MR
@@ -54,11 +225,20 @@ NR = SGEMM_NR
 KC = SGEMM_KC
 MC = SGEMM_MC
 #: Names everything the packed-B layout depends on (the first half of the shared weight cache key).
-SGEMM_FORMAT = f"sgemm-b-panels:isa={ONNXEP_ISA_NAME.decode()}:mr={SGEMM_MR}:nr={SGEMM_NR}:kc={SGEMM_KC}"
+SGEMM_FORMAT = (f"sgemm-b-panels:isa={ONNXEP_ISA_NAME.decode()}:mr={SGEMM_MR}:nr={SGEMM_NR}:kc={SGEMM_KC}"
+                ":ksplit=even")
 
 
 cdef inline Py_ssize_t _round_up(Py_ssize_t x, Py_ssize_t m) noexcept nogil:
     return (x + m - 1) // m * m
+
+
+cdef inline Py_ssize_t _sgemm_kc(Py_ssize_t K, Py_ssize_t pc) noexcept nogil:
+    """Length of the K block starting at pc: K is cut into ceil(K/KC) blocks of almost equal size (the first K % nb
+    one longer), so no block is a thin remainder (e.g. K = 576 is 3 x 192, not 256 + 256 + 64)."""
+    cdef Py_ssize_t nb = (K + SGEMM_KC - 1) // SGEMM_KC
+    cdef Py_ssize_t base = K // nb, rem = K % nb
+    return base + 1 if pc < rem * (base + 1) else base
 
 
 cdef inline Py_ssize_t sgemm_pack_b_len(Py_ssize_t K, Py_ssize_t N) noexcept nogil:
@@ -66,31 +246,49 @@ cdef inline Py_ssize_t sgemm_pack_b_len(Py_ssize_t K, Py_ssize_t N) noexcept nog
     return K * _round_up(N, SGEMM_NR)
 
 
-cdef void sgemm_pack_b_raw(Py_ssize_t K, Py_ssize_t N, const float* b, Py_ssize_t rsb, Py_ssize_t csb,
-                           float* out) noexcept nogil:
-    """out := B (B[k, n] = b[k*rsb + n*csb]) in KC-block / NR-panel layout, zero-padded."""
-    cdef Py_ssize_t Np = _round_up(N, SGEMM_NR), pc, kc, jp, n0, nr, k, j
-    cdef float* p
+cdef void _sgemm_pack_b_panel(Py_ssize_t K, Py_ssize_t N, const float* b, Py_ssize_t rsb, Py_ssize_t csb,
+                              float* out, Py_ssize_t pc, Py_ssize_t kc, Py_ssize_t jp) noexcept nogil:
+    """Panel jp of the K block (pc, kc) of packed B (see sgemm_pack_b_raw)."""
+    cdef Py_ssize_t Np = _round_up(N, SGEMM_NR), n0 = jp * SGEMM_NR, nr, k, j
+    cdef float* p = out + pc * Np + jp * SGEMM_NR * kc
     cdef const float* src
-    pc = 0
-    while pc < K:
-        kc = min(<Py_ssize_t>SGEMM_KC, K - pc)
-        for jp in range(Np // SGEMM_NR):
-            n0 = jp * SGEMM_NR
-            nr = min(<Py_ssize_t>SGEMM_NR, N - n0)
-            p = out + pc * Np + jp * SGEMM_NR * kc
-            for k in range(kc):
-                src = b + (pc + k) * rsb + n0 * csb
-                if csb == 1:
-                    for j in range(nr):
-                        p[j] = src[j]
-                else:
-                    for j in range(nr):
-                        p[j] = src[j * csb]
-                for j in range(nr, SGEMM_NR):
-                    p[j] = 0.0
-                p += SGEMM_NR
-        pc += kc
+    nr = min(<Py_ssize_t>SGEMM_NR, N - n0)
+    for k in range(kc):
+        src = b + (pc + k) * rsb + n0 * csb
+        if csb == 1 and nr == SGEMM_NR:
+            memcpy(p, src, SGEMM_NR * sizeof(float))
+        elif csb == 1:
+            for j in range(nr):
+                p[j] = src[j]
+        else:
+            for j in range(nr):
+                p[j] = src[j * csb]
+        for j in range(nr, SGEMM_NR):
+            p[j] = 0.0
+        p += SGEMM_NR
+
+
+cdef void sgemm_pack_b_raw(Py_ssize_t K, Py_ssize_t N, const float* b, Py_ssize_t rsb, Py_ssize_t csb,
+                           float* out, int nth=1) noexcept nogil:
+    """out := B (B[k, n] = b[k*rsb + n*csb]) in KC-block / NR-panel layout, zero-padded (nth threads over panels)."""
+    cdef Py_ssize_t npanels = _round_up(N, SGEMM_NR) // SGEMM_NR, nblocks, t, pc, kc, base, rem, blk
+    if K <= 0 or N <= 0:
+        return
+    nblocks = (K + SGEMM_KC - 1) // SGEMM_KC
+    if nth <= 1 or nblocks * npanels < 2:
+        pc = 0
+        while pc < K:
+            kc = _sgemm_kc(K, pc)
+            for t in range(npanels):
+                _sgemm_pack_b_panel(K, N, b, rsb, csb, out, pc, kc, t)
+            pc += kc
+        return
+    base = K // nblocks
+    rem = K % nblocks
+    for t in prange(nblocks * npanels, num_threads=min(<Py_ssize_t>nth, nblocks * npanels), schedule="static"):
+        blk = t // npanels
+        pc = blk * base + min(blk, rem)     # start of block blk of the even split (_sgemm_kc)
+        _sgemm_pack_b_panel(K, N, b, rsb, csb, out, pc, base + (1 if blk < rem else 0), t % npanels)
 
 
 cdef void sgemm_pack_a_raw(Py_ssize_t mc, Py_ssize_t kc, const float* a, Py_ssize_t rsa, Py_ssize_t csa,
@@ -102,15 +300,20 @@ cdef void sgemm_pack_a_raw(Py_ssize_t mc, Py_ssize_t kc, const float* a, Py_ssiz
     if rsa == 1:  # A stored transposed (K x M): read each k's mc contiguous values once, scatter to the panels
         for k in range(kc):
             src = a + k * csa
+            if k + 4 < kc:  # rows of A are csa floats apart (pages apart for conv): fetch ahead of the copy
+                for i in range(0, mc, 16):
+                    __builtin_prefetch(src + 4 * csa + i)
             ip = 0
-            while ip < mc:
-                mr = min(<Py_ssize_t>SGEMM_MR, mc - ip)
+            while ip + SGEMM_MR <= mc:  # full panels: a fixed-size copy
+                memcpy(out + ip * kc + k * SGEMM_MR, src + ip, SGEMM_MR * sizeof(float))
+                ip += SGEMM_MR
+            if ip < mc:
+                mr = mc - ip
                 p = out + ip * kc + k * SGEMM_MR
                 for i in range(mr):
                     p[i] = src[ip + i]
                 for i in range(mr, SGEMM_MR):
                     p[i] = 0.0
-                ip += mr
         return
     ip = 0
     while ip < mc:
@@ -228,7 +431,7 @@ cdef void _sgemm_tile(Py_ssize_t ic, Py_ssize_t mc, Py_ssize_t jp0, Py_ssize_t j
     contiguous scratch tile and written to C once at the end: storing every KC block straight to strided C costs
     more than the GEMM itself (measured ~2x on a 3136 x 64 x 576 conv GEMM)."""
     cdef float acc[SGEMM_MR * SGEMM_NR]
-    cdef Py_ssize_t Np = _round_up(N, SGEMM_NR), pc, kc, jp, ip, n0, nr, mr, ldt, i, j, ncols
+    cdef Py_ssize_t Np = _round_up(N, SGEMM_NR), pc, kc, jp, ip, n0, nr, mr, ldt, ldc, i, j, ncols
     cdef bint first, last
     cdef bint scratch = csc != 1 and beta == 0.0
     cdef float beta_k
@@ -239,7 +442,7 @@ cdef void _sgemm_tile(Py_ssize_t ic, Py_ssize_t mc, Py_ssize_t jp0, Py_ssize_t j
     ldt = (jp1 - jp0) * SGEMM_NR
     pc = 0
     while pc < K:
-        kc = min(<Py_ssize_t>SGEMM_KC, K - pc)
+        kc = _sgemm_kc(K, pc)
         first = pc == 0
         last = pc + kc >= K
         beta_k = beta if first else 1.0
@@ -251,6 +454,19 @@ cdef void _sgemm_tile(Py_ssize_t ic, Py_ssize_t mc, Py_ssize_t jp0, Py_ssize_t j
             ip = 0
             while ip < mc:
                 mr = min(<Py_ssize_t>SGEMM_MR, mc - ip)
+                if SGEMM_SIMD and (scratch or csc == 1):  # intrinsics micro-kernel, epilogue fused
+                    if scratch:
+                        cdst = ct + ip * ldt + (n0 - jp0 * SGEMM_NR)
+                        ldc = ldt
+                    else:
+                        cdst = c + (ic + ip) * rsc + n0
+                        ldc = rsc
+                    sgemm_ukernel_simd(mr, kc, nr, abuf + ip * kc, bpanel, cdst, ldc, alpha, beta_k,
+                                       (bias_col + n0) if (last and bias_col != NULL) else NULL,
+                                       (bias_row + ic + ip) if (last and bias_row != NULL) else NULL,
+                                       relu and last)
+                    ip += mr
+                    continue
                 sgemm_ukernel(kc, mr, abuf + ip * kc, bpanel, acc)
                 if scratch:
                     cdst = ct + ip * ldt + (n0 - jp0 * SGEMM_NR)
@@ -293,7 +509,8 @@ cdef void sgemm_packed_raw(Py_ssize_t M, Py_ssize_t N, Py_ssize_t K, float alpha
                            float* work, int nth) noexcept nogil:
     """C := alpha*A@B + beta*C [+ bias] [relu] with B packed by sgemm_pack_b_raw; A[i, k] = a[i*rsa + k*csa].
     `work` holds sgemm_work_len(nth) floats; nth threads at most (1: no parallel region)."""
-    cdef Py_ssize_t npanels, mtiles, ntiles, slab, target, t, ic, mc, jp0, jp1, i, j
+    cdef Py_ssize_t npanels, mtiles, ntiles, slab, slab_cap, best, cand, target, t, ic, mc, mcb, jp0, jp1, i, j
+    cdef int pass_
     cdef float zero[SGEMM_MR * SGEMM_NR]
     if M <= 0 or N <= 0:
         return
@@ -313,25 +530,42 @@ cdef void sgemm_packed_raw(Py_ssize_t M, Py_ssize_t N, Py_ssize_t K, float alpha
         return
     npanels = (N + SGEMM_NR - 1) // SGEMM_NR
     mtiles = (M + SGEMM_MC - 1) // SGEMM_MC
-    # Column slab per tile: enough tiles for every thread (x2 for balance), capped at SGEMM_NC_MAX columns.
-    target = (2 * nth + mtiles - 1) // mtiles if nth > 1 else 1
-    slab = (npanels + target - 1) // target
-    slab = max(1, min(slab, <Py_ssize_t>(SGEMM_NC_MAX // SGEMM_NR)))
+    mcb = _round_up((M + mtiles - 1) // mtiles, SGEMM_MR)   # row blocks of equal size (<= MC), for thread balance
+    mtiles = (M + mcb - 1) // mcb
+    # Column slab per tile (at most SGEMM_NC_MAX columns, or the scratch C tile's width for strided-column C): as
+    # few slabs (each re-packs its A block) as give a tile count that is a multiple of the thread count (row blocks
+    # are of equal size, so threads finish together), else at least 2 tiles per thread, else one per thread.
+    slab_cap = <Py_ssize_t>(SGEMM_NC_MAX // SGEMM_NR)
     if csc != 1 and beta == 0.0:  # the tile goes through the scratch C tile (see _sgemm_tile)
-        slab = min(slab, <Py_ssize_t>(SGEMM_CT_COLS // SGEMM_NR))
+        slab_cap = min(slab_cap, <Py_ssize_t>(SGEMM_CT_COLS // SGEMM_NR))
+    slab = min(npanels, slab_cap)
+    if nth > 1:
+        best = 0
+        for pass_ in range(3):
+            for target in range(1, min(npanels, 8 * <Py_ssize_t>nth) + 1):
+                cand = min((npanels + target - 1) // target, slab_cap)
+                ntiles = mtiles * ((npanels + cand - 1) // cand)
+                if ((pass_ == 0 and ntiles % nth == 0) or (pass_ == 1 and ntiles >= 2 * nth)
+                        or (pass_ == 2 and ntiles >= nth)):
+                    best = cand
+                    break
+            if best:
+                break
+        if best:
+            slab = best
     ntiles = (npanels + slab - 1) // slab
     if nth <= 1 or mtiles * ntiles < 2:
         for t in range(mtiles * ntiles):
-            ic = (t // ntiles) * SGEMM_MC
+            ic = (t // ntiles) * mcb
             jp0 = (t % ntiles) * slab
-            _sgemm_tile(ic, min(<Py_ssize_t>SGEMM_MC, M - ic), jp0, min(jp0 + slab, npanels), N, K, alpha,
+            _sgemm_tile(ic, min(mcb, M - ic), jp0, min(jp0 + slab, npanels), N, K, alpha,
                         a, rsa, csa, bp, beta, c, rsc, csc, bias_col, bias_row, relu, work)
         return
     for t in prange(mtiles * ntiles, num_threads=min(<Py_ssize_t>nth, mtiles * ntiles), schedule="dynamic"):
-        ic = (t // ntiles) * SGEMM_MC
+        ic = (t // ntiles) * mcb
         jp0 = (t % ntiles) * slab
         jp1 = min(jp0 + slab, npanels)
-        mc = min(<Py_ssize_t>SGEMM_MC, M - ic)
+        mc = min(mcb, M - ic)
         _sgemm_tile(ic, mc, jp0, jp1, N, K, alpha, a, rsa, csa, bp, beta, c, rsc, csc, bias_col, bias_row, relu,
                     work + <Py_ssize_t>openmp.omp_get_thread_num() * SGEMM_WORK_PER_THREAD)
 
@@ -453,9 +687,9 @@ def sgemm_f32(bint trans_a, bint trans_b, float alpha, const float[:, ::1] A, co
         if K > 0:
             with nogil:
                 if trans_b:
-                    sgemm_pack_b_raw(K, N, &B[0, 0], 1, K, bp)
+                    sgemm_pack_b_raw(K, N, &B[0, 0], 1, K, bp, nth)
                 else:
-                    sgemm_pack_b_raw(K, N, &B[0, 0], N, 1, bp)
+                    sgemm_pack_b_raw(K, N, &B[0, 0], N, 1, bp, nth)
         _sgemm_call(M, N, K, alpha, &A[0, 0] if M * K else NULL, 1 if trans_a else K, M if trans_a else 1,
                     bp, beta, &C[0, 0], N, 1, bc, br, relu, nth)
     finally:

@@ -123,3 +123,72 @@ def test_format_and_errors():
     with pytest.raises(ValueError, match="bias_col"):
         mod.sgemm_f32(False, False, 1.0, A, np.ones((4, 2), np.float32), 0.0, np.empty((3, 2), np.float32), 0,
                       np.ones(3, np.float32))
+
+
+@pytest.mark.parametrize("isa", list(VARIANTS))
+@pytest.mark.parametrize("epi", ["beta", "col+relu", "row"])
+def test_every_row_and_column_tail(isa, epi):
+    """Oracle: numpy float64 (bound as above). Every row count 1..2*MR (each micro-kernel body, incl. tails) and column
+    counts around NR (masked tails), with the epilogue fused in the micro-kernel."""
+    mod = VARIANTS[isa]
+    rng = np.random.default_rng(3)
+    K = 37
+    for M in range(1, 2 * mod.MR + 1):
+        for N in (1, mod.NR - 1, mod.NR + 3):
+            A, B, C = _case(rng, M, N, K, False, False)
+            beta = 0.5 if epi == "beta" else 0.0
+            bc = rng.uniform(-1, 1, N).astype(np.float32) if "col" in epi else None
+            br = rng.uniform(-1, 1, M).astype(np.float32) if "row" in epi else None
+            relu = "relu" in epi
+            expect = _ref(False, False, 1.5, A, B, beta, C, bc, br, relu)
+            out = C.copy()
+            mod.sgemm_f32(False, False, 1.5, A, B, beta, out, 1, bc, br, relu)
+            assert np.all(np.abs(out - expect) <= _bound(K, A, B, 1.5)), (M, N)
+
+
+@pytest.mark.parametrize("isa", list(VARIANTS))
+def test_row_result_independent_of_panel(isa):
+    """Oracle: the same variant on one row at a time -- a row's result must be bit-identical whether it sat in a full
+    MR-row panel or in a tail panel (one micro-kernel body per row count, same k order)."""
+    mod = VARIANTS[isa]
+    rng = np.random.default_rng(4)
+    M, N, K = 2 * mod.MR + 5, mod.NR + 7, mod.KC + 3
+    A, B, _ = _case(rng, M, N, K, False, False)
+    full = np.empty((M, N), np.float32)
+    mod.sgemm_f32(False, False, 1.0, A, B, 0.0, full, 1)
+    for i in range(M):
+        row = np.empty((1, N), np.float32)
+        mod.sgemm_f32(False, False, 1.0, A[i:i + 1], B, 0.0, row, 1)
+        np.testing.assert_array_equal(row[0], full[i])
+
+
+@pytest.mark.parametrize("isa", list(VARIANTS))
+@pytest.mark.parametrize("M,N,K,trans_a", [(300, 200, 600, False), (300, 70, 577, True), (2 * 144 + 1, 515, 40, False)])
+def test_threads_do_not_change_results(isa, M, N, K, trans_a):
+    """Oracle: the single-thread run of the same variant (bit-identical for any thread count and tile partition),
+    and numpy float64 within the bound."""
+    mod = VARIANTS[isa]
+    rng = np.random.default_rng(5)
+    A, B, _ = _case(rng, M, N, K, trans_a, False)
+    bp = np.empty(mod.sgemm_pack_b_size(K, N), np.float32)
+    mod.sgemm_pack_b(B, False, bp)
+    c1 = np.empty((M, N), np.float32)
+    mod.sgemm_packed_f32(trans_a, 1.0, A, bp, N, 0.0, c1, nthreads=1)
+    assert np.all(np.abs(c1 - _ref(trans_a, False, 1.0, A, B, 0.0, c1)) <= _bound(K, A, B, 1.0))
+    for nt in (2, 3):
+        c2 = np.empty((M, N), np.float32)
+        mod.sgemm_packed_f32(trans_a, 1.0, A, bp, N, 0.0, c2, nthreads=nt)
+        np.testing.assert_array_equal(c1, c2)
+
+
+def test_k_blocks_are_even():
+    """Oracle: the documented layout -- K is cut into ceil(K/KC) blocks of almost equal size, so packing B of K = KC+1
+    rows puts the second block at row (KC+1+1)//2, i.e. panel 0 of block 1 starts at float (KC//2 + 1) * Np."""
+    mod = _kernels
+    K, N = mod.KC + 1, mod.NR
+    B = np.arange(K * N, dtype=np.float32).reshape(K, N)
+    bp = np.empty(mod.sgemm_pack_b_size(K, N), np.float32)
+    mod.sgemm_pack_b(B, False, bp)
+    k1 = (K + 1) // 2
+    np.testing.assert_array_equal(bp[k1 * N:(k1 + 1) * N], B[k1])
+    assert "ksplit=even" in mod.SGEMM_FORMAT
