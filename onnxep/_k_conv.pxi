@@ -18,39 +18,48 @@ cdef struct ConvGeom:
     Py_ssize_t Do, Ho, Wo
 
 
-cdef void im2col3d_raw(const float* x, Py_ssize_t C, const ConvGeom* g, float* col) noexcept nogil:
-    """col[(c, a, b, e), (od, oh, ow)] := x[c, od*sd - pd + a*dd, oh*sh - ph + b*dh, ow*sw - pw + e*dw] (0 outside)."""
-    cdef Py_ssize_t P = g.Do * g.Ho * g.Wo, c, a, b, e, od, oh, ow, idd, ih, off, lo, hi
-    cdef float* dst = col
+cdef void _im2col_row(const float* x, const ConvGeom* g, Py_ssize_t r, float* dst) noexcept nogil:
+    """Row r = ((c*kd + a)*kh + b)*kw + e of the im2col matrix: x[c] shifted by tap (a, b, e), 0 outside."""
+    cdef Py_ssize_t e = r % g.kw, b = (r // g.kw) % g.kh, a = (r // (g.kw * g.kh)) % g.kd
+    cdef Py_ssize_t c = r // (g.kw * g.kh * g.kd)
+    cdef Py_ssize_t od, oh, ow, idd, ih, off, lo, hi
     cdef float* d2
     cdef const float* src
-    for c in range(C):
-        for a in range(g.kd):
-            for b in range(g.kh):
-                for e in range(g.kw):
-                    for od in range(g.Do):
-                        idd = od * g.sd - g.pd + a * g.dd
-                        for oh in range(g.Ho):
-                            ih = oh * g.sh - g.ph + b * g.dh
-                            d2 = dst + (od * g.Ho + oh) * g.Wo
-                            if idd < 0 or idd >= g.D or ih < 0 or ih >= g.H:
-                                memset(d2, 0, g.Wo * sizeof(float))
-                                continue
-                            src = x + ((c * g.D + idd) * g.H + ih) * g.W
-                            off = e * g.dw - g.pw      # input column of ow is ow*sw + off
-                            if g.sw == 1 and off >= 0 and off + g.Wo <= g.W:
-                                memcpy(d2, src + off, g.Wo * sizeof(float))
-                                continue
-                            lo = 0 if off >= 0 else min((g.sw - 1 - off) // g.sw, g.Wo)
-                            hi = min((g.W - 1 - off) // g.sw + 1, g.Wo) if g.W - 1 - off >= 0 else 0
-                            hi = max(hi, lo)
-                            for ow in range(lo):
-                                d2[ow] = 0.0
-                            for ow in range(lo, hi):
-                                d2[ow] = src[ow * g.sw + off]
-                            for ow in range(hi, g.Wo):
-                                d2[ow] = 0.0
-                    dst += P
+    for od in range(g.Do):
+        idd = od * g.sd - g.pd + a * g.dd
+        for oh in range(g.Ho):
+            ih = oh * g.sh - g.ph + b * g.dh
+            d2 = dst + (od * g.Ho + oh) * g.Wo
+            if idd < 0 or idd >= g.D or ih < 0 or ih >= g.H:
+                memset(d2, 0, g.Wo * sizeof(float))
+                continue
+            src = x + ((c * g.D + idd) * g.H + ih) * g.W
+            off = e * g.dw - g.pw      # input column of ow is ow*sw + off
+            if g.sw == 1 and off >= 0 and off + g.Wo <= g.W:
+                memcpy(d2, src + off, g.Wo * sizeof(float))
+                continue
+            lo = 0 if off >= 0 else min((g.sw - 1 - off) // g.sw, g.Wo)
+            hi = min((g.W - 1 - off) // g.sw + 1, g.Wo) if g.W - 1 - off >= 0 else 0
+            hi = max(hi, lo)
+            for ow in range(lo):
+                d2[ow] = 0.0
+            for ow in range(lo, hi):
+                d2[ow] = src[ow * g.sw + off]
+            for ow in range(hi, g.Wo):
+                d2[ow] = 0.0
+
+
+cdef void im2col3d_raw(const float* x, Py_ssize_t C, const ConvGeom* g, float* col, int nth) noexcept nogil:
+    """col[(c, a, b, e), (od, oh, ow)] := x[c, od*sd - pd + a*dd, oh*sh - ph + b*dh, ow*sw - pw + e*dw] (0 outside).
+    Rows are independent: with nth > 1 they are split over threads (the copy would otherwise stay serial while the
+    GEMM after it runs on every thread)."""
+    cdef Py_ssize_t P = g.Do * g.Ho * g.Wo, rows = C * g.kd * g.kh * g.kw, r
+    if nth > 1 and rows > 1:
+        for r in prange(rows, num_threads=nth, schedule="static"):
+            _im2col_row(x, g, r, col + r * P)
+    else:
+        for r in range(rows):
+            _im2col_row(x, g, r, col + r * P)
 
 
 cdef inline bint _conv_is_pointwise(const ConvGeom* g) noexcept nogil:
@@ -68,7 +77,7 @@ cdef void _conv_one(Py_ssize_t n, Py_ssize_t gi, const float* x, const float* wp
     if _conv_is_pointwise(g):
         a = xg
     else:
-        im2col3d_raw(xg, Cg, g, col)
+        im2col3d_raw(xg, Cg, g, col, nth)
         a = col
     sgemm_packed_raw(P, Coutg, Kc, 1.0, a, 1, P, wp + gi * sgemm_pack_b_len(Kc, Coutg), 0.0,
                      y + (n * g.cout + gi * Coutg) * P, 1, P,
