@@ -148,7 +148,6 @@ class InferenceSession:
         self._sess_options = sess_options if sess_options is not None else SessionOptions()
         so = self._sess_options
         self._providers = self._check_providers(providers)
-        self._provider_options = provider_options
         unknown = set(kwargs) - {"prepacked_weights_container", "stream", "disabled_optimizers"}
         if unknown:
             raise TypeError(f"InferenceSession got unexpected keyword arguments {sorted(unknown)}")
@@ -172,7 +171,6 @@ class InferenceSession:
         # partition
         fallback = not so._flag(CONFIG_DISABLE_FALLBACK)
         devices = [CPU_DEVICE, REFERENCE_DEVICE]
-        self._partitions_summary = []
         forced = frozenset(t.strip() for t in so._config.get(CONFIG_FALLBACK_OP_TYPES, "").split(",") if t.strip())
         partitions = make_partitions(graph, devices, fallback, forced)
         self.node_assignment = {n.name: p.backend for p in partitions for n in p.nodes}
@@ -181,8 +179,7 @@ class InferenceSession:
                           for d in devices}
         # compile (kernels + pre-packing); graph objects are not kept past this call
         ctx = CompileContext(weight_allocator=BufferType("weights", Stream("weights")), container=self._container,
-                             prepack=not so._flag(CONFIG_DISABLE_PREPACKING), num_threads=nthreads,
-                             config=dict(so._config))
+                             prepack=not so._flag(CONFIG_DISABLE_PREPACKING))
         plans = compile_partitions(partitions, self._backends, ctx)
         # plan
         self._executor = Executor(plans, self._backends, [n for n, _ in graph.outputs], graph.constants,

@@ -67,6 +67,14 @@ class AllocatorDesc:
         return f"AllocatorDesc({self.name})"
 
 
+def host_bytes(size: int) -> np.ndarray:
+    """`size` uninitialised bytes of host memory, HOST_ALIGNMENT-aligned: a numpy block over-allocated by the alignment
+    and sliced at the first aligned address (numpy frees it when the last view is gone)."""
+    block = np.empty(size + HOST_ALIGNMENT, dtype=np.uint8)
+    start = -address_of(block) % HOST_ALIGNMENT
+    return block[start:start + size]
+
+
 class _NumpyHostAllocator:
     """The default allocator: numpy blocks over-allocated by HOST_ALIGNMENT and offset to an aligned address."""
 
@@ -110,7 +118,7 @@ class _Lease:
 def _memory_view(desc, block, size, stream) -> np.ndarray:
     """A uint8 array of `size` bytes over `block`; returns the block to `desc` when no view of it remains."""
     if desc is _DEFAULT:
-        start = -address_of(block) % HOST_ALIGNMENT
+        start = desc.get_addr_from_block_func(desc.obj, block) - address_of(block)
         return block[start:start + size]
     addr = int(desc.get_addr_from_block_func(desc.obj, block))
     lease = _Lease(desc, block, stream)
@@ -162,7 +170,9 @@ class Stream:
         size = int(size)
         if size < 0:
             raise InvalidArgument(f"stream {self.name}: cannot allocate {size} bytes")
-        desc = self.allocator
+        if self._allocator is None:
+            return host_bytes(size)
+        desc = self._allocator
         block = desc.alloc_func(desc.obj, size)
         if block is None:
             raise Fail(f"allocator {desc.name} returned no block for {size} bytes (out of memory?)")

@@ -20,8 +20,6 @@ class CompileContext:
     weight_allocator: object                                 # BufferType for packed weights
     container: PrePackedWeightsContainer | None = field(default_factory=PrePackedWeightsContainer)
     prepack: bool = True                                     # False: "session.disable_prepacking"
-    num_threads: int = 0                                     # intra-op threads (0: OpenMP's default)
-    config: dict = field(default_factory=dict)
 
 
 def prepack_kernel(kernel, constants: dict, ctx: CompileContext) -> set:

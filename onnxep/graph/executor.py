@@ -6,8 +6,7 @@ import math
 
 import numpy as np
 
-from onnxep._kernels import address_of
-from onnxep.contracts.allocator import HOST_ALIGNMENT
+from onnxep.contracts.allocator import host_bytes
 
 from onnxep.contracts.backend import Buffer, Tensor, cpy_tensor
 from onnxep.graph.model import check_size
@@ -29,11 +28,8 @@ class RunContext:
         nbytes = math.prod(shape) * dtype.itemsize
         if nbytes > self.limit or (shape and min(shape) < 0):
             check_size(shape, dtype, "tensor allocation", self.limit)  # raises, saying why
-        if self.stream.uses_default_allocator:  # the hot path: what Stream.alloc does, inlined
-            block = np.empty(nbytes + HOST_ALIGNMENT, np.uint8)
-            start = -address_of(block) % HOST_ALIGNMENT
-            return block[start:start + nbytes].view(dtype).reshape(shape)
-        return self.stream.alloc(nbytes).view(dtype).reshape(shape)
+        mem = host_bytes(nbytes) if self.stream.uses_default_allocator else self.stream.alloc(nbytes)
+        return mem.view(dtype).reshape(shape)
 
 
 class Executor:
