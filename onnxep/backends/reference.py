@@ -58,12 +58,10 @@ class ReferenceBackend(Backend):
                 return v
             return helper.make_empty_tensor_value_info(name)
 
-        const_names = [x for x in partition.constants if x not in partition.inputs]
         graph = helper.make_graph(
             [n.proto for n in partition.nodes], "reference_partition",
             [vi(x) for x in partition.inputs], [vi(x) for x in partition.outputs],
-            [numpy_helper.from_array(np.asarray(partition.constants[x]), x) for x in const_names
-             if isinstance(partition.constants[x], np.ndarray) and partition.constants[x].dtype != object]
+            [numpy_helper.from_array(np.asarray(v), x) for x, v in partition.constants.items()]
         )
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid(d, v) for d, v in partition.opsets.items()],
                                   functions=partition.functions)

@@ -149,3 +149,17 @@ def test_session_copies_at_backend_boundaries():
     assert [p.backend_name for p in sess.plans] == ["reference", "cpu"]
     assert sess._executor.copies == [(), (("y", "reference"),)]
     np.testing.assert_array_equal(sess.run(None, {"x": np.array([1, -2, 3], np.float32)})[0], [0, 2, 0])
+
+
+def test_reference_partition_receives_string_constants():
+    # a string initializer read by a reference-backend node must reach that partition
+    import onnx
+    from onnx import TensorProto
+    g = helper.make_graph([helper.make_node("Concat", ["x", "s"], ["y"], axis=0)], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.STRING, [1])],
+                          [helper.make_tensor_value_info("y", TensorProto.STRING, [2])],
+                          [onnx.numpy_helper.from_array(np.array(["b"], dtype=object), "s")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    sess = onnxep.InferenceSession(m.SerializeToString())
+    assert sess.node_assignment == {"Concat_0": "reference"}
+    assert sess.run(None, {"x": np.array(["a"], dtype=object)})[0].tolist() == ["a", "b"]
