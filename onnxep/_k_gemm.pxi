@@ -50,7 +50,7 @@ cdef extern from *:
 
     /* onnxep_sgemm_uk: the intrinsics micro-kernel with the epilogue fused.
          C[i, j] := alpha * sum_k a[k*MR + i] * b[k*NR + j] + beta * C[i, j] (C not read when beta == 0)
-                    [+ bias_col[j]] [+ bias_row[i]] [relu]             for i < mr, j < nr;  C[i, j] = c[i*rsc + j]
+                    [+ bias_col[j]] [+ bias_row[i]] [+ res[i*rsc + j]] [relu]   for i < mr, j < nr;  C[i, j] = c[i*rsc + j]
        a: one packed A panel (kc x MR, column-major), b: one packed B panel (kc x NR, row-major, zero-padded).
        One body per row count (mr = 1..MR, the switch below), so tails compute no padded rows; column tails are
        masked loads/stores. Every row adds its products in the same k order with one FMA per product, whatever mr
@@ -58,8 +58,9 @@ cdef extern from *:
     #if ONNXEP_SGEMM_SIMD
     #include <immintrin.h>
     #define ONNXEP_UK_ARGS Py_ssize_t kc, Py_ssize_t nr, const float* a, const float* b, float* c, Py_ssize_t rsc, \
-                           float alpha, float beta, const float* bias_col, const float* bias_row, int relu
-    #define ONNXEP_UK_PASS kc, nr, a, b, c, rsc, alpha, beta, bias_col, bias_row, relu
+                           float alpha, float beta, const float* bias_col, const float* bias_row, \
+                           const float* res, int relu
+    #define ONNXEP_UK_PASS kc, nr, a, b, c, rsc, alpha, beta, bias_col, bias_row, res, relu
     #endif
 
     #if defined(__AVX512F__)
@@ -101,6 +102,10 @@ cdef extern from *:
             }
             if (bias_col) { v0 = _mm512_add_ps(v0, bc0); v1 = _mm512_add_ps(v1, bc1); }
             if (bias_row) { __m512 r = _mm512_set1_ps(bias_row[i]); v0 = _mm512_add_ps(v0, r); v1 = _mm512_add_ps(v1, r); }
+            if (res) {
+                v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(m0, res + i * rsc));
+                v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(m1, res + i * rsc + 16));
+            }
             if (relu) { v0 = _mm512_max_ps(v0, z); v1 = _mm512_max_ps(v1, z); }   /* max(NaN, 0) = 0, as the C path */
             _mm512_mask_storeu_ps(ci, m0, v0);
             _mm512_mask_storeu_ps(ci + 16, m1, v1);
@@ -170,6 +175,11 @@ cdef extern from *:
             }
             if (bias_col) { v0 = _mm256_add_ps(v0, bc0); v1 = _mm256_add_ps(v1, bc1); }
             if (bias_row) { __m256 r = _mm256_set1_ps(bias_row[i]); v0 = _mm256_add_ps(v0, r); v1 = _mm256_add_ps(v1, r); }
+            if (res) {
+                const float* ri = res + i * rsc;
+                if (full) { v0 = _mm256_add_ps(v0, _mm256_loadu_ps(ri)); v1 = _mm256_add_ps(v1, _mm256_loadu_ps(ri + 8)); }
+                else { v0 = _mm256_add_ps(v0, _mm256_maskload_ps(ri, m0)); v1 = _mm256_add_ps(v1, _mm256_maskload_ps(ri + 8, m1)); }
+            }
             if (relu) { v0 = _mm256_max_ps(v0, z); v1 = _mm256_max_ps(v1, z); }   /* max(NaN, 0) = 0, as the C path */
             if (full) {
                 _mm256_storeu_ps(ci, v0);
@@ -196,7 +206,58 @@ cdef extern from *:
     /* generic variant: never called (ONNXEP_SGEMM_SIMD == 0), the Cython micro-kernel below runs instead */
     static inline void onnxep_sgemm_uk(Py_ssize_t mr, Py_ssize_t kc, Py_ssize_t nr, const float* a, const float* b,
                                        float* c, Py_ssize_t rsc, float alpha, float beta, const float* bias_col,
-                                       const float* bias_row, int relu) { }
+                                       const float* bias_row, const float* res, int relu) { }
+    #endif
+
+    /* d[kk*MR + i] := srcs[i][kk * soff[i]] for kk < n, i < MR: MR source runs (soff 1), or a zero run (soff 0:
+       srcs[i] points at >= 16 zeros), transposed into n consecutive MR-float rows of a packed A panel. */
+    #if defined(__AVX512F__)
+    static void onnxep_pack_rows_t(float* d, const float* const* srcs, const Py_ssize_t* soff, Py_ssize_t n)
+    {
+        Py_ssize_t kk = 0;
+        const __mmask16 m12 = 0x0FFF;
+        for (; kk + 16 <= n; kk += 16) {
+            __m512 r[16], t[16];
+            int i;
+            for (i = 0; i < 12; i++) r[i] = _mm512_loadu_ps(srcs[i] + kk * soff[i]);
+            for (i = 12; i < 16; i++) r[i] = _mm512_setzero_ps();
+            /* 16 x 16 transpose: 32-bit, 64-bit interleaves, then 128-bit lane shuffles */
+            for (i = 0; i < 16; i += 2) {
+                t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+                t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+            }
+            for (i = 0; i < 16; i += 4) {
+                r[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[i]), _mm512_castps_pd(t[i + 2])));
+                r[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[i]), _mm512_castps_pd(t[i + 2])));
+                r[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[i + 1]), _mm512_castps_pd(t[i + 3])));
+                r[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[i + 1]), _mm512_castps_pd(t[i + 3])));
+            }
+            /* r[4q + s] holds, in 128-bit lane L, rows 4q..4q+3 of column 4L + s */
+            for (i = 0; i < 4; i++) {
+                __m512 a = _mm512_shuffle_f32x4(r[i], r[4 + i], 0x88);      /* lanes 0,2 of r[i], 0,2 of r[4+i] */
+                __m512 b = _mm512_shuffle_f32x4(r[8 + i], r[12 + i], 0x88);
+                __m512 c = _mm512_shuffle_f32x4(r[i], r[4 + i], 0xDD);      /* lanes 1,3 */
+                __m512 e = _mm512_shuffle_f32x4(r[8 + i], r[12 + i], 0xDD);
+                t[i] = _mm512_shuffle_f32x4(a, b, 0x88);                    /* column i      (lane 0) */
+                t[8 + i] = _mm512_shuffle_f32x4(a, b, 0xDD);                /* column 8 + i  (lane 2) */
+                t[4 + i] = _mm512_shuffle_f32x4(c, e, 0x88);                /* column 4 + i  (lane 1) */
+                t[12 + i] = _mm512_shuffle_f32x4(c, e, 0xDD);               /* column 12 + i (lane 3) */
+            }
+            for (i = 0; i < 16; i++) _mm512_mask_storeu_ps(d + (kk + i) * 12, m12, t[i]);
+        }
+        for (; kk < n; kk++) {
+            int i;
+            for (i = 0; i < 12; i++) d[kk * 12 + i] = srcs[i][kk * soff[i]];
+        }
+    }
+    #else
+    static void onnxep_pack_rows_t(float* d, const float* const* srcs, const Py_ssize_t* soff, Py_ssize_t n)
+    {
+        Py_ssize_t kk;
+        int i;
+        for (kk = 0; kk < n; kk++)
+            for (i = 0; i < ONNXEP_SGEMM_MR; i++) d[kk * ONNXEP_SGEMM_MR + i] = srcs[i][kk * soff[i]];
+    }
     #endif
     """
     enum:
@@ -207,7 +268,10 @@ cdef extern from *:
         SGEMM_SIMD "ONNXEP_SGEMM_SIMD"
     void sgemm_ukernel_simd "onnxep_sgemm_uk"(Py_ssize_t mr, Py_ssize_t kc, Py_ssize_t nr, const float* a,
                                               const float* b, float* c, Py_ssize_t rsc, float alpha, float beta,
-                                              const float* bias_col, const float* bias_row, int relu) noexcept nogil
+                                              const float* bias_col, const float* bias_row, const float* res,
+                                              int relu) noexcept nogil
+    void pack_rows_t "onnxep_pack_rows_t"(float* d, const float* const* srcs, const Py_ssize_t* soff,
+                                          Py_ssize_t n) noexcept nogil
 
 from libc.stdlib cimport malloc, free
 
@@ -329,6 +393,66 @@ cdef void sgemm_pack_a_raw(Py_ssize_t mc, Py_ssize_t kc, const float* a, Py_ssiz
         ip += mr
 
 
+cdef struct ImplicitA:
+    # The A operand of a conv over channel-last (NHWC) input, read in place (implicit im2col, no col buffer):
+    #     A[p, k] = x[n, oh*sh - ph + b*dh, ow*sw - pw + e*dw, c]   (0 outside x)
+    # for output pixel p = (n*Ho + oh)*Wo + ow and k = (b*kw + e)*Cg + c: tap-major, channel-minor, so every run of
+    # Cg values of k is one contiguous stretch of a pixel's channels. x is offset to the group's first channel.
+    const float* x
+    Py_ssize_t H, W, C          # input height, width and channel stride of a pixel (all channels, every group)
+    Py_ssize_t Cg               # channels per tap (the group's input channels)
+    Py_ssize_t kh, kw, sh, sw, dh, dw, ph, pw
+    Py_ssize_t Ho, Wo
+
+
+cdef void pack_a_implicit(const ImplicitA* ia, Py_ssize_t i0, Py_ssize_t mc, Py_ssize_t pc, Py_ssize_t kc,
+                          float* out) noexcept nogil:
+    """out := the mc x kc block of A (rows i0.., columns pc..) of ia as MR-row panels (kc x MR each, zero-padded),
+    the same layout as sgemm_pack_a_raw."""
+    cdef Py_ssize_t HoWo = ia.Ho * ia.Wo, HWC = ia.H * ia.W * ia.C, Cg = ia.Cg
+    cdef Py_ssize_t ip, mr, i, p, n, r, oh, k, tap, c, ln, b, e, ih, iw, kk
+    cdef Py_ssize_t ih0[SGEMM_MR]
+    cdef Py_ssize_t iw0[SGEMM_MR]
+    cdef const float* img[SGEMM_MR]
+    cdef const float* srcs[SGEMM_MR]
+    cdef Py_ssize_t soff[SGEMM_MR]
+    cdef float zero16[16]
+    cdef float* d
+    for i in range(16):
+        zero16[i] = 0.0
+    ip = 0
+    while ip < mc:
+        mr = min(<Py_ssize_t>SGEMM_MR, mc - ip)
+        for i in range(mr):
+            p = i0 + ip + i
+            n = p // HoWo
+            r = p - n * HoWo
+            oh = r // ia.Wo
+            ih0[i] = oh * ia.sh - ia.ph
+            iw0[i] = (r - oh * ia.Wo) * ia.sw - ia.pw
+            img[i] = ia.x + n * HWC
+        k = pc
+        while k < pc + kc:
+            tap = k // Cg
+            c = k - tap * Cg
+            ln = min(Cg - c, pc + kc - k)
+            b = tap // ia.kw
+            e = tap - b * ia.kw
+            d = out + ip * kc + (k - pc) * SGEMM_MR
+            for i in range(SGEMM_MR):     # each row's source run, or a zero run (outside x, or past mr)
+                ih = ih0[i] + b * ia.dh
+                iw = iw0[i] + e * ia.dw
+                if i < mr and 0 <= ih < ia.H and 0 <= iw < ia.W:
+                    srcs[i] = img[i] + (ih * ia.W + iw) * ia.C + c
+                    soff[i] = 1
+                else:
+                    srcs[i] = zero16
+                    soff[i] = 0
+            pack_rows_t(d, srcs, soff, ln)
+            k += ln
+        ip += mr
+
+
 cdef void _sgemm_ukernel_full(Py_ssize_t kc, const float* a, const float* b, float* out) noexcept nogil:
     """out[i*NR + j] := sum_k a[k*MR + i] * b[k*NR + j]: one MR x NR register block (fixed-size loops that gcc
     vectorises along NR under the variant's ISA flags)."""
@@ -378,8 +502,9 @@ cdef inline void sgemm_ukernel(Py_ssize_t kc, Py_ssize_t mr, const float* a, con
 
 
 cdef void sgemm_store(const float* acc, Py_ssize_t mr, Py_ssize_t nr, float* c, Py_ssize_t rsc, Py_ssize_t csc,
-                      float alpha, float beta, const float* bias_col, const float* bias_row, bint relu) noexcept nogil:
-    """C[:mr, :nr] := alpha*acc + beta*C (C not read when beta == 0) [+ bias] [relu]."""
+                      float alpha, float beta, const float* bias_col, const float* bias_row, bint relu,
+                      const float* res=NULL) noexcept nogil:
+    """C[:mr, :nr] := alpha*acc + beta*C (C not read when beta == 0) [+ bias] [+ R] [relu]; R (res) has C's strides."""
     cdef Py_ssize_t i, j
     cdef float v
     cdef float* ci
@@ -400,6 +525,9 @@ cdef void sgemm_store(const float* acc, Py_ssize_t mr, Py_ssize_t nr, float* c, 
                 v = bias_row[i]
                 for j in range(nr):
                     ci[j] = ci[j] + v
+            if res != NULL:
+                for j in range(nr):
+                    ci[j] = ci[j] + res[i * rsc + j]
             if relu:
                 for j in range(nr):
                     ci[j] = ci[j] if ci[j] > 0 else 0.0
@@ -415,6 +543,8 @@ cdef void sgemm_store(const float* acc, Py_ssize_t mr, Py_ssize_t nr, float* c, 
                 v = v + bias_col[j]
             if bias_row != NULL:
                 v = v + bias_row[i]
+            if res != NULL:
+                v = v + res[j * csc + i * rsc]
             if relu and not (v > 0):
                 v = 0.0
             cj[i * rsc] = v
@@ -422,10 +552,13 @@ cdef void sgemm_store(const float* acc, Py_ssize_t mr, Py_ssize_t nr, float* c, 
 
 cdef void _sgemm_tile(Py_ssize_t ic, Py_ssize_t mc, Py_ssize_t jp0, Py_ssize_t jp1,
                       Py_ssize_t N, Py_ssize_t K, float alpha,
-                      const float* a, Py_ssize_t rsa, Py_ssize_t csa, const float* bp,
+                      const float* a, Py_ssize_t rsa, Py_ssize_t csa, const ImplicitA* ia, const float* bp,
                       float beta, float* c, Py_ssize_t rsc, Py_ssize_t csc,
-                      const float* bias_col, const float* bias_row, bint relu, float* work) noexcept nogil:
-    """Rows ic:ic+mc, NR panels jp0:jp1 of C, over all of K. `work`: SGEMM_WORK_PER_THREAD floats.
+                      const float* bias_col, const float* bias_row, const float* res, bint relu,
+                      float* work) noexcept nogil:
+    """Rows ic:ic+mc, NR panels jp0:jp1 of C, over all of K. `work`: SGEMM_WORK_PER_THREAD floats. A is read from
+    (a, rsa, csa), or through `ia` (implicit im2col) when that is not NULL; res (C's strides, csc == 1) is added in
+    the epilogue.
 
     When C's columns are strided (csc != 1, e.g. conv writing NCHW) and beta == 0, the tile is accumulated in a
     contiguous scratch tile and written to C once at the end: storing every KC block straight to strided C costs
@@ -446,7 +579,10 @@ cdef void _sgemm_tile(Py_ssize_t ic, Py_ssize_t mc, Py_ssize_t jp0, Py_ssize_t j
         first = pc == 0
         last = pc + kc >= K
         beta_k = beta if first else 1.0
-        sgemm_pack_a_raw(mc, kc, a + ic * rsa + pc * csa, rsa, csa, abuf)
+        if ia != NULL:
+            pack_a_implicit(ia, ic, mc, pc, kc, abuf)
+        else:
+            sgemm_pack_a_raw(mc, kc, a + ic * rsa + pc * csa, rsa, csa, abuf)
         for jp in range(jp0, jp1):
             n0 = jp * SGEMM_NR
             nr = min(<Py_ssize_t>SGEMM_NR, N - n0)
@@ -464,6 +600,7 @@ cdef void _sgemm_tile(Py_ssize_t ic, Py_ssize_t mc, Py_ssize_t jp0, Py_ssize_t j
                     sgemm_ukernel_simd(mr, kc, nr, abuf + ip * kc, bpanel, cdst, ldc, alpha, beta_k,
                                        (bias_col + n0) if (last and bias_col != NULL) else NULL,
                                        (bias_row + ic + ip) if (last and bias_row != NULL) else NULL,
+                                       (res + (ic + ip) * rsc + n0) if (last and res != NULL) else NULL,
                                        relu and last)
                     ip += mr
                     continue
@@ -479,7 +616,8 @@ cdef void _sgemm_tile(Py_ssize_t ic, Py_ssize_t mc, Py_ssize_t jp0, Py_ssize_t j
                                 alpha, beta_k,
                                 (bias_col + n0) if (last and bias_col != NULL) else NULL,
                                 (bias_row + ic + ip) if (last and bias_row != NULL) else NULL,
-                                relu and last)
+                                relu and last,
+                                (res + (ic + ip) * rsc + n0 * csc) if (last and res != NULL) else NULL)
                 ip += mr
         pc += kc
     if scratch:
@@ -509,6 +647,17 @@ cdef void sgemm_packed_raw(Py_ssize_t M, Py_ssize_t N, Py_ssize_t K, float alpha
                            float* work, int nth) noexcept nogil:
     """C := alpha*A@B + beta*C [+ bias] [relu] with B packed by sgemm_pack_b_raw; A[i, k] = a[i*rsa + k*csa].
     `work` holds sgemm_work_len(nth) floats; nth threads at most (1: no parallel region)."""
+    sgemm_packed_ex(M, N, K, alpha, a, rsa, csa, NULL, bp, beta, c, rsc, csc, bias_col, bias_row, NULL, relu,
+                    work, nth)
+
+
+cdef void sgemm_packed_ex(Py_ssize_t M, Py_ssize_t N, Py_ssize_t K, float alpha,
+                          const float* a, Py_ssize_t rsa, Py_ssize_t csa, const ImplicitA* ia, const float* bp,
+                          float beta, float* c, Py_ssize_t rsc, Py_ssize_t csc,
+                          const float* bias_col, const float* bias_row, const float* res, bint relu,
+                          float* work, int nth) noexcept nogil:
+    """sgemm_packed_raw with A read through `ia` (implicit im2col, see ImplicitA) when it is not NULL, and a residual
+    res (C's strides; csc == 1) added in the epilogue when res is not NULL."""
     cdef Py_ssize_t npanels, mtiles, ntiles, slab, slab_cap, best, cand, target, t, ic, mc, mcb, jp0, jp1, i, j
     cdef int pass_
     cdef float zero[SGEMM_MR * SGEMM_NR]
@@ -524,7 +673,8 @@ cdef void sgemm_packed_raw(Py_ssize_t M, Py_ssize_t N, Py_ssize_t K, float alpha
                 sgemm_store(zero, min(<Py_ssize_t>SGEMM_MR, M - i), min(<Py_ssize_t>SGEMM_NR, N - j),
                             c + i * rsc + j * csc, rsc, csc, alpha, beta,
                             (bias_col + j) if bias_col != NULL else NULL,
-                            (bias_row + i) if bias_row != NULL else NULL, relu)
+                            (bias_row + i) if bias_row != NULL else NULL, relu,
+                            (res + i * rsc + j * csc) if res != NULL else NULL)
                 j += SGEMM_NR
             i += SGEMM_MR
         return
@@ -559,15 +709,15 @@ cdef void sgemm_packed_raw(Py_ssize_t M, Py_ssize_t N, Py_ssize_t K, float alpha
             ic = (t // ntiles) * mcb
             jp0 = (t % ntiles) * slab
             _sgemm_tile(ic, min(mcb, M - ic), jp0, min(jp0 + slab, npanels), N, K, alpha,
-                        a, rsa, csa, bp, beta, c, rsc, csc, bias_col, bias_row, relu, work)
+                        a, rsa, csa, ia, bp, beta, c, rsc, csc, bias_col, bias_row, res, relu, work)
         return
     for t in prange(mtiles * ntiles, num_threads=min(<Py_ssize_t>nth, mtiles * ntiles), schedule="dynamic"):
         ic = (t // ntiles) * mcb
         jp0 = (t % ntiles) * slab
         jp1 = min(jp0 + slab, npanels)
         mc = min(mcb, M - ic)
-        _sgemm_tile(ic, mc, jp0, jp1, N, K, alpha, a, rsa, csa, bp, beta, c, rsc, csc, bias_col, bias_row, relu,
-                    work + <Py_ssize_t>openmp.omp_get_thread_num() * SGEMM_WORK_PER_THREAD)
+        _sgemm_tile(ic, mc, jp0, jp1, N, K, alpha, a, rsa, csa, ia, bp, beta, c, rsc, csc, bias_col, bias_row, res,
+                    relu, work + <Py_ssize_t>openmp.omp_get_thread_num() * SGEMM_WORK_PER_THREAD)
 
 
 # ----------------------------------------------------------------------------------------------- Python wrappers

@@ -40,6 +40,7 @@ def max_threads():
 include "_k_eltwise.pxi"
 include "_k_gemm.pxi"
 include "_k_conv.pxi"
+include "_k_conv_nhwc.pxi"
 include "_k_pool.pxi"
 include "_k_norm.pxi"
 include "_k_hash.pxi"

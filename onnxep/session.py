@@ -159,8 +159,9 @@ class InferenceSession:
         # load
         model, self._model_dir = model_mod.load_model(path_or_bytes)
         graph = model_mod.build_graph(model)
+        forced = frozenset(t.strip() for t in so._config.get(CONFIG_FALLBACK_OP_TYPES, "").split(",") if t.strip())
         # optimize
-        graph = optimize(graph, int(so.graph_optimization_level), so.optimized_model_filepath, model)
+        graph = optimize(graph, int(so.graph_optimization_level), so.optimized_model_filepath, model, forced)
         del model
         self._inputs = [NodeArg(n, vt) for n, vt in graph.inputs]
         self._outputs = [NodeArg(n, vt) for n, vt in graph.outputs]
@@ -171,7 +172,6 @@ class InferenceSession:
         # partition
         fallback = not so._flag(CONFIG_DISABLE_FALLBACK)
         devices = [CPU_DEVICE, REFERENCE_DEVICE]
-        forced = frozenset(t.strip() for t in so._config.get(CONFIG_FALLBACK_OP_TYPES, "").split(",") if t.strip())
         partitions = make_partitions(graph, devices, fallback, forced)
         self.node_assignment = {n.name: p.backend for p in partitions for n in p.nodes}
         nthreads = int(so.intra_op_num_threads or 0)

@@ -19,7 +19,7 @@ _MODULES = (
     # -- gemm, matmul, conv
     "gemm",
     "mat_mul",
-    "conv",
+    "conv", "nhwc_conv",
     # -- pooling, normalization, softmax
     "max_pool", "average_pool", "global_average_pool", "global_max_pool", "lrn", "batch_normalization",
     "softmax", "log_softmax",

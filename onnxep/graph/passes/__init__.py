@@ -1,25 +1,47 @@
 """Stage 2, optimize: graph passes, one per file, each switched by graph_optimization_level.
 
-This release has constant folding (ORT_ENABLE_BASIC and up); fusions and layout passes come with the graph
-optimization work. `optimized_model_filepath` writes the model as loaded (the folded form is not written back yet)."""
+    level  pass
+    1      constant folding; Conv + BatchNormalization folding
+    3      channel-last layout (NHWC twins of Conv and pooling, transposes only where layouts meet), then the
+           NhwcConv epilogue fusions (residual Add, Relu)
+
+ORT_ENABLE_ALL (99, the default) runs them all. `optimized_model_filepath` writes the model as loaded (the optimized
+graph is not written back yet)."""
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import onnx
 
 from onnxep.graph.ir import Graph
-
 from onnxep.graph.passes.constant_folding import fold_constants
+from onnxep.graph.passes.fuse_conv_bn import fuse_conv_bn
+from onnxep.graph.passes.fuse_nhwc_conv import fuse_nhwc_conv
+from onnxep.graph.passes.layout_nhwc import layout_nhwc
 
-#: (minimum GraphOptimizationLevel, pass function Graph -> Graph), applied in order.
+
+@dataclass(frozen=True)
+class PassContext:
+    """What passes may know of the session: op types forced onto the reference backend stay as they are."""
+
+    keep_ops: frozenset = frozenset()
+
+
+#: (minimum GraphOptimizationLevel, pass function (Graph, PassContext) -> Graph), applied in order.
 PASSES: list = [
     (1, fold_constants),
+    (1, fuse_conv_bn),
+    (3, layout_nhwc),
+    (3, fuse_nhwc_conv),
 ]
 
 
-def optimize(graph: Graph, level: int, optimized_model_filepath: str = "", model: onnx.ModelProto | None = None):
+def optimize(graph: Graph, level: int, optimized_model_filepath: str = "", model: onnx.ModelProto | None = None,
+             keep_ops=frozenset()):
+    ctx = PassContext(frozenset(keep_ops))
     for min_level, fn in PASSES:
         if level >= min_level:
-            graph = fn(graph)
+            graph = fn(graph, ctx)
     if optimized_model_filepath and model is not None:
         onnx.save(model, optimized_model_filepath)
     return graph

@@ -26,7 +26,7 @@ def _alloc(shape, dtype=np.float32):
     return np.empty(shape, dtype)
 
 
-def fold_constants(graph: Graph) -> Graph:
+def fold_constants(graph: Graph, ctx=None) -> Graph:
     constants = graph.constants
     folded = dict(graph.initializers)
     keep = []

@@ -1,0 +1,79 @@
+"""Small helpers the graph passes share: fresh value names, consumer counts, new nodes and value types."""
+from __future__ import annotations
+
+from onnx import helper
+
+from onnxep.graph.ir import Graph, Node, ValueType
+from onnxep.graph.model import graph_outer_names
+
+INTERNAL_DOMAIN = "com.onnxep"    # onnxep's own ops (written by passes only); opset 1
+
+
+class Names:
+    """Fresh value / node names that clash with nothing in the graph."""
+
+    def __init__(self, graph: Graph):
+        self.used = set(graph.initializers) | set(graph.value_types) | {n for n, _ in graph.inputs}
+        self.used |= {n for n, _ in graph.outputs}
+        for node in graph.nodes:
+            self.used.update(node.inputs)
+            self.used.update(node.outputs)
+            self.used.add(node.name)
+
+    def new(self, base: str) -> str:
+        name, i = base, 0
+        while name in self.used:
+            i += 1
+            name = f"{base}_{i}"
+        self.used.add(name)
+        return name
+
+
+def reads(node: Node) -> list:
+    """The value names a node reads: its inputs and the outer names its subgraphs use."""
+    out = [x for x in node.inputs if x]
+    for g in node.subgraphs:
+        out.extend(sorted(graph_outer_names(g)))
+    return out
+
+
+def consumer_counts(graph: Graph) -> dict:
+    """name -> how many node inputs (and subgraph references) read it; graph outputs count as one more reader."""
+    counts: dict = {}
+    for node in graph.nodes:
+        for x in reads(node):
+            counts[x] = counts.get(x, 0) + 1
+    for name, _ in graph.outputs:
+        counts[name] = counts.get(name, 0) + 1
+    return counts
+
+
+def node_proto(node: Node):
+    """The NodeProto of a Node's current fields (the reference backend runs nodes from their protos)."""
+    return helper.make_node(node.op_type, list(node.inputs), list(node.outputs), name=node.name,
+                            domain=node.domain or None, **{k: v for k, v in node.attrs.items() if v is not None})
+
+
+def make_node(graph: Graph, name: str, op_type: str, inputs, outputs, attrs: dict, domain: str = "") -> Node:
+    """A Node (with its NodeProto) at the opset the graph imports for `domain`."""
+    if domain == INTERNAL_DOMAIN:
+        graph.opsets.setdefault(INTERNAL_DOMAIN, 1)
+    node = Node(name, op_type, domain, list(inputs), list(outputs), dict(attrs), graph.opsets.get(domain, 0))
+    node.proto = node_proto(node)
+    return node
+
+
+def drop_unused_initializers(graph: Graph) -> None:
+    """Forget initializers no node, subgraph or graph output reads (overridable ones stay: they are inputs)."""
+    used = {x for n in graph.nodes for x in reads(n)} | {n for n, _ in graph.outputs}
+    used |= {n for n, _ in graph.overridable}
+    graph.initializers = {k: v for k, v in graph.initializers.items() if k in used}
+
+
+def tensor_type(like: ValueType | None, shape) -> ValueType:
+    """A tensor ValueType with `like`'s element type and the given shape (dims may be None or symbolic)."""
+    elem = like.elem_type if like is not None and like.kind == "tensor" else 0
+    if elem == 0 or shape is None:
+        return ValueType()
+    dims = [d if isinstance(d, (int, str)) else None for d in shape]
+    return ValueType.from_proto(helper.make_tensor_type_proto(elem, dims))

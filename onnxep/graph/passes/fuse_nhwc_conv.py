@@ -1,0 +1,64 @@
+"""Epilogue fusion for NhwcConv (after the layout pass): what follows a channel-last conv moves into its GEMM epilogue.
+
+- NhwcConv -> Add / Sum(two inputs) with a same-shaped other input Z: the conv takes Z as its 4th input
+  (y = conv + B + Z) and moves to the Add's place (Z may be computed after the conv in the original order);
+- NhwcConv -> Relu: the conv's activation becomes "Relu" (applied after the residual add, as in a ResNet block).
+
+Only when the conv's output has no other reader (and is not a graph output)."""
+from __future__ import annotations
+
+from onnxep.graph.ir import Graph
+from onnxep.graph.passes._edit import INTERNAL_DOMAIN, consumer_counts, node_proto
+
+
+def _fusable_conv(node, counts, x) -> bool:
+    return (node is not None and node.domain == INTERNAL_DOMAIN and node.op_type == "NhwcConv"
+            and not node.attrs.get("activation") and counts.get(x, 0) == 1)
+
+
+def _depthwise(node, consts) -> bool:
+    w = consts.get(node.inputs[1])
+    return w is not None and int(node.attrs.get("group", 1) or 1) > 1 and w.shape[1] == 1
+
+
+def fuse_nhwc_conv(graph: Graph, ctx=None) -> Graph:
+    counts = consumer_counts(graph)
+    consts = graph.constants
+    vt = graph.value_types
+    producer = {o: n for n in graph.nodes for o in n.outputs if o}
+    out = []
+    for node in graph.nodes:
+        if node.domain == "" and node.op_type in ("Add", "Sum") and len(node.inputs) == 2 and all(node.inputs):
+            a, b = node.inputs
+            shape = vt.get(node.outputs[0]).shape if vt.get(node.outputs[0]) is not None else None
+            for x, z in ((b, a), (a, b)):        # prefer the conv computed last
+                conv = producer.get(x)
+                if not _fusable_conv(conv, counts, x) or len(conv.inputs) > 3 \
+                        or _depthwise(conv, consts) or x == z or z in consts:
+                    continue
+                sz, sx = vt.get(z), vt.get(x)
+                if shape is None or sz is None or sx is None or not (tuple(sz.shape or ()) == tuple(sx.shape or ())
+                                                                     == tuple(shape)) or None in shape:
+                    continue
+                ins = list(conv.inputs) + [""] * (3 - len(conv.inputs))
+                conv.inputs = ins + [z]
+                conv.outputs = [node.outputs[0]]
+                conv.proto = node_proto(conv)
+                out = [n for n in out if n is not conv]
+                out.append(conv)
+                producer[node.outputs[0]] = conv
+                break
+            else:
+                out.append(node)
+            continue
+        if node.domain == "" and node.op_type == "Relu" and node.inputs and node.inputs[0]:
+            conv = producer.get(node.inputs[0])
+            if _fusable_conv(conv, counts, node.inputs[0]):
+                conv.attrs = dict(conv.attrs, activation="Relu")
+                conv.outputs = [node.outputs[0]]
+                conv.proto = node_proto(conv)
+                producer[node.outputs[0]] = conv
+                continue
+        out.append(node)
+    graph.nodes = out
+    return graph

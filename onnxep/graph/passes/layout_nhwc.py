@@ -1,0 +1,157 @@
+"""Channel-last layout (ORT_ENABLE_LAYOUT and up): 2-D Conv and pooling nodes the cpu backend runs become their
+com.onnxep NHWC twins, and activations stay NHWC between them. The layout changes only where an NCHW value meets an
+NHWC op or the other way round (Transpose nodes), never per op:
+
+- a value keeps at most one NHWC twin (one Transpose in, however many NHWC readers it has);
+- elementwise ops whose data inputs are all NHWC twins (same 4-D shape; unary ops, Add/Sum/Mul/...), and Concat on the
+  channel axis, run on the twins and produce twins, so a residual block stays NHWC end to end;
+- a value is transposed back to NCHW once, just before the first node that needs it in NCHW (or as a graph output).
+
+Nodes whose op type the session forces onto the reference backend ('onnxep.fallback_op_types') are left alone."""
+from __future__ import annotations
+
+from onnxep.backends.cpu import CPU_DEVICE
+from onnxep.graph.ir import Graph, OpInfo
+from onnxep.graph.partition import op_info
+from onnxep.graph.passes._edit import INTERNAL_DOMAIN, Names, make_node, reads, tensor_type
+from onnxep.ops import _registry
+
+TO_NHWC, TO_NCHW = [0, 2, 3, 1], [0, 3, 1, 2]
+#: ONNX op -> its NHWC twin in the com.onnxep domain (same attributes, NHWC data input and output).
+NHWC_TWINS = {"Conv": "NhwcConv", "MaxPool": "NhwcMaxPool", "AveragePool": "NhwcAveragePool",
+              "GlobalAveragePool": "NhwcGlobalAveragePool", "GlobalMaxPool": "NhwcGlobalMaxPool"}
+#: elementwise ops that do not care about the layout when every data input has the same shape
+UNARY = {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "Clip", "Abs", "Neg", "Exp", "Sqrt", "Identity", "Dropout",
+         "HardSigmoid", "Elu", "Selu", "Softplus", "Erf"}
+BINARY = {"Add", "Sum", "Mul", "Sub", "Div", "Max", "Min", "Mean"}
+
+
+def _shape4(vt):
+    return tuple(vt.shape) if vt is not None and vt.kind == "tensor" and vt.shape is not None \
+        and len(vt.shape) == 4 else None
+
+
+class _Layout:
+    def __init__(self, graph: Graph, keep_ops):
+        self.g = graph
+        self.vt = graph.value_types
+        self.consts = graph.constants
+        self.keep_ops = keep_ops
+        self.names = Names(graph)
+        self.nhwc = {}                                   # NCHW value -> its NHWC twin
+        self.nchw = {n for n, _ in graph.inputs} | set(graph.initializers)   # values present in NCHW
+        self.out = []
+
+    # -- the two conversions
+    def twin(self, x):
+        """The NHWC twin of x (a Transpose is emitted the first time)."""
+        if x not in self.nhwc:
+            t = self.names.new(f"{x}_nhwc")
+            self.out.append(make_node(self.g, self.names.new(f"{x}_to_nhwc"), "Transpose", [x], [t],
+                                      {"perm": TO_NHWC}))
+            s = _shape4(self.vt.get(x))
+            self.vt[t] = tensor_type(self.vt.get(x), (s[0], s[2], s[3], s[1]))
+            self.nhwc[x] = t
+        return self.nhwc[x]
+
+    def need_nchw(self, x):
+        if x and x not in self.nchw and x in self.nhwc:
+            self.out.append(make_node(self.g, self.names.new(f"{x}_to_nchw"), "Transpose", [self.nhwc[x]], [x],
+                                      {"perm": TO_NCHW}))
+            self.nchw.add(x)
+
+    def new_twin_output(self, y):
+        s = _shape4(self.vt.get(y))
+        t = self.names.new(f"{y}_nhwc")
+        self.vt[t] = tensor_type(self.vt.get(y), None if s is None else (s[0], s[2], s[3], s[1]))
+        self.nhwc[y] = t
+        return t
+
+    # -- which nodes move
+    def _cpu_runs(self, node):
+        return node.op_type not in self.keep_ops and CPU_DEVICE.supports_op(op_info(node, self.vt, self.consts))
+
+    def has_twin(self, node) -> bool:
+        twin = NHWC_TWINS.get(node.op_type)
+        if twin is None or node.domain != "" or not node.inputs or _shape4(self.vt.get(node.inputs[0])) is None \
+                or _shape4(self.vt.get(node.outputs[0])) is None:
+            return False
+        cls = _registry.lookup(INTERNAL_DOMAIN, twin, 1)
+        if cls is None or len(node.outputs) != 1 or not self._cpu_runs(node):
+            return False
+        # what the twin would see: the data input and the output as NHWC types, the rest as they are
+        op = op_info(node, self.vt, self.consts)
+        perm = [tensor_type(vt, None if s is None else (s[0], s[2], s[3], s[1]))
+                for vt, s in ((op.input_types[0], _shape4(op.input_types[0])),
+                              (op.output_types[0], _shape4(op.output_types[0])))]
+        tw = make_node(self.g, node.name, twin, node.inputs, node.outputs, node.attrs, INTERNAL_DOMAIN)
+        try:
+            return bool(cls.supports(OpInfo(tw, [perm[0]] + op.input_types[1:], [perm[1]], op.constants)))
+        except Exception:
+            return False
+
+    def elementwise_inputs(self, node):
+        """The data inputs of a layout-free elementwise node that can run on NHWC twins, or None."""
+        if node.domain != "" or len([o for o in node.outputs if o]) != 1 or node.outputs[0] == "":
+            return None
+        if node.op_type in UNARY:
+            data = [node.inputs[0]] if node.inputs and node.inputs[0] else []
+            rest = node.inputs[1:]
+            if any(x and (x not in self.consts or self.consts[x].size != 1) for x in rest):
+                return None          # e.g. Clip's min / max must be scalars
+        elif node.op_type in BINARY:
+            data = [x for x in node.inputs if x]
+        else:
+            return None
+        if not data or not any(x in self.nhwc for x in data):
+            return None
+        shapes = {_shape4(self.vt.get(x)) for x in data}
+        if len(shapes) != 1 or None in shapes or _shape4(self.vt.get(node.outputs[0])) not in shapes:
+            return None
+        if any(x in self.consts for x in data) or not self._cpu_runs(node):
+            return None
+        return data
+
+    def run(self):
+        for node in self.g.nodes:
+            if self.has_twin(node):
+                for x in node.inputs[1:]:
+                    self.need_nchw(x)
+                x = self.twin(node.inputs[0])
+                y = self.new_twin_output(node.outputs[0])
+                self.out.append(make_node(self.g, node.name, NHWC_TWINS[node.op_type], [x] + node.inputs[1:], [y],
+                                          node.attrs, INTERNAL_DOMAIN))
+                continue
+            data = self.elementwise_inputs(node)
+            if data is not None:
+                ins = [self.twin(x) if x in data else x for x in node.inputs]
+                y = self.new_twin_output(node.outputs[0])
+                self.out.append(make_node(self.g, node.name, node.op_type, ins, [y], node.attrs))
+                continue
+            if self.concat_on_channels(node):
+                continue
+            for x in reads(node):
+                self.need_nchw(x)
+            self.out.append(node)
+            self.nchw.update(o for o in node.outputs if o)
+        for name, _ in self.g.outputs:
+            self.need_nchw(name)
+        self.g.nodes = self.out
+        return self.g
+
+    def concat_on_channels(self, node) -> bool:
+        if node.op_type != "Concat" or node.domain != "" or len(node.outputs) != 1:
+            return False
+        ins = [x for x in node.inputs if x]
+        axis = int(node.attrs.get("axis", 0))
+        if not ins or not all(x in self.nhwc for x in ins) or axis not in (1, -3) or not self._cpu_runs(node):
+            return False
+        attrs = dict(node.attrs, axis=3)
+        y = self.new_twin_output(node.outputs[0])
+        self.out.append(make_node(self.g, node.name, "Concat", [self.nhwc[x] for x in ins], [y], attrs))
+        return True
+
+
+def layout_nhwc(graph: Graph, ctx=None) -> Graph:
+    keep_ops = getattr(ctx, "keep_ops", frozenset())
+    return _Layout(graph, keep_ops).run()

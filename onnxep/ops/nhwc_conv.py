@@ -1,0 +1,116 @@
+"""NhwcConv (domain com.onnxep): Conv over channel-last activations, written by the layout pass (graph/passes/
+layout_nhwc.py), never by users. X is (N, H, W, C) and Y (N, Ho, Wo, Cout); W, B and the attributes are the ONNX Conv's
+(W stays (Cout, Cin/group, kh, kw)). Two more, from the fusion passes: an optional 4th input Z (NHWC, Y's shape) added
+to the result, and `activation` ("" or "Relu") applied last -- y = act(conv(x, W) + B + Z), all in the GEMM epilogue.
+
+Dense and grouped convs run conv_nhwc_f32 (implicit im2col, no col buffer); one input channel per group (depthwise)
+runs conv_depthwise_nhwc_f32 (no Z)."""
+import numpy as np
+
+from onnxep import _kernels
+from onnxep.ops._base import F32, OpKernel, static_shape
+from onnxep.ops._packed import PackedWeightMixin
+from onnxep.ops.conv import conv_geometry
+
+DOMAIN = "com.onnxep"
+ACTIVATIONS = ("", "Relu")
+
+
+def _is_f32_rank4(vt):
+    return vt is not None and vt.kind == "tensor" and vt.type_str == "tensor(float)" and vt.shape is not None \
+        and len(vt.shape) == 4
+
+
+class NhwcConv_1(PackedWeightMixin, OpKernel):
+    domain, op_type, since = DOMAIN, "NhwcConv", 1
+    type_constraints = {}        # no onnx schema for this domain: supports() checks the types
+    auto_pad = "NOTSET"
+    group = 1
+    kernel_shape = None
+    strides = None
+    dilations = None
+    pads = None
+    activation = ""
+
+    @classmethod
+    def supports(cls, op):
+        ins = op.node.inputs
+        if not (2 <= len(ins) <= 4) or len(op.node.outputs) != 1:
+            return False
+        w = op.input_types[1]        # a constant W is pre-packed; any other is packed per run
+        if not _is_f32_rank4(w) or not _is_f32_rank4(op.input_types[0]) \
+                or not all(isinstance(d, int) for d in w.shape):
+            return False
+        if len(ins) > 2 and ins[2] and (op.input_types[2] is None or op.input_types[2].type_str != "tensor(float)"):
+            return False
+        if len(ins) > 3 and ins[3] and not _is_f32_rank4(op.input_types[3]):
+            return False
+        a = op.node.attrs
+        group = int(a.get("group", 1) or 1)
+        if group < 1 or w.shape[0] % group or a.get("activation", "") not in ACTIVATIONS:
+            return False
+        if cls._depthwise_shape(w.shape, group) and ((len(ins) > 3 and ins[3])
+                                                     or not hasattr(_kernels, "conv_depthwise_nhwc_f32")):
+            return False             # the depthwise kernel has no residual input
+        return True
+
+    @staticmethod
+    def _depthwise_shape(wshape, group):
+        return group > 1 and wshape[1] == 1
+
+    def prepack_format(self, input_index):
+        w = self.info.constants.get(1)
+        kind = "dw-nhwc" if w is not None and self._depthwise_shape(w.shape, int(self.group)) else "conv-nhwc"
+        return f"{_kernels.SGEMM_FORMAT}:{kind}:group={int(self.group)}"
+
+    def _pack_spec(self, tensor, input_index):
+        if input_index != 1 or tensor.ndim != 4 or tensor.dtype != F32:
+            return None
+        self._wshape = tuple(int(d) for d in tensor.shape)
+        return self._pack(np.ascontiguousarray(tensor))
+
+    def _pack(self, w):
+        cout, cg, kh, kw = w.shape
+        group = int(self.group)
+        if self._depthwise_shape(w.shape, group):
+            return (_kernels.dw_pack_weight_nhwc_size(cout, kh, kw),
+                    lambda out: _kernels.dw_pack_weight_nhwc(w.reshape(-1), cout, kh, kw, out))
+        return (_kernels.conv_nhwc_pack_weight_size(cout, cg * kh * kw, group),
+                lambda out: _kernels.conv_nhwc_pack_weight(w, group, out))
+
+    def compute(self, ctx):
+        X = ctx.input(0)
+        wp = self.packed(1)
+        if wp is None:
+            W = ctx.input(1)
+            self._wshape = tuple(W.shape)
+            n, fill = self._pack(np.ascontiguousarray(W, F32))
+            wp = np.empty(n, F32)
+            fill(wp)
+        wshape = self._wshape
+        B = ctx.input(2)
+        Z = ctx.input(3)
+        group = int(self.group)
+        cout = wshape[0]
+        if X.ndim != 4:
+            raise ValueError(f"X must be 4-D (NHWC), got shape {X.shape}")
+        N, H, W_, C = X.shape
+        if C != wshape[1] * group:
+            raise ValueError(f"X has {C} channels but W {wshape} with group={group} needs {wshape[1] * group}")
+        if B is not None and B.shape != (cout,):
+            raise ValueError(f"B has shape {B.shape}, expected ({cout},)")
+        pb, outs = conv_geometry((N, C, H, W_), wshape, self.auto_pad, self.kernel_shape, self.strides,
+                                 self.dilations, self.pads)
+        yshape = (N, outs[0], outs[1], cout)
+        if Z is not None and Z.shape != yshape:
+            raise ValueError(f"Z has shape {Z.shape}, expected {yshape}")
+        Y = ctx.output(0, yshape, F32)
+        args = ((N, H, W_, C), wp, cout)
+        geo = (tuple(wshape[2:]), tuple(self.strides or (1, 1)), tuple(self.dilations or (1, 1)), tuple(pb),
+               tuple(outs))
+        relu = self.activation == "Relu"
+        if self._depthwise_shape(wshape, group):
+            _kernels.conv_depthwise_nhwc_f32(X.reshape(-1), *args, *geo, B, Y.reshape(-1), relu, ctx.num_threads)
+        else:
+            _kernels.conv_nhwc_f32(X.reshape(-1), *args, group, *geo, B, None if Z is None else Z.reshape(-1),
+                                   Y.reshape(-1), relu, ctx.num_threads)

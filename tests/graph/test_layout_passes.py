@@ -1,0 +1,157 @@
+"""Conv+BatchNormalization folding, the NHWC layout pass and the NhwcConv epilogue fusions.
+
+Oracles: onnxruntime's CPU provider on the same model (values), and the same model through onnxep with
+graph_optimization_level=ORT_DISABLE_ALL (no pass ran). The plans are inspected to check what the passes did."""
+import numpy as np
+import onnx
+import pytest
+from onnx import helper
+
+import onnxep
+from tests._util import assert_outputs_match, make_model, run_ort
+
+RNG = np.random.default_rng(7)
+
+
+def _w(*shape):
+    return RNG.uniform(-0.5, 0.5, shape).astype(np.float32)
+
+
+def _session(model, level=onnxep.GraphOptimizationLevel.ORT_ENABLE_ALL, config=None):
+    so = onnxep.SessionOptions()
+    so.graph_optimization_level = level
+    for k, v in (config or {}).items():
+        so.add_session_config_entry(k, v)
+    return onnxep.InferenceSession(model.SerializeToString(), so)
+
+
+def _steps(sess):
+    return [(st[6], st[0]) for p in sess.plans for st in getattr(p, "steps", ())]
+
+
+def _ops(sess):
+    return [op for op, _ in _steps(sess)]
+
+
+def _bn_params(c, prefix):
+    return {f"{prefix}_s": RNG.uniform(0.5, 1.5, c).astype(np.float32), f"{prefix}_b": _w(c),
+            f"{prefix}_m": _w(c), f"{prefix}_v": RNG.uniform(0.5, 1.5, c).astype(np.float32)}
+
+
+def _resnet_block():
+    """Conv-BN-Relu -> Conv-BN (+ shortcut Conv-BN) -> Add -> Relu -> MaxPool -> GlobalAveragePool -> Flatten -> Gemm:
+    the shape of a ResNet stage, with both the projection and the main branch ending in a Conv."""
+    c = 16
+    inits = {"w1": _w(c, 8, 3, 3), "w2": _w(c, c, 3, 3), "ws": _w(c, 8, 1, 1), "wg": _w(c, 10), "bg": _w(10)}
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["c1"], pads=[1, 1, 1, 1]),
+             helper.make_node("BatchNormalization", ["c1", "a_s", "a_b", "a_m", "a_v"], ["b1"], epsilon=1e-3),
+             helper.make_node("Relu", ["b1"], ["r1"]),
+             helper.make_node("Conv", ["r1", "w2"], ["c2"], pads=[1, 1, 1, 1]),
+             helper.make_node("BatchNormalization", ["c2", "b_s", "b_b", "b_m", "b_v"], ["b2"]),
+             helper.make_node("Conv", ["x", "ws"], ["cs"]),
+             helper.make_node("BatchNormalization", ["cs", "s_s", "s_b", "s_m", "s_v"], ["bs"]),
+             helper.make_node("Add", ["b2", "bs"], ["sum"]),
+             helper.make_node("Relu", ["sum"], ["r2"]),
+             helper.make_node("MaxPool", ["r2"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("GlobalAveragePool", ["p"], ["gap"]),
+             helper.make_node("Flatten", ["gap"], ["f"]),
+             helper.make_node("Gemm", ["f", "wg", "bg"], ["y"])]
+    for p in ("a", "b", "s"):
+        inits.update(_bn_params(c, p))
+    x = RNG.uniform(-1, 1, (2, 8, 9, 10)).astype(np.float32)
+    return make_model(nodes, {"x": x}, ["y"], initializers=inits), {"x": x}
+
+
+def test_resnet_block_runs_nhwc_with_fused_epilogues():
+    """Oracle: onnxruntime. All BatchNormalizations fold, the block runs channel-last with one Transpose in and one
+    out, the residual Add and both Relus live in NhwcConv epilogues."""
+    model, feeds = _resnet_block()
+    sess = _session(model)
+    ops = _ops(sess)
+    assert "BatchNormalization" not in ops and "Add" not in ops and "Relu" not in ops, ops
+    assert ops.count("Transpose") == 2, ops
+    convs = [k for op, k in _steps(sess) if op == "NhwcConv"]
+    assert len(convs) == 3
+    assert sorted(k.activation for k in convs) == ["", "Relu", "Relu"]
+    assert sum(len(st[1]) == 4 and bool(st[1][3]) for p in sess.plans for st in p.steps if st[6] == "NhwcConv") == 1
+    assert {"NhwcMaxPool", "NhwcGlobalAveragePool"} <= set(ops) or "MaxPool" in ops   # pools: NHWC when available
+    assert_outputs_match(sess.run(None, feeds), run_ort(model, feeds), rtol=1e-4, atol=1e-5)
+
+
+def test_passes_off_keeps_the_graph():
+    """ORT_DISABLE_ALL: no pass runs (the original ops execute); values agree with the optimized session."""
+    model, feeds = _resnet_block()
+    plain = _session(model, onnxep.GraphOptimizationLevel.ORT_DISABLE_ALL)
+    assert _ops(plain).count("BatchNormalization") == 3 and "NhwcConv" not in _ops(plain)
+    basic = _session(model, onnxep.GraphOptimizationLevel.ORT_ENABLE_BASIC)
+    assert "BatchNormalization" not in _ops(basic) and "NhwcConv" not in _ops(basic)   # folding only
+    want = plain.run(None, feeds)
+    assert_outputs_match(basic.run(None, feeds), want, rtol=1e-4, atol=1e-5)
+    assert_outputs_match(_session(model).run(None, feeds), want, rtol=1e-4, atol=1e-5)
+
+
+def test_forced_fallback_ops_stay_nchw():
+    """Conv forced onto the reference backend (onnxep.fallback_op_types) is not rewritten. Oracle: onnxruntime."""
+    model, feeds = _resnet_block()
+    sess = _session(model, config={"onnxep.fallback_op_types": "Conv"})
+    assert "NhwcConv" not in _ops(sess)
+    assert {sess.node_assignment[n] for n in sess.node_assignment if n.startswith("Conv") or "conv" in n.lower()} \
+        <= {"reference", "cpu"}
+    assert_outputs_match(sess.run(None, feeds), run_ort(model, feeds), rtol=1e-4, atol=1e-5)
+
+
+def test_intermediate_graph_output_and_shared_conv_output():
+    """A conv output that is also a graph output (and read by two nodes) is not fused away and comes back in NCHW.
+    Oracle: onnxruntime."""
+    x = RNG.uniform(-1, 1, (1, 4, 6, 5)).astype(np.float32)
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[0, 1, 0, 1]),
+             helper.make_node("Relu", ["c"], ["r"]),
+             helper.make_node("Add", ["c", "r"], ["y"])]
+    model = make_model(nodes, {"x": x}, ["y", "c"], initializers={"w": _w(6, 4, 1, 3)})
+    sess = _session(model)
+    assert "NhwcConv" in _ops(sess)
+    assert all(k.activation == "" for op, k in _steps(sess) if op == "NhwcConv")
+    got = sess.run(None, {"x": x})
+    assert got[1].shape == (1, 6, 6, 5)
+    assert_outputs_match(got, run_ort(model, {"x": x}), rtol=1e-5, atol=1e-6)
+
+
+def test_concat_on_channels_and_grouped_conv_stay_nhwc():
+    """Concat over channels of two NHWC branches stays NHWC (axis remapped); a grouped conv runs NHWC too.
+    Oracle: onnxruntime."""
+    x = RNG.uniform(-1, 1, (1, 6, 7, 7)).astype(np.float32)
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["a"], group=3),
+             helper.make_node("Conv", ["x", "w2"], ["b"], pads=[1, 1, 1, 1], strides=[2, 2]),
+             helper.make_node("MaxPool", ["a"], ["ap"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
+             helper.make_node("Concat", ["ap", "b"], ["cat"], axis=1),
+             helper.make_node("Conv", ["cat", "w3"], ["y"])]
+    model = make_model(nodes, {"x": x}, ["y"],
+                       initializers={"w1": _w(9, 2, 1, 1), "w2": _w(5, 6, 3, 3), "w3": _w(4, 14, 1, 1)})
+    sess = _session(model)
+    ops = _ops(sess)
+    assert ops.count("NhwcConv") == 3 and ops.count("Transpose") == 2, ops
+    assert_outputs_match(sess.run(None, {"x": x}), run_ort(model, {"x": x}), rtol=1e-5, atol=1e-5)
+
+
+def test_non_2d_conv_and_unknown_rank_stay_nchw():
+    """1-D convs have no NHWC twin; they run as before. Oracle: onnxruntime."""
+    x = RNG.uniform(-1, 1, (2, 3, 11)).astype(np.float32)
+    model = make_model([helper.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1])], {"x": x}, ["y"],
+                       initializers={"w": _w(4, 3, 3)})
+    sess = _session(model)
+    assert _ops(sess) == ["Conv"]
+    assert_outputs_match(sess.run(None, {"x": x}), run_ort(model, {"x": x}), rtol=1e-5, atol=1e-6)
+
+
+def test_conv_bn_not_folded_when_conv_output_is_shared():
+    """BN is folded only into a conv whose output nothing else reads. Oracle: onnxruntime."""
+    x = RNG.uniform(-1, 1, (1, 3, 5, 5)).astype(np.float32)
+    inits = {"w": _w(4, 3, 3, 3)}
+    inits.update(_bn_params(4, "n"))
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("BatchNormalization", ["c", "n_s", "n_b", "n_m", "n_v"], ["b"]),
+             helper.make_node("Add", ["b", "c"], ["y"])]
+    model = make_model(nodes, {"x": x}, ["y"], initializers=inits)
+    sess = _session(model, onnxep.GraphOptimizationLevel.ORT_ENABLE_BASIC)
+    assert "BatchNormalization" in _ops(sess)
+    assert_outputs_match(sess.run(None, {"x": x}), run_ort(model, {"x": x}), rtol=1e-5, atol=1e-6)

@@ -1,0 +1,115 @@
+"""Channel-last conv kernel (conv_nhwc_f32: implicit im2col, packed GEMM, bias / residual / relu epilogue).
+
+Oracle: the float64 numpy direct convolution of test_conv.py on the NCHW-transposed data; every ISA variant is also
+compared with the generic one. Tolerance: the GEMM bound Kc * eps32 * max|x| * max|w| (+ bias and residual
+rounding), x2. Shapes are drawn by hypothesis, including 1-sized dims, primes, and channel / pixel counts just off the
+micro-kernel tiles (MR rows of pixels, NR output channels, runs of 16 channels in the AVX-512 packing)."""
+import importlib
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from onnxep import _kernels
+from tests.kernels.test_conv import EPS, VARIANTS, _ref_conv
+
+GENERIC = VARIANTS["generic"]
+SIZES = st.sampled_from([1, 2, 3, 5, 7, 11, 12, 13, 15, 16, 17, 31, 33])
+
+
+def _run(mod, x, w, b, res, group, strides, dil, pads, outs, relu, nthreads):
+    N, C, H, W = x.shape
+    cout = w.shape[0]
+    wp = np.empty(mod.conv_nhwc_pack_weight_size(cout, int(np.prod(w.shape[1:])), group), np.float32)
+    mod.conv_nhwc_pack_weight(w, group, wp)
+    xh = np.ascontiguousarray(x.transpose(0, 2, 3, 1))
+    y = np.full((N, outs[0], outs[1], cout), np.nan, np.float32)
+    mod.conv_nhwc_f32(xh.reshape(-1), xh.shape, wp, cout, group, w.shape[2:], strides, dil, pads, outs, b,
+                      None if res is None else res.reshape(-1), y.reshape(-1), relu, nthreads)
+    return y
+
+
+def _expected(x, w, b, res, group, strides, dil, pads, outs, relu):
+    ref = _ref_conv(x[:, :, None], w[:, :, None], b, group, (1,) + strides, (1,) + dil, (0,) + pads,
+                    (1,) + outs)[:, :, 0].transpose(0, 2, 3, 1)
+    if res is not None:
+        ref = ref + res
+    return np.maximum(ref, 0) if relu else ref
+
+
+@st.composite
+def conv_cases(draw):
+    group = draw(st.sampled_from([1, 1, 2, 3]))
+    cg, og = draw(SIZES), draw(SIZES)
+    kh, kw = draw(st.integers(1, 4)), draw(st.integers(1, 4))
+    sh, sw = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    dh, dw = draw(st.integers(1, 2)), draw(st.integers(1, 2))
+    ph, pw = draw(st.integers(0, 2)), draw(st.integers(0, 2))
+    H, W = draw(st.integers(1, 14)), draw(st.integers(1, 14))
+    N = draw(st.integers(1, 2))
+    Ho = (H + 2 * ph - (kh - 1) * dh - 1) // sh + 1
+    Wo = (W + 2 * pw - (kw - 1) * dw - 1) // sw + 1
+    if Ho < 1 or Wo < 1:
+        ph, pw = (kh - 1) * dh, (kw - 1) * dw
+        Ho = (H + 2 * ph - (kh - 1) * dh - 1) // sh + 1
+        Wo = (W + 2 * pw - (kw - 1) * dw - 1) // sw + 1
+    return ((N, cg * group, H, W), (og * group, cg, kh, kw), group, (sh, sw), (dh, dw), (ph, pw), (Ho, Wo),
+            draw(st.booleans()), draw(st.booleans()), draw(st.booleans()))
+
+
+@settings(max_examples=40, deadline=None)
+@given(case=conv_cases())
+def test_conv_nhwc_matches_direct_conv_every_isa(case):
+    """Oracle: float64 numpy direct conv; every variant within the GEMM error bound, and near the generic variant."""
+    xs, ws, group, strides, dil, pads, outs, with_bias, with_res, relu = case
+    rng = np.random.default_rng(sum(xs) + sum(ws))
+    x = rng.uniform(-1, 1, xs).astype(np.float32)
+    w = rng.uniform(-1, 1, ws).astype(np.float32)
+    b = rng.uniform(-1, 1, ws[0]).astype(np.float32) if with_bias else None
+    res = rng.uniform(-1, 1, (xs[0],) + outs + (ws[0],)).astype(np.float32) if with_res else None
+    ref = _expected(x, w, b, res, group, strides, dil, pads, outs, relu)
+    tol = 2 * (int(np.prod(ws[1:])) + 3) * EPS
+    ygen = _run(GENERIC, x, w, b, res, group, strides, dil, pads, outs, relu, 1)
+    for isa, mod in VARIANTS.items():
+        y = _run(mod, x, w, b, res, group, strides, dil, pads, outs, relu, 2)
+        assert not np.isnan(y).any(), isa
+        np.testing.assert_allclose(y, ref, rtol=0, atol=tol, err_msg=isa)
+        np.testing.assert_allclose(y, ygen, rtol=0, atol=tol, err_msg=f"{isa} vs generic")
+
+
+@pytest.mark.parametrize("isa", list(VARIANTS))
+def test_conv_nhwc_resnet_shape_threads_identical(isa):
+    """A ResNet 3x3 (64 channels, 56x56): results do not depend on the thread count (bit-identical); oracle for the
+    values: the float64 direct conv."""
+    mod = VARIANTS[isa]
+    rng = np.random.default_rng(3)
+    x = rng.uniform(-1, 1, (1, 64, 56, 56)).astype(np.float32)
+    w = rng.uniform(-1, 1, (64, 64, 3, 3)).astype(np.float32)
+    b = rng.uniform(-1, 1, 64).astype(np.float32)
+    res = rng.uniform(-1, 1, (1, 56, 56, 64)).astype(np.float32)
+    args = (x, w, b, res, 1, (1, 1), (1, 1), (1, 1), (56, 56), True)
+    y1, y2 = _run(mod, *args, 1), _run(mod, *args, 2)
+    np.testing.assert_array_equal(y1, y2)
+    np.testing.assert_allclose(y1, _expected(*args[:-1], True), rtol=0, atol=2 * 600 * EPS)
+
+
+def test_conv_nhwc_errors():
+    """Wrong sizes raise ValueError naming what is wrong (no oracle: error behaviour)."""
+    w = np.zeros((4, 3, 3, 3), np.float32)
+    wp = np.empty(_kernels.conv_nhwc_pack_weight_size(4, 27, 1), np.float32)
+    _kernels.conv_nhwc_pack_weight(w, 1, wp)
+    x = np.zeros(1 * 5 * 5 * 3, np.float32)
+    y = np.zeros(1 * 5 * 5 * 4, np.float32)
+    geo = ((3, 3), (1, 1), (1, 1), (1, 1), (5, 5))
+    with pytest.raises(ValueError, match="x has"):
+        _kernels.conv_nhwc_f32(x[:-1], (1, 5, 5, 3), wp, 4, 1, *geo, None, None, y)
+    with pytest.raises(ValueError, match="y has"):
+        _kernels.conv_nhwc_f32(x, (1, 5, 5, 3), wp, 4, 1, *geo, None, None, y[:-1])
+    with pytest.raises(ValueError, match="res has"):
+        _kernels.conv_nhwc_f32(x, (1, 5, 5, 3), wp, 4, 1, *geo, None, y[:-1], y)
+    with pytest.raises(ValueError, match="packed weight"):
+        _kernels.conv_nhwc_f32(x, (1, 5, 5, 3), wp[:-1], 4, 1, *geo, None, None, y)
+    with pytest.raises(ValueError, match="group"):
+        _kernels.conv_nhwc_f32(x, (1, 5, 5, 3), wp, 4, 2, *geo, None, None, y)
+    with pytest.raises(ValueError, match="bias"):
+        _kernels.conv_nhwc_f32(x, (1, 5, 5, 3), wp, 4, 1, *geo, np.zeros(3, np.float32), None, y)

@@ -1,0 +1,102 @@
+"""NhwcConv (com.onnxep): Conv over NHWC activations with a residual input and a fused Relu.
+
+Oracle: onnxruntime's Conv (+ Add, Relu) on the NCHW-transposed data. The packing modes (W constant and pre-packed,
+prepacking disabled, W fed at run time) must agree bit for bit."""
+import numpy as np
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import onnxep
+from tests._util import run_ort
+
+RNG = np.random.default_rng(11)
+CASES = [  # x NCHW shape, w shape, attributes
+    ("3x3_pad", (1, 8, 9, 9), (16, 8, 3, 3), {"pads": [1, 1, 1, 1]}),
+    ("1x1", (2, 33, 5, 7), (17, 33, 1, 1), {}),
+    ("stride2_asym", (1, 5, 10, 11), (7, 5, 3, 2), {"strides": [2, 2], "pads": [0, 1, 2, 1]}),
+    ("dilated_group", (1, 6, 12, 12), (9, 2, 3, 3), {"dilations": [2, 1], "group": 3, "pads": [1, 1, 1, 1]}),
+    ("same_upper", (1, 4, 7, 6), (5, 4, 4, 3), {"auto_pad": "SAME_UPPER", "strides": [2, 1]}),
+]
+
+
+def _nhwc_model(xs, ws, attrs, residual, relu, w_is_input):
+    ys = _ort_conv(np.zeros(xs, np.float32), np.zeros(ws, np.float32), attrs).shape
+    yh = (ys[0], ys[2], ys[3], ys[1])
+    ins = [helper.make_tensor_value_info("x", TensorProto.FLOAT, (xs[0], xs[2], xs[3], xs[1]))]
+    names = ["x", "w", "b"] + (["z"] if residual else [])
+    if residual:
+        ins.append(helper.make_tensor_value_info("z", TensorProto.FLOAT, yh))
+    if w_is_input:
+        ins.append(helper.make_tensor_value_info("w", TensorProto.FLOAT, ws))
+    node = helper.make_node("NhwcConv", names, ["y"], domain="com.onnxep", activation="Relu" if relu else "",
+                            **attrs)
+    return node, ins, yh
+
+
+def _ort_conv(x, w, attrs, b=None, z=None, relu=False):
+    nodes = [helper.make_node("Conv", ["x", "w"] + (["b"] if b is not None else []), ["c"], **attrs)]
+    feeds = {"x": x}
+    inits = [numpy_helper.from_array(w, "w")] + ([numpy_helper.from_array(b, "b")] if b is not None else [])
+    last = "c"
+    if z is not None:
+        nodes.append(helper.make_node("Add", ["c", "z"], ["s"]))
+        feeds["z"] = z
+        last = "s"
+    if relu:
+        nodes.append(helper.make_node("Relu", [last], ["r"]))
+        last = "r"
+    nodes.append(helper.make_node("Identity", [last], ["y"]))
+    ins = [helper.make_tensor_value_info(k, TensorProto.FLOAT, v.shape) for k, v in feeds.items()]
+    g = helper.make_graph(nodes, "g", ins, [helper.make_empty_tensor_value_info("y")], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    return run_ort(m, feeds)[0]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c[0])
+@pytest.mark.parametrize("residual,relu", [(False, False), (True, True), (False, True)])
+def test_nhwc_conv_matches_ort_conv(case, residual, relu):
+    """Oracle: onnxruntime Conv(+Add)(+Relu) on NCHW data; packed, unpacked and W-as-input runs bit-identical."""
+    _, xs, ws, attrs = case
+    if residual and attrs.get("group", 1) > 1 and ws[1] == 1:
+        pytest.skip("depthwise NhwcConv takes no residual")
+    x = RNG.uniform(-1, 1, xs).astype(np.float32)
+    w = RNG.uniform(-1, 1, ws).astype(np.float32)
+    b = RNG.uniform(-1, 1, ws[0]).astype(np.float32)
+    node, ins, yh = _nhwc_model(xs, ws, attrs, residual, relu, False)
+    z = RNG.uniform(-1, 1, yh).astype(np.float32) if residual else None
+    want = _ort_conv(x, w, attrs, b, None if z is None else np.ascontiguousarray(z.transpose(0, 3, 1, 2)), relu)
+    feeds = {"x": np.ascontiguousarray(x.transpose(0, 2, 3, 1))}
+    if residual:
+        feeds["z"] = z
+    outs = []
+    for w_is_input, disable in ((False, False), (False, True), (True, False)):
+        node, ins, _ = _nhwc_model(xs, ws, attrs, residual, relu, w_is_input)
+        inits = [numpy_helper.from_array(b, "b")] + ([] if w_is_input else [numpy_helper.from_array(w, "w")])
+        g = helper.make_graph([node], "g", ins, [helper.make_tensor_value_info("y", TensorProto.FLOAT, yh)], inits)
+        m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.onnxep", 1)],
+                              ir_version=8)
+        so = onnxep.SessionOptions()
+        so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
+        if disable:
+            so.add_session_config_entry("session.disable_prepacking", "1")
+        sess = onnxep.InferenceSession(m.SerializeToString(), so)
+        f = dict(feeds, w=w) if w_is_input else feeds
+        outs.append(sess.run(None, f)[0])
+    np.testing.assert_allclose(outs[0].transpose(0, 3, 1, 2), want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(outs[0], outs[1])
+    np.testing.assert_array_equal(outs[0], outs[2])
+
+
+def test_nhwc_conv_bad_input_names_the_node():
+    """A wrong channel count raises onnxruntime's exception type naming the node (oracle: the error contract)."""
+    node, ins, yh = _nhwc_model((1, 4, 5, 5), (3, 4, 1, 1), {}, False, False, False)
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, (1, 5, 5, None))],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                          [numpy_helper.from_array(np.zeros((3, 4, 1, 1), np.float32), "w"),
+                           numpy_helper.from_array(np.zeros(3, np.float32), "b")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.onnxep", 1)],
+                          ir_version=8)
+    sess = onnxep.InferenceSession(m.SerializeToString())
+    with pytest.raises(onnxep.capi.onnxruntime_pybind11_state.RuntimeException, match="NhwcConv.*channels"):
+        sess.run(None, {"x": np.zeros((1, 5, 5, 6), np.float32)})
+    assert sess.run(None, {"x": np.ones((1, 5, 5, 4), np.float32)})[0].shape == (1, 5, 5, 3)
