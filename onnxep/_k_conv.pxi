@@ -68,7 +68,7 @@ cdef inline bint _conv_is_pointwise(const ConvGeom* g) noexcept nogil:
 
 
 cdef void _conv_one(Py_ssize_t n, Py_ssize_t gi, const float* x, const float* wp, const float* bias, float* y,
-                    bint relu, const ConvGeom* g, float* col, float* work, int nth) noexcept nogil:
+                    const Act* act, const ConvGeom* g, float* col, float* work, int nth) noexcept nogil:
     """Y[n, group gi] for one image and group (col: im2col workspace, unused for pointwise convs)."""
     cdef Py_ssize_t Cg = g.C // g.group, Coutg = g.cout // g.group
     cdef Py_ssize_t Kc = Cg * g.kd * g.kh * g.kw, P = g.Do * g.Ho * g.Wo, DHW = g.D * g.H * g.W
@@ -81,7 +81,7 @@ cdef void _conv_one(Py_ssize_t n, Py_ssize_t gi, const float* x, const float* wp
         a = col
     sgemm_packed_raw(P, Coutg, Kc, 1.0, a, 1, P, wp + gi * sgemm_pack_b_len(Kc, Coutg), 0.0,
                      y + (n * g.cout + gi * Coutg) * P, 1, P,
-                     (bias + gi * Coutg) if bias != NULL else NULL, NULL, relu, work, nth)
+                     (bias + gi * Coutg) if bias != NULL else NULL, NULL, act, work, nth)
 
 
 cdef void _dw_plane(const float* xc, const float* wc, float bias, float* yc, bint relu,
@@ -672,10 +672,11 @@ def conv_pack_weight(const float[::1] w, Py_ssize_t cout, Py_ssize_t group, floa
 
 def conv_f32(const float[::1] x, tuple xshape, const float[::1] w_packed, Py_ssize_t cout, Py_ssize_t group,
              tuple kernel, tuple strides, tuple dilations, tuple pads, tuple out_spatial,
-             const float[::1] bias, float[::1] y, bint relu=False, int nthreads=0):
-    """y := conv(x, W) [+ bias] [relu], NCDHW; W packed by conv_pack_weight. xshape = (N, C, D, H, W); kernel,
+             const float[::1] bias, float[::1] y, bint relu=False, int nthreads=0, activation=None):
+    """y := act(conv(x, W) [+ bias]), NCDHW (act: see make_act; Relu when relu is set); W packed by conv_pack_weight. xshape = (N, C, D, H, W); kernel,
     strides, dilations, begin pads and out_spatial are (d, h, w) triples."""
     cdef ConvGeom g = _conv_geom(xshape, cout, group, kernel, strides, dilations, pads, out_spatial)
+    cdef Act act = make_act(activation, relu)
     cdef Py_ssize_t N = xshape[0], Cg, Coutg, Kc, P, col_len, work_len, per_thread, t, total
     cdef int nth, nth_gemm
     cdef float* ws = NULL
@@ -723,11 +724,11 @@ def conv_f32(const float[::1] x, tuple xshape, const float[::1] w_packed, Py_ssi
         with nogil:
             if nth == 1:
                 for t in range(total):
-                    _conv_one(t // group, t % group, xp, bp, bptr, yp, relu, &g, ws, ws + col_len, nth_gemm)
+                    _conv_one(t // group, t % group, xp, bp, bptr, yp, &act, &g, ws, ws + col_len, nth_gemm)
             else:
                 for t in prange(total, num_threads=nth, schedule="dynamic"):
                     mine = ws + <Py_ssize_t>openmp.omp_get_thread_num() * per_thread
-                    _conv_one(t // group, t % group, xp, bp, bptr, yp, relu, &g, mine, mine + col_len, 1)
+                    _conv_one(t // group, t % group, xp, bp, bptr, yp, &act, &g, mine, mine + col_len, 1)
     finally:
         free(ws)
 

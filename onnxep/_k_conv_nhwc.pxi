@@ -4,8 +4,8 @@
 #
 # A_g is the implicit im2col of x (ImplicitA in _k_gemm.pxi: k = (b*kw + e)*Cg + c, channels innermost), packed
 # block by block straight from x, so there is no im2col buffer; a 1x1 stride-1 conv is the plain GEMM x @ W'. Y is
-# written row-major (NHWC) by the micro-kernel with bias, a residual R (NHWC, Y's shape) and relu fused in the
-# epilogue. W' is W[g] reordered to (Coutg, kh, kw, Cg) and packed as a transposed B (conv_nhwc_pack_weight).
+# written row-major (NHWC) by the micro-kernel with bias, a residual R (NHWC, Y's shape) and the activation fused in
+# the epilogue. W' is W[g] reordered to (Coutg, kh, kw, Cg) and packed as a transposed B (conv_nhwc_pack_weight).
 
 
 def conv_nhwc_pack_weight_size(Py_ssize_t cout, Py_ssize_t kc, Py_ssize_t group):
@@ -45,11 +45,13 @@ def conv_nhwc_pack_weight(const float[:, :, :, ::1] w, Py_ssize_t group, float[:
 
 def conv_nhwc_f32(const float[::1] x, tuple xshape, const float[::1] w_packed, Py_ssize_t cout, Py_ssize_t group,
                   tuple kernel, tuple strides, tuple dilations, tuple pads, tuple out_spatial,
-                  const float[::1] bias, const float[::1] res, float[::1] y, bint relu=False, int nthreads=0):
-    """y := conv(x, W) [+ bias] [+ res] [relu] over NHWC x (xshape = (N, H, W, C)) into NHWC y (N, Ho, Wo, cout);
+                  const float[::1] bias, const float[::1] res, float[::1] y, bint relu=False, int nthreads=0,
+                  activation=None):
+    """y := act(conv(x, W) [+ bias] [+ res]) (act: see make_act; Relu when relu is set) over NHWC x (xshape = (N, H, W, C)) into NHWC y (N, Ho, Wo, cout);
     W packed by conv_nhwc_pack_weight; kernel, strides, dilations, begin pads and out_spatial are (h, w) pairs;
     res (optional) has y's shape."""
     cdef ImplicitA ia
+    cdef Act act = make_act(activation, relu)
     cdef Py_ssize_t N, Cg, Coutg, Kc, P, blen, gi, t
     cdef int nth, nth_gemm
     cdef float* work = NULL
@@ -114,22 +116,22 @@ def conv_nhwc_f32(const float[::1] x, tuple xshape, const float[::1] w_packed, P
         with nogil:
             if nth == 1:
                 for gi in range(group):
-                    _conv_nhwc_group(&ia, gi, xp, wp + gi * blen, bptr, rptr, yp, P, Coutg, Kc, cout, relu, work,
+                    _conv_nhwc_group(&ia, gi, xp, wp + gi * blen, bptr, rptr, yp, P, Coutg, Kc, cout, &act, work,
                                      nth_gemm)
             else:
                 for gi in prange(group, num_threads=nth, schedule="dynamic"):
                     mine = work + <Py_ssize_t>openmp.omp_get_thread_num() * sgemm_work_len(1)
-                    _conv_nhwc_group(&ia, gi, xp, wp + gi * blen, bptr, rptr, yp, P, Coutg, Kc, cout, relu, mine, 1)
+                    _conv_nhwc_group(&ia, gi, xp, wp + gi * blen, bptr, rptr, yp, P, Coutg, Kc, cout, &act, mine, 1)
     finally:
         free(work)
 
 
 cdef void _conv_nhwc_group(const ImplicitA* ia0, Py_ssize_t gi, const float* x, const float* wp, const float* bias,
                            const float* res, float* y, Py_ssize_t P, Py_ssize_t Coutg, Py_ssize_t Kc,
-                           Py_ssize_t cout, bint relu, float* work, int nth) noexcept nogil:
+                           Py_ssize_t cout, const Act* act, float* work, int nth) noexcept nogil:
     """Output channels gi*Coutg.. of every pixel: one GEMM, A read from x through the group's ImplicitA."""
     cdef ImplicitA ia = ia0[0]
     ia.x = x + gi * ia.Cg
     sgemm_packed_ex(P, Coutg, Kc, 1.0, NULL, 0, 0, &ia, wp, 0.0, y + gi * Coutg, cout, 1,
                     (bias + gi * Coutg) if bias != NULL else NULL, NULL,
-                    (res + gi * Coutg) if res != NULL else NULL, relu, work, nth)
+                    (res + gi * Coutg) if res != NULL else NULL, act, work, nth)

@@ -1,6 +1,6 @@
 # SGEMM (packed B panels, BLIS style) and its packing functions.
 #
-#   C := alpha * op(A) @ B' + beta * C  [+ bias_col[j] | + bias_row[i]]  [relu]
+#   C := act(alpha * op(A) @ B' + beta * C  [+ bias_col[j] | + bias_row[i]]  [+ R])
 #
 # B' is B packed once (the pre-packed weight format): K is cut into ceil(K/KC) blocks of almost equal size (_sgemm_kc);
 # for each block of rows of B (starting at row k0), the columns are cut into NR-wide panels stored one after another,
@@ -50,17 +50,43 @@ cdef extern from *:
 
     /* onnxep_sgemm_uk: the intrinsics micro-kernel with the epilogue fused.
          C[i, j] := alpha * sum_k a[k*MR + i] * b[k*NR + j] + beta * C[i, j] (C not read when beta == 0)
-                    [+ bias_col[j]] [+ bias_row[i]] [+ res[i*rsc + j]] [relu]   for i < mr, j < nr;  C[i, j] = c[i*rsc + j]
+                    [+ bias_col[j]] [+ bias_row[i]] [+ res[i*rsc + j]], then act   for i < mr, j < nr;  C[i, j] = c[i*rsc + j]
        a: one packed A panel (kc x MR, column-major), b: one packed B panel (kc x NR, row-major, zero-padded).
        One body per row count (mr = 1..MR, the switch below), so tails compute no padded rows; column tails are
        masked loads/stores. Every row adds its products in the same k order with one FMA per product, whatever mr
        is, so a row's result does not depend on which panel held it. */
+    /* The fused activation of the epilogue (NULL: none). Relu, Clip and LeakyRelu are applied in registers; Sigmoid,
+       HardSigmoid and Tanh over the tile just stored (still in L1), with the same scalar code in every variant. */
+    #include <math.h>
+    enum { ONNXEP_ACT_NONE = 0, ONNXEP_ACT_RELU, ONNXEP_ACT_CLIP, ONNXEP_ACT_LEAKY_RELU, ONNXEP_ACT_SIGMOID,
+           ONNXEP_ACT_HARD_SIGMOID, ONNXEP_ACT_TANH };
+    typedef struct { int kind; float a, b; } onnxep_act;   /* Clip: [a, b]; LeakyRelu: a; HardSigmoid: a, b */
+    static inline float onnxep_act1(const onnxep_act* act, float v)
+    {
+        switch (act->kind) {
+        case ONNXEP_ACT_RELU: return v > 0.0f ? v : 0.0f;             /* NaN -> 0, as max(NaN, 0) in SIMD */
+        case ONNXEP_ACT_CLIP: { float h = v < act->a ? act->a : v; return h > act->b ? act->b : h; }  /* NaN stays */
+        case ONNXEP_ACT_LEAKY_RELU: return v >= 0.0f ? v : v * act->a;
+        case ONNXEP_ACT_SIGMOID: return 1.0f / (1.0f + expf(-v));
+        case ONNXEP_ACT_HARD_SIGMOID: { float h = act->a * v + act->b; return h < 0.0f ? 0.0f : (h > 1.0f ? 1.0f : h); }
+        case ONNXEP_ACT_TANH: return tanhf(v);
+        default: return v;
+        }
+    }
+    /* the activations that are not applied in registers, over a stored mr x nr tile */
+    static inline void onnxep_act_tile(const onnxep_act* act, float* c, Py_ssize_t rsc, Py_ssize_t mr, Py_ssize_t nr)
+    {
+        Py_ssize_t i, j;
+        for (i = 0; i < mr; i++)
+            for (j = 0; j < nr; j++) c[i * rsc + j] = onnxep_act1(act, c[i * rsc + j]);
+    }
+
     #if ONNXEP_SGEMM_SIMD
     #include <immintrin.h>
     #define ONNXEP_UK_ARGS Py_ssize_t kc, Py_ssize_t nr, const float* a, const float* b, float* c, Py_ssize_t rsc, \
                            float alpha, float beta, const float* bias_col, const float* bias_row, \
-                           const float* res, int relu
-    #define ONNXEP_UK_PASS kc, nr, a, b, c, rsc, alpha, beta, bias_col, bias_row, res, relu
+                           const float* res, const onnxep_act* act
+    #define ONNXEP_UK_PASS kc, nr, a, b, c, rsc, alpha, beta, bias_col, bias_row, res, act
     #endif
 
     #if defined(__AVX512F__)
@@ -90,6 +116,8 @@ cdef extern from *:
         __mmask16 m1 = nr >= 32 ? (__mmask16)0xFFFF : nr <= 16 ? (__mmask16)0 : (__mmask16)((1u << (nr - 16)) - 1u);
         __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta), z = _mm512_setzero_ps();
         __m512 bc0 = z, bc1 = z;
+        int kind = act ? act->kind : ONNXEP_ACT_NONE;
+        __m512 lo = _mm512_set1_ps(act ? act->a : 0.0f), hi = _mm512_set1_ps(act ? act->b : 0.0f);
         if (bias_col) { bc0 = _mm512_maskz_loadu_ps(m0, bias_col); bc1 = _mm512_maskz_loadu_ps(m1, bias_col + 16); }
         #pragma GCC unroll 12
         for (i = 0; i < MRV; i++) {
@@ -106,10 +134,17 @@ cdef extern from *:
                 v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(m0, res + i * rsc));
                 v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(m1, res + i * rsc + 16));
             }
-            if (relu) { v0 = _mm512_max_ps(v0, z); v1 = _mm512_max_ps(v1, z); }   /* max(NaN, 0) = 0, as the C path */
+            if (kind == ONNXEP_ACT_RELU) { v0 = _mm512_max_ps(v0, z); v1 = _mm512_max_ps(v1, z); }  /* NaN -> 0 */
+            else if (kind == ONNXEP_ACT_CLIP) {
+                v0 = _mm512_min_ps(hi, _mm512_max_ps(lo, v0)); v1 = _mm512_min_ps(hi, _mm512_max_ps(lo, v1));  /* NaN stays */
+            } else if (kind == ONNXEP_ACT_LEAKY_RELU) {
+                v0 = _mm512_mask_mul_ps(v0, _mm512_cmp_ps_mask(v0, z, _CMP_LT_OQ), v0, lo);
+                v1 = _mm512_mask_mul_ps(v1, _mm512_cmp_ps_mask(v1, z, _CMP_LT_OQ), v1, lo);
+            }
             _mm512_mask_storeu_ps(ci, m0, v0);
             _mm512_mask_storeu_ps(ci + 16, m1, v1);
         }
+        if (kind > ONNXEP_ACT_LEAKY_RELU) onnxep_act_tile(act, c, rsc, MRV, nr);
     }
     static void onnxep_sgemm_uk(Py_ssize_t mr, ONNXEP_UK_ARGS)
     {
@@ -158,6 +193,8 @@ cdef extern from *:
         __m256i m0 = onnxep_uk_mask(nr), m1 = onnxep_uk_mask(nr - 8);
         __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta), z = _mm256_setzero_ps();
         __m256 bc0 = z, bc1 = z;
+        int kind = act ? act->kind : ONNXEP_ACT_NONE;
+        __m256 lo = _mm256_set1_ps(act ? act->a : 0.0f), hi = _mm256_set1_ps(act ? act->b : 0.0f);
         if (bias_col) { bc0 = _mm256_maskload_ps(bias_col, m0); bc1 = _mm256_maskload_ps(bias_col + 8, m1); }
         #pragma GCC unroll 6
         for (i = 0; i < MRV; i++) {
@@ -180,7 +217,13 @@ cdef extern from *:
                 if (full) { v0 = _mm256_add_ps(v0, _mm256_loadu_ps(ri)); v1 = _mm256_add_ps(v1, _mm256_loadu_ps(ri + 8)); }
                 else { v0 = _mm256_add_ps(v0, _mm256_maskload_ps(ri, m0)); v1 = _mm256_add_ps(v1, _mm256_maskload_ps(ri + 8, m1)); }
             }
-            if (relu) { v0 = _mm256_max_ps(v0, z); v1 = _mm256_max_ps(v1, z); }   /* max(NaN, 0) = 0, as the C path */
+            if (kind == ONNXEP_ACT_RELU) { v0 = _mm256_max_ps(v0, z); v1 = _mm256_max_ps(v1, z); }  /* NaN -> 0 */
+            else if (kind == ONNXEP_ACT_CLIP) {
+                v0 = _mm256_min_ps(hi, _mm256_max_ps(lo, v0)); v1 = _mm256_min_ps(hi, _mm256_max_ps(lo, v1));  /* NaN stays */
+            } else if (kind == ONNXEP_ACT_LEAKY_RELU) {
+                v0 = _mm256_blendv_ps(v0, _mm256_mul_ps(v0, lo), _mm256_cmp_ps(v0, z, _CMP_LT_OQ));
+                v1 = _mm256_blendv_ps(v1, _mm256_mul_ps(v1, lo), _mm256_cmp_ps(v1, z, _CMP_LT_OQ));
+            }
             if (full) {
                 _mm256_storeu_ps(ci, v0);
                 _mm256_storeu_ps(ci + 8, v1);
@@ -189,6 +232,7 @@ cdef extern from *:
                 _mm256_maskstore_ps(ci + 8, m1, v1);
             }
         }
+        if (kind > ONNXEP_ACT_LEAKY_RELU) onnxep_act_tile(act, c, rsc, MRV, nr);
     }
     static void onnxep_sgemm_uk(Py_ssize_t mr, ONNXEP_UK_ARGS)
     {
@@ -206,7 +250,7 @@ cdef extern from *:
     /* generic variant: never called (ONNXEP_SGEMM_SIMD == 0), the Cython micro-kernel below runs instead */
     static inline void onnxep_sgemm_uk(Py_ssize_t mr, Py_ssize_t kc, Py_ssize_t nr, const float* a, const float* b,
                                        float* c, Py_ssize_t rsc, float alpha, float beta, const float* bias_col,
-                                       const float* bias_row, const float* res, int relu) { }
+                                       const float* bias_row, const float* res, const onnxep_act* act) { }
     #endif
 
     /* d[kk*MR + i] := srcs[i][kk * soff[i]] for kk < n, i < MR: MR source runs (soff 1), or a zero run (soff 0:
@@ -260,6 +304,19 @@ cdef extern from *:
     }
     #endif
     """
+    ctypedef struct Act "onnxep_act":
+        int kind
+        float a
+        float b
+    enum:
+        ACT_NONE "ONNXEP_ACT_NONE"
+        ACT_RELU "ONNXEP_ACT_RELU"
+        ACT_CLIP "ONNXEP_ACT_CLIP"
+        ACT_LEAKY_RELU "ONNXEP_ACT_LEAKY_RELU"
+        ACT_SIGMOID "ONNXEP_ACT_SIGMOID"
+        ACT_HARD_SIGMOID "ONNXEP_ACT_HARD_SIGMOID"
+        ACT_TANH "ONNXEP_ACT_TANH"
+    float act1 "onnxep_act1"(const Act* act, float v) noexcept nogil
     enum:
         SGEMM_MR "ONNXEP_SGEMM_MR"
         SGEMM_NR "ONNXEP_SGEMM_NR"
@@ -269,7 +326,7 @@ cdef extern from *:
     void sgemm_ukernel_simd "onnxep_sgemm_uk"(Py_ssize_t mr, Py_ssize_t kc, Py_ssize_t nr, const float* a,
                                               const float* b, float* c, Py_ssize_t rsc, float alpha, float beta,
                                               const float* bias_col, const float* bias_row, const float* res,
-                                              int relu) noexcept nogil
+                                              const Act* act) noexcept nogil
     void pack_rows_t "onnxep_pack_rows_t"(float* d, const float* const* srcs, const Py_ssize_t* soff,
                                           Py_ssize_t n) noexcept nogil
 
@@ -410,7 +467,9 @@ cdef void pack_a_implicit(const ImplicitA* ia, Py_ssize_t i0, Py_ssize_t mc, Py_
     """out := the mc x kc block of A (rows i0.., columns pc..) of ia as MR-row panels (kc x MR each, zero-padded),
     the same layout as sgemm_pack_a_raw."""
     cdef Py_ssize_t HoWo = ia.Ho * ia.Wo, HWC = ia.H * ia.W * ia.C, Cg = ia.Cg
-    cdef Py_ssize_t ip, mr, i, p, n, r, oh, k, tap, c, ln, b, e, ih, iw, kk
+    cdef Py_ssize_t ip, mr, i, p, n, r, oh, k, tap, c, ln, lm, e_last, b, e, ih, iw, kk
+    # with one group and no column dilation, the taps of a kernel row are adjacent pixels: k runs across them
+    cdef bint merge = ia.dw == 1 and ia.C == Cg
     cdef Py_ssize_t ih0[SGEMM_MR]
     cdef Py_ssize_t iw0[SGEMM_MR]
     cdef const float* img[SGEMM_MR]
@@ -438,6 +497,16 @@ cdef void pack_a_implicit(const ImplicitA* ia, Py_ssize_t i0, Py_ssize_t mc, Py_
             ln = min(Cg - c, pc + kc - k)
             b = tap // ia.kw
             e = tap - b * ia.kw
+            if merge and ln < pc + kc - k:
+                # the rest of kernel row b is one run in x when every row of the panel has it inside
+                lm = min((b + 1) * ia.kw * Cg - k, pc + kc - k)
+                e_last = e + (c + lm - 1) // Cg
+                for i in range(mr):
+                    ih = ih0[i] + b * ia.dh
+                    if not (0 <= ih < ia.H and iw0[i] + e >= 0 and iw0[i] + e_last < ia.W):
+                        lm = ln
+                        break
+                ln = lm
             d = out + ip * kc + (k - pc) * SGEMM_MR
             for i in range(SGEMM_MR):     # each row's source run, or a zero run (outside x, or past mr)
                 ih = ih0[i] + b * ia.dh
@@ -502,9 +571,9 @@ cdef inline void sgemm_ukernel(Py_ssize_t kc, Py_ssize_t mr, const float* a, con
 
 
 cdef void sgemm_store(const float* acc, Py_ssize_t mr, Py_ssize_t nr, float* c, Py_ssize_t rsc, Py_ssize_t csc,
-                      float alpha, float beta, const float* bias_col, const float* bias_row, bint relu,
+                      float alpha, float beta, const float* bias_col, const float* bias_row, const Act* act,
                       const float* res=NULL) noexcept nogil:
-    """C[:mr, :nr] := alpha*acc + beta*C (C not read when beta == 0) [+ bias] [+ R] [relu]; R (res) has C's strides."""
+    """C[:mr, :nr] := act(alpha*acc + beta*C [+ bias] [+ R]) (C not read when beta == 0); R (res) has C's strides."""
     cdef Py_ssize_t i, j
     cdef float v
     cdef float* ci
@@ -528,9 +597,9 @@ cdef void sgemm_store(const float* acc, Py_ssize_t mr, Py_ssize_t nr, float* c, 
             if res != NULL:
                 for j in range(nr):
                     ci[j] = ci[j] + res[i * rsc + j]
-            if relu:
+            if act != NULL and act.kind != ACT_NONE:
                 for j in range(nr):
-                    ci[j] = ci[j] if ci[j] > 0 else 0.0
+                    ci[j] = act1(act, ci[j])
         return
     # strided columns (e.g. conv writing NCHW output): column by column, contiguous along i when rsc == 1
     for j in range(nr):
@@ -545,8 +614,8 @@ cdef void sgemm_store(const float* acc, Py_ssize_t mr, Py_ssize_t nr, float* c, 
                 v = v + bias_row[i]
             if res != NULL:
                 v = v + res[j * csc + i * rsc]
-            if relu and not (v > 0):
-                v = 0.0
+            if act != NULL:
+                v = act1(act, v)
             cj[i * rsc] = v
 
 
@@ -554,7 +623,7 @@ cdef void _sgemm_tile(Py_ssize_t ic, Py_ssize_t mc, Py_ssize_t jp0, Py_ssize_t j
                       Py_ssize_t N, Py_ssize_t K, float alpha,
                       const float* a, Py_ssize_t rsa, Py_ssize_t csa, const ImplicitA* ia, const float* bp,
                       float beta, float* c, Py_ssize_t rsc, Py_ssize_t csc,
-                      const float* bias_col, const float* bias_row, const float* res, bint relu,
+                      const float* bias_col, const float* bias_row, const float* res, const Act* act,
                       float* work) noexcept nogil:
     """Rows ic:ic+mc, NR panels jp0:jp1 of C, over all of K. `work`: SGEMM_WORK_PER_THREAD floats. A is read from
     (a, rsa, csa), or through `ia` (implicit im2col) when that is not NULL; res (C's strides, csc == 1) is added in
@@ -601,7 +670,7 @@ cdef void _sgemm_tile(Py_ssize_t ic, Py_ssize_t mc, Py_ssize_t jp0, Py_ssize_t j
                                        (bias_col + n0) if (last and bias_col != NULL) else NULL,
                                        (bias_row + ic + ip) if (last and bias_row != NULL) else NULL,
                                        (res + (ic + ip) * rsc + n0) if (last and res != NULL) else NULL,
-                                       relu and last)
+                                       act if last else NULL)
                     ip += mr
                     continue
                 sgemm_ukernel(kc, mr, abuf + ip * kc, bpanel, acc)
@@ -610,13 +679,13 @@ cdef void _sgemm_tile(Py_ssize_t ic, Py_ssize_t mc, Py_ssize_t jp0, Py_ssize_t j
                     sgemm_store(acc, mr, nr, cdst, ldt, 1, alpha, beta_k,
                                 (bias_col + n0) if (last and bias_col != NULL) else NULL,
                                 (bias_row + ic + ip) if (last and bias_row != NULL) else NULL,
-                                relu and last)
+                                act if last else NULL)
                 else:
                     sgemm_store(acc, mr, nr, c + (ic + ip) * rsc + n0 * csc, rsc, csc,
                                 alpha, beta_k,
                                 (bias_col + n0) if (last and bias_col != NULL) else NULL,
                                 (bias_row + ic + ip) if (last and bias_row != NULL) else NULL,
-                                relu and last,
+                                act if last else NULL,
                                 (res + (ic + ip) * rsc + n0 * csc) if (last and res != NULL) else NULL)
                 ip += mr
         pc += kc
@@ -643,18 +712,18 @@ cdef int sgemm_threads(Py_ssize_t M, Py_ssize_t N, Py_ssize_t K, int nthreads) n
 cdef void sgemm_packed_raw(Py_ssize_t M, Py_ssize_t N, Py_ssize_t K, float alpha,
                            const float* a, Py_ssize_t rsa, Py_ssize_t csa, const float* bp,
                            float beta, float* c, Py_ssize_t rsc, Py_ssize_t csc,
-                           const float* bias_col, const float* bias_row, bint relu,
+                           const float* bias_col, const float* bias_row, const Act* act,
                            float* work, int nth) noexcept nogil:
-    """C := alpha*A@B + beta*C [+ bias] [relu] with B packed by sgemm_pack_b_raw; A[i, k] = a[i*rsa + k*csa].
+    """C := act(alpha*A@B + beta*C [+ bias]) with B packed by sgemm_pack_b_raw; A[i, k] = a[i*rsa + k*csa].
     `work` holds sgemm_work_len(nth) floats; nth threads at most (1: no parallel region)."""
-    sgemm_packed_ex(M, N, K, alpha, a, rsa, csa, NULL, bp, beta, c, rsc, csc, bias_col, bias_row, NULL, relu,
+    sgemm_packed_ex(M, N, K, alpha, a, rsa, csa, NULL, bp, beta, c, rsc, csc, bias_col, bias_row, NULL, act,
                     work, nth)
 
 
 cdef void sgemm_packed_ex(Py_ssize_t M, Py_ssize_t N, Py_ssize_t K, float alpha,
                           const float* a, Py_ssize_t rsa, Py_ssize_t csa, const ImplicitA* ia, const float* bp,
                           float beta, float* c, Py_ssize_t rsc, Py_ssize_t csc,
-                          const float* bias_col, const float* bias_row, const float* res, bint relu,
+                          const float* bias_col, const float* bias_row, const float* res, const Act* act,
                           float* work, int nth) noexcept nogil:
     """sgemm_packed_raw with A read through `ia` (implicit im2col, see ImplicitA) when it is not NULL, and a residual
     res (C's strides; csc == 1) added in the epilogue when res is not NULL."""
@@ -673,7 +742,7 @@ cdef void sgemm_packed_ex(Py_ssize_t M, Py_ssize_t N, Py_ssize_t K, float alpha,
                 sgemm_store(zero, min(<Py_ssize_t>SGEMM_MR, M - i), min(<Py_ssize_t>SGEMM_NR, N - j),
                             c + i * rsc + j * csc, rsc, csc, alpha, beta,
                             (bias_col + j) if bias_col != NULL else NULL,
-                            (bias_row + i) if bias_row != NULL else NULL, relu,
+                            (bias_row + i) if bias_row != NULL else NULL, act,
                             (res + i * rsc + j * csc) if res != NULL else NULL)
                 j += SGEMM_NR
             i += SGEMM_MR
@@ -709,7 +778,7 @@ cdef void sgemm_packed_ex(Py_ssize_t M, Py_ssize_t N, Py_ssize_t K, float alpha,
             ic = (t // ntiles) * mcb
             jp0 = (t % ntiles) * slab
             _sgemm_tile(ic, min(mcb, M - ic), jp0, min(jp0 + slab, npanels), N, K, alpha,
-                        a, rsa, csa, ia, bp, beta, c, rsc, csc, bias_col, bias_row, res, relu, work)
+                        a, rsa, csa, ia, bp, beta, c, rsc, csc, bias_col, bias_row, res, act, work)
         return
     for t in prange(mtiles * ntiles, num_threads=min(<Py_ssize_t>nth, mtiles * ntiles), schedule="dynamic"):
         ic = (t // ntiles) * mcb
@@ -717,10 +786,34 @@ cdef void sgemm_packed_ex(Py_ssize_t M, Py_ssize_t N, Py_ssize_t K, float alpha,
         jp1 = min(jp0 + slab, npanels)
         mc = min(mcb, M - ic)
         _sgemm_tile(ic, mc, jp0, jp1, N, K, alpha, a, rsa, csa, ia, bp, beta, c, rsc, csc, bias_col, bias_row, res,
-                    relu, work + <Py_ssize_t>openmp.omp_get_thread_num() * SGEMM_WORK_PER_THREAD)
+                    act, work + <Py_ssize_t>openmp.omp_get_thread_num() * SGEMM_WORK_PER_THREAD)
 
 
 # ----------------------------------------------------------------------------------------------- Python wrappers
+
+#: the epilogue activations by ONNX op name, and how many float parameters each takes
+ACTIVATIONS = {"": (ACT_NONE, 0), "Relu": (ACT_RELU, 0), "Clip": (ACT_CLIP, 2), "LeakyRelu": (ACT_LEAKY_RELU, 1),
+               "Sigmoid": (ACT_SIGMOID, 0), "HardSigmoid": (ACT_HARD_SIGMOID, 2), "Tanh": (ACT_TANH, 0)}
+
+
+cdef Act make_act(activation, bint relu=False) except *:
+    """The epilogue activation: `activation` is None, a name, or (name, *params) with Clip (min, max), LeakyRelu
+    (alpha), HardSigmoid (alpha, beta); None means Relu when `relu` is set, else no activation."""
+    cdef Act act
+    act.kind, act.a, act.b = (ACT_RELU if relu else ACT_NONE), 0.0, 0.0
+    if activation is None:
+        return act
+    name, params = (activation, ()) if isinstance(activation, str) else (activation[0], tuple(activation[1:]))
+    if name not in ACTIVATIONS or len(params) != ACTIVATIONS[name][1]:
+        raise ValueError(f"unknown epilogue activation {activation!r}: expected one of "
+                         f"{ {k: v[1] for k, v in ACTIVATIONS.items()} } (name: number of parameters)")
+    act.kind = ACTIVATIONS[name][0]
+    if params:
+        act.a = params[0]
+    if len(params) > 1:
+        act.b = params[1]
+    return act
+
 
 def sgemm_pack_b_size(Py_ssize_t K, Py_ssize_t N):
     """Number of float32 elements of B (K x N) packed in this variant's format."""
@@ -760,13 +853,15 @@ cdef const float* _opt_ptr(const float[::1] v, Py_ssize_t n, str what) except? N
 
 def sgemm_packed_f32(bint trans_a, float alpha, const float[:, ::1] A, const float[::1] B_packed, Py_ssize_t N,
                      float beta, float[:, ::1] C, const float[::1] bias_col=None, const float[::1] bias_row=None,
-                     bint relu=False, int nthreads=0):
-    """C := alpha*op(A)@B + beta*C [+ bias_col[j] | + bias_row[i]] [relu]; B (K x N) given packed by sgemm_pack_b.
+                     bint relu=False, int nthreads=0, activation=None):
+    """C := act(alpha*op(A)@B + beta*C [+ bias_col[j] | + bias_row[i]]); B (K x N) given packed by sgemm_pack_b.
+    act: `activation` (see make_act) or Relu when relu is set.
     op(A) is A (M x K) or A.T (A stored K x M) when trans_a. C is not read when beta == 0."""
     cdef Py_ssize_t M, K
     cdef int nth
     cdef const float* bc
     cdef const float* br
+    cdef Act act = make_act(activation, relu)
     if trans_a:
         K, M = A.shape[0], A.shape[1]
     else:
@@ -782,13 +877,13 @@ def sgemm_packed_f32(bint trans_a, float alpha, const float[:, ::1] A, const flo
         return
     nth = sgemm_threads(M, N, K, nthreads)
     _sgemm_call(M, N, K, alpha, &A[0, 0] if M * K else NULL, 1 if trans_a else K, M if trans_a else 1,
-                &B_packed[0] if K else NULL, beta, &C[0, 0], N, 1, bc, br, relu, nth)
+                &B_packed[0] if K else NULL, beta, &C[0, 0], N, 1, bc, br, &act, nth)
 
 
 cdef int _sgemm_call(Py_ssize_t M, Py_ssize_t N, Py_ssize_t K, float alpha,
                      const float* a, Py_ssize_t rsa, Py_ssize_t csa, const float* bp,
                      float beta, float* c, Py_ssize_t rsc, Py_ssize_t csc,
-                     const float* bias_col, const float* bias_row, bint relu, int nth) except -1:
+                     const float* bias_col, const float* bias_row, const Act* act, int nth) except -1:
     """Allocate the A workspace, run sgemm_packed_raw without the GIL, free it."""
     cdef float* work = NULL
     if K > 0:
@@ -797,7 +892,7 @@ cdef int _sgemm_call(Py_ssize_t M, Py_ssize_t N, Py_ssize_t K, float alpha,
             raise MemoryError("sgemm: cannot allocate the A packing workspace")
     try:
         with nogil:
-            sgemm_packed_raw(M, N, K, alpha, a, rsa, csa, bp, beta, c, rsc, csc, bias_col, bias_row, relu, work, nth)
+            sgemm_packed_raw(M, N, K, alpha, a, rsa, csa, bp, beta, c, rsc, csc, bias_col, bias_row, act, work, nth)
     finally:
         free(work)
     return 0
@@ -805,13 +900,15 @@ cdef int _sgemm_call(Py_ssize_t M, Py_ssize_t N, Py_ssize_t K, float alpha,
 
 def sgemm_f32(bint trans_a, bint trans_b, float alpha, const float[:, ::1] A, const float[:, ::1] B, float beta,
               float[:, ::1] C, int nthreads=0, const float[::1] bias_col=None, const float[::1] bias_row=None,
-              bint relu=False):
-    """C := alpha*op(A)@op(B) + beta*C [+ bias] [relu], packing B on the fly (C is not read when beta == 0)."""
+              bint relu=False, activation=None):
+    """C := act(alpha*op(A)@op(B) + beta*C [+ bias]), packing B on the fly (C is not read when beta == 0); act as in
+    sgemm_packed_f32."""
     cdef Py_ssize_t M, K, N, Kb
     cdef float* bp = NULL
     cdef const float* bc
     cdef const float* br
     cdef int nth
+    cdef Act act = make_act(activation, relu)
     if trans_a:
         K, M = A.shape[0], A.shape[1]
     else:
@@ -841,6 +938,6 @@ def sgemm_f32(bint trans_a, bint trans_b, float alpha, const float[:, ::1] A, co
                 else:
                     sgemm_pack_b_raw(K, N, &B[0, 0], N, 1, bp, nth)
         _sgemm_call(M, N, K, alpha, &A[0, 0] if M * K else NULL, 1 if trans_a else K, M if trans_a else 1,
-                    bp, beta, &C[0, 0], N, 1, bc, br, relu, nth)
+                    bp, beta, &C[0, 0], N, 1, bc, br, &act, nth)
     finally:
         free(bp)

@@ -1,7 +1,9 @@
 """NhwcConv (domain com.onnxep): Conv over channel-last activations, written by the layout pass (graph/passes/
 layout_nhwc.py), never by users. X is (N, H, W, C) and Y (N, Ho, Wo, Cout); W, B and the attributes are the ONNX Conv's
-(W stays (Cout, Cin/group, kh, kw)). Two more, from the fusion passes: an optional 4th input Z (NHWC, Y's shape) added
-to the result, and `activation` ("" or "Relu") applied last -- y = act(conv(x, W) + B + Z), all in the GEMM epilogue.
+(W stays (Cout, Cin/group, kh, kw)). More from the fusion passes: an optional 4th input Z (NHWC, Y's shape) added to
+the result, and `activation` with `activation_params` (as onnxruntime's FusedConv: "" / Relu / Clip [min, max] /
+LeakyRelu [alpha] / Sigmoid / HardSigmoid [alpha, beta] / Tanh) applied last -- y = act(conv(x, W) + B + Z), all in the
+GEMM epilogue.
 
 Dense and grouped convs run conv_nhwc_f32 (implicit im2col, no col buffer); one input channel per group (depthwise)
 runs conv_depthwise_nhwc_f32 (no Z)."""
@@ -13,7 +15,7 @@ from onnxep.ops._packed import PackedWeightMixin
 from onnxep.ops.conv import conv_geometry
 
 DOMAIN = "com.onnxep"
-ACTIVATIONS = ("", "Relu")
+ACTIVATIONS = _kernels.ACTIVATIONS      # name -> (code, number of activation_params)
 
 
 def _is_f32_rank4(vt):
@@ -31,6 +33,7 @@ class NhwcConv_1(PackedWeightMixin, OpKernel):
     dilations = None
     pads = None
     activation = ""
+    activation_params = None
 
     @classmethod
     def supports(cls, op):
@@ -47,11 +50,13 @@ class NhwcConv_1(PackedWeightMixin, OpKernel):
             return False
         a = op.node.attrs
         group = int(a.get("group", 1) or 1)
-        if group < 1 or w.shape[0] % group or a.get("activation", "") not in ACTIVATIONS:
+        act = a.get("activation") or ""
+        if group < 1 or w.shape[0] % group or act not in ACTIVATIONS \
+                or len(a.get("activation_params") or ()) != ACTIVATIONS[act][1]:
             return False
-        if cls._depthwise_shape(w.shape, group) and ((len(ins) > 3 and ins[3])
+        if cls._depthwise_shape(w.shape, group) and ((len(ins) > 3 and ins[3]) or act not in ("", "Relu")
                                                      or not hasattr(_kernels, "conv_depthwise_nhwc_f32")):
-            return False             # the depthwise kernel has no residual input
+            return False             # the depthwise kernel has no residual input and fuses Relu only
         return True
 
     @staticmethod
@@ -108,9 +113,13 @@ class NhwcConv_1(PackedWeightMixin, OpKernel):
         args = ((N, H, W_, C), wp, cout)
         geo = (tuple(wshape[2:]), tuple(self.strides or (1, 1)), tuple(self.dilations or (1, 1)), tuple(pb),
                tuple(outs))
-        relu = self.activation == "Relu"
         if self._depthwise_shape(wshape, group):
-            _kernels.conv_depthwise_nhwc_f32(X.reshape(-1), *args, *geo, B, Y.reshape(-1), relu, ctx.num_threads)
+            _kernels.conv_depthwise_nhwc_f32(X.reshape(-1), *args, *geo, B, Y.reshape(-1), self.activation == "Relu",
+                                             ctx.num_threads)
         else:
             _kernels.conv_nhwc_f32(X.reshape(-1), *args, group, *geo, B, None if Z is None else Z.reshape(-1),
-                                   Y.reshape(-1), relu, ctx.num_threads)
+                                   Y.reshape(-1), False, ctx.num_threads, self._act)
+
+    @property
+    def _act(self):
+        return (self.activation or "",) + tuple(float(p) for p in (self.activation_params or ()))

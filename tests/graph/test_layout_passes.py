@@ -155,3 +155,21 @@ def test_conv_bn_not_folded_when_conv_output_is_shared():
     sess = _session(model, onnxep.GraphOptimizationLevel.ORT_ENABLE_BASIC)
     assert "BatchNormalization" in _ops(sess)
     assert_outputs_match(sess.run(None, {"x": x}), run_ort(model, {"x": x}), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("act", [("Relu", {}, []), ("LeakyRelu", {"alpha": 0.2}, []), ("Sigmoid", {}, []),
+                                 ("HardSigmoid", {"alpha": 0.3, "beta": 0.4}, []), ("Tanh", {}, []),
+                                 ("Clip", {}, ["lo", "hi"]), ("Clip", {}, ["", "hi"])],
+                         ids=lambda a: a[0] + "".join(a[2]))
+def test_activation_fuses_into_nhwc_conv(act):
+    """Conv -> activation becomes one NhwcConv with that epilogue activation. Oracle: onnxruntime."""
+    op, attrs, extra = act
+    x = RNG.uniform(-1, 1, (1, 5, 8, 8)).astype(np.float32)
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node(op, ["c"] + extra, ["y"], **attrs)]
+    inits = {"w": _w(7, 5, 3, 3), "b": _w(7), "lo": np.array(-0.2, np.float32), "hi": np.array(0.3, np.float32)}
+    model = make_model(nodes, {"x": x}, ["y"], initializers=inits)
+    sess = _session(model)
+    assert _ops(sess) == ["Transpose", "NhwcConv", "Transpose"]
+    assert [k.activation for op_, k in _steps(sess) if op_ == "NhwcConv"] == [op]
+    assert_outputs_match(sess.run(None, {"x": x}), run_ort(model, {"x": x}), rtol=1e-5, atol=1e-5)

@@ -192,3 +192,59 @@ def test_k_blocks_are_even():
     k1 = (K + 1) // 2
     np.testing.assert_array_equal(bp[k1 * N:(k1 + 1) * N], B[k1])
     assert "ksplit=even" in mod.SGEMM_FORMAT
+
+
+ACTS = [("Relu",), ("Clip", -0.5, 0.75), ("LeakyRelu", 0.1), ("Sigmoid",), ("HardSigmoid", 0.2, 0.5), ("Tanh",)]
+
+
+def _act_ref(r, act):
+    name = act[0]
+    if name == "Relu":
+        return np.maximum(r, 0)
+    if name == "Clip":
+        return np.clip(r, act[1], act[2])
+    if name == "LeakyRelu":
+        return np.where(r >= 0, r, r * act[1])
+    if name == "Sigmoid":
+        return 1 / (1 + np.exp(-r))
+    if name == "HardSigmoid":
+        return np.clip(act[1] * r + act[2], 0, 1)
+    return np.tanh(r)
+
+
+@pytest.mark.parametrize("isa", list(VARIANTS))
+@pytest.mark.parametrize("act", ACTS, ids=lambda a: a[0])
+@pytest.mark.parametrize("M,N,K", [(1, 1, 1), (13, 33, 7), (37, 70, 300)])
+def test_fused_activation_epilogue(isa, act, M, N, K):
+    """Oracle: numpy float64 GEMM + bias, then the activation (the epilogue is applied once, after the last K block).
+    Every variant also agrees with the generic one, NaN and inf included (NaN stays NaN through Clip, LeakyRelu)."""
+    mod = VARIANTS[isa]
+    rng = np.random.default_rng(M * 7 + N)
+    A = rng.uniform(-1, 1, (M, K)).astype(np.float32)
+    B = rng.uniform(-1, 1, (K, N)).astype(np.float32)
+    bias = rng.uniform(-1, 1, N).astype(np.float32)
+    C = np.empty((M, N), np.float32)
+    mod.sgemm_f32(False, False, 1.0, A, B, 0.0, C, 2, bias, None, False, act)
+    want = _act_ref(_ref(False, False, 1.0, A, B, 0.0, C, bias), act)
+    tol = 2 * _bound(K + 2, A, B, 1.0) + 80 * EPS
+    np.testing.assert_allclose(C, want, rtol=0, atol=tol)
+    A[0, 0] = np.nan
+    if M > 1:
+        A[1, 0] = np.inf
+    C2, G = np.empty_like(C), np.empty_like(C)
+    mod.sgemm_f32(False, False, 1.0, A, B, 0.0, C2, 1, bias, None, False, act)
+    VARIANTS["generic"].sgemm_f32(False, False, 1.0, A, B, 0.0, G, 1, bias, None, False, act)
+    np.testing.assert_array_equal(np.isnan(C2), np.isnan(G))
+    np.testing.assert_allclose(C2[np.isfinite(G)], G[np.isfinite(G)], rtol=0, atol=2 * tol)
+    if act[0] in ("Clip", "LeakyRelu", "Tanh", "Sigmoid"):
+        assert np.isnan(C2[0]).any()   # a NaN product reaches the output, not a clamped number
+
+
+def test_unknown_activation_is_refused():
+    """A name or parameter count not in ACTIVATIONS raises ValueError naming the valid ones (error contract)."""
+    A = np.ones((2, 2), np.float32)
+    C = np.empty((2, 2), np.float32)
+    with pytest.raises(ValueError, match="unknown epilogue activation"):
+        _kernels.sgemm_f32(False, False, 1.0, A, A, 0.0, C, 1, None, None, False, "Gelu")
+    with pytest.raises(ValueError, match="unknown epilogue activation"):
+        _kernels.sgemm_f32(False, False, 1.0, A, A, 0.0, C, 1, None, None, False, ("Clip", 0.0))

@@ -2,7 +2,8 @@
 
 - NhwcConv -> Add / Sum(two inputs) with a same-shaped other input Z: the conv takes Z as its 4th input
   (y = conv + B + Z) and moves to the Add's place (Z may be computed after the conv in the original order);
-- NhwcConv -> Relu: the conv's activation becomes "Relu" (applied after the residual add, as in a ResNet block).
+- NhwcConv -> Relu / Clip (constant bounds) / LeakyRelu / Sigmoid / HardSigmoid / Tanh: the conv's activation
+  (applied after the residual add, as in a ResNet block); a depthwise conv fuses Relu only.
 
 Only when the conv's output has no other reader (and is not a graph output)."""
 from __future__ import annotations
@@ -19,6 +20,31 @@ def _fusable_conv(node, counts, x) -> bool:
 def _depthwise(node, consts) -> bool:
     w = consts.get(node.inputs[1])
     return w is not None and int(node.attrs.get("group", 1) or 1) > 1 and w.shape[1] == 1
+
+
+def _activation(node, consts):
+    """(name, params) of an activation node the epilogue can apply, or None."""
+    a, op = node.attrs, node.op_type
+    if len([o for o in node.outputs if o]) != 1:
+        return None
+    if op in ("Relu", "Sigmoid", "Tanh"):
+        return op, ()
+    if op == "LeakyRelu":
+        return op, (float(a.get("alpha", 0.01) if a.get("alpha") is not None else 0.01),)
+    if op == "HardSigmoid":
+        return op, (float(a["alpha"] if a.get("alpha") is not None else 0.2),
+                    float(a["beta"] if a.get("beta") is not None else 0.5))
+    if op == "Clip":
+        if node.opset < 11:
+            return op, (float(a.get("min", -3.4028234663852886e38)), float(a.get("max", 3.4028234663852886e38)))
+        bounds = []
+        for i, default in ((1, -float("inf")), (2, float("inf"))):
+            x = node.inputs[i] if len(node.inputs) > i else ""
+            if x and (x not in consts or consts[x].size != 1 or consts[x].dtype.kind != "f"):
+                return None
+            bounds.append(float(consts[x].reshape(())) if x else default)
+        return op, tuple(bounds)
+    return None
 
 
 def fuse_nhwc_conv(graph: Graph, ctx=None) -> Graph:
@@ -51,10 +77,11 @@ def fuse_nhwc_conv(graph: Graph, ctx=None) -> Graph:
             else:
                 out.append(node)
             continue
-        if node.domain == "" and node.op_type == "Relu" and node.inputs and node.inputs[0]:
+        act = _activation(node, consts) if node.domain == "" and node.inputs and node.inputs[0] else None
+        if act is not None:
             conv = producer.get(node.inputs[0])
-            if _fusable_conv(conv, counts, node.inputs[0]):
-                conv.attrs = dict(conv.attrs, activation="Relu")
+            if _fusable_conv(conv, counts, node.inputs[0]) and (act[0] == "Relu" or not _depthwise(conv, consts)):
+                conv.attrs = dict(conv.attrs, activation=act[0], activation_params=list(act[1]) or None)
                 conv.outputs = [node.outputs[0]]
                 conv.proto = node_proto(conv)
                 producer[node.outputs[0]] = conv
