@@ -1,0 +1,496 @@
+# Channel-last (NHWC) kernels: depthwise convolution and 2-D pooling. Activations are (N, H, W, C), so every loop
+# below runs over the contiguous channels of one pixel -- the vector dimension -- and there is no per-plane padding,
+# copying or phase splitting as in the NCHW depthwise kernel (_k_conv.pxi).
+#
+# Depthwise conv (group == C, channel multiplier mult = cout / C, output channel oc reads input channel oc // mult):
+#     y[n, oh, ow, oc] = bias[oc] + sum over taps (b, e) inside x of w[(b*kw + e), oc] * x[n, ih, iw, oc // mult]
+#     ih = oh*sh - ph + b*dh, iw = ow*sw - pw + e*dw
+# The packed weight is tap-major, channel-minor, each tap's row padded with zeros to CP = cout rounded up to 16
+# (so with an aligned buffer every tap row starts on a 64-byte line): w_packed[(b*kw + e)*CP + oc] = w[oc, 0, b, e].
+# One output pixel is computed by _dwn_px from a list of (input pixel, weight row) pointers, one per tap inside x, in
+# tap order: the bias first, then the taps one after the other, per channel -- so the interior (all taps, offsets
+# precomputed) and the borders (taps clipped) add in the same order and the result does not depend on how the rows
+# are split over threads. The AVX-512 / AVX2 variants keep blocks of 64 / 32 channels in registers across all taps;
+# the generic variant (and the channel tails of AVX2) run the plain loop.
+#
+# Pooling, 2-D: the same 21-entry int64 geometry vector as the NCHW pool kernels (_k_pool.pxi, built by
+# PoolAttrs.geom_vector), whose leading (depth) dim must be trivial: in = out = kernel = stride = dilation = 1, pads 0.
+# Per output pixel the window's taps are visited in the NCHW kernels' order (rows, then columns), with the same
+# arithmetic (max: first tap, then `v > m`; average: float sum from 0, divided by the count), so the results are
+# bit-identical to maxpool_f32 / avgpool_f32 on the transposed input.
+
+cdef extern from *:
+    """
+    #if defined(__AVX512F__) || defined(__AVX2__)
+    #include <immintrin.h>
+    #endif
+
+    /* y[c] := init[c] (0 when init is NULL; init may be y itself) + sum_t ws[t][c] * xs[t][c], t = 0..nt-1 in order;
+       then max(., 0) when relu. c = 0..C-1. */
+    static void onnxep_dwn_px(float *y, const float *init, const float *const *xs, const float *const *ws, int nt,
+                              Py_ssize_t C, int relu)
+    {
+        Py_ssize_t c = 0;
+        int t;
+    #if defined(__AVX512F__)
+        const __m512 z = _mm512_setzero_ps();
+        for (; c + 64 <= C; c += 64) {
+            __m512 a0 = z, a1 = z, a2 = z, a3 = z;
+            if (init) {
+                a0 = _mm512_loadu_ps(init + c); a1 = _mm512_loadu_ps(init + c + 16);
+                a2 = _mm512_loadu_ps(init + c + 32); a3 = _mm512_loadu_ps(init + c + 48);
+            }
+            for (t = 0; t < nt; t++) {
+                const float *xp = xs[t] + c, *wp = ws[t] + c;
+                a0 = _mm512_fmadd_ps(_mm512_loadu_ps(wp), _mm512_loadu_ps(xp), a0);
+                a1 = _mm512_fmadd_ps(_mm512_loadu_ps(wp + 16), _mm512_loadu_ps(xp + 16), a1);
+                a2 = _mm512_fmadd_ps(_mm512_loadu_ps(wp + 32), _mm512_loadu_ps(xp + 32), a2);
+                a3 = _mm512_fmadd_ps(_mm512_loadu_ps(wp + 48), _mm512_loadu_ps(xp + 48), a3);
+            }
+            if (relu) {
+                a0 = _mm512_max_ps(a0, z); a1 = _mm512_max_ps(a1, z);
+                a2 = _mm512_max_ps(a2, z); a3 = _mm512_max_ps(a3, z);
+            }
+            _mm512_storeu_ps(y + c, a0); _mm512_storeu_ps(y + c + 16, a1);
+            _mm512_storeu_ps(y + c + 32, a2); _mm512_storeu_ps(y + c + 48, a3);
+        }
+        for (; c < C; c += 16) {   /* 16 at a time, the last block masked (masked-off lanes are never read) */
+            __mmask16 m = (C - c >= 16) ? (__mmask16)0xFFFF : (__mmask16)((1u << (C - c)) - 1u);
+            __m512 a0 = init ? _mm512_maskz_loadu_ps(m, init + c) : z;
+            for (t = 0; t < nt; t++)
+                a0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, ws[t] + c), _mm512_maskz_loadu_ps(m, xs[t] + c), a0);
+            if (relu) a0 = _mm512_max_ps(a0, z);
+            _mm512_mask_storeu_ps(y + c, m, a0);
+        }
+    #elif defined(__AVX2__)
+        const __m256 z = _mm256_setzero_ps();
+        for (; c + 32 <= C; c += 32) {
+            __m256 a0 = z, a1 = z, a2 = z, a3 = z;
+            if (init) {
+                a0 = _mm256_loadu_ps(init + c); a1 = _mm256_loadu_ps(init + c + 8);
+                a2 = _mm256_loadu_ps(init + c + 16); a3 = _mm256_loadu_ps(init + c + 24);
+            }
+            for (t = 0; t < nt; t++) {
+                const float *xp = xs[t] + c, *wp = ws[t] + c;
+                a0 = _mm256_fmadd_ps(_mm256_loadu_ps(wp), _mm256_loadu_ps(xp), a0);
+                a1 = _mm256_fmadd_ps(_mm256_loadu_ps(wp + 8), _mm256_loadu_ps(xp + 8), a1);
+                a2 = _mm256_fmadd_ps(_mm256_loadu_ps(wp + 16), _mm256_loadu_ps(xp + 16), a2);
+                a3 = _mm256_fmadd_ps(_mm256_loadu_ps(wp + 24), _mm256_loadu_ps(xp + 24), a3);
+            }
+            if (relu) {
+                a0 = _mm256_max_ps(a0, z); a1 = _mm256_max_ps(a1, z);
+                a2 = _mm256_max_ps(a2, z); a3 = _mm256_max_ps(a3, z);
+            }
+            _mm256_storeu_ps(y + c, a0); _mm256_storeu_ps(y + c + 8, a1);
+            _mm256_storeu_ps(y + c + 16, a2); _mm256_storeu_ps(y + c + 24, a3);
+        }
+        for (; c + 8 <= C; c += 8) {
+            __m256 a0 = init ? _mm256_loadu_ps(init + c) : z;
+            for (t = 0; t < nt; t++)
+                a0 = _mm256_fmadd_ps(_mm256_loadu_ps(ws[t] + c), _mm256_loadu_ps(xs[t] + c), a0);
+            if (relu) a0 = _mm256_max_ps(a0, z);
+            _mm256_storeu_ps(y + c, a0);
+        }
+    #endif
+        /* the plain loop: the whole generic variant, the last C % 8 channels of AVX2 */
+        for (Py_ssize_t i = c; i < C; i++)
+            y[i] = init ? init[i] : 0.0f;
+        for (t = 0; t < nt; t++) {
+            const float *xp = xs[t], *wp = ws[t];
+            for (Py_ssize_t i = c; i < C; i++)
+                y[i] = y[i] + wp[i] * xp[i];
+        }
+        if (relu)
+            for (Py_ssize_t i = c; i < C; i++)
+                y[i] = y[i] > 0.0f ? y[i] : 0.0f;
+    }
+    """
+    void onnxep_dwn_px(float* y, const float* init, const float* const* xs, const float* const* ws, int nt,
+                       Py_ssize_t C, int relu) noexcept nogil
+
+
+cdef enum:
+    DWN_TAPS = 32                 # taps per pass of _dwn_px (more: several passes, accumulating in y)
+    DWN_ALIGN = 16                # cout of the packed weight is rounded up to this
+
+
+cdef struct NhwcGeom:
+    Py_ssize_t N, H, W, C, cout, mult, CP
+    Py_ssize_t kh, kw, sh, sw, dh, dw, ph, pw, Ho, Wo
+
+
+cdef inline Py_ssize_t _dwn_cp(Py_ssize_t cout) noexcept nogil:
+    return (cout + DWN_ALIGN - 1) // DWN_ALIGN * DWN_ALIGN
+
+
+cdef void _dwn_px_mult(float* y, const float* init, const float* const* xs, const float* const* ws, int nt,
+                       Py_ssize_t C, Py_ssize_t mult, bint relu) noexcept nogil:
+    """_dwn_px with a channel multiplier: y[c*mult + k] (+)= sum_t ws[t][c*mult + k] * xs[t][c], same order."""
+    cdef Py_ssize_t c, k, i, cout = C * mult
+    cdef int t
+    cdef const float* xp
+    cdef const float* wp
+    cdef float xv
+    for i in range(cout):
+        y[i] = init[i] if init != NULL else 0.0
+    for t in range(nt):
+        xp = xs[t]
+        wp = ws[t]
+        for c in range(C):
+            xv = xp[c]
+            for k in range(mult):
+                y[c * mult + k] = y[c * mult + k] + wp[c * mult + k] * xv
+    if relu:
+        for i in range(cout):
+            y[i] = y[i] if y[i] > 0 else 0.0
+
+
+cdef inline void _dwn_taps(float* y, const float* bias, const float** xs, const float** ws, Py_ssize_t nt,
+                           const NhwcGeom* g, bint relu) noexcept nogil:
+    """One output pixel from nt (input pixel, weight row) pairs, DWN_TAPS per pass (later passes start from y)."""
+    cdef Py_ssize_t t0 = 0, n
+    cdef const float* init = bias
+    while True:
+        n = min(nt - t0, <Py_ssize_t>DWN_TAPS)
+        if g.mult == 1:
+            onnxep_dwn_px(y, init, xs + t0, ws + t0, <int>n, g.C, relu and t0 + n >= nt)
+        else:
+            _dwn_px_mult(y, init, xs + t0, ws + t0, <int>n, g.C, g.mult, relu and t0 + n >= nt)
+        t0 += n
+        init = y
+        if t0 >= nt:
+            break
+
+
+cdef void _dwn_row(Py_ssize_t r, const float* x, const float* w, const float* bias, float* y, bint relu,
+                   const NhwcGeom* g, const Py_ssize_t* off, const float** xs) noexcept nogil:
+    """Output row r = n*Ho + oh. off: the kh*kw input offsets (floats) of the taps from a pixel's first tap;
+    xs: room for 2*kh*kw pointers (input pixels, then weight rows)."""
+    cdef Py_ssize_t n = r // g.Ho, oh = r % g.Ho, KS = g.kh * g.kw
+    cdef Py_ssize_t ih0 = oh * g.sh - g.ph, blo = 0, bhi = g.kh, elo, ehi, ow, iw0, b, e, t, nt, ow_lo, ow_hi
+    cdef const float** ws = xs + KS
+    cdef const float* xrow = x + n * g.H * g.W * g.C
+    cdef const float* base
+    cdef float* yp = y + r * g.Wo * g.cout
+    # kernel rows inside x: b in [blo, bhi)
+    if ih0 < 0:
+        blo = (-ih0 + g.dh - 1) // g.dh
+    if ih0 + (g.kh - 1) * g.dh >= g.H:
+        bhi = (g.H - 1 - ih0) // g.dh + 1 if g.H - 1 - ih0 >= 0 else 0
+    if bhi < blo:
+        bhi = blo
+    # interior columns: every kernel column inside x (ow*sw - pw >= 0 and ow*sw - pw + (kw-1)*dw < W)
+    ow_lo = min((g.pw + g.sw - 1) // g.sw, g.Wo)
+    if g.W - 1 - (g.kw - 1) * g.dw + g.pw >= 0:
+        ow_hi = min((g.W - 1 - (g.kw - 1) * g.dw + g.pw) // g.sw + 1, g.Wo)
+    else:
+        ow_hi = 0
+    if ow_hi < ow_lo:
+        ow_hi = ow_lo
+    if blo == 0 and bhi == g.kh:
+        # interior rows: the taps are fixed offsets from the first one; weight rows all taps
+        for t in range(KS):
+            ws[t] = w + t * g.CP
+        for ow in range(ow_lo, ow_hi):
+            base = xrow + (ih0 * g.W + ow * g.sw - g.pw) * g.C
+            for t in range(KS):
+                xs[t] = base + off[t]
+            _dwn_taps(yp + ow * g.cout, bias, xs, ws, KS, g, relu)
+    else:
+        ow_hi = ow_lo           # border row: every column goes through the checked loop below
+    # border pixels: taps clipped to x, still in tap order
+    for ow in range(g.Wo):
+        if ow_lo <= ow < ow_hi:
+            continue
+        iw0 = ow * g.sw - g.pw
+        elo = 0
+        ehi = g.kw
+        if iw0 < 0:
+            elo = (-iw0 + g.dw - 1) // g.dw
+        if iw0 + (g.kw - 1) * g.dw >= g.W:
+            ehi = (g.W - 1 - iw0) // g.dw + 1 if g.W - 1 - iw0 >= 0 else 0
+        nt = 0
+        for b in range(blo, bhi):
+            for e in range(elo, ehi):
+                xs[nt] = xrow + ((ih0 + b * g.dh) * g.W + iw0 + e * g.dw) * g.C
+                ws[nt] = w + (b * g.kw + e) * g.CP
+                nt += 1
+        _dwn_taps(yp + ow * g.cout, bias, xs, ws, nt, g, relu)
+
+
+cdef void conv_depthwise_nhwc_raw(const float* x, const float* w, const float* bias, float* y, bint relu,
+                                  const NhwcGeom* g, const float** ptrs, int nth) noexcept nogil:
+    """All N*Ho output rows, one row per task; ptrs: nth blocks of 3*kh*kw pointer-sized slots, the first 2*kh*kw of
+    each for one thread's tap pointers; the last kh*kw of block 0 hold the tap offsets (shared, filled here)."""
+    cdef Py_ssize_t KS = g.kh * g.kw, rows = g.N * g.Ho, r, b, e
+    cdef Py_ssize_t stride = 3 * KS
+    cdef Py_ssize_t* off = <Py_ssize_t*>(ptrs + 2 * KS)
+    for b in range(g.kh):
+        for e in range(g.kw):
+            off[b * g.kw + e] = (b * g.dh * g.W + e * g.dw) * g.C
+    if nth <= 1:
+        for r in range(rows):
+            _dwn_row(r, x, w, bias, y, relu, g, off, ptrs)
+    else:
+        for r in prange(rows, num_threads=nth, schedule="static"):
+            _dwn_row(r, x, w, bias, y, relu, g, off, ptrs + <Py_ssize_t>openmp.omp_get_thread_num() * stride)
+
+
+def dw_pack_weight_nhwc_size(Py_ssize_t cout, Py_ssize_t kh, Py_ssize_t kw):
+    """float32 elements of a packed NHWC depthwise weight: kh*kw tap rows of cout rounded up to a multiple of 16."""
+    if cout < 0 or kh < 1 or kw < 1:
+        raise ValueError(f"dw_pack_weight_nhwc_size: bad cout={cout}, kernel=({kh}, {kw})")
+    return kh * kw * _dwn_cp(cout)
+
+
+def dw_pack_weight_nhwc(const float[::1] w, Py_ssize_t cout, Py_ssize_t kh, Py_ssize_t kw, float[::1] out):
+    """out[(b*kw + e)*CP + oc] := w[oc, 0, b, e] (CP = cout rounded up to 16; the padding columns := 0)."""
+    cdef Py_ssize_t CP, t, oc, KS
+    if cout < 0 or kh < 1 or kw < 1:
+        raise ValueError(f"dw_pack_weight_nhwc: bad cout={cout}, kernel=({kh}, {kw})")
+    KS = kh * kw
+    CP = _dwn_cp(cout)
+    if w.shape[0] != cout * KS:
+        raise ValueError(f"dw_pack_weight_nhwc: w has {w.shape[0]} elements, expected cout*kh*kw = {cout * KS}")
+    if out.shape[0] != KS * CP:
+        raise ValueError(f"dw_pack_weight_nhwc: out has {out.shape[0]} elements, expected {KS * CP} "
+                         f"(dw_pack_weight_nhwc_size)")
+    with nogil:
+        for t in range(KS):
+            for oc in range(cout):
+                out[t * CP + oc] = w[oc * KS + t]
+            for oc in range(cout, CP):
+                out[t * CP + oc] = 0.0
+
+
+def conv_depthwise_nhwc_f32(const float[::1] x, tuple xshape, const float[::1] w_packed, Py_ssize_t cout,
+                            tuple kernel, tuple strides, tuple dilations, tuple pads, tuple out_spatial,
+                            const float[::1] bias, float[::1] y, bint relu=False, int nthreads=0):
+    """y := depthwise conv(x, w) [+ bias] [relu], NHWC: xshape = (N, H, W, C), group == C, cout = C*mult (output
+    channel oc reads input channel oc // mult); w packed by dw_pack_weight_nhwc; kernel, strides, dilations, begin pads
+    and out_spatial = (Ho, Wo) are (h, w) pairs; y is (N, Ho, Wo, cout); bias (cout) may be None."""
+    cdef NhwcGeom g
+    if len(xshape) != 4 or len(kernel) != 2 or len(strides) != 2 or len(dilations) != 2 or len(pads) != 2 \
+            or len(out_spatial) != 2:
+        raise ValueError("conv_depthwise_nhwc_f32: xshape must have 4 entries (N, H, W, C) and kernel/strides/"
+                         "dilations/pads/out_spatial 2 each")
+    g.N, g.H, g.W, g.C = xshape
+    g.cout = cout
+    g.kh, g.kw = kernel
+    g.sh, g.sw = strides
+    g.dh, g.dw = dilations
+    g.ph, g.pw = pads
+    g.Ho, g.Wo = out_spatial
+    if min(g.N, g.H, g.W, g.C) < 0:
+        raise ValueError(f"conv_depthwise_nhwc_f32: negative dim in xshape {xshape}")
+    if g.C < 1 or cout < g.C or cout % g.C:
+        raise ValueError(f"conv_depthwise_nhwc_f32: cout={cout} must be a positive multiple of C={g.C}")
+    if min(g.kh, g.kw, g.sh, g.sw, g.dh, g.dw) < 1 or min(g.ph, g.pw) < 0:
+        raise ValueError(f"conv_depthwise_nhwc_f32: kernel/strides/dilations must be >= 1 and pads >= 0, got "
+                         f"kernel={kernel} strides={strides} dilations={dilations} pads={pads}")
+    if min(g.Ho, g.Wo) < 0:
+        raise ValueError(f"conv_depthwise_nhwc_f32: negative output size {out_spatial}")
+    g.mult = cout // g.C
+    g.CP = _dwn_cp(cout)
+    cdef Py_ssize_t KS = g.kh * g.kw
+    if x.shape[0] != g.N * g.H * g.W * g.C:
+        raise ValueError(f"conv_depthwise_nhwc_f32: x has {x.shape[0]} elements, xshape {xshape} needs "
+                         f"{g.N * g.H * g.W * g.C}")
+    if y.shape[0] != g.N * g.Ho * g.Wo * cout:
+        raise ValueError(f"conv_depthwise_nhwc_f32: y has {y.shape[0]} elements, expected N*Ho*Wo*cout = "
+                         f"{g.N * g.Ho * g.Wo * cout}")
+    if w_packed.shape[0] != KS * g.CP:
+        raise ValueError(f"conv_depthwise_nhwc_f32: packed weight has {w_packed.shape[0]} elements, expected "
+                         f"{KS * g.CP} (dw_pack_weight_nhwc_size({cout}, {g.kh}, {g.kw}))")
+    if bias is not None and bias.shape[0] != cout:
+        raise ValueError(f"conv_depthwise_nhwc_f32: bias has {bias.shape[0]} elements, expected {cout}")
+    if y.shape[0] == 0:
+        return
+    # Threads over output rows from a quarter of GEMM's threshold (a depthwise flop is memory-bound, not free).
+    cdef int nth = 1 if <double>8.0 * g.N * g.Ho * g.Wo * cout * KS < SGEMM_MT_FLOPS else _nthreads(nthreads)
+    nth = <int>min(<Py_ssize_t>nth, g.N * g.Ho)
+    cdef const float* xp = &x[0] if x.shape[0] else NULL
+    cdef const float* bptr = &bias[0] if bias is not None else NULL
+    # per thread 3*KS pointer-sized slots (see conv_depthwise_nhwc_raw; Py_ssize_t has the size of a pointer)
+    cdef const float** ptrs = <const float**>malloc(nth * 3 * KS * sizeof(void*))
+    if ptrs == NULL:
+        raise MemoryError("conv_depthwise_nhwc_f32: cannot allocate the tap pointer tables")
+    try:
+        with nogil:
+            conv_depthwise_nhwc_raw(xp, &w_packed[0], bptr, &y[0], relu, &g, ptrs, nth)
+    finally:
+        free(ptrs)
+
+
+# ----------------------------------------------------------------------------------------------- NHWC pooling
+
+cdef void _pooln_row(Py_ssize_t r, const float* x, float* y, Py_ssize_t C, const int64_t* g, int mode,
+                     int count_include_pad) noexcept nogil:
+    """Output row r = n*Ho + oh of an NHWC 2-D pool (geometry g: the 21-vector, depth dim trivial). mode 0: max,
+    mode 1: average."""
+    cdef Py_ssize_t H = g[1], W = g[2], Ho = g[4], Wo = g[5], KH = g[7], KW = g[8], SH = g[10], SW = g[11]
+    cdef Py_ssize_t PH = g[13], PW = g[14], EH = g[16], EW = g[17], DH = g[19], DW = g[20]
+    cdef Py_ssize_t n = r // Ho, oh = r % Ho, ow, a1, l1, h1, a2, l2, h2, j1, j2, c, cnt
+    cdef bint first
+    cdef const float* xn = x + n * H * W * C
+    cdef const float* xp
+    cdef float* yp
+    cdef float fc
+    _tap_range(oh, H, KH, SH, PH, DH, &a1, &l1, &h1)
+    for ow in range(Wo):
+        _tap_range(ow, W, KW, SW, PW, DW, &a2, &l2, &h2)
+        yp = y + (r * Wo + ow) * C
+        if mode == 0:
+            first = True
+            for j1 in range(l1, h1):
+                for j2 in range(l2, h2):
+                    xp = xn + ((a1 + j1 * DH) * W + a2 + j2 * DW) * C
+                    if first:
+                        for c in range(C):
+                            yp[c] = xp[c]
+                        first = False
+                    else:
+                        for c in range(C):
+                            yp[c] = xp[c] if xp[c] > yp[c] else yp[c]
+            if first:                  # a window with no tap inside x (the NCHW kernel's answer)
+                for c in range(C):
+                    yp[c] = -INFINITY
+        else:
+            for c in range(C):
+                yp[c] = 0.0
+            for j1 in range(l1, h1):
+                for j2 in range(l2, h2):
+                    xp = xn + ((a1 + j1 * DH) * W + a2 + j2 * DW) * C
+                    for c in range(C):
+                        yp[c] = yp[c] + xp[c]
+            if count_include_pad:
+                cnt = _pad_count(a1, KH, DH, H, PH, EH) * _pad_count(a2, KW, DW, W, PW, EW)
+            else:
+                cnt = (h1 - l1) * (h2 - l2)
+            if cnt > 0:
+                fc = <float>cnt
+                for c in range(C):
+                    yp[c] = yp[c] / fc
+            else:
+                for c in range(C):
+                    yp[c] = NAN
+
+
+cdef int _check_pool_nhwc(str name, const float[::1] x, float[::1] y, Py_ssize_t N, Py_ssize_t C,
+                          const int64_t[::1] geom) except -1:
+    _check_pool_geom(geom)
+    if geom[0] != 1 or geom[3] != 1 or geom[6] != 1 or geom[9] != 1 or geom[12] != 0 or geom[15] != 0 \
+            or geom[18] != 1:
+        raise ValueError(f"{name}: 2-D pooling only, the depth entries of the geometry must be trivial "
+                         f"(got {list(geom)})")
+    if N < 0 or C < 0:
+        raise ValueError(f"{name}: bad N={N}, C={C}")
+    cdef Py_ssize_t nin = N * geom[1] * geom[2] * C, nout = N * geom[4] * geom[5] * C
+    if x.shape[0] != nin or y.shape[0] != nout:
+        raise ValueError(f"{name}: x has {x.shape[0]} elements (expected N*H*W*C = {nin}), y has {y.shape[0]} "
+                         f"(expected N*Ho*Wo*C = {nout})")
+    return 0
+
+
+cdef void _poolnhwc_f32(const float* x, float* y, Py_ssize_t N, Py_ssize_t C, const int64_t* g, int mode,
+                        int count_include_pad, int nthreads) noexcept nogil:
+    cdef Py_ssize_t rows = N * g[4], r
+    cdef Py_ssize_t work = rows * g[5] * C * g[7] * g[8]
+    if work < POOL_PAR_WORK or rows < 2:
+        for r in range(rows):
+            _pooln_row(r, x, y, C, g, mode, count_include_pad)
+    else:
+        for r in prange(rows, num_threads=_nthreads(nthreads), schedule="static"):
+            _pooln_row(r, x, y, C, g, mode, count_include_pad)
+
+
+def maxpool_nhwc_f32(const float[::1] x, float[::1] y, Py_ssize_t N, Py_ssize_t C, const int64_t[::1] geom,
+                     int nthreads=0):
+    """y[n, oh, ow, c] := max over window (oh, ow) of x[n, :, :, c]; x (N, H, W, C), y (N, Ho, Wo, C) flattened;
+    geom: the 21-entry vector of maxpool_f32 (PoolAttrs.geom_vector of a 2-D pool: depth entries trivial)."""
+    _check_pool_nhwc("maxpool_nhwc_f32", x, y, N, C, geom)
+    if y.shape[0] == 0:
+        return
+    with nogil:
+        _poolnhwc_f32(&x[0], &y[0], N, C, &geom[0], 0, 0, nthreads)
+
+
+def avgpool_nhwc_f32(const float[::1] x, float[::1] y, Py_ssize_t N, Py_ssize_t C, const int64_t[::1] geom,
+                     int count_include_pad=0, int nthreads=0):
+    """y[n, oh, ow, c] := mean over window (oh, ow) of x[n, :, :, c]; the divisor counts taps inside the input
+    (count_include_pad=0) or inside the padded input [-pb, in + pe) (count_include_pad=1); geometry as
+    maxpool_nhwc_f32."""
+    _check_pool_nhwc("avgpool_nhwc_f32", x, y, N, C, geom)
+    if y.shape[0] == 0:
+        return
+    with nogil:
+        _poolnhwc_f32(&x[0], &y[0], N, C, &geom[0], 1, count_include_pad, nthreads)
+
+
+cdef enum:
+    GPN_BLOCK = 64                # channels per task of the NHWC global pools
+
+
+cdef void _gpoolnhwc_task(Py_ssize_t t, const float* x, float* y, Py_ssize_t S, Py_ssize_t C, Py_ssize_t nb,
+                          int is_max) noexcept nogil:
+    """Channels [c0, c0 + GPN_BLOCK) of image n (t = n*nb + block): y[n, c] := max / mean over s of x[n, s, c]."""
+    cdef Py_ssize_t n = t // nb, c0 = (t % nb) * GPN_BLOCK, cn = min(<Py_ssize_t>GPN_BLOCK, C - c0), s, c
+    cdef const float* xp = x + n * S * C + c0
+    cdef float* yp = y + n * C + c0
+    cdef double acc[GPN_BLOCK]
+    cdef float m[GPN_BLOCK]
+    if is_max:
+        for c in range(cn):
+            m[c] = xp[c]
+        for s in range(1, S):
+            for c in range(cn):
+                m[c] = xp[s * C + c] if xp[s * C + c] > m[c] else m[c]
+        for c in range(cn):
+            yp[c] = m[c]
+    else:
+        for c in range(cn):
+            acc[c] = 0.0
+        for s in range(S):
+            for c in range(cn):
+                acc[c] = acc[c] + xp[s * C + c]
+        for c in range(cn):
+            yp[c] = <float>(acc[c] / S)
+
+
+cdef object _global_pool_nhwc(str name, const float[::1] x, tuple xshape, float[::1] y, int is_max, int nthreads):
+    cdef Py_ssize_t N, C, S = 1, nb, t, tasks
+    if len(xshape) < 3:
+        raise ValueError(f"{name}: xshape must be (N, spatial..., C), got {xshape}")
+    N = xshape[0]
+    C = xshape[len(xshape) - 1]
+    for d in xshape[1:len(xshape) - 1]:
+        S *= <Py_ssize_t>d
+    if min(N, C, S) < 0:
+        raise ValueError(f"{name}: negative dim in xshape {xshape}")
+    if S == 0:
+        raise ValueError(f"{name}: empty spatial extent in xshape {xshape}")
+    if x.shape[0] != N * S * C or y.shape[0] != N * C:
+        raise ValueError(f"{name}: x has {x.shape[0]} elements (expected {N * S * C}), y has {y.shape[0]} "
+                         f"(expected N*C = {N * C})")
+    if N * C == 0:
+        return
+    nb = (C + GPN_BLOCK - 1) // GPN_BLOCK
+    tasks = N * nb
+    with nogil:
+        if N * S * C < POOL_PAR_WORK or tasks < 2:
+            for t in range(tasks):
+                _gpoolnhwc_task(t, &x[0], &y[0], S, C, nb, is_max)
+        else:
+            for t in prange(tasks, num_threads=_nthreads(nthreads), schedule="static"):
+                _gpoolnhwc_task(t, &x[0], &y[0], S, C, nb, is_max)
+
+
+def global_avgpool_nhwc_f32(const float[::1] x, tuple xshape, float[::1] y, int nthreads=0):
+    """y[n, c] := mean over the spatial dims of x[n, ..., c]; xshape = (N, spatial..., C) (mean accumulated in double,
+    in the order of global_pool_f32, so the same result as it gives on the transposed input)."""
+    _global_pool_nhwc("global_avgpool_nhwc_f32", x, xshape, y, 0, nthreads)
+
+
+def global_maxpool_nhwc_f32(const float[::1] x, tuple xshape, float[::1] y, int nthreads=0):
+    """y[n, c] := max over the spatial dims of x[n, ..., c]; xshape = (N, spatial..., C)."""
+    _global_pool_nhwc("global_maxpool_nhwc_f32", x, xshape, y, 1, nthreads)
