@@ -104,13 +104,114 @@ cdef extern from *:
             for (Py_ssize_t i = c; i < C; i++)
                 y[i] = y[i] > 0.0f ? y[i] : 0.0f;
     }
+
+    /* A run of np output pixels of one row, every tap the same fixed offset from each pixel's base:
+           y[p*ystep + c] := init[c] + sum_t ws[t][c] * xb[p*xstep + off[t] + c]   (t in order; relu after)
+       Loop order: channel block outer, pixels inner, 4 pixels at a time sharing each weight load: over a run the
+       block's input rows (16 channels x kernel rows x row width) stay in L1, where the per-pixel loop above would
+       stream every input pixel's channels from L2 once per tap. Each output channel adds in the same order as
+       onnxep_dwn_px does. */
+    static void onnxep_dwn_run(float *y, Py_ssize_t ystep, const float *init, const float *xb, Py_ssize_t xstep,
+                               const Py_ssize_t *off, const float *const *ws, int nt, Py_ssize_t np,
+                               Py_ssize_t C, int relu)
+    {
+        Py_ssize_t c = 0, p;
+        int t;
+    #if defined(__AVX512F__)
+        const __m512 z = _mm512_setzero_ps();
+        for (; c < C; c += 16) {
+            __mmask16 m = (C - c >= 16) ? (__mmask16)0xFFFF : (__mmask16)((1u << (C - c)) - 1u);
+            __m512 bv = init ? _mm512_maskz_loadu_ps(m, init + c) : z;
+            for (p = 0; p + 4 <= np; p += 4) {
+                const float *x0 = xb + p * xstep + c;
+                __m512 a0 = bv, a1 = bv, a2 = bv, a3 = bv;
+                for (t = 0; t < nt; t++) {
+                    const float *xt = x0 + off[t];
+                    __m512 wv = _mm512_maskz_loadu_ps(m, ws[t] + c);
+                    a0 = _mm512_fmadd_ps(wv, _mm512_maskz_loadu_ps(m, xt), a0);
+                    a1 = _mm512_fmadd_ps(wv, _mm512_maskz_loadu_ps(m, xt + xstep), a1);
+                    a2 = _mm512_fmadd_ps(wv, _mm512_maskz_loadu_ps(m, xt + 2 * xstep), a2);
+                    a3 = _mm512_fmadd_ps(wv, _mm512_maskz_loadu_ps(m, xt + 3 * xstep), a3);
+                }
+                if (relu) {
+                    a0 = _mm512_max_ps(a0, z); a1 = _mm512_max_ps(a1, z);
+                    a2 = _mm512_max_ps(a2, z); a3 = _mm512_max_ps(a3, z);
+                }
+                float *yp = y + p * ystep + c;
+                _mm512_mask_storeu_ps(yp, m, a0); _mm512_mask_storeu_ps(yp + ystep, m, a1);
+                _mm512_mask_storeu_ps(yp + 2 * ystep, m, a2); _mm512_mask_storeu_ps(yp + 3 * ystep, m, a3);
+            }
+            for (; p < np; p++) {
+                const float *x0 = xb + p * xstep + c;
+                __m512 a0 = bv;
+                for (t = 0; t < nt; t++)
+                    a0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, ws[t] + c), _mm512_maskz_loadu_ps(m, x0 + off[t]),
+                                         a0);
+                if (relu) a0 = _mm512_max_ps(a0, z);
+                _mm512_mask_storeu_ps(y + p * ystep + c, m, a0);
+            }
+        }
+    #elif defined(__AVX2__)
+        const __m256 z = _mm256_setzero_ps();
+        for (; c + 8 <= C; c += 8) {
+            __m256 bv = init ? _mm256_loadu_ps(init + c) : z;
+            for (p = 0; p + 4 <= np; p += 4) {
+                const float *x0 = xb + p * xstep + c;
+                __m256 a0 = bv, a1 = bv, a2 = bv, a3 = bv;
+                for (t = 0; t < nt; t++) {
+                    const float *xt = x0 + off[t];
+                    __m256 wv = _mm256_loadu_ps(ws[t] + c);
+                    a0 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(xt), a0);
+                    a1 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(xt + xstep), a1);
+                    a2 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(xt + 2 * xstep), a2);
+                    a3 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(xt + 3 * xstep), a3);
+                }
+                if (relu) {
+                    a0 = _mm256_max_ps(a0, z); a1 = _mm256_max_ps(a1, z);
+                    a2 = _mm256_max_ps(a2, z); a3 = _mm256_max_ps(a3, z);
+                }
+                float *yp = y + p * ystep + c;
+                _mm256_storeu_ps(yp, a0); _mm256_storeu_ps(yp + ystep, a1);
+                _mm256_storeu_ps(yp + 2 * ystep, a2); _mm256_storeu_ps(yp + 3 * ystep, a3);
+            }
+            for (; p < np; p++) {
+                const float *x0 = xb + p * xstep + c;
+                __m256 a0 = bv;
+                for (t = 0; t < nt; t++)
+                    a0 = _mm256_fmadd_ps(_mm256_loadu_ps(ws[t] + c), _mm256_loadu_ps(x0 + off[t]), a0);
+                if (relu) a0 = _mm256_max_ps(a0, z);
+                _mm256_storeu_ps(y + p * ystep + c, a0);
+            }
+        }
+    #endif
+        /* the plain loop, in blocks of 16 channels: the whole generic variant, the last C % 8 channels of AVX2 */
+        for (; c < C; c += 16) {
+            Py_ssize_t cn = C - c < 16 ? C - c : 16, i;
+            for (p = 0; p < np; p++) {
+                float *yp = y + p * ystep + c;
+                const float *x0 = xb + p * xstep + c;
+                for (i = 0; i < cn; i++)
+                    yp[i] = init ? init[c + i] : 0.0f;
+                for (t = 0; t < nt; t++) {
+                    const float *xt = x0 + off[t], *wp = ws[t] + c;
+                    for (i = 0; i < cn; i++)
+                        yp[i] = yp[i] + wp[i] * xt[i];
+                }
+                if (relu)
+                    for (i = 0; i < cn; i++)
+                        yp[i] = yp[i] > 0.0f ? yp[i] : 0.0f;
+            }
+        }
+    }
     """
     void onnxep_dwn_px(float* y, const float* init, const float* const* xs, const float* const* ws, int nt,
                        Py_ssize_t C, int relu) noexcept nogil
+    void onnxep_dwn_run(float* y, Py_ssize_t ystep, const float* init, const float* xb, Py_ssize_t xstep,
+                        const Py_ssize_t* off, const float* const* ws, int nt, Py_ssize_t np, Py_ssize_t C,
+                        int relu) noexcept nogil
 
 
 cdef enum:
-    DWN_TAPS = 32                 # taps per pass of _dwn_px (more: several passes, accumulating in y)
     DWN_ALIGN = 16                # cout of the packed weight is rounded up to this
 
 
@@ -147,30 +248,23 @@ cdef void _dwn_px_mult(float* y, const float* init, const float* const* xs, cons
 
 cdef inline void _dwn_taps(float* y, const float* bias, const float** xs, const float** ws, Py_ssize_t nt,
                            const NhwcGeom* g, bint relu) noexcept nogil:
-    """One output pixel from nt (input pixel, weight row) pairs, DWN_TAPS per pass (later passes start from y)."""
-    cdef Py_ssize_t t0 = 0, n
-    cdef const float* init = bias
-    while True:
-        n = min(nt - t0, <Py_ssize_t>DWN_TAPS)
-        if g.mult == 1:
-            onnxep_dwn_px(y, init, xs + t0, ws + t0, <int>n, g.C, relu and t0 + n >= nt)
-        else:
-            _dwn_px_mult(y, init, xs + t0, ws + t0, <int>n, g.C, g.mult, relu and t0 + n >= nt)
-        t0 += n
-        init = y
-        if t0 >= nt:
-            break
+    """One output pixel from nt (input pixel, weight row) pairs."""
+    if g.mult == 1:
+        onnxep_dwn_px(y, bias, xs, ws, <int>nt, g.C, relu)
+    else:
+        _dwn_px_mult(y, bias, xs, ws, <int>nt, g.C, g.mult, relu)
 
 
 cdef void _dwn_row(Py_ssize_t r, const float* x, const float* w, const float* bias, float* y, bint relu,
-                   const NhwcGeom* g, const Py_ssize_t* off, const float** xs) noexcept nogil:
-    """Output row r = n*Ho + oh. off: the kh*kw input offsets (floats) of the taps from a pixel's first tap;
-    xs: room for 2*kh*kw pointers (input pixels, then weight rows)."""
+                   const NhwcGeom* g, const float** xs) noexcept nogil:
+    """Output row r = n*Ho + oh. xs: this thread's 3*kh*kw pointer-sized slots (input pixels, weight rows, offsets).
+    Interior columns (every kernel column inside x) run as one onnxep_dwn_run over the kernel rows inside x (all of
+    them except in the top / bottom border rows); the left / right border pixels clip their taps one by one."""
     cdef Py_ssize_t n = r // g.Ho, oh = r % g.Ho, KS = g.kh * g.kw
-    cdef Py_ssize_t ih0 = oh * g.sh - g.ph, blo = 0, bhi = g.kh, elo, ehi, ow, iw0, b, e, t, nt, ow_lo, ow_hi
+    cdef Py_ssize_t ih0 = oh * g.sh - g.ph, blo = 0, bhi = g.kh, elo, ehi, ow, iw0, b, e, nt, ow_lo, ow_hi
     cdef const float** ws = xs + KS
-    cdef const float* xrow = x + n * g.H * g.W * g.C
-    cdef const float* base
+    cdef Py_ssize_t* off = <Py_ssize_t*>(xs + 2 * KS)
+    cdef const float* xn = x + n * g.H * g.W * g.C
     cdef float* yp = y + r * g.Wo * g.cout
     # kernel rows inside x: b in [blo, bhi)
     if ih0 < 0:
@@ -179,26 +273,25 @@ cdef void _dwn_row(Py_ssize_t r, const float* x, const float* w, const float* bi
         bhi = (g.H - 1 - ih0) // g.dh + 1 if g.H - 1 - ih0 >= 0 else 0
     if bhi < blo:
         bhi = blo
-    # interior columns: every kernel column inside x (ow*sw - pw >= 0 and ow*sw - pw + (kw-1)*dw < W)
+    # interior columns [ow_lo, ow_hi): ow*sw - pw >= 0 and ow*sw - pw + (kw-1)*dw < W
     ow_lo = min((g.pw + g.sw - 1) // g.sw, g.Wo)
     if g.W - 1 - (g.kw - 1) * g.dw + g.pw >= 0:
         ow_hi = min((g.W - 1 - (g.kw - 1) * g.dw + g.pw) // g.sw + 1, g.Wo)
     else:
         ow_hi = 0
-    if ow_hi < ow_lo:
-        ow_hi = ow_lo
-    if blo == 0 and bhi == g.kh:
-        # interior rows: the taps are fixed offsets from the first one; weight rows all taps
-        for t in range(KS):
-            ws[t] = w + t * g.CP
-        for ow in range(ow_lo, ow_hi):
-            base = xrow + (ih0 * g.W + ow * g.sw - g.pw) * g.C
-            for t in range(KS):
-                xs[t] = base + off[t]
-            _dwn_taps(yp + ow * g.cout, bias, xs, ws, KS, g, relu)
-    else:
-        ow_hi = ow_lo           # border row: every column goes through the checked loop below
-    # border pixels: taps clipped to x, still in tap order
+    if ow_hi < ow_lo or g.mult != 1:
+        ow_hi = ow_lo               # (with a channel multiplier every pixel goes through _dwn_px_mult)
+    if ow_hi > ow_lo:
+        nt = 0
+        for b in range(blo, bhi):
+            for e in range(g.kw):
+                off[nt] = ((b - blo) * g.dh * g.W + e * g.dw) * g.C
+                ws[nt] = w + (b * g.kw + e) * g.CP
+                nt += 1
+        onnxep_dwn_run(yp + ow_lo * g.cout, g.cout, bias,
+                       xn + ((ih0 + blo * g.dh) * g.W + ow_lo * g.sw - g.pw) * g.C, g.sw * g.C,
+                       off, ws, <int>nt, ow_hi - ow_lo, g.C, relu)
+    # the other pixels: taps clipped to x, still in tap order
     for ow in range(g.Wo):
         if ow_lo <= ow < ow_hi:
             continue
@@ -212,7 +305,7 @@ cdef void _dwn_row(Py_ssize_t r, const float* x, const float* w, const float* bi
         nt = 0
         for b in range(blo, bhi):
             for e in range(elo, ehi):
-                xs[nt] = xrow + ((ih0 + b * g.dh) * g.W + iw0 + e * g.dw) * g.C
+                xs[nt] = xn + ((ih0 + b * g.dh) * g.W + iw0 + e * g.dw) * g.C
                 ws[nt] = w + (b * g.kw + e) * g.CP
                 nt += 1
         _dwn_taps(yp + ow * g.cout, bias, xs, ws, nt, g, relu)
@@ -220,20 +313,14 @@ cdef void _dwn_row(Py_ssize_t r, const float* x, const float* w, const float* bi
 
 cdef void conv_depthwise_nhwc_raw(const float* x, const float* w, const float* bias, float* y, bint relu,
                                   const NhwcGeom* g, const float** ptrs, int nth) noexcept nogil:
-    """All N*Ho output rows, one row per task; ptrs: nth blocks of 3*kh*kw pointer-sized slots, the first 2*kh*kw of
-    each for one thread's tap pointers; the last kh*kw of block 0 hold the tap offsets (shared, filled here)."""
-    cdef Py_ssize_t KS = g.kh * g.kw, rows = g.N * g.Ho, r, b, e
-    cdef Py_ssize_t stride = 3 * KS
-    cdef Py_ssize_t* off = <Py_ssize_t*>(ptrs + 2 * KS)
-    for b in range(g.kh):
-        for e in range(g.kw):
-            off[b * g.kw + e] = (b * g.dh * g.W + e * g.dw) * g.C
+    """All N*Ho output rows, one row per task; ptrs: nth blocks of 3*kh*kw pointer-sized slots, one per thread."""
+    cdef Py_ssize_t KS = g.kh * g.kw, rows = g.N * g.Ho, r
     if nth <= 1:
         for r in range(rows):
-            _dwn_row(r, x, w, bias, y, relu, g, off, ptrs)
+            _dwn_row(r, x, w, bias, y, relu, g, ptrs)
     else:
         for r in prange(rows, num_threads=nth, schedule="static"):
-            _dwn_row(r, x, w, bias, y, relu, g, off, ptrs + <Py_ssize_t>openmp.omp_get_thread_num() * stride)
+            _dwn_row(r, x, w, bias, y, relu, g, ptrs + <Py_ssize_t>openmp.omp_get_thread_num() * 3 * KS)
 
 
 def dw_pack_weight_nhwc_size(Py_ssize_t cout, Py_ssize_t kh, Py_ssize_t kw):
