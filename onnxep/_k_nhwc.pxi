@@ -113,7 +113,7 @@ cdef extern from *:
        onnxep_dwn_px does. */
     static void onnxep_dwn_run(float *y, Py_ssize_t ystep, const float *init, const float *xb, Py_ssize_t xstep,
                                const Py_ssize_t *off, const float *const *ws, int nt, Py_ssize_t np,
-                               Py_ssize_t C, int relu)
+                               Py_ssize_t C, int relu, int k3)
     {
         Py_ssize_t c = 0, p;
         int t;
@@ -122,7 +122,76 @@ cdef extern from *:
         for (; c < C; c += 16) {
             __mmask16 m = (C - c >= 16) ? (__mmask16)0xFFFF : (__mmask16)((1u << (C - c)) - 1u);
             __m512 bv = init ? _mm512_maskz_loadu_ps(m, init + c) : z;
-            for (p = 0; p + 4 <= np; p += 4) {
+            int full = C - c >= 16;
+            for (p = 0; k3 && full && p + 8 <= np; p += 8) {
+                /* kw = 3, stride and dilation 1 along W (k3; xstep == C, off[3r + e] = off[3r] + e*C): the 8 pixels
+                   of a kernel row read 10 input columns; each is loaded once for its (up to 3) taps. Same order of
+                   additions per output as the general loop (kernel row, then column). */
+                const float *x0 = xb + p * xstep + c;
+                __m512 a0 = bv, a1 = bv, a2 = bv, a3 = bv, a4 = bv, a5 = bv, a6 = bv, a7 = bv;
+                for (t = 0; t < nt; t += 3) {
+                    const float *xr = x0 + off[t];
+                    __m512 w0 = _mm512_loadu_ps(ws[t] + c), w1 = _mm512_loadu_ps(ws[t + 1] + c);
+                    __m512 w2 = _mm512_loadu_ps(ws[t + 2] + c);
+                    __m512 x0v = _mm512_loadu_ps(xr), x1v = _mm512_loadu_ps(xr + C), x2v = _mm512_loadu_ps(xr + 2 * C);
+                    __m512 x3v = _mm512_loadu_ps(xr + 3 * C), x4v = _mm512_loadu_ps(xr + 4 * C);
+                    __m512 x5v = _mm512_loadu_ps(xr + 5 * C), x6v = _mm512_loadu_ps(xr + 6 * C);
+                    __m512 x7v = _mm512_loadu_ps(xr + 7 * C), x8v = _mm512_loadu_ps(xr + 8 * C);
+                    __m512 x9v = _mm512_loadu_ps(xr + 9 * C);
+                    a0 = _mm512_fmadd_ps(w0, x0v, a0); a1 = _mm512_fmadd_ps(w0, x1v, a1);
+                    a2 = _mm512_fmadd_ps(w0, x2v, a2); a3 = _mm512_fmadd_ps(w0, x3v, a3);
+                    a4 = _mm512_fmadd_ps(w0, x4v, a4); a5 = _mm512_fmadd_ps(w0, x5v, a5);
+                    a6 = _mm512_fmadd_ps(w0, x6v, a6); a7 = _mm512_fmadd_ps(w0, x7v, a7);
+                    a0 = _mm512_fmadd_ps(w1, x1v, a0); a1 = _mm512_fmadd_ps(w1, x2v, a1);
+                    a2 = _mm512_fmadd_ps(w1, x3v, a2); a3 = _mm512_fmadd_ps(w1, x4v, a3);
+                    a4 = _mm512_fmadd_ps(w1, x5v, a4); a5 = _mm512_fmadd_ps(w1, x6v, a5);
+                    a6 = _mm512_fmadd_ps(w1, x7v, a6); a7 = _mm512_fmadd_ps(w1, x8v, a7);
+                    a0 = _mm512_fmadd_ps(w2, x2v, a0); a1 = _mm512_fmadd_ps(w2, x3v, a1);
+                    a2 = _mm512_fmadd_ps(w2, x4v, a2); a3 = _mm512_fmadd_ps(w2, x5v, a3);
+                    a4 = _mm512_fmadd_ps(w2, x6v, a4); a5 = _mm512_fmadd_ps(w2, x7v, a5);
+                    a6 = _mm512_fmadd_ps(w2, x8v, a6); a7 = _mm512_fmadd_ps(w2, x9v, a7);
+                }
+                if (relu) {
+                    a0 = _mm512_max_ps(a0, z); a1 = _mm512_max_ps(a1, z);
+                    a2 = _mm512_max_ps(a2, z); a3 = _mm512_max_ps(a3, z);
+                    a4 = _mm512_max_ps(a4, z); a5 = _mm512_max_ps(a5, z);
+                    a6 = _mm512_max_ps(a6, z); a7 = _mm512_max_ps(a7, z);
+                }
+                float *yp = y + p * ystep + c;
+                _mm512_storeu_ps(yp, a0); _mm512_storeu_ps(yp + ystep, a1);
+                _mm512_storeu_ps(yp + 2 * ystep, a2); _mm512_storeu_ps(yp + 3 * ystep, a3);
+                _mm512_storeu_ps(yp + 4 * ystep, a4); _mm512_storeu_ps(yp + 5 * ystep, a5);
+                _mm512_storeu_ps(yp + 6 * ystep, a6); _mm512_storeu_ps(yp + 7 * ystep, a7);
+            }
+            for (; full && p + 8 <= np; p += 8) {
+                /* full blocks: 8 pixels, plain (unmasked) loads */
+                const float *x0 = xb + p * xstep + c;
+                __m512 a0 = bv, a1 = bv, a2 = bv, a3 = bv, a4 = bv, a5 = bv, a6 = bv, a7 = bv;
+                for (t = 0; t < nt; t++) {
+                    const float *xt = x0 + off[t];
+                    __m512 wv = _mm512_loadu_ps(ws[t] + c);
+                    a0 = _mm512_fmadd_ps(wv, _mm512_loadu_ps(xt), a0);
+                    a1 = _mm512_fmadd_ps(wv, _mm512_loadu_ps(xt + xstep), a1);
+                    a2 = _mm512_fmadd_ps(wv, _mm512_loadu_ps(xt + 2 * xstep), a2);
+                    a3 = _mm512_fmadd_ps(wv, _mm512_loadu_ps(xt + 3 * xstep), a3);
+                    a4 = _mm512_fmadd_ps(wv, _mm512_loadu_ps(xt + 4 * xstep), a4);
+                    a5 = _mm512_fmadd_ps(wv, _mm512_loadu_ps(xt + 5 * xstep), a5);
+                    a6 = _mm512_fmadd_ps(wv, _mm512_loadu_ps(xt + 6 * xstep), a6);
+                    a7 = _mm512_fmadd_ps(wv, _mm512_loadu_ps(xt + 7 * xstep), a7);
+                }
+                if (relu) {
+                    a0 = _mm512_max_ps(a0, z); a1 = _mm512_max_ps(a1, z);
+                    a2 = _mm512_max_ps(a2, z); a3 = _mm512_max_ps(a3, z);
+                    a4 = _mm512_max_ps(a4, z); a5 = _mm512_max_ps(a5, z);
+                    a6 = _mm512_max_ps(a6, z); a7 = _mm512_max_ps(a7, z);
+                }
+                float *yp = y + p * ystep + c;
+                _mm512_storeu_ps(yp, a0); _mm512_storeu_ps(yp + ystep, a1);
+                _mm512_storeu_ps(yp + 2 * ystep, a2); _mm512_storeu_ps(yp + 3 * ystep, a3);
+                _mm512_storeu_ps(yp + 4 * ystep, a4); _mm512_storeu_ps(yp + 5 * ystep, a5);
+                _mm512_storeu_ps(yp + 6 * ystep, a6); _mm512_storeu_ps(yp + 7 * ystep, a7);
+            }
+            for (; p + 4 <= np; p += 4) {
                 const float *x0 = xb + p * xstep + c;
                 __m512 a0 = bv, a1 = bv, a2 = bv, a3 = bv;
                 for (t = 0; t < nt; t++) {
@@ -155,7 +224,61 @@ cdef extern from *:
         const __m256 z = _mm256_setzero_ps();
         for (; c + 8 <= C; c += 8) {
             __m256 bv = init ? _mm256_loadu_ps(init + c) : z;
-            for (p = 0; p + 4 <= np; p += 4) {
+            for (p = 0; k3 && p + 4 <= np; p += 4) {
+                /* kw = 3, stride and dilation 1 along W: 4 pixels of a kernel row read 6 input columns, each loaded
+                   once (16 registers: no room for 8 pixels); same order of additions as the general loop */
+                const float *x0 = xb + p * xstep + c;
+                __m256 a0 = bv, a1 = bv, a2 = bv, a3 = bv;
+                for (t = 0; t < nt; t += 3) {
+                    const float *xr = x0 + off[t];
+                    __m256 w0 = _mm256_loadu_ps(ws[t] + c), w1 = _mm256_loadu_ps(ws[t + 1] + c);
+                    __m256 w2 = _mm256_loadu_ps(ws[t + 2] + c);
+                    __m256 x0v = _mm256_loadu_ps(xr), x1v = _mm256_loadu_ps(xr + C), x2v = _mm256_loadu_ps(xr + 2 * C);
+                    __m256 x3v = _mm256_loadu_ps(xr + 3 * C), x4v = _mm256_loadu_ps(xr + 4 * C);
+                    __m256 x5v = _mm256_loadu_ps(xr + 5 * C);
+                    a0 = _mm256_fmadd_ps(w0, x0v, a0); a1 = _mm256_fmadd_ps(w0, x1v, a1);
+                    a2 = _mm256_fmadd_ps(w0, x2v, a2); a3 = _mm256_fmadd_ps(w0, x3v, a3);
+                    a0 = _mm256_fmadd_ps(w1, x1v, a0); a1 = _mm256_fmadd_ps(w1, x2v, a1);
+                    a2 = _mm256_fmadd_ps(w1, x3v, a2); a3 = _mm256_fmadd_ps(w1, x4v, a3);
+                    a0 = _mm256_fmadd_ps(w2, x2v, a0); a1 = _mm256_fmadd_ps(w2, x3v, a1);
+                    a2 = _mm256_fmadd_ps(w2, x4v, a2); a3 = _mm256_fmadd_ps(w2, x5v, a3);
+                }
+                if (relu) {
+                    a0 = _mm256_max_ps(a0, z); a1 = _mm256_max_ps(a1, z);
+                    a2 = _mm256_max_ps(a2, z); a3 = _mm256_max_ps(a3, z);
+                }
+                float *yp = y + p * ystep + c;
+                _mm256_storeu_ps(yp, a0); _mm256_storeu_ps(yp + ystep, a1);
+                _mm256_storeu_ps(yp + 2 * ystep, a2); _mm256_storeu_ps(yp + 3 * ystep, a3);
+            }
+            for (; p + 8 <= np; p += 8) {
+                const float *x0 = xb + p * xstep + c;
+                __m256 a0 = bv, a1 = bv, a2 = bv, a3 = bv, a4 = bv, a5 = bv, a6 = bv, a7 = bv;
+                for (t = 0; t < nt; t++) {
+                    const float *xt = x0 + off[t];
+                    __m256 wv = _mm256_loadu_ps(ws[t] + c);
+                    a0 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(xt), a0);
+                    a1 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(xt + xstep), a1);
+                    a2 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(xt + 2 * xstep), a2);
+                    a3 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(xt + 3 * xstep), a3);
+                    a4 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(xt + 4 * xstep), a4);
+                    a5 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(xt + 5 * xstep), a5);
+                    a6 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(xt + 6 * xstep), a6);
+                    a7 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(xt + 7 * xstep), a7);
+                }
+                if (relu) {
+                    a0 = _mm256_max_ps(a0, z); a1 = _mm256_max_ps(a1, z);
+                    a2 = _mm256_max_ps(a2, z); a3 = _mm256_max_ps(a3, z);
+                    a4 = _mm256_max_ps(a4, z); a5 = _mm256_max_ps(a5, z);
+                    a6 = _mm256_max_ps(a6, z); a7 = _mm256_max_ps(a7, z);
+                }
+                float *yp = y + p * ystep + c;
+                _mm256_storeu_ps(yp, a0); _mm256_storeu_ps(yp + ystep, a1);
+                _mm256_storeu_ps(yp + 2 * ystep, a2); _mm256_storeu_ps(yp + 3 * ystep, a3);
+                _mm256_storeu_ps(yp + 4 * ystep, a4); _mm256_storeu_ps(yp + 5 * ystep, a5);
+                _mm256_storeu_ps(yp + 6 * ystep, a6); _mm256_storeu_ps(yp + 7 * ystep, a7);
+            }
+            for (; p + 4 <= np; p += 4) {
                 const float *x0 = xb + p * xstep + c;
                 __m256 a0 = bv, a1 = bv, a2 = bv, a3 = bv;
                 for (t = 0; t < nt; t++) {
@@ -208,11 +331,12 @@ cdef extern from *:
                        Py_ssize_t C, int relu) noexcept nogil
     void onnxep_dwn_run(float* y, Py_ssize_t ystep, const float* init, const float* xb, Py_ssize_t xstep,
                         const Py_ssize_t* off, const float* const* ws, int nt, Py_ssize_t np, Py_ssize_t C,
-                        int relu) noexcept nogil
+                        int relu, int k3) noexcept nogil
 
 
 cdef enum:
     DWN_ALIGN = 16                # cout of the packed weight is rounded up to this
+    DWN_L1_FLOATS = 4096          # input floats per tile of an interior run (16 KB: half an L1d)
 
 
 cdef struct NhwcGeom:
@@ -261,7 +385,8 @@ cdef void _dwn_row(Py_ssize_t r, const float* x, const float* w, const float* bi
     Interior columns (every kernel column inside x) run as one onnxep_dwn_run over the kernel rows inside x (all of
     them except in the top / bottom border rows); the left / right border pixels clip their taps one by one."""
     cdef Py_ssize_t n = r // g.Ho, oh = r % g.Ho, KS = g.kh * g.kw
-    cdef Py_ssize_t ih0 = oh * g.sh - g.ph, blo = 0, bhi = g.kh, elo, ehi, ow, iw0, b, e, nt, ow_lo, ow_hi
+    cdef Py_ssize_t ih0 = oh * g.sh - g.ph, blo = 0, bhi = g.kh, elo, ehi, ow, iw0, b, e, nt, ow_lo, ow_hi, T
+    cdef int k3
     cdef const float** ws = xs + KS
     cdef Py_ssize_t* off = <Py_ssize_t*>(xs + 2 * KS)
     cdef const float* xn = x + n * g.H * g.W * g.C
@@ -288,9 +413,18 @@ cdef void _dwn_row(Py_ssize_t r, const float* x, const float* w, const float* bi
                 off[nt] = ((b - blo) * g.dh * g.W + e * g.dw) * g.C
                 ws[nt] = w + (b * g.kw + e) * g.CP
                 nt += 1
-        onnxep_dwn_run(yp + ow_lo * g.cout, g.cout, bias,
-                       xn + ((ih0 + blo * g.dh) * g.W + ow_lo * g.sw - g.pw) * g.C, g.sw * g.C,
-                       off, ws, <int>nt, ow_hi - ow_lo, g.C, relu)
+        # Tiles of T output pixels: a tile's input (kernel rows x its columns x all channels) stays in L1 while the
+        # channel blocks sweep over it. A whole row would not: with C a power of two its channel blocks sit one
+        # power-of-two stride apart and map to a few L1 sets (C = 128: 8 of 64), so they evict each other.
+        T = (DWN_L1_FLOATS // max(<Py_ssize_t>1, (bhi - blo) * g.C) - (g.kw - 1) * g.dw) // g.sw
+        T = max(<Py_ssize_t>4, T // 4 * 4)
+        k3 = g.kw == 3 and g.sw == 1 and g.dw == 1
+        ow = ow_lo
+        while ow < ow_hi:
+            onnxep_dwn_run(yp + ow * g.cout, g.cout, bias,
+                           xn + ((ih0 + blo * g.dh) * g.W + ow * g.sw - g.pw) * g.C, g.sw * g.C,
+                           off, ws, <int>nt, min(T, ow_hi - ow), g.C, relu, k3)
+            ow += T
     # the other pixels: taps clipped to x, still in tap order
     for ow in range(g.Wo):
         if ow_lo <= ow < ow_hi:

@@ -93,7 +93,9 @@ def test_dw_nhwc_matches_nchw_and_numpy(isa, data):
     y_nchw = np.empty((N, cout) + outs, np.float32)
     mod.conv_depthwise_f32(x.reshape(-1), (N, C, 1, H, W), w.reshape(-1), cout, C, (1,) + k, (1,) + s, (1,) + d,
                            (0,) + pb, (1,) + outs, b, y_nchw.reshape(-1), relu, 1)
-    assert np.all(np.abs(got - y_nchw) <= 2 * bound)
+    # where the NCHW kernel itself matches numpy (see test_nchw_dw_known_bug_tiny_width: it does not everywhere)
+    nchw_ok = np.abs(y_nchw - ref) <= bound
+    assert np.all(np.abs(got - y_nchw)[nchw_ok] <= 2 * bound)
     if isa != "generic":
         yg = _dw_nhwc(GENERIC, xn, w, b, k, s, d, pb, outs, relu, 1).astype(np.float64)
         assert np.sum((yg - y1) ** 2) <= 1e-12 * np.sum(yg ** 2)
@@ -135,6 +137,25 @@ def test_dw_nhwc_shapes(isa, case, relu):
     if isa != "generic":
         yg = _dw_nhwc(GENERIC, xn, w, b, k, s, d, pb, outs, relu, 1).astype(np.float64)
         assert np.sum((yg - y1) ** 2) <= 1e-12 * np.sum(yg ** 2)
+
+
+@pytest.mark.xfail(reason="bug in the NCHW conv_depthwise_f32 (_k_conv.pxi, padded phase-split path): width 1, "
+                          "stride 2, kernel width >= 2 with an end pad gives wrong values for channels > 0 (garbage "
+                          "such as 7e35 with kernel width 3: an out-of-bounds or uninitialised read)", strict=False)
+def test_nchw_dw_known_bug_tiny_width():
+    """Oracle: numpy float64 direct conv. Documents a bug found while testing the NHWC kernel against the NCHW one;
+    the NHWC kernel gives the right answer here (checked in the hypothesis test)."""
+    rng = np.random.default_rng(0)
+    C, kw, sw, pe = 2, 3, 2, 2
+    x = rng.uniform(-1, 1, (1, C, 1, 1)).astype(np.float32)
+    w = rng.uniform(-1, 1, (C, 1, 1, kw)).astype(np.float32)
+    y = np.full(C, np.nan, np.float32)
+    _kernels.conv_depthwise_f32(x.reshape(-1), (1, C, 1, 1, 1), w.reshape(-1), C, C, (1, 1, kw), (1, 1, sw),
+                                (1, 1, 1), (0, 0, 0), (1, 1, 1), None, y, False, 1)
+    np.testing.assert_allclose(y, x[:, :, 0, 0].reshape(-1) * w[:, 0, 0, 0], rtol=1e-6)
+    yn = _dw_nhwc(_kernels, np.ascontiguousarray(x.transpose(0, 2, 3, 1)), w, None, (1, kw), (1, sw), (1, 1), (0, 0),
+                  (1, 1), False, 1)
+    np.testing.assert_allclose(yn.reshape(-1), x.reshape(-1) * w[:, 0, 0, 0], rtol=1e-6)
 
 
 def test_dw_nhwc_nonfinite_stays_local():
