@@ -123,8 +123,42 @@ cdef extern from *:
             __mmask16 m = (C - c >= 16) ? (__mmask16)0xFFFF : (__mmask16)((1u << (C - c)) - 1u);
             __m512 bv = init ? _mm512_maskz_loadu_ps(m, init + c) : z;
             int full = C - c >= 16;
-            for (p = 0; k3 && full && p + 8 <= np; p += 8) {
-                /* kw = 3, stride and dilation 1 along W (k3; xstep == C, off[3r + e] = off[3r] + e*C): the 8 pixels
+            for (p = 0; k3 == 2 && full && p + 8 <= np; p += 8) {
+                /* kw = 3, stride 2, dilation 1 along W (k3 == 2; xstep == 2*C): pixel q reads columns 2q, 2q+1,
+                   2q+2; the 8 pixels of a kernel row read 17 columns, the even ones shared by two pixels and loaded
+                   once. Same order of additions per output as the general loop. */
+                const float *x0 = xb + p * xstep + c;
+                __m512 a0 = bv, a1 = bv, a2 = bv, a3 = bv, a4 = bv, a5 = bv, a6 = bv, a7 = bv;
+                for (t = 0; t < nt; t += 3) {
+                    const float *xr = x0 + off[t];
+                    __m512 w0 = _mm512_loadu_ps(ws[t] + c), w1 = _mm512_loadu_ps(ws[t + 1] + c);
+                    __m512 w2 = _mm512_loadu_ps(ws[t + 2] + c);
+                    __m512 xe = _mm512_loadu_ps(xr), xo, xn;
+    #define ONNXEP_DWN_S2(A, Q)                                                                 \
+                    xo = _mm512_loadu_ps(xr + (2 * (Q) + 1) * C);                                 \
+                    xn = _mm512_loadu_ps(xr + (2 * (Q) + 2) * C);                                 \
+                    A = _mm512_fmadd_ps(w0, xe, A);                                               \
+                    A = _mm512_fmadd_ps(w1, xo, A);                                               \
+                    A = _mm512_fmadd_ps(w2, xn, A);                                               \
+                    xe = xn;
+                    ONNXEP_DWN_S2(a0, 0) ONNXEP_DWN_S2(a1, 1) ONNXEP_DWN_S2(a2, 2) ONNXEP_DWN_S2(a3, 3)
+                    ONNXEP_DWN_S2(a4, 4) ONNXEP_DWN_S2(a5, 5) ONNXEP_DWN_S2(a6, 6) ONNXEP_DWN_S2(a7, 7)
+    #undef ONNXEP_DWN_S2
+                }
+                if (relu) {
+                    a0 = _mm512_max_ps(a0, z); a1 = _mm512_max_ps(a1, z);
+                    a2 = _mm512_max_ps(a2, z); a3 = _mm512_max_ps(a3, z);
+                    a4 = _mm512_max_ps(a4, z); a5 = _mm512_max_ps(a5, z);
+                    a6 = _mm512_max_ps(a6, z); a7 = _mm512_max_ps(a7, z);
+                }
+                float *yp = y + p * ystep + c;
+                _mm512_storeu_ps(yp, a0); _mm512_storeu_ps(yp + ystep, a1);
+                _mm512_storeu_ps(yp + 2 * ystep, a2); _mm512_storeu_ps(yp + 3 * ystep, a3);
+                _mm512_storeu_ps(yp + 4 * ystep, a4); _mm512_storeu_ps(yp + 5 * ystep, a5);
+                _mm512_storeu_ps(yp + 6 * ystep, a6); _mm512_storeu_ps(yp + 7 * ystep, a7);
+            }
+            for (; k3 == 1 && full && p + 8 <= np; p += 8) {
+                /* kw = 3, stride and dilation 1 along W (k3 == 1; xstep == C, off[3r + e] = off[3r] + e*C): the 8 pixels
                    of a kernel row read 10 input columns; each is loaded once for its (up to 3) taps. Same order of
                    additions per output as the general loop (kernel row, then column). */
                 const float *x0 = xb + p * xstep + c;
@@ -224,7 +258,7 @@ cdef extern from *:
         const __m256 z = _mm256_setzero_ps();
         for (; c + 8 <= C; c += 8) {
             __m256 bv = init ? _mm256_loadu_ps(init + c) : z;
-            for (p = 0; k3 && p + 4 <= np; p += 4) {
+            for (p = 0; k3 == 1 && p + 4 <= np; p += 4) {
                 /* kw = 3, stride and dilation 1 along W: 4 pixels of a kernel row read 6 input columns, each loaded
                    once (16 registers: no room for 8 pixels); same order of additions as the general loop */
                 const float *x0 = xb + p * xstep + c;
@@ -417,8 +451,9 @@ cdef void _dwn_row(Py_ssize_t r, const float* x, const float* w, const float* bi
         # channel blocks sweep over it. A whole row would not: with C a power of two its channel blocks sit one
         # power-of-two stride apart and map to a few L1 sets (C = 128: 8 of 64), so they evict each other.
         T = (DWN_L1_FLOATS // max(<Py_ssize_t>1, (bhi - blo) * g.C) - (g.kw - 1) * g.dw) // g.sw
-        T = max(<Py_ssize_t>4, T // 4 * 4)
-        k3 = g.kw == 3 and g.sw == 1 and g.dw == 1
+        T = max(<Py_ssize_t>8, T // 8 * 8)   # (whole 8-pixel register blocks)
+        # kw = 3, dilation 1 along W: stride 1 (k3 = 1) or 2 (k3 = 2) have register-blocked loops in onnxep_dwn_run
+        k3 = (1 if g.sw == 1 else 2 if g.sw == 2 else 0) if g.kw == 3 and g.dw == 1 else 0
         ow = ow_lo
         while ow < ow_hi:
             onnxep_dwn_run(yp + ow * g.cout, g.cout, bias,
