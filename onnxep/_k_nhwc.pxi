@@ -424,8 +424,9 @@ cdef inline void _dwn_taps(float* y, const float* bias, const float** xs, const 
 cdef void _dwn_row(Py_ssize_t r, const float* x, const float* w, const float* bias, float* y, bint relu,
                    const NhwcGeom* g, const float** xs) noexcept nogil:
     """Output row r = n*Ho + oh. xs: this thread's 3*kh*kw pointer-sized slots (input pixels, weight rows, offsets).
-    Interior columns (every kernel column inside x) run as one onnxep_dwn_run over the kernel rows inside x (all of
-    them except in the top / bottom border rows); the left / right border pixels clip their taps one by one."""
+    Interior columns (every kernel column inside x) run through onnxep_dwn_run in tiles, over the kernel rows inside
+    x (all of them except in the top / bottom border rows); the left / right border pixels clip their taps one by
+    one."""
     cdef Py_ssize_t n = r // g.Ho, oh = r % g.Ho, KS = g.kh * g.kw
     cdef Py_ssize_t ih0 = oh * g.sh - g.ph, blo = 0, bhi = g.kh, elo, ehi, ow, iw0, b, e, nt, ow_lo, ow_hi, T
     cdef int k3
@@ -455,9 +456,9 @@ cdef void _dwn_row(Py_ssize_t r, const float* x, const float* w, const float* bi
                 off[nt] = ((b - blo) * g.dh * g.W + e * g.dw) * g.C
                 ws[nt] = w + (b * g.kw + e) * g.CP
                 nt += 1
-        # Tiles of T output pixels: a tile's input (kernel rows x its columns x all channels) stays in L1 while the
-        # channel blocks sweep over it. A whole row would not: with C a power of two its channel blocks sit one
-        # power-of-two stride apart and map to a few L1 sets (C = 128: 8 of 64), so they evict each other.
+        # Tiles of T output pixels: a tile's input (kernel rows x its columns x all channels, ~DWN_L1_FLOATS) stays
+        # in L1 while the channel blocks sweep over it; a whole row's input (3 x 56 x 128 floats for MobileNet's
+        # 56x56x128) would not.
         T = (DWN_L1_FLOATS // max(<Py_ssize_t>1, (bhi - blo) * g.C) - (g.kw - 1) * g.dw) // g.sw
         T = max(<Py_ssize_t>8, T // 8 * 8)   # (whole 8-pixel register blocks)
         # kw = 3, dilation 1 along W: stride 1 (k3 = 1) or 2 (k3 = 2) have register-blocked loops in onnxep_dwn_run
