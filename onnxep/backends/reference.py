@@ -21,6 +21,8 @@ class ReferenceDevice(Device):
     def supports_op(self, op) -> bool:
         if op.node.op_type == "BatchNormalization" and op.node.domain == "" and op.node.opset < 14:
             return False  # the training formula trap (see module docstring)
+        if op.node.domain == "com.onnxep":
+            return False  # onnxep's internal ops: onnx.reference has no implementation (it would raise at compile)
         return True
 
     def init_backend(self, stream, **options):

@@ -23,6 +23,8 @@ _MODULES = (
     # -- pooling, normalization, softmax
     "max_pool", "average_pool", "global_average_pool", "global_max_pool", "lrn", "batch_normalization",
     "softmax", "log_softmax",
+    # -- internal channel-last ops (domain com.onnxep)
+    "nhwc_pool",
     # -- (more groups go here)
 )
 

@@ -1,0 +1,761 @@
+# Channel-last (NHWC) kernels: depthwise convolution and 2-D pooling. Activations are (N, H, W, C), so every loop
+# below runs over the contiguous channels of one pixel -- the vector dimension -- and there is no per-plane padding,
+# copying or phase splitting as in the NCHW depthwise kernel (_k_conv.pxi).
+#
+# Depthwise conv (group == C, channel multiplier mult = cout / C, output channel oc reads input channel oc // mult):
+#     y[n, oh, ow, oc] = bias[oc] + sum over taps (b, e) inside x of w[(b*kw + e), oc] * x[n, ih, iw, oc // mult]
+#     ih = oh*sh - ph + b*dh, iw = ow*sw - pw + e*dw
+# The packed weight is tap-major, channel-minor, each tap's row padded with zeros to CP = cout rounded up to 16
+# (so with an aligned buffer every tap row starts on a 64-byte line): w_packed[(b*kw + e)*CP + oc] = w[oc, 0, b, e].
+# Every output is the bias (or 0) plus its taps inside x in tap order (kernel row, then column), then relu, whichever
+# loop computes it; which loop that is depends on the geometry only, and one task is one output row, so the result
+# does not depend on the thread count.
+# Per output row (_dwn_row):
+#   interior columns (every kernel column inside x): onnxep_dwn_run over the kernel rows inside x, taps as fixed
+#     offsets from each pixel, in tiles of T output pixels whose input fits in half an L1d (DWN_L1_FLOATS), channel
+#     blocks outer, 8 (then 4, then 1) pixels per register block sharing each weight load. kw = 3 with dilation 1
+#     along W has its own loops that load each input column of a kernel row once (stride 1: 10 columns for 8 pixels;
+#     stride 2, AVX-512: 17). AVX-512 covers a channel tail with masked loads; AVX2 runs it (C % 8) in the plain loop;
+#     the generic variant is the plain loop in blocks of 16 channels.
+#   border columns, and every pixel when mult > 1: onnxep_dwn_px / _dwn_px_mult on the list of taps clipped to x.
+# Measured on 1x128x56x56 3x3 pad 1 (AVX-512, warm caches, 64-byte aligned buffers, 1 thread): stride 1 ~105 us vs
+# ~150 us for conv_depthwise_f32 on NCHW; stride 2 ~42 us vs ~146 us.
+#
+# Pooling, 2-D: the same 21-entry int64 geometry vector as the NCHW pool kernels (_k_pool.pxi, built by
+# PoolAttrs.geom_vector), whose leading (depth) dim must be trivial: in = out = kernel = stride = dilation = 1, pads 0.
+# Per output pixel the window's taps are visited in the NCHW kernels' order (rows, then columns), with the same
+# arithmetic (max: first tap, then `v > m`; average: float sum from 0, divided by the count), so the results are
+# bit-identical to maxpool_f32 / avgpool_f32 on the transposed input.
+
+cdef extern from *:
+    """
+    #if defined(__AVX512F__) || defined(__AVX2__)
+    #include <immintrin.h>
+    #endif
+
+    /* y[c] := init[c] (0 when init is NULL; init may be y itself) + sum_t ws[t][c] * xs[t][c], t = 0..nt-1 in order;
+       then max(., 0) when relu. c = 0..C-1. */
+    static void onnxep_dwn_px(float *y, const float *init, const float *const *xs, const float *const *ws, int nt,
+                              Py_ssize_t C, int relu)
+    {
+        Py_ssize_t c = 0;
+        int t;
+    #if defined(__AVX512F__)
+        const __m512 z = _mm512_setzero_ps();
+        for (; c + 64 <= C; c += 64) {
+            __m512 a0 = z, a1 = z, a2 = z, a3 = z;
+            if (init) {
+                a0 = _mm512_loadu_ps(init + c); a1 = _mm512_loadu_ps(init + c + 16);
+                a2 = _mm512_loadu_ps(init + c + 32); a3 = _mm512_loadu_ps(init + c + 48);
+            }
+            for (t = 0; t < nt; t++) {
+                const float *xp = xs[t] + c, *wp = ws[t] + c;
+                a0 = _mm512_fmadd_ps(_mm512_loadu_ps(wp), _mm512_loadu_ps(xp), a0);
+                a1 = _mm512_fmadd_ps(_mm512_loadu_ps(wp + 16), _mm512_loadu_ps(xp + 16), a1);
+                a2 = _mm512_fmadd_ps(_mm512_loadu_ps(wp + 32), _mm512_loadu_ps(xp + 32), a2);
+                a3 = _mm512_fmadd_ps(_mm512_loadu_ps(wp + 48), _mm512_loadu_ps(xp + 48), a3);
+            }
+            if (relu) {
+                a0 = _mm512_max_ps(a0, z); a1 = _mm512_max_ps(a1, z);
+                a2 = _mm512_max_ps(a2, z); a3 = _mm512_max_ps(a3, z);
+            }
+            _mm512_storeu_ps(y + c, a0); _mm512_storeu_ps(y + c + 16, a1);
+            _mm512_storeu_ps(y + c + 32, a2); _mm512_storeu_ps(y + c + 48, a3);
+        }
+        for (; c < C; c += 16) {   /* 16 at a time, the last block masked (masked-off lanes are never read) */
+            __mmask16 m = (C - c >= 16) ? (__mmask16)0xFFFF : (__mmask16)((1u << (C - c)) - 1u);
+            __m512 a0 = init ? _mm512_maskz_loadu_ps(m, init + c) : z;
+            for (t = 0; t < nt; t++)
+                a0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, ws[t] + c), _mm512_maskz_loadu_ps(m, xs[t] + c), a0);
+            if (relu) a0 = _mm512_max_ps(a0, z);
+            _mm512_mask_storeu_ps(y + c, m, a0);
+        }
+    #elif defined(__AVX2__)
+        const __m256 z = _mm256_setzero_ps();
+        for (; c + 32 <= C; c += 32) {
+            __m256 a0 = z, a1 = z, a2 = z, a3 = z;
+            if (init) {
+                a0 = _mm256_loadu_ps(init + c); a1 = _mm256_loadu_ps(init + c + 8);
+                a2 = _mm256_loadu_ps(init + c + 16); a3 = _mm256_loadu_ps(init + c + 24);
+            }
+            for (t = 0; t < nt; t++) {
+                const float *xp = xs[t] + c, *wp = ws[t] + c;
+                a0 = _mm256_fmadd_ps(_mm256_loadu_ps(wp), _mm256_loadu_ps(xp), a0);
+                a1 = _mm256_fmadd_ps(_mm256_loadu_ps(wp + 8), _mm256_loadu_ps(xp + 8), a1);
+                a2 = _mm256_fmadd_ps(_mm256_loadu_ps(wp + 16), _mm256_loadu_ps(xp + 16), a2);
+                a3 = _mm256_fmadd_ps(_mm256_loadu_ps(wp + 24), _mm256_loadu_ps(xp + 24), a3);
+            }
+            if (relu) {
+                a0 = _mm256_max_ps(a0, z); a1 = _mm256_max_ps(a1, z);
+                a2 = _mm256_max_ps(a2, z); a3 = _mm256_max_ps(a3, z);
+            }
+            _mm256_storeu_ps(y + c, a0); _mm256_storeu_ps(y + c + 8, a1);
+            _mm256_storeu_ps(y + c + 16, a2); _mm256_storeu_ps(y + c + 24, a3);
+        }
+        for (; c + 8 <= C; c += 8) {
+            __m256 a0 = init ? _mm256_loadu_ps(init + c) : z;
+            for (t = 0; t < nt; t++)
+                a0 = _mm256_fmadd_ps(_mm256_loadu_ps(ws[t] + c), _mm256_loadu_ps(xs[t] + c), a0);
+            if (relu) a0 = _mm256_max_ps(a0, z);
+            _mm256_storeu_ps(y + c, a0);
+        }
+    #endif
+        /* the plain loop: the whole generic variant, the last C % 8 channels of AVX2 */
+        for (Py_ssize_t i = c; i < C; i++)
+            y[i] = init ? init[i] : 0.0f;
+        for (t = 0; t < nt; t++) {
+            const float *xp = xs[t], *wp = ws[t];
+            for (Py_ssize_t i = c; i < C; i++)
+                y[i] = y[i] + wp[i] * xp[i];
+        }
+        if (relu)
+            for (Py_ssize_t i = c; i < C; i++)
+                y[i] = y[i] > 0.0f ? y[i] : 0.0f;
+    }
+
+    /* A run of np output pixels of one row, every tap the same fixed offset from each pixel's base:
+           y[p*ystep + c] := init[c] + sum_t ws[t][c] * xb[p*xstep + off[t] + c]   (t in order; relu after)
+       Loop order: channel block outer, pixels inner, 8 (then 4, then 1) pixels at a time sharing each weight load;
+       the caller passes tiles whose input stays in L1 while the channel blocks sweep it (the per-pixel loop above
+       streams every input pixel's channels from L2 once per tap). Each output channel adds in the same order as
+       onnxep_dwn_px does. k3: 1 for kw = 3, stride 1, dilation 1 along W; 2 for the same with stride 2; else 0. */
+    static void onnxep_dwn_run(float *y, Py_ssize_t ystep, const float *init, const float *xb, Py_ssize_t xstep,
+                               const Py_ssize_t *off, const float *const *ws, int nt, Py_ssize_t np,
+                               Py_ssize_t C, int relu, int k3)
+    {
+        Py_ssize_t c = 0, p;
+        int t;
+    #if defined(__AVX512F__)
+        const __m512 z = _mm512_setzero_ps();
+        for (; c < C; c += 16) {
+            __mmask16 m = (C - c >= 16) ? (__mmask16)0xFFFF : (__mmask16)((1u << (C - c)) - 1u);
+            __m512 bv = init ? _mm512_maskz_loadu_ps(m, init + c) : z;
+            int full = C - c >= 16;
+            for (p = 0; k3 == 2 && full && p + 8 <= np; p += 8) {
+                /* kw = 3, stride 2, dilation 1 along W (k3 == 2; xstep == 2*C): pixel q reads columns 2q, 2q+1,
+                   2q+2; the 8 pixels of a kernel row read 17 columns, the even ones shared by two pixels and loaded
+                   once. Same order of additions per output as the general loop. */
+                const float *x0 = xb + p * xstep + c;
+                __m512 a0 = bv, a1 = bv, a2 = bv, a3 = bv, a4 = bv, a5 = bv, a6 = bv, a7 = bv;
+                for (t = 0; t < nt; t += 3) {
+                    const float *xr = x0 + off[t];
+                    __m512 w0 = _mm512_loadu_ps(ws[t] + c), w1 = _mm512_loadu_ps(ws[t + 1] + c);
+                    __m512 w2 = _mm512_loadu_ps(ws[t + 2] + c);
+                    __m512 xe = _mm512_loadu_ps(xr), xo, xn;
+    #define ONNXEP_DWN_S2(A, Q)                                                                 \
+                    xo = _mm512_loadu_ps(xr + (2 * (Q) + 1) * C);                                 \
+                    xn = _mm512_loadu_ps(xr + (2 * (Q) + 2) * C);                                 \
+                    A = _mm512_fmadd_ps(w0, xe, A);                                               \
+                    A = _mm512_fmadd_ps(w1, xo, A);                                               \
+                    A = _mm512_fmadd_ps(w2, xn, A);                                               \
+                    xe = xn;
+                    ONNXEP_DWN_S2(a0, 0) ONNXEP_DWN_S2(a1, 1) ONNXEP_DWN_S2(a2, 2) ONNXEP_DWN_S2(a3, 3)
+                    ONNXEP_DWN_S2(a4, 4) ONNXEP_DWN_S2(a5, 5) ONNXEP_DWN_S2(a6, 6) ONNXEP_DWN_S2(a7, 7)
+    #undef ONNXEP_DWN_S2
+                }
+                if (relu) {
+                    a0 = _mm512_max_ps(a0, z); a1 = _mm512_max_ps(a1, z);
+                    a2 = _mm512_max_ps(a2, z); a3 = _mm512_max_ps(a3, z);
+                    a4 = _mm512_max_ps(a4, z); a5 = _mm512_max_ps(a5, z);
+                    a6 = _mm512_max_ps(a6, z); a7 = _mm512_max_ps(a7, z);
+                }
+                float *yp = y + p * ystep + c;
+                _mm512_storeu_ps(yp, a0); _mm512_storeu_ps(yp + ystep, a1);
+                _mm512_storeu_ps(yp + 2 * ystep, a2); _mm512_storeu_ps(yp + 3 * ystep, a3);
+                _mm512_storeu_ps(yp + 4 * ystep, a4); _mm512_storeu_ps(yp + 5 * ystep, a5);
+                _mm512_storeu_ps(yp + 6 * ystep, a6); _mm512_storeu_ps(yp + 7 * ystep, a7);
+            }
+            for (; k3 == 1 && full && p + 8 <= np; p += 8) {
+                /* kw = 3, stride and dilation 1 along W (k3 == 1; xstep == C, off[3r + e] = off[3r] + e*C): the 8
+                   pixels of a kernel row read 10 input columns; each is loaded once for its (up to 3) taps. Same
+                   order of additions per output as the general loop (kernel row, then column). */
+                const float *x0 = xb + p * xstep + c;
+                __m512 a0 = bv, a1 = bv, a2 = bv, a3 = bv, a4 = bv, a5 = bv, a6 = bv, a7 = bv;
+                for (t = 0; t < nt; t += 3) {
+                    const float *xr = x0 + off[t];
+                    __m512 w0 = _mm512_loadu_ps(ws[t] + c), w1 = _mm512_loadu_ps(ws[t + 1] + c);
+                    __m512 w2 = _mm512_loadu_ps(ws[t + 2] + c);
+                    __m512 x0v = _mm512_loadu_ps(xr), x1v = _mm512_loadu_ps(xr + C), x2v = _mm512_loadu_ps(xr + 2 * C);
+                    __m512 x3v = _mm512_loadu_ps(xr + 3 * C), x4v = _mm512_loadu_ps(xr + 4 * C);
+                    __m512 x5v = _mm512_loadu_ps(xr + 5 * C), x6v = _mm512_loadu_ps(xr + 6 * C);
+                    __m512 x7v = _mm512_loadu_ps(xr + 7 * C), x8v = _mm512_loadu_ps(xr + 8 * C);
+                    __m512 x9v = _mm512_loadu_ps(xr + 9 * C);
+                    a0 = _mm512_fmadd_ps(w0, x0v, a0); a1 = _mm512_fmadd_ps(w0, x1v, a1);
+                    a2 = _mm512_fmadd_ps(w0, x2v, a2); a3 = _mm512_fmadd_ps(w0, x3v, a3);
+                    a4 = _mm512_fmadd_ps(w0, x4v, a4); a5 = _mm512_fmadd_ps(w0, x5v, a5);
+                    a6 = _mm512_fmadd_ps(w0, x6v, a6); a7 = _mm512_fmadd_ps(w0, x7v, a7);
+                    a0 = _mm512_fmadd_ps(w1, x1v, a0); a1 = _mm512_fmadd_ps(w1, x2v, a1);
+                    a2 = _mm512_fmadd_ps(w1, x3v, a2); a3 = _mm512_fmadd_ps(w1, x4v, a3);
+                    a4 = _mm512_fmadd_ps(w1, x5v, a4); a5 = _mm512_fmadd_ps(w1, x6v, a5);
+                    a6 = _mm512_fmadd_ps(w1, x7v, a6); a7 = _mm512_fmadd_ps(w1, x8v, a7);
+                    a0 = _mm512_fmadd_ps(w2, x2v, a0); a1 = _mm512_fmadd_ps(w2, x3v, a1);
+                    a2 = _mm512_fmadd_ps(w2, x4v, a2); a3 = _mm512_fmadd_ps(w2, x5v, a3);
+                    a4 = _mm512_fmadd_ps(w2, x6v, a4); a5 = _mm512_fmadd_ps(w2, x7v, a5);
+                    a6 = _mm512_fmadd_ps(w2, x8v, a6); a7 = _mm512_fmadd_ps(w2, x9v, a7);
+                }
+                if (relu) {
+                    a0 = _mm512_max_ps(a0, z); a1 = _mm512_max_ps(a1, z);
+                    a2 = _mm512_max_ps(a2, z); a3 = _mm512_max_ps(a3, z);
+                    a4 = _mm512_max_ps(a4, z); a5 = _mm512_max_ps(a5, z);
+                    a6 = _mm512_max_ps(a6, z); a7 = _mm512_max_ps(a7, z);
+                }
+                float *yp = y + p * ystep + c;
+                _mm512_storeu_ps(yp, a0); _mm512_storeu_ps(yp + ystep, a1);
+                _mm512_storeu_ps(yp + 2 * ystep, a2); _mm512_storeu_ps(yp + 3 * ystep, a3);
+                _mm512_storeu_ps(yp + 4 * ystep, a4); _mm512_storeu_ps(yp + 5 * ystep, a5);
+                _mm512_storeu_ps(yp + 6 * ystep, a6); _mm512_storeu_ps(yp + 7 * ystep, a7);
+            }
+            for (; full && p + 8 <= np; p += 8) {
+                /* full blocks: 8 pixels, plain (unmasked) loads */
+                const float *x0 = xb + p * xstep + c;
+                __m512 a0 = bv, a1 = bv, a2 = bv, a3 = bv, a4 = bv, a5 = bv, a6 = bv, a7 = bv;
+                for (t = 0; t < nt; t++) {
+                    const float *xt = x0 + off[t];
+                    __m512 wv = _mm512_loadu_ps(ws[t] + c);
+                    a0 = _mm512_fmadd_ps(wv, _mm512_loadu_ps(xt), a0);
+                    a1 = _mm512_fmadd_ps(wv, _mm512_loadu_ps(xt + xstep), a1);
+                    a2 = _mm512_fmadd_ps(wv, _mm512_loadu_ps(xt + 2 * xstep), a2);
+                    a3 = _mm512_fmadd_ps(wv, _mm512_loadu_ps(xt + 3 * xstep), a3);
+                    a4 = _mm512_fmadd_ps(wv, _mm512_loadu_ps(xt + 4 * xstep), a4);
+                    a5 = _mm512_fmadd_ps(wv, _mm512_loadu_ps(xt + 5 * xstep), a5);
+                    a6 = _mm512_fmadd_ps(wv, _mm512_loadu_ps(xt + 6 * xstep), a6);
+                    a7 = _mm512_fmadd_ps(wv, _mm512_loadu_ps(xt + 7 * xstep), a7);
+                }
+                if (relu) {
+                    a0 = _mm512_max_ps(a0, z); a1 = _mm512_max_ps(a1, z);
+                    a2 = _mm512_max_ps(a2, z); a3 = _mm512_max_ps(a3, z);
+                    a4 = _mm512_max_ps(a4, z); a5 = _mm512_max_ps(a5, z);
+                    a6 = _mm512_max_ps(a6, z); a7 = _mm512_max_ps(a7, z);
+                }
+                float *yp = y + p * ystep + c;
+                _mm512_storeu_ps(yp, a0); _mm512_storeu_ps(yp + ystep, a1);
+                _mm512_storeu_ps(yp + 2 * ystep, a2); _mm512_storeu_ps(yp + 3 * ystep, a3);
+                _mm512_storeu_ps(yp + 4 * ystep, a4); _mm512_storeu_ps(yp + 5 * ystep, a5);
+                _mm512_storeu_ps(yp + 6 * ystep, a6); _mm512_storeu_ps(yp + 7 * ystep, a7);
+            }
+            for (; p + 4 <= np; p += 4) {
+                const float *x0 = xb + p * xstep + c;
+                __m512 a0 = bv, a1 = bv, a2 = bv, a3 = bv;
+                for (t = 0; t < nt; t++) {
+                    const float *xt = x0 + off[t];
+                    __m512 wv = _mm512_maskz_loadu_ps(m, ws[t] + c);
+                    a0 = _mm512_fmadd_ps(wv, _mm512_maskz_loadu_ps(m, xt), a0);
+                    a1 = _mm512_fmadd_ps(wv, _mm512_maskz_loadu_ps(m, xt + xstep), a1);
+                    a2 = _mm512_fmadd_ps(wv, _mm512_maskz_loadu_ps(m, xt + 2 * xstep), a2);
+                    a3 = _mm512_fmadd_ps(wv, _mm512_maskz_loadu_ps(m, xt + 3 * xstep), a3);
+                }
+                if (relu) {
+                    a0 = _mm512_max_ps(a0, z); a1 = _mm512_max_ps(a1, z);
+                    a2 = _mm512_max_ps(a2, z); a3 = _mm512_max_ps(a3, z);
+                }
+                float *yp = y + p * ystep + c;
+                _mm512_mask_storeu_ps(yp, m, a0); _mm512_mask_storeu_ps(yp + ystep, m, a1);
+                _mm512_mask_storeu_ps(yp + 2 * ystep, m, a2); _mm512_mask_storeu_ps(yp + 3 * ystep, m, a3);
+            }
+            for (; p < np; p++) {
+                const float *x0 = xb + p * xstep + c;
+                __m512 a0 = bv;
+                for (t = 0; t < nt; t++)
+                    a0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, ws[t] + c), _mm512_maskz_loadu_ps(m, x0 + off[t]),
+                                         a0);
+                if (relu) a0 = _mm512_max_ps(a0, z);
+                _mm512_mask_storeu_ps(y + p * ystep + c, m, a0);
+            }
+        }
+    #elif defined(__AVX2__)
+        const __m256 z = _mm256_setzero_ps();
+        for (; c + 8 <= C; c += 8) {
+            __m256 bv = init ? _mm256_loadu_ps(init + c) : z;
+            for (p = 0; k3 == 1 && p + 4 <= np; p += 4) {
+                /* kw = 3, stride and dilation 1 along W: 4 pixels of a kernel row read 6 input columns, each loaded
+                   once (16 registers: no room for 8 pixels); same order of additions as the general loop */
+                const float *x0 = xb + p * xstep + c;
+                __m256 a0 = bv, a1 = bv, a2 = bv, a3 = bv;
+                for (t = 0; t < nt; t += 3) {
+                    const float *xr = x0 + off[t];
+                    __m256 w0 = _mm256_loadu_ps(ws[t] + c), w1 = _mm256_loadu_ps(ws[t + 1] + c);
+                    __m256 w2 = _mm256_loadu_ps(ws[t + 2] + c);
+                    __m256 x0v = _mm256_loadu_ps(xr), x1v = _mm256_loadu_ps(xr + C), x2v = _mm256_loadu_ps(xr + 2 * C);
+                    __m256 x3v = _mm256_loadu_ps(xr + 3 * C), x4v = _mm256_loadu_ps(xr + 4 * C);
+                    __m256 x5v = _mm256_loadu_ps(xr + 5 * C);
+                    a0 = _mm256_fmadd_ps(w0, x0v, a0); a1 = _mm256_fmadd_ps(w0, x1v, a1);
+                    a2 = _mm256_fmadd_ps(w0, x2v, a2); a3 = _mm256_fmadd_ps(w0, x3v, a3);
+                    a0 = _mm256_fmadd_ps(w1, x1v, a0); a1 = _mm256_fmadd_ps(w1, x2v, a1);
+                    a2 = _mm256_fmadd_ps(w1, x3v, a2); a3 = _mm256_fmadd_ps(w1, x4v, a3);
+                    a0 = _mm256_fmadd_ps(w2, x2v, a0); a1 = _mm256_fmadd_ps(w2, x3v, a1);
+                    a2 = _mm256_fmadd_ps(w2, x4v, a2); a3 = _mm256_fmadd_ps(w2, x5v, a3);
+                }
+                if (relu) {
+                    a0 = _mm256_max_ps(a0, z); a1 = _mm256_max_ps(a1, z);
+                    a2 = _mm256_max_ps(a2, z); a3 = _mm256_max_ps(a3, z);
+                }
+                float *yp = y + p * ystep + c;
+                _mm256_storeu_ps(yp, a0); _mm256_storeu_ps(yp + ystep, a1);
+                _mm256_storeu_ps(yp + 2 * ystep, a2); _mm256_storeu_ps(yp + 3 * ystep, a3);
+            }
+            for (; p + 8 <= np; p += 8) {
+                const float *x0 = xb + p * xstep + c;
+                __m256 a0 = bv, a1 = bv, a2 = bv, a3 = bv, a4 = bv, a5 = bv, a6 = bv, a7 = bv;
+                for (t = 0; t < nt; t++) {
+                    const float *xt = x0 + off[t];
+                    __m256 wv = _mm256_loadu_ps(ws[t] + c);
+                    a0 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(xt), a0);
+                    a1 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(xt + xstep), a1);
+                    a2 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(xt + 2 * xstep), a2);
+                    a3 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(xt + 3 * xstep), a3);
+                    a4 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(xt + 4 * xstep), a4);
+                    a5 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(xt + 5 * xstep), a5);
+                    a6 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(xt + 6 * xstep), a6);
+                    a7 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(xt + 7 * xstep), a7);
+                }
+                if (relu) {
+                    a0 = _mm256_max_ps(a0, z); a1 = _mm256_max_ps(a1, z);
+                    a2 = _mm256_max_ps(a2, z); a3 = _mm256_max_ps(a3, z);
+                    a4 = _mm256_max_ps(a4, z); a5 = _mm256_max_ps(a5, z);
+                    a6 = _mm256_max_ps(a6, z); a7 = _mm256_max_ps(a7, z);
+                }
+                float *yp = y + p * ystep + c;
+                _mm256_storeu_ps(yp, a0); _mm256_storeu_ps(yp + ystep, a1);
+                _mm256_storeu_ps(yp + 2 * ystep, a2); _mm256_storeu_ps(yp + 3 * ystep, a3);
+                _mm256_storeu_ps(yp + 4 * ystep, a4); _mm256_storeu_ps(yp + 5 * ystep, a5);
+                _mm256_storeu_ps(yp + 6 * ystep, a6); _mm256_storeu_ps(yp + 7 * ystep, a7);
+            }
+            for (; p + 4 <= np; p += 4) {
+                const float *x0 = xb + p * xstep + c;
+                __m256 a0 = bv, a1 = bv, a2 = bv, a3 = bv;
+                for (t = 0; t < nt; t++) {
+                    const float *xt = x0 + off[t];
+                    __m256 wv = _mm256_loadu_ps(ws[t] + c);
+                    a0 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(xt), a0);
+                    a1 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(xt + xstep), a1);
+                    a2 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(xt + 2 * xstep), a2);
+                    a3 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(xt + 3 * xstep), a3);
+                }
+                if (relu) {
+                    a0 = _mm256_max_ps(a0, z); a1 = _mm256_max_ps(a1, z);
+                    a2 = _mm256_max_ps(a2, z); a3 = _mm256_max_ps(a3, z);
+                }
+                float *yp = y + p * ystep + c;
+                _mm256_storeu_ps(yp, a0); _mm256_storeu_ps(yp + ystep, a1);
+                _mm256_storeu_ps(yp + 2 * ystep, a2); _mm256_storeu_ps(yp + 3 * ystep, a3);
+            }
+            for (; p < np; p++) {
+                const float *x0 = xb + p * xstep + c;
+                __m256 a0 = bv;
+                for (t = 0; t < nt; t++)
+                    a0 = _mm256_fmadd_ps(_mm256_loadu_ps(ws[t] + c), _mm256_loadu_ps(x0 + off[t]), a0);
+                if (relu) a0 = _mm256_max_ps(a0, z);
+                _mm256_storeu_ps(y + p * ystep + c, a0);
+            }
+        }
+    #endif
+        /* the plain loop, in blocks of 16 channels: the whole generic variant, the last C % 8 channels of AVX2 */
+        for (; c < C; c += 16) {
+            Py_ssize_t cn = C - c < 16 ? C - c : 16, i;
+            for (p = 0; p < np; p++) {
+                float *yp = y + p * ystep + c;
+                const float *x0 = xb + p * xstep + c;
+                for (i = 0; i < cn; i++)
+                    yp[i] = init ? init[c + i] : 0.0f;
+                for (t = 0; t < nt; t++) {
+                    const float *xt = x0 + off[t], *wp = ws[t] + c;
+                    for (i = 0; i < cn; i++)
+                        yp[i] = yp[i] + wp[i] * xt[i];
+                }
+                if (relu)
+                    for (i = 0; i < cn; i++)
+                        yp[i] = yp[i] > 0.0f ? yp[i] : 0.0f;
+            }
+        }
+    }
+    """
+    void onnxep_dwn_px(float* y, const float* init, const float* const* xs, const float* const* ws, int nt,
+                       Py_ssize_t C, int relu) noexcept nogil
+    void onnxep_dwn_run(float* y, Py_ssize_t ystep, const float* init, const float* xb, Py_ssize_t xstep,
+                        const Py_ssize_t* off, const float* const* ws, int nt, Py_ssize_t np, Py_ssize_t C,
+                        int relu, int k3) noexcept nogil
+
+
+cdef enum:
+    DWN_ALIGN = 16                # cout of the packed weight is rounded up to this
+    DWN_L1_FLOATS = 4096          # input floats per tile of an interior run (16 KB: half an L1d)
+
+
+cdef struct NhwcGeom:
+    Py_ssize_t N, H, W, C, cout, mult, CP
+    Py_ssize_t kh, kw, sh, sw, dh, dw, ph, pw, Ho, Wo
+
+
+cdef inline Py_ssize_t _dwn_cp(Py_ssize_t cout) noexcept nogil:
+    return (cout + DWN_ALIGN - 1) // DWN_ALIGN * DWN_ALIGN
+
+
+cdef void _dwn_px_mult(float* y, const float* init, const float* const* xs, const float* const* ws, int nt,
+                       Py_ssize_t C, Py_ssize_t mult, bint relu) noexcept nogil:
+    """_dwn_px with a channel multiplier: y[c*mult + k] (+)= sum_t ws[t][c*mult + k] * xs[t][c], same order."""
+    cdef Py_ssize_t c, k, i, cout = C * mult
+    cdef int t
+    cdef const float* xp
+    cdef const float* wp
+    cdef float xv
+    for i in range(cout):
+        y[i] = init[i] if init != NULL else 0.0
+    for t in range(nt):
+        xp = xs[t]
+        wp = ws[t]
+        for c in range(C):
+            xv = xp[c]
+            for k in range(mult):
+                y[c * mult + k] = y[c * mult + k] + wp[c * mult + k] * xv
+    if relu:
+        for i in range(cout):
+            y[i] = y[i] if y[i] > 0 else 0.0
+
+
+cdef inline void _dwn_taps(float* y, const float* bias, const float** xs, const float** ws, Py_ssize_t nt,
+                           const NhwcGeom* g, bint relu) noexcept nogil:
+    """One output pixel from nt (input pixel, weight row) pairs."""
+    if g.mult == 1:
+        onnxep_dwn_px(y, bias, xs, ws, <int>nt, g.C, relu)
+    else:
+        _dwn_px_mult(y, bias, xs, ws, <int>nt, g.C, g.mult, relu)
+
+
+cdef void _dwn_row(Py_ssize_t r, const float* x, const float* w, const float* bias, float* y, bint relu,
+                   const NhwcGeom* g, const float** xs) noexcept nogil:
+    """Output row r = n*Ho + oh. xs: this thread's 3*kh*kw pointer-sized slots (input pixels, weight rows, offsets).
+    Interior columns (every kernel column inside x) run through onnxep_dwn_run in tiles, over the kernel rows inside
+    x (all of them except in the top / bottom border rows); the left / right border pixels clip their taps one by
+    one."""
+    cdef Py_ssize_t n = r // g.Ho, oh = r % g.Ho, KS = g.kh * g.kw
+    cdef Py_ssize_t ih0 = oh * g.sh - g.ph, blo = 0, bhi = g.kh, elo, ehi, ow, iw0, b, e, nt, ow_lo, ow_hi, T
+    cdef int k3
+    cdef const float** ws = xs + KS
+    cdef Py_ssize_t* off = <Py_ssize_t*>(xs + 2 * KS)
+    cdef const float* xn = x + n * g.H * g.W * g.C
+    cdef float* yp = y + r * g.Wo * g.cout
+    # kernel rows inside x: b in [blo, bhi)
+    if ih0 < 0:
+        blo = (-ih0 + g.dh - 1) // g.dh
+    if ih0 + (g.kh - 1) * g.dh >= g.H:
+        bhi = (g.H - 1 - ih0) // g.dh + 1 if g.H - 1 - ih0 >= 0 else 0
+    if bhi < blo:
+        bhi = blo
+    # interior columns [ow_lo, ow_hi): ow*sw - pw >= 0 and ow*sw - pw + (kw-1)*dw < W
+    ow_lo = min((g.pw + g.sw - 1) // g.sw, g.Wo)
+    if g.W - 1 - (g.kw - 1) * g.dw + g.pw >= 0:
+        ow_hi = min((g.W - 1 - (g.kw - 1) * g.dw + g.pw) // g.sw + 1, g.Wo)
+    else:
+        ow_hi = 0
+    if ow_hi < ow_lo or g.mult != 1:
+        ow_hi = ow_lo               # (with a channel multiplier every pixel goes through _dwn_px_mult)
+    if ow_hi > ow_lo:
+        nt = 0
+        for b in range(blo, bhi):
+            for e in range(g.kw):
+                off[nt] = ((b - blo) * g.dh * g.W + e * g.dw) * g.C
+                ws[nt] = w + (b * g.kw + e) * g.CP
+                nt += 1
+        # Tiles of T output pixels: a tile's input (kernel rows x its columns x all channels, ~DWN_L1_FLOATS) stays
+        # in L1 while the channel blocks sweep over it; a whole row's input (3 x 56 x 128 floats for MobileNet's
+        # 56x56x128) would not.
+        T = (DWN_L1_FLOATS // max(<Py_ssize_t>1, (bhi - blo) * g.C) - (g.kw - 1) * g.dw) // g.sw
+        T = max(<Py_ssize_t>8, T // 8 * 8)   # (whole 8-pixel register blocks)
+        # kw = 3, dilation 1 along W: stride 1 (k3 = 1) or 2 (k3 = 2) have register-blocked loops in onnxep_dwn_run
+        k3 = (1 if g.sw == 1 else 2 if g.sw == 2 else 0) if g.kw == 3 and g.dw == 1 else 0
+        ow = ow_lo
+        while ow < ow_hi:
+            onnxep_dwn_run(yp + ow * g.cout, g.cout, bias,
+                           xn + ((ih0 + blo * g.dh) * g.W + ow * g.sw - g.pw) * g.C, g.sw * g.C,
+                           off, ws, <int>nt, min(T, ow_hi - ow), g.C, relu, k3)
+            ow += T
+    # the other pixels: taps clipped to x, still in tap order
+    for ow in range(g.Wo):
+        if ow_lo <= ow < ow_hi:
+            continue
+        iw0 = ow * g.sw - g.pw
+        elo = 0
+        ehi = g.kw
+        if iw0 < 0:
+            elo = (-iw0 + g.dw - 1) // g.dw
+        if iw0 + (g.kw - 1) * g.dw >= g.W:
+            ehi = (g.W - 1 - iw0) // g.dw + 1 if g.W - 1 - iw0 >= 0 else 0
+        nt = 0
+        for b in range(blo, bhi):
+            for e in range(elo, ehi):
+                xs[nt] = xn + ((ih0 + b * g.dh) * g.W + iw0 + e * g.dw) * g.C
+                ws[nt] = w + (b * g.kw + e) * g.CP
+                nt += 1
+        _dwn_taps(yp + ow * g.cout, bias, xs, ws, nt, g, relu)
+
+
+cdef void conv_depthwise_nhwc_raw(const float* x, const float* w, const float* bias, float* y, bint relu,
+                                  const NhwcGeom* g, const float** ptrs, int nth) noexcept nogil:
+    """All N*Ho output rows, one row per task; ptrs: nth blocks of 3*kh*kw pointer-sized slots, one per thread."""
+    cdef Py_ssize_t KS = g.kh * g.kw, rows = g.N * g.Ho, r
+    if nth <= 1:
+        for r in range(rows):
+            _dwn_row(r, x, w, bias, y, relu, g, ptrs)
+    else:
+        for r in prange(rows, num_threads=nth, schedule="static"):
+            _dwn_row(r, x, w, bias, y, relu, g, ptrs + <Py_ssize_t>openmp.omp_get_thread_num() * 3 * KS)
+
+
+def dw_pack_weight_nhwc_size(Py_ssize_t cout, Py_ssize_t kh, Py_ssize_t kw):
+    """float32 elements of a packed NHWC depthwise weight: kh*kw tap rows of cout rounded up to a multiple of 16."""
+    if cout < 0 or kh < 1 or kw < 1:
+        raise ValueError(f"dw_pack_weight_nhwc_size: bad cout={cout}, kernel=({kh}, {kw})")
+    return kh * kw * _dwn_cp(cout)
+
+
+def dw_pack_weight_nhwc(const float[::1] w, Py_ssize_t cout, Py_ssize_t kh, Py_ssize_t kw, float[::1] out):
+    """out[(b*kw + e)*CP + oc] := w[oc, 0, b, e] (CP = cout rounded up to 16; the padding columns := 0)."""
+    cdef Py_ssize_t CP, t, oc, KS
+    if cout < 0 or kh < 1 or kw < 1:
+        raise ValueError(f"dw_pack_weight_nhwc: bad cout={cout}, kernel=({kh}, {kw})")
+    KS = kh * kw
+    CP = _dwn_cp(cout)
+    if w.shape[0] != cout * KS:
+        raise ValueError(f"dw_pack_weight_nhwc: w has {w.shape[0]} elements, expected cout*kh*kw = {cout * KS}")
+    if out.shape[0] != KS * CP:
+        raise ValueError(f"dw_pack_weight_nhwc: out has {out.shape[0]} elements, expected {KS * CP} "
+                         f"(dw_pack_weight_nhwc_size)")
+    with nogil:
+        for t in range(KS):
+            for oc in range(cout):
+                out[t * CP + oc] = w[oc * KS + t]
+            for oc in range(cout, CP):
+                out[t * CP + oc] = 0.0
+
+
+def conv_depthwise_nhwc_f32(const float[::1] x, tuple xshape, const float[::1] w_packed, Py_ssize_t cout,
+                            tuple kernel, tuple strides, tuple dilations, tuple pads, tuple out_spatial,
+                            const float[::1] bias, float[::1] y, bint relu=False, int nthreads=0):
+    """y := depthwise conv(x, w) [+ bias] [relu], NHWC: xshape = (N, H, W, C), group == C, cout = C*mult (output
+    channel oc reads input channel oc // mult); w packed by dw_pack_weight_nhwc; kernel, strides, dilations, begin pads
+    and out_spatial = (Ho, Wo) are (h, w) pairs; y is (N, Ho, Wo, cout); bias (cout) may be None."""
+    cdef NhwcGeom g
+    if len(xshape) != 4 or len(kernel) != 2 or len(strides) != 2 or len(dilations) != 2 or len(pads) != 2 \
+            or len(out_spatial) != 2:
+        raise ValueError("conv_depthwise_nhwc_f32: xshape must have 4 entries (N, H, W, C) and kernel/strides/"
+                         "dilations/pads/out_spatial 2 each")
+    g.N, g.H, g.W, g.C = xshape
+    g.cout = cout
+    g.kh, g.kw = kernel
+    g.sh, g.sw = strides
+    g.dh, g.dw = dilations
+    g.ph, g.pw = pads
+    g.Ho, g.Wo = out_spatial
+    if min(g.N, g.H, g.W, g.C) < 0:
+        raise ValueError(f"conv_depthwise_nhwc_f32: negative dim in xshape {xshape}")
+    if g.C < 1 or cout < g.C or cout % g.C:
+        raise ValueError(f"conv_depthwise_nhwc_f32: cout={cout} must be a positive multiple of C={g.C}")
+    if min(g.kh, g.kw, g.sh, g.sw, g.dh, g.dw) < 1 or min(g.ph, g.pw) < 0:
+        raise ValueError(f"conv_depthwise_nhwc_f32: kernel/strides/dilations must be >= 1 and pads >= 0, got "
+                         f"kernel={kernel} strides={strides} dilations={dilations} pads={pads}")
+    if min(g.Ho, g.Wo) < 0:
+        raise ValueError(f"conv_depthwise_nhwc_f32: negative output size {out_spatial}")
+    g.mult = cout // g.C
+    g.CP = _dwn_cp(cout)
+    cdef Py_ssize_t KS = g.kh * g.kw
+    if x.shape[0] != g.N * g.H * g.W * g.C:
+        raise ValueError(f"conv_depthwise_nhwc_f32: x has {x.shape[0]} elements, xshape {xshape} needs "
+                         f"{g.N * g.H * g.W * g.C}")
+    if y.shape[0] != g.N * g.Ho * g.Wo * cout:
+        raise ValueError(f"conv_depthwise_nhwc_f32: y has {y.shape[0]} elements, expected N*Ho*Wo*cout = "
+                         f"{g.N * g.Ho * g.Wo * cout}")
+    if w_packed.shape[0] != KS * g.CP:
+        raise ValueError(f"conv_depthwise_nhwc_f32: packed weight has {w_packed.shape[0]} elements, expected "
+                         f"{KS * g.CP} (dw_pack_weight_nhwc_size({cout}, {g.kh}, {g.kw}))")
+    if bias is not None and bias.shape[0] != cout:
+        raise ValueError(f"conv_depthwise_nhwc_f32: bias has {bias.shape[0]} elements, expected {cout}")
+    if y.shape[0] == 0:
+        return
+    # Threads over output rows from a quarter of GEMM's threshold (a depthwise flop is memory-bound, not free).
+    cdef int nth = 1 if <double>8.0 * g.N * g.Ho * g.Wo * cout * KS < SGEMM_MT_FLOPS else _nthreads(nthreads)
+    nth = <int>min(<Py_ssize_t>nth, g.N * g.Ho)
+    cdef const float* xp = &x[0] if x.shape[0] else NULL
+    cdef const float* bptr = &bias[0] if bias is not None else NULL
+    # per thread 3*KS pointer-sized slots (see conv_depthwise_nhwc_raw; Py_ssize_t has the size of a pointer)
+    cdef const float** ptrs = <const float**>malloc(nth * 3 * KS * sizeof(void*))
+    if ptrs == NULL:
+        raise MemoryError("conv_depthwise_nhwc_f32: cannot allocate the tap pointer tables")
+    try:
+        with nogil:
+            conv_depthwise_nhwc_raw(xp, &w_packed[0], bptr, &y[0], relu, &g, ptrs, nth)
+    finally:
+        free(ptrs)
+
+
+# ----------------------------------------------------------------------------------------------- NHWC pooling
+
+cdef void _pooln_row(Py_ssize_t r, const float* x, float* y, Py_ssize_t C, const int64_t* g, int mode,
+                     int count_include_pad) noexcept nogil:
+    """Output row r = n*Ho + oh of an NHWC 2-D pool (geometry g: the 21-vector, depth dim trivial). mode 0: max,
+    mode 1: average."""
+    cdef Py_ssize_t H = g[1], W = g[2], Ho = g[4], Wo = g[5], KH = g[7], KW = g[8], SH = g[10], SW = g[11]
+    cdef Py_ssize_t PH = g[13], PW = g[14], EH = g[16], EW = g[17], DH = g[19], DW = g[20]
+    cdef Py_ssize_t n = r // Ho, oh = r % Ho, ow, a1, l1, h1, a2, l2, h2, j1, j2, c, cnt
+    cdef bint first
+    cdef const float* xn = x + n * H * W * C
+    cdef const float* xp
+    cdef float* yp
+    cdef float fc
+    _tap_range(oh, H, KH, SH, PH, DH, &a1, &l1, &h1)
+    for ow in range(Wo):
+        _tap_range(ow, W, KW, SW, PW, DW, &a2, &l2, &h2)
+        yp = y + (r * Wo + ow) * C
+        if mode == 0:
+            first = True
+            for j1 in range(l1, h1):
+                for j2 in range(l2, h2):
+                    xp = xn + ((a1 + j1 * DH) * W + a2 + j2 * DW) * C
+                    if first:
+                        for c in range(C):
+                            yp[c] = xp[c]
+                        first = False
+                    else:
+                        for c in range(C):
+                            yp[c] = xp[c] if xp[c] > yp[c] else yp[c]
+            if first:                  # a window with no tap inside x (the NCHW kernel's answer)
+                for c in range(C):
+                    yp[c] = -INFINITY
+        else:
+            for c in range(C):
+                yp[c] = 0.0
+            for j1 in range(l1, h1):
+                for j2 in range(l2, h2):
+                    xp = xn + ((a1 + j1 * DH) * W + a2 + j2 * DW) * C
+                    for c in range(C):
+                        yp[c] = yp[c] + xp[c]
+            if count_include_pad:
+                cnt = _pad_count(a1, KH, DH, H, PH, EH) * _pad_count(a2, KW, DW, W, PW, EW)
+            else:
+                cnt = (h1 - l1) * (h2 - l2)
+            if cnt > 0:
+                fc = <float>cnt
+                for c in range(C):
+                    yp[c] = yp[c] / fc
+            else:
+                for c in range(C):
+                    yp[c] = NAN
+
+
+cdef int _check_pool_nhwc(str name, const float[::1] x, float[::1] y, Py_ssize_t N, Py_ssize_t C,
+                          const int64_t[::1] geom) except -1:
+    _check_pool_geom(geom)
+    if geom[0] != 1 or geom[3] != 1 or geom[6] != 1 or geom[9] != 1 or geom[12] != 0 or geom[15] != 0 \
+            or geom[18] != 1:
+        raise ValueError(f"{name}: 2-D pooling only, the depth entries of the geometry must be trivial "
+                         f"(got {list(geom)})")
+    if N < 0 or C < 0:
+        raise ValueError(f"{name}: bad N={N}, C={C}")
+    cdef Py_ssize_t nin = N * geom[1] * geom[2] * C, nout = N * geom[4] * geom[5] * C
+    if x.shape[0] != nin or y.shape[0] != nout:
+        raise ValueError(f"{name}: x has {x.shape[0]} elements (expected N*H*W*C = {nin}), y has {y.shape[0]} "
+                         f"(expected N*Ho*Wo*C = {nout})")
+    return 0
+
+
+cdef void _poolnhwc_f32(const float* x, float* y, Py_ssize_t N, Py_ssize_t C, const int64_t* g, int mode,
+                        int count_include_pad, int nthreads) noexcept nogil:
+    cdef Py_ssize_t rows = N * g[4], r
+    cdef Py_ssize_t work = rows * g[5] * C * g[7] * g[8]
+    if work < POOL_PAR_WORK or rows < 2:
+        for r in range(rows):
+            _pooln_row(r, x, y, C, g, mode, count_include_pad)
+    else:
+        for r in prange(rows, num_threads=_nthreads(nthreads), schedule="static"):
+            _pooln_row(r, x, y, C, g, mode, count_include_pad)
+
+
+def maxpool_nhwc_f32(const float[::1] x, float[::1] y, Py_ssize_t N, Py_ssize_t C, const int64_t[::1] geom,
+                     int nthreads=0):
+    """y[n, oh, ow, c] := max over window (oh, ow) of x[n, :, :, c]; x (N, H, W, C), y (N, Ho, Wo, C) flattened;
+    geom: the 21-entry vector of maxpool_f32 (PoolAttrs.geom_vector of a 2-D pool: depth entries trivial)."""
+    _check_pool_nhwc("maxpool_nhwc_f32", x, y, N, C, geom)
+    if y.shape[0] == 0:
+        return
+    with nogil:
+        _poolnhwc_f32(&x[0], &y[0], N, C, &geom[0], 0, 0, nthreads)
+
+
+def avgpool_nhwc_f32(const float[::1] x, float[::1] y, Py_ssize_t N, Py_ssize_t C, const int64_t[::1] geom,
+                     int count_include_pad=0, int nthreads=0):
+    """y[n, oh, ow, c] := mean over window (oh, ow) of x[n, :, :, c]; the divisor counts taps inside the input
+    (count_include_pad=0) or inside the padded input [-pb, in + pe) (count_include_pad=1); geometry as
+    maxpool_nhwc_f32."""
+    _check_pool_nhwc("avgpool_nhwc_f32", x, y, N, C, geom)
+    if y.shape[0] == 0:
+        return
+    with nogil:
+        _poolnhwc_f32(&x[0], &y[0], N, C, &geom[0], 1, count_include_pad, nthreads)
+
+
+cdef enum:
+    GPN_BLOCK = 64                # channels per task of the NHWC global pools
+
+
+cdef void _gpoolnhwc_task(Py_ssize_t t, const float* x, float* y, Py_ssize_t S, Py_ssize_t C, Py_ssize_t nb,
+                          int is_max) noexcept nogil:
+    """Channels [c0, c0 + GPN_BLOCK) of image n (t = n*nb + block): y[n, c] := max / mean over s of x[n, s, c]."""
+    cdef Py_ssize_t n = t // nb, c0 = (t % nb) * GPN_BLOCK, cn = min(<Py_ssize_t>GPN_BLOCK, C - c0), s, c
+    cdef const float* xp = x + n * S * C + c0
+    cdef float* yp = y + n * C + c0
+    cdef double acc[GPN_BLOCK]
+    cdef float m[GPN_BLOCK]
+    if is_max:
+        for c in range(cn):
+            m[c] = xp[c]
+        for s in range(1, S):
+            for c in range(cn):
+                m[c] = xp[s * C + c] if xp[s * C + c] > m[c] else m[c]
+        for c in range(cn):
+            yp[c] = m[c]
+    else:
+        for c in range(cn):
+            acc[c] = 0.0
+        for s in range(S):
+            for c in range(cn):
+                acc[c] = acc[c] + xp[s * C + c]
+        for c in range(cn):
+            yp[c] = <float>(acc[c] / S)
+
+
+cdef object _global_pool_nhwc(str name, const float[::1] x, tuple xshape, float[::1] y, int is_max, int nthreads):
+    cdef Py_ssize_t N, C, S = 1, nb, t, tasks
+    if len(xshape) < 3:
+        raise ValueError(f"{name}: xshape must be (N, spatial..., C), got {xshape}")
+    N = xshape[0]
+    C = xshape[len(xshape) - 1]
+    for d in xshape[1:len(xshape) - 1]:
+        S *= <Py_ssize_t>d
+    if min(N, C, S) < 0:
+        raise ValueError(f"{name}: negative dim in xshape {xshape}")
+    if S == 0:
+        raise ValueError(f"{name}: empty spatial extent in xshape {xshape}")
+    if x.shape[0] != N * S * C or y.shape[0] != N * C:
+        raise ValueError(f"{name}: x has {x.shape[0]} elements (expected {N * S * C}), y has {y.shape[0]} "
+                         f"(expected N*C = {N * C})")
+    if N * C == 0:
+        return
+    nb = (C + GPN_BLOCK - 1) // GPN_BLOCK
+    tasks = N * nb
+    with nogil:
+        if N * S * C < POOL_PAR_WORK or tasks < 2:
+            for t in range(tasks):
+                _gpoolnhwc_task(t, &x[0], &y[0], S, C, nb, is_max)
+        else:
+            for t in prange(tasks, num_threads=_nthreads(nthreads), schedule="static"):
+                _gpoolnhwc_task(t, &x[0], &y[0], S, C, nb, is_max)
+
+
+def global_avgpool_nhwc_f32(const float[::1] x, tuple xshape, float[::1] y, int nthreads=0):
+    """y[n, c] := mean over the spatial dims of x[n, ..., c]; xshape = (N, spatial..., C) (mean accumulated in double,
+    in the order of global_pool_f32, so the same result as it gives on the transposed input)."""
+    _global_pool_nhwc("global_avgpool_nhwc_f32", x, xshape, y, 0, nthreads)
+
+
+def global_maxpool_nhwc_f32(const float[::1] x, tuple xshape, float[::1] y, int nthreads=0):
+    """y[n, c] := max over the spatial dims of x[n, ..., c]; xshape = (N, spatial..., C)."""
+    _global_pool_nhwc("global_maxpool_nhwc_f32", x, xshape, y, 1, nthreads)

@@ -1,0 +1,123 @@
+"""Internal channel-last pooling ops of domain "com.onnxep" (float32, 2-D: X and Y are (N, H, W, C)).
+
+Each is exactly the ONNX op of the same name without "Nhwc", with X and Y transposed to NHWC:
+    NhwcMaxPool           MaxPool-12: kernel_shape, strides, pads, dilations, auto_pad, ceil_mode (storage_order is
+                          accepted and ignored: there is no Indices output)
+    NhwcAveragePool       AveragePool-19: the same plus count_include_pad
+    NhwcGlobalAveragePool GlobalAveragePool -> Y (N, 1, 1, C)
+    NhwcGlobalMaxPool     GlobalMaxPool     -> Y (N, 1, 1, C)
+onnx has no schema for this domain, so OpKernel cannot fill attribute defaults from one: they are the class
+attributes below (the ONNX defaults), and supports() checks the input types itself (type_constraints is empty)."""
+import numpy as np
+
+from onnxep import _kernels
+from onnxep.ops._base import OpKernel
+from onnxep.ops._pool_common import PoolAttrs
+
+DOMAIN = "com.onnxep"
+
+
+def _input_shape_4d_f32(op):
+    """The input's shape when it is a float32 tensor of rank 4 (dims may be symbolic), else None."""
+    vt = op.input_types[0] if op.input_types else None
+    if vt is None or vt.kind != "tensor" or vt.type_str != "tensor(float)" or vt.shape is None or len(vt.shape) != 4:
+        return None
+    return vt.shape
+
+
+class _NhwcPool(OpKernel):
+    """Y[n, oh, ow, c] := pool over window (oh, ow) of X[n, :, :, c]."""
+
+    domain, since = DOMAIN, 1
+    type_constraints = {}
+    kernel_shape = None
+    auto_pad = "NOTSET"
+    ceil_mode = 0
+    dilations = None
+    pads = None
+    strides = None
+
+    @classmethod
+    def supports(cls, op):
+        shape = _input_shape_4d_f32(op)
+        if shape is None or len(op.node.outputs) != 1 or len(op.node.inputs) != 1:
+            return False
+        a = op.node.attrs
+        if not a.get("kernel_shape") or len(a["kernel_shape"]) != 2:
+            return False
+        pa = PoolAttrs(a["kernel_shape"], a.get("strides"), a.get("pads"), a.get("dilations"),
+                       a.get("auto_pad") or "NOTSET", a.get("ceil_mode") or 0)
+        # PoolAttrs reads NCHW shapes: (N, C, H, W) of the NHWC input
+        return pa.valid() and pa.statically_ok((shape[0], shape[3], shape[1], shape[2]))
+
+    def __init__(self, info):
+        super().__init__(info)
+        self.pool = PoolAttrs(self.kernel_shape, self.strides, self.pads, self.dilations, self.auto_pad,
+                              self.ceil_mode)
+        self._geom = {}
+
+    def _prepare(self, ctx):
+        x = ctx.input(0)
+        if x.ndim != 4:
+            raise ValueError(f"{self.op_type} ({self.name}): input rank {x.ndim}, expected 4 (N, H, W, C)")
+        key = x.shape[1:3]
+        if key not in self._geom:
+            self._geom[key] = self.pool.geom_vector(key)
+        out, g = self._geom[key]
+        y = ctx.output(0, (x.shape[0], out[0], out[1], x.shape[3]), np.float32)
+        return x, y, g
+
+
+class NhwcMaxPool_1(_NhwcPool):
+    """MaxPool-12 on NHWC (no Indices output)."""
+
+    op_type = "NhwcMaxPool"
+    storage_order = 0
+
+    def compute(self, ctx):
+        x, y, g = self._prepare(ctx)
+        _kernels.maxpool_nhwc_f32(x.reshape(-1), y.reshape(-1), x.shape[0], x.shape[3], g, ctx.num_threads)
+
+
+class NhwcAveragePool_1(_NhwcPool):
+    """AveragePool-19 on NHWC: the divisor counts the taps inside the input, or inside the padded input when
+    count_include_pad (never the ceil_mode overhang past the end pad)."""
+
+    op_type = "NhwcAveragePool"
+    count_include_pad = 0
+
+    def compute(self, ctx):
+        x, y, g = self._prepare(ctx)
+        _kernels.avgpool_nhwc_f32(x.reshape(-1), y.reshape(-1), x.shape[0], x.shape[3], g,
+                                  int(self.count_include_pad), ctx.num_threads)
+
+
+class NhwcGlobalAveragePool_1(OpKernel):
+    """Y[n, 0, 0, c] := mean(X[n, :, :, c]) (accumulated in double)."""
+
+    domain, op_type, since = DOMAIN, "NhwcGlobalAveragePool", 1
+    type_constraints = {}
+    is_max = False
+
+    @classmethod
+    def supports(cls, op):
+        shape = _input_shape_4d_f32(op)
+        if shape is None or len(op.node.outputs) != 1 or len(op.node.inputs) != 1:
+            return False
+        # an empty spatial extent has no mean / max (as GlobalAveragePool_1: leave it to another backend)
+        return not any(isinstance(d, int) and d == 0 for d in shape[1:3])
+
+    def compute(self, ctx):
+        x = ctx.input(0)
+        if x.ndim != 4:
+            raise ValueError(f"{self.op_type} ({self.name}): input rank {x.ndim}, expected 4 (N, H, W, C)")
+        y = ctx.output(0, (x.shape[0], 1, 1, x.shape[3]), np.float32)
+        fn = _kernels.global_maxpool_nhwc_f32 if self.is_max else _kernels.global_avgpool_nhwc_f32
+        fn(x.reshape(-1), tuple(x.shape), y.reshape(-1), ctx.num_threads)
+
+
+class NhwcGlobalMaxPool_1(NhwcGlobalAveragePool_1):
+    """Y[n, 0, 0, c] := max(X[n, :, :, c])."""
+
+    domain, op_type, since = DOMAIN, "NhwcGlobalMaxPool", 1
+    is_max = True
