@@ -54,8 +54,7 @@ class NhwcConv_1(PackedWeightMixin, OpKernel):
         if group < 1 or w.shape[0] % group or act not in ACTIVATIONS \
                 or len(a.get("activation_params") or ()) != ACTIVATIONS[act][1]:
             return False
-        if cls._depthwise_shape(w.shape, group) and ((len(ins) > 3 and ins[3]) or act not in ("", "Relu")
-                                                     or not hasattr(_kernels, "conv_depthwise_nhwc_f32")):
+        if cls._depthwise_shape(w.shape, group) and ((len(ins) > 3 and ins[3]) or act not in ("", "Relu")):
             return False             # the depthwise kernel has no residual input and fuses Relu only
         return True
 
