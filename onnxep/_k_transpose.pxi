@@ -173,7 +173,8 @@ cdef void transpose_range(const uint8_t* x, uint8_t* y, int kind, int esz, int m
                           Py_ssize_t start, Py_ssize_t stop) noexcept nogil:
     """Items start..stop of the loop-dim index space (m dims, byte strides ss / ds; see the file header).
     COPY: the last dim walks pieces of `chunk` elements of a `run`-element run.
-    TILE: the last two dims walk T x T tiles of the A x B transpose (input row stride lda, output row stride ldb)."""
+    TILE: the last two dims walk T x T tiles (columns along B, then rows along A) of the A x B transpose (input row
+    stride lda, output row stride ldb)."""
     cdef Py_ssize_t idx[TR_MAX_DIMS + 2]
     cdef Py_ssize_t r = start, offx = 0, offy = 0, pos = start, na, nb
     cdef int d, last = m - 1
@@ -187,8 +188,8 @@ cdef void transpose_range(const uint8_t* x, uint8_t* y, int kind, int esz, int m
             na = min(chunk, run - idx[last] * chunk)
             memcpy(y + offy, x + offx, na * esz)
         else:
-            na = min(T, A - idx[last - 1] * T)
-            nb = min(T, B - idx[last] * T)
+            na = min(T, A - idx[last] * T)
+            nb = min(T, B - idx[last - 1] * T)
             onnxep_tr_tile(esz, x + offx, lda, y + offy, ldb, na, nb)
         pos += 1
         idx[last] += 1
@@ -318,12 +319,14 @@ def transpose_copy(const uint8_t[::1] x, shape, perm, int itemsize, uint8_t[::1]
                 ss[m] = sin[k] * esz
                 ds[m] = sout[k] * esz
                 m += 1
-        size[m] = (A + T - 1) // T
-        ss[m] = T * esz
-        ds[m] = T * ldb * esz
-        size[m + 1] = (B + T - 1) // T
-        ss[m + 1] = T * lda * esz
-        ds[m + 1] = T * esz
+        # tile columns (along B, the output's contiguous dim) outer, tile rows inner: a thread reads T whole input
+        # rows of A elements at a time (one contiguous block when A is small, as in NHWC -> NCHW)
+        size[m] = (B + T - 1) // T
+        ss[m] = T * lda * esz
+        ds[m] = T * esz
+        size[m + 1] = (A + T - 1) // T
+        ss[m + 1] = T * esz
+        ds[m + 1] = T * ldb * esz
         m += 2
     for d in range(m):
         nitems *= size[d]
