@@ -14,7 +14,7 @@ def test_transpose(opset, shape, perm):
     check_node(node("Transpose", ["x"], ["y"], **attrs), {"x": rand(shape)}, opset)
 
 
-@pytest.mark.parametrize("dtype", [np.int64, np.uint8, np.float64, np.float16, np.int8, np.int16, np.uint32, np.bool_])
+@pytest.mark.parametrize("dtype", [np.int64, np.uint8, np.float64, np.float16, np.int8, np.int32, np.bool_])
 def test_transpose_dtypes(dtype):
     """Every element size goes through the native kernel (1, 2, 4, 8 bytes)."""
     check_node(node("Transpose", ["x"], ["y"], perm=[2, 0, 1]), {"x": (rand((2, 3, 4)) * 9).astype(dtype)}, 13)
