@@ -7,9 +7,10 @@
 #   COPY  the innermost output dim is also innermost in the input: contiguous runs, memcpy'd in pieces of at most
 #         TR_COPY_CHUNK bytes (the last loop dim walks the pieces of one run);
 #   TILE  otherwise: a 2-D transpose between output dim q (contiguous in the input) and the last output dim
-#         (contiguous in the output), cut into TR_TILE_BYTES-wide tiles (the last two loop dims walk tile rows and
-#         columns); each tile is done by 8x8 / 4x4 / 16x16 register transposes (AVX2 / SSE2 intrinsics in the avx2 and
-#         avx512 variants) or by a portable loop (generic variant), with scalar loops on the ragged edges.
+#         (contiguous in the output), cut into TR_TILE_BYTES-wide square tiles (the last two loop dims walk tile
+#         columns, then tile rows). In the avx2 and avx512 variants a tile is done by register transposes (4-byte
+#         elements 8x8 AVX2, or 16x16 AVX-512 in the avx512 variant; 8-byte 4x4 AVX2; 2-byte 8x8 and 1-byte 16x16
+#         SSE2), in the generic variant by a portable loop; ragged tile edges always take the portable loop.
 # Loop dims are the other output dims in output order, then the piece / tile dims. The flat item range is split into
 # one contiguous chunk per thread (one OpenMP region per call); every output byte is written by exactly one copy, so
 # the result does not depend on the thread count or the variant.
@@ -59,6 +60,43 @@ cdef extern from *:
         _mm256_storeu_ps(d + 6 * ldb, _mm256_permute2f128_ps(u2, u6, 0x31));
         _mm256_storeu_ps(d + 7 * ldb, _mm256_permute2f128_ps(u3, u7, 0x31));
     }
+
+    #if defined(__AVX512F__)
+    /* 16 x 16 floats in zmm registers: every load and store is one whole 64-byte line (when rows are aligned). After
+       the in-lane unpack + shuffle, u[4j + c] holds, in 128-bit lane L, column 4L + c of rows 4j..4j+3; two rounds of
+       shuffle_f32x4 gather the four lanes of a column. */
+    static inline void onnxep_tr16x16_32(const float* s, Py_ssize_t lda, float* d, Py_ssize_t ldb)
+    {
+        __m512 r[16], t[16], u[16];
+        int i, c;
+        for (i = 0; i < 16; i++) r[i] = _mm512_loadu_ps(s + i * lda);
+        for (i = 0; i < 8; i++) {
+            t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+            t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+        }
+        for (i = 0; i < 4; i++) {
+            u[4 * i + 0] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
+            u[4 * i + 1] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
+            u[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+            u[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
+        }
+        for (c = 0; c < 4; c++) {
+            __m512 v0 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0x88);
+            __m512 w0 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0x88);
+            __m512 v1 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0xDD);
+            __m512 w1 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0xDD);
+            _mm512_storeu_ps(d + c * ldb, _mm512_shuffle_f32x4(v0, w0, 0x88));
+            _mm512_storeu_ps(d + (8 + c) * ldb, _mm512_shuffle_f32x4(v0, w0, 0xDD));
+            _mm512_storeu_ps(d + (4 + c) * ldb, _mm512_shuffle_f32x4(v1, w1, 0x88));
+            _mm512_storeu_ps(d + (12 + c) * ldb, _mm512_shuffle_f32x4(v1, w1, 0xDD));
+        }
+    }
+    #define ONNXEP_TR_M32 16
+    #define ONNXEP_TR_K32 onnxep_tr16x16_32
+    #else
+    #define ONNXEP_TR_M32 8
+    #define ONNXEP_TR_K32 onnxep_tr8x8_32
+    #endif
 
     static inline void onnxep_tr4x4_64(const double* s, Py_ssize_t lda, double* d, Py_ssize_t ldb)
     {
@@ -141,7 +179,7 @@ cdef extern from *:
         switch (esz) {
         case 1: ONNXEP_TR_TILE_BODY(uint8_t, 16, onnxep_tr16x16_8); break;
         case 2: ONNXEP_TR_TILE_BODY(uint16_t, 8, onnxep_tr8x8_16); break;
-        case 4: ONNXEP_TR_TILE_BODY(float, 8, onnxep_tr8x8_32); break;
+        case 4: ONNXEP_TR_TILE_BODY(float, ONNXEP_TR_M32, ONNXEP_TR_K32); break;
         default: ONNXEP_TR_TILE_BODY(double, 4, onnxep_tr4x4_64); break;
         }
     #else
