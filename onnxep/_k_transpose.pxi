@@ -26,13 +26,19 @@ cdef extern from *:
     #define ONNXEP_TR_SIMD 0
     #endif
 
-    /* dst[a*ldb + b] := src[b*lda + a] for a < na, b < nb, elements of type T (portable; gcc keeps the store side
-       contiguous) */
+    /* dst[a*ldb + b] := src[b*lda + a] for a < na, b < nb, elements of type T (portable). The inner loop runs along
+       the longer side: contiguous stores when nb >= na, contiguous loads otherwise (tiles of a dim of 3 channels). */
     #define ONNXEP_TR_SCALAR(T, src, lda, dst, ldb, na, nb) do {                    \\
         const T* s_ = (const T*)(src); T* d_ = (T*)(dst);                           \\
-        for (Py_ssize_t a_ = 0; a_ < (na); a_++)                                    \\
+        if ((nb) >= (na)) {                                                         \\
+            for (Py_ssize_t a_ = 0; a_ < (na); a_++)                                \\
+                for (Py_ssize_t b_ = 0; b_ < (nb); b_++)                            \\
+                    d_[a_ * (ldb) + b_] = s_[b_ * (lda) + a_];                      \\
+        } else {                                                                    \\
             for (Py_ssize_t b_ = 0; b_ < (nb); b_++)                                \\
-                d_[a_ * (ldb) + b_] = s_[b_ * (lda) + a_];                          \\
+                for (Py_ssize_t a_ = 0; a_ < (na); a_++)                            \\
+                    d_[a_ * (ldb) + b_] = s_[b_ * (lda) + a_];                      \\
+        }                                                                           \\
     } while (0)
 
     #if ONNXEP_TR_SIMD
@@ -207,11 +213,11 @@ cdef enum:
 
 cdef void transpose_range(const uint8_t* x, uint8_t* y, int kind, int esz, int m, const Py_ssize_t* size,
                           const Py_ssize_t* ss, const Py_ssize_t* ds, Py_ssize_t run, Py_ssize_t chunk,
-                          Py_ssize_t lda, Py_ssize_t ldb, Py_ssize_t A, Py_ssize_t B, Py_ssize_t T,
-                          Py_ssize_t start, Py_ssize_t stop) noexcept nogil:
+                          Py_ssize_t lda, Py_ssize_t ldb, Py_ssize_t A, Py_ssize_t B, Py_ssize_t TA,
+                          Py_ssize_t TB, Py_ssize_t start, Py_ssize_t stop) noexcept nogil:
     """Items start..stop of the loop-dim index space (m dims, byte strides ss / ds; see the file header).
     COPY: the last dim walks pieces of `chunk` elements of a `run`-element run.
-    TILE: the last two dims walk T x T tiles (columns along B, then rows along A) of the A x B transpose (input row
+    TILE: the last two dims walk TA x TB tiles (columns along B, then rows along A) of the A x B transpose (input row
     stride lda, output row stride ldb)."""
     cdef Py_ssize_t idx[TR_MAX_DIMS + 2]
     cdef Py_ssize_t r = start, offx = 0, offy = 0, pos = start, na, nb
@@ -226,8 +232,8 @@ cdef void transpose_range(const uint8_t* x, uint8_t* y, int kind, int esz, int m
             na = min(chunk, run - idx[last] * chunk)
             memcpy(y + offy, x + offx, na * esz)
         else:
-            na = min(T, A - idx[last] * T)
-            nb = min(T, B - idx[last - 1] * T)
+            na = min(TA, A - idx[last] * TA)
+            nb = min(TB, B - idx[last - 1] * TB)
             onnxep_tr_tile(esz, x + offx, lda, y + offy, ldb, na, nb)
         pos += 1
         idx[last] += 1
@@ -263,7 +269,7 @@ def transpose_copy(const uint8_t[::1] x, shape, perm, int itemsize, uint8_t[::1]
     cdef Py_ssize_t ss[TR_MAX_DIMS + 2]
     cdef Py_ssize_t ds[TR_MAX_DIMS + 2]
     cdef int nd = len(shape), d, k, r = 0, R = 0, m = 0, q = 0, kind, nt, c
-    cdef Py_ssize_t total = 1, esz = itemsize, run = 0, chunk = 1, lda = 0, ldb = 0, A = 0, B = 0, T = 1
+    cdef Py_ssize_t total = 1, esz = itemsize, run = 0, chunk = 1, lda = 0, ldb = 0, A = 0, B = 0, TA = 1, TB = 1
     cdef Py_ssize_t nitems = 1, acc
     if itemsize not in (1, 2, 4, 8):
         raise ValueError(f"transpose_copy: itemsize must be 1, 2, 4 or 8 bytes, got {itemsize}")
@@ -350,7 +356,15 @@ def transpose_copy(const uint8_t[::1] x, shape, perm, int itemsize, uint8_t[::1]
         B = n[R - 1]
         lda = sin[R - 1]
         ldb = sout[q]
-        T = TR_TILE_BYTES // esz
+        # square T x T tiles (T = TR_TILE_BYTES / itemsize), but a side shorter than T (3 channels) gets the whole
+        # dim and the other side grows to keep about T * T elements per tile
+        TA = TB = TR_TILE_BYTES // esz
+        if A < TA:
+            TA = A
+            TB = max(TB, TB * TB // A)
+        elif B < TB:
+            TB = B
+            TA = max(TA, TA * TA // B)
         for k in range(R - 1):
             if k != q:
                 size[m] = n[k]
@@ -359,12 +373,12 @@ def transpose_copy(const uint8_t[::1] x, shape, perm, int itemsize, uint8_t[::1]
                 m += 1
         # tile columns (along B, the output's contiguous dim) outer, tile rows inner: a thread reads T whole input
         # rows of A elements at a time (one contiguous block when A is small, as in NHWC -> NCHW)
-        size[m] = (B + T - 1) // T
-        ss[m] = T * lda * esz
-        ds[m] = T * esz
-        size[m + 1] = (A + T - 1) // T
-        ss[m + 1] = T * esz
-        ds[m + 1] = T * ldb * esz
+        size[m] = (B + TB - 1) // TB
+        ss[m] = TB * lda * esz
+        ds[m] = TB * esz
+        size[m + 1] = (A + TA - 1) // TA
+        ss[m + 1] = TA * esz
+        ds[m + 1] = TA * ldb * esz
         m += 2
     for d in range(m):
         nitems *= size[d]
@@ -373,8 +387,9 @@ def transpose_copy(const uint8_t[::1] x, shape, perm, int itemsize, uint8_t[::1]
         nt = <int>nitems
     with nogil:
         if nt <= 1:
-            transpose_range(&x[0], &y[0], kind, <int>esz, m, size, ss, ds, run, chunk, lda, ldb, A, B, T, 0, nitems)
+            transpose_range(&x[0], &y[0], kind, <int>esz, m, size, ss, ds, run, chunk, lda, ldb, A, B, TA, TB,
+                            0, nitems)
         else:
             for c in prange(nt, num_threads=nt, schedule="static"):
-                transpose_range(&x[0], &y[0], kind, <int>esz, m, size, ss, ds, run, chunk, lda, ldb, A, B, T,
+                transpose_range(&x[0], &y[0], kind, <int>esz, m, size, ss, ds, run, chunk, lda, ldb, A, B, TA, TB,
                                 c * nitems // nt, (c + 1) * nitems // nt)
