@@ -2,10 +2,11 @@
 # bool; strings/objects stay on numpy).
 #
 # The wrapper reduces the problem first: dims of size 1 are dropped, and output dims that stay adjacent and in order in
-# the input are merged (NCHW -> NHWC with N = 1 becomes a plain 2-D transpose (C, HW) -> (HW, C)). Then one of two
+# the input are merged (NCHW -> NHWC with N = 1 becomes a plain 2-D transpose (C, HW) -> (HW, C)). Then one of the
 # inner kernels runs over an index space of "loop dims" (size, input byte stride, output byte stride):
 #   COPY  the innermost output dim is also innermost in the input: contiguous runs, memcpy'd in pieces of at most
-#         TR_COPY_CHUNK bytes (the last loop dim walks the pieces of one run);
+#         TR_COPY_CHUNK bytes (the last loop dim walks the pieces of one run); short runs (ROWS, at most
+#         TR_ROWS_MAX_RUN bytes, as in (0,2,1,3) on attention heads) are copied a whole row of runs per item;
 #   TILE  otherwise: a 2-D transpose between output dim q (contiguous in the input) and the last output dim
 #         (contiguous in the output), cut into TR_TILE_BYTES-wide square tiles (the last two loop dims walk tile
 #         columns, then tile rows). In the avx2 and avx512 variants a tile is done by register transposes (4-byte
@@ -246,8 +247,35 @@ cdef enum:
     TR_COPY_CHUNK = 65536       # bytes per memcpy piece: long runs are split so both threads get work
     TR_TILE_BYTES = 128         # tile edge in bytes (32 float32): a tile's rows are two cache lines on either side
     TR_SERIAL_BYTES = 262144    # below this many bytes a call stays on one thread (the fork/join costs more)
+    TR_ROWS_MAX_RUN = 4096      # runs up to this many bytes are copied a row of runs per item (TR_ROWS)
     TR_COPY = 0
     TR_TILE = 1
+    TR_ROWS = 2
+
+
+cdef inline void _copy_runs(const uint8_t* x, Py_ssize_t sx, uint8_t* y, Py_ssize_t sy, Py_ssize_t nruns,
+                            Py_ssize_t nbytes) noexcept nogil:
+    """y[i*sy : i*sy + nbytes] := x[i*sx : ...] for i < nruns; the common short run sizes get a constant-size copy
+    (inlined moves instead of a libc call per run)."""
+    cdef Py_ssize_t i
+    if nbytes == 4:
+        for i in range(nruns):
+            memcpy(y + i * sy, x + i * sx, 4)
+    elif nbytes == 8:
+        for i in range(nruns):
+            memcpy(y + i * sy, x + i * sx, 8)
+    elif nbytes == 16:
+        for i in range(nruns):
+            memcpy(y + i * sy, x + i * sx, 16)
+    elif nbytes == 32:
+        for i in range(nruns):
+            memcpy(y + i * sy, x + i * sx, 32)
+    elif nbytes == 64:
+        for i in range(nruns):
+            memcpy(y + i * sy, x + i * sx, 64)
+    else:
+        for i in range(nruns):
+            memcpy(y + i * sy, x + i * sx, nbytes)
 
 
 cdef void transpose_range(const uint8_t* x, uint8_t* y, int kind, int esz, int m, const Py_ssize_t* size,
@@ -256,6 +284,7 @@ cdef void transpose_range(const uint8_t* x, uint8_t* y, int kind, int esz, int m
                           Py_ssize_t TB, Py_ssize_t start, Py_ssize_t stop) noexcept nogil:
     """Items start..stop of the loop-dim index space (m dims, byte strides ss / ds; see the file header).
     COPY: the last dim walks pieces of `chunk` elements of a `run`-element run.
+    ROWS: every item copies A runs of `run` elements, lda / ldb bytes apart in x / y.
     TILE: the last two dims walk TA x TB tiles (columns along B, then rows along A) of the A x B transpose (input row
     stride lda, output row stride ldb)."""
     cdef Py_ssize_t idx[TR_MAX_DIMS + 2]
@@ -270,6 +299,8 @@ cdef void transpose_range(const uint8_t* x, uint8_t* y, int kind, int esz, int m
         if kind == TR_COPY:
             na = min(chunk, run - idx[last] * chunk)
             memcpy(y + offy, x + offx, na * esz)
+        elif kind == TR_ROWS:
+            _copy_runs(x + offx, lda, y + offy, ldb, A, run * esz)
         else:
             na = min(TA, A - idx[last] * TA)
             nb = min(TB, B - idx[last - 1] * TB)
@@ -373,7 +404,23 @@ def transpose_copy(const uint8_t[::1] x, shape, perm, int itemsize, uint8_t[::1]
         sout[k] = acc
         acc *= n[k]
 
-    if R == 0 or P[R - 1] == R - 1:
+    nt = 1 if total * esz < TR_SERIAL_BYTES else _nthreads(nthreads)
+    acc = 1
+    for k in range(R - 2):
+        acc *= n[k]
+    if R >= 3 and P[R - 1] == R - 1 and n[R - 1] * esz <= TR_ROWS_MAX_RUN and acc >= 4 * nt:
+        # short runs: an item is a whole row of n[R-2] runs (one call per run and no odometer step between them)
+        kind = TR_ROWS
+        run = n[R - 1]
+        A = n[R - 2]
+        lda = sin[R - 2] * esz
+        ldb = sout[R - 2] * esz
+        for k in range(R - 2):
+            size[m] = n[k]
+            ss[m] = sin[k] * esz
+            ds[m] = sout[k] * esz
+            m += 1
+    elif R == 0 or P[R - 1] == R - 1:
         kind = TR_COPY
         run = 1 if R == 0 else n[R - 1]
         chunk = max(1, TR_COPY_CHUNK // esz)
@@ -421,7 +468,6 @@ def transpose_copy(const uint8_t[::1] x, shape, perm, int itemsize, uint8_t[::1]
         m += 2
     for d in range(m):
         nitems *= size[d]
-    nt = 1 if total * esz < TR_SERIAL_BYTES else _nthreads(nthreads)
     if nt > nitems:
         nt = <int>nitems
     with nogil:

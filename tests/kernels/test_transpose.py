@@ -70,7 +70,8 @@ def test_every_perm_rank4_off_block(shape, dtype):
                                         ((2, 3, 224, 224), (0, 2, 3, 1)), ((1, 224, 224, 3), (0, 3, 1, 2)),
                                         ((4, 300, 257), (0, 2, 1)), ((4, 300, 2570), (1, 0, 2)),
                                         ((1000, 1001), (0, 1)), ((1, 20, 150, 170), (0, 2, 3, 1)),
-                                        ((1, 150, 170, 20), (0, 3, 1, 2))])
+                                        ((1, 150, 170, 20), (0, 3, 1, 2)), ((8, 200, 12, 64), (0, 2, 1, 3)),
+                                        ((3, 50000, 4), (1, 0, 2))])
 def test_big_layout_changes_threads(shape, perm, dtype):
     """NCHW <-> NHWC at activation sizes (above the single-thread threshold): 1 and 2 threads give identical bytes."""
     if np.dtype(dtype).itemsize == 8 and np.prod(shape) > 1e6:
