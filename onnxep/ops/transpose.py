@@ -1,7 +1,11 @@
 import numpy as np
 
+from onnxep import _kernels
 from onnxep.ops._base import OpKernel
 from onnxep.ops._data import DATA_TYPES
+
+_NATIVE_ITEMSIZES = (1, 2, 4, 8)
+_NATIVE_MAX_DIMS = 32   # transpose_copy's TR_MAX_DIMS
 
 
 class Transpose_1(OpKernel):
@@ -17,6 +21,10 @@ class Transpose_1(OpKernel):
         if sorted(perm) != list(range(x.ndim)):
             raise ValueError(f"Transpose: perm {perm} is not a permutation of the {x.ndim} dims of input shape "
                              f"{x.shape}")
-        xt = x.transpose(perm)
-        y = ctx.output(0, xt.shape, x.dtype)
-        np.copyto(y, xt)
+        y = ctx.output(0, tuple(x.shape[p] for p in perm), x.dtype)
+        if (x.dtype.hasobject or x.itemsize not in _NATIVE_ITEMSIZES or x.ndim > _NATIVE_MAX_DIMS
+                or not x.flags.c_contiguous or not y.flags.c_contiguous):
+            np.copyto(y, x.transpose(perm))   # strings / objects, and strided views: numpy
+            return
+        _kernels.transpose_copy(x.reshape(-1).view(np.uint8), x.shape, perm, x.itemsize,
+                                y.reshape(-1).view(np.uint8), ctx.num_threads)

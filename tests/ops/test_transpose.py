@@ -14,9 +14,18 @@ def test_transpose(opset, shape, perm):
     check_node(node("Transpose", ["x"], ["y"], **attrs), {"x": rand(shape)}, opset)
 
 
-@pytest.mark.parametrize("dtype", [np.int64, np.uint8, np.float64])
+@pytest.mark.parametrize("dtype", [np.int64, np.uint8, np.float64, np.float16, np.int8, np.int32, np.bool_])
 def test_transpose_dtypes(dtype):
+    """Every element size goes through the native kernel (1, 2, 4, 8 bytes)."""
     check_node(node("Transpose", ["x"], ["y"], perm=[2, 0, 1]), {"x": (rand((2, 3, 4)) * 9).astype(dtype)}, 13)
+    check_node(node("Transpose", ["x"], ["y"], perm=[0, 2, 3, 1]), {"x": (rand((1, 9, 70, 70)) * 9).astype(dtype)}, 13)
+
+
+@pytest.mark.parametrize("shape,perm", [((1, 64, 112, 112), [0, 2, 3, 1]), ((1, 56, 56, 256), [0, 3, 1, 2]),
+                                        ((2, 3, 64, 65), [0, 2, 3, 1]), ((1, 224, 224, 3), [0, 3, 1, 2])])
+def test_transpose_layout_changes(shape, perm):
+    """NCHW <-> NHWC at activation sizes (the native kernel goes multi-threaded above 256 KB)."""
+    check_node(node("Transpose", ["x"], ["y"], perm=perm), {"x": rand(shape)}, 13)
 
 
 @pytest.mark.parametrize("opset,axis", [(4, 0), (4, 1), (11, -1), (11, 2), (13, -3)])

@@ -1,0 +1,480 @@
+# Transpose: y := x.transpose(perm) as a raw permute-copy of 1-, 2-, 4- or 8-byte elements (every numeric dtype and
+# bool; strings/objects stay on numpy).
+#
+# The wrapper reduces the problem first: dims of size 1 are dropped, and output dims that stay adjacent and in order in
+# the input are merged (NCHW -> NHWC with N = 1 becomes a plain 2-D transpose (C, HW) -> (HW, C)). Then one of the
+# inner kernels runs over an index space of "loop dims" (size, input byte stride, output byte stride):
+#   COPY  the innermost output dim is also innermost in the input: contiguous runs, memcpy'd in pieces of at most
+#         TR_COPY_CHUNK bytes (the last loop dim walks the pieces of one run); short runs (ROWS, at most
+#         TR_ROWS_MAX_RUN bytes, as in (0,2,1,3) on attention heads) are copied a whole row of runs per item;
+#   TILE  otherwise: a 2-D transpose between output dim q (contiguous in the input) and the last output dim
+#         (contiguous in the output), cut into TR_TILE_BYTES-wide square tiles (the last two loop dims walk tile
+#         columns, then tile rows). In the avx2 and avx512 variants a tile is done by register transposes (4-byte
+#         elements 8x8 AVX2, or 16x16 AVX-512 in the avx512 variant; 8-byte 4x4 AVX2; 2-byte 8x8 and 1-byte 16x16
+#         SSE2), in the generic variant by a portable loop; ragged tile edges always take the portable loop.
+# Loop dims are the other output dims in output order, then the piece / tile dims. The flat item range is split into
+# one contiguous chunk per thread (one OpenMP region per call); every output byte is written by exactly one copy, so
+# the result does not depend on the thread count or the variant.
+
+cdef extern from *:
+    """
+    #include <stdint.h>
+    #include <string.h>
+    #if defined(__AVX2__)
+    #include <immintrin.h>
+    #define ONNXEP_TR_SIMD 1
+    #else
+    #define ONNXEP_TR_SIMD 0
+    #endif
+
+    /* dst[a*ldb + b] := src[b*lda + a] for a < na, b < nb, elements of type T (portable). The inner loop runs along
+       the longer side: contiguous stores when nb >= na, contiguous loads otherwise (tiles of a dim of 3 channels). */
+    #define ONNXEP_TR_SCALAR(T, src, lda, dst, ldb, na, nb) do {                    \\
+        const T* s_ = (const T*)(src); T* d_ = (T*)(dst);                           \\
+        if ((nb) >= (na)) {                                                         \\
+            for (Py_ssize_t a_ = 0; a_ < (na); a_++)                                \\
+                for (Py_ssize_t b_ = 0; b_ < (nb); b_++)                            \\
+                    d_[a_ * (ldb) + b_] = s_[b_ * (lda) + a_];                      \\
+        } else {                                                                    \\
+            for (Py_ssize_t b_ = 0; b_ < (nb); b_++)                                \\
+                for (Py_ssize_t a_ = 0; a_ < (na); a_++)                            \\
+                    d_[a_ * (ldb) + b_] = s_[b_ * (lda) + a_];                      \\
+        }                                                                           \\
+    } while (0)
+
+    #if ONNXEP_TR_SIMD
+    /* Register transposes: load M rows of M elements from src (row b at src + b*lda), store M columns to dst (column
+       a at dst + a*ldb). Moves and shuffles only, so every bit pattern (NaN payloads included) is copied as is. */
+    static inline void onnxep_tr8x8_32(const float* s, Py_ssize_t lda, float* d, Py_ssize_t ldb)
+    {
+        __m256 r0 = _mm256_loadu_ps(s), r1 = _mm256_loadu_ps(s + lda), r2 = _mm256_loadu_ps(s + 2 * lda),
+               r3 = _mm256_loadu_ps(s + 3 * lda), r4 = _mm256_loadu_ps(s + 4 * lda), r5 = _mm256_loadu_ps(s + 5 * lda),
+               r6 = _mm256_loadu_ps(s + 6 * lda), r7 = _mm256_loadu_ps(s + 7 * lda);
+        __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
+        __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+        __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
+        __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+        __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+        __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+        __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+        __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+        _mm256_storeu_ps(d, _mm256_permute2f128_ps(u0, u4, 0x20));
+        _mm256_storeu_ps(d + ldb, _mm256_permute2f128_ps(u1, u5, 0x20));
+        _mm256_storeu_ps(d + 2 * ldb, _mm256_permute2f128_ps(u2, u6, 0x20));
+        _mm256_storeu_ps(d + 3 * ldb, _mm256_permute2f128_ps(u3, u7, 0x20));
+        _mm256_storeu_ps(d + 4 * ldb, _mm256_permute2f128_ps(u0, u4, 0x31));
+        _mm256_storeu_ps(d + 5 * ldb, _mm256_permute2f128_ps(u1, u5, 0x31));
+        _mm256_storeu_ps(d + 6 * ldb, _mm256_permute2f128_ps(u2, u6, 0x31));
+        _mm256_storeu_ps(d + 7 * ldb, _mm256_permute2f128_ps(u3, u7, 0x31));
+    }
+
+    #if defined(__AVX512F__)
+    /* 16 x 16 floats in zmm registers: every load and store is one whole 64-byte line (when rows are aligned). After
+       the in-lane unpack + shuffle, u[4j + c] holds, in 128-bit lane L, column 4L + c of rows 4j..4j+3; two rounds of
+       shuffle_f32x4 gather the four lanes of a column. */
+    static inline void onnxep_tr16x16_32(const float* s, Py_ssize_t lda, float* d, Py_ssize_t ldb)
+    {
+        __m512 r[16], t[16], u[16];
+        int i, c;
+        for (i = 0; i < 16; i++) r[i] = _mm512_loadu_ps(s + i * lda);
+        for (i = 0; i < 8; i++) {
+            t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+            t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+        }
+        for (i = 0; i < 4; i++) {
+            u[4 * i + 0] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
+            u[4 * i + 1] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
+            u[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+            u[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
+        }
+        for (c = 0; c < 4; c++) {
+            __m512 v0 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0x88);
+            __m512 w0 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0x88);
+            __m512 v1 = _mm512_shuffle_f32x4(u[c], u[4 + c], 0xDD);
+            __m512 w1 = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0xDD);
+            _mm512_storeu_ps(d + c * ldb, _mm512_shuffle_f32x4(v0, w0, 0x88));
+            _mm512_storeu_ps(d + (8 + c) * ldb, _mm512_shuffle_f32x4(v0, w0, 0xDD));
+            _mm512_storeu_ps(d + (4 + c) * ldb, _mm512_shuffle_f32x4(v1, w1, 0x88));
+            _mm512_storeu_ps(d + (12 + c) * ldb, _mm512_shuffle_f32x4(v1, w1, 0xDD));
+        }
+    }
+    #define ONNXEP_TR_M32 16
+    #define ONNXEP_TR_K32 onnxep_tr16x16_32
+    #else
+    #define ONNXEP_TR_M32 8
+    #define ONNXEP_TR_K32 onnxep_tr8x8_32
+    #endif
+
+    static inline void onnxep_tr4x4_64(const double* s, Py_ssize_t lda, double* d, Py_ssize_t ldb)
+    {
+        __m256d r0 = _mm256_loadu_pd(s), r1 = _mm256_loadu_pd(s + lda), r2 = _mm256_loadu_pd(s + 2 * lda),
+                r3 = _mm256_loadu_pd(s + 3 * lda);
+        __m256d t0 = _mm256_unpacklo_pd(r0, r1), t1 = _mm256_unpackhi_pd(r0, r1);
+        __m256d t2 = _mm256_unpacklo_pd(r2, r3), t3 = _mm256_unpackhi_pd(r2, r3);
+        _mm256_storeu_pd(d, _mm256_permute2f128_pd(t0, t2, 0x20));
+        _mm256_storeu_pd(d + ldb, _mm256_permute2f128_pd(t1, t3, 0x20));
+        _mm256_storeu_pd(d + 2 * ldb, _mm256_permute2f128_pd(t0, t2, 0x31));
+        _mm256_storeu_pd(d + 3 * ldb, _mm256_permute2f128_pd(t1, t3, 0x31));
+    }
+
+    static inline void onnxep_tr8x8_16(const uint16_t* s, Py_ssize_t lda, uint16_t* d, Py_ssize_t ldb)
+    {
+        __m128i r[8], t[8], u[8];
+        int i;
+        for (i = 0; i < 8; i++) r[i] = _mm_loadu_si128((const __m128i*)(s + i * lda));
+        for (i = 0; i < 4; i++) {
+            t[2 * i] = _mm_unpacklo_epi16(r[2 * i], r[2 * i + 1]);      /* cols 0..3 of rows 2i, 2i+1 */
+            t[2 * i + 1] = _mm_unpackhi_epi16(r[2 * i], r[2 * i + 1]);  /* cols 4..7 */
+        }
+        for (i = 0; i < 2; i++) {   /* rows 4i..4i+3: u[4i + m] holds cols 2m, 2m+1 */
+            u[4 * i + 0] = _mm_unpacklo_epi32(t[4 * i], t[4 * i + 2]);
+            u[4 * i + 1] = _mm_unpackhi_epi32(t[4 * i], t[4 * i + 2]);
+            u[4 * i + 2] = _mm_unpacklo_epi32(t[4 * i + 1], t[4 * i + 3]);
+            u[4 * i + 3] = _mm_unpackhi_epi32(t[4 * i + 1], t[4 * i + 3]);
+        }
+        for (i = 0; i < 4; i++) {
+            _mm_storeu_si128((__m128i*)(d + (2 * i) * ldb), _mm_unpacklo_epi64(u[i], u[4 + i]));
+            _mm_storeu_si128((__m128i*)(d + (2 * i + 1) * ldb), _mm_unpackhi_epi64(u[i], u[4 + i]));
+        }
+    }
+
+    static inline void onnxep_tr16x16_8(const uint8_t* s, Py_ssize_t lda, uint8_t* d, Py_ssize_t ldb)
+    {
+        __m128i r[16], a[16], b[16], c[16];
+        int i, j, m;
+        for (i = 0; i < 16; i++) r[i] = _mm_loadu_si128((const __m128i*)(s + i * lda));
+        for (i = 0; i < 8; i++) {   /* a[2i]: cols 0..7 of rows 2i, 2i+1 (byte pairs); a[2i+1]: cols 8..15 */
+            a[2 * i] = _mm_unpacklo_epi8(r[2 * i], r[2 * i + 1]);
+            a[2 * i + 1] = _mm_unpackhi_epi8(r[2 * i], r[2 * i + 1]);
+        }
+        for (j = 0; j < 4; j++) {   /* rows 4j..4j+3: b[4j + m] holds cols 4m..4m+3 */
+            b[4 * j + 0] = _mm_unpacklo_epi16(a[4 * j], a[4 * j + 2]);
+            b[4 * j + 1] = _mm_unpackhi_epi16(a[4 * j], a[4 * j + 2]);
+            b[4 * j + 2] = _mm_unpacklo_epi16(a[4 * j + 1], a[4 * j + 3]);
+            b[4 * j + 3] = _mm_unpackhi_epi16(a[4 * j + 1], a[4 * j + 3]);
+        }
+        for (j = 0; j < 2; j++)     /* rows 8j..8j+7: c[8j + p] holds cols 2p, 2p+1 */
+            for (m = 0; m < 4; m++) {
+                c[8 * j + 2 * m] = _mm_unpacklo_epi32(b[8 * j + m], b[8 * j + 4 + m]);
+                c[8 * j + 2 * m + 1] = _mm_unpackhi_epi32(b[8 * j + m], b[8 * j + 4 + m]);
+            }
+        for (i = 0; i < 8; i++) {
+            _mm_storeu_si128((__m128i*)(d + (2 * i) * ldb), _mm_unpacklo_epi64(c[i], c[8 + i]));
+            _mm_storeu_si128((__m128i*)(d + (2 * i + 1) * ldb), _mm_unpackhi_epi64(c[i], c[8 + i]));
+        }
+    }
+    #endif
+
+    /* One tile: dst[a*ldb + b] := src[b*lda + a] for a < na, b < nb (lda, ldb in elements of esz bytes). Full M x M
+       blocks go through the register transposes, the ragged right and bottom edges through the scalar loop. */
+    #if ONNXEP_TR_SIMD
+    #define ONNXEP_TR_TILE_BODY(T, M, KERNEL) do {                                                              \\
+        const T* s = (const T*)src; T* d = (T*)dst;                                                             \\
+        Py_ssize_t fa = na - na % (M), fb = nb - nb % (M), a0, b0;                                              \\
+        for (a0 = 0; a0 < fa; a0 += (M))                                                                        \\
+            for (b0 = 0; b0 < fb; b0 += (M))                                                                    \\
+                KERNEL(s + b0 * lda + a0, lda, d + a0 * ldb + b0, ldb);                                         \\
+        if (fb < nb) ONNXEP_TR_SCALAR(T, s + fb * lda, lda, d + fb, ldb, fa, nb - fb);                          \\
+        if (fa < na) ONNXEP_TR_SCALAR(T, s + fa, lda, d + fa * ldb, ldb, na - fa, nb);                          \\
+    } while (0)
+    #endif
+
+    /* Narrow tiles (a side of at most 4 elements: 3-channel images): walk the long side with the short one unrolled
+       (NA / NB compile-time), so every step moves a few elements between a few contiguous streams. Kept scalar:
+       gcc's AVX-512 vectorisation of these strided loops ran 2x slower than the scalar code on the dev machine. */
+    #define ONNXEP_TR_NARROW_DEF(T)                                                                                 \\
+    static __attribute__((noinline, optimize("no-tree-vectorize"))) void                                        \\
+    onnxep_tr_narrow_##T(const T* s, Py_ssize_t lda, T* d, Py_ssize_t ldb, Py_ssize_t na, Py_ssize_t nb)         \\
+    {                                                                                                           \\
+        Py_ssize_t a, b;                                                                                        \\
+        int k;                                                                                                  \\
+        if (na <= nb) {                                                                                         \\
+            switch (na) {   /* input rows of na elements, each spread over na output rows */                   \\
+            case 1: for (b = 0; b < nb; b++) d[b] = s[b * lda]; break;                                          \\
+            case 2: for (b = 0; b < nb; b++) for (k = 0; k < 2; k++) d[k * ldb + b] = s[b * lda + k]; break;    \\
+            case 3: for (b = 0; b < nb; b++) for (k = 0; k < 3; k++) d[k * ldb + b] = s[b * lda + k]; break;    \\
+            default: for (b = 0; b < nb; b++) for (k = 0; k < 4; k++) d[k * ldb + b] = s[b * lda + k]; break;   \\
+            }                                                                                                   \\
+        } else {                                                                                                \\
+            switch (nb) {   /* output rows of nb elements, each gathered from nb input rows */                  \\
+            case 1: for (a = 0; a < na; a++) d[a * ldb] = s[a]; break;                                          \\
+            case 2: for (a = 0; a < na; a++) for (k = 0; k < 2; k++) d[a * ldb + k] = s[k * lda + a]; break;    \\
+            case 3: for (a = 0; a < na; a++) for (k = 0; k < 3; k++) d[a * ldb + k] = s[k * lda + a]; break;    \\
+            default: for (a = 0; a < na; a++) for (k = 0; k < 4; k++) d[a * ldb + k] = s[k * lda + a]; break;   \\
+            }                                                                                                   \\
+        }                                                                                                       \\
+    }
+    ONNXEP_TR_NARROW_DEF(uint8_t)
+    ONNXEP_TR_NARROW_DEF(uint16_t)
+    ONNXEP_TR_NARROW_DEF(uint32_t)
+    ONNXEP_TR_NARROW_DEF(uint64_t)
+
+    static void onnxep_tr_tile(int esz, const uint8_t* src, Py_ssize_t lda, uint8_t* dst, Py_ssize_t ldb,
+                               Py_ssize_t na, Py_ssize_t nb)
+    {
+        if (na <= 4 || nb <= 4) {
+            switch (esz) {
+            case 1: onnxep_tr_narrow_uint8_t(src, lda, dst, ldb, na, nb); break;
+            case 2: onnxep_tr_narrow_uint16_t((const uint16_t*)src, lda, (uint16_t*)dst, ldb, na, nb); break;
+            case 4: onnxep_tr_narrow_uint32_t((const uint32_t*)src, lda, (uint32_t*)dst, ldb, na, nb); break;
+            default: onnxep_tr_narrow_uint64_t((const uint64_t*)src, lda, (uint64_t*)dst, ldb, na, nb); break;
+            }
+            return;
+        }
+    #if ONNXEP_TR_SIMD
+        switch (esz) {
+        case 1: ONNXEP_TR_TILE_BODY(uint8_t, 16, onnxep_tr16x16_8); break;
+        case 2: ONNXEP_TR_TILE_BODY(uint16_t, 8, onnxep_tr8x8_16); break;
+        case 4: ONNXEP_TR_TILE_BODY(float, ONNXEP_TR_M32, ONNXEP_TR_K32); break;
+        default: ONNXEP_TR_TILE_BODY(double, 4, onnxep_tr4x4_64); break;
+        }
+    #else
+        switch (esz) {
+        case 1: ONNXEP_TR_SCALAR(uint8_t, src, lda, dst, ldb, na, nb); break;
+        case 2: ONNXEP_TR_SCALAR(uint16_t, src, lda, dst, ldb, na, nb); break;
+        case 4: ONNXEP_TR_SCALAR(uint32_t, src, lda, dst, ldb, na, nb); break;
+        default: ONNXEP_TR_SCALAR(uint64_t, src, lda, dst, ldb, na, nb); break;
+        }
+    #endif
+    }
+    """
+    void onnxep_tr_tile(int esz, const uint8_t* src, Py_ssize_t lda, uint8_t* dst, Py_ssize_t ldb, Py_ssize_t na,
+                        Py_ssize_t nb) noexcept nogil
+
+
+cdef enum:
+    TR_MAX_DIMS = 32            # input rank the wrapper accepts (the op falls back to numpy beyond)
+    TR_COPY_CHUNK = 65536       # bytes per memcpy piece: long runs are split so both threads get work
+    TR_TILE_BYTES = 128         # tile edge in bytes (32 float32): a tile's rows are two cache lines on either side
+    TR_SERIAL_BYTES = 262144    # below this many bytes a call stays on one thread (the fork/join costs more)
+    TR_ROWS_MAX_RUN = 4096      # runs up to this many bytes are copied a row of runs per item (TR_ROWS)
+    TR_COPY = 0
+    TR_TILE = 1
+    TR_ROWS = 2
+
+
+cdef inline void _copy_runs(const uint8_t* x, Py_ssize_t sx, uint8_t* y, Py_ssize_t sy, Py_ssize_t nruns,
+                            Py_ssize_t nbytes) noexcept nogil:
+    """y[i*sy : i*sy + nbytes] := x[i*sx : ...] for i < nruns; the common short run sizes get a constant-size copy
+    (inlined moves instead of a libc call per run)."""
+    cdef Py_ssize_t i
+    if nbytes == 4:
+        for i in range(nruns):
+            memcpy(y + i * sy, x + i * sx, 4)
+    elif nbytes == 8:
+        for i in range(nruns):
+            memcpy(y + i * sy, x + i * sx, 8)
+    elif nbytes == 16:
+        for i in range(nruns):
+            memcpy(y + i * sy, x + i * sx, 16)
+    elif nbytes == 32:
+        for i in range(nruns):
+            memcpy(y + i * sy, x + i * sx, 32)
+    elif nbytes == 64:
+        for i in range(nruns):
+            memcpy(y + i * sy, x + i * sx, 64)
+    else:
+        for i in range(nruns):
+            memcpy(y + i * sy, x + i * sx, nbytes)
+
+
+cdef void transpose_range(const uint8_t* x, uint8_t* y, int kind, int esz, int m, const Py_ssize_t* size,
+                          const Py_ssize_t* ss, const Py_ssize_t* ds, Py_ssize_t run, Py_ssize_t chunk,
+                          Py_ssize_t lda, Py_ssize_t ldb, Py_ssize_t A, Py_ssize_t B, Py_ssize_t TA,
+                          Py_ssize_t TB, Py_ssize_t start, Py_ssize_t stop) noexcept nogil:
+    """Items start..stop of the loop-dim index space (m dims, byte strides ss / ds; see the file header).
+    COPY: the last dim walks pieces of `chunk` elements of a `run`-element run.
+    ROWS: every item copies A runs of `run` elements, lda / ldb bytes apart in x / y.
+    TILE: the last two dims walk TA x TB tiles (columns along B, then rows along A) of the A x B transpose (input row
+    stride lda, output row stride ldb)."""
+    cdef Py_ssize_t idx[TR_MAX_DIMS + 2]
+    cdef Py_ssize_t r = start, offx = 0, offy = 0, pos = start, na, nb
+    cdef int d, last = m - 1
+    for d in range(last, -1, -1):
+        idx[d] = r % size[d]
+        r = r // size[d]
+        offx += idx[d] * ss[d]
+        offy += idx[d] * ds[d]
+    while pos < stop:
+        if kind == TR_COPY:
+            na = min(chunk, run - idx[last] * chunk)
+            memcpy(y + offy, x + offx, na * esz)
+        elif kind == TR_ROWS:
+            _copy_runs(x + offx, lda, y + offy, ldb, A, run * esz)
+        else:
+            na = min(TA, A - idx[last] * TA)
+            nb = min(TB, B - idx[last - 1] * TB)
+            onnxep_tr_tile(esz, x + offx, lda, y + offy, ldb, na, nb)
+        pos += 1
+        idx[last] += 1
+        offx += ss[last]
+        offy += ds[last]
+        d = last
+        while d > 0 and idx[d] == size[d]:
+            offx -= idx[d] * ss[d]
+            offy -= idx[d] * ds[d]
+            idx[d] = 0
+            d -= 1
+            idx[d] += 1
+            offx += ss[d]
+            offy += ds[d]
+
+
+def transpose_copy(const uint8_t[::1] x, shape, perm, int itemsize, uint8_t[::1] y, int nthreads=0):
+    """y := x.transpose(perm) on raw bytes: x holds a C-contiguous array of `shape` with `itemsize`-byte elements
+    (1, 2, 4 or 8), y receives the C-contiguous result (shape [shape[p] for p in perm]). y must not overlap x."""
+    cdef Py_ssize_t ish[TR_MAX_DIMS]
+    cdef int pm[TR_MAX_DIMS]
+    cdef int newidx[TR_MAX_DIMS]
+    cdef int op[TR_MAX_DIMS]
+    cdef int cont[TR_MAX_DIMS]
+    cdef int gid[TR_MAX_DIMS]
+    cdef Py_ssize_t gsize[TR_MAX_DIMS]
+    cdef Py_ssize_t istr[TR_MAX_DIMS]
+    cdef int P[TR_MAX_DIMS]
+    cdef Py_ssize_t n[TR_MAX_DIMS]
+    cdef Py_ssize_t sin[TR_MAX_DIMS]
+    cdef Py_ssize_t sout[TR_MAX_DIMS]
+    cdef Py_ssize_t size[TR_MAX_DIMS + 2]
+    cdef Py_ssize_t ss[TR_MAX_DIMS + 2]
+    cdef Py_ssize_t ds[TR_MAX_DIMS + 2]
+    cdef int nd = len(shape), d, k, r = 0, R = 0, m = 0, q = 0, kind, nt, c
+    cdef Py_ssize_t total = 1, esz = itemsize, run = 0, chunk = 1, lda = 0, ldb = 0, A = 0, B = 0, TA = 1, TB = 1
+    cdef Py_ssize_t nitems = 1, acc
+    if itemsize not in (1, 2, 4, 8):
+        raise ValueError(f"transpose_copy: itemsize must be 1, 2, 4 or 8 bytes, got {itemsize}")
+    if nd > TR_MAX_DIMS or len(perm) != nd:
+        raise ValueError(f"transpose_copy: need a perm of the same length as shape (at most {TR_MAX_DIMS} dims), "
+                         f"got shape {tuple(shape)} and perm {tuple(perm)}")
+    for d in range(nd):
+        ish[d] = shape[d]
+        if ish[d] < 0:
+            raise ValueError(f"transpose_copy: negative dim in shape {tuple(shape)}")
+        total *= ish[d]
+        cont[d] = 0
+    for k in range(nd):
+        pm[k] = perm[k]
+        if pm[k] < 0 or pm[k] >= nd or cont[pm[k]]:
+            raise ValueError(f"transpose_copy: perm {tuple(perm)} is not a permutation of {nd} dims")
+        cont[pm[k]] = 1
+    if x.shape[0] != total * esz or y.shape[0] != total * esz:
+        raise ValueError(f"transpose_copy: shape {tuple(shape)} of {itemsize}-byte elements needs {total * esz} bytes, "
+                         f"x has {x.shape[0]} and y has {y.shape[0]}")
+    if total == 0:
+        return
+
+    # drop size-1 dims; op[k]: the kept input dim at kept output position k
+    for d in range(nd):
+        newidx[d] = -1
+        if ish[d] != 1:
+            newidx[d] = r
+            gsize[r] = ish[d]
+            r += 1
+    r = 0
+    for k in range(nd):
+        if newidx[pm[k]] >= 0:
+            op[r] = newidx[pm[k]]
+            r += 1
+    # merge input dim d into d-1 when output position of d directly follows that of d-1
+    for d in range(r):
+        cont[d] = 0
+    for k in range(1, r):
+        if op[k] == op[k - 1] + 1:
+            cont[op[k]] = 1
+    for d in range(r):
+        if d == 0 or not cont[d]:
+            gsize[R] = gsize[d]
+            R += 1
+        else:
+            gsize[R - 1] *= gsize[d]
+        gid[d] = R - 1
+    k = 0
+    for d in range(r):
+        if d == 0 or op[d] != op[d - 1] + 1:
+            P[k] = gid[op[d]]
+            k += 1
+    acc = 1
+    for d in range(R - 1, -1, -1):
+        istr[d] = acc
+        acc *= gsize[d]
+    acc = 1
+    for k in range(R - 1, -1, -1):
+        n[k] = gsize[P[k]]
+        sin[k] = istr[P[k]]
+        sout[k] = acc
+        acc *= n[k]
+
+    nt = 1 if total * esz < TR_SERIAL_BYTES else _nthreads(nthreads)
+    acc = 1
+    for k in range(R - 2):
+        acc *= n[k]
+    if R >= 3 and P[R - 1] == R - 1 and n[R - 1] * esz <= TR_ROWS_MAX_RUN and acc >= 4 * nt:
+        # short runs: an item is a whole row of n[R-2] runs (one call per run and no odometer step between them)
+        kind = TR_ROWS
+        run = n[R - 1]
+        A = n[R - 2]
+        lda = sin[R - 2] * esz
+        ldb = sout[R - 2] * esz
+        for k in range(R - 2):
+            size[m] = n[k]
+            ss[m] = sin[k] * esz
+            ds[m] = sout[k] * esz
+            m += 1
+    elif R == 0 or P[R - 1] == R - 1:
+        kind = TR_COPY
+        run = 1 if R == 0 else n[R - 1]
+        chunk = max(1, TR_COPY_CHUNK // esz)
+        for k in range(R - 1):
+            size[m] = n[k]
+            ss[m] = sin[k] * esz
+            ds[m] = sout[k] * esz
+            m += 1
+        size[m] = (run + chunk - 1) // chunk
+        ss[m] = chunk * esz
+        ds[m] = chunk * esz
+        m += 1
+    else:
+        kind = TR_TILE
+        for k in range(R):
+            if P[k] == R - 1:
+                q = k
+        A = n[q]
+        B = n[R - 1]
+        lda = sin[R - 1]
+        ldb = sout[q]
+        # square T x T tiles (T = TR_TILE_BYTES / itemsize), but a side shorter than T (3 channels) gets the whole
+        # dim and the other side grows to keep about T * T elements per tile
+        TA = TB = TR_TILE_BYTES // esz
+        if A < TA:
+            TA = A
+            TB = max(TB, TB * TB // A)
+        elif B < TB:
+            TB = B
+            TA = max(TA, TA * TA // B)
+        for k in range(R - 1):
+            if k != q:
+                size[m] = n[k]
+                ss[m] = sin[k] * esz
+                ds[m] = sout[k] * esz
+                m += 1
+        # tile columns (along B, the output's contiguous dim) outer, tile rows inner: a thread reads T whole input
+        # rows of A elements at a time (one contiguous block when A is small, as in NHWC -> NCHW)
+        size[m] = (B + TB - 1) // TB
+        ss[m] = TB * lda * esz
+        ds[m] = TB * esz
+        size[m + 1] = (A + TA - 1) // TA
+        ss[m + 1] = TA * esz
+        ds[m + 1] = TA * ldb * esz
+        m += 2
+    for d in range(m):
+        nitems *= size[d]
+    if nt > nitems:
+        nt = <int>nitems
+    with nogil:
+        if nt <= 1:
+            transpose_range(&x[0], &y[0], kind, <int>esz, m, size, ss, ds, run, chunk, lda, ldb, A, B, TA, TB,
+                            0, nitems)
+        else:
+            for c in prange(nt, num_threads=nt, schedule="static"):
+                transpose_range(&x[0], &y[0], kind, <int>esz, m, size, ss, ds, run, chunk, lda, ldb, A, B, TA, TB,
+                                c * nitems // nt, (c + 1) * nitems // nt)
