@@ -1,5 +1,4 @@
-# Convolution over channel-last (NHWC) activations, 2-D: one packed GEMM per group, A read in place from x (which
-# may also be NCHW, and y written NCHW, for convs at the edge of a channel-last region).
+# Convolution over channel-last (NHWC) activations, 2-D: one packed GEMM per group, A read in place from x.
 #
 #     Y[n, oh, ow, g*Coutg:(g+1)*Coutg] = A_g (P x Kc) @ W_g' (Kc x Coutg)   P = N*Ho*Wo, Kc = kh*kw*Cg
 #
@@ -47,15 +46,13 @@ def conv_nhwc_pack_weight(const float[:, :, :, ::1] w, Py_ssize_t group, float[:
 def conv_nhwc_f32(const float[::1] x, tuple xshape, const float[::1] w_packed, Py_ssize_t cout, Py_ssize_t group,
                   tuple kernel, tuple strides, tuple dilations, tuple pads, tuple out_spatial,
                   const float[::1] bias, const float[::1] res, float[::1] y, bint relu=False, int nthreads=0,
-                  activation=None, bint x_nchw=False, bint y_nchw=False):
-    """y := act(conv(x, W) [+ bias] [+ res]) (act: see make_act; Relu when relu is set), W packed by
-    conv_nhwc_pack_weight; kernel, strides, dilations, begin pads and out_spatial are (h, w) pairs.
-    x is NHWC with xshape = (N, H, W, C), or NCHW when x_nchw (xshape still (N, H, W, C)); y is NHWC
-    (N, Ho, Wo, cout), or NCHW when y_nchw. res (optional, NHWC y only) has y's shape. The layout flags let a conv
-    at the edge of a channel-last region read or write the NCHW side itself, with no transpose."""
+                  activation=None):
+    """y := act(conv(x, W) [+ bias] [+ res]) (act: see make_act; Relu when relu is set) over NHWC x (xshape = (N, H, W, C)) into NHWC y (N, Ho, Wo, cout);
+    W packed by conv_nhwc_pack_weight; kernel, strides, dilations, begin pads and out_spatial are (h, w) pairs;
+    res (optional) has y's shape."""
     cdef ImplicitA ia
     cdef Act act = make_act(activation, relu)
-    cdef Py_ssize_t N, Cg, Coutg, Kc, P, blen, t, ntasks
+    cdef Py_ssize_t N, Cg, Coutg, Kc, P, blen, gi, t
     cdef int nth, nth_gemm
     cdef float* work = NULL
     cdef float* mine
@@ -69,7 +66,6 @@ def conv_nhwc_f32(const float[::1] x, tuple xshape, const float[::1] w_packed, P
         raise ValueError("conv_nhwc_f32: xshape must be (N, H, W, C) and kernel/strides/dilations/pads/out_spatial "
                          "(h, w) pairs")
     N, ia.H, ia.W, ia.C = xshape
-    ia.nchw = x_nchw
     ia.kh, ia.kw = kernel
     ia.sh, ia.sw = strides
     ia.dh, ia.dw = dilations
@@ -90,8 +86,8 @@ def conv_nhwc_f32(const float[::1] x, tuple xshape, const float[::1] w_packed, P
         raise ValueError(f"conv_nhwc_f32: x has {x.shape[0]} elements, shape {xshape} needs {N * ia.H * ia.W * ia.C}")
     if y.shape[0] != P * cout:
         raise ValueError(f"conv_nhwc_f32: y has {y.shape[0]} elements, expected {P * cout}")
-    if res is not None and (res.shape[0] != P * cout or y_nchw):
-        raise ValueError(f"conv_nhwc_f32: res has {res.shape[0]} elements, expected {P * cout} (and an NHWC y)")
+    if res is not None and res.shape[0] != P * cout:
+        raise ValueError(f"conv_nhwc_f32: res has {res.shape[0]} elements, expected {P * cout}")
     if w_packed.shape[0] != group * blen:
         raise ValueError(f"conv_nhwc_f32: packed weight has {w_packed.shape[0]} elements, expected {group * blen} "
                          f"({SGEMM_FORMAT})")
@@ -105,12 +101,10 @@ def conv_nhwc_f32(const float[::1] x, tuple xshape, const float[::1] w_packed, P
     bptr = &bias[0] if bias is not None else NULL
     rptr = &res[0] if res is not None else NULL
     yp = &y[0]
-    # One GEMM per group (all images' pixels as rows), or per (image, group) when y is NCHW. Big GEMMs run one after
-    # another, each on every thread; small ones one per thread.
-    ntasks = group * (N if y_nchw else 1)
-    nth = sgemm_threads(P // N if y_nchw else P, Coutg, Kc, nthreads)
-    if nth == 1 and ntasks > 1 and <double>2.0 * P * Coutg * Kc * group >= SGEMM_MT_FLOPS:
-        nth = <int>min(<Py_ssize_t>_nthreads(nthreads), ntasks)
+    # Big per-group GEMMs run one after another, each on every thread; small ones one per thread over the groups.
+    nth = sgemm_threads(P, Coutg, Kc, nthreads)
+    if nth == 1 and group > 1 and <double>2.0 * P * Coutg * Kc * group >= SGEMM_MT_FLOPS:
+        nth = <int>min(<Py_ssize_t>_nthreads(nthreads), group)
         nth_gemm = 1
     else:
         nth_gemm = nth
@@ -121,33 +115,23 @@ def conv_nhwc_f32(const float[::1] x, tuple xshape, const float[::1] w_packed, P
     try:
         with nogil:
             if nth == 1:
-                for t in range(ntasks):
-                    _conv_nhwc_task(&ia, t, N, group, y_nchw, xp, wp, blen, bptr, rptr, yp, Coutg, Kc, cout, &act,
-                                    work, nth_gemm)
+                for gi in range(group):
+                    _conv_nhwc_group(&ia, gi, xp, wp + gi * blen, bptr, rptr, yp, P, Coutg, Kc, cout, &act, work,
+                                     nth_gemm)
             else:
-                for t in prange(ntasks, num_threads=nth, schedule="dynamic"):
+                for gi in prange(group, num_threads=nth, schedule="dynamic"):
                     mine = work + <Py_ssize_t>openmp.omp_get_thread_num() * sgemm_work_len(1)
-                    _conv_nhwc_task(&ia, t, N, group, y_nchw, xp, wp, blen, bptr, rptr, yp, Coutg, Kc, cout, &act,
-                                    mine, 1)
+                    _conv_nhwc_group(&ia, gi, xp, wp + gi * blen, bptr, rptr, yp, P, Coutg, Kc, cout, &act, mine, 1)
     finally:
         free(work)
 
 
-cdef void _conv_nhwc_task(const ImplicitA* ia0, Py_ssize_t t, Py_ssize_t N, Py_ssize_t group, bint y_nchw,
-                          const float* x, const float* wp, Py_ssize_t blen, const float* bias, const float* res,
-                          float* y, Py_ssize_t Coutg, Py_ssize_t Kc, Py_ssize_t cout, const Act* act, float* work,
-                          int nth) noexcept nogil:
-    """Task t: output channels gi*Coutg.. of every pixel (NHWC y: t = gi), or of image n's pixels (NCHW y:
-    t = n*group + gi); one GEMM, A read from x through the group's ImplicitA."""
+cdef void _conv_nhwc_group(const ImplicitA* ia0, Py_ssize_t gi, const float* x, const float* wp, const float* bias,
+                           const float* res, float* y, Py_ssize_t P, Py_ssize_t Coutg, Py_ssize_t Kc,
+                           Py_ssize_t cout, const Act* act, float* work, int nth) noexcept nogil:
+    """Output channels gi*Coutg.. of every pixel: one GEMM, A read from x through the group's ImplicitA."""
     cdef ImplicitA ia = ia0[0]
-    cdef Py_ssize_t gi = t % group, n = t // group, HoWo = ia.Ho * ia.Wo
-    cdef Py_ssize_t goff = gi * ia.Cg * (ia.H * ia.W if ia.nchw else 1)
-    cdef const float* bg = (bias + gi * Coutg) if bias != NULL else NULL
-    if not y_nchw:
-        ia.x = x + goff
-        sgemm_packed_ex(N * HoWo, Coutg, Kc, 1.0, NULL, 0, 0, &ia, wp + gi * blen, 0.0, y + gi * Coutg, cout, 1,
-                        bg, NULL, (res + gi * Coutg) if res != NULL else NULL, act, work, nth)
-    else:
-        ia.x = x + n * ia.H * ia.W * ia.C + goff
-        sgemm_packed_ex(HoWo, Coutg, Kc, 1.0, NULL, 0, 0, &ia, wp + gi * blen, 0.0,
-                        y + (n * cout + gi * Coutg) * HoWo, 1, HoWo, bg, NULL, NULL, act, work, nth)
+    ia.x = x + gi * ia.Cg
+    sgemm_packed_ex(P, Coutg, Kc, 1.0, NULL, 0, 0, &ia, wp, 0.0, y + gi * Coutg, cout, 1,
+                    (bias + gi * Coutg) if bias != NULL else NULL, NULL,
+                    (res + gi * Coutg) if res != NULL else NULL, act, work, nth)

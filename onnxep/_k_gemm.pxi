@@ -454,15 +454,12 @@ cdef void sgemm_pack_a_raw(Py_ssize_t mc, Py_ssize_t kc, const float* a, Py_ssiz
 
 
 cdef struct ImplicitA:
-    # The A operand of a conv, read from x in place (implicit im2col, no col buffer):
+    # The A operand of a conv over channel-last (NHWC) input, read in place (implicit im2col, no col buffer):
     #     A[p, k] = x[n, oh*sh - ph + b*dh, ow*sw - pw + e*dw, c]   (0 outside x)
-    # for output pixel p = (n*Ho + oh)*Wo + ow and k = (b*kw + e)*Cg + c: tap-major, channel-minor. x is channel-last
-    # (NHWC), so every run of Cg values of k is one contiguous stretch of a pixel's channels, or (nchw set) NCHW, where
-    # MR consecutive pixels of an output row are one contiguous stretch of a channel's row. x is offset to the
-    # group's first channel.
+    # for output pixel p = (n*Ho + oh)*Wo + ow and k = (b*kw + e)*Cg + c: tap-major, channel-minor, so every run of
+    # Cg values of k is one contiguous stretch of a pixel's channels. x is offset to the group's first channel.
     const float* x
-    Py_ssize_t H, W, C          # input height, width and channels (all groups)
-    bint nchw
+    Py_ssize_t H, W, C          # input height, width and channel stride of a pixel (all channels, every group)
     Py_ssize_t Cg               # channels per tap (the group's input channels)
     Py_ssize_t kh, kw, sh, sw, dh, dw, ph, pw
     Py_ssize_t Ho, Wo
@@ -488,51 +485,6 @@ cdef inline void panel_rows(const ImplicitA* ia, Py_ssize_t p0, Py_ssize_t mr, P
         pr.ih0[i] = oh * ia.sh - ia.ph
         pr.iw0[i] = (r - oh * ia.Wo) * ia.sw - ia.pw
         pr.img[i] = ia.x + n * ia.H * ia.W * ia.C
-
-
-cdef void _pack_a_implicit_nchw(const ImplicitA* ia, Py_ssize_t i0, Py_ssize_t mc, Py_ssize_t pc, Py_ssize_t kc,
-                                float* out) noexcept nogil:
-    """pack_a_implicit for NCHW x: column k of a panel is MR pixels of one channel -- a single MR-float copy when
-    the panel's pixels are adjacent inputs of one row (stride 1, inside x), else one bounds-checked read each."""
-    cdef PanelRows pr
-    cdef Py_ssize_t HW = ia.H * ia.W, ip = 0, i, k, c, b, e, tap, ih, iw
-    cdef bint adjacent
-    cdef float* d
-    cdef const float* src
-    while ip < mc:
-        panel_rows(ia, i0 + ip, min(<Py_ssize_t>SGEMM_MR, mc - ip), &pr)
-        adjacent = pr.mr == SGEMM_MR and ia.sw == 1
-        for i in range(1, pr.mr):
-            if pr.ih0[i] != pr.ih0[0] or pr.iw0[i] != pr.iw0[0] + i or pr.img[i] != pr.img[0]:
-                adjacent = False
-                break
-        tap = pc // ia.Cg
-        c = pc - tap * ia.Cg
-        b = tap // ia.kw
-        e = tap - b * ia.kw
-        d = out + ip * kc
-        for k in range(kc):
-            ih = pr.ih0[0] + b * ia.dh
-            iw = pr.iw0[0] + e * ia.dw
-            if adjacent and 0 <= ih < ia.H and iw >= 0 and iw + SGEMM_MR <= ia.W:
-                memcpy(d, pr.img[0] + c * HW + ih * ia.W + iw, SGEMM_MR * sizeof(float))
-            else:
-                for i in range(SGEMM_MR):
-                    ih = pr.ih0[i] + b * ia.dh
-                    iw = pr.iw0[i] + e * ia.dw
-                    if i < pr.mr and 0 <= ih < ia.H and 0 <= iw < ia.W:
-                        d[i] = pr.img[i][c * HW + ih * ia.W + iw]
-                    else:
-                        d[i] = 0.0
-            d += SGEMM_MR
-            c += 1                      # next k: channel-minor, then kernel column, then kernel row
-            if c == ia.Cg:
-                c = 0
-                e += 1
-                if e == ia.kw:
-                    e = 0
-                    b += 1
-        ip += SGEMM_MR
 
 
 cdef inline Py_ssize_t implicit_run(const ImplicitA* ia, const PanelRows* pr, Py_ssize_t k, Py_ssize_t kend,
@@ -571,9 +523,6 @@ cdef void pack_a_implicit(const ImplicitA* ia, Py_ssize_t i0, Py_ssize_t mc, Py_
     cdef PanelRows pr
     cdef const float* srcs[SGEMM_MR]
     cdef Py_ssize_t ip = 0, k, ln
-    if ia.nchw:
-        _pack_a_implicit_nchw(ia, i0, mc, pc, kc, out)
-        return
     while ip < mc:
         panel_rows(ia, i0 + ip, min(<Py_ssize_t>SGEMM_MR, mc - ip), &pr)
         k = pc

@@ -3,8 +3,7 @@ layout_nhwc.py), never by users. X is (N, H, W, C) and Y (N, Ho, Wo, Cout); W, B
 (W stays (Cout, Cin/group, kh, kw)). More from the fusion passes: an optional 4th input Z (NHWC, Y's shape) added to
 the result, and `activation` with `activation_params` (as onnxruntime's FusedConv: "" / Relu / Clip [min, max] /
 LeakyRelu [alpha] / Sigmoid / HardSigmoid [alpha, beta] / Tanh) applied last -- y = act(conv(x, W) + B + Z), all in the
-GEMM epilogue. At the edge of a channel-last region the layout pass may set `input_nchw` (X is NCHW) and
-`output_nchw` (Y is written NCHW) instead of surrounding the conv with Transposes (not with Z, not depthwise).
+GEMM epilogue.
 
 Dense and grouped convs run conv_nhwc_f32 (implicit im2col, no col buffer); one input channel per group (depthwise)
 runs conv_depthwise_nhwc_f32 (no Z)."""
@@ -35,8 +34,6 @@ class NhwcConv_1(PackedWeightMixin, OpKernel):
     pads = None
     activation = ""
     activation_params = None
-    input_nchw = 0
-    output_nchw = 0
 
     @classmethod
     def supports(cls, op):
@@ -57,12 +54,8 @@ class NhwcConv_1(PackedWeightMixin, OpKernel):
         if group < 1 or w.shape[0] % group or act not in ACTIVATIONS \
                 or len(a.get("activation_params") or ()) != ACTIVATIONS[act][1]:
             return False
-        has_z = len(ins) > 3 and bool(ins[3])
-        if has_z and a.get("output_nchw"):
-            return False
-        if cls._depthwise_shape(w.shape, group) and (has_z or act not in ("", "Relu") or a.get("input_nchw")
-                                                     or a.get("output_nchw")):
-            return False             # the depthwise kernel reads and writes NHWC, fuses Relu only, no residual
+        if cls._depthwise_shape(w.shape, group) and ((len(ins) > 3 and ins[3]) or act not in ("", "Relu")):
+            return False             # the depthwise kernel has no residual input and fuses Relu only
         return True
 
     @staticmethod
@@ -104,18 +97,15 @@ class NhwcConv_1(PackedWeightMixin, OpKernel):
         group = int(self.group)
         cout = wshape[0]
         if X.ndim != 4:
-            raise ValueError(f"X must be 4-D ({'NCHW' if self.input_nchw else 'NHWC'}), got shape {X.shape}")
-        if self.input_nchw:
-            N, C, H, W_ = X.shape
-        else:
-            N, H, W_, C = X.shape
+            raise ValueError(f"X must be 4-D (NHWC), got shape {X.shape}")
+        N, H, W_, C = X.shape
         if C != wshape[1] * group:
             raise ValueError(f"X has {C} channels but W {wshape} with group={group} needs {wshape[1] * group}")
         if B is not None and B.shape != (cout,):
             raise ValueError(f"B has shape {B.shape}, expected ({cout},)")
         pb, outs = conv_geometry((N, C, H, W_), wshape, self.auto_pad, self.kernel_shape, self.strides,
                                  self.dilations, self.pads)
-        yshape = (N, cout, outs[0], outs[1]) if self.output_nchw else (N, outs[0], outs[1], cout)
+        yshape = (N, outs[0], outs[1], cout)
         if Z is not None and Z.shape != yshape:
             raise ValueError(f"Z has shape {Z.shape}, expected {yshape}")
         Y = ctx.output(0, yshape, F32)
@@ -127,8 +117,7 @@ class NhwcConv_1(PackedWeightMixin, OpKernel):
                                              ctx.num_threads)
         else:
             _kernels.conv_nhwc_f32(X.reshape(-1), *args, group, *geo, B, None if Z is None else Z.reshape(-1),
-                                   Y.reshape(-1), False, ctx.num_threads, self._act, bool(self.input_nchw),
-                                   bool(self.output_nchw))
+                                   Y.reshape(-1), False, ctx.num_threads, self._act)
 
     @property
     def _act(self):

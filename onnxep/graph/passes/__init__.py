@@ -2,9 +2,8 @@
 
     level  pass
     1      constant folding; Conv + BatchNormalization folding
-    3      channel-last layout (NHWC twins of Conv and pooling, transposes only where layouts meet), the NhwcConv
-           epilogue fusions (residual Add, activations), then convs at the region's edges read / write NCHW
-           themselves (no Transpose)
+    3      channel-last layout (NHWC twins of Conv and pooling, transposes only where layouts meet), then the
+           NhwcConv epilogue fusions (residual Add, Relu)
 
 ORT_ENABLE_ALL (99, the default) runs them all. `optimized_model_filepath` writes the model as loaded (the optimized
 graph is not written back yet)."""
@@ -16,7 +15,6 @@ import onnx
 
 from onnxep.graph.ir import Graph
 from onnxep.graph.passes.constant_folding import fold_constants
-from onnxep.graph.passes.fold_layout_edges import fold_layout_edges
 from onnxep.graph.passes.fuse_conv_bn import fuse_conv_bn
 from onnxep.graph.passes.fuse_nhwc_conv import fuse_nhwc_conv
 from onnxep.graph.passes.layout_nhwc import layout_nhwc
@@ -35,7 +33,6 @@ PASSES: list = [
     (1, fuse_conv_bn),
     (3, layout_nhwc),
     (3, fuse_nhwc_conv),
-    (3, fold_layout_edges),
 ]
 
 
