@@ -173,3 +173,19 @@ def test_activation_fuses_into_nhwc_conv(act):
     assert _ops(sess) == ["Transpose", "NhwcConv", "Transpose"]
     assert [k.activation for op_, k in _steps(sess) if op_ == "NhwcConv"] == [op]
     assert_outputs_match(sess.run(None, {"x": x}), run_ort(model, {"x": x}), rtol=1e-5, atol=1e-5)
+
+
+def test_isolated_depthwise_conv_and_pool_stay_nchw():
+    """A depthwise conv or a pool fed by NCHW stays NCHW (no Transposes for one op); after a dense conv they run
+    channel-last. Oracle: onnxruntime."""
+    x = RNG.uniform(-1, 1, (1, 4, 6, 6)).astype(np.float32)
+    nodes = [helper.make_node("Conv", ["x", "wd"], ["d"], group=4, pads=[1, 1, 1, 1]),
+             helper.make_node("MaxPool", ["d"], ["p"], kernel_shape=[2, 2]),
+             helper.make_node("Conv", ["p", "w"], ["c"]),
+             helper.make_node("Conv", ["c", "wd"], ["e"], group=4, pads=[1, 1, 1, 1]),
+             helper.make_node("MaxPool", ["e"], ["y"], kernel_shape=[2, 2])]
+    model = make_model(nodes, {"x": x}, ["y"], initializers={"wd": _w(4, 1, 3, 3), "w": _w(4, 4, 1, 1)})
+    sess = _session(model)
+    assert _ops(sess) == ["Conv", "MaxPool", "Transpose", "NhwcConv", "NhwcConv", "NhwcMaxPool", "Transpose"], \
+        _ops(sess)
+    assert_outputs_match(sess.run(None, {"x": x}), run_ort(model, {"x": x}), rtol=1e-5, atol=1e-6)

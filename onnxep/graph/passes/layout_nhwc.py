@@ -5,7 +5,12 @@ NHWC op or the other way round (Transpose nodes), never per op:
 - a value keeps at most one NHWC twin (one Transpose in, however many NHWC readers it has);
 - elementwise ops whose data inputs are all NHWC twins (same 4-D shape; unary ops, Add/Sum/Mul/...), and Concat on the
   channel axis, run on the twins and produce twins, so a residual block stays NHWC end to end;
-- a value is transposed back to NCHW once, just before the first node that needs it in NCHW (or as a graph output).
+- a value is transposed back to NCHW once, just before the first node that needs it in NCHW (or as a graph output);
+- a region starts only at a dense Conv with a constant weight, whose NHWC kernel gains more than the Transpose in
+  costs: pools and depthwise convs go channel-last only when their input already is, so an isolated one stays NCHW
+  instead of paying two Transposes. (A conv reading NCHW / writing NCHW itself at a region's edge, instead of the
+  Transposes, was tried: slower on 3x3 and 7x7 convs, where packing A from NCHW and writing C through a strided
+  scratch tile cost more than the transposes.)
 
 Nodes whose op type the session forces onto the reference backend ('onnxep.fallback_op_types') are left alone."""
 from __future__ import annotations
@@ -79,6 +84,8 @@ class _Layout:
         cls = _registry.lookup(INTERNAL_DOMAIN, twin, 1)
         if cls is None or len(node.outputs) != 1 or not self._cpu_runs(node):
             return False
+        if node.inputs[0] not in self.nhwc and not self._dense_conv(node):
+            return False      # only a dense conv starts a channel-last region (see the module docstring)
         # what the twin would see: the data input and the output as NHWC types, the rest as they are
         op = op_info(node, self.vt, self.consts)
         perm = [tensor_type(vt, None if s is None else (s[0], s[2], s[3], s[1]))
@@ -89,6 +96,10 @@ class _Layout:
             return bool(cls.supports(OpInfo(tw, [perm[0]] + op.input_types[1:], [perm[1]], op.constants)))
         except Exception:
             return False
+
+    def _dense_conv(self, node) -> bool:
+        w = self.consts.get(node.inputs[1]) if node.op_type == "Conv" and len(node.inputs) > 1 else None
+        return w is not None and w.ndim == 4 and not (int(node.attrs.get("group", 1) or 1) > 1 and w.shape[1] == 1)
 
     def elementwise_inputs(self, node):
         """The data inputs of a layout-free elementwise node that can run on NHWC twins, or None."""
