@@ -13,7 +13,7 @@ import numpy as np
 
 from onnxep.backends.cpu import CPU_DEVICE
 from onnxep.backends.reference import REFERENCE_DEVICE
-from onnxep.contracts.allocator import Stream
+from onnxep.contracts.allocator import HostBlockPool, Stream
 from onnxep.contracts.backend import BufferType
 from onnxep.contracts.compile import CompileContext, compile as compile_partitions
 from onnxep.contracts.weight_cache import PrePackedWeightsContainer
@@ -155,6 +155,7 @@ class InferenceSession:
         container = kwargs.get("prepacked_weights_container")
         self._container = container if container is not None else PrePackedWeightsContainer()
         self._lock = threading.Lock()
+        self._pool = HostBlockPool()
 
         # load
         model, self._model_dir = model_mod.load_model(path_or_bytes)
@@ -227,7 +228,7 @@ class InferenceSession:
             if name not in valid_out:
                 raise InvalidArgument(f"Invalid output name: {name!r} (the model's outputs are {sorted(valid_out)})")
         feeds = self._check_feeds(input_feed)
-        run_ctx = RunContext(self._stream, self._limit, run_options)
+        run_ctx = RunContext(self._stream, self._limit, run_options, self._pool)
         return self._executor.run(feeds, list(output_names), run_ctx)
 
     def _check_feeds(self, input_feed):

@@ -13,14 +13,16 @@ from onnxep.graph.model import check_size
 
 
 class RunContext:
-    """Per-run state handed to backends: the allocator for kernel outputs."""
+    """Per-run state handed to backends: the allocator for kernel outputs (the session's HostBlockPool when the stream
+    has no user allocator)."""
 
-    __slots__ = ("stream", "limit", "run_options")
+    __slots__ = ("stream", "limit", "run_options", "pool")
 
-    def __init__(self, stream, limit, run_options=None):
+    def __init__(self, stream, limit, run_options=None, pool=None):
         self.stream = stream
         self.limit = limit
         self.run_options = run_options
+        self.pool = pool
 
     def alloc(self, shape, dtype=np.float32) -> np.ndarray:
         """An uninitialised array from the stream's allocator (size checked before allocating)."""
@@ -28,7 +30,10 @@ class RunContext:
         nbytes = math.prod(shape) * dtype.itemsize
         if nbytes > self.limit or (shape and min(shape) < 0):
             check_size(shape, dtype, "tensor allocation", self.limit)  # raises, saying why
-        mem = host_bytes(nbytes) if self.stream.uses_default_allocator else self.stream.alloc(nbytes)
+        if not self.stream.uses_default_allocator:
+            mem = self.stream.alloc(nbytes)
+        else:
+            mem = self.pool.take(nbytes) if self.pool is not None else host_bytes(nbytes)
         return mem.view(dtype).reshape(shape)
 
 
