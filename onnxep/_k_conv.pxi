@@ -201,7 +201,9 @@ cdef void _dw_fill(const float* xp, const ConvGeom* g, const DwBuf* d, float* bu
         # both column phases of a row in one pass: dst[j] = X(2j - pw), dst1[j] = X(2j + 1 - pw); inside
         # [jlo, jhi) both read inside the row (a plain deinterleave, vectorised), the few others are checked
         jlo = min((g.pw + 1) // 2, Wq)
-        jhi = max(jlo, min((g.W - 2 + g.pw) // 2 + 1, Wq))
+        # (cdivision: C division truncates toward 0, so a negative numerator -- W == 1 with pw == 0 -- must not
+        # reach the division; no j has both columns inside then)
+        jhi = max(jlo, min((g.W - 2 + g.pw) // 2 + 1, Wq)) if g.W - 2 + g.pw >= 0 else jlo
         for r in range(d.Hq * sh):
             r2 = r // sh if sh != 2 else r >> 1      # no division per row in the common stride-2 case
             pr = r - r2 * sh
