@@ -189,3 +189,44 @@ def test_isolated_depthwise_conv_and_pool_stay_nchw():
     assert _ops(sess) == ["Conv", "MaxPool", "Transpose", "NhwcConv", "NhwcConv", "NhwcMaxPool", "Transpose"], \
         _ops(sess)
     assert_outputs_match(sess.run(None, {"x": x}), run_ort(model, {"x": x}), rtol=1e-5, atol=1e-6)
+
+
+def test_per_channel_mul_add_fold_into_conv():
+    """Conv -> Mul (C,1,1) -> Add (1,C,1,1) -> Relu (BatchNormalization as some exporters write it) becomes one conv
+    with a Relu epilogue; a Mul by a per-pixel constant does not fold. Oracle: onnxruntime."""
+    x = RNG.uniform(-1, 1, (1, 3, 6, 6)).astype(np.float32)
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("Mul", ["c", "s"], ["m"]),
+             helper.make_node("Add", ["t", "m"], ["a"]),
+             helper.make_node("Relu", ["a"], ["r"]),
+             helper.make_node("Conv", ["r", "w2"], ["c2"]),
+             helper.make_node("Mul", ["c2", "pix"], ["y"])]
+    inits = {"w": _w(5, 3, 3, 3), "s": _w(5, 1, 1) + 1, "t": _w(1, 5, 1, 1), "w2": _w(4, 5, 1, 1),
+             "pix": _w(1, 1, 6, 6)}
+    model = make_model(nodes, {"x": x}, ["y"], initializers=inits)
+    sess = _session(model)
+    ops = _ops(sess)
+    assert ops.count("NhwcConv") == 2 and "Add" not in ops and "Relu" not in ops and ops.count("Mul") == 1, ops
+    assert_outputs_match(sess.run(None, {"x": x}), run_ort(model, {"x": x}), rtol=1e-5, atol=1e-5)
+
+
+def test_preactivation_batchnorm_and_channel_constants_stay_nhwc():
+    """A DenseNet block (Concat -> BatchNormalization -> Relu -> Conv, a per-channel Mul between) runs channel-last
+    with no Transpose inside: the BatchNormalization becomes an NHWC Mul + Add with (C,) constants, the per-channel
+    constant is re-laid out. Oracle: onnxruntime."""
+    x = RNG.uniform(-1, 1, (1, 4, 5, 5)).astype(np.float32)
+    inits = {"w0": _w(6, 4, 3, 3), "w1": _w(3, 10, 1, 1), "k": _w(10, 1, 1) + 1, "w2": _w(2, 13, 3, 3)}
+    inits.update(_bn_params(10, "n"))
+    nodes = [helper.make_node("Conv", ["x", "w0"], ["c0"], pads=[1, 1, 1, 1]),
+             helper.make_node("Concat", ["c0", "x"], ["cat"], axis=1),
+             helper.make_node("BatchNormalization", ["cat", "n_s", "n_b", "n_m", "n_v"], ["bn"]),
+             helper.make_node("Relu", ["bn"], ["r"]),
+             helper.make_node("Mul", ["k", "r"], ["rk"]),
+             helper.make_node("Conv", ["rk", "w1"], ["c1"]),
+             helper.make_node("Concat", ["c1", "cat"], ["cat2"], axis=1),
+             helper.make_node("Conv", ["cat2", "w2"], ["y"], pads=[1, 1, 1, 1])]
+    model = make_model(nodes, {"x": x}, ["y"], initializers=inits)
+    sess = _session(model)
+    ops = _ops(sess)
+    assert "BatchNormalization" not in ops and ops.count("Transpose") == 2, ops   # x in, y out
+    assert_outputs_match(sess.run(None, {"x": x}), run_ort(model, {"x": x}), rtol=1e-5, atol=1e-5)

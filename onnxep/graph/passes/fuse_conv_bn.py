@@ -12,7 +12,8 @@ from onnxep.graph.ir import Graph
 from onnxep.graph.passes._edit import Names, consumer_counts, drop_unused_initializers, node_proto
 
 
-def _bn_foldable(bn, consts) -> bool:
+def bn_foldable(bn, consts) -> bool:
+    """An inference-mode BatchNormalization with constant statistics."""
     a = bn.attrs
     if len(bn.inputs) != 5 or any(o for o in bn.outputs[1:]) or not all(x in consts for x in bn.inputs[1:]):
         return False
@@ -32,7 +33,7 @@ def fuse_conv_bn(graph: Graph, ctx=None) -> Graph:
     names = Names(graph)
     drop = set()
     for bn in graph.nodes:
-        if bn.op_type != "BatchNormalization" or bn.domain != "" or not bn.inputs or not _bn_foldable(bn, consts):
+        if bn.op_type != "BatchNormalization" or bn.domain != "" or not bn.inputs or not bn_foldable(bn, consts):
             continue
         conv = producer.get(bn.inputs[0])
         if conv is None or conv.op_type != "Conv" or conv.domain != "" or counts.get(bn.inputs[0], 0) != 1:

@@ -3,8 +3,10 @@ com.onnxep NHWC twins, and activations stay NHWC between them. The layout change
 NHWC op or the other way round (Transpose nodes), never per op:
 
 - a value keeps at most one NHWC twin (one Transpose in, however many NHWC readers it has);
-- elementwise ops whose data inputs are all NHWC twins (same 4-D shape; unary ops, Add/Sum/Mul/...), and Concat on the
-  channel axis, run on the twins and produce twins, so a residual block stays NHWC end to end;
+- elementwise ops whose data inputs are all NHWC twins (same 4-D shape; unary ops, Add/Sum/Mul/...), or one twin and
+  a constant with one value per channel (re-laid out as a (C,) vector), Concat on the channel axis, and
+  BatchNormalization in inference mode (as a per-channel Mul + Add) run on the twins and produce twins, so residual and
+  dense blocks stay NHWC end to end;
 - a value is transposed back to NCHW once, just before the first node that needs it in NCHW (or as a graph output);
 - a region starts only at a dense Conv with a constant weight, whose NHWC kernel gains more than the Transpose in
   costs: pools and depthwise convs go channel-last only when their input already is, so an isolated one stays NCHW
@@ -16,9 +18,13 @@ Nodes whose op type the session forces onto the reference backend ('onnxep.fallb
 from __future__ import annotations
 
 from onnxep.backends.cpu import CPU_DEVICE
-from onnxep.graph.ir import Graph, OpInfo
+import numpy as np
+
+from onnxep.graph.ir import Graph, OpInfo, ValueType
 from onnxep.graph.partition import op_info
 from onnxep.graph.passes._edit import INTERNAL_DOMAIN, Names, make_node, reads, tensor_type
+from onnxep.graph.passes.fuse_conv_affine import per_channel
+from onnxep.graph.passes.fuse_conv_bn import bn_foldable
 from onnxep.ops import _registry
 
 TO_NHWC, TO_NCHW = [0, 2, 3, 1], [0, 3, 1, 2]
@@ -111,7 +117,9 @@ class _Layout:
             if any(x and (x not in self.consts or self.consts[x].size != 1) for x in rest):
                 return None          # e.g. Clip's min / max must be scalars
         elif node.op_type in BINARY:
-            data = [x for x in node.inputs if x]
+            data = [x for x in node.inputs if x and x not in self.consts]
+            if any(x and x in self.consts and self._channel_vector(x, node.outputs[0]) is None for x in node.inputs):
+                return None
         else:
             return None
         if not data or not any(x in self.nhwc for x in data):
@@ -133,9 +141,13 @@ class _Layout:
                 self.out.append(make_node(self.g, node.name, NHWC_TWINS[node.op_type], [x] + node.inputs[1:], [y],
                                           node.attrs, INTERNAL_DOMAIN))
                 continue
+            if self.batchnorm(node):
+                continue
             data = self.elementwise_inputs(node)
             if data is not None:
-                ins = [self.twin(x) if x in data else x for x in node.inputs]
+                ins = [self.twin(x) if x in data
+                       else self.channel_const(x, node.outputs[0]) if x in self.consts and node.op_type in BINARY
+                       else x for x in node.inputs]
                 y = self.new_twin_output(node.outputs[0])
                 self.out.append(make_node(self.g, node.name, node.op_type, ins, [y], node.attrs))
                 continue
@@ -149,6 +161,49 @@ class _Layout:
             self.need_nchw(name)
         self.g.nodes = self.out
         return self.g
+
+    def _channel_vector(self, name, like):
+        """The constant `name` as one value per channel of the 4-D value `like` (see per_channel), or None."""
+        s = _shape4(self.vt.get(like))
+        if s is None or not isinstance(s[1], int):
+            return None
+        return per_channel(self.consts[name], s[1], 4)
+
+    def channel_const(self, name, like):
+        """An initializer holding constant `name` as a (C,) vector (C: channels of `like`), which broadcasts along
+        NHWC's last axis."""
+        return self._new_const(f"{name}_nhwc", self._channel_vector(name, like).astype(np.float32))
+
+    def _new_const(self, base, value):
+        c = self.names.new(base)
+        self.g.initializers[c] = self.consts[c] = value
+        self.vt[c] = ValueType.of_array(value)
+        return c
+
+    def batchnorm(self, node) -> bool:
+        """BatchNormalization (inference, constant statistics) of a twin: y = x * a + b per channel, as NHWC Mul and
+        Add with (C,) constants."""
+        if node.op_type != "BatchNormalization" or node.domain != "" or not node.inputs \
+                or node.inputs[0] not in self.nhwc or not bn_foldable(node, self.consts) \
+                or node.op_type in self.keep_ops:
+            return False
+        s = _shape4(self.vt.get(node.inputs[0]))
+        scale, beta, mean, var = (self.consts[x] for x in node.inputs[1:])
+        c = s[1] if s is not None else None
+        if not isinstance(c, int) or any(v.shape != (c,) or v.dtype != np.float32 for v in (scale, beta, mean, var)):
+            return False
+        eps = float(node.attrs.get("epsilon") if node.attrs.get("epsilon") is not None else 1e-5)
+        a = scale.astype(np.float64) / np.sqrt(var.astype(np.float64) + eps)
+        b = beta.astype(np.float64) - mean * a
+        ca = self._new_const(f"{node.name}_scale_nhwc", a.astype(np.float32))
+        cb = self._new_const(f"{node.name}_shift_nhwc", b.astype(np.float32))
+        scaled = self.names.new(f"{node.outputs[0]}_scaled_nhwc")
+        self.vt[scaled] = self.vt[self.nhwc[node.inputs[0]]]
+        y = self.new_twin_output(node.outputs[0])
+        self.out.append(make_node(self.g, self.names.new(f"{node.name}_mul"), "Mul", [self.nhwc[node.inputs[0]], ca],
+                                  [scaled], {}))
+        self.out.append(make_node(self.g, node.name, "Add", [scaled, cb], [y], {}))
+        return True
 
     def concat_on_channels(self, node) -> bool:
         if node.op_type != "Concat" or node.domain != "" or len(node.outputs) != 1:
