@@ -1,7 +1,7 @@
 """Stage 2, optimize: graph passes, one per file, each switched by graph_optimization_level.
 
     level  pass
-    1      constant folding; Conv + BatchNormalization folding; Conv + per-channel Mul / Add folding
+    1      constant folding; BatchNormalization and per-channel Mul / Add folded into the Conv before them
     3      channel-last layout (NHWC twins of Conv and pooling, transposes only where layouts meet), then the
            NhwcConv epilogue fusions (residual Add, Relu)
 
@@ -16,7 +16,6 @@ import onnx
 from onnxep.graph.ir import Graph
 from onnxep.graph.passes.constant_folding import fold_constants
 from onnxep.graph.passes.fuse_conv_affine import fuse_conv_affine
-from onnxep.graph.passes.fuse_conv_bn import fuse_conv_bn
 from onnxep.graph.passes.fuse_nhwc_conv import fuse_nhwc_conv
 from onnxep.graph.passes.layout_nhwc import layout_nhwc
 
@@ -31,7 +30,6 @@ class PassContext:
 #: (minimum GraphOptimizationLevel, pass function (Graph, PassContext) -> Graph), applied in order.
 PASSES: list = [
     (1, fold_constants),
-    (1, fuse_conv_bn),
     (1, fuse_conv_affine),
     (3, layout_nhwc),
     (3, fuse_nhwc_conv),

@@ -23,8 +23,7 @@ import numpy as np
 from onnxep.graph.ir import Graph, OpInfo, ValueType
 from onnxep.graph.partition import op_info
 from onnxep.graph.passes._edit import INTERNAL_DOMAIN, Names, make_node, reads, tensor_type
-from onnxep.graph.passes.fuse_conv_affine import per_channel
-from onnxep.graph.passes.fuse_conv_bn import bn_foldable
+from onnxep.graph.passes.fuse_conv_affine import bn_affine, bn_foldable, per_channel
 from onnxep.ops import _registry
 
 TO_NHWC, TO_NCHW = [0, 2, 3, 1], [0, 3, 1, 2]
@@ -188,13 +187,10 @@ class _Layout:
                 or node.op_type in self.keep_ops:
             return False
         s = _shape4(self.vt.get(node.inputs[0]))
-        scale, beta, mean, var = (self.consts[x] for x in node.inputs[1:])
-        c = s[1] if s is not None else None
-        if not isinstance(c, int) or any(v.shape != (c,) or v.dtype != np.float32 for v in (scale, beta, mean, var)):
+        ab = bn_affine(node, self.consts, s[1]) if s is not None and isinstance(s[1], int) else None
+        if ab is None:
             return False
-        eps = float(node.attrs.get("epsilon") if node.attrs.get("epsilon") is not None else 1e-5)
-        a = scale.astype(np.float64) / np.sqrt(var.astype(np.float64) + eps)
-        b = beta.astype(np.float64) - mean * a
+        a, b = ab
         ca = self._new_const(f"{node.name}_scale_nhwc", a.astype(np.float32))
         cb = self._new_const(f"{node.name}_shift_nhwc", b.astype(np.float32))
         scaled = self.names.new(f"{node.outputs[0]}_scaled_nhwc")
