@@ -263,10 +263,11 @@ cdef extern from *:
     {
         Py_ssize_t kk = 0;
         const __mmask16 m12 = 0x0FFF;
-        for (; kk + 16 <= n; kk += 16) {
+        for (; kk < n; kk += 16) {
             __m512 r[16], t[16];
-            int i;
-            for (i = 0; i < 12; i++) r[i] = _mm512_loadu_ps(srcs[i] + kk);
+            int i, rem = n - kk < 16 ? (int)(n - kk) : 16;     /* the last block: a masked load, rem rows stored */
+            __mmask16 ml = (__mmask16)((1u << rem) - 1u);
+            for (i = 0; i < 12; i++) r[i] = _mm512_maskz_loadu_ps(ml, srcs[i] + kk);
             for (i = 12; i < 16; i++) r[i] = _mm512_setzero_ps();
             /* 16 x 16 transpose: 32-bit, 64-bit interleaves, then 128-bit lane shuffles */
             for (i = 0; i < 16; i += 2) {
@@ -290,11 +291,7 @@ cdef extern from *:
                 t[4 + i] = _mm512_shuffle_f32x4(c, e, 0x88);                /* column 4 + i  (lane 1) */
                 t[12 + i] = _mm512_shuffle_f32x4(c, e, 0xDD);               /* column 12 + i (lane 3) */
             }
-            for (i = 0; i < 16; i++) _mm512_mask_storeu_ps(d + (kk + i) * 12, m12, t[i]);
-        }
-        for (; kk < n; kk++) {
-            int i;
-            for (i = 0; i < 12; i++) d[kk * 12 + i] = srcs[i][kk];
+            for (i = 0; i < rem; i++) _mm512_mask_storeu_ps(d + (kk + i) * 12, m12, t[i]);
         }
     }
     #else
