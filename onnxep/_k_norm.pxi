@@ -35,6 +35,38 @@ def batchnorm_f32(const float[:, ::1] x, float[:, ::1] y, const float[::1] mean,
                 _batchnorm_row_f32(&x[r, 0], &y[r, 0], S, mean[r % C], a[r % C], b[r % C])
 
 
+cdef inline void _channel_affine_row(const float* x, float* y, const float* a, const float* b, Py_ssize_t C,
+                                     bint relu) noexcept nogil:
+    cdef Py_ssize_t c
+    cdef float v
+    if relu:
+        for c in range(C):
+            v = x[c] * a[c] + b[c]
+            y[c] = v if v > 0 else 0.0
+    else:
+        for c in range(C):
+            y[c] = x[c] * a[c] + b[c]
+
+
+def channel_affine_f32(const float[:, ::1] x, float[:, ::1] y, const float[::1] a, const float[::1] b,
+                       bint relu=False, int nthreads=0):
+    """y[r, c] := x[r, c] * a[c] + b[c] [relu]: a per-channel affine map over channel-last rows (N*H*W, C) -- a
+    BatchNormalization, or a chain of per-channel Mul / Add, with an optional Relu, in one pass (y may alias x)."""
+    cdef Py_ssize_t R = x.shape[0], C = x.shape[1], r, per, t, nt
+    if y.shape[0] != R or y.shape[1] != C or a.shape[0] != C or b.shape[0] != C:
+        raise ValueError(f"channel_affine_f32: x is {R}x{C}, y {y.shape[0]}x{y.shape[1]}, a has {a.shape[0]} and "
+                         f"b {b.shape[0]} channels")
+    if R == 0 or C == 0:
+        return
+    with nogil:
+        if R * C < NORM_PAR_WORK or R < 2:
+            for r in range(R):
+                _channel_affine_row(&x[r, 0], &y[r, 0], &a[0], &b[0], C, relu)
+        else:
+            for r in prange(R, num_threads=_nthreads(nthreads), schedule="static"):
+                _channel_affine_row(&x[r, 0], &y[r, 0], &a[0], &b[0], C, relu)
+
+
 cdef void _lrn_plane_f32(const float* x, float* y, Py_ssize_t n, Py_ssize_t c, Py_ssize_t C, Py_ssize_t S,
                          Py_ssize_t lo, Py_ssize_t hi, float alpha_n, float beta, float bias) noexcept nogil:
     """Plane (n, c): y := x / (bias + alpha_n * sum_{c' in [c-lo, c+hi] n [0, C)} x[c']^2) ** beta."""

@@ -212,8 +212,8 @@ def test_per_channel_mul_add_fold_into_conv():
 
 def test_preactivation_batchnorm_and_channel_constants_stay_nhwc():
     """A DenseNet block (Concat -> BatchNormalization -> Relu -> Conv, a per-channel Mul between) runs channel-last
-    with no Transpose inside: the BatchNormalization becomes an NHWC Mul + Add with (C,) constants, the per-channel
-    constant is re-laid out. Oracle: onnxruntime."""
+    with no Transpose inside: the BatchNormalization becomes a ChannelAffine that absorbs the Relu; the per-channel
+    constant of the Mul after it is re-laid out as a (C,) vector. Oracle: onnxruntime."""
     x = RNG.uniform(-1, 1, (1, 4, 5, 5)).astype(np.float32)
     inits = {"w0": _w(6, 4, 3, 3), "w1": _w(3, 10, 1, 1), "k": _w(10, 1, 1) + 1, "w2": _w(2, 13, 3, 3)}
     inits.update(_bn_params(10, "n"))
@@ -228,5 +228,24 @@ def test_preactivation_batchnorm_and_channel_constants_stay_nhwc():
     model = make_model(nodes, {"x": x}, ["y"], initializers=inits)
     sess = _session(model)
     ops = _ops(sess)
-    assert "BatchNormalization" not in ops and ops.count("Transpose") == 2, ops   # x in, y out
+    assert "BatchNormalization" not in ops and "Relu" not in ops and ops.count("Transpose") == 2, ops   # x in, y out
+    assert [k.activation for op, k in _steps(sess) if op == "ChannelAffine"] == ["Relu"] and "Mul" in ops
+    assert_outputs_match(sess.run(None, {"x": x}), run_ort(model, {"x": x}), rtol=1e-5, atol=1e-5)
+
+
+def test_channel_affine_absorbs_mul_add_relu_chain():
+    """BatchNormalization -> Mul (C,1,1) -> Add (C,1,1) -> Relu after a channel-last op is one ChannelAffine.
+    Oracle: onnxruntime."""
+    x = RNG.uniform(-1, 1, (2, 3, 5, 5)).astype(np.float32)
+    inits = {"w": _w(6, 3, 1, 1), "s": _w(6, 1, 1) + 1, "t": _w(6, 1, 1)}
+    inits.update(_bn_params(6, "n"))
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"]),
+             helper.make_node("MaxPool", ["c"], ["p"], kernel_shape=[2, 2]),
+             helper.make_node("BatchNormalization", ["p", "n_s", "n_b", "n_m", "n_v"], ["bn"]),
+             helper.make_node("Mul", ["bn", "s"], ["m"]),
+             helper.make_node("Add", ["t", "m"], ["a"]),
+             helper.make_node("Relu", ["a"], ["y"])]
+    model = make_model(nodes, {"x": x}, ["y"], initializers=inits)
+    sess = _session(model)
+    assert _ops(sess) == ["Transpose", "NhwcConv", "NhwcMaxPool", "ChannelAffine", "Transpose"], _ops(sess)
     assert_outputs_match(sess.run(None, {"x": x}), run_ort(model, {"x": x}), rtol=1e-5, atol=1e-5)

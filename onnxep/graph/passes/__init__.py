@@ -2,8 +2,9 @@
 
     level  pass
     1      constant folding; BatchNormalization and per-channel Mul / Add folded into the Conv before them
-    3      channel-last layout (NHWC twins of Conv and pooling, transposes only where layouts meet), then the
-           NhwcConv epilogue fusions (residual Add, Relu)
+    3      channel-last layout (NHWC twins of Conv, pooling and BatchNormalization, transposes only where layouts
+           meet), then the NhwcConv epilogue fusions (residual Add, activations) and ChannelAffine chains (the
+           per-channel Mul / Add and Relu after a BatchNormalization folded into it)
 
 ORT_ENABLE_ALL (99, the default) runs them all. `optimized_model_filepath` writes the model as loaded (the optimized
 graph is not written back yet)."""
@@ -15,6 +16,7 @@ import onnx
 
 from onnxep.graph.ir import Graph
 from onnxep.graph.passes.constant_folding import fold_constants
+from onnxep.graph.passes.fuse_channel_affine import fuse_channel_affine
 from onnxep.graph.passes.fuse_conv_affine import fuse_conv_affine
 from onnxep.graph.passes.fuse_nhwc_conv import fuse_nhwc_conv
 from onnxep.graph.passes.layout_nhwc import layout_nhwc
@@ -33,6 +35,7 @@ PASSES: list = [
     (1, fuse_conv_affine),
     (3, layout_nhwc),
     (3, fuse_nhwc_conv),
+    (3, fuse_channel_affine),
 ]
 
 

@@ -5,8 +5,8 @@ NHWC op or the other way round (Transpose nodes), never per op:
 - a value keeps at most one NHWC twin (one Transpose in, however many NHWC readers it has);
 - elementwise ops whose data inputs are all NHWC twins (same 4-D shape; unary ops, Add/Sum/Mul/...), or one twin and
   a constant with one value per channel (re-laid out as a (C,) vector), Concat on the channel axis, and
-  BatchNormalization in inference mode (as a per-channel Mul + Add) run on the twins and produce twins, so residual and
-  dense blocks stay NHWC end to end;
+  BatchNormalization in inference mode (as a ChannelAffine) run on the twins and produce twins, so residual and dense
+  blocks stay NHWC end to end;
 - a value is transposed back to NCHW once, just before the first node that needs it in NCHW (or as a graph output);
 - a region starts only at a dense Conv with a constant weight, whose NHWC kernel gains more than the Transpose in
   costs: pools and depthwise convs go channel-last only when their input already is, so an isolated one stays NCHW
@@ -180,8 +180,8 @@ class _Layout:
         return c
 
     def batchnorm(self, node) -> bool:
-        """BatchNormalization (inference, constant statistics) of a twin: y = x * a + b per channel, as NHWC Mul and
-        Add with (C,) constants."""
+        """BatchNormalization (inference, constant statistics) of a twin: y = x * a + b per channel, as a com.onnxep
+        ChannelAffine over the last axis."""
         if node.op_type != "BatchNormalization" or node.domain != "" or not node.inputs \
                 or node.inputs[0] not in self.nhwc or not bn_foldable(node, self.consts) \
                 or node.op_type in self.keep_ops:
@@ -193,12 +193,9 @@ class _Layout:
         a, b = ab
         ca = self._new_const(f"{node.name}_scale_nhwc", a.astype(np.float32))
         cb = self._new_const(f"{node.name}_shift_nhwc", b.astype(np.float32))
-        scaled = self.names.new(f"{node.outputs[0]}_scaled_nhwc")
-        self.vt[scaled] = self.vt[self.nhwc[node.inputs[0]]]
         y = self.new_twin_output(node.outputs[0])
-        self.out.append(make_node(self.g, self.names.new(f"{node.name}_mul"), "Mul", [self.nhwc[node.inputs[0]], ca],
-                                  [scaled], {}))
-        self.out.append(make_node(self.g, node.name, "Add", [scaled, cb], [y], {}))
+        self.out.append(make_node(self.g, node.name, "ChannelAffine", [self.nhwc[node.inputs[0]], ca, cb], [y], {},
+                                  INTERNAL_DOMAIN))
         return True
 
     def concat_on_channels(self, node) -> bool:

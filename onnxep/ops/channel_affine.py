@@ -1,0 +1,39 @@
+"""ChannelAffine (domain com.onnxep): y = act(x * a + b) with one a and b per channel of the LAST axis -- what the
+layout pass makes of a BatchNormalization on channel-last activations, with the per-channel Mul / Add and the Relu
+after it folded in (graph/passes/fuse_channel_affine.py). Written by passes, never by users. activation: "" or
+"Relu"."""
+import numpy as np
+
+from onnxep import _kernels
+from onnxep.ops._base import F32, OpKernel
+
+DOMAIN = "com.onnxep"
+
+
+class ChannelAffine_1(OpKernel):
+    domain, op_type, since = DOMAIN, "ChannelAffine", 1
+    type_constraints = {}        # no onnx schema for this domain: supports() checks the types
+    activation = ""
+
+    @classmethod
+    def supports(cls, op):
+        if len(op.node.inputs) != 3 or len(op.node.outputs) != 1 or not all(op.node.inputs):
+            return False
+        if op.node.attrs.get("activation", "") not in ("", "Relu"):
+            return False
+        x = op.input_types[0]
+        if x is None or x.type_str != "tensor(float)" or x.shape is None or len(x.shape) < 1:
+            return False
+        c = x.shape[-1]
+        return all(i in op.constants and op.constants[i].dtype == F32 and op.constants[i].shape == (c,)
+                   for i in (1, 2))
+
+    def compute(self, ctx):
+        x, a, b = ctx.input(0), ctx.input(1), ctx.input(2)
+        c = x.shape[-1] if x.ndim else 0
+        if a.shape != (c,) or b.shape != (c,):
+            raise ValueError(f"ChannelAffine: X has {c} channels (last axis) but a / b have shapes {a.shape} / "
+                             f"{b.shape}")
+        y = ctx.output(0, x.shape, np.float32)
+        _kernels.channel_affine_f32(x.reshape(-1, c), y.reshape(-1, c), a, b, self.activation == "Relu",
+                                    ctx.num_threads)
