@@ -249,3 +249,24 @@ def test_channel_affine_absorbs_mul_add_relu_chain():
     sess = _session(model)
     assert _ops(sess) == ["Transpose", "NhwcConv", "NhwcMaxPool", "ChannelAffine", "Transpose"], _ops(sess)
     assert_outputs_match(sess.run(None, {"x": x}), run_ort(model, {"x": x}), rtol=1e-5, atol=1e-5)
+
+
+def test_channel_shuffle_stays_channel_last():
+    """ShuffleNet's channel shuffle (Reshape to (N, g, C/g, H, W), Transpose (0, 2, 1, 3, 4), Reshape back) between
+    two convs runs channel-last as a swap of the last two axes of (N, H, W, g, C/g); the grouped convs around it stay
+    NHWC. Oracle: onnxruntime."""
+    x = RNG.uniform(-1, 1, (1, 6, 5, 4)).astype(np.float32)
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["c"], group=2),
+             helper.make_node("Reshape", ["c", "s5"], ["r5"]),
+             helper.make_node("Transpose", ["r5"], ["t5"], perm=[0, 2, 1, 3, 4]),
+             helper.make_node("Reshape", ["t5", "s4"], ["sh"]),
+             helper.make_node("Conv", ["sh", "w2"], ["y"], group=3)]
+    inits = {"w1": _w(12, 3, 1, 1), "w2": _w(6, 4, 1, 1), "s5": np.array([1, 3, 4, 5, 4], np.int64),
+             "s4": np.array([1, 12, 5, 4], np.int64)}
+    model = make_model(nodes, {"x": x}, ["y"], initializers=inits)
+    sess = _session(model)
+    assert _ops(sess) == ["Transpose", "NhwcConv", "Reshape", "Transpose", "Reshape", "NhwcConv", "Transpose"], \
+        _ops(sess)
+    perms = [list(k.perm) for op, k in _steps(sess) if op == "Transpose"]
+    assert perms[1] == [0, 1, 2, 4, 3]
+    assert_outputs_match(sess.run(None, {"x": x}), run_ort(model, {"x": x}), rtol=1e-5, atol=1e-5)

@@ -131,7 +131,19 @@ class _Layout:
         return data      # (whichever backend runs it: elementwise results do not depend on the layout)
 
     def run(self):
+        readers = {}
         for node in self.g.nodes:
+            for x in reads(node):
+                readers.setdefault(x, []).append(node)
+        for name, _ in self.g.outputs:
+            readers.setdefault(name, []).append(None)
+        self.readers = readers
+        self.skip = set()
+        for node in self.g.nodes:
+            if id(node) in self.skip:
+                continue
+            if self.channel_shuffle(node):
+                continue
             if self.has_twin(node):
                 for x in node.inputs[1:]:
                     self.need_nchw(x)
@@ -196,6 +208,46 @@ class _Layout:
         y = self.new_twin_output(node.outputs[0])
         self.out.append(make_node(self.g, node.name, "ChannelAffine", [self.nhwc[node.inputs[0]], ca, cb], [y], {},
                                   INTERNAL_DOMAIN))
+        return True
+
+    def _only_reader(self, value, op_type):
+        rs = self.readers.get(value, [])
+        return rs[0] if len(rs) == 1 and rs[0] is not None and rs[0].op_type == op_type and rs[0].domain == "" \
+            else None
+
+    def channel_shuffle(self, node) -> bool:
+        """ShuffleNet's channel shuffle of a twin, Reshape (N, g, C/g, H, W) -> Transpose (0, 2, 1, 3, 4) ->
+        Reshape (N, C, H, W), done channel-last: the twin viewed as (N, H, W, g, C/g) swaps its last two axes."""
+        if node.op_type != "Reshape" or node.domain != "" or len(node.inputs) < 2 or node.inputs[0] not in self.nhwc:
+            return False
+        s = _shape4(self.vt.get(node.inputs[0]))
+        if s is None or not all(isinstance(d, int) for d in s):
+            return False
+        t = self._only_reader(node.outputs[0], "Transpose")
+        r = self._only_reader(t.outputs[0], "Reshape") if t is not None else None
+        if r is None or list(t.attrs.get("perm") or ()) != [0, 2, 1, 3, 4] or len(r.inputs) < 2:
+            return False
+        s5, s4 = self.consts.get(node.inputs[1]), self.consts.get(r.inputs[1])
+        if s5 is None or s4 is None or s5.ndim != 1 or s5.size != 5 or list(s4) != list(s) or node.attrs.get("allowzero"):
+            return False
+        n, g, cg, h, w = (int(v) for v in s5)
+        if (n, h, w) != (s[0], s[2], s[3]) or g < 1 or g * cg != s[1] or any(x in self.keep_ops for x in
+                                                                             ("Reshape", "Transpose")):
+            return False
+        x = self.nhwc[node.inputs[0]]
+        v5, v5t = self.names.new(f"{node.outputs[0]}_nhwc"), self.names.new(f"{t.outputs[0]}_nhwc")
+        like = self.vt.get(node.inputs[0])
+        self.vt[v5] = tensor_type(like, (n, h, w, g, cg))
+        self.vt[v5t] = tensor_type(like, (n, h, w, cg, g))
+        y = self.new_twin_output(r.outputs[0])
+        self.out.append(make_node(self.g, node.name, "Reshape",
+                                  [x, self._new_const(f"{node.name}_shape_nhwc", np.array([n, h, w, g, cg], np.int64))],
+                                  [v5], {}))
+        self.out.append(make_node(self.g, t.name, "Transpose", [v5], [v5t], {"perm": [0, 1, 2, 4, 3]}))
+        self.out.append(make_node(self.g, r.name, "Reshape",
+                                  [v5t, self._new_const(f"{r.name}_shape_nhwc", np.array([n, h, w, g * cg], np.int64))],
+                                  [y], {}))
+        self.skip.update((id(t), id(r)))
         return True
 
     def concat_on_channels(self, node) -> bool:
