@@ -237,3 +237,29 @@ def check_size(shape, dtype, what: str, limit: int = 1 << 40):
     if n > limit:
         raise Fail(f"{what}: shape {tuple(shape)} needs {n} bytes, over the {limit}-byte limit")
     return n
+
+
+def save_graph(graph: Graph, template: onnx.ModelProto, path: str) -> None:
+    """Write `graph` (after the optimize stage) as an ONNX model at `path`: `template`'s metadata, the graph's nodes,
+    initializers and known value types, and its opset imports (com.onnxep when the passes wrote onnxep's own ops,
+    which only onnxep runs -- like onnxruntime's optimized models with com.microsoft ops). Large models keep their
+    tensors in one external data file next to it."""
+    m = onnx.ModelProto()
+    m.CopyFrom(template)
+    g = m.graph
+    del g.node[:]
+    g.node.extend(n.proto for n in graph.nodes)
+    del g.initializer[:]
+    del g.sparse_initializer[:]
+    g.initializer.extend(numpy_helper.from_array(v, k) for k, v in graph.initializers.items())
+    declared = {i.name for i in g.input} | {o.name for o in g.output}
+    del g.value_info[:]
+    for name, vt in graph.value_types.items():
+        if name not in declared and vt.proto is not None and name not in graph.initializers:
+            g.value_info.append(helper.make_value_info(name, vt.proto))
+    have = {o.domain for o in m.opset_import}
+    for domain, version in graph.opsets.items():
+        if domain not in have and domain != "ai.onnx":
+            m.opset_import.append(helper.make_opsetid(domain, version))
+    big = sum(v.nbytes for v in graph.initializers.values()) > (1 << 30)
+    onnx.save(m, path, save_as_external_data=big, location=os.path.basename(path) + ".data" if big else None)

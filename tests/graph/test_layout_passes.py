@@ -270,3 +270,21 @@ def test_channel_shuffle_stays_channel_last():
     perms = [list(k.perm) for op, k in _steps(sess) if op == "Transpose"]
     assert perms[1] == [0, 1, 2, 4, 3]
     assert_outputs_match(sess.run(None, {"x": x}), run_ort(model, {"x": x}), rtol=1e-5, atol=1e-5)
+
+
+def test_optimized_model_filepath_writes_the_optimized_graph(tmp_path):
+    """optimized_model_filepath holds the graph after the passes (folded BatchNormalization, channel-last convs with
+    fused epilogues, the com.onnxep opset imported); loading that file gives the same outputs. Oracle: the session that
+    wrote it."""
+    model, feeds = _resnet_block()
+    path = tmp_path / "opt.onnx"
+    so = onnxep.SessionOptions()
+    so.optimized_model_filepath = str(path)
+    sess = onnxep.InferenceSession(model.SerializeToString(), so)
+    written = onnx.load(str(path))
+    ops = [n.op_type for n in written.graph.node]
+    assert "BatchNormalization" not in ops and ops.count("NhwcConv") == 3 and "Relu" not in ops, ops
+    assert {o.domain: o.version for o in written.opset_import}.get("com.onnxep") == 1
+    again = onnxep.InferenceSession(str(path))
+    np.testing.assert_array_equal(again.run(None, feeds)[0], sess.run(None, feeds)[0])
+    assert [st[6] for p in again.plans for st in p.steps] == _ops(sess)

@@ -6,8 +6,9 @@
            meet), then the NhwcConv epilogue fusions (residual Add, activations) and ChannelAffine chains (the
            per-channel Mul / Add and Relu after a BatchNormalization folded into it)
 
-ORT_ENABLE_ALL (99, the default) runs them all. `optimized_model_filepath` writes the model as loaded (the optimized
-graph is not written back yet)."""
+ORT_ENABLE_ALL (99, the default) runs them all. `optimized_model_filepath` writes the optimized graph (with onnxep's
+own com.onnxep ops where the passes put them, so only onnxep runs it -- as onnxruntime's optimized models carry its
+com.microsoft ops)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 import onnx
 
 from onnxep.graph.ir import Graph
+from onnxep.graph.model import save_graph
 from onnxep.graph.passes.constant_folding import fold_constants
 from onnxep.graph.passes.fuse_channel_affine import fuse_channel_affine
 from onnxep.graph.passes.fuse_conv_affine import fuse_conv_affine
@@ -46,5 +48,5 @@ def optimize(graph: Graph, level: int, optimized_model_filepath: str = "", model
         if level >= min_level:
             graph = fn(graph, ctx)
     if optimized_model_filepath and model is not None:
-        onnx.save(model, optimized_model_filepath)
+        save_graph(graph, model, optimized_model_filepath)
     return graph
