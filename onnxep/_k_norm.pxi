@@ -85,8 +85,13 @@ cdef void _lrn_plane_f32(const float* x, float* y, Py_ssize_t n, Py_ssize_t c, P
             v = xc[i]
             yp[i] = yp[i] + v * v
     xc = xn + c * S
-    for i in range(S):
-        yp[i] = xc[i] / powf(bias + alpha_n * yp[i], beta)
+    if beta == 0.75:                       # t ** 0.75 = sqrt(t) * sqrt(sqrt(t)): vectorised, within 2 ulp of powf
+        for i in range(S):
+            v = bias + alpha_n * yp[i]
+            yp[i] = xc[i] / (sqrtf(v) * sqrtf(sqrtf(v)))
+    else:
+        for i in range(S):
+            yp[i] = xc[i] / powf(bias + alpha_n * yp[i], beta)
 
 
 def lrn_f32(const float[:, :, ::1] x, float[:, :, ::1] y, Py_ssize_t size, float alpha, float beta, float bias,
@@ -110,6 +115,51 @@ def lrn_f32(const float[:, :, ::1] x, float[:, :, ::1] y, Py_ssize_t size, float
         else:
             for t in prange(N * C, num_threads=_nthreads(nthreads), schedule="static"):
                 _lrn_plane_f32(&x[0, 0, 0], &y[0, 0, 0], t // C, t % C, C, S, lo, hi, alpha_n, beta, bias)
+
+
+cdef void _lrn_row_nhwc(const float* x, float* y, Py_ssize_t C, Py_ssize_t lo, Py_ssize_t hi, float alpha_n,
+                        float beta, float bias) noexcept nogil:
+    """One pixel's channels: y[c] := x[c] / (bias + alpha_n * sum_{k in [c-lo, c+hi] n [0, C)} x[k]^2) ** beta, the
+    window summed in ascending k as _lrn_plane_f32 does (beta 0.75 through square roots: within 2 ulp of powf)."""
+    cdef Py_ssize_t c, d, c_lo, c_hi
+    cdef float v
+    for c in range(C):
+        y[c] = 0.0
+    for d in range(-lo, hi + 1):           # y[c] += x[c + d]^2 where c + d is a channel
+        c_lo = -d if d < 0 else 0
+        c_hi = C - d if d > 0 else C
+        for c in range(c_lo, c_hi):
+            v = x[c + d]
+            y[c] = y[c] + v * v
+    if beta == 0.75:                       # the common case: t ** 0.75 = sqrt(t) * sqrt(sqrt(t)), vectorised
+        for c in range(C):
+            v = bias + alpha_n * y[c]
+            y[c] = x[c] / (sqrtf(v) * sqrtf(sqrtf(v)))
+    else:
+        for c in range(C):
+            y[c] = x[c] / powf(bias + alpha_n * y[c], beta)
+
+
+def lrn_nhwc_f32(const float[:, ::1] x, float[:, ::1] y, Py_ssize_t size, float alpha, float beta, float bias,
+                 int nthreads=0):
+    """LRN over the channels (last axis) of channel-last rows (N*H*W, C); the same window and formula as lrn_f32."""
+    cdef Py_ssize_t R = x.shape[0], C = x.shape[1], r
+    cdef Py_ssize_t lo = (size - 1) // 2, hi = size - 1 - (size - 1) // 2
+    cdef float alpha_n
+    if size < 1:
+        raise ValueError(f"lrn_nhwc_f32: size must be >= 1, got {size}")
+    if y.shape[0] != R or y.shape[1] != C:
+        raise ValueError(f"lrn_nhwc_f32: x is {R}x{C}, y is {y.shape[0]}x{y.shape[1]}")
+    if R * C == 0:
+        return
+    alpha_n = alpha / <float>size
+    with nogil:
+        if R * C * size < NORM_PAR_WORK or R < 2:
+            for r in range(R):
+                _lrn_row_nhwc(&x[r, 0], &y[r, 0], C, lo, hi, alpha_n, beta, bias)
+        else:
+            for r in prange(R, num_threads=_nthreads(nthreads), schedule="static"):
+                _lrn_row_nhwc(&x[r, 0], &y[r, 0], C, lo, hi, alpha_n, beta, bias)
 
 
 cdef void _softmax_rows_f32(const float* x, float* y, Py_ssize_t K, int log) noexcept nogil:

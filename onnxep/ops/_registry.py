@@ -24,7 +24,7 @@ _MODULES = (
     "max_pool", "average_pool", "global_average_pool", "global_max_pool", "lrn", "batch_normalization",
     "softmax", "log_softmax",
     # -- internal channel-last ops (domain com.onnxep)
-    "nhwc_pool", "channel_affine",
+    "nhwc_pool", "channel_affine", "nhwc_lrn",
     # -- (more groups go here)
 )
 

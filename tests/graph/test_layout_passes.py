@@ -288,3 +288,17 @@ def test_optimized_model_filepath_writes_the_optimized_graph(tmp_path):
     again = onnxep.InferenceSession(str(path))
     np.testing.assert_array_equal(again.run(None, feeds)[0], sess.run(None, feeds)[0])
     assert [st[6] for p in again.plans for st in p.steps] == _ops(sess)
+
+
+def test_lrn_after_a_conv_runs_channel_last():
+    """Conv -> Relu -> LRN -> MaxPool (AlexNet / ZFNet) stays channel-last: NhwcLRN between the conv and the pool,
+    no Transpose inside. Oracle: onnxruntime."""
+    x = RNG.uniform(-1, 1, (1, 3, 9, 9)).astype(np.float32)
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c"], ["r"]),
+             helper.make_node("LRN", ["r"], ["l"], size=5, alpha=1e-3, beta=0.75, bias=2.0),
+             helper.make_node("MaxPool", ["l"], ["y"], kernel_shape=[3, 3], strides=[2, 2])]
+    model = make_model(nodes, {"x": x}, ["y"], initializers={"w": _w(12, 3, 3, 3)})
+    sess = _session(model)
+    assert _ops(sess) == ["Transpose", "NhwcConv", "NhwcLRN", "NhwcMaxPool", "Transpose"], _ops(sess)
+    assert_outputs_match(sess.run(None, {"x": x}), run_ort(model, {"x": x}), rtol=1e-5, atol=1e-6)

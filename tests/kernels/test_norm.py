@@ -99,3 +99,25 @@ def test_channel_affine_f32(isa, R, C, relu):
     np.testing.assert_array_equal(x, y1)
     with pytest.raises(ValueError, match="channel_affine_f32"):
         mod.channel_affine_f32(x, y1, a[:-1] if C > 1 else np.empty(2, np.float32), b, relu, 1)
+
+
+@pytest.mark.parametrize("isa", list(VARIANTS))
+@pytest.mark.parametrize("R,C,size,beta", [(1, 1, 1, 0.75), (7, 5, 3, 0.75), (50, 96, 5, 0.75), (9, 17, 4, 0.6),
+                                            (3, 8, 9, 1.0)])
+def test_lrn_nhwc_matches_nchw_kernel(isa, R, C, size, beta):
+    """Oracle: the NCHW lrn_f32 on the transposed data (the same window sums) and numpy float64 (the formula);
+    1 and 2 threads identical."""
+    mod = VARIANTS[isa]
+    rng = np.random.default_rng(R * C + size)
+    x = rng.uniform(-3, 3, (R, C)).astype(np.float32)
+    y1, y2 = np.empty_like(x), np.empty_like(x)
+    mod.lrn_nhwc_f32(x, y1, size, 0.01, beta, 1.5, 1)
+    mod.lrn_nhwc_f32(x, y2, size, 0.01, beta, 1.5, 2)
+    np.testing.assert_array_equal(y1, y2)
+    yn = np.empty((1, C, R), np.float32)
+    mod.lrn_f32(np.ascontiguousarray(x.T)[None], yn, size, 0.01, beta, 1.5, 1)
+    np.testing.assert_allclose(y1, yn[0].T, rtol=2e-6, atol=0)
+    lo, hi = (size - 1) // 2, size - 1 - (size - 1) // 2
+    x64 = x.astype(np.float64)
+    s = np.stack([np.sum(x64[:, max(0, c - lo):min(C, c + hi + 1)] ** 2, axis=1) for c in range(C)], axis=1)
+    np.testing.assert_allclose(y1, x64 / (1.5 + 0.01 / size * s) ** beta, rtol=5e-6)

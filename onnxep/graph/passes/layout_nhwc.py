@@ -1,4 +1,4 @@
-"""Channel-last layout (ORT_ENABLE_LAYOUT and up): 2-D Conv and pooling nodes the cpu backend runs become their
+"""Channel-last layout (ORT_ENABLE_LAYOUT and up): 2-D Conv, pooling and LRN nodes the cpu backend runs become their
 com.onnxep NHWC twins, and activations stay NHWC between them. The layout changes only where an NCHW value meets an
 NHWC op or the other way round (Transpose nodes), never per op:
 
@@ -29,7 +29,7 @@ from onnxep.ops import _registry
 TO_NHWC, TO_NCHW = [0, 2, 3, 1], [0, 3, 1, 2]
 #: ONNX op -> its NHWC twin in the com.onnxep domain (same attributes, NHWC data input and output).
 NHWC_TWINS = {"Conv": "NhwcConv", "MaxPool": "NhwcMaxPool", "AveragePool": "NhwcAveragePool",
-              "GlobalAveragePool": "NhwcGlobalAveragePool", "GlobalMaxPool": "NhwcGlobalMaxPool"}
+              "GlobalAveragePool": "NhwcGlobalAveragePool", "GlobalMaxPool": "NhwcGlobalMaxPool", "LRN": "NhwcLRN"}
 #: elementwise ops that do not care about the layout when every data input has the same shape
 UNARY = {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "Clip", "Abs", "Neg", "Exp", "Sqrt", "Identity", "Dropout",
          "HardSigmoid", "Elu", "Selu", "Softplus", "Erf"}

@@ -1,0 +1,34 @@
+"""NhwcLRN (domain com.onnxep): LRN over channel-last activations, written by the layout pass when the input is
+already channel-last. The ONNX LRN's attributes and formula; X and Y are (N, H, W, C), the window runs along the
+last axis."""
+import numpy as np
+
+from onnxep import _kernels
+from onnxep.ops._base import OpKernel
+
+DOMAIN = "com.onnxep"
+
+
+class NhwcLRN_1(OpKernel):
+    domain, op_type, since = DOMAIN, "NhwcLRN", 1
+    type_constraints = {}        # no onnx schema for this domain: supports() checks the types
+    alpha = 0.0001
+    beta = 0.75
+    bias = 1.0
+    size = None
+
+    @classmethod
+    def supports(cls, op):
+        x = op.input_types[0]
+        size = op.node.attrs.get("size")
+        return (size is not None and int(size) >= 1 and len(op.node.inputs) == 1 and len(op.node.outputs) == 1
+                and x is not None and x.type_str == "tensor(float)" and x.shape is not None and len(x.shape) == 4)
+
+    def compute(self, ctx):
+        x = ctx.input(0)
+        if x.ndim != 4:
+            raise ValueError(f"NhwcLRN: X must be 4-D (NHWC), got shape {x.shape}")
+        c = x.shape[3]
+        y = ctx.output(0, x.shape, np.float32)
+        _kernels.lrn_nhwc_f32(x.reshape(-1, c), y.reshape(-1, c), int(self.size), float(self.alpha),
+                              float(self.beta), float(self.bias), ctx.num_threads)
