@@ -77,3 +77,19 @@ def tensor_type(like: ValueType | None, shape) -> ValueType:
         return ValueType()
     dims = [d if isinstance(d, (int, str)) else None for d in shape]
     return ValueType.from_proto(helper.make_tensor_type_proto(elem, dims))
+
+
+def absorb(into: Node, node: Node, producer: dict, drop: set) -> None:
+    """`into` takes over `node`'s output (the fusion passes: `node`'s work is now part of `into`); `node` is marked
+    in `drop` for remove_nodes."""
+    into.outputs = [node.outputs[0]]
+    into.proto = node_proto(into)
+    producer[node.outputs[0]] = into
+    drop.add(id(node))
+
+
+def remove_nodes(graph: Graph, drop: set) -> None:
+    """Remove the nodes whose ids are in `drop`, then the initializers nothing reads any more."""
+    if drop:
+        graph.nodes = [n for n in graph.nodes if id(n) not in drop]
+        drop_unused_initializers(graph)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from onnxep.graph.ir import Graph
-from onnxep.graph.passes._edit import INTERNAL_DOMAIN, Names, consumer_counts, drop_unused_initializers, node_proto
+from onnxep.graph.passes._edit import INTERNAL_DOMAIN, Names, absorb, consumer_counts, remove_nodes
 
 
 def fuse_channel_affine(graph: Graph, ctx=None) -> Graph:
@@ -44,11 +44,6 @@ def fuse_channel_affine(graph: Graph, ctx=None) -> Graph:
             graph.initializers[an] = consts[an] = a.astype(np.float32)
             graph.initializers[bn] = consts[bn] = b.astype(np.float32)
             aff.inputs = [aff.inputs[0], an, bn]
-        aff.outputs = [node.outputs[0]]
-        aff.proto = node_proto(aff)
-        producer[node.outputs[0]] = aff
-        drop.add(id(node))
-    if drop:
-        graph.nodes = [n for n in graph.nodes if id(n) not in drop]
-        drop_unused_initializers(graph)
+        absorb(aff, node, producer, drop)
+    remove_nodes(graph, drop)
     return graph

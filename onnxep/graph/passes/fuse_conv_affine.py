@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from onnxep.graph.ir import Graph
-from onnxep.graph.passes._edit import Names, consumer_counts, drop_unused_initializers, node_proto
+from onnxep.graph.passes._edit import Names, absorb, consumer_counts, remove_nodes
 
 
 def per_channel(value: np.ndarray, channels: int, rank: int):
@@ -103,11 +103,6 @@ def fuse_conv_affine(graph: Graph, ctx=None) -> Graph:
         bname = names.new(f"{conv.name}_bias_{node.op_type.lower()}")
         graph.initializers[bname] = consts[bname] = (b.astype(np.float64) * a + shift).astype(np.float32)
         conv.inputs = [conv.inputs[0], wn, bname]
-        conv.outputs = [node.outputs[0]]
-        conv.proto = node_proto(conv)
-        producer[node.outputs[0]] = conv
-        drop.add(id(node))
-    if drop:
-        graph.nodes = [n for n in graph.nodes if id(n) not in drop]
-        drop_unused_initializers(graph)
+        absorb(conv, node, producer, drop)
+    remove_nodes(graph, drop)
     return graph
