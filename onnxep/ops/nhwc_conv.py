@@ -10,7 +10,7 @@ runs conv_depthwise_nhwc_f32 (no Z)."""
 import numpy as np
 
 from onnxep import _kernels
-from onnxep.ops._base import F32, OpKernel, static_shape
+from onnxep.ops._base import F32, OpKernel
 from onnxep.ops._packed import PackedWeightMixin
 from onnxep.ops.conv import conv_geometry
 

@@ -4,8 +4,6 @@ Oracle: the float64 numpy direct convolution of test_conv.py on the NCHW-transpo
 compared with the generic one. Tolerance: the GEMM bound Kc * eps32 * max|x| * max|w| (+ bias and residual
 rounding), x2. Shapes are drawn by hypothesis, including 1-sized dims, primes, and channel / pixel counts just off the
 micro-kernel tiles (MR rows of pixels, NR output channels, runs of 16 channels in the AVX-512 packing)."""
-import importlib
-
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st

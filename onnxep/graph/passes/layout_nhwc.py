@@ -17,9 +17,9 @@ NHWC op or the other way round (Transpose nodes), never per op:
 Nodes whose op type the session forces onto the reference backend ('onnxep.fallback_op_types') are left alone."""
 from __future__ import annotations
 
-from onnxep.backends.cpu import CPU_DEVICE
 import numpy as np
 
+from onnxep.backends.cpu import CPU_DEVICE
 from onnxep.graph.ir import Graph, OpInfo, ValueType
 from onnxep.graph.partition import op_info
 from onnxep.graph.passes._edit import INTERNAL_DOMAIN, Names, make_node, reads, tensor_type
