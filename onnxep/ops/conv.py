@@ -1,7 +1,6 @@
 """Conv, float32, NCW / NCHW / NCDHW (1-, 2- and 3-D): groups (incl. depthwise), strides, pads incl. asymmetric,
 auto_pad, dilations, bias. im2col + packed GEMM (the weight is the packed operand, pre-packed when constant); one input
 channel per group (depthwise) runs a direct loop."""
-import math
 
 import numpy as np
 

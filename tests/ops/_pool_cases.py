@@ -1,7 +1,6 @@
 """Shared helpers for the pooling op tests (imported by test_max_pool.py / test_average_pool.py)."""
 from __future__ import annotations
 
-import numpy as np
 from onnx import helper
 
 from tests._util import assert_outputs_match, fallback_nodes, make_model, run_onnxep, run_ort, run_reference

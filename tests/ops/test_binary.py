@@ -1,5 +1,4 @@
 """Add, Sub, Mul, Div (opsets 7, 13, 14) with broadcasting. Oracle: onnx.reference."""
-import numpy as np
 import pytest
 
 from tests.ops._eltshape import check_node, node, rand

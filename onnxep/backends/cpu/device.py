@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 
 from onnxep.contracts.backend import Backend, Device, GraphPlan
 from onnxep.contracts.compile import prepack_kernel
