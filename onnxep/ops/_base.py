@@ -111,6 +111,14 @@ def attr(op, name, default=None):
     return default if v is None else v
 
 
+def f32_shape(vt, rank=None):
+    """The shape of a float32 tensor ValueType (dims may be symbolic) of the given rank (any rank when None), else
+    None: the type check of the com.onnxep ops, which have no onnx schema for check_types to read."""
+    if vt is None or vt.kind != "tensor" or vt.type_str != "tensor(float)" or vt.shape is None:
+        return None
+    return tuple(vt.shape) if rank is None or len(vt.shape) == rank else None
+
+
 def static_shape(vt):
     """The shape of a ValueType when every dim is known, else None."""
     if vt is None or vt.shape is None or any(not isinstance(d, int) for d in vt.shape):

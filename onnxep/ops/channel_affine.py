@@ -5,7 +5,7 @@ after it folded in (graph/passes/fuse_channel_affine.py). Written by passes, nev
 import numpy as np
 
 from onnxep import _kernels
-from onnxep.ops._base import F32, OpKernel
+from onnxep.ops._base import F32, OpKernel, f32_shape
 
 DOMAIN = "com.onnxep"
 
@@ -21,10 +21,10 @@ class ChannelAffine_1(OpKernel):
             return False
         if op.node.attrs.get("activation", "") not in ("", "Relu"):
             return False
-        x = op.input_types[0]
-        if x is None or x.type_str != "tensor(float)" or x.shape is None or len(x.shape) < 1:
+        shape = f32_shape(op.input_types[0])
+        if not shape:
             return False
-        c = x.shape[-1]
+        c = shape[-1]
         return all(i in op.constants and op.constants[i].dtype == F32 and op.constants[i].shape == (c,)
                    for i in (1, 2))
 

@@ -10,7 +10,7 @@ runs conv_depthwise_nhwc_f32 (no Z)."""
 import numpy as np
 
 from onnxep import _kernels
-from onnxep.ops._base import F32, OpKernel
+from onnxep.ops._base import F32, OpKernel, f32_shape
 from onnxep.ops._packed import PackedWeightMixin
 from onnxep.ops.conv import conv_geometry
 
@@ -19,8 +19,7 @@ ACTIVATIONS = _kernels.ACTIVATIONS      # name -> (code, number of activation_pa
 
 
 def _is_f32_rank4(vt):
-    return vt is not None and vt.kind == "tensor" and vt.type_str == "tensor(float)" and vt.shape is not None \
-        and len(vt.shape) == 4
+    return f32_shape(vt, 4) is not None
 
 
 class NhwcConv_1(PackedWeightMixin, OpKernel):
@@ -44,7 +43,7 @@ class NhwcConv_1(PackedWeightMixin, OpKernel):
         if not _is_f32_rank4(w) or not _is_f32_rank4(op.input_types[0]) \
                 or not all(isinstance(d, int) for d in w.shape):
             return False
-        if len(ins) > 2 and ins[2] and (op.input_types[2] is None or op.input_types[2].type_str != "tensor(float)"):
+        if len(ins) > 2 and ins[2] and f32_shape(op.input_types[2]) is None:
             return False
         if len(ins) > 3 and ins[3] and not _is_f32_rank4(op.input_types[3]):
             return False

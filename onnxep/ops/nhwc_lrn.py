@@ -4,7 +4,7 @@ last axis."""
 import numpy as np
 
 from onnxep import _kernels
-from onnxep.ops._base import OpKernel
+from onnxep.ops._base import OpKernel, f32_shape
 
 DOMAIN = "com.onnxep"
 
@@ -19,10 +19,9 @@ class NhwcLRN_1(OpKernel):
 
     @classmethod
     def supports(cls, op):
-        x = op.input_types[0]
         size = op.node.attrs.get("size")
         return (size is not None and int(size) >= 1 and len(op.node.inputs) == 1 and len(op.node.outputs) == 1
-                and x is not None and x.type_str == "tensor(float)" and x.shape is not None and len(x.shape) == 4)
+                and f32_shape(op.input_types[0], 4) is not None)
 
     def compute(self, ctx):
         x = ctx.input(0)

@@ -11,18 +11,18 @@ attributes below (the ONNX defaults), and supports() checks the input types itse
 import numpy as np
 
 from onnxep import _kernels
-from onnxep.ops._base import OpKernel
+from onnxep.ops._base import OpKernel, f32_shape
 from onnxep.ops._pool_common import PoolAttrs
 
 DOMAIN = "com.onnxep"
 
 
-def _input_shape_4d_f32(op):
-    """The input's shape when it is a float32 tensor of rank 4 (dims may be symbolic), else None."""
-    vt = op.input_types[0] if op.input_types else None
-    if vt is None or vt.kind != "tensor" or vt.type_str != "tensor(float)" or vt.shape is None or len(vt.shape) != 4:
+def _single_4d_f32_input(op):
+    """The shape of the node's one input when it is a float32 tensor of rank 4 (dims may be symbolic) and the node
+    has one output, else None."""
+    if len(op.node.inputs) != 1 or len(op.node.outputs) != 1:
         return None
-    return vt.shape
+    return f32_shape(op.input_types[0], 4)
 
 
 class _NhwcPool(OpKernel):
@@ -39,8 +39,8 @@ class _NhwcPool(OpKernel):
 
     @classmethod
     def supports(cls, op):
-        shape = _input_shape_4d_f32(op)
-        if shape is None or len(op.node.outputs) != 1 or len(op.node.inputs) != 1:
+        shape = _single_4d_f32_input(op)
+        if shape is None:
             return False
         a = op.node.attrs
         if not a.get("kernel_shape") or len(a["kernel_shape"]) != 2:
@@ -101,8 +101,8 @@ class NhwcGlobalAveragePool_1(OpKernel):
 
     @classmethod
     def supports(cls, op):
-        shape = _input_shape_4d_f32(op)
-        if shape is None or len(op.node.outputs) != 1 or len(op.node.inputs) != 1:
+        shape = _single_4d_f32_input(op)
+        if shape is None:
             return False
         # an empty spatial extent has no mean / max (as GlobalAveragePool_1: leave it to another backend)
         return not any(isinstance(d, int) and d == 0 for d in shape[1:3])
