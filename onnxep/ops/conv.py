@@ -54,15 +54,21 @@ def _to3(t, fill):
     return (fill,) * (3 - len(t)) + tuple(int(v) for v in t)
 
 
-class Conv_1(PackedWeightMixin, OpKernel):
-    domain, op_type, since = "", "Conv", 1
-    type_constraints = {"T": ("float32",)}
+class ConvAttrs:
+    """Conv's attributes and their defaults (also NhwcConv's, whose com.onnxep domain has no schema to read them
+    from)."""
+
     auto_pad = "NOTSET"
     group = 1
     kernel_shape = None
     strides = None
     dilations = None
     pads = None
+
+
+class Conv_1(ConvAttrs, PackedWeightMixin, OpKernel):
+    domain, op_type, since = "", "Conv", 1
+    type_constraints = {"T": ("float32",)}
 
     @classmethod
     def supports(cls, op):

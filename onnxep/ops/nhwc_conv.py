@@ -12,7 +12,7 @@ import numpy as np
 from onnxep import _kernels
 from onnxep.ops._base import F32, OpKernel, f32_shape
 from onnxep.ops._packed import PackedWeightMixin
-from onnxep.ops.conv import conv_geometry
+from onnxep.ops.conv import ConvAttrs, conv_geometry
 
 DOMAIN = "com.onnxep"
 ACTIVATIONS = _kernels.ACTIVATIONS      # name -> (code, number of activation_params)
@@ -22,15 +22,9 @@ def _is_f32_rank4(vt):
     return f32_shape(vt, 4) is not None
 
 
-class NhwcConv_1(PackedWeightMixin, OpKernel):
+class NhwcConv_1(ConvAttrs, PackedWeightMixin, OpKernel):
     domain, op_type, since = DOMAIN, "NhwcConv", 1
     type_constraints = {}        # no onnx schema for this domain: supports() checks the types
-    auto_pad = "NOTSET"
-    group = 1
-    kernel_shape = None
-    strides = None
-    dilations = None
-    pads = None
     activation = ""
     activation_params = None
 
