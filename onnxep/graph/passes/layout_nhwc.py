@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from onnxep.backends.cpu import CPU_DEVICE
-from onnxep.graph.ir import Graph, OpInfo, ValueType
+from onnxep.graph.ir import Graph, Node, OpInfo, ValueType
 from onnxep.graph.partition import op_info
 from onnxep.graph.passes._edit import INTERNAL_DOMAIN, Names, make_node, reads, tensor_type
 from onnxep.graph.passes.fuse_conv_affine import bn_affine, bn_foldable, per_channel
@@ -96,7 +96,8 @@ class _Layout:
         perm = [tensor_type(vt, None if s is None else (s[0], s[2], s[3], s[1]))
                 for vt, s in ((op.input_types[0], _shape4(op.input_types[0])),
                               (op.output_types[0], _shape4(op.output_types[0])))]
-        tw = make_node(self.g, node.name, twin, node.inputs, node.outputs, node.attrs, INTERNAL_DOMAIN)
+        # (a bare Node: building the NodeProto, and importing the com.onnxep opset, waits for a twin that is used)
+        tw = Node(node.name, twin, INTERNAL_DOMAIN, list(node.inputs), list(node.outputs), dict(node.attrs), 1)
         try:
             return bool(cls.supports(OpInfo(tw, [perm[0]] + op.input_types[1:], [perm[1]], op.constants)))
         except Exception:
