@@ -394,6 +394,174 @@ cdef void _dw_plane_buf(const float* buf, const DwBuf* d, const float* wc, float
         oh0 += R
 
 
+cdef extern from *:
+    """
+    /* onnxep_dw3x3_plane: one output plane of a 2-D depthwise 3x3 conv (dilation 1, column stride 1 or 2, any row
+       stride and pads), AVX-512: 16 output columns per vector; kernel columns that fall outside the input row are
+       masked-load zeros (masked lanes are never read, so no padded copy). Each output is bias, then the taps in
+       (b, e) order, one FMA each -- the order of the generic loops, so results agree to rounding. */
+    #if defined(__AVX512F__)
+    #define ONNXEP_DW3_SIMD 1
+    static inline __mmask16 onnxep_lanes(Py_ssize_t lo, Py_ssize_t hi)   /* lanes l with lo <= l < hi */
+    {
+        if (lo < 0) lo = 0;
+        if (hi > 16) hi = 16;
+        if (hi <= lo) return (__mmask16)0;
+        return (__mmask16)(((1u << hi) - 1u) & ~((1u << lo) - 1u));
+    }
+    static void onnxep_dw3x3_rows(const float* x, Py_ssize_t H, Py_ssize_t W, const float* w, float bias, float* y,
+                                  Py_ssize_t Wo, Py_ssize_t sh, Py_ssize_t sw, Py_ssize_t ph, Py_ssize_t pw, int relu,
+                                  Py_ssize_t oh0, Py_ssize_t oh1)   /* output rows oh0 <= oh < oh1 */
+    {
+        __m512 wv[9], vb = _mm512_set1_ps(bias), z = _mm512_setzero_ps();
+        const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+        const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+        const __m512i next = _mm512_setr_epi32(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16);
+        Py_ssize_t oh, ow0, ih, c0;
+        int b, e, i;
+        for (i = 0; i < 9; i++) wv[i] = _mm512_set1_ps(w[i]);
+        for (oh = oh0; oh < oh1; oh++) {
+            const float* rows[3];
+            __m512 wr[9];
+            int nb = 0;
+            for (b = 0; b < 3; b++) {     /* the kernel rows inside x, and their weights */
+                ih = oh * sh - ph + b;
+                if (ih >= 0 && ih < H) {
+                    rows[nb] = x + ih * W;
+                    for (e = 0; e < 3; e++) wr[nb * 3 + e] = wv[b * 3 + e];
+                    nb++;
+                }
+            }
+            float* yr = y + oh * Wo;
+            for (ow0 = 0; ow0 < Wo; ow0 += 16) {
+                __mmask16 mo = onnxep_lanes(0, Wo - ow0);
+                __m512 acc = vb;
+                if (sw == 1) {
+                    c0 = ow0 - pw;
+                    __mmask16 m0 = onnxep_lanes(-c0, W - c0), m1 = onnxep_lanes(-c0 - 1, W - c0 - 1);
+                    __mmask16 m2 = onnxep_lanes(-c0 - 2, W - c0 - 2);
+                    #define ONNXEP_DW3_ROW1(R) { const float* r = rows[R] + c0; \
+                        acc = _mm512_fmadd_ps(wr[R * 3], _mm512_maskz_loadu_ps(m0, r), acc); \
+                        acc = _mm512_fmadd_ps(wr[R * 3 + 1], _mm512_maskz_loadu_ps(m1, r + 1), acc); \
+                        acc = _mm512_fmadd_ps(wr[R * 3 + 2], _mm512_maskz_loadu_ps(m2, r + 2), acc); }
+                    #define ONNXEP_DW3_ROW1F(R) { const float* r = rows[R] + c0; \
+                        acc = _mm512_fmadd_ps(wr[R * 3], _mm512_loadu_ps(r), acc); \
+                        acc = _mm512_fmadd_ps(wr[R * 3 + 1], _mm512_loadu_ps(r + 1), acc); \
+                        acc = _mm512_fmadd_ps(wr[R * 3 + 2], _mm512_loadu_ps(r + 2), acc); }
+                    if (nb == 3 && (m0 & m1 & m2) == (__mmask16)0xFFFF) {   /* inside the row: plain loads */
+                        ONNXEP_DW3_ROW1F(0) ONNXEP_DW3_ROW1F(1) ONNXEP_DW3_ROW1F(2)
+                    } else if (nb == 3) { ONNXEP_DW3_ROW1(0) ONNXEP_DW3_ROW1(1) ONNXEP_DW3_ROW1(2) }
+                    else for (i = 0; i < nb; i++) ONNXEP_DW3_ROW1(i)
+                    #undef ONNXEP_DW3_ROW1
+                    #undef ONNXEP_DW3_ROW1F
+                } else {   /* sw == 2: x[c0 + 2l + e] from the even / odd lanes of 32 (+1) consecutive inputs */
+                    c0 = 2 * ow0 - pw;
+                    __mmask16 m0 = onnxep_lanes(-c0, W - c0), m1 = onnxep_lanes(-c0 - 16, W - c0 - 16);
+                    __mmask16 m2 = onnxep_lanes(-c0 - 32, W - c0 - 32) & (__mmask16)1;
+                    #define ONNXEP_DW3_ROW2(R) { const float* r = rows[R] + c0; \
+                        __m512 v0 = _mm512_maskz_loadu_ps(m0, r), v1 = _mm512_maskz_loadu_ps(m1, r + 16); \
+                        __m512 v2 = _mm512_maskz_loadu_ps(m2, r + 32); \
+                        __m512 t0 = _mm512_permutex2var_ps(v0, even, v1); \
+                        __m512 t1 = _mm512_permutex2var_ps(v0, odd, v1); \
+                        __m512 t2 = _mm512_permutex2var_ps(t0, next, v2); \
+                        acc = _mm512_fmadd_ps(wr[R * 3], t0, acc); \
+                        acc = _mm512_fmadd_ps(wr[R * 3 + 1], t1, acc); \
+                        acc = _mm512_fmadd_ps(wr[R * 3 + 2], t2, acc); }
+                    if (nb == 3) { ONNXEP_DW3_ROW2(0) ONNXEP_DW3_ROW2(1) ONNXEP_DW3_ROW2(2) }
+                    else for (i = 0; i < nb; i++) ONNXEP_DW3_ROW2(i)
+                    #undef ONNXEP_DW3_ROW2
+                }
+                if (relu) acc = _mm512_max_ps(acc, z);
+                _mm512_mask_storeu_ps(yr + ow0, mo, acc);
+            }
+        }
+    }
+    /* Stride 1, 'same' size (pads 1, Ho = H, Wo = W >= 16): output rows 1 .. H-2 as one flattened run, every tap
+       of output i reading x[i + (b-1)*W + e-1] (inside the plane); the lanes whose kernel column wraps into the
+       neighbouring row (column 0 for e = 0, column W-1 for e = 2) skip that tap (masked FMA). */
+    static void onnxep_dw3x3_band(const float* x, Py_ssize_t W, const float* w, float bias, float* y, Py_ssize_t i0,
+                                  Py_ssize_t i1, int relu)
+    {
+        __m512 w0 = _mm512_set1_ps(w[0]), w1 = _mm512_set1_ps(w[1]), w2 = _mm512_set1_ps(w[2]);
+        __m512 w3 = _mm512_set1_ps(w[3]), w4 = _mm512_set1_ps(w[4]), w5 = _mm512_set1_ps(w[5]);
+        __m512 w6 = _mm512_set1_ps(w[6]), w7 = _mm512_set1_ps(w[7]), w8 = _mm512_set1_ps(w[8]);
+        __m512 vb = _mm512_set1_ps(bias), z = _mm512_setzero_ps();
+        Py_ssize_t i, col = i0 % W, l0, l1;
+        for (i = i0; i < i1; i += 16) {
+            __mmask16 mo = onnxep_lanes(0, i1 - i), me0 = (__mmask16)0xFFFF, me2 = (__mmask16)0xFFFF;
+            l0 = col == 0 ? 0 : W - col;         /* the lane in column 0 */
+            l1 = W - 1 - col;                    /* the lane in column W-1 */
+            if (l0 < 16) me0 = (__mmask16)~(1u << l0);
+            if (l1 < 16) me2 = (__mmask16)~(1u << l1);
+            const float* r = x + i - W - 1;
+            __m512 acc = vb;
+            acc = _mm512_mask3_fmadd_ps(w0, _mm512_loadu_ps(r), acc, me0);
+            acc = _mm512_fmadd_ps(w1, _mm512_loadu_ps(r + 1), acc);
+            acc = _mm512_mask3_fmadd_ps(w2, _mm512_loadu_ps(r + 2), acc, me2);
+            r += W;
+            acc = _mm512_mask3_fmadd_ps(w3, _mm512_loadu_ps(r), acc, me0);
+            acc = _mm512_fmadd_ps(w4, _mm512_loadu_ps(r + 1), acc);
+            acc = _mm512_mask3_fmadd_ps(w5, _mm512_loadu_ps(r + 2), acc, me2);
+            r += W;
+            acc = _mm512_mask3_fmadd_ps(w6, _mm512_loadu_ps(r), acc, me0);
+            acc = _mm512_fmadd_ps(w7, _mm512_loadu_ps(r + 1), acc);
+            acc = _mm512_mask3_fmadd_ps(w8, _mm512_loadu_ps(r + 2), acc, me2);
+            if (relu) acc = _mm512_max_ps(acc, z);
+            _mm512_mask_storeu_ps(y + i, mo, acc);
+            col += 16;
+            if (col >= W) col -= W;
+        }
+    }
+    static void onnxep_dw3x3_plane(const float* x, Py_ssize_t H, Py_ssize_t W, const float* w, float bias, float* y,
+                                   Py_ssize_t Ho, Py_ssize_t Wo, Py_ssize_t sh, Py_ssize_t sw, Py_ssize_t ph,
+                                   Py_ssize_t pw, int relu)
+    {
+        if (sh == 1 && sw == 1 && ph == 1 && pw == 1 && Ho == H && Wo == W && W >= 16 && H >= 3) {
+            onnxep_dw3x3_rows(x, H, W, w, bias, y, Wo, 1, 1, 1, 1, relu, 0, 1);
+            onnxep_dw3x3_band(x, W, w, bias, y, W, (H - 1) * W, relu);
+            onnxep_dw3x3_rows(x, H, W, w, bias, y, Wo, 1, 1, 1, 1, relu, H - 1, H);
+        } else {
+            onnxep_dw3x3_rows(x, H, W, w, bias, y, Wo, sh, sw, ph, pw, relu, 0, Ho);
+        }
+    }
+    #else
+    #define ONNXEP_DW3_SIMD 0
+    static inline void onnxep_dw3x3_plane(const float* x, Py_ssize_t H, Py_ssize_t W, const float* w, float bias,
+                                          float* y, Py_ssize_t Ho, Py_ssize_t Wo, Py_ssize_t sh, Py_ssize_t sw,
+                                          Py_ssize_t ph, Py_ssize_t pw, int relu) { }
+    #endif
+    """
+    enum:
+        DW3_SIMD "ONNXEP_DW3_SIMD"
+    void dw3x3_plane "onnxep_dw3x3_plane"(const float* x, Py_ssize_t H, Py_ssize_t W, const float* w, float bias,
+                                          float* y, Py_ssize_t Ho, Py_ssize_t Wo, Py_ssize_t sh, Py_ssize_t sw,
+                                          Py_ssize_t ph, Py_ssize_t pw, int relu) noexcept nogil
+
+
+cdef inline bint _dw3_ok(const ConvGeom* g) noexcept nogil:
+    """The intrinsics 3x3 plane kernel applies: AVX-512, 2-D, 3x3, no dilation, column stride 1 or 2."""
+    return (DW3_SIMD and g.D == 1 and g.Do == 1 and g.kd == 1 and g.pd == 0 and g.kh == 3 and g.kw == 3
+            and g.dh == 1 and g.dw == 1 and (g.sw == 1 or g.sw == 2))
+
+
+cdef void _dw3_all(Py_ssize_t N, const float* x, const float* w, const float* bias, float* y, bint relu,
+                   const ConvGeom* g, int nth) noexcept nogil:
+    """Every output plane (n, oc) through onnxep_dw3x3_plane, planes taken dynamically by nth threads."""
+    cdef Py_ssize_t mult = g.cout // g.group, HW = g.H * g.W, P = g.Ho * g.Wo, t, n, oc
+    if nth <= 1:
+        for t in range(N * g.cout):
+            n = t // g.cout
+            oc = t - n * g.cout
+            dw3x3_plane(x + (n * g.C + oc // mult) * HW, g.H, g.W, w + oc * 9, bias[oc] if bias != NULL else 0.0,
+                        y + t * P, g.Ho, g.Wo, g.sh, g.sw, g.ph, g.pw, relu)
+        return
+    for t in prange(N * g.cout, num_threads=nth, schedule="dynamic"):
+        n = t // g.cout
+        oc = t - n * g.cout
+        dw3x3_plane(x + (n * g.C + oc // mult) * HW, g.H, g.W, w + oc * 9, bias[oc] if bias != NULL else 0.0,
+                    y + t * P, g.Ho, g.Wo, g.sh, g.sw, g.ph, g.pw, relu)
+
+
 cdef inline bint _dw_direct_ok(const ConvGeom* g) noexcept nogil:
     """Stride 1 with 'same' width (Wo == W): x itself has the pitch of y, no padded copy is needed."""
     return g.sh == 1 and g.sw == 1 and g.Wo == g.W and g.Ho >= 1
@@ -757,6 +925,11 @@ def conv_depthwise_f32(const float[::1] x, tuple xshape, const float[::1] w, Py_
     nth = 1 if <double>8.0 * N * cout * P * g.kd * g.kh * g.kw < SGEMM_MT_FLOPS else _nthreads(nthreads)
     nth = <int>min(<Py_ssize_t>nth, N * g.C)
     cdef const float* bptr = &bias[0] if bias is not None else NULL
+    if _dw3_ok(&g):
+        with nogil:
+            _dw3_all(N, &x[0], &w[0], bptr, &y[0], relu, &g, <int>min(<Py_ssize_t>_nthreads(nthreads), N * cout)
+                     if nth > 1 else 1)
+        return
     cdef Py_ssize_t plane = _dw_buf_floats(&g) if g.kd == 1 else -1
     cdef Py_ssize_t L = 0
     if plane > 0 and _dw_direct_ok(&g):
