@@ -105,12 +105,17 @@ def test_conv_errors():
                           (1, 1, 1), (1, 1, 1), (1, 1, 1), (0, 0, 0), (1, 4, 4), None, np.zeros(7, np.float32))
 
 
-# Depthwise paths (see _k_conv.pxi): stride 1 with Wo == W reads x in place (3x3: masked flattened runs; other kernels:
-# flattened runs + checked border columns; W > 2048: no masks); everything else with depth kernel 1 goes through the
-# padded phase-split copy (3x3 stride 2 has its own loop); depth kernel > 1 uses the bounds-checked loop.
+# Depthwise paths (see _k_conv.pxi): on avx512, 2-D 3x3 undilated convs with column stride 1 or 2 run
+# onnxep_dw3x3_plane ('same' stride 1 with W >= 16: one flattened run with masked FMAs, first / last rows and other
+# geometries row by row with masked loads). Otherwise stride 1 with Wo == W reads x in place (3x3: masked flattened
+# runs; other kernels: flattened runs + checked border columns; W > 2048: no masks); everything else with depth kernel
+# 1 goes through the padded phase-split copy (3x3 stride 2 has its own loop); depth kernel > 1 uses the bounds-checked
+# loop.
 DW_CASES = [  # x shape (N, C, D, H, W), mult, kernel (kd, kh, kw), strides, dilations, begin pads, end pads
     ((1, 4, 1, 9, 11), 1, (1, 3, 3), (1, 1, 1), (1, 1, 1), (0, 1, 1), (0, 1, 1)),      # 'same' 3x3, masked direct
     ((2, 3, 1, 60, 37), 1, (1, 3, 3), (1, 1, 1), (1, 1, 1), (0, 1, 1), (0, 1, 1)),     # several runs of whole rows
+    ((1, 2, 1, 5, 16), 2, (1, 3, 3), (1, 1, 1), (1, 1, 1), (0, 1, 1), (0, 1, 1)),      # W = one avx512 vector
+    ((1, 2, 1, 4, 33), 1, (1, 3, 3), (1, 2, 2), (1, 1, 1), (0, 1, 1), (0, 1, 1)),      # stride 2 past one vector
     ((1, 2, 1, 1, 1), 1, (1, 3, 3), (1, 1, 1), (1, 1, 1), (0, 1, 1), (0, 1, 1)),       # input smaller than the kernel
     ((1, 2, 1, 2, 1), 2, (1, 3, 3), (1, 1, 1), (1, 1, 1), (0, 1, 1), (0, 1, 1)),
     ((1, 3, 1, 6, 7), 1, (1, 3, 3), (1, 1, 1), (1, 1, 1), (0, 0, 2), (0, 2, 0)),       # asymmetric 'same' pads
@@ -176,16 +181,19 @@ def test_conv_depthwise_paths(isa, case, relu, bias):
         assert np.sum((yg.astype(np.float64) - y) ** 2) <= 1e-12 * np.sum(yg.astype(np.float64) ** 2)
 
 
-def test_conv_depthwise_nonfinite_stays_local():
-    """Oracle: float64 numpy direct conv. The in-place stride-1 path reads the neighbouring row at the border columns
-    and drops it: an inf there must not leak into the other row's border (it would give nan)."""
-    xs, k, s, dil, pb = (1, 1, 1, 4, 5), (1, 3, 3), (1, 1, 1), (1, 1, 1), (0, 1, 1)
+@pytest.mark.parametrize("isa", list(VARIANTS))
+@pytest.mark.parametrize("W", [5, 21])
+def test_conv_depthwise_nonfinite_stays_local(isa, W):
+    """Oracle: float64 numpy direct conv. The in-place stride-1 paths read the neighbouring row at the border columns
+    and drop it: an inf there must not leak into the other row's border (it would give nan)."""
+    xs, k, s, dil, pb = (1, 1, 1, 4, W), (1, 3, 3), (1, 1, 1), (1, 1, 1), (0, 1, 1)
     x = np.ones(xs, np.float32)
-    x[0, 0, 0, 1, 4] = np.inf                  # last column of row 1: row 2's column 0 reads it wrapped
+    x[0, 0, 0, 1, W - 1] = np.inf              # last column of row 1: row 2's column 0 reads it wrapped
+    x[0, 0, 0, 2, 0] = -np.inf                 # first column of row 2: row 1's last column reads it wrapped
     w = np.ones((1, 1) + k, np.float32)
-    y = np.empty((1, 1, 1, 4, 5), np.float32)
-    _kernels.conv_depthwise_f32(x.reshape(-1), xs, w.reshape(-1), 1, 1, k, s, dil, pb, (1, 4, 5), None,
-                                y.reshape(-1))
-    ref = _ref_conv(x.astype(np.float64), w, None, 1, s, dil, pb, (1, 4, 5))
+    y = np.empty((1, 1, 1, 4, W), np.float32)
+    VARIANTS[isa].conv_depthwise_f32(x.reshape(-1), xs, w.reshape(-1), 1, 1, k, s, dil, pb, (1, 4, W), None,
+                                     y.reshape(-1))
+    ref = _ref_conv(x.astype(np.float64), w, None, 1, s, dil, pb, (1, 4, W))
     np.testing.assert_array_equal(np.isnan(y), np.isnan(ref))
     np.testing.assert_array_equal(y[np.isfinite(ref)], ref[np.isfinite(ref)])
