@@ -52,7 +52,8 @@ cdef extern from *:
          C[i, j] := alpha * sum_k a[k*MR + i] * b[k*NR + j] + beta * C[i, j] (C not read when beta == 0)
                     [+ bias_col[j]] [+ bias_row[i]] [+ res[i*rsc + j]], then act   for i < mr, j < nr;  C[i, j] = c[i*rsc + j]
        a: one packed A panel (kc x MR, column-major), b: one packed B panel (kc x NR, row-major, zero-padded).
-       One body per row count (mr = 1..MR, the switch below), so tails compute no padded rows; column tails are
+       One body per row count (mr = 1..MR, the switch below) and per vector count (a panel's last nr <= NR/2
+       columns take one vector of FMAs), so tails compute no padded rows and half the padded columns; column tails are
        masked loads/stores. Every row adds its products in the same k order with one FMA per product, whatever mr
        is, so a row's result does not depend on which panel held it. */
     /* The fused activation of the epilogue (NULL: none). Relu, Clip and LeakyRelu are applied in registers; Sigmoid,
@@ -90,7 +91,7 @@ cdef extern from *:
     #endif
 
     #if defined(__AVX512F__)
-    static inline __attribute__((always_inline)) void onnxep_uk_body(const int MRV, ONNXEP_UK_ARGS)
+    static inline __attribute__((always_inline)) void onnxep_uk_body(const int MRV, const int NV, ONNXEP_UK_ARGS)
     {
         __m512 c0[12], c1[12];
         Py_ssize_t k;
@@ -102,12 +103,12 @@ cdef extern from *:
             _mm_prefetch((const char*)(c + i * rsc + 31), _MM_HINT_T0);
         }
         for (k = 0; k < kc; k++) {
-            __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
+            __m512 b0 = _mm512_loadu_ps(b), b1 = NV == 2 ? _mm512_loadu_ps(b + 16) : b0;
             #pragma GCC unroll 12
             for (i = 0; i < MRV; i++) {
                 __m512 ai = _mm512_set1_ps(a[i]);
                 c0[i] = _mm512_fmadd_ps(ai, b0, c0[i]);
-                c1[i] = _mm512_fmadd_ps(ai, b1, c1[i]);
+                if (NV == 2) c1[i] = _mm512_fmadd_ps(ai, b1, c1[i]);
             }
             a += 12;
             b += 32;
@@ -149,18 +150,18 @@ cdef extern from *:
     static void onnxep_sgemm_uk(Py_ssize_t mr, ONNXEP_UK_ARGS)
     {
         switch (mr) {
-        case 12: onnxep_uk_body(12, ONNXEP_UK_PASS); break;
-        case 11: onnxep_uk_body(11, ONNXEP_UK_PASS); break;
-        case 10: onnxep_uk_body(10, ONNXEP_UK_PASS); break;
-        case 9: onnxep_uk_body(9, ONNXEP_UK_PASS); break;
-        case 8: onnxep_uk_body(8, ONNXEP_UK_PASS); break;
-        case 7: onnxep_uk_body(7, ONNXEP_UK_PASS); break;
-        case 6: onnxep_uk_body(6, ONNXEP_UK_PASS); break;
-        case 5: onnxep_uk_body(5, ONNXEP_UK_PASS); break;
-        case 4: onnxep_uk_body(4, ONNXEP_UK_PASS); break;
-        case 3: onnxep_uk_body(3, ONNXEP_UK_PASS); break;
-        case 2: onnxep_uk_body(2, ONNXEP_UK_PASS); break;
-        case 1: onnxep_uk_body(1, ONNXEP_UK_PASS); break;
+        case 12: if (nr <= 16) onnxep_uk_body(12, 1, ONNXEP_UK_PASS); else onnxep_uk_body(12, 2, ONNXEP_UK_PASS); break;
+        case 11: if (nr <= 16) onnxep_uk_body(11, 1, ONNXEP_UK_PASS); else onnxep_uk_body(11, 2, ONNXEP_UK_PASS); break;
+        case 10: if (nr <= 16) onnxep_uk_body(10, 1, ONNXEP_UK_PASS); else onnxep_uk_body(10, 2, ONNXEP_UK_PASS); break;
+        case 9: if (nr <= 16) onnxep_uk_body(9, 1, ONNXEP_UK_PASS); else onnxep_uk_body(9, 2, ONNXEP_UK_PASS); break;
+        case 8: if (nr <= 16) onnxep_uk_body(8, 1, ONNXEP_UK_PASS); else onnxep_uk_body(8, 2, ONNXEP_UK_PASS); break;
+        case 7: if (nr <= 16) onnxep_uk_body(7, 1, ONNXEP_UK_PASS); else onnxep_uk_body(7, 2, ONNXEP_UK_PASS); break;
+        case 6: if (nr <= 16) onnxep_uk_body(6, 1, ONNXEP_UK_PASS); else onnxep_uk_body(6, 2, ONNXEP_UK_PASS); break;
+        case 5: if (nr <= 16) onnxep_uk_body(5, 1, ONNXEP_UK_PASS); else onnxep_uk_body(5, 2, ONNXEP_UK_PASS); break;
+        case 4: if (nr <= 16) onnxep_uk_body(4, 1, ONNXEP_UK_PASS); else onnxep_uk_body(4, 2, ONNXEP_UK_PASS); break;
+        case 3: if (nr <= 16) onnxep_uk_body(3, 1, ONNXEP_UK_PASS); else onnxep_uk_body(3, 2, ONNXEP_UK_PASS); break;
+        case 2: if (nr <= 16) onnxep_uk_body(2, 1, ONNXEP_UK_PASS); else onnxep_uk_body(2, 2, ONNXEP_UK_PASS); break;
+        case 1: if (nr <= 16) onnxep_uk_body(1, 1, ONNXEP_UK_PASS); else onnxep_uk_body(1, 2, ONNXEP_UK_PASS); break;
         default: break;
         }
     }
@@ -171,7 +172,7 @@ cdef extern from *:
         n = n < 0 ? 0 : n > 8 ? 8 : n;
         return _mm256_loadu_si256((const __m256i*)(onnxep_uk_mask_tab + 8 - n));
     }
-    static inline __attribute__((always_inline)) void onnxep_uk_body(const int MRV, ONNXEP_UK_ARGS)
+    static inline __attribute__((always_inline)) void onnxep_uk_body(const int MRV, const int NV, ONNXEP_UK_ARGS)
     {
         __m256 c0[6], c1[6];
         Py_ssize_t k;
@@ -179,12 +180,12 @@ cdef extern from *:
         #pragma GCC unroll 6
         for (i = 0; i < MRV; i++) { c0[i] = _mm256_setzero_ps(); c1[i] = _mm256_setzero_ps(); }
         for (k = 0; k < kc; k++) {
-            __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
+            __m256 b0 = _mm256_loadu_ps(b), b1 = NV == 2 ? _mm256_loadu_ps(b + 8) : b0;
             #pragma GCC unroll 6
             for (i = 0; i < MRV; i++) {
                 __m256 ai = _mm256_broadcast_ss(a + i);
                 c0[i] = _mm256_fmadd_ps(ai, b0, c0[i]);
-                c1[i] = _mm256_fmadd_ps(ai, b1, c1[i]);
+                if (NV == 2) c1[i] = _mm256_fmadd_ps(ai, b1, c1[i]);
             }
             a += 6;
             b += 16;
@@ -237,12 +238,12 @@ cdef extern from *:
     static void onnxep_sgemm_uk(Py_ssize_t mr, ONNXEP_UK_ARGS)
     {
         switch (mr) {
-        case 6: onnxep_uk_body(6, ONNXEP_UK_PASS); break;
-        case 5: onnxep_uk_body(5, ONNXEP_UK_PASS); break;
-        case 4: onnxep_uk_body(4, ONNXEP_UK_PASS); break;
-        case 3: onnxep_uk_body(3, ONNXEP_UK_PASS); break;
-        case 2: onnxep_uk_body(2, ONNXEP_UK_PASS); break;
-        case 1: onnxep_uk_body(1, ONNXEP_UK_PASS); break;
+        case 6: if (nr <= 8) onnxep_uk_body(6, 1, ONNXEP_UK_PASS); else onnxep_uk_body(6, 2, ONNXEP_UK_PASS); break;
+        case 5: if (nr <= 8) onnxep_uk_body(5, 1, ONNXEP_UK_PASS); else onnxep_uk_body(5, 2, ONNXEP_UK_PASS); break;
+        case 4: if (nr <= 8) onnxep_uk_body(4, 1, ONNXEP_UK_PASS); else onnxep_uk_body(4, 2, ONNXEP_UK_PASS); break;
+        case 3: if (nr <= 8) onnxep_uk_body(3, 1, ONNXEP_UK_PASS); else onnxep_uk_body(3, 2, ONNXEP_UK_PASS); break;
+        case 2: if (nr <= 8) onnxep_uk_body(2, 1, ONNXEP_UK_PASS); else onnxep_uk_body(2, 2, ONNXEP_UK_PASS); break;
+        case 1: if (nr <= 8) onnxep_uk_body(1, 1, ONNXEP_UK_PASS); else onnxep_uk_body(1, 2, ONNXEP_UK_PASS); break;
         default: break;
         }
     }
@@ -460,6 +461,7 @@ cdef struct ImplicitA:
     Py_ssize_t Cg               # channels per tap (the group's input channels)
     Py_ssize_t kh, kw, sh, sw, dh, dw, ph, pw
     Py_ssize_t Ho, Wo
+    Py_ssize_t p0               # row i of A is output pixel p0 + i (a GEMM over a block of the pixels)
 
 
 cdef struct PanelRows:
@@ -475,7 +477,7 @@ cdef inline void panel_rows(const ImplicitA* ia, Py_ssize_t p0, Py_ssize_t mr, P
     cdef Py_ssize_t HoWo = ia.Ho * ia.Wo, i, p, n, r, oh
     pr.mr = mr
     for i in range(mr):
-        p = p0 + i
+        p = ia.p0 + p0 + i
         n = p // HoWo
         r = p - n * HoWo
         oh = r // ia.Wo

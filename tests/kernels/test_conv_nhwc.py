@@ -91,6 +91,29 @@ def test_conv_nhwc_resnet_shape_threads_identical(isa):
     np.testing.assert_allclose(y1, _expected(*args[:-1], True), rtol=0, atol=2 * 600 * EPS)
 
 
+@pytest.mark.parametrize("isa", list(VARIANTS))
+@pytest.mark.parametrize("case", [
+    ((1, 272, 14, 14), (272, 68, 1, 1), 4, (0, 0)),      # ShuffleNet's group-4 1x1: threads over pixel blocks
+    ((2, 64, 15, 13), (96, 32, 3, 3), 2, (1, 1)),         # grouped 3x3, two images, odd sizes
+], ids=["g4_1x1", "g2_3x3"])
+def test_conv_nhwc_grouped_threads_identical(isa, case):
+    """Grouped convs too small to thread each group's GEMM run every group of a block of pixels on one thread: the
+    result does not depend on the thread count (bit-identical); oracle for the values: the float64 direct conv."""
+    mod = VARIANTS[isa]
+    xs, ws, group, pads = case
+    rng = np.random.default_rng(5)
+    x = rng.uniform(-1, 1, xs).astype(np.float32)
+    w = rng.uniform(-1, 1, ws).astype(np.float32)
+    b = rng.uniform(-1, 1, ws[0]).astype(np.float32)
+    outs = (xs[2] + 2 * pads[0] - ws[2] + 1, xs[3] + 2 * pads[1] - ws[3] + 1)
+    res = rng.uniform(-1, 1, (xs[0],) + outs + (ws[0],)).astype(np.float32)
+    args = (x, w, b, res, group, (1, 1), (1, 1), pads, outs, True)
+    y1, y2 = _run(mod, *args, 1), _run(mod, *args, 2)
+    np.testing.assert_array_equal(y1, y2)
+    kc = int(np.prod(ws[1:]))
+    np.testing.assert_allclose(y1, _expected(*args[:-1], True), rtol=0, atol=2 * (kc + 2) * EPS)
+
+
 def test_conv_nhwc_errors():
     """Wrong sizes raise ValueError naming what is wrong (no oracle: error behaviour)."""
     w = np.zeros((4, 3, 3, 3), np.float32)
