@@ -102,6 +102,27 @@ class Conv_1(ConvAttrs, PackedWeightMixin, OpKernel):
         return (_kernels.conv_pack_weight_size(cout, kc, group),
                 lambda out: _kernels.conv_pack_weight(w, cout, group, out))
 
+    _shape_plan = None   # ((X shape, W shape), Y shape, kernel xshape, geometry args): the last pair seen
+
+    def _plan_for(self, shape, wshape, group):
+        """What compute derives from the X and W shapes alone (checked and computed once per shape pair, not per
+        run)."""
+        if len(shape) not in (3, 4, 5):
+            raise ValueError(f"X must be 3-, 4- or 5-D, got shape {shape}")
+        cout = wshape[0]
+        if shape[1] != wshape[1] * group:
+            raise ValueError(f"X has {shape[1]} channels but W {tuple(wshape)} with group={group} needs "
+                             f"{wshape[1] * group}")
+        if cout % group:
+            raise ValueError(f"W has {cout} output channels, not a multiple of group={group}")
+        pb, outs = conv_geometry(shape, wshape, self.auto_pad, self.kernel_shape, self.strides, self.dilations,
+                                 self.pads)
+        nsp = len(shape) - 2
+        xs = (shape[0], shape[1]) + _to3(shape[2:], 1)
+        args = (cout, group, _to3(wshape[2:], 1), _to3(self.strides or (1,) * nsp, 1),
+                _to3(self.dilations or (1,) * nsp, 1), _to3(pb, 0), _to3(outs, 1))
+        return (shape, wshape), (shape[0], cout) + tuple(outs), xs, args
+
     def compute(self, ctx):
         X = ctx.input(0)
         wp = self.packed(1)
@@ -109,23 +130,15 @@ class Conv_1(ConvAttrs, PackedWeightMixin, OpKernel):
         wshape = self._wshape if wp is not None else W.shape
         B = ctx.input(2)
         group = int(self.group)
-        if X.ndim not in (3, 4, 5):
-            raise ValueError(f"X must be 3-, 4- or 5-D, got shape {X.shape}")
+        key = (X.shape, tuple(wshape))
+        plan = self._shape_plan if self._shape_plan is not None and self._shape_plan[0] == key else None
+        if plan is None:
+            plan = self._shape_plan = self._plan_for(X.shape, tuple(wshape), group)
+        _, yshape, xs, args = plan
         cout = wshape[0]
-        if X.shape[1] != wshape[1] * group:
-            raise ValueError(f"X has {X.shape[1]} channels but W {tuple(wshape)} with group={group} needs "
-                             f"{wshape[1] * group}")
-        if cout % group:
-            raise ValueError(f"W has {cout} output channels, not a multiple of group={group}")
         if B is not None and B.shape != (cout,):
             raise ValueError(f"B has shape {B.shape}, expected ({cout},)")
-        pb, outs = conv_geometry(X.shape, wshape, self.auto_pad, self.kernel_shape, self.strides, self.dilations,
-                                 self.pads)
-        nsp = X.ndim - 2
-        Y = ctx.output(0, (X.shape[0], cout) + tuple(outs), F32)
-        xs = (X.shape[0], X.shape[1]) + _to3(X.shape[2:], 1)
-        args = (cout, group, _to3(wshape[2:], 1), _to3(self.strides or (1,) * nsp, 1),
-                _to3(self.dilations or (1,) * nsp, 1), _to3(pb, 0), _to3(outs, 1))
+        Y = ctx.output(0, yshape, F32)
         if wp is None and self._depthwise(wshape):
             _kernels.conv_depthwise_f32(X.reshape(-1), xs, W.reshape(-1), *args, B, Y.reshape(-1), False,
                                         ctx.num_threads)

@@ -89,28 +89,40 @@ class NhwcConv_1(ConvAttrs, PackedWeightMixin, OpKernel):
         Z = ctx.input(3)
         group = int(self.group)
         cout = wshape[0]
-        if X.ndim != 4:
-            raise ValueError(f"X must be 4-D (NHWC), got shape {X.shape}")
-        N, H, W_, C = X.shape
-        if C != wshape[1] * group:
-            raise ValueError(f"X has {C} channels but W {wshape} with group={group} needs {wshape[1] * group}")
         if B is not None and B.shape != (cout,):
             raise ValueError(f"B has shape {B.shape}, expected ({cout},)")
-        pb, outs = conv_geometry((N, C, H, W_), wshape, self.auto_pad, self.kernel_shape, self.strides,
-                                 self.dilations, self.pads)
-        yshape = (N, outs[0], outs[1], cout)
+        key = (X.shape, wshape)
+        plan = self._shape_plan if self._shape_plan is not None and self._shape_plan[0] == key else None
+        if plan is None:
+            plan = self._shape_plan = self._plan_for(X.shape, wshape, group)
+        _, yshape, xshape, geo, depthwise = plan
         if Z is not None and Z.shape != yshape:
             raise ValueError(f"Z has shape {Z.shape}, expected {yshape}")
         Y = ctx.output(0, yshape, F32)
-        args = ((N, H, W_, C), wp, cout)
+        if depthwise:
+            _kernels.conv_depthwise_nhwc_f32(X.reshape(-1), xshape, wp, cout, *geo, B, Y.reshape(-1),
+                                             self.activation == "Relu", ctx.num_threads)
+        else:
+            _kernels.conv_nhwc_f32(X.reshape(-1), xshape, wp, cout, group, *geo, B,
+                                   None if Z is None else Z.reshape(-1), Y.reshape(-1), False, ctx.num_threads,
+                                   self._act)
+
+    _shape_plan = None     # ((X shape, W shape), Y shape, kernel xshape, geometry args, depthwise): the last seen
+
+    def _plan_for(self, shape, wshape, group):
+        """What compute derives from the X and W shapes alone (checked and computed once per shape pair, not per
+        run)."""
+        if len(shape) != 4:
+            raise ValueError(f"X must be 4-D (NHWC), got shape {shape}")
+        N, H, W_, C = shape
+        if C != wshape[1] * group:
+            raise ValueError(f"X has {C} channels but W {wshape} with group={group} needs {wshape[1] * group}")
+        pb, outs = conv_geometry((N, C, H, W_), wshape, self.auto_pad, self.kernel_shape, self.strides,
+                                 self.dilations, self.pads)
         geo = (tuple(wshape[2:]), tuple(self.strides or (1, 1)), tuple(self.dilations or (1, 1)), tuple(pb),
                tuple(outs))
-        if self._depthwise_shape(wshape, group):
-            _kernels.conv_depthwise_nhwc_f32(X.reshape(-1), *args, *geo, B, Y.reshape(-1), self.activation == "Relu",
-                                             ctx.num_threads)
-        else:
-            _kernels.conv_nhwc_f32(X.reshape(-1), *args, group, *geo, B, None if Z is None else Z.reshape(-1),
-                                   Y.reshape(-1), False, ctx.num_threads, self._act)
+        return ((shape, wshape), (N, outs[0], outs[1], wshape[0]), (N, H, W_, C), geo,
+                self._depthwise_shape(wshape, group))
 
     @property
     def _act(self):

@@ -15,13 +15,19 @@ class Transpose_1(OpKernel):
     type_constraints = {"T": DATA_TYPES}
     perm = None
 
+    _last = None   # (input shape, perm, output shape) of the last input shape seen
+
     def compute(self, ctx):
         x = ctx.input(0)
-        perm = list(range(x.ndim))[::-1] if self.perm is None else [int(p) for p in self.perm]
-        if sorted(perm) != list(range(x.ndim)):
-            raise ValueError(f"Transpose: perm {perm} is not a permutation of the {x.ndim} dims of input shape "
-                             f"{x.shape}")
-        y = ctx.output(0, tuple(x.shape[p] for p in perm), x.dtype)
+        last = self._last
+        if last is None or last[0] != x.shape:
+            perm = list(range(x.ndim))[::-1] if self.perm is None else [int(p) for p in self.perm]
+            if sorted(perm) != list(range(x.ndim)):
+                raise ValueError(f"Transpose: perm {perm} is not a permutation of the {x.ndim} dims of input shape "
+                                 f"{x.shape}")
+            last = self._last = (x.shape, perm, tuple(x.shape[p] for p in perm))
+        _, perm, yshape = last
+        y = ctx.output(0, yshape, x.dtype)
         if (x.dtype.hasobject or x.itemsize not in _NATIVE_ITEMSIZES or x.ndim > _NATIVE_MAX_DIMS
                 or not x.flags.c_contiguous or not y.flags.c_contiguous):
             np.copyto(y, x.transpose(perm))   # strings / objects, and strided views: numpy
