@@ -8,6 +8,89 @@
 # the epilogue. W' is W[g] reordered to (Coutg, kh, kw, Cg) and packed as a transposed B (conv_nhwc_pack_weight).
 
 
+cdef extern from *:
+    """
+    /* onnxep_dconv_uk: the direct-conv micro-kernel (A not packed). Row i < mr of the C tile is an output pixel whose
+       inputs start at x + xo + i*rs; the K loop walks `runs`: run r covers n consecutive k whose A value for row i is
+       x[xo + i*rs + a + kk] and whose packed-B rows start at bp + b (NR floats per k). Products are added in k order
+       with one FMA each, as in onnxep_sgemm_uk; the epilogue is onnxep_uk_store. */
+    typedef struct { Py_ssize_t a, b, n; } onnxep_drun;
+    #if ONNXEP_SGEMM_SIMD
+    #if defined(__AVX512F__)
+    #define ONNXEP_DV __m512
+    #define ONNXEP_DV_SET1 _mm512_set1_ps
+    #define ONNXEP_DV_LOAD _mm512_loadu_ps
+    #define ONNXEP_DV_FMA _mm512_fmadd_ps
+    #define ONNXEP_DV_ZERO _mm512_setzero_ps
+    #define ONNXEP_DV_W 16
+    #else
+    #define ONNXEP_DV __m256
+    #define ONNXEP_DV_SET1 _mm256_set1_ps
+    #define ONNXEP_DV_LOAD _mm256_loadu_ps
+    #define ONNXEP_DV_FMA _mm256_fmadd_ps
+    #define ONNXEP_DV_ZERO _mm256_setzero_ps
+    #define ONNXEP_DV_W 8
+    #endif
+    #define ONNXEP_DUK_ARGS const float* x, Py_ssize_t xo, Py_ssize_t rs, const onnxep_drun* runs, Py_ssize_t nruns, \
+                            const float* bp, ONNXEP_ST_ARGS
+    #define ONNXEP_DUK_PASS x, xo, rs, runs, nruns, bp, ONNXEP_ST_PASS
+    static inline __attribute__((always_inline)) void onnxep_duk_body(const int MRV, const int NV, ONNXEP_DUK_ARGS)
+    {
+        ONNXEP_DV c0[ONNXEP_SGEMM_MR], c1[ONNXEP_SGEMM_MR];
+        Py_ssize_t r, k;
+        int i;
+        #pragma GCC unroll 12
+        for (i = 0; i < MRV; i++) { c0[i] = ONNXEP_DV_ZERO(); c1[i] = ONNXEP_DV_ZERO(); }
+        for (r = 0; r < nruns; r++) {
+            const float* a = x + (xo + runs[r].a);
+            const float* b = bp + runs[r].b;
+            Py_ssize_t n = runs[r].n;
+            for (k = 0; k < n; k++) {
+                ONNXEP_DV b0 = ONNXEP_DV_LOAD(b), b1 = NV == 2 ? ONNXEP_DV_LOAD(b + ONNXEP_DV_W) : b0;
+                #pragma GCC unroll 12
+                for (i = 0; i < MRV; i++) {
+                    ONNXEP_DV ai = ONNXEP_DV_SET1(a[i * rs]);
+                    c0[i] = ONNXEP_DV_FMA(ai, b0, c0[i]);
+                    if (NV == 2) c1[i] = ONNXEP_DV_FMA(ai, b1, c1[i]);
+                }
+                a += 1;
+                b += 2 * ONNXEP_DV_W;
+            }
+        }
+        onnxep_uk_store(MRV, c0, c1, ONNXEP_ST_PASS);
+    }
+    #define ONNXEP_DUK_CASE(M) case M: if (nr <= ONNXEP_DV_W) onnxep_duk_body(M, 1, ONNXEP_DUK_PASS); \
+                                       else onnxep_duk_body(M, 2, ONNXEP_DUK_PASS); break;
+    static void onnxep_dconv_uk(Py_ssize_t mr, ONNXEP_DUK_ARGS)
+    {
+        switch (mr) {
+    #if ONNXEP_SGEMM_MR == 12
+        ONNXEP_DUK_CASE(12) ONNXEP_DUK_CASE(11) ONNXEP_DUK_CASE(10) ONNXEP_DUK_CASE(9) ONNXEP_DUK_CASE(8)
+        ONNXEP_DUK_CASE(7)
+    #endif
+        ONNXEP_DUK_CASE(6) ONNXEP_DUK_CASE(5) ONNXEP_DUK_CASE(4) ONNXEP_DUK_CASE(3) ONNXEP_DUK_CASE(2)
+        ONNXEP_DUK_CASE(1)
+        default: break;
+        }
+    }
+    #else
+    /* generic variant: never called (convs take the packed path there) */
+    static inline void onnxep_dconv_uk(Py_ssize_t mr, const float* x, Py_ssize_t xo, Py_ssize_t rs,
+                                       const onnxep_drun* runs, Py_ssize_t nruns, const float* bp, Py_ssize_t nr,
+                                       float* c, Py_ssize_t rsc, float alpha, float beta, const float* bias_col,
+                                       const float* bias_row, const float* res, const onnxep_act* act) { }
+    #endif
+    """
+    ctypedef struct DRun "onnxep_drun":
+        Py_ssize_t a
+        Py_ssize_t b
+        Py_ssize_t n
+    void dconv_uk "onnxep_dconv_uk"(Py_ssize_t mr, const float* x, Py_ssize_t xo, Py_ssize_t rs, const DRun* runs,
+                                    Py_ssize_t nruns, const float* bp, Py_ssize_t nr, float* c, Py_ssize_t rsc,
+                                    float alpha, float beta, const float* bias_col, const float* bias_row,
+                                    const float* res, const Act* act) noexcept nogil
+
+
 def conv_nhwc_pack_weight_size(Py_ssize_t cout, Py_ssize_t kc, Py_ssize_t group):
     """float32 elements of a conv weight packed per group for conv_nhwc_f32 (kc = Cin_g*kh*kw)."""
     if group < 1 or cout % group or kc < 0:
@@ -46,10 +129,11 @@ def conv_nhwc_pack_weight(const float[:, :, :, ::1] w, Py_ssize_t group, float[:
 def conv_nhwc_f32(const float[::1] x, tuple xshape, const float[::1] w_packed, Py_ssize_t cout, Py_ssize_t group,
                   tuple kernel, tuple strides, tuple dilations, tuple pads, tuple out_spatial,
                   const float[::1] bias, const float[::1] res, float[::1] y, bint relu=False, int nthreads=0,
-                  activation=None):
+                  activation=None, str path="auto"):
     """y := act(conv(x, W) [+ bias] [+ res]) (act: see make_act; Relu when relu is set) over NHWC x (xshape = (N, H, W, C)) into NHWC y (N, Ho, Wo, cout);
     W packed by conv_nhwc_pack_weight; kernel, strides, dilations, begin pads and out_spatial are (h, w) pairs;
-    res (optional) has y's shape."""
+    res (optional) has y's shape. path: "packed" (A packed per block: the GEMM path), "direct" (A read in place by
+    onnxep_dconv_uk; SIMD variants, K within one block) or "auto" (direct where it measured faster, _dconv_auto)."""
     cdef ImplicitA ia
     cdef Act act = make_act(activation, relu)
     cdef Py_ssize_t N, Cg, Coutg, Kc, P, blen, gi, t, rb
@@ -102,6 +186,16 @@ def conv_nhwc_f32(const float[::1] x, tuple xshape, const float[::1] w_packed, P
     bptr = &bias[0] if bias is not None else NULL
     rptr = &res[0] if res is not None else NULL
     yp = &y[0]
+    if path not in ("auto", "direct", "packed"):
+        raise ValueError(f"conv_nhwc_f32: path must be 'auto', 'direct' or 'packed', got {path!r}")
+    if path == "direct" and not (SGEMM_SIMD and Kc <= SGEMM_KC):
+        raise ValueError(f"conv_nhwc_f32: the direct path needs a SIMD variant and K <= {SGEMM_KC} (K = {Kc}, "
+                         f"variant {ONNXEP_ISA_NAME.decode()})")
+    if Kc > 0 and (path == "direct" or (path == "auto" and _dconv_auto(&ia, Kc))):
+        with nogil:
+            _conv_nhwc_direct(&ia, N, group, xp, wp, blen, bptr, rptr, yp, Coutg, Kc, cout, &act,
+                              sgemm_threads(P, cout, Kc, nthreads))
+        return
     # Big per-group GEMMs run one after another, each on every thread. Small ones are split by blocks of output
     # pixels (every group of a block on one thread): threads over groups would write neighbouring column ranges of
     # the same output rows, sharing cache lines at the group borders (measured 1.0x from 2 threads vs 1.6x by blocks
@@ -146,3 +240,192 @@ cdef void _conv_nhwc_group(const ImplicitA* ia0, Py_ssize_t gi, const float* x, 
     sgemm_packed_ex(M, Coutg, Kc, 1.0, NULL, 0, 0, &ia, wp, 0.0, y + p0 * cout + gi * Coutg, cout, 1,
                     (bias + gi * Coutg) if bias != NULL else NULL, NULL,
                     (res + p0 * cout + gi * Coutg) if res != NULL else NULL, act, work, nth)
+
+
+# ---------------------------------------------------------------------------------------- direct path (no packed A)
+# For an output pixel, A's row is the concatenation over taps (b, e) of Cg channels of x at input pixel
+# (oh*sh - ph + b*dh, ow*sw - pw + e*dw); output pixels next to each other in a row read inputs sw*C floats apart. So
+# a tile of MR pixels of one output row reads A in place at a fixed row stride: onnxep_dconv_uk walks K as runs (one
+# tap's channels; the taps of a kernel row merge into one run when their channels follow each other in x), skipping
+# the taps in the padding. Pixels whose taps all fall inside x go in tiles of up to MR; the few at the left / right
+# borders one by one with their own runs. Only for K within one block of the packed weight (B panel j at j*NR*K): the
+# whole K stays in registers, the weight (at most KC x Cout) in L1 / L2, and there packing A costs the most relative to
+# the multiply-adds it feeds.
+
+cdef struct DTap:
+    Py_ssize_t kb, ke       # the tap (kernel row, kernel column) a run belongs to
+    DRun run
+
+
+cdef bint _dconv_auto(const ImplicitA* ia, Py_ssize_t Kc) noexcept nogil:
+    """The direct path where it measured faster than packing: SIMD variants, K within one block (interleaved A/B in
+    one process on 17 shapes from the light models: 0.51-0.90x of the packed path's time at 1 and 2 threads; above
+    one block, K-blocked variants of it measured 1.0-1.3x, so those stay packed)."""
+    return SGEMM_SIMD and Kc <= SGEMM_KC
+
+
+cdef Py_ssize_t _dconv_taps(const ImplicitA* ia, DTap* out) noexcept nogil:
+    """One run per tap (all Cg channels), in K order (k = (b*kw + e)*Cg + c)."""
+    cdef Py_ssize_t b, e, cnt = 0
+    for b in range(ia.kh):
+        for e in range(ia.kw):
+            out[cnt].kb = b
+            out[cnt].ke = e
+            out[cnt].run.a = (b * ia.dh * ia.W + e * ia.dw) * ia.C
+            out[cnt].run.b = cnt * ia.Cg * SGEMM_NR
+            out[cnt].run.n = ia.Cg
+            cnt += 1
+    return cnt
+
+
+cdef Py_ssize_t _dconv_select(const DTap* taps, Py_ssize_t ntaps, Py_ssize_t b0, Py_ssize_t b1, Py_ssize_t e0,
+                              Py_ssize_t e1, DRun* out) noexcept nogil:
+    """out := the runs of the taps with b0 <= kb < b1 and e0 <= ke < e1, in K order, adjacent ones merged."""
+    cdef Py_ssize_t i, cnt = 0
+    for i in range(ntaps):
+        if b0 <= taps[i].kb < b1 and e0 <= taps[i].ke < e1:
+            if (cnt > 0 and out[cnt - 1].a + out[cnt - 1].n == taps[i].run.a
+                    and out[cnt - 1].b + out[cnt - 1].n * SGEMM_NR == taps[i].run.b):
+                out[cnt - 1].n += taps[i].run.n
+            else:
+                out[cnt] = taps[i].run
+                cnt += 1
+    return cnt
+
+
+cdef inline void _dconv_tap_range(Py_ssize_t i0, Py_ssize_t d, Py_ssize_t L, Py_ssize_t k, Py_ssize_t* lo,
+                                  Py_ssize_t* hi) noexcept nogil:
+    """[lo, hi): the taps t < k with 0 <= i0 + t*d < L."""
+    lo[0] = 0 if i0 >= 0 else (-i0 + d - 1) // d
+    hi[0] = min((L - 1 - i0) // d + 1, k) if L - 1 - i0 >= 0 else 0
+    if lo[0] > hi[0]:
+        lo[0] = hi[0]
+
+
+cdef void _dconv_row(const ImplicitA* ia, const float* img, const DTap* taps, Py_ssize_t ntaps, DRun* runs,
+                     Py_ssize_t oh, Py_ssize_t p0, const float* wp, Py_ssize_t Kc, const float* bias,
+                     const float* res, float* y, Py_ssize_t Coutg, Py_ssize_t cout, const Act* act,
+                     Py_ssize_t ow_lo, Py_ssize_t ow_hi) noexcept nogil:
+    """Output row oh of one image (its first pixel is p0), every output channel of the group (x, wp, bias, res and
+    y offset to the group). runs: room for 2 * ntaps DRuns."""
+    cdef Py_ssize_t ih0 = oh * ia.sh - ia.ph, b0, b1, e0, e1, nint, cnt, ow = 0, mr, iw0, jp, n0
+    cdef DRun* rr
+    _dconv_tap_range(ih0, ia.dh, ia.H, ia.kh, &b0, &b1)
+    nint = _dconv_select(taps, ntaps, b0, b1, 0, ia.kw, runs)
+    while ow < ia.Wo:
+        iw0 = ow * ia.sw - ia.pw
+        if ow < ow_lo or ow >= ow_hi:
+            mr = 1
+            _dconv_tap_range(iw0, ia.dw, ia.W, ia.kw, &e0, &e1)
+            rr = runs + ntaps
+            cnt = _dconv_select(taps, ntaps, b0, b1, e0, e1, rr)
+        else:   # interior pixels in tiles of (nearly) equal size: no thin tail tile
+            mr = ow_hi - ow
+            mr = (mr + (mr + SGEMM_MR - 1) // SGEMM_MR - 1) // ((mr + SGEMM_MR - 1) // SGEMM_MR)
+            rr = runs
+            cnt = nint
+        n0 = 0
+        jp = 0
+        while n0 < Coutg:
+            dconv_uk(mr, img, (ih0 * ia.W + iw0) * ia.C, ia.sw * ia.C, rr, cnt, wp + jp * SGEMM_NR * Kc,
+                     min(<Py_ssize_t>SGEMM_NR, Coutg - n0), y + (p0 + ow) * cout + n0, cout, 1.0, 0.0,
+                     (bias + n0) if bias != NULL else NULL, NULL,
+                     (res + (p0 + ow) * cout + n0) if res != NULL else NULL, act)
+            n0 += SGEMM_NR
+            jp += 1
+        ow += mr
+
+
+cdef void _conv_nhwc_direct(const ImplicitA* ia, Py_ssize_t N, Py_ssize_t group, const float* x, const float* wp,
+                            Py_ssize_t blen, const float* bias, const float* res, float* y, Py_ssize_t Coutg,
+                            Py_ssize_t Kc, Py_ssize_t cout, const Act* act, int nth) noexcept nogil:
+    """conv_nhwc_f32 on the direct path: work items are (group, output row), taken dynamically; every output
+    element is computed by one thread in the same order whatever nth is."""
+    cdef Py_ssize_t rows = N * ia.Ho, ntaps = ia.kh * ia.kw, items = group * rows, t, gi, row, n, ow_lo, ow_hi, num
+    cdef DTap* taps = <DTap*>malloc(ntaps * sizeof(DTap))
+    cdef DRun* runbuf
+    cdef DRun* mine
+    if taps == NULL:
+        return
+    _dconv_taps(ia, taps)
+    nth = <int>max(1, min(<Py_ssize_t>nth, items))
+    runbuf = <DRun*>malloc(nth * 2 * ntaps * sizeof(DRun))
+    if runbuf == NULL:
+        free(taps)
+        return
+    if ia.kh == 1 and ia.kw == 1 and ia.sh == 1 and ia.sw == 1 and ia.ph == 0 and ia.pw == 0:
+        # 1x1, stride 1, no pads: pixel p reads x[p*C ...], so every image's pixels are one long row; cut it into
+        # rows of DCONV_PW_ROW pixels (the last one shorter)
+        _conv_nhwc_pointwise(ia, N, group, x, wp, blen, bias, res, y, Coutg, Kc, cout, act, nth, taps, runbuf)
+        free(runbuf)
+        free(taps)
+        return
+    # the pixels of a row whose every kernel column falls inside x: ow_lo <= ow < ow_hi
+    ow_lo = min((ia.pw + ia.sw - 1) // ia.sw, ia.Wo)
+    num = ia.W - 1 - (ia.kw - 1) * ia.dw + ia.pw
+    ow_hi = min(num // ia.sw + 1, ia.Wo) if num >= 0 else 0
+    if ow_hi < ow_lo:
+        ow_hi = ow_lo
+    if nth == 1:
+        for t in range(items):
+            gi = t // rows
+            row = t - gi * rows
+            n = row // ia.Ho
+            _dconv_row(ia, x + gi * ia.Cg + n * ia.H * ia.W * ia.C, taps, ntaps, runbuf, row - n * ia.Ho,
+                       row * ia.Wo, wp + gi * blen, Kc, (bias + gi * Coutg) if bias != NULL else NULL,
+                       (res + gi * Coutg) if res != NULL else NULL, y + gi * Coutg, Coutg, cout, act, ow_lo, ow_hi)
+    else:
+        for t in prange(items, num_threads=nth, schedule="dynamic"):
+            gi = t // rows
+            row = t - gi * rows
+            n = row // ia.Ho
+            mine = runbuf + <Py_ssize_t>openmp.omp_get_thread_num() * 2 * ntaps
+            _dconv_row(ia, x + gi * ia.Cg + n * ia.H * ia.W * ia.C, taps, ntaps, mine, row - n * ia.Ho,
+                       row * ia.Wo, wp + gi * blen, Kc, (bias + gi * Coutg) if bias != NULL else NULL,
+                       (res + gi * Coutg) if res != NULL else NULL, y + gi * Coutg, Coutg, cout, act, ow_lo, ow_hi)
+    free(runbuf)
+    free(taps)
+
+
+cdef enum:
+    DCONV_PW_ROW = 96            # pixels per work item of a pointwise conv on the direct path (8 tiles of 12)
+
+
+cdef void _conv_nhwc_pointwise(const ImplicitA* ia, Py_ssize_t N, Py_ssize_t group, const float* x,
+                               const float* wp, Py_ssize_t blen, const float* bias, const float* res, float* y,
+                               Py_ssize_t Coutg, Py_ssize_t Kc, Py_ssize_t cout, const Act* act, int nth,
+                               const DTap* taps, DRun* runbuf) noexcept nogil:
+    """_conv_nhwc_direct for a 1x1 stride-1 unpadded conv: the N*H*W pixels as rows of DCONV_PW_ROW pixels of one
+    row-shaped image, work items (group, row) taken dynamically."""
+    cdef ImplicitA ib = ia[0]
+    cdef Py_ssize_t P = N * ia.H * ia.W, rows = (P + DCONV_PW_ROW - 1) // DCONV_PW_ROW, items = group * rows
+    cdef Py_ssize_t t, gi, row, w
+    cdef DRun* mine
+    ib.H = 1
+    ib.Ho = 1
+    if nth == 1:
+        for t in range(items):
+            gi = t // rows
+            row = t - gi * rows
+            w = min(<Py_ssize_t>DCONV_PW_ROW, P - row * DCONV_PW_ROW)
+            _dconv_row_pw(&ib, x + gi * ia.Cg + row * DCONV_PW_ROW * ia.C, w, taps, runbuf, row * DCONV_PW_ROW, wp + gi * blen,
+                          Kc, bias, res, y, gi, Coutg, cout, act)
+    else:
+        for t in prange(items, num_threads=nth, schedule="dynamic"):
+            gi = t // rows
+            row = t - gi * rows
+            w = min(<Py_ssize_t>DCONV_PW_ROW, P - row * DCONV_PW_ROW)
+            mine = runbuf + <Py_ssize_t>openmp.omp_get_thread_num() * 2
+            _dconv_row_pw(&ib, x + gi * ia.Cg + row * DCONV_PW_ROW * ia.C, w, taps, mine, row * DCONV_PW_ROW,
+                          wp + gi * blen, Kc, bias, res, y, gi, Coutg, cout, act)
+
+
+cdef inline void _dconv_row_pw(const ImplicitA* ib, const float* img, Py_ssize_t w, const DTap* taps, DRun* runs,
+                               Py_ssize_t p0, const float* wp, Py_ssize_t Kc, const float* bias, const float* res,
+                               float* y, Py_ssize_t gi, Py_ssize_t Coutg, Py_ssize_t cout,
+                               const Act* act) noexcept nogil:
+    cdef ImplicitA ic = ib[0]
+    ic.W = w
+    ic.Wo = w
+    _dconv_row(&ic, img, taps, 1, runs, 0, p0, wp, Kc, (bias + gi * Coutg) if bias != NULL else NULL,
+               (res + gi * Coutg) if res != NULL else NULL, y + gi * Coutg, Coutg, cout, act, 0, w)

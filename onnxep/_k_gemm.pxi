@@ -88,31 +88,17 @@ cdef extern from *:
                            float alpha, float beta, const float* bias_col, const float* bias_row, \
                            const float* res, const onnxep_act* act
     #define ONNXEP_UK_PASS kc, nr, a, b, c, rsc, alpha, beta, bias_col, bias_row, res, act
+    #define ONNXEP_ST_ARGS Py_ssize_t nr, float* c, Py_ssize_t rsc, float alpha, float beta, const float* bias_col, \
+                           const float* bias_row, const float* res, const onnxep_act* act
+    #define ONNXEP_ST_PASS nr, c, rsc, alpha, beta, bias_col, bias_row, res, act
     #endif
 
     #if defined(__AVX512F__)
-    static inline __attribute__((always_inline)) void onnxep_uk_body(const int MRV, const int NV, ONNXEP_UK_ARGS)
+    /* the fused epilogue: C[:MRV, :nr] := act(alpha*acc + beta*C [+ bias] [+ R]) from the accumulators c0 / c1 */
+    static inline __attribute__((always_inline)) void onnxep_uk_store(const int MRV, const __m512* c0,
+                                                                     const __m512* c1, ONNXEP_ST_ARGS)
     {
-        __m512 c0[12], c1[12];
-        Py_ssize_t k;
         int i;
-        #pragma GCC unroll 12
-        for (i = 0; i < MRV; i++) {   /* C is written (and maybe read) after the K loop: fetch it meanwhile */
-            c0[i] = _mm512_setzero_ps(); c1[i] = _mm512_setzero_ps();
-            _mm_prefetch((const char*)(c + i * rsc), _MM_HINT_T0);
-            _mm_prefetch((const char*)(c + i * rsc + 31), _MM_HINT_T0);
-        }
-        for (k = 0; k < kc; k++) {
-            __m512 b0 = _mm512_loadu_ps(b), b1 = NV == 2 ? _mm512_loadu_ps(b + 16) : b0;
-            #pragma GCC unroll 12
-            for (i = 0; i < MRV; i++) {
-                __m512 ai = _mm512_set1_ps(a[i]);
-                c0[i] = _mm512_fmadd_ps(ai, b0, c0[i]);
-                if (NV == 2) c1[i] = _mm512_fmadd_ps(ai, b1, c1[i]);
-            }
-            a += 12;
-            b += 32;
-        }
         __mmask16 m0 = nr >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << nr) - 1u);
         __mmask16 m1 = nr >= 32 ? (__mmask16)0xFFFF : nr <= 16 ? (__mmask16)0 : (__mmask16)((1u << (nr - 16)) - 1u);
         __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta), z = _mm512_setzero_ps();
@@ -147,6 +133,30 @@ cdef extern from *:
         }
         if (kind > ONNXEP_ACT_LEAKY_RELU) onnxep_act_tile(act, c, rsc, MRV, nr);
     }
+    static inline __attribute__((always_inline)) void onnxep_uk_body(const int MRV, const int NV, ONNXEP_UK_ARGS)
+    {
+        __m512 c0[12], c1[12];
+        Py_ssize_t k;
+        int i;
+        #pragma GCC unroll 12
+        for (i = 0; i < MRV; i++) {   /* C is written (and maybe read) after the K loop: fetch it meanwhile */
+            c0[i] = _mm512_setzero_ps(); c1[i] = _mm512_setzero_ps();
+            _mm_prefetch((const char*)(c + i * rsc), _MM_HINT_T0);
+            _mm_prefetch((const char*)(c + i * rsc + 31), _MM_HINT_T0);
+        }
+        for (k = 0; k < kc; k++) {
+            __m512 b0 = _mm512_loadu_ps(b), b1 = NV == 2 ? _mm512_loadu_ps(b + 16) : b0;
+            #pragma GCC unroll 12
+            for (i = 0; i < MRV; i++) {
+                __m512 ai = _mm512_set1_ps(a[i]);
+                c0[i] = _mm512_fmadd_ps(ai, b0, c0[i]);
+                if (NV == 2) c1[i] = _mm512_fmadd_ps(ai, b1, c1[i]);
+            }
+            a += 12;
+            b += 32;
+        }
+        onnxep_uk_store(MRV, c0, c1, ONNXEP_ST_PASS);
+    }
     static void onnxep_sgemm_uk(Py_ssize_t mr, ONNXEP_UK_ARGS)
     {
         switch (mr) {
@@ -172,24 +182,10 @@ cdef extern from *:
         n = n < 0 ? 0 : n > 8 ? 8 : n;
         return _mm256_loadu_si256((const __m256i*)(onnxep_uk_mask_tab + 8 - n));
     }
-    static inline __attribute__((always_inline)) void onnxep_uk_body(const int MRV, const int NV, ONNXEP_UK_ARGS)
+    static inline __attribute__((always_inline)) void onnxep_uk_store(const int MRV, const __m256* c0,
+                                                                     const __m256* c1, ONNXEP_ST_ARGS)
     {
-        __m256 c0[6], c1[6];
-        Py_ssize_t k;
         int i;
-        #pragma GCC unroll 6
-        for (i = 0; i < MRV; i++) { c0[i] = _mm256_setzero_ps(); c1[i] = _mm256_setzero_ps(); }
-        for (k = 0; k < kc; k++) {
-            __m256 b0 = _mm256_loadu_ps(b), b1 = NV == 2 ? _mm256_loadu_ps(b + 8) : b0;
-            #pragma GCC unroll 6
-            for (i = 0; i < MRV; i++) {
-                __m256 ai = _mm256_broadcast_ss(a + i);
-                c0[i] = _mm256_fmadd_ps(ai, b0, c0[i]);
-                if (NV == 2) c1[i] = _mm256_fmadd_ps(ai, b1, c1[i]);
-            }
-            a += 6;
-            b += 16;
-        }
         int full = nr >= 16;
         __m256i m0 = onnxep_uk_mask(nr), m1 = onnxep_uk_mask(nr - 8);
         __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta), z = _mm256_setzero_ps();
@@ -234,6 +230,26 @@ cdef extern from *:
             }
         }
         if (kind > ONNXEP_ACT_LEAKY_RELU) onnxep_act_tile(act, c, rsc, MRV, nr);
+    }
+    static inline __attribute__((always_inline)) void onnxep_uk_body(const int MRV, const int NV, ONNXEP_UK_ARGS)
+    {
+        __m256 c0[6], c1[6];
+        Py_ssize_t k;
+        int i;
+        #pragma GCC unroll 6
+        for (i = 0; i < MRV; i++) { c0[i] = _mm256_setzero_ps(); c1[i] = _mm256_setzero_ps(); }
+        for (k = 0; k < kc; k++) {
+            __m256 b0 = _mm256_loadu_ps(b), b1 = NV == 2 ? _mm256_loadu_ps(b + 8) : b0;
+            #pragma GCC unroll 6
+            for (i = 0; i < MRV; i++) {
+                __m256 ai = _mm256_broadcast_ss(a + i);
+                c0[i] = _mm256_fmadd_ps(ai, b0, c0[i]);
+                if (NV == 2) c1[i] = _mm256_fmadd_ps(ai, b1, c1[i]);
+            }
+            a += 6;
+            b += 16;
+        }
+        onnxep_uk_store(MRV, c0, c1, ONNXEP_ST_PASS);
     }
     static void onnxep_sgemm_uk(Py_ssize_t mr, ONNXEP_UK_ARGS)
     {

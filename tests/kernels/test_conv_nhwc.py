@@ -114,6 +114,69 @@ def test_conv_nhwc_grouped_threads_identical(isa, case):
     np.testing.assert_allclose(y1, _expected(*args[:-1], True), rtol=0, atol=2 * (kc + 2) * EPS)
 
 
+DIRECT_CASES = [  # x (N, C, H, W), w (cout, Cg, kh, kw), group, strides, dilations, pads (begin h, w), activation
+    ((1, 3, 23, 29), (24, 3, 7, 7), 1, (2, 2), (1, 1), (3, 3), ("Relu",)),          # RGB stem, odd sizes
+    ((2, 5, 9, 17), (33, 5, 3, 3), 1, (1, 1), (1, 1), (1, 1), ("Clip", -0.5, 0.5)),   # 'same', 2 images, cout 33
+    ((1, 6, 11, 13), (16, 3, 3, 5), 2, (1, 2), (2, 1), (2, 1), ("LeakyRelu", 0.1)),   # groups, mixed stride/dilation
+    ((2, 17, 5, 31), (40, 17, 1, 1), 1, (1, 1), (1, 1), (0, 0), ("",)),               # pointwise: pixels flattened
+    ((1, 64, 7, 7), (12, 64, 1, 1), 1, (2, 2), (1, 1), (0, 0), ("Sigmoid",)),         # strided 1x1
+    ((1, 2, 3, 2), (5, 2, 3, 3), 1, (1, 1), (1, 1), (2, 2), ("Tanh",)),               # smaller than the padding
+]
+
+
+@pytest.mark.parametrize("isa", [i for i in VARIANTS if i != "generic"])
+@pytest.mark.parametrize("case", DIRECT_CASES, ids=lambda c: "x".join(map(str, c[0])) + "_k" + "x".join(map(str, c[1])))
+@pytest.mark.parametrize("nthreads", [1, 2])
+def test_conv_nhwc_direct_matches_packed(isa, case, nthreads):
+    """The direct path (A read in place, K <= KC) against the packed path of the same variant: bit-identical (same
+    products in the same k order, one FMA each), with bias, residual and every epilogue activation; and against the
+    float64 direct conv (oracle) within the GEMM bound."""
+    mod = VARIANTS[isa]
+    xs, ws, group, strides, dil, pads, act = case
+    rng = np.random.default_rng(7)
+    x = rng.uniform(-1, 1, xs).astype(np.float32)
+    w = rng.uniform(-1, 1, ws).astype(np.float32)
+    b = rng.uniform(-1, 1, ws[0]).astype(np.float32)
+    k = ws[2:]
+    outs = tuple((i + 2 * p - ((kk - 1) * d + 1)) // st + 1 for i, p, kk, d, st in zip(xs[2:], pads, k, dil, strides))
+    res = rng.uniform(-1, 1, (xs[0],) + outs + (ws[0],)).astype(np.float32)
+    kc = int(np.prod(ws[1:]))
+    wp = np.empty(mod.conv_nhwc_pack_weight_size(ws[0], kc, group), np.float32)
+    mod.conv_nhwc_pack_weight(w, group, wp)
+    xh = np.ascontiguousarray(x.transpose(0, 2, 3, 1))
+    ys = {}
+    for path in ("packed", "direct"):
+        y = np.full((xs[0],) + outs + (ws[0],), np.nan, np.float32)
+        mod.conv_nhwc_f32(xh.reshape(-1), xh.shape, wp, ws[0], group, k, strides, dil, pads, outs, b,
+                          res.reshape(-1), y.reshape(-1), False, nthreads, act, path)
+        ys[path] = y
+    np.testing.assert_array_equal(ys["direct"], ys["packed"])
+    ref = _ref_conv(x[:, :, None], w[:, :, None], b, group, (1,) + strides, (1,) + dil, (0,) + pads,
+                    (1,) + outs)[:, :, 0].transpose(0, 2, 3, 1) + res
+    name, *params = act
+    fns = {"": lambda r: r, "Relu": lambda r: np.maximum(r, 0), "Clip": lambda r: np.clip(r, *params),
+           "LeakyRelu": lambda r: np.where(r >= 0, r, r * params[0]), "Sigmoid": lambda r: 1 / (1 + np.exp(-r)),
+           "Tanh": np.tanh}
+    ref = fns[name](ref)
+    np.testing.assert_allclose(ys["direct"], ref, rtol=0, atol=2 * (kc + 2) * EPS + 1e-6)
+
+
+def test_conv_nhwc_direct_path_errors():
+    """The direct path is refused where it does not apply (K above one block), and path must be a known name (no
+    oracle: error behaviour)."""
+    w = np.zeros((4, 64, 3, 3), np.float32)
+    wp = np.empty(_kernels.conv_nhwc_pack_weight_size(4, 576, 1), np.float32)
+    _kernels.conv_nhwc_pack_weight(w, 1, wp)
+    x = np.zeros(1 * 5 * 5 * 64, np.float32)
+    y = np.zeros(1 * 5 * 5 * 4, np.float32)
+    args = (x, (1, 5, 5, 64), wp, 4, 1, (3, 3), (1, 1), (1, 1), (1, 1), (5, 5), None, None, y, False, 1, None)
+    with pytest.raises(ValueError, match="direct path"):
+        _kernels.conv_nhwc_f32(*args, "direct")
+    with pytest.raises(ValueError, match="path must be"):
+        _kernels.conv_nhwc_f32(*args, "fast")
+    _kernels.conv_nhwc_f32(*args, "packed")
+
+
 def test_conv_nhwc_errors():
     """Wrong sizes raise ValueError naming what is wrong (no oracle: error behaviour)."""
     w = np.zeros((4, 3, 3, 3), np.float32)
