@@ -478,3 +478,33 @@ def transpose_copy(const uint8_t[::1] x, shape, perm, int itemsize, uint8_t[::1]
             for c in prange(nt, num_threads=nt, schedule="static"):
                 transpose_range(&x[0], &y[0], kind, <int>esz, m, size, ss, ds, run, chunk, lda, ldb, A, B, TA, TB,
                                 c * nitems // nt, (c + 1) * nitems // nt)
+
+
+def copy_rows(const uint8_t[::1] x, Py_ssize_t rows, Py_ssize_t nbytes, uint8_t[::1] y, Py_ssize_t y_stride,
+              Py_ssize_t y_offset, int nthreads=0):
+    """y[y_offset + i*y_stride : ... + nbytes] := x[i*nbytes : (i+1)*nbytes] for i < rows (Concat: one input's
+    slabs into the joined output). Rows are split over threads above TR_SERIAL_BYTES bytes in all."""
+    cdef Py_ssize_t t, nblk, per, r0, r1
+    cdef int nth
+    if rows < 0 or nbytes < 0 or y_stride < nbytes or y_offset < 0:
+        raise ValueError(f"copy_rows: bad geometry rows={rows}, nbytes={nbytes}, y_stride={y_stride}, "
+                         f"y_offset={y_offset}")
+    if x.shape[0] != rows * nbytes:
+        raise ValueError(f"copy_rows: x has {x.shape[0]} bytes, expected {rows * nbytes}")
+    if rows == 0 or nbytes == 0:
+        return
+    if y.shape[0] < y_offset + (rows - 1) * y_stride + nbytes:
+        raise ValueError(f"copy_rows: y has {y.shape[0]} bytes, the rows need {y_offset + (rows - 1) * y_stride + nbytes}")
+    nth = 1 if rows * nbytes < TR_SERIAL_BYTES else _nthreads(nthreads)
+    if nth <= 1 or rows < 2:
+        with nogil:
+            _copy_runs(&x[0], nbytes, &y[y_offset], y_stride, rows, nbytes)
+        return
+    nblk = min(rows, <Py_ssize_t>nth * 4)
+    per = (rows + nblk - 1) // nblk
+    nblk = (rows + per - 1) // per
+    with nogil:
+        for t in prange(nblk, num_threads=nth, schedule="dynamic"):
+            r0 = t * per
+            r1 = min(rows, r0 + per)
+            _copy_runs(&x[r0 * nbytes], nbytes, &y[y_offset + r0 * y_stride], y_stride, r1 - r0, nbytes)

@@ -1,3 +1,8 @@
+import math
+
+import numpy as np
+
+from onnxep import _kernels
 from onnxep.ops._base import OpKernel
 from onnxep.ops._data import DATA_TYPES, norm_axis
 
@@ -22,10 +27,17 @@ class Concat_4(OpKernel):
         shape = list(first)
         shape[axis] = sum(x.shape[axis] for x in xs)
         y = ctx.output(0, shape, xs[0].dtype)
+        inner = math.prod(first[axis + 1:])
+        rows = math.prod(first[:axis])
+        native = not y.dtype.hasobject and y.flags.c_contiguous
         lead = (slice(None),) * axis
         o = 0
         for x in xs:
             n = x.shape[axis]
-            if n:
+            if n and native and x.dtype == y.dtype and x.flags.c_contiguous:
+                _kernels.copy_rows(x.reshape(-1).view(np.uint8), rows, n * inner * y.itemsize,
+                                   y.reshape(-1).view(np.uint8), shape[axis] * inner * y.itemsize,
+                                   o * inner * y.itemsize, ctx.num_threads)
+            elif n:
                 y[lead + (slice(o, o + n),)] = x
             o += n

@@ -133,3 +133,42 @@ def test_errors():
         mod.transpose_copy(x, (-2, 3, 4), (2, 1, 0), 1, y)
     with pytest.raises(ValueError, match="at most 32 dims"):
         mod.transpose_copy(x[:1], (1,) * 33, tuple(range(33)), 1, y[:1])
+
+
+@pytest.mark.parametrize("isa", list(VARIANTS))
+@pytest.mark.parametrize("shape_axis", [((2, 3, 4), 1), ((1, 55, 55, 64), 3), ((300, 7), 0), ((5, 1, 3), 2),
+                                        ((1, 128, 28, 28), 1)])
+@pytest.mark.parametrize("nthreads", [1, 2])
+def test_copy_rows_is_concat(isa, shape_axis, nthreads):
+    """Oracle: numpy.concatenate. copy_rows places each input's slabs at its offset in the joined output (what the
+    Concat op does with it); sizes above the threading threshold run on 2 threads."""
+    mod = VARIANTS[isa]
+    shape, axis = shape_axis
+    rng = np.random.default_rng(len(shape) + axis)
+    xs = [rng.standard_normal(shape[:axis] + (n,) + shape[axis + 1:]).astype(np.float32) for n in (shape[axis], 3, 1)]
+    ref = np.concatenate(xs, axis)
+    y = np.full(ref.shape, np.nan, np.float32)
+    inner = int(np.prod(shape[axis + 1:]))
+    rows = int(np.prod(shape[:axis]))
+    o = 0
+    for x in xs:
+        n = x.shape[axis]
+        mod.copy_rows(x.reshape(-1).view(np.uint8), rows, n * inner * 4, y.reshape(-1).view(np.uint8),
+                      ref.shape[axis] * inner * 4, o * inner * 4, nthreads)
+        o += n
+    np.testing.assert_array_equal(y, ref)
+
+
+def test_copy_rows_errors():
+    """Sizes that do not fit raise ValueError before any byte is written (no oracle: error behaviour)."""
+    x = np.zeros(12, np.uint8)
+    y = np.zeros(20, np.uint8)
+    with pytest.raises(ValueError, match="x has"):
+        _kernels.copy_rows(x, 4, 4, y, 5, 0)
+    with pytest.raises(ValueError, match="y has"):
+        _kernels.copy_rows(x, 3, 4, y, 9, 0)
+    with pytest.raises(ValueError, match="y has"):
+        _kernels.copy_rows(x, 3, 4, y, 8, 1)
+    with pytest.raises(ValueError, match="bad geometry"):
+        _kernels.copy_rows(x, 3, 4, y, 2, 0)
+    _kernels.copy_rows(x, 3, 4, y, 8, 0)
