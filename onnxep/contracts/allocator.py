@@ -90,16 +90,17 @@ class HostBlockPool:
     def take(self, size: int) -> np.ndarray:
         """`size` uninitialised HOST_ALIGNMENT-aligned bytes (as host_bytes)."""
         with self._lock:
-            blocks = self._free.get(size)
-            if blocks:
-                for block in blocks:
-                    if sys.getrefcount(block) == 3:    # the list, `block`, getrefcount's argument: no view alive
-                        return _aligned_view(block, size)
+            entries = self._free.get(size)
+            if entries:
+                for block, start in entries:
+                    if sys.getrefcount(block) == 3:    # the entry, `block`, getrefcount's argument: no view alive
+                        return block[start:start + size]
             block = np.empty(size + HOST_ALIGNMENT, dtype=np.uint8)
+            start = -address_of(block) % HOST_ALIGNMENT
             if self.pooled + block.nbytes <= self.limit:
-                self._free.setdefault(size, []).append(block)
+                self._free.setdefault(size, []).append((block, start))
                 self.pooled += block.nbytes
-            return _aligned_view(block, size)
+            return block[start:start + size]
 
 
 def _aligned_view(block, size):

@@ -26,15 +26,27 @@ class RunContext:
 
     def alloc(self, shape, dtype=np.float32) -> np.ndarray:
         """An uninitialised array from the stream's allocator (size checked before allocating)."""
-        dtype = np.dtype(dtype)
-        nbytes = math.prod(shape) * dtype.itemsize
-        if nbytes > self.limit or (shape and min(shape) < 0):
-            check_size(shape, dtype, "tensor allocation", self.limit)  # raises, saying why
+        hit = _SIZES.get((shape, dtype))
+        if hit is None:
+            dt = np.dtype(dtype)
+            nbytes = math.prod(shape) * dt.itemsize
+            if shape and min(shape) < 0:
+                check_size(shape, dt, "tensor allocation", self.limit)  # raises, saying why
+            hit = (nbytes, dt)
+            if len(_SIZES) < _SIZES_MAX:
+                _SIZES[(shape, dtype)] = hit
+        nbytes, dt = hit
+        if nbytes > self.limit:
+            check_size(shape, dt, "tensor allocation", self.limit)  # raises, saying why
         if not self.stream.uses_default_allocator:
             mem = self.stream.alloc(nbytes)
         else:
             mem = self.pool.take(nbytes) if self.pool is not None else host_bytes(nbytes)
-        return mem.view(dtype).reshape(shape)
+        return mem.view(dt).reshape(shape)
+
+
+_SIZES = {}          # (shape, dtype) -> (bytes, numpy dtype) of valid shapes: alloc's arithmetic once per shape
+_SIZES_MAX = 65536
 
 
 class Executor:
