@@ -544,22 +544,31 @@ cdef inline bint _dw3_ok(const ConvGeom* g) noexcept nogil:
             and g.dh == 1 and g.dw == 1 and (g.sw == 1 or g.sw == 2))
 
 
+cdef struct Dw3Job:
+    const float* x
+    const float* w
+    const float* bias
+    float* y
+    bint relu
+    const ConvGeom* g
+
+
+cdef void _dw3_task(void* p, Py_ssize_t t, int tid) noexcept nogil:
+    """Output plane t = n*cout + oc through onnxep_dw3x3_plane."""
+    cdef Dw3Job* j = <Dw3Job*>p
+    cdef const ConvGeom* g = j.g
+    cdef Py_ssize_t n = t // g.cout, oc = t - n * g.cout
+    dw3x3_plane(j.x + (n * g.C + oc // (g.cout // g.group)) * g.H * g.W, g.H, g.W, j.w + oc * 9,
+                j.bias[oc] if j.bias != NULL else 0.0, j.y + t * g.Ho * g.Wo, g.Ho, g.Wo, g.sh, g.sw, g.ph, g.pw,
+                j.relu)
+
+
 cdef void _dw3_all(Py_ssize_t N, const float* x, const float* w, const float* bias, float* y, bint relu,
                    const ConvGeom* g, int nth) noexcept nogil:
     """Every output plane (n, oc) through onnxep_dw3x3_plane, planes taken dynamically by nth threads."""
-    cdef Py_ssize_t mult = g.cout // g.group, HW = g.H * g.W, P = g.Ho * g.Wo, t, n, oc
-    if nth <= 1:
-        for t in range(N * g.cout):
-            n = t // g.cout
-            oc = t - n * g.cout
-            dw3x3_plane(x + (n * g.C + oc // mult) * HW, g.H, g.W, w + oc * 9, bias[oc] if bias != NULL else 0.0,
-                        y + t * P, g.Ho, g.Wo, g.sh, g.sw, g.ph, g.pw, relu)
-        return
-    for t in prange(N * g.cout, num_threads=nth, schedule="dynamic"):
-        n = t // g.cout
-        oc = t - n * g.cout
-        dw3x3_plane(x + (n * g.C + oc // mult) * HW, g.H, g.W, w + oc * 9, bias[oc] if bias != NULL else 0.0,
-                    y + t * P, g.Ho, g.Wo, g.sh, g.sw, g.ph, g.pw, relu)
+    cdef Dw3Job job
+    job.x, job.w, job.bias, job.y, job.relu, job.g = x, w, bias, y, relu, g
+    parallel_for(N * g.cout, nth, _dw3_task, &job)
 
 
 cdef inline bint _dw_direct_ok(const ConvGeom* g) noexcept nogil:

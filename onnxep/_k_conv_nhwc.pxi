@@ -137,6 +137,7 @@ def conv_nhwc_f32(const float[::1] x, tuple xshape, const float[::1] w_packed, P
     cdef ImplicitA ia
     cdef Act act = make_act(activation, relu)
     cdef Py_ssize_t N, Cg, Coutg, Kc, P, blen, gi, t, rb
+    cdef int rc
     cdef int nth, nth_gemm
     cdef float* work = NULL
     cdef float* mine
@@ -193,8 +194,10 @@ def conv_nhwc_f32(const float[::1] x, tuple xshape, const float[::1] w_packed, P
                          f"variant {ONNXEP_ISA_NAME.decode()})")
     if Kc > 0 and (path == "direct" or (path == "auto" and _dconv_auto(&ia, Kc))):
         with nogil:
-            _conv_nhwc_direct(&ia, N, group, xp, wp, blen, bptr, rptr, yp, Coutg, Kc, cout, &act,
-                              sgemm_threads(P, cout, Kc, nthreads))
+            rc = _conv_nhwc_direct(&ia, N, group, xp, wp, blen, bptr, rptr, yp, Coutg, Kc, cout, &act,
+                                   sgemm_threads(P, cout, Kc, nthreads))
+        if rc != 0:
+            raise MemoryError("conv_nhwc_f32: cannot allocate the direct path's run tables")
         return
     # Big per-group GEMMs run one after another, each on every thread. Small ones are split by blocks of output
     # pixels (every group of a block on one thread): threads over groups would write neighbouring column ranges of
@@ -213,6 +216,7 @@ def conv_nhwc_f32(const float[::1] x, tuple xshape, const float[::1] w_packed, P
     work = <float*>malloc(nth * sgemm_work_len(nth_gemm) * sizeof(float))
     if work == NULL:
         raise MemoryError("conv_nhwc_f32: cannot allocate the packing workspace")
+    cdef ConvJob job
     try:
         with nogil:
             if nth == 1:
@@ -220,13 +224,36 @@ def conv_nhwc_f32(const float[::1] x, tuple xshape, const float[::1] w_packed, P
                     _conv_nhwc_group(&ia, gi, xp, wp + gi * blen, bptr, rptr, yp, 0, P, Coutg, Kc, cout, &act, work,
                                      nth_gemm)
             else:
-                for t in prange((P + rb - 1) // rb, num_threads=nth, schedule="dynamic"):
-                    mine = work + <Py_ssize_t>openmp.omp_get_thread_num() * sgemm_work_len(1)
-                    for gi in range(group):
-                        _conv_nhwc_group(&ia, gi, xp, wp + gi * blen, bptr, rptr, yp, t * rb, min(rb, P - t * rb),
-                                         Coutg, Kc, cout, &act, mine, 1)
+                job.ia, job.x, job.wp, job.blen, job.bias, job.res, job.y = &ia, xp, wp, blen, bptr, rptr, yp
+                job.Coutg, job.Kc, job.cout, job.act, job.group, job.P, job.rb = Coutg, Kc, cout, &act, group, P, rb
+                job.work = work
+                parallel_for((P + rb - 1) // rb, nth, _conv_nhwc_block_task, &job)
     finally:
         free(work)
+
+
+cdef struct ConvJob:
+    # a channel-last conv's arguments for its tasks on the thread pool (blocks of pixels, or output rows)
+    const ImplicitA* ia
+    const float* x
+    const float* wp
+    const float* bias
+    const float* res
+    float* y
+    const Act* act
+    Py_ssize_t blen, Coutg, Kc, cout, group, P, rb, rows, ntaps, ow_lo, ow_hi, runs_per_thread
+    float* work
+    const DTap* taps
+    DRun* runbuf
+
+
+cdef void _conv_nhwc_block_task(void* p, Py_ssize_t t, int tid) noexcept nogil:
+    """Every group of pixel block t (rb pixels) on one thread."""
+    cdef ConvJob* j = <ConvJob*>p
+    cdef Py_ssize_t gi
+    for gi in range(j.group):
+        _conv_nhwc_group(j.ia, gi, j.x, j.wp + gi * j.blen, j.bias, j.res, j.y, t * j.rb, min(j.rb, j.P - t * j.rb),
+                         j.Coutg, j.Kc, j.cout, j.act, j.work + <Py_ssize_t>tid * sgemm_work_len(1), 1)
 
 
 cdef void _conv_nhwc_group(const ImplicitA* ia0, Py_ssize_t gi, const float* x, const float* wp, const float* bias,
@@ -336,55 +363,44 @@ cdef void _dconv_row(const ImplicitA* ia, const float* img, const DTap* taps, Py
         ow += mr
 
 
-cdef void _conv_nhwc_direct(const ImplicitA* ia, Py_ssize_t N, Py_ssize_t group, const float* x, const float* wp,
-                            Py_ssize_t blen, const float* bias, const float* res, float* y, Py_ssize_t Coutg,
-                            Py_ssize_t Kc, Py_ssize_t cout, const Act* act, int nth) noexcept nogil:
+cdef int _conv_nhwc_direct(const ImplicitA* ia, Py_ssize_t N, Py_ssize_t group, const float* x, const float* wp,
+                           Py_ssize_t blen, const float* bias, const float* res, float* y, Py_ssize_t Coutg,
+                           Py_ssize_t Kc, Py_ssize_t cout, const Act* act, int nth) noexcept nogil:
     """conv_nhwc_f32 on the direct path: work items are (group, output row), taken dynamically; every output
-    element is computed by one thread in the same order whatever nth is."""
-    cdef Py_ssize_t rows = N * ia.Ho, ntaps = ia.kh * ia.kw, items = group * rows, t, gi, row, n, ow_lo, ow_hi, num
+    element is computed by one thread in the same order whatever nth is. Returns -1 (nothing written) when its
+    small run tables cannot be allocated, else 0."""
+    cdef Py_ssize_t rows = N * ia.Ho, ntaps = ia.kh * ia.kw, items = group * rows, ow_lo, ow_hi, num
     cdef DTap* taps = <DTap*>malloc(ntaps * sizeof(DTap))
     cdef DRun* runbuf
-    cdef DRun* mine
+    cdef ConvJob job
     if taps == NULL:
-        return
+        return -1
     _dconv_taps(ia, taps)
     nth = <int>max(1, min(<Py_ssize_t>nth, items))
     runbuf = <DRun*>malloc(nth * 2 * ntaps * sizeof(DRun))
     if runbuf == NULL:
         free(taps)
-        return
+        return -1
     if ia.kh == 1 and ia.kw == 1 and ia.sh == 1 and ia.sw == 1 and ia.ph == 0 and ia.pw == 0:
         # 1x1, stride 1, no pads: pixel p reads x[p*C ...], so every image's pixels are one long row; cut it into
         # rows of DCONV_PW_ROW pixels (the last one shorter)
         _conv_nhwc_pointwise(ia, N, group, x, wp, blen, bias, res, y, Coutg, Kc, cout, act, nth, taps, runbuf)
         free(runbuf)
         free(taps)
-        return
+        return 0
     # the pixels of a row whose every kernel column falls inside x: ow_lo <= ow < ow_hi
     ow_lo = min((ia.pw + ia.sw - 1) // ia.sw, ia.Wo)
     num = ia.W - 1 - (ia.kw - 1) * ia.dw + ia.pw
     ow_hi = min(num // ia.sw + 1, ia.Wo) if num >= 0 else 0
     if ow_hi < ow_lo:
         ow_hi = ow_lo
-    if nth == 1:
-        for t in range(items):
-            gi = t // rows
-            row = t - gi * rows
-            n = row // ia.Ho
-            _dconv_row(ia, x + gi * ia.Cg + n * ia.H * ia.W * ia.C, taps, ntaps, runbuf, row - n * ia.Ho,
-                       row * ia.Wo, wp + gi * blen, Kc, (bias + gi * Coutg) if bias != NULL else NULL,
-                       (res + gi * Coutg) if res != NULL else NULL, y + gi * Coutg, Coutg, cout, act, ow_lo, ow_hi)
-    else:
-        for t in prange(items, num_threads=nth, schedule="dynamic"):
-            gi = t // rows
-            row = t - gi * rows
-            n = row // ia.Ho
-            mine = runbuf + <Py_ssize_t>openmp.omp_get_thread_num() * 2 * ntaps
-            _dconv_row(ia, x + gi * ia.Cg + n * ia.H * ia.W * ia.C, taps, ntaps, mine, row - n * ia.Ho,
-                       row * ia.Wo, wp + gi * blen, Kc, (bias + gi * Coutg) if bias != NULL else NULL,
-                       (res + gi * Coutg) if res != NULL else NULL, y + gi * Coutg, Coutg, cout, act, ow_lo, ow_hi)
+    job.ia, job.x, job.wp, job.blen, job.bias, job.res, job.y = ia, x, wp, blen, bias, res, y
+    job.Coutg, job.Kc, job.cout, job.act, job.rows, job.taps, job.ntaps = Coutg, Kc, cout, act, rows, taps, ntaps
+    job.runbuf, job.runs_per_thread, job.ow_lo, job.ow_hi = runbuf, 2 * ntaps, ow_lo, ow_hi
+    parallel_for(items, nth, _dconv_row_task, &job)
     free(runbuf)
     free(taps)
+    return 0
 
 
 cdef enum:
@@ -398,26 +414,35 @@ cdef void _conv_nhwc_pointwise(const ImplicitA* ia, Py_ssize_t N, Py_ssize_t gro
     """_conv_nhwc_direct for a 1x1 stride-1 unpadded conv: the N*H*W pixels as rows of DCONV_PW_ROW pixels of one
     row-shaped image, work items (group, row) taken dynamically."""
     cdef ImplicitA ib = ia[0]
-    cdef Py_ssize_t P = N * ia.H * ia.W, rows = (P + DCONV_PW_ROW - 1) // DCONV_PW_ROW, items = group * rows
-    cdef Py_ssize_t t, gi, row, w
-    cdef DRun* mine
+    cdef Py_ssize_t P = N * ia.H * ia.W
+    cdef ConvJob job
     ib.H = 1
     ib.Ho = 1
-    if nth == 1:
-        for t in range(items):
-            gi = t // rows
-            row = t - gi * rows
-            w = min(<Py_ssize_t>DCONV_PW_ROW, P - row * DCONV_PW_ROW)
-            _dconv_row_pw(&ib, x + gi * ia.Cg + row * DCONV_PW_ROW * ia.C, w, taps, runbuf, row * DCONV_PW_ROW, wp + gi * blen,
-                          Kc, bias, res, y, gi, Coutg, cout, act)
-    else:
-        for t in prange(items, num_threads=nth, schedule="dynamic"):
-            gi = t // rows
-            row = t - gi * rows
-            w = min(<Py_ssize_t>DCONV_PW_ROW, P - row * DCONV_PW_ROW)
-            mine = runbuf + <Py_ssize_t>openmp.omp_get_thread_num() * 2
-            _dconv_row_pw(&ib, x + gi * ia.Cg + row * DCONV_PW_ROW * ia.C, w, taps, mine, row * DCONV_PW_ROW,
-                          wp + gi * blen, Kc, bias, res, y, gi, Coutg, cout, act)
+    job.ia, job.x, job.wp, job.blen, job.bias, job.res, job.y = &ib, x, wp, blen, bias, res, y
+    job.Coutg, job.Kc, job.cout, job.act, job.taps, job.P = Coutg, Kc, cout, act, taps, P
+    job.rows = (P + DCONV_PW_ROW - 1) // DCONV_PW_ROW
+    job.runbuf, job.runs_per_thread = runbuf, 2
+    parallel_for(group * job.rows, nth, _dconv_pw_task, &job)
+
+
+cdef void _dconv_row_task(void* p, Py_ssize_t t, int tid) noexcept nogil:
+    """Output row t % rows of group t // rows (direct path)."""
+    cdef ConvJob* j = <ConvJob*>p
+    cdef const ImplicitA* ia = j.ia
+    cdef Py_ssize_t gi = t // j.rows, row = t - gi * j.rows, n = row // ia.Ho
+    _dconv_row(ia, j.x + gi * ia.Cg + n * ia.H * ia.W * ia.C, j.taps, j.ntaps,
+               j.runbuf + <Py_ssize_t>tid * j.runs_per_thread, row - n * ia.Ho, row * ia.Wo, j.wp + gi * j.blen, j.Kc,
+               (j.bias + gi * j.Coutg) if j.bias != NULL else NULL, (j.res + gi * j.Coutg) if j.res != NULL else NULL,
+               j.y + gi * j.Coutg, j.Coutg, j.cout, j.act, j.ow_lo, j.ow_hi)
+
+
+cdef void _dconv_pw_task(void* p, Py_ssize_t t, int tid) noexcept nogil:
+    """Pixels row*DCONV_PW_ROW .. of group t // rows (pointwise direct path)."""
+    cdef ConvJob* j = <ConvJob*>p
+    cdef Py_ssize_t gi = t // j.rows, row = t - gi * j.rows
+    _dconv_row_pw(j.ia, j.x + gi * j.ia.Cg + row * DCONV_PW_ROW * j.ia.C, min(<Py_ssize_t>DCONV_PW_ROW, j.P - row * DCONV_PW_ROW),
+                  j.taps, j.runbuf + <Py_ssize_t>tid * j.runs_per_thread, row * DCONV_PW_ROW, j.wp + gi * j.blen,
+                  j.Kc, j.bias, j.res, j.y, gi, j.Coutg, j.cout, j.act)
 
 
 cdef inline void _dconv_row_pw(const ImplicitA* ib, const float* img, Py_ssize_t w, const DTap* taps, DRun* runs,

@@ -21,13 +21,27 @@ def relu_f32(const float[::1] x, float[::1] y, int nthreads=0):
     if n == 0:
         return
     nchunks = (n + ELTWISE_CHUNK - 1) // ELTWISE_CHUNK
+    cdef UnaryJob job
+    job.x, job.y, job.n, job.op, job.p0, job.p1 = &x[0], &y[0], n, -1, 0, 0
     with nogil:
-        if nchunks < 2:
-            relu_f32_raw(&x[0], &y[0], n)
-        else:
-            for c in prange(nchunks, num_threads=_nthreads(nthreads), schedule="static"):
-                relu_f32_raw(&x[c * ELTWISE_CHUNK], &y[c * ELTWISE_CHUNK],
-                             min(<Py_ssize_t>ELTWISE_CHUNK, n - c * ELTWISE_CHUNK))
+        parallel_for(nchunks, 1 if nchunks < 2 else _nthreads(nthreads), _unary_task, &job)
+
+
+cdef struct UnaryJob:
+    const float* x
+    float* y
+    Py_ssize_t n
+    int op              # -1: relu_f32_raw, else unary_f32_raw's op
+    float p0, p1
+
+
+cdef void _unary_task(void* p, Py_ssize_t c, int tid) noexcept nogil:
+    cdef UnaryJob* j = <UnaryJob*>p
+    cdef Py_ssize_t o = c * ELTWISE_CHUNK, m = min(<Py_ssize_t>ELTWISE_CHUNK, j.n - c * ELTWISE_CHUNK)
+    if j.op < 0:
+        relu_f32_raw(j.x + o, j.y + o, m)
+    else:
+        unary_f32_raw(j.op, j.x + o, j.y + o, m, j.p0, j.p1)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -96,13 +110,10 @@ cdef _unary_run(str name, int op, const float[::1] x, float[::1] y, float p0, fl
     if n == 0:
         return
     nchunks = (n + ELTWISE_CHUNK - 1) // ELTWISE_CHUNK
+    cdef UnaryJob job
+    job.x, job.y, job.n, job.op, job.p0, job.p1 = &x[0], &y[0], n, op, p0, p1
     with nogil:
-        if nchunks < 2:
-            unary_f32_raw(op, &x[0], &y[0], n, p0, p1)
-        else:
-            for c in prange(nchunks, num_threads=_nthreads(nthreads), schedule="static"):
-                unary_f32_raw(op, &x[c * ELTWISE_CHUNK], &y[c * ELTWISE_CHUNK],
-                              min(<Py_ssize_t>ELTWISE_CHUNK, n - c * ELTWISE_CHUNK), p0, p1)
+        parallel_for(nchunks, 1 if nchunks < 2 else _nthreads(nthreads), _unary_task, &job)
 
 
 def leaky_relu_f32(const float[::1] x, float[::1] y, float alpha, int nthreads=0):
@@ -337,13 +348,28 @@ cdef _binary_run(str name, int op, const float[::1] a, const float[::1] b, float
         raise ValueError(f"{name}: operands of {a.shape[0]} and {b.shape[0]} elements are too small for shape "
                          f"{tuple(shape)} with strides {tuple(a_strides)} and {tuple(b_strides)}")
     nchunks = (total + ELTWISE_CHUNK - 1) // ELTWISE_CHUNK
+    cdef BinaryJob job
+    job.op, job.a, job.b, job.z, job.ndim, job.shape, job.sa, job.sb, job.total = (
+        op, &a[0], &b[0], &z[0], ndim, c_shape, c_sa, c_sb, total)
     with nogil:
-        if nchunks < 2:
-            binary_f32_range(op, &a[0], &b[0], &z[0], ndim, c_shape, c_sa, c_sb, 0, total)
-        else:
-            for c in prange(nchunks, num_threads=_nthreads(nthreads), schedule="static"):
-                binary_f32_range(op, &a[0], &b[0], &z[0], ndim, c_shape, c_sa, c_sb, c * ELTWISE_CHUNK,
-                                 min(total, (c + 1) * ELTWISE_CHUNK))
+        parallel_for(nchunks, 1 if nchunks < 2 else _nthreads(nthreads), _binary_task, &job)
+
+
+cdef struct BinaryJob:
+    int op, ndim
+    const float* a
+    const float* b
+    float* z
+    const Py_ssize_t* shape
+    const Py_ssize_t* sa
+    const Py_ssize_t* sb
+    Py_ssize_t total
+
+
+cdef void _binary_task(void* p, Py_ssize_t c, int tid) noexcept nogil:
+    cdef BinaryJob* j = <BinaryJob*>p
+    binary_f32_range(j.op, j.a, j.b, j.z, j.ndim, j.shape, j.sa, j.sb, c * ELTWISE_CHUNK,
+                     min(j.total, (c + 1) * ELTWISE_CHUNK))
 
 
 def add_f32(const float[::1] a, const float[::1] b, float[::1] z, shape, a_strides, b_strides, int nthreads=0):

@@ -807,13 +807,35 @@ cdef void sgemm_packed_ex(Py_ssize_t M, Py_ssize_t N, Py_ssize_t K, float alpha,
             _sgemm_tile(ic, min(mcb, M - ic), jp0, min(jp0 + slab, npanels), N, K, alpha,
                         a, rsa, csa, ia, bp, beta, c, rsc, csc, bias_col, bias_row, res, act, work)
         return
-    for t in prange(mtiles * ntiles, num_threads=min(<Py_ssize_t>nth, mtiles * ntiles), schedule="dynamic"):
-        ic = (t // ntiles) * mcb
-        jp0 = (t % ntiles) * slab
-        jp1 = min(jp0 + slab, npanels)
-        mc = min(mcb, M - ic)
-        _sgemm_tile(ic, mc, jp0, jp1, N, K, alpha, a, rsa, csa, ia, bp, beta, c, rsc, csc, bias_col, bias_row, res,
-                    act, work + <Py_ssize_t>openmp.omp_get_thread_num() * SGEMM_WORK_PER_THREAD)
+    cdef GemmJob job
+    job.M, job.N, job.K, job.alpha, job.beta = M, N, K, alpha, beta
+    job.a, job.rsa, job.csa, job.ia, job.bp = a, rsa, csa, ia, bp
+    job.c, job.rsc, job.csc, job.bias_col, job.bias_row, job.res, job.act = c, rsc, csc, bias_col, bias_row, res, act
+    job.ntiles, job.mcb, job.slab, job.npanels, job.work = ntiles, mcb, slab, npanels, work
+    parallel_for(mtiles * ntiles, nth, _sgemm_tile_task, &job)
+
+
+cdef struct GemmJob:
+    # sgemm_packed_ex's arguments and tiling, for its tasks (one tile each) on the thread pool
+    Py_ssize_t M, N, K, rsa, csa, rsc, csc, ntiles, mcb, slab, npanels
+    float alpha, beta
+    const float* a
+    const ImplicitA* ia
+    const float* bp
+    float* c
+    const float* bias_col
+    const float* bias_row
+    const float* res
+    const Act* act
+    float* work
+
+
+cdef void _sgemm_tile_task(void* p, Py_ssize_t t, int tid) noexcept nogil:
+    cdef GemmJob* j = <GemmJob*>p
+    cdef Py_ssize_t ic = (t // j.ntiles) * j.mcb, jp0 = (t % j.ntiles) * j.slab
+    _sgemm_tile(ic, min(j.mcb, j.M - ic), jp0, min(jp0 + j.slab, j.npanels), j.N, j.K, j.alpha, j.a, j.rsa, j.csa,
+                j.ia, j.bp, j.beta, j.c, j.rsc, j.csc, j.bias_col, j.bias_row, j.res, j.act,
+                j.work + <Py_ssize_t>tid * SGEMM_WORK_PER_THREAD)
 
 
 # ----------------------------------------------------------------------------------------------- Python wrappers

@@ -492,13 +492,24 @@ cdef void _dwn_row(Py_ssize_t r, const float* x, const float* w, const float* bi
 cdef void conv_depthwise_nhwc_raw(const float* x, const float* w, const float* bias, float* y, bint relu,
                                   const NhwcGeom* g, const float** ptrs, int nth) noexcept nogil:
     """All N*Ho output rows, one row per task; ptrs: nth blocks of 3*kh*kw pointer-sized slots, one per thread."""
-    cdef Py_ssize_t KS = g.kh * g.kw, rows = g.N * g.Ho, r
-    if nth <= 1:
-        for r in range(rows):
-            _dwn_row(r, x, w, bias, y, relu, g, ptrs)
-    else:
-        for r in prange(rows, num_threads=nth, schedule="static"):
-            _dwn_row(r, x, w, bias, y, relu, g, ptrs + <Py_ssize_t>openmp.omp_get_thread_num() * 3 * KS)
+    cdef DwnJob job
+    job.x, job.w, job.bias, job.y, job.relu, job.g, job.ptrs = x, w, bias, y, relu, g, ptrs
+    parallel_for(g.N * g.Ho, nth, _dwn_row_task, &job)
+
+
+cdef struct DwnJob:
+    const float* x
+    const float* w
+    const float* bias
+    float* y
+    bint relu
+    const NhwcGeom* g
+    const float** ptrs
+
+
+cdef void _dwn_row_task(void* p, Py_ssize_t r, int tid) noexcept nogil:
+    cdef DwnJob* j = <DwnJob*>p
+    _dwn_row(r, j.x, j.w, j.bias, j.y, j.relu, j.g, j.ptrs + <Py_ssize_t>tid * 3 * j.g.kh * j.g.kw)
 
 
 def dw_pack_weight_nhwc_size(Py_ssize_t cout, Py_ssize_t kh, Py_ssize_t kw):
@@ -659,14 +670,24 @@ cdef int _check_pool_nhwc(str name, const float[::1] x, float[::1] y, Py_ssize_t
 
 cdef void _poolnhwc_f32(const float* x, float* y, Py_ssize_t N, Py_ssize_t C, const int64_t* g, int mode,
                         int count_include_pad, int nthreads) noexcept nogil:
-    cdef Py_ssize_t rows = N * g[4], r
+    cdef Py_ssize_t rows = N * g[4]
     cdef Py_ssize_t work = rows * g[5] * C * g[7] * g[8]
-    if work < POOL_PAR_WORK or rows < 2:
-        for r in range(rows):
-            _pooln_row(r, x, y, C, g, mode, count_include_pad)
-    else:
-        for r in prange(rows, num_threads=_nthreads(nthreads), schedule="static"):
-            _pooln_row(r, x, y, C, g, mode, count_include_pad)
+    cdef PoolnJob job
+    job.x, job.y, job.C, job.g, job.mode, job.count_include_pad = x, y, C, g, mode, count_include_pad
+    parallel_for(rows, 1 if work < POOL_PAR_WORK else _nthreads(nthreads), _pooln_row_task, &job)
+
+
+cdef struct PoolnJob:
+    const float* x
+    float* y
+    Py_ssize_t C
+    const int64_t* g
+    int mode, count_include_pad
+
+
+cdef void _pooln_row_task(void* p, Py_ssize_t r, int tid) noexcept nogil:
+    cdef PoolnJob* j = <PoolnJob*>p
+    _pooln_row(r, j.x, j.y, j.C, j.g, j.mode, j.count_include_pad)
 
 
 def maxpool_nhwc_f32(const float[::1] x, float[::1] y, Py_ssize_t N, Py_ssize_t C, const int64_t[::1] geom,
@@ -724,6 +745,7 @@ cdef void _gpoolnhwc_task(Py_ssize_t t, const float* x, float* y, Py_ssize_t S, 
 
 cdef object _global_pool_nhwc(str name, const float[::1] x, tuple xshape, float[::1] y, int is_max, int nthreads):
     cdef Py_ssize_t N, C, S = 1, nb, t, tasks
+    cdef GpoolnJob job
     if len(xshape) < 3:
         raise ValueError(f"{name}: xshape must be (N, spatial..., C), got {xshape}")
     N = xshape[0]
@@ -742,12 +764,20 @@ cdef object _global_pool_nhwc(str name, const float[::1] x, tuple xshape, float[
     nb = (C + GPN_BLOCK - 1) // GPN_BLOCK
     tasks = N * nb
     with nogil:
-        if N * S * C < POOL_PAR_WORK or tasks < 2:
-            for t in range(tasks):
-                _gpoolnhwc_task(t, &x[0], &y[0], S, C, nb, is_max)
-        else:
-            for t in prange(tasks, num_threads=_nthreads(nthreads), schedule="static"):
-                _gpoolnhwc_task(t, &x[0], &y[0], S, C, nb, is_max)
+        job.x, job.y, job.S, job.C, job.nb, job.is_max = &x[0], &y[0], S, C, nb, is_max
+        parallel_for(tasks, 1 if N * S * C < POOL_PAR_WORK else _nthreads(nthreads), _gpoolnhwc_task_p, &job)
+
+
+cdef struct GpoolnJob:
+    const float* x
+    float* y
+    Py_ssize_t S, C, nb
+    int is_max
+
+
+cdef void _gpoolnhwc_task_p(void* p, Py_ssize_t t, int tid) noexcept nogil:
+    cdef GpoolnJob* j = <GpoolnJob*>p
+    _gpoolnhwc_task(t, j.x, j.y, j.S, j.C, j.nb, j.is_max)
 
 
 def global_avgpool_nhwc_f32(const float[::1] x, tuple xshape, float[::1] y, int nthreads=0):

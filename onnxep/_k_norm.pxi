@@ -26,13 +26,10 @@ def batchnorm_f32(const float[:, ::1] x, float[:, ::1] y, const float[::1] mean,
         return
     if C == 0 or R % C != 0:
         raise ValueError(f"batchnorm_f32: {R} rows is not a multiple of {C} channels")
+    cdef RowsJob job
+    job.x, job.y, job.S, job.C, job.mean, job.a, job.b, job.kind = &x[0, 0], &y[0, 0], S, C, &mean[0], &a[0], &b[0], 0
     with nogil:
-        if R * S < NORM_PAR_WORK or R < 2:
-            for r in range(R):
-                _batchnorm_row_f32(&x[r, 0], &y[r, 0], S, mean[r % C], a[r % C], b[r % C])
-        else:
-            for r in prange(R, num_threads=_nthreads(nthreads), schedule="static"):
-                _batchnorm_row_f32(&x[r, 0], &y[r, 0], S, mean[r % C], a[r % C], b[r % C])
+        parallel_for(R, 1 if R * S < NORM_PAR_WORK else _nthreads(nthreads), _rows_task, &job)
 
 
 cdef inline void _channel_affine_row(const float* x, float* y, const float* a, const float* b, Py_ssize_t C,
@@ -58,13 +55,10 @@ def channel_affine_f32(const float[:, ::1] x, float[:, ::1] y, const float[::1] 
                          f"b {b.shape[0]} channels")
     if R == 0 or C == 0:
         return
+    cdef RowsJob job
+    job.x, job.y, job.S, job.C, job.a, job.b, job.relu, job.kind = &x[0, 0], &y[0, 0], C, C, &a[0], &b[0], relu, 1
     with nogil:
-        if R * C < NORM_PAR_WORK or R < 2:
-            for r in range(R):
-                _channel_affine_row(&x[r, 0], &y[r, 0], &a[0], &b[0], C, relu)
-        else:
-            for r in prange(R, num_threads=_nthreads(nthreads), schedule="static"):
-                _channel_affine_row(&x[r, 0], &y[r, 0], &a[0], &b[0], C, relu)
+        parallel_for(R, 1 if R * C < NORM_PAR_WORK else _nthreads(nthreads), _rows_task, &job)
 
 
 cdef void _lrn_plane_f32(const float* x, float* y, Py_ssize_t n, Py_ssize_t c, Py_ssize_t C, Py_ssize_t S,
@@ -108,13 +102,11 @@ def lrn_f32(const float[:, :, ::1] x, float[:, :, ::1] y, Py_ssize_t size, float
     if N * C * S == 0:
         return
     alpha_n = alpha / <float>size
+    cdef RowsJob job
+    job.x, job.y, job.S, job.C, job.lo, job.hi, job.kind = &x[0, 0, 0], &y[0, 0, 0], S, C, lo, hi, 2
+    job.alpha_n, job.beta, job.bias = alpha_n, beta, bias
     with nogil:
-        if N * C * S * size < NORM_PAR_WORK or N * C < 2:
-            for t in range(N * C):
-                _lrn_plane_f32(&x[0, 0, 0], &y[0, 0, 0], t // C, t % C, C, S, lo, hi, alpha_n, beta, bias)
-        else:
-            for t in prange(N * C, num_threads=_nthreads(nthreads), schedule="static"):
-                _lrn_plane_f32(&x[0, 0, 0], &y[0, 0, 0], t // C, t % C, C, S, lo, hi, alpha_n, beta, bias)
+        parallel_for(N * C, 1 if N * C * S * size < NORM_PAR_WORK else _nthreads(nthreads), _rows_task, &job)
 
 
 cdef void _lrn_row_nhwc(const float* x, float* y, Py_ssize_t C, Py_ssize_t lo, Py_ssize_t hi, float alpha_n,
@@ -153,13 +145,11 @@ def lrn_nhwc_f32(const float[:, ::1] x, float[:, ::1] y, Py_ssize_t size, float 
     if R * C == 0:
         return
     alpha_n = alpha / <float>size
+    cdef RowsJob job
+    job.x, job.y, job.S, job.C, job.lo, job.hi, job.kind = &x[0, 0], &y[0, 0], C, C, lo, hi, 3
+    job.alpha_n, job.beta, job.bias = alpha_n, beta, bias
     with nogil:
-        if R * C * size < NORM_PAR_WORK or R < 2:
-            for r in range(R):
-                _lrn_row_nhwc(&x[r, 0], &y[r, 0], C, lo, hi, alpha_n, beta, bias)
-        else:
-            for r in prange(R, num_threads=_nthreads(nthreads), schedule="static"):
-                _lrn_row_nhwc(&x[r, 0], &y[r, 0], C, lo, hi, alpha_n, beta, bias)
+        parallel_for(R, 1 if R * C * size < NORM_PAR_WORK else _nthreads(nthreads), _rows_task, &job)
 
 
 cdef void _softmax_rows_f32(const float* x, float* y, Py_ssize_t K, int log) noexcept nogil:
@@ -229,13 +219,10 @@ cdef int _softmax_f32(const float* x, float* y, Py_ssize_t outer, Py_ssize_t K, 
     cdef int nt = 1
     if outer * K * inner >= NORM_PAR_WORK and outer >= 2:
         nt = _nthreads(nthreads)
+    cdef RowsJob job
     if inner == 1:
-        if nt == 1:
-            for o in range(outer):
-                _softmax_rows_f32(x + o * K, y + o * K, K, log)
-        else:
-            for o in prange(outer, num_threads=nt, schedule="static"):
-                _softmax_rows_f32(x + o * K, y + o * K, K, log)
+        job.x, job.y, job.S, job.relu, job.kind = x, y, K, log, 4
+        parallel_for(outer, nt, _rows_task, &job)
         return 0
     if nt == 1:
         buf = <float*>malloc(2 * inner * sizeof(float))
@@ -269,3 +256,32 @@ def softmax_f32(const float[::1] x, float[::1] y, Py_ssize_t outer, Py_ssize_t K
         rc = _softmax_f32(&x[0], &y[0], outer, K, inner, log, nthreads)
     if rc != 0:
         raise MemoryError("softmax_f32: could not allocate scratch")
+
+
+cdef struct RowsJob:
+    # the row-parallel normalisation kernels' arguments on the thread pool; kind: 0 batchnorm rows (S per row,
+    # channel r % C), 1 channel-last affine rows (C), 2 LRN planes (NCHW), 3 LRN rows (NHWC), 4 softmax rows (S = K,
+    # relu = log)
+    const float* x
+    float* y
+    Py_ssize_t S, C, lo, hi
+    const float* mean
+    const float* a
+    const float* b
+    float alpha_n, beta, bias
+    bint relu
+    int kind
+
+
+cdef void _rows_task(void* p, Py_ssize_t r, int tid) noexcept nogil:
+    cdef RowsJob* j = <RowsJob*>p
+    if j.kind == 0:
+        _batchnorm_row_f32(j.x + r * j.S, j.y + r * j.S, j.S, j.mean[r % j.C], j.a[r % j.C], j.b[r % j.C])
+    elif j.kind == 1:
+        _channel_affine_row(j.x + r * j.C, j.y + r * j.C, j.a, j.b, j.C, j.relu)
+    elif j.kind == 2:
+        _lrn_plane_f32(j.x, j.y, r // j.C, r % j.C, j.C, j.S, j.lo, j.hi, j.alpha_n, j.beta, j.bias)
+    elif j.kind == 3:
+        _lrn_row_nhwc(j.x + r * j.C, j.y + r * j.C, j.C, j.lo, j.hi, j.alpha_n, j.beta, j.bias)
+    else:
+        _softmax_rows_f32(j.x + r * j.S, j.y + r * j.S, j.S, j.relu)

@@ -102,12 +102,28 @@ cdef void _pool_f32(const float* x, float* y, int64_t* ind, Py_ssize_t nplanes, 
                     int count_include_pad, int storage_order, int nthreads) noexcept nogil:
     cdef Py_ssize_t c
     cdef Py_ssize_t work = nplanes * g[3] * g[4] * g[5] * g[6] * g[7] * g[8]
-    if work < POOL_PAR_WORK or nplanes < 2:
-        for c in range(nplanes):
-            _pool_plane_f32(x, y, ind, c, g, mode, count_include_pad, storage_order)
-    else:
-        for c in prange(nplanes, num_threads=_nthreads(nthreads), schedule="static"):
-            _pool_plane_f32(x, y, ind, c, g, mode, count_include_pad, storage_order)
+    cdef PoolJob job
+    job.x, job.y, job.ind, job.g, job.mode, job.cip, job.so = x, y, ind, g, mode, count_include_pad, storage_order
+    parallel_for(nplanes, 1 if work < POOL_PAR_WORK else _nthreads(nthreads), _pool_plane_task, &job)
+
+
+cdef struct PoolJob:
+    const float* x
+    float* y
+    int64_t* ind
+    const int64_t* g
+    int mode, cip, so
+    Py_ssize_t S
+
+
+cdef void _pool_plane_task(void* p, Py_ssize_t c, int tid) noexcept nogil:
+    cdef PoolJob* j = <PoolJob*>p
+    _pool_plane_f32(j.x, j.y, j.ind, c, j.g, j.mode, j.cip, j.so)
+
+
+cdef void _global_pool_task(void* p, Py_ssize_t c, int tid) noexcept nogil:
+    cdef PoolJob* j = <PoolJob*>p
+    _global_pool_row_f32(j.x + c * j.S, j.y + c, j.S, j.mode)
 
 
 cdef int _check_pool_geom(const int64_t[::1] geom) except -1:
@@ -178,10 +194,7 @@ def global_pool_f32(const float[:, ::1] x, float[::1] y, bint is_max, int nthrea
         raise ValueError("global_pool_f32: empty spatial extent")
     if NC == 0:
         return
+    cdef PoolJob job
+    job.x, job.y, job.S, job.mode = &x[0, 0], &y[0], S, is_max
     with nogil:
-        if NC * S < POOL_PAR_WORK or NC < 2:
-            for c in range(NC):
-                _global_pool_row_f32(&x[c, 0], &y[c], S, is_max)
-        else:
-            for c in prange(NC, num_threads=_nthreads(nthreads), schedule="static"):
-                _global_pool_row_f32(&x[c, 0], &y[c], S, is_max)
+        parallel_for(NC, 1 if NC * S < POOL_PAR_WORK else _nthreads(nthreads), _global_pool_task, &job)

@@ -470,14 +470,29 @@ def transpose_copy(const uint8_t[::1] x, shape, perm, int itemsize, uint8_t[::1]
         nitems *= size[d]
     if nt > nitems:
         nt = <int>nitems
+    cdef TrJob job
+    job.x, job.y, job.kind, job.esz, job.m, job.size, job.ss, job.ds = &x[0], &y[0], kind, <int>esz, m, size, ss, ds
+    job.run, job.chunk, job.lda, job.ldb, job.A, job.B, job.TA, job.TB = run, chunk, lda, ldb, A, B, TA, TB
+    job.nitems = nitems
+    job.nchunks = 1 if nt <= 1 else min(nitems, <Py_ssize_t>nt * 4)   # a few chunks per thread, taken dynamically
     with nogil:
-        if nt <= 1:
-            transpose_range(&x[0], &y[0], kind, <int>esz, m, size, ss, ds, run, chunk, lda, ldb, A, B, TA, TB,
-                            0, nitems)
-        else:
-            for c in prange(nt, num_threads=nt, schedule="static"):
-                transpose_range(&x[0], &y[0], kind, <int>esz, m, size, ss, ds, run, chunk, lda, ldb, A, B, TA, TB,
-                                c * nitems // nt, (c + 1) * nitems // nt)
+        parallel_for(job.nchunks, nt, _transpose_task, &job)
+
+
+cdef struct TrJob:
+    const uint8_t* x
+    uint8_t* y
+    int kind, esz, m
+    const Py_ssize_t* size
+    const Py_ssize_t* ss
+    const Py_ssize_t* ds
+    Py_ssize_t run, chunk, lda, ldb, A, B, TA, TB, nitems, nchunks
+
+
+cdef void _transpose_task(void* p, Py_ssize_t c, int tid) noexcept nogil:
+    cdef TrJob* j = <TrJob*>p
+    transpose_range(j.x, j.y, j.kind, j.esz, j.m, j.size, j.ss, j.ds, j.run, j.chunk, j.lda, j.ldb, j.A, j.B, j.TA,
+                    j.TB, c * j.nitems // j.nchunks, (c + 1) * j.nitems // j.nchunks)
 
 
 def copy_rows(const uint8_t[::1] x, Py_ssize_t rows, Py_ssize_t nbytes, uint8_t[::1] y, Py_ssize_t y_stride,
@@ -503,8 +518,19 @@ def copy_rows(const uint8_t[::1] x, Py_ssize_t rows, Py_ssize_t nbytes, uint8_t[
     nblk = min(rows, <Py_ssize_t>nth * 4)
     per = (rows + nblk - 1) // nblk
     nblk = (rows + per - 1) // per
+    cdef CopyRowsJob job
+    job.x, job.y, job.rows, job.nbytes, job.y_stride, job.per = &x[0], &y[y_offset], rows, nbytes, y_stride, per
     with nogil:
-        for t in prange(nblk, num_threads=nth, schedule="dynamic"):
-            r0 = t * per
-            r1 = min(rows, r0 + per)
-            _copy_runs(&x[r0 * nbytes], nbytes, &y[y_offset + r0 * y_stride], y_stride, r1 - r0, nbytes)
+        parallel_for(nblk, nth, _copy_rows_task, &job)
+
+
+cdef struct CopyRowsJob:
+    const uint8_t* x
+    uint8_t* y
+    Py_ssize_t rows, nbytes, y_stride, per
+
+
+cdef void _copy_rows_task(void* p, Py_ssize_t t, int tid) noexcept nogil:
+    cdef CopyRowsJob* j = <CopyRowsJob*>p
+    cdef Py_ssize_t r0 = t * j.per, r1 = min(j.rows, r0 + j.per)
+    _copy_runs(j.x + r0 * j.nbytes, j.nbytes, j.y + r0 * j.y_stride, j.y_stride, r1 - r0, j.nbytes)

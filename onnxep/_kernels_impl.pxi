@@ -37,6 +37,7 @@ def max_threads():
 
 
 # One include per kernel family (each file may assume the cimports above).
+include "_k_threads.pxi"
 include "_k_eltwise.pxi"
 include "_k_gemm.pxi"
 include "_k_conv.pxi"
