@@ -54,12 +54,31 @@ cdef void im2col3d_raw(const float* x, Py_ssize_t C, const ConvGeom* g, float* c
     Rows are independent: with nth > 1 they are split over threads (the copy would otherwise stay serial while the
     GEMM after it runs on every thread)."""
     cdef Py_ssize_t P = g.Do * g.Ho * g.Wo, rows = C * g.kd * g.kh * g.kw, r
-    if nth > 1 and rows > 1:
-        for r in prange(rows, num_threads=nth, schedule="static"):
-            _im2col_row(x, g, r, col + r * P)
-    else:
-        for r in range(rows):
-            _im2col_row(x, g, r, col + r * P)
+    cdef ConvNchwJob job
+    job.x, job.g, job.col, job.P = x, g, col, P
+    parallel_for(rows, nth, _im2col_task, &job)
+
+
+cdef struct ConvNchwJob:
+    # the NCHW conv kernels' arguments on the thread pool
+    const float* x
+    const float* w
+    const float* bias
+    const float* bp
+    float* y
+    float* col
+    float* bufs
+    const float* masks
+    const ConvGeom* g
+    const DwBuf* d
+    const Act* act
+    Py_ssize_t P, buf_stride, L, group, per_thread, col_len
+    bint relu
+
+
+cdef void _im2col_task(void* p, Py_ssize_t r, int tid) noexcept nogil:
+    cdef ConvNchwJob* j = <ConvNchwJob*>p
+    _im2col_row(j.x, j.g, r, j.col + r * j.P)
 
 
 cdef inline bint _conv_is_pointwise(const ConvGeom* g) noexcept nogil:
@@ -775,28 +794,28 @@ cdef void conv_depthwise_raw(Py_ssize_t N, const float* x, const float* w, const
     cdef Py_ssize_t mult = g.cout // g.group, KS = g.kd * g.kh * g.kw, P = g.Do * g.Ho * g.Wo
     cdef Py_ssize_t DHW = g.D * g.H * g.W, t, n, oc
     cdef DwBuf d
+    cdef ConvNchwJob job
+    job.x, job.w, job.bias, job.y, job.relu, job.g, job.bufs, job.masks = x, w, bias, y, relu, g, bufs, masks
+    job.buf_stride, job.L = buf_stride, L
     if bufs != NULL:
         d = _dw_buf_geom(g)
-        if nth <= 1:
-            for t in range(N * g.C):
-                _dw_slices(t, x, w, bias, y, relu, g, &d, bufs, masks, L)
-        else:
-            for t in prange(N * g.C, num_threads=nth, schedule="static"):
-                _dw_slices(t, x, w, bias, y, relu, g, &d,
-                           bufs + <Py_ssize_t>openmp.omp_get_thread_num() * buf_stride, masks, L)
+        job.d = &d
+        parallel_for(N * g.C, nth, _dw_slices_task, &job)
         return
-    if nth <= 1:
-        for t in range(N * g.cout):
-            n = t // g.cout
-            oc = t % g.cout
-            _dw_plane(x + (n * g.C + oc // mult) * DHW, w + oc * KS, bias[oc] if bias != NULL else 0.0, y + t * P,
-                      relu, g)
-        return
-    for t in prange(N * g.cout, num_threads=nth, schedule="static"):
-        n = t // g.cout
-        oc = t % g.cout
-        _dw_plane(x + (n * g.C + oc // mult) * DHW, w + oc * KS, bias[oc] if bias != NULL else 0.0, y + t * P,
-                  relu, g)
+    parallel_for(N * g.cout, nth, _dw_plane_task, &job)
+
+
+cdef void _dw_slices_task(void* p, Py_ssize_t t, int tid) noexcept nogil:
+    cdef ConvNchwJob* j = <ConvNchwJob*>p
+    _dw_slices(t, j.x, j.w, j.bias, j.y, j.relu, j.g, j.d, j.bufs + <Py_ssize_t>tid * j.buf_stride, j.masks, j.L)
+
+
+cdef void _dw_plane_task(void* p, Py_ssize_t t, int tid) noexcept nogil:
+    cdef ConvNchwJob* j = <ConvNchwJob*>p
+    cdef const ConvGeom* g = j.g
+    cdef Py_ssize_t n = t // g.cout, oc = t % g.cout
+    _dw_plane(j.x + (n * g.C + oc // (g.cout // g.group)) * g.D * g.H * g.W, j.w + oc * g.kd * g.kh * g.kw,
+              j.bias[oc] if j.bias != NULL else 0.0, j.y + t * g.Do * g.Ho * g.Wo, j.relu, g)
 
 
 # ----------------------------------------------------------------------------------------------- Python wrappers
@@ -859,7 +878,7 @@ def conv_f32(const float[::1] x, tuple xshape, const float[::1] w_packed, Py_ssi
     cdef Py_ssize_t N = xshape[0], Cg, Coutg, Kc, P, col_len, work_len, per_thread, t, total
     cdef int nth, nth_gemm
     cdef float* ws = NULL
-    cdef float* mine
+    cdef ConvNchwJob job
     cdef const float* bp = NULL
     cdef const float* xp
     cdef const float* bptr
@@ -905,11 +924,17 @@ def conv_f32(const float[::1] x, tuple xshape, const float[::1] w_packed, Py_ssi
                 for t in range(total):
                     _conv_one(t // group, t % group, xp, bp, bptr, yp, &act, &g, ws, ws + col_len, nth_gemm)
             else:
-                for t in prange(total, num_threads=nth, schedule="dynamic"):
-                    mine = ws + <Py_ssize_t>openmp.omp_get_thread_num() * per_thread
-                    _conv_one(t // group, t % group, xp, bp, bptr, yp, &act, &g, mine, mine + col_len, 1)
+                job.x, job.bp, job.bias, job.y, job.act, job.g, job.col = xp, bp, bptr, yp, &act, &g, ws
+                job.group, job.per_thread, job.col_len = group, per_thread, col_len
+                parallel_for(total, nth, _conv_one_task, &job)
     finally:
         free(ws)
+
+
+cdef void _conv_one_task(void* p, Py_ssize_t t, int tid) noexcept nogil:
+    cdef ConvNchwJob* j = <ConvNchwJob*>p
+    cdef float* mine = j.col + <Py_ssize_t>tid * j.per_thread
+    _conv_one(t // j.group, t % j.group, j.x, j.bp, j.bias, j.y, j.act, j.g, mine, mine + j.col_len, 1)
 
 
 def conv_depthwise_f32(const float[::1] x, tuple xshape, const float[::1] w, Py_ssize_t cout, Py_ssize_t group,

@@ -421,12 +421,24 @@ cdef void sgemm_pack_b_raw(Py_ssize_t K, Py_ssize_t N, const float* b, Py_ssize_
                 _sgemm_pack_b_panel(K, N, b, rsb, csb, out, pc, kc, t)
             pc += kc
         return
-    base = K // nblocks
-    rem = K % nblocks
-    for t in prange(nblocks * npanels, num_threads=min(<Py_ssize_t>nth, nblocks * npanels), schedule="static"):
-        blk = t // npanels
-        pc = blk * base + min(blk, rem)     # start of block blk of the even split (_sgemm_kc)
-        _sgemm_pack_b_panel(K, N, b, rsb, csb, out, pc, base + (1 if blk < rem else 0), t % npanels)
+    cdef PackBJob job
+    job.K, job.N, job.b, job.rsb, job.csb, job.out, job.npanels = K, N, b, rsb, csb, out, npanels
+    job.base, job.rem = K // nblocks, K % nblocks
+    parallel_for(nblocks * npanels, nth, _pack_b_task, &job)
+
+
+cdef struct PackBJob:
+    Py_ssize_t K, N, rsb, csb, npanels, base, rem
+    const float* b
+    float* out
+
+
+cdef void _pack_b_task(void* p, Py_ssize_t t, int tid) noexcept nogil:
+    cdef PackBJob* j = <PackBJob*>p
+    cdef Py_ssize_t blk = t // j.npanels
+    # block blk of the even split (_sgemm_kc) starts at blk*base + min(blk, rem)
+    _sgemm_pack_b_panel(j.K, j.N, j.b, j.rsb, j.csb, j.out, blk * j.base + min(blk, j.rem),
+                        j.base + (1 if blk < j.rem else 0), t % j.npanels)
 
 
 cdef void sgemm_pack_a_raw(Py_ssize_t mc, Py_ssize_t kc, const float* a, Py_ssize_t rsa, Py_ssize_t csa,

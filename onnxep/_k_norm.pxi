@@ -232,15 +232,20 @@ cdef int _softmax_f32(const float* x, float* y, Py_ssize_t outer, Py_ssize_t K, 
             _softmax_block_f32(x + o * K * inner, y + o * K * inner, K, inner, log, buf)
         free(buf)
         return 0
-    # one scratch slice of 2 * inner floats per thread, picked by omp_get_thread_num()
+    # one scratch slice of 2 * inner floats per thread, picked by the task's thread id
     buf = <float*>malloc(nt * 2 * inner * sizeof(float))
     if buf == NULL:
         return -1
-    for o in prange(outer, num_threads=nt, schedule="static"):
-        _softmax_block_f32(x + o * K * inner, y + o * K * inner, K, inner, log,
-                           buf + openmp.omp_get_thread_num() * 2 * inner)
+    job.x, job.y, job.S, job.C, job.relu, job.mean = x, y, K, inner, log, buf
+    parallel_for(outer, nt, _softmax_block_task, &job)
     free(buf)
     return 0
+
+
+cdef void _softmax_block_task(void* p, Py_ssize_t o, int tid) noexcept nogil:
+    cdef RowsJob* j = <RowsJob*>p
+    _softmax_block_f32(j.x + o * j.S * j.C, j.y + o * j.S * j.C, j.S, j.C, j.relu,
+                       <float*>j.mean + <Py_ssize_t>tid * 2 * j.C)
 
 
 def softmax_f32(const float[::1] x, float[::1] y, Py_ssize_t outer, Py_ssize_t K, Py_ssize_t inner, bint log=False,

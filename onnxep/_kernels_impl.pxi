@@ -5,7 +5,6 @@
 # Nothing below the wrappers touches a Python object, so the same loops can run on foreign threads.
 
 cimport cython
-from cython.parallel cimport prange, parallel
 cimport openmp
 from libc.stdint cimport int64_t, uint8_t, uint64_t
 from libc.string cimport memcpy, memset

@@ -1,0 +1,70 @@
+"""The kernels' thread pool (onnxep/_k_threads.pxi, parallel_for), through pool_selftest: item i stores i*i and the
+id of the thread that ran it. Oracle: numpy (i*i), plus the pool's own contract: every item runs exactly once, on a
+thread id below the requested count, whatever the count, concurrency or process (fork) it is called from."""
+import importlib
+import os
+import threading
+
+import numpy as np
+import pytest
+
+from onnxep import _kernels
+
+VARIANTS = {isa: importlib.import_module(f"onnxep._kernels_{isa}") for isa in _kernels.AVAILABLE}
+
+
+@pytest.mark.parametrize("isa", list(VARIANTS))
+@pytest.mark.parametrize("n,nth", [(0, 2), (1, 2), (3, 8), (1000, 1), (1000, 2), (200000, 2), (50000, 4)])
+def test_every_item_once(isa, n, nth):
+    out, tids = VARIANTS[isa].pool_selftest(n, nth)
+    np.testing.assert_array_equal(out, np.arange(n, dtype=np.int64) ** 2)   # each item added once (+= i*i)
+    assert n == 0 or (tids.min() >= 0 and tids.max() < nth)
+
+
+def test_repeated_jobs_do_not_mix():
+    """Many back-to-back jobs (the slot / generation hand-over): each sees only its own items."""
+    for k in range(2000):
+        n = 1 + (k * 7919) % 257
+        out, tids = _kernels.pool_selftest(n, 2)
+        assert np.array_equal(out, np.arange(n, dtype=np.int64) ** 2), k
+
+
+def test_concurrent_callers():
+    """Two Python threads calling at once: one gets the pool, the other runs inline; both complete correctly."""
+    errors = []
+
+    def work():
+        try:
+            for _ in range(300):
+                out, _ = _kernels.pool_selftest(5000, 2)
+                if not np.array_equal(out, np.arange(5000, dtype=np.int64) ** 2):
+                    errors.append("wrong result")
+        except Exception as e:  # noqa: BLE001 -- reported below
+            errors.append(repr(e))
+
+    threads = [threading.Thread(target=work) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+def test_pool_works_after_fork():
+    """Workers do not survive fork(): the child starts its own and still computes every item."""
+    _kernels.pool_selftest(100000, 2)          # the parent's workers exist
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:                               # child
+        ok = False
+        try:
+            out, tids = _kernels.pool_selftest(100000, 2)
+            ok = bool(np.array_equal(out, np.arange(100000, dtype=np.int64) ** 2))
+        finally:
+            os.write(w, b"1" if ok else b"0")
+            os._exit(0)
+    os.close(w)
+    got = os.read(r, 1)
+    os.waitpid(pid, 0)
+    assert got == b"1"
