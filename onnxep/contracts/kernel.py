@@ -57,6 +57,21 @@ class Kernel:
         raise NotImplementedError(f"{type(self).__name__} stored a shared pre-packed weight but does not implement "
                                   f"set_shared_prepacked_weight")
 
+    def prepacked_weight_info(self, input_index: int) -> dict | None:
+        """(optional) What the kernel must know, besides the packed bytes, to use the packed weight of `input_index`
+        without the original (shapes, lengths), as a JSON-able dict of str / int / float / lists. An EPContext blob
+        saves it with the packed buffers and hands it back through set_prepacked_weight_info on load. None (the
+        default): the packing cannot be saved; an EPContext model then keeps the original weight and loading packs it
+        again with prepack_weight."""
+        return None
+
+    def set_prepacked_weight_info(self, info: dict, input_index: int) -> None:
+        """(optional) Receive what prepacked_weight_info returned, when the packed weight of `input_index` comes from
+        an EPContext blob instead of prepack_weight; set_shared_prepacked_weight follows with the buffers. Raise if
+        `info` does not describe a packing this kernel can use (the blob is then refused, never run)."""
+        raise NotImplementedError(f"{type(self).__name__} saved pre-packed weight info but does not implement "
+                                  f"set_prepacked_weight_info")
+
     def release(self) -> None:
         """Release the kernel's resources (required to exist; the default has nothing to release)."""
 
