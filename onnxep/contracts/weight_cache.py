@@ -126,13 +126,15 @@ class PrePackedWeightsContainer:
             chain = self._entries.setdefault(key, [])
             for e in chain:
                 if _same_buffers(e.buffers, new):
-                    return self._hit(e, new)
+                    # not freed: views of one blob, which other kernels of the blob may still be handing over (the
+                    # blob's memory goes when its last view does)
+                    return self._hit(e, ())
             return self._add(chain, fmt, None, new)
 
-    def _hit(self, e, new):
+    def _hit(self, e, free):
         e.users += 1
         self.hits += 1
-        for b in new:
+        for b in free:
             if all(b is not o for o in e.buffers):
                 b.free_buffer()
         return e.buffers

@@ -589,11 +589,16 @@ def _decode(manifest, data, name, buft) -> LoadedContext:
         bufs = tuple(view(b, f"node {nodes[i].name!r} input {j} packed buffer") for b in e["buffers"])
         if not bufs:
             raise InvalidGraph(f"{where}: node {nodes[i].name!r} input {j}: a packed weight with no buffers")
+        wshape = tuple(int(d) for d in w["shape"])
+        vt = value_types.get(nodes[i].inputs[j])
+        if vt is not None and vt.shape is not None and (tuple(vt.shape) != wshape or vt.dtype != np.dtype(wdtype)):
+            raise InvalidGraph(f"{where}: node {nodes[i].name!r} input {j}: the packed weight is recorded as {wdtype} "
+                               f"{wshape}, the blob's graph types {nodes[i].inputs[j]!r} as {vt.type_str} "
+                               f"{tuple(vt.shape)}")
         info = e["info"]
         if not isinstance(info, dict):
             raise InvalidGraph(f"{where}: node {nodes[i].name!r} input {j}: packing info must be an object")
-        packed.setdefault(i, {})[j] = LoadedPacking(str(e["format"]), int(w["hash"], 16), wdtype,
-                                                    tuple(int(d) for d in w["shape"]), bufs, info)
+        packed.setdefault(i, {})[j] = LoadedPacking(str(e["format"]), int(w["hash"], 16), wdtype, wshape, bufs, info)
     repack = {}
     for i, j in manifest["repack"]:
         i, j = int(i), int(j)

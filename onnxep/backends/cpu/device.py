@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from onnxep.contracts.backend import Backend, Device, GraphPlan
 from onnxep.contracts.compile import load_prepacked_kernel, prepack_kernel
 from onnxep.contracts.kernel import KernelContext
-from onnxep.errors import OnnxepError, RuntimeException
+from onnxep.errors import InvalidGraph, OnnxepError, RuntimeException
 from onnxep.graph.ir import OpInfo
 from onnxep.ops import _registry
 
@@ -101,7 +101,11 @@ class CpuBackend(Backend):
                 if loaded is None:
                     packed = prepack_kernel(kernel, op.constants, ctx, record)
                 else:
-                    packed = load_prepacked_kernel(kernel, loaded.packed_for(i), ctx)
+                    try:
+                        packed = load_prepacked_kernel(kernel, loaded.packed_for(i), ctx)
+                    except Exception as e:  # the blob describes a packing this kernel does not make: refuse it
+                        raise InvalidGraph(f"EPContext node {loaded.name!r}: node {node.name!r} ({node.op_type}): "
+                                           f"packed weight refused: {e}") from e
                     packed |= prepack_kernel(kernel, {j: op.constants[j] for j in loaded.repack_for(i)}, ctx, record)
                 prepacked.update({(i, j): r for j, r in record.items()})
                 steps[-1][3] = frozenset(packed)
