@@ -15,6 +15,10 @@ seed describes for PrePackWeight:
 
 Either way, once an input is packed the runtime may drop the original weight: `compute` must not read it (onnxep
 enforces this: `ctx.input(i)` of a packed input raises).
+
+EPContext models (graph/epcontext.py) save packed weights: a kernel that can say what it needs besides the packed
+bytes (`prepacked_weight_info`) gets them back on load through `set_prepacked_weight_info` then
+`set_shared_prepacked_weight`, with no prepack_weight call; one that cannot (the default) is packed again on load.
 """
 from __future__ import annotations
 

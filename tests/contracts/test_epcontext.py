@@ -563,3 +563,24 @@ def test_kernel_that_cannot_describe_its_packing_is_packed_again_on_load(tmp_pat
         np.testing.assert_allclose(loaded.run(None, {"x": x})[0], x @ w, rtol=1e-6)   # oracle: numpy
     finally:
         _registry.unregister(OpaquePackedMatMul)
+
+
+def test_loaded_plans_keep_no_graph_objects(exported):
+    # seed 003: "Do NOT cache the provided OrtGraph instances ... the graphs are only valid for the duration of the call
+    # to Compile." -- plans rebuilt from a blob keep no Node, Graph, Partition or decoded blob either.
+    import gc
+
+    from onnxep.graph.ir import Graph, Node
+    from onnxep.graph.partition import Partition
+    _, _, ctx, _ = exported
+    loaded = onnxep.InferenceSession(ctx)
+    seen, stack = {}, [p for p in loaded.plans if p.backend_name == "cpu"]   # (the reference plan holds its own model)
+    while stack and len(seen) < 200000:
+        o = stack.pop()
+        if id(o) in seen or isinstance(o, type) or type(o).__name__ == "module":
+            continue
+        seen[id(o)] = o
+        stack.extend(gc.get_referents(o))
+    bad = [type(o).__name__ for o in seen.values()
+           if isinstance(o, (Graph, Node, Partition, epcontext.LoadedContext, onnx.NodeProto, onnx.GraphProto))]
+    assert not bad, bad
