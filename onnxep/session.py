@@ -161,6 +161,8 @@ class InferenceSession:
         export = epcontext.export_options(so._config, path_or_bytes)   # ep.context_* (checked before any work)
         # load; an EPContext model's blobs are read and verified here (graph/epcontext.py)
         model, self._model_dir = model_mod.load_model(path_or_bytes)
+        if model is path_or_bytes and any(epcontext.is_context_node(n) for n in model.graph.node):
+            model = model.__class__.FromString(model.SerializeToString())   # extract drops blobs: not from the caller's
         weights = BufferType("weights", Stream("weights"))   # packed weights (compiled, or read from EPContext blobs)
         contexts = epcontext.extract(model, self._model_dir, weights)
         if contexts and export is not None:

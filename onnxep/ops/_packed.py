@@ -45,6 +45,9 @@ class PackedWeightMixin:
 
     def set_shared_prepacked_weight(self, buffers, input_index) -> None:
         n = self._packed_len[input_index]
+        if buffers[0].get_size() < n * 4:   # (a blob's claim; what prepack_weight stored always fits)
+            raise ValueError(f"input {input_index}: the packed buffer holds {buffers[0].get_size()} bytes, the "
+                             f"packing needs {n * 4}")
         self.__dict__.setdefault("_packed", {})[input_index] = buffers[0].view(np.float32, (n,))
 
     def prepacked_weight_info(self, input_index):

@@ -204,6 +204,10 @@ def test_embedded_model_loads_from_bytes_and_side_file_model_does_not(tmp_path):
     sess, _, ctx1 = _export(model, str(tmp_path), "1", name="embedded")
     with open(ctx1, "rb") as f:
         _assert_bit_identical(onnxep.InferenceSession(f.read()).run(None, feeds), sess.run(None, feeds))
+    proto = onnx.load(ctx1)
+    before = proto.SerializeToString()
+    _assert_bit_identical(onnxep.InferenceSession(proto).run(None, feeds), sess.run(None, feeds))
+    assert proto.SerializeToString() == before       # the caller's ModelProto keeps its blobs
     _, _, ctx0 = _export(model, str(tmp_path), "0", name="side")
     with open(ctx0, "rb") as f, pytest.raises(InvalidGraph, match="given as bytes"):
         onnxep.InferenceSession(f.read())
@@ -418,6 +422,7 @@ def test_truncated_blob_and_wrong_magic_are_refused(two_exports):
     ("shape", r"node 'conv' input 1: the packed weight is recorded as float32 \(16, 3, 3, 3\), the blob's graph types "
               r"'w1' as tensor\(float\) \(8, 3, 3, 3\)"),
     ("nfloats", r"node 'conv'.*packs to \d+ floats for this kernel, the blob holds \d+"),
+    ("buffer", r"node 'conv'.*the packed buffer holds 64 bytes, the packing needs \d+"),
 ])
 def test_consistent_but_lying_manifest_is_refused(two_exports, lie, message):
     # The hash is integrity, not authenticity: a manifest rewritten with a fresh hash must still not run wrong numbers
@@ -432,8 +437,10 @@ def test_consistent_but_lying_manifest_is_refused(two_exports, lie, message):
         entry = next(e for e in manifest["prepacked"] if e["node"] == 1)      # the conv (after x_to_nhwc)
         if lie == "shape":
             entry["weight"]["shape"][0] *= 2          # twice the output channels
-        else:
+        elif lie == "nfloats":
             entry["info"]["nfloats"] += 1024
+        else:
+            entry["buffers"][0][1] = 64               # a buffer shorter than the packing
         mbytes = json.dumps(manifest).encode()
         new = mbytes + bytes(epcontext._pad(len(mbytes)) - len(mbytes)) + payload[epcontext._pad(mlen):]
         digest = _kernels.xxh64(np.frombuffer(new, np.uint8))
