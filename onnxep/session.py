@@ -18,6 +18,7 @@ from onnxep.contracts.backend import BufferType
 from onnxep.contracts.compile import CompileContext, compile as compile_partitions
 from onnxep.contracts.weight_cache import PrePackedWeightsContainer
 from onnxep.errors import InvalidArgument
+from onnxep.graph import epcontext
 from onnxep.graph import model as model_mod
 from onnxep.graph.executor import Executor, RunContext
 from onnxep.graph.ir import ValueType
@@ -157,12 +158,21 @@ class InferenceSession:
         self._lock = threading.Lock()
         self._pool = HostBlockPool()
 
-        # load
+        export = epcontext.export_options(so._config, path_or_bytes)   # ep.context_* (checked before any work)
+        # load; an EPContext model's blobs are read and verified here (graph/epcontext.py)
         model, self._model_dir = model_mod.load_model(path_or_bytes)
-        graph = model_mod.build_graph(model)
+        if model is path_or_bytes and any(epcontext.is_context_node(n) for n in model.graph.node):
+            model = model.__class__.FromString(model.SerializeToString())   # extract drops blobs: not from the caller's
+        weights = BufferType("weights", Stream("weights"))   # packed weights (compiled, or read from EPContext blobs)
+        contexts = epcontext.extract(model, self._model_dir, weights)
+        if contexts and export is not None:
+            raise InvalidArgument(f"{epcontext.CONFIG_ENABLE}=1 on a model that already holds EPContext nodes "
+                                  f"({sorted(contexts)[:3]}): export from the original model")
+        graph = model_mod.build_graph(model, infer_shapes=not contexts)
         forced = frozenset(t.strip() for t in so._config.get(CONFIG_FALLBACK_OP_TYPES, "").split(",") if t.strip())
-        # optimize
-        graph = optimize(graph, int(so.graph_optimization_level), so.optimized_model_filepath, model, forced)
+        # optimize (an EPContext model holds the optimized graph already: no passes)
+        if not contexts:
+            graph = optimize(graph, int(so.graph_optimization_level), so.optimized_model_filepath, model, forced)
         del model
         self._inputs = [NodeArg(n, vt) for n, vt in graph.inputs]
         self._outputs = [NodeArg(n, vt) for n, vt in graph.outputs]
@@ -173,15 +183,29 @@ class InferenceSession:
         # partition
         fallback = not so._flag(CONFIG_DISABLE_FALLBACK)
         devices = [CPU_DEVICE, REFERENCE_DEVICE]
-        partitions = make_partitions(graph, devices, fallback, forced)
-        self.node_assignment = {n.name: p.backend for p in partitions for n in p.nodes}
+        partitions = make_partitions(graph, devices, fallback, forced, pinned={n: CPU_DEVICE.name for n in contexts})
+        for p in partitions:
+            if len(p.nodes) == 1 and p.nodes[0].name in contexts:
+                p.context = contexts[p.nodes[0].name]
+        del contexts
+        self.node_assignment = {n.name: p.backend for p in partitions
+                                for n in (p.context.nodes if p.context is not None else p.nodes)}
         nthreads = int(so.intra_op_num_threads or 0)
         self._backends = {d.name: d.init_backend(self._stream, **({"num_threads": nthreads} if d is CPU_DEVICE else {}))
                           for d in devices}
         # compile (kernels + pre-packing); graph objects are not kept past this call
-        ctx = CompileContext(weight_allocator=BufferType("weights", Stream("weights")), container=self._container,
-                             prepack=not so._flag(CONFIG_DISABLE_PREPACKING))
-        plans = compile_partitions(partitions, self._backends, ctx)
+        exporter = epcontext.Exporter(export, [n.name for n in graph.nodes]) if export is not None else None
+        ctx = CompileContext(weight_allocator=weights, container=self._container,
+                             prepack=not so._flag(CONFIG_DISABLE_PREPACKING), ep_context_export=exporter)
+        ctx_nodes = []
+        plans = compile_partitions(partitions, self._backends, ctx, ctx_nodes)
+        if exporter is not None:  # write the EPContext model while the partitions are still valid
+            try:
+                exporter.write(graph, partitions, ctx_nodes)
+            except BaseException:
+                _free_plans(self._backends, plans)
+                raise
+            del ctx_nodes, exporter
         # plan
         self._executor = Executor(plans, self._backends, [n for n, _ in graph.outputs], graph.constants,
                                   {n: graph.initializers[n] for n, _ in graph.overridable})

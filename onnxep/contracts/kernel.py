@@ -15,6 +15,10 @@ seed describes for PrePackWeight:
 
 Either way, once an input is packed the runtime may drop the original weight: `compute` must not read it (onnxep
 enforces this: `ctx.input(i)` of a packed input raises).
+
+EPContext models (graph/epcontext.py) save packed weights: a kernel that can say what it needs besides the packed
+bytes (`prepacked_weight_info`) gets them back on load through `set_prepacked_weight_info` then
+`set_shared_prepacked_weight`, with no prepack_weight call; one that cannot (the default) is packed again on load.
 """
 from __future__ import annotations
 
@@ -56,6 +60,21 @@ class Kernel:
         stored in prepack_weight, possibly at another location. Called only for inputs packed in sharing mode."""
         raise NotImplementedError(f"{type(self).__name__} stored a shared pre-packed weight but does not implement "
                                   f"set_shared_prepacked_weight")
+
+    def prepacked_weight_info(self, input_index: int) -> dict | None:
+        """(optional) What the kernel must know, besides the packed bytes, to use the packed weight of `input_index`
+        without the original (shapes, lengths), as a JSON-able dict of str / int / float / lists. An EPContext blob
+        saves it with the packed buffers and hands it back through set_prepacked_weight_info on load. None (the
+        default): the packing cannot be saved; an EPContext model then keeps the original weight and loading packs it
+        again with prepack_weight."""
+        return None
+
+    def set_prepacked_weight_info(self, info: dict, input_index: int) -> None:
+        """(optional) Receive what prepacked_weight_info returned, when the packed weight of `input_index` comes from
+        an EPContext blob instead of prepack_weight; set_shared_prepacked_weight follows with the buffers. Raise if
+        `info` does not describe a packing this kernel can use (the blob is then refused, never run)."""
+        raise NotImplementedError(f"{type(self).__name__} saved pre-packed weight info but does not implement "
+                                  f"set_prepacked_weight_info")
 
     def release(self) -> None:
         """Release the kernel's resources (required to exist; the default has nothing to release)."""

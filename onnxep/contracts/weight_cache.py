@@ -11,6 +11,10 @@ The buffers MUST come from the allocator given to prepack_weight (checked: Buffe
 hash of the original weight, dtype, shape); on a key hit the original weights are compared byte for byte, so a hash
 collision can never hand out the wrong packed weight. Kernels in one session -- and sessions given the same
 container -- that pack the same weight into the same format get the same buffers.
+
+Packed weights loaded from an EPContext blob (graph/epcontext.py) come without their original: `share_packed` files
+them under the key the blob recorded at export (format, content hash, dtype, shape) -- no hashing at load -- and a hit
+on such an entry is verified on the packed bytes instead (same format and same packed bytes: interchangeable).
 """
 from __future__ import annotations
 
@@ -105,17 +109,42 @@ class PrePackedWeightsContainer:
         with self._lock:
             chain = self._entries.setdefault(key, [])
             for e in chain:
-                if _same_bytes(e.weight, weight):  # a hash hit is only a candidate
-                    e.users += 1
-                    self.hits += 1
-                    for b in new:
-                        b.free_buffer()
-                    return e.buffers
-            e = _Entry(fmt, weight, new)
-            e.users = 1
-            chain.append(e)
-            self.misses += 1
-            return e.buffers
+                # a hash hit is only a candidate: compare the originals, or the packings when the entry came from an
+                # EPContext blob without its original
+                same = _same_bytes(e.weight, weight) if e.weight is not None else _same_buffers(e.buffers, new)
+                if same:
+                    return self._hit(e, new)
+            return self._add(chain, fmt, weight, new)
+
+    def share_packed(self, fmt: str, key_hash: int, dtype: str, shape: tuple, buffers) -> tuple[Buffer, ...]:
+        """Share `buffers`, a packing loaded from an EPContext blob, whose original weight (not at hand) had content
+        hash `key_hash`, `dtype` (numpy dtype str) and `shape`. Ownership of `buffers` moves to the container; the
+        return value is what the kernel uses (an identical packing already held, or `buffers`)."""
+        key = (fmt, int(key_hash), np.dtype(dtype).str, tuple(int(d) for d in shape))
+        new = tuple(buffers)
+        with self._lock:
+            chain = self._entries.setdefault(key, [])
+            for e in chain:
+                if _same_buffers(e.buffers, new):
+                    # not freed: views of one blob, which other kernels of the blob may still be handing over (the
+                    # blob's memory goes when its last view does)
+                    return self._hit(e, ())
+            return self._add(chain, fmt, None, new)
+
+    def _hit(self, e, free):
+        e.users += 1
+        self.hits += 1
+        for b in free:
+            if all(b is not o for o in e.buffers):
+                b.free_buffer()
+        return e.buffers
+
+    def _add(self, chain, fmt, weight, new):
+        e = _Entry(fmt, weight, new)
+        e.users = 1
+        chain.append(e)
+        self.misses += 1
+        return e.buffers
 
     def __len__(self) -> int:
         return sum(len(c) for c in self._entries.values())
@@ -137,5 +166,26 @@ class PrePackedWeightsContainer:
 def _same_bytes(a: np.ndarray, b: np.ndarray) -> bool:
     if a.shape != b.shape or a.dtype != b.dtype:
         return False
-    return np.array_equal(np.ascontiguousarray(a).reshape(-1).view(np.uint8),
-                          np.ascontiguousarray(b).reshape(-1).view(np.uint8))
+    return _equal_u8(np.ascontiguousarray(a).reshape(-1).view(np.uint8),
+                     np.ascontiguousarray(b).reshape(-1).view(np.uint8))
+
+
+def _equal_u8(a: np.ndarray, b: np.ndarray, chunk: int = 1 << 22) -> bool:
+    """Byte-for-byte equality in 4 MiB chunks (np.array_equal on the whole would allocate a bool array as large)."""
+    if a.size != b.size:
+        return False
+    for i in range(0, a.size, chunk):
+        if not np.array_equal(a[i:i + chunk], b[i:i + chunk]):
+            return False
+    return True
+
+
+def _same_buffers(a, b) -> bool:
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        if x is y:
+            continue
+        if x.get_size() != y.get_size() or not _equal_u8(x.memory()[:x.get_size()], y.memory()[:y.get_size()]):
+            return False
+    return True

@@ -148,8 +148,9 @@ def graph_outer_names(g) -> set:
     return used
 
 
-def build_graph(model: onnx.ModelProto) -> Graph:
-    """Shape inference, attribute decoding, topological order."""
+def build_graph(model: onnx.ModelProto, infer_shapes: bool = True) -> Graph:
+    """Shape inference, attribute decoding, topological order. infer_shapes=False trusts the model's value_info (an
+    EPContext model written by onnxep carries every type the session needs)."""
     # onnx's checker is stricter than onnxruntime (e.g. it requires a shape on every graph output), so it only
     # refuses what no backend could run: a model whose opset this onnx does not know.
     if model.ir_version > onnx.IR_VERSION:
@@ -163,6 +164,8 @@ def build_graph(model: onnx.ModelProto) -> Graph:
     if not model.HasField("graph"):
         raise InvalidGraph("the model has no graph")
     try:
+        if not infer_shapes:
+            raise ValueError("shape inference off")
         # data_prop=False: with data propagation onnx materialises constant shapes, and a tiny model can make it
         # allocate terabytes (ConstantOfShape([2**40]))
         inferred = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=False)

@@ -21,6 +21,7 @@ class Partition:
     opsets: dict
     ir_version: int
     functions: list = field(default_factory=list)
+    context: object = None            # a loaded EPContext blob (graph/epcontext.py): the backend rebuilds the plan from it
 
     def op_info(self, node) -> OpInfo:
         return op_info(node, self.value_types, self.constants)
@@ -36,12 +37,17 @@ def op_info(node, value_types, constants) -> OpInfo:
     return OpInfo(node, its, ots, consts)
 
 
-def assign(graph: Graph, devices, fallback: bool = True, forced=frozenset()) -> list:
+def assign(graph: Graph, devices, fallback: bool = True, forced=frozenset(), pinned=None) -> list:
     """Device name per node (same order as graph.nodes). Op types in `forced` skip the first device (debugging aid:
-    session config 'onnxep.fallback_op_types')."""
+    session config 'onnxep.fallback_op_types'). `pinned`: node name -> device name for nodes already compiled for a
+    device (EPContext nodes); no supports_op is asked for them."""
     constants = graph.constants
+    pinned = pinned or {}
     names = []
     for node in graph.nodes:
+        if node.name in pinned:
+            names.append(pinned[node.name])
+            continue
         op = op_info(node, graph.value_types, constants)
         chosen = None
         for i, dev in enumerate(devices):
@@ -63,11 +69,13 @@ def assign(graph: Graph, devices, fallback: bool = True, forced=frozenset()) -> 
     return names
 
 
-def partition(graph: Graph, devices, fallback: bool = True, forced=frozenset()) -> list:
-    placement = assign(graph, devices, fallback, forced)
+def partition(graph: Graph, devices, fallback: bool = True, forced=frozenset(), pinned=None) -> list:
+    """Consecutive nodes of one device form a partition; a pinned node (see `assign`) is always a partition alone."""
+    pinned = pinned or {}
+    placement = assign(graph, devices, fallback, forced, pinned)
     groups = []
     for node, dev in zip(graph.nodes, placement):
-        if groups and groups[-1][0] == dev:
+        if groups and groups[-1][0] == dev and node.name not in pinned and groups[-1][1][-1].name not in pinned:
             groups[-1][1].append(node)
         else:
             groups.append((dev, [node]))

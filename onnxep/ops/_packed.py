@@ -3,7 +3,12 @@
 The subclass decides what to pack (`_pack_spec`) and reads the packed array back with `self._packed.get(index)`.
 Sharing mode (cache given): the buffer is handed to the cache, which owns it from then on, and the shared copy comes
 back through set_shared_prepacked_weight. Non-sharing mode (cache None): the kernel keeps the buffer and frees it in
-release()."""
+release().
+
+EPContext (graph/epcontext.py): prepacked_weight_info is the original weight's shape and dtype and the packed length;
+on load, set_prepacked_weight_info runs `_pack_spec` on a zero-filled stand-in of that shape (calloc'd, never
+touched) so the kernel records its shapes exactly as when it packed, and refuses a length that does not match. So
+`_pack_spec` must decide from shapes, dtypes and attributes only: the weight's values are read by `fill` alone."""
 from __future__ import annotations
 
 import numpy as np
@@ -27,6 +32,8 @@ class PackedWeightMixin:
             buf.free_buffer()
             raise
         self.__dict__.setdefault("_packed_len", {})[input_index] = int(nfloats)
+        self.__dict__.setdefault("_packed_src", {})[input_index] = (tuple(int(d) for d in tensor.shape),
+                                                                    np.dtype(tensor.dtype).name)
         if cache is not None:
             # Ownership of `buf` moves to the cache here: this kernel must not free it. The data to use arrives via
             # set_shared_prepacked_weight (possibly another kernel's identical packing).
@@ -38,7 +45,30 @@ class PackedWeightMixin:
 
     def set_shared_prepacked_weight(self, buffers, input_index) -> None:
         n = self._packed_len[input_index]
+        if buffers[0].get_size() < n * 4:   # (a blob's claim; what prepack_weight stored always fits)
+            raise ValueError(f"input {input_index}: the packed buffer holds {buffers[0].get_size()} bytes, the "
+                             f"packing needs {n * 4}")
         self.__dict__.setdefault("_packed", {})[input_index] = buffers[0].view(np.float32, (n,))
+
+    def prepacked_weight_info(self, input_index):
+        src = self.__dict__.get("_packed_src", {}).get(input_index)
+        if src is None:
+            return None
+        return {"shape": list(src[0]), "dtype": src[1], "nfloats": self._packed_len[input_index]}
+
+    def set_prepacked_weight_info(self, info, input_index) -> None:
+        shape, dtype, nfloats = tuple(int(d) for d in info["shape"]), np.dtype(str(info["dtype"])), int(info["nfloats"])
+        # a packing holds every weight (plus padding): a weight larger than its packing is a lie, refused before
+        # the stand-in is allocated
+        if any(d < 0 for d in shape) or dtype.kind not in "fiub" or int(np.prod(shape, dtype=object)) > nfloats:
+            raise ValueError(f"input {input_index}: invalid weight shape {shape} / dtype {dtype} for {nfloats} "
+                             f"packed floats")
+        spec = self._pack_spec(np.zeros(shape, dtype), input_index)   # shapes only: fill is never called
+        if spec is None or int(spec[0]) != nfloats:
+            raise ValueError(f"input {input_index}: a {dtype} weight of shape {shape} packs to "
+                             f"{None if spec is None else int(spec[0])} floats for this kernel, the blob holds "
+                             f"{nfloats}")
+        self.__dict__.setdefault("_packed_len", {})[input_index] = nfloats
 
     def packed(self, input_index):
         """The packed weight of `input_index`, or None when that input was not packed."""

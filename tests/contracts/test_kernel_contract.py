@@ -220,7 +220,8 @@ def test_every_registered_kernel_follows_the_contract():
     for cls in _registry.all_kernels():
         assert issubclass(cls, OpKernel) and cls.op_type and isinstance(cls.since, int)
         assert cls.ort_version_supported == API_VERSION and cls.flags == 0
-        for name in ("compute", "prepack_weight", "set_shared_prepacked_weight", "release", "prepack_format"):
+        for name in ("compute", "prepack_weight", "set_shared_prepacked_weight", "release", "prepack_format",
+                     "prepacked_weight_info", "set_prepacked_weight_info"):
             assert list(inspect.signature(getattr(cls, name)).parameters) == list(
                 inspect.signature(getattr(Kernel, name)).parameters), (cls, name)
 

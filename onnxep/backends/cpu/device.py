@@ -5,9 +5,9 @@ from dataclasses import dataclass
 
 
 from onnxep.contracts.backend import Backend, Device, GraphPlan
-from onnxep.contracts.compile import prepack_kernel
+from onnxep.contracts.compile import load_prepacked_kernel, prepack_kernel
 from onnxep.contracts.kernel import KernelContext
-from onnxep.errors import OnnxepError, RuntimeException
+from onnxep.errors import InvalidGraph, OnnxepError, RuntimeException
 from onnxep.graph.ir import OpInfo
 from onnxep.ops import _registry
 
@@ -49,10 +49,11 @@ CPU_DEVICE = CpuDevice()
 class CpuPlan(GraphPlan):
     backend_name = "cpu"
 
-    def __init__(self, inputs, outputs, steps, constants):
+    def __init__(self, inputs, outputs, steps, constants, prepacked=None):
         super().__init__(inputs, outputs)
         self.steps = steps            # [(kernel, in_names, out_names, packed_indices, free_after, node_name, op)]
         self.constants = constants    # name -> array: constant inputs some kernel still reads
+        self.prepacked = prepacked or {}  # (step, input index) -> (format, shared buffers): what EPContext saves
 
     def describe(self):
         return f"CpuPlan({len(self.steps)} kernels)"
@@ -62,6 +63,7 @@ class CpuPlan(GraphPlan):
             step[0].release()
         self.steps = []
         self.constants = {}
+        self.prepacked = {}
 
 
 class CpuBackend(Backend):
@@ -70,8 +72,16 @@ class CpuBackend(Backend):
         self.num_threads = num_threads
 
     def graph_plan_create(self, partition, ctx) -> CpuPlan:
+        """Kernels for the partition's nodes, constant weights pre-packed through the shared cache. A partition
+        loaded from an EPContext blob (`partition.context`) is rebuilt from the blob instead: its kernels get the
+        packed weights the blob carries (load_prepacked_kernel), and only weights the blob marks for repacking (a
+        kernel that cannot describe its packing) go through prepack_weight."""
+        loaded = partition.context
+        if loaded is not None:
+            partition = loaded          # the blob's nodes, value types, unpacked constants, inputs and outputs
         steps = []
         constants = {}
+        prepacked = {}
         last_use = {}
         for i, node in enumerate(partition.nodes):
             for x in node.inputs:
@@ -87,7 +97,17 @@ class CpuBackend(Backend):
                 kernel = cls(info)
                 steps.append([kernel, tuple(node.inputs), tuple(node.outputs), frozenset(), (), node.name,
                               node.op_type])
-                packed = prepack_kernel(kernel, op.constants, ctx)
+                record = {}
+                if loaded is None:
+                    packed = prepack_kernel(kernel, op.constants, ctx, record)
+                else:
+                    try:
+                        packed = load_prepacked_kernel(kernel, loaded.packed_for(i), ctx)
+                    except Exception as e:  # the blob describes a packing this kernel does not make: refuse it
+                        raise InvalidGraph(f"EPContext node {loaded.name!r}: node {node.name!r} ({node.op_type}): "
+                                           f"packed weight refused: {e}") from e
+                    packed |= prepack_kernel(kernel, {j: op.constants[j] for j in loaded.repack_for(i)}, ctx, record)
+                prepacked.update({(i, j): r for j, r in record.items()})
                 steps[-1][3] = frozenset(packed)
                 for j, x in enumerate(node.inputs):
                     if x and x in partition.constants and j not in packed:
@@ -100,7 +120,7 @@ class CpuBackend(Backend):
             for s in steps:
                 s[0].release()
             raise
-        return CpuPlan(partition.inputs, partition.outputs, [tuple(s) for s in steps], constants)
+        return CpuPlan(partition.inputs, partition.outputs, [tuple(s) for s in steps], constants, prepacked)
 
     def graph_plan_compute(self, plan: CpuPlan, values: dict, run_ctx):
         env = dict(plan.constants)
