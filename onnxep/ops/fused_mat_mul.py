@@ -1,0 +1,72 @@
+"""FusedMatMul (domain com.onnxep): Y = act(A @ B + bias) with B a constant 2-D (K, N) weight (pre-packed, the
+layout MatMul and Gemm use) and bias an optional constant (N,) vector -- what graph/passes/fuse_matmul_bias.py makes
+of MatMul -> Add(bias) [-> Relu | com.onnxep Gelu]. A's leading dims fold into M, as MatMul's (numpy.matmul) do.
+The bias and Relu go into the SGEMM epilogue; Gelu (not an epilogue activation of the SGEMM) runs over the
+product in place right after it. Written by passes, never by users. activation: "", "Relu" or "Gelu"."""
+import numpy as np
+
+from onnxep import _kernels
+from onnxep.ops._base import F32, OpKernel, f32_shape
+from onnxep.ops._packed import PackedWeightMixin
+
+DOMAIN = "com.onnxep"
+ACTIVATIONS = ("", "Relu", "Gelu")
+
+
+class FusedMatMul_1(PackedWeightMixin, OpKernel):
+    domain, op_type, since = DOMAIN, "FusedMatMul", 1
+    type_constraints = {}        # no onnx schema for this domain: supports() checks the types
+    activation = ""
+
+    @classmethod
+    def supports(cls, op):
+        ins = op.node.inputs
+        if len(ins) not in (2, 3) or not ins[0] or not ins[1] or len(op.node.outputs) != 1:
+            return False
+        if op.node.attrs.get("activation", "") not in ACTIVATIONS:
+            return False
+        a = f32_shape(op.input_types[0])
+        b = op.constants.get(1)
+        if a is None or len(a) < 1 or b is None or b.dtype != F32 or b.ndim != 2:
+            return False
+        if len(ins) == 3 and ins[2]:
+            c = op.constants.get(2)
+            if c is None or c.dtype != F32 or c.shape != (b.shape[1],):
+                return False
+        return True
+
+    def prepack_format(self, input_index):
+        return f"{_kernels.SGEMM_FORMAT}:trans_b=0"   # MatMul's and Gemm(transB=0)'s layout: they share it
+
+    def _pack_spec(self, tensor, input_index):
+        if input_index != 1 or tensor.ndim != 2 or tensor.dtype != F32:
+            return None
+        self._b_kn = tuple(int(d) for d in tensor.shape)
+        b = np.ascontiguousarray(tensor)
+        return _kernels.sgemm_pack_b_size(*self._b_kn), lambda out: _kernels.sgemm_pack_b(b, False, out)
+
+    def compute(self, ctx):
+        A = ctx.input(0)
+        bp = self.packed(1)
+        if bp is None:   # pre-packing disabled: pack per call
+            B = ctx.input(1)
+            K, N = B.shape
+        else:
+            K, N = self._b_kn
+        if A.ndim < 1 or A.shape[-1] != K:
+            raise ValueError(f"FusedMatMul: A {A.shape} and B ({K}, {N}) have different inner dimensions")
+        bias = ctx.input(2)
+        if bias is not None and bias.shape != (N,):
+            raise ValueError(f"FusedMatMul: bias has shape {bias.shape}, expected ({N},)")
+        Y = ctx.output(0, A.shape[:-1] + (N,), F32)
+        rows = int(np.prod(A.shape[:-1], dtype=np.int64))
+        A2, Y2 = A.reshape(rows, K), Y.reshape(rows, N)
+        relu = self.activation == "Relu"
+        nt = ctx.num_threads
+        if bp is not None:
+            _kernels.sgemm_packed_f32(False, 1.0, A2, bp, N, 0.0, Y2, bias, None, relu, nt)
+        else:
+            _kernels.sgemm_f32(False, False, 1.0, A2, B, 0.0, Y2, nt, bias, None, relu)
+        if self.activation == "Gelu":
+            flat = Y.reshape(-1)
+            _kernels.gelu_f32(flat, flat, nt)

@@ -1,0 +1,67 @@
+"""LayerNormalization (opset 17, float32, stash_type 1): normalize over the dims from `axis` on, then scale and shift.
+
+Spec: "Mean = ReduceMean<axes=normalized_axes>(X) ... Var = ReduceMean(D*D) ... InvStdDev = Reciprocal(Sqrt(Var +
+epsilon)) ... Y = Normalized * Scale + B", "the shape of Mean and InvStdDev is [d[0], ..., d[axis-1], 1, ..., 1]",
+and "tensors Scale and B should be unidirectional broadcastable to tensor X". Scale / B that vary only over the
+normalized dims (the case of every exported model) are applied inside the native row loop; ones that also vary over
+the leading dims are applied afterwards with numpy broadcasting."""
+import numpy as np
+
+from onnxep import _kernels
+from onnxep.ops._base import F32, OpKernel
+
+
+def _row_operand(v, x_shape, axis):
+    """v broadcast over the normalized dims as a flat (C,) array, or None when v also varies over dims < axis."""
+    r = len(x_shape)
+    shape = (1,) * (r - v.ndim) + tuple(v.shape)
+    if any(d != 1 for d in shape[:axis]):
+        return None
+    return np.ascontiguousarray(np.broadcast_to(v.reshape(shape[axis:]), x_shape[axis:]), F32).reshape(-1)
+
+
+class LayerNormalization_17(OpKernel):
+    domain, op_type, since = "", "LayerNormalization", 17
+    type_constraints = {"T": ("float32",), "U": ("float32",)}
+    axis = -1
+    epsilon = 1e-5
+    stash_type = 1
+
+    @classmethod
+    def supports(cls, op):
+        stash = op.node.attrs.get("stash_type")
+        if stash is not None and int(stash) != 1:   # 1: float32 statistics, the only kind computed here
+            return False
+        shape = op.input_types[0].shape if op.input_types[0] is not None else None
+        if shape is None:
+            return True
+        r = len(shape)
+        return r >= 1 and -r <= int(op.node.attrs.get("axis", -1)) < r
+
+    def compute(self, ctx):
+        x, scale, bias = ctx.input(0), ctx.input(1), ctx.input(2)
+        r = x.ndim
+        axis = int(self.axis)
+        if not -r <= axis < r:
+            raise ValueError(f"LayerNormalization: axis {axis} out of range for X of rank {r}")
+        axis %= r
+        for name, v in (("Scale", scale), ("B", bias)):
+            if v is not None and np.broadcast_shapes(v.shape, x.shape) != x.shape:
+                raise ValueError(f"LayerNormalization: {name} of shape {v.shape} does not broadcast to X {x.shape}")
+        R = int(np.prod(x.shape[:axis], dtype=np.int64))
+        C = int(np.prod(x.shape[axis:], dtype=np.int64))
+        s_row = _row_operand(scale, x.shape, axis)
+        b_row = _row_operand(bias, x.shape, axis) if bias is not None else None
+        general = s_row is None or (bias is not None and b_row is None)
+        y = ctx.output(0, x.shape, F32)
+        stat_shape = x.shape[:axis] + (1,) * (r - axis)
+        mean = ctx.output(1, stat_shape, F32) if ctx.has_output(1) else None
+        inv = ctx.output(2, stat_shape, F32) if ctx.has_output(2) else None
+        _kernels.layernorm_f32(x.reshape(R, C), y.reshape(R, C), None if general else s_row,
+                               None if general else b_row, float(self.epsilon),
+                               None if mean is None else mean.reshape(-1), None if inv is None else inv.reshape(-1),
+                               ctx.num_threads)
+        if general:   # Scale / B vary over the leading dims too
+            np.multiply(y, scale, out=y)
+            if bias is not None:
+                np.add(y, bias, out=y)
