@@ -8,7 +8,7 @@ the leading dims are applied afterwards with numpy broadcasting."""
 import numpy as np
 
 from onnxep import _kernels
-from onnxep.ops._base import F32, OpKernel
+from onnxep.ops._base import F32, OpKernel, f32_shape
 
 
 def _row_operand(v, x_shape, axis):
@@ -65,3 +65,20 @@ class LayerNormalization_17(OpKernel):
             np.multiply(y, scale, out=y)
             if bias is not None:
                 np.add(y, bias, out=y)
+
+
+class LayerNormalizationInternal_1(LayerNormalization_17):
+    """com.onnxep LayerNormalization: the same op for models importing a default-domain opset below 17, written by
+    graph/passes/fuse_layernorm.py (never by users). Attributes axis (default -1) and epsilon (default 1e-5)."""
+
+    domain, op_type, since = "com.onnxep", "LayerNormalization", 1
+    type_constraints = {}        # no onnx schema for this domain: supports() checks the types
+
+    @classmethod
+    def supports(cls, op):
+        ins = op.node.inputs
+        if len(ins) not in (2, 3) or not ins[0] or not ins[1] or f32_shape(op.input_types[0]) is None:
+            return False
+        if any(f32_shape(op.input_types[i]) is None for i in range(1, len(ins)) if ins[i]):
+            return False
+        return super().supports(op)

@@ -1,0 +1,229 @@
+"""The transformer fusions (graph/passes/fuse_layernorm.py, fuse_gelu.py, fuse_matmul_bias.py) and the BERT-like
+encoder end to end.
+
+Oracles: onnxruntime's CPU provider on the original (unfused) model; the same model through onnxep with
+graph_optimization_level=ORT_DISABLE_ALL (no pass ran). The plans are inspected to check the pattern was fused (node
+types counted)."""
+import collections
+
+import numpy as np
+import onnx
+import pytest
+from onnx import helper
+
+import onnxep
+from onnxep import _models
+from tests._util import make_model, run_ort
+
+RNG = np.random.default_rng(11)
+
+
+def _session(model, level=onnxep.GraphOptimizationLevel.ORT_ENABLE_ALL, path="", threads=0):
+    so = onnxep.SessionOptions()
+    so.graph_optimization_level = level
+    so.intra_op_num_threads = threads
+    if path:
+        so.optimized_model_filepath = path
+    return onnxep.InferenceSession(model.SerializeToString() if isinstance(model, onnx.ModelProto) else model, so)
+
+
+def _ops(sess):
+    return collections.Counter(st[6] for p in sess.plans for st in getattr(p, "steps", ()))
+
+
+def _rel_err(got, want):
+    """max |got - want| / max |want| (the bench's check)."""
+    return float(np.max(np.abs(got - want)) / max(float(np.max(np.abs(want))), 1e-30))
+
+
+def _check(model, feeds, rtol=1e-4, cpu_only=True):
+    """Fused onnxep vs onnxruntime on the original model and vs unfused onnxep; returns the fused session's ops."""
+    fused = _session(model)
+    if cpu_only:
+        assert set(fused.node_assignment.values()) == {"cpu"}
+    got = fused.run(None, feeds)
+    plain = _session(model, onnxep.GraphOptimizationLevel.ORT_DISABLE_ALL).run(None, feeds)
+    for g, o, p in zip(got, run_ort(model, feeds), plain):
+        assert g.shape == o.shape and g.dtype == o.dtype
+        assert _rel_err(g, o) <= rtol
+        assert _rel_err(g, p) <= rtol
+    return _ops(fused)
+
+
+def _c(v):
+    return np.array(v, np.float32)
+
+
+# ------------------------------------------------------------------------------------------------------------ Gelu
+def _gelu_nodes(order, x="x", y="y", div="div"):
+    """The Erf form of Gelu in one of the orders exporters write."""
+    first = (helper.make_node("Div", [x, "sqrt2"], ["d"]) if div == "div" else
+             helper.make_node("Mul", ["inv_sqrt2", x], ["d"]))
+    nodes = [first, helper.make_node("Erf", ["d"], ["e"]), helper.make_node("Add", ["one", "e"], ["p"])]
+    if order == "x_p_half":
+        nodes += [helper.make_node("Mul", [x, "p"], ["m"]), helper.make_node("Mul", ["m", "half"], [y])]
+    elif order == "p_half_x":
+        nodes += [helper.make_node("Mul", ["p", "half"], ["m"]), helper.make_node("Mul", [x, "m"], [y])]
+    else:  # x_half_p
+        nodes += [helper.make_node("Mul", [x, "half"], ["m"]), helper.make_node("Mul", ["m", "p"], [y])]
+    return nodes
+
+
+GELU_CONSTS = {"sqrt2": _c(np.sqrt(2.0)), "inv_sqrt2": _c(1 / np.sqrt(2.0)), "one": _c(1.0), "half": _c(0.5)}
+
+
+@pytest.mark.parametrize("order", ["x_p_half", "p_half_x", "x_half_p"])
+@pytest.mark.parametrize("div", ["div", "mul"])
+def test_gelu_fused(order, div):
+    x = (RNG.standard_normal((3, 50, 70)) * 3).astype(np.float32)
+    m = make_model(_gelu_nodes(order, div=div), {"x": x}, ["y"], initializers=GELU_CONSTS)
+    ops = _check(m, {"x": x}, rtol=1e-6)
+    assert ops == {"Gelu": 1}
+
+
+def test_gelu_not_fused_when_a_constant_differs_or_an_intermediate_is_read():
+    """0.4 instead of 0.5: not a Gelu. The Erf output also a graph output: it must stay computed."""
+    x = RNG.standard_normal((4, 9)).astype(np.float32)
+    m = make_model(_gelu_nodes("x_p_half"), {"x": x}, ["y"], initializers=dict(GELU_CONSTS, half=_c(0.4)))
+    assert "Gelu" not in _check(m, {"x": x}, rtol=1e-6)
+    m = make_model(_gelu_nodes("x_p_half"), {"x": x}, ["y", "e"], initializers=GELU_CONSTS)
+    assert "Gelu" not in _check(m, {"x": x}, rtol=1e-6)
+
+
+def test_gelu_not_fused_below_extended_level():
+    x = RNG.standard_normal((4, 9)).astype(np.float32)
+    m = make_model(_gelu_nodes("x_p_half"), {"x": x}, ["y"], initializers=GELU_CONSTS)
+    assert _ops(_session(m, onnxep.GraphOptimizationLevel.ORT_ENABLE_BASIC))["Erf"] == 1
+
+
+# ------------------------------------------------------------------------------------------------ LayerNormalization
+def _ln_nodes(sq="pow", affine=True, axes=(-1,), opset=17, bias=True):
+    if opset >= 18:
+        rm = [helper.make_node("ReduceMean", ["x", "axes"], ["mean"]),
+              helper.make_node("ReduceMean", ["sq", "axes"], ["var"])]
+    else:
+        rm = [helper.make_node("ReduceMean", ["x"], ["mean"], axes=list(axes)),
+              helper.make_node("ReduceMean", ["sq"], ["var"], axes=list(axes))]
+    nodes = [rm[0], helper.make_node("Sub", ["x", "mean"], ["d"]),
+             helper.make_node("Pow", ["d", "two"], ["sq"]) if sq == "pow" else helper.make_node("Mul", ["d", "d"],
+                                                                                               ["sq"]),
+             rm[1], helper.make_node("Add", ["var", "eps"], ["ve"]), helper.make_node("Sqrt", ["ve"], ["std"]),
+             helper.make_node("Div", ["d", "std"], ["n" if affine else "y"])]
+    if affine:
+        nodes.append(helper.make_node("Mul", ["gamma", "n"], ["s" if bias else "y"]))
+        if bias:
+            nodes.append(helper.make_node("Add", ["s", "beta"], ["y"]))
+    return nodes
+
+
+def _ln_consts(c, axes=(-1,)):
+    return {"two": _c(2.0), "eps": _c(1e-5), "gamma": RNG.uniform(0.5, 1.5, c).astype(np.float32),
+            "beta": RNG.standard_normal(c).astype(np.float32), "axes": np.array(axes, np.int64)}
+
+
+@pytest.mark.parametrize("sq", ["pow", "mul"])
+@pytest.mark.parametrize("affine,bias", [(True, True), (True, False), (False, False)])
+@pytest.mark.parametrize("opset", [13, 17, 18])
+def test_layernorm_fused(sq, affine, bias, opset):
+    """Fused into LayerNormalization (com.onnxep's below opset 17, where the standard op does not exist)."""
+    x = (RNG.standard_normal((2, 16, 64)) * 2 + 1).astype(np.float32)
+    m = make_model(_ln_nodes(sq, affine, opset=opset, bias=bias), {"x": x}, ["y"], opset=opset,
+                   initializers=_ln_consts(64))
+    ops = _check(m, {"x": x}, rtol=1e-5)
+    assert ops == {"LayerNormalization": 1}
+    sess = _session(m)
+    domains = {st[0].domain for p in sess.plans for st in p.steps}
+    assert domains == ({""} if opset >= 17 else {"com.onnxep"})
+
+
+def test_layernorm_fused_over_two_trailing_axes():
+    x = RNG.standard_normal((3, 4, 5, 6)).astype(np.float32)
+    consts = dict(_ln_consts(1), gamma=RNG.uniform(0.5, 1.5, (5, 6)).astype(np.float32),
+                  beta=RNG.standard_normal((1, 6)).astype(np.float32))
+    m = make_model(_ln_nodes(axes=(2, 3)), {"x": x}, ["y"], initializers=consts)
+    assert _check(m, {"x": x}, rtol=1e-5) == {"LayerNormalization": 1}
+
+
+def test_layernorm_not_fused_over_a_leading_axis():
+    """ReduceMean over axis 1 of a rank-3 tensor: not the trailing dims, not a LayerNormalization."""
+    x = RNG.standard_normal((3, 4, 5)).astype(np.float32)
+    m = make_model(_ln_nodes(axes=(1,), affine=False), {"x": x}, ["y"], initializers=_ln_consts(5))
+    assert "LayerNormalization" not in _check(m, {"x": x}, rtol=1e-5, cpu_only=False)   # ReduceMean, Pow: reference
+
+
+# ------------------------------------------------------------------------------------------ MatMul + bias [+ act]
+@pytest.mark.parametrize("act", ["", "Relu", "Gelu"])
+@pytest.mark.parametrize("a_shape,bias_shape", [((64, 100), (70,)), ((2, 9, 100), (1, 70)), ((100,), (70,))])
+def test_matmul_bias_fused(act, a_shape, bias_shape):
+    a = RNG.standard_normal(a_shape).astype(np.float32)
+    consts = dict(GELU_CONSTS, w=(RNG.standard_normal((100, 70)) * 0.1).astype(np.float32),
+                  b=RNG.standard_normal(bias_shape).astype(np.float32))
+    nodes = [helper.make_node("MatMul", ["a", "w"], ["mm"]),
+             helper.make_node("Add", ["b", "mm"], ["y" if not act else "h"])]
+    if act == "Relu":
+        nodes.append(helper.make_node("Relu", ["h"], ["y"]))
+    elif act == "Gelu":
+        nodes += _gelu_nodes("x_p_half", x="h")
+    m = make_model(nodes, {"a": a}, ["y"], initializers=consts)
+    assert _check(m, {"a": a}, rtol=1e-5) == {"FusedMatMul": 1}
+
+
+def test_matmul_bias_not_fused():
+    """A bias that would broadcast the product to a bigger shape, a weight that is a graph input, and a product that
+    is also a graph output: the nodes stay as they are."""
+    a = RNG.standard_normal((8, 10)).astype(np.float32)
+    w = RNG.standard_normal((10, 6)).astype(np.float32)
+    nodes = [helper.make_node("MatMul", ["a", "w"], ["mm"]), helper.make_node("Add", ["mm", "b"], ["y"])]
+    m = make_model(nodes, {"a": a}, ["y"], initializers={"w": w, "b": RNG.standard_normal((3, 1, 6)).astype(
+        np.float32)})
+    assert "FusedMatMul" not in _check(m, {"a": a})
+    m = make_model(nodes, {"a": a, "w": w}, ["y"], initializers={"b": RNG.standard_normal(6).astype(np.float32)})
+    assert "FusedMatMul" not in _check(m, {"a": a, "w": w})
+    m = make_model(nodes, {"a": a}, ["y", "mm"], initializers={"w": w, "b": RNG.standard_normal(6).astype(np.float32)})
+    assert "FusedMatMul" not in _check(m, {"a": a})
+
+
+def test_fused_matmul_packing_disabled():
+    """FusedMatMul with prepacking disabled (B packed per call) gives the packed result."""
+    a = RNG.standard_normal((5, 40)).astype(np.float32)
+    consts = {"w": RNG.standard_normal((40, 33)).astype(np.float32), "b": RNG.standard_normal(33).astype(np.float32)}
+    nodes = [helper.make_node("MatMul", ["a", "w"], ["mm"]), helper.make_node("Add", ["mm", "b"], ["h"]),
+             helper.make_node("Relu", ["h"], ["y"])]
+    m = make_model(nodes, {"a": a}, ["y"], initializers=consts)
+    so = onnxep.SessionOptions()
+    so.add_session_config_entry("session.disable_prepacking", "1")
+    got = onnxep.InferenceSession(m.SerializeToString(), so).run(None, {"a": a})[0]
+    np.testing.assert_array_equal(got, _session(m).run(None, {"a": a})[0])
+
+
+# ---------------------------------------------------------------------------------------------------- the encoder
+def test_bert_encoder_end_to_end():
+    """The 4-layer BERT-like encoder of the bench suite: no reference fallback, every pattern fused (per layer: 6
+    FusedMatMul, one with Gelu; 2 LayerNormalization; no Erf / Div left), output within 1e-4 (max diff / max |ort|)
+    of onnxruntime, at 1 and 2 threads."""
+    model, feeds = _models.bert_encoder(), _models.bert_feeds()
+    want = run_ort(model, feeds)[0]
+    for threads in (1, 2):
+        sess = _session(model, threads=threads)
+        assert set(sess.node_assignment.values()) == {"cpu"}
+        ops = _ops(sess)
+        assert ops["FusedMatMul"] == 24 and ops["LayerNormalization"] == 8 and ops["MatMul"] == 8
+        assert not {"Erf", "Div", "Gelu"} & set(ops)
+        got = sess.run(None, feeds)[0]
+        assert got.shape == want.shape and _rel_err(got, want) <= 1e-4
+
+
+def test_bert_encoder_decomposed_layernorm_and_saved_model(tmp_path):
+    """The encoder with decomposed LayerNormalization: fused like the LayerNormalization-17 one, the same output as
+    onnxruntime on the original and as onnxep without passes; the optimized model written by
+    optimized_model_filepath passes onnx.checker, loads, and gives the same output."""
+    model = _models.bert_encoder(layers=2, hidden=256, heads=4, seq=32, layernorm="decomposed")
+    feeds = _models.bert_feeds((1, 32, 256), masked=5)
+    ops = _check(model, feeds)
+    assert ops["LayerNormalization"] == 4 and "ReduceMean" not in ops and ops["FusedMatMul"] == 12
+    path = str(tmp_path / "opt.onnx")
+    got = _session(model, path=path).run(None, feeds)[0]
+    onnx.checker.check_model(onnx.load(path))
+    again = onnxep.InferenceSession(path)
+    np.testing.assert_array_equal(again.run(None, feeds)[0], got)
+    assert _ops(again) == _ops(_session(model))
