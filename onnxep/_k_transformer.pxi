@@ -1,8 +1,9 @@
-# Transformer kernels: Erf and Gelu (a vectorisable polynomial erf), LayerNormalization over rows, and a batched
-# SGEMM with per-item offsets and arbitrary row / column strides (attention's per-head products).
+# Transformer kernels: Erf and Gelu (a vectorisable polynomial erf), LayerNormalization over rows, Softmax along
+# contiguous rows with a vectorised exp, and a batched SGEMM with per-item offsets and arbitrary row / column strides (attention's per-head products).
 
 cdef extern from *:
     """
+    #include <math.h>
     /* erf in float32, written so that gcc vectorises the loops below (no calls, no branches: both halves are
        computed and one is selected).
          |x| <= 0.921875:        erf(x) = x * P(x^2)                 (P degree 5)
@@ -24,19 +25,20 @@ cdef extern from *:
         return 0.00017636162f + a * (-1.1295232f + a * (-0.6333299f + a * (-0.10829911f + a * (0.025131948f
                + a * (-0.0041759014f + a * (0.00043547782f + a * -2.1184242e-05f))))));
     }
-    /* exp(x) for x <= 0 (clamped at -87: no subnormal results): x = n ln2 + r, |r| <= ln2/2, exp(r) by a degree-6
-       minimax polynomial (relative error 1.9e-9), 2^n built in the exponent bits. Within ~1 ulp of expf. */
+    /* exp(x) for x <= 0: x = n ln2 + r, |r| <= ln2/2, exp(r) by a degree-6 minimax polynomial (relative error
+       1.9e-9), 2^n built in the exponent bits; within ~1 ulp of expf. Below -87 (where expf's result leaves the
+       normal range) it returns 0 (an error under 1.7e-38); -inf gives 0, NaN stays NaN. */
     static inline float onnxep_exp_neg(float x)
     {
-        x = x > -87.0f ? x : -87.0f;
-        float n = (x * 1.44269504f + 12582912.0f) - 12582912.0f;      /* round to nearest integer */
-        float r = x - n * 0.693145751953125f;                          /* ln2 split: hi has 12 zero low bits */
+        float xc = x < -87.0f ? -87.0f : x;                            /* NaN passes: the comparison is false */
+        float n = (xc * 1.44269504f + 12582912.0f) - 12582912.0f;     /* round to nearest integer */
+        float r = xc - n * 0.693145751953125f;                         /* ln2 split: hi has 12 zero low bits */
         r = r - n * 1.428606765330187045e-06f;
         float p = 1.0f + r * (1.0f + r * (0.4999999f + r * (0.1666642f + r * (0.041668225f
                   + r * (0.008374815f + r * 0.0013836784f)))));
         union { float f; int i; } s;
         s.i = ((int)n + 127) << 23;
-        return p * s.f;
+        return x < -87.0f ? 0.0f : p * s.f;
     }
     static inline float onnxep_erf1(float x)
     {
@@ -102,7 +104,32 @@ cdef extern from *:
             for (i = 0; i < C; i++) y[i] = (x[i] - m) * inv;
         }
     }
+
+    /* Softmax (or log-softmax) of one contiguous row of K: the max subtracted first, so every exp argument is <= 0
+       and onnxep_exp_neg applies; the max and the sum are OpenMP simd reductions. A row with a NaN gives NaN; a
+       row of -inf gives NaN (-inf - -inf), as expf-based softmax does. */
+    static void onnxep_softmax_row(const float* x, float* y, Py_ssize_t K, int log)
+    {
+        Py_ssize_t i;
+        float m = x[0], s = 0.0f;
+        #pragma omp simd reduction(max:m)
+        for (i = 0; i < K; i++) m = x[i] > m ? x[i] : m;
+        if (log) {
+            #pragma omp simd reduction(+:s)
+            for (i = 0; i < K; i++) s += onnxep_exp_neg(x[i] - m);
+            s = logf(s);
+            #pragma omp simd
+            for (i = 0; i < K; i++) y[i] = (x[i] - m) - s;
+            return;
+        }
+        #pragma omp simd reduction(+:s)
+        for (i = 0; i < K; i++) { float e = onnxep_exp_neg(x[i] - m); y[i] = e; s += e; }
+        s = 1.0f / s;
+        #pragma omp simd
+        for (i = 0; i < K; i++) y[i] *= s;
+    }
     """
+    void softmax_row "onnxep_softmax_row"(const float* x, float* y, Py_ssize_t K, int log) noexcept nogil
     void erf_loop "onnxep_erf_loop"(const float* x, float* y, Py_ssize_t n) noexcept nogil
     void gelu_loop "onnxep_gelu_loop"(const float* x, float* y, Py_ssize_t n) noexcept nogil
     void layernorm_row "onnxep_layernorm_row"(const float* x, float* y, Py_ssize_t C, const float* scale,
@@ -198,6 +225,23 @@ def layernorm_f32(const float[:, ::1] x, float[:, ::1] y, const float[::1] scale
             for r in prange(R, num_threads=_nthreads(nthreads), schedule="static"):
                 layernorm_row(&x[r, 0], &y[r, 0], C, ps, pb, epsilon, (pm + r) if pm != NULL else NULL,
                               (pi + r) if pi != NULL else NULL)
+
+
+def softmax_lastaxis_f32(const float[:, ::1] x, float[:, ::1] y, bint log=False, int nthreads=0):
+    """y[r, :] := softmax(x[r, :]) (log-softmax when log) for each row of x (R, K); the max subtracted first, exp
+    vectorised (onnxep_exp_neg, ~1 ulp; exactly 0 below exp(-87)). y may alias x."""
+    cdef Py_ssize_t R = x.shape[0], K = x.shape[1], r
+    if y.shape[0] != R or y.shape[1] != K:
+        raise ValueError(f"softmax_lastaxis_f32: x is {R}x{K}, y is {y.shape[0]}x{y.shape[1]}")
+    if R == 0 or K == 0:
+        return
+    with nogil:
+        if R * K < NORM_PAR_WORK or R < 2:
+            for r in range(R):
+                softmax_row(&x[r, 0], &y[r, 0], K, log)
+        else:
+            for r in prange(R, num_threads=_nthreads(nthreads), schedule="static"):
+                softmax_row(&x[r, 0], &y[r, 0], K, log)
 
 
 # ---------------------------------------------------------------------------------------------------------------

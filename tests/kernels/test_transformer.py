@@ -92,6 +92,38 @@ def test_unary_kernels_threads_and_in_place(fn, n):
         getattr(_kernels, fn)(x, np.empty(n + 1, np.float32))
 
 
+@pytest.mark.parametrize("r,k", [(1, 1), (1, 7), (3, 128), (12 * 128, 128), (64, 1000), (5, 33)])
+@pytest.mark.parametrize("log", [False, True])
+def test_softmax_lastaxis_kernel(r, k, log):
+    """Oracle: numpy in float64 (max subtracted); rows with -1e4 / -inf masked entries give exactly 0 there."""
+    x = (np.random.default_rng(k).standard_normal((r, k)) * 20).astype(np.float32)
+    if k > 4:
+        x[:, -3:] = -10000.0
+        x[0, 1] = -np.inf
+    z = x.astype(np.float64) - x.max(axis=1, keepdims=True)
+    with np.errstate(divide="ignore"):
+        want = z - np.log(np.exp(z).sum(axis=1, keepdims=True)) if log else np.exp(z) / np.exp(z).sum(axis=1,
+                                                                                                   keepdims=True)
+    for isa, mod in VARIANTS.items():
+        for nt in (1, 0):
+            y = np.empty_like(x)
+            mod.softmax_lastaxis_f32(x, y, log, nt)
+            np.testing.assert_allclose(y, want, rtol=8 * EPS, atol=8 * EPS if log else 1e-9, err_msg=isa)
+            if not log and k > 4:
+                assert np.all(y[:, -3:] == 0) and y[0, 1] == 0
+            z2 = x.copy()
+            mod.softmax_lastaxis_f32(z2, z2, log, nt)
+            np.testing.assert_array_equal(z2, y, err_msg=isa)
+
+
+def test_softmax_lastaxis_kernel_nan():
+    """A NaN in a row makes the whole row NaN (as with expf); other rows are unaffected."""
+    x = np.array([[0.0, np.nan, 1.0], [0.0, 1.0, 2.0]], np.float32)
+    y = np.empty_like(x)
+    _kernels.softmax_lastaxis_f32(x, y)
+    assert np.all(np.isnan(y[0])) and np.all(np.isfinite(y[1]))
+
+
 def _layernorm64(x, scale, bias, eps):
     x = x.astype(np.float64)
     m = x.mean(axis=1, keepdims=True)
