@@ -315,3 +315,41 @@ def sgemm_batched_f32(const float[::1] a, const float[::1] b, float[::1] c, cons
                                 &c[0] + c_off[t], rsc, csc, buf, buf + blen, nth)
     finally:
         free(buf)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Packed SGEMM with a residual: C := act(A @ B + bias + R), the residual R added in the SGEMM epilogue
+# (sgemm_packed_ex's `res`), so a MatMul -> Add(bias) -> Add(residual) chain writes its output once.
+
+def sgemm_packed_res_f32(const float[:, ::1] A, const float[::1] B_packed, Py_ssize_t N, float[:, ::1] C,
+                         const float[::1] bias_col, const float[:, ::1] res, bint relu=False, int nthreads=0):
+    """C := act(A @ B + bias_col[j] + res[i, j]) with B (K x N) packed by sgemm_pack_b; act Relu when relu.
+    bias_col (N) may be None; res has C's shape and must not alias C (C holds partial sums between K blocks)."""
+    cdef Py_ssize_t M = A.shape[0], K = A.shape[1]
+    cdef int nth
+    cdef float* work = NULL
+    cdef const float* bc = NULL
+    cdef Act act
+    act.kind, act.a, act.b = (ACT_RELU if relu else ACT_NONE), 0.0, 0.0
+    if C.shape[0] != M or C.shape[1] != N or res.shape[0] != M or res.shape[1] != N:
+        raise ValueError(f"sgemm_packed_res_f32: A is {M}x{K}, C {C.shape[0]}x{C.shape[1]}, res "
+                         f"{res.shape[0]}x{res.shape[1]}, expected C and res {M}x{N}")
+    if B_packed.shape[0] != sgemm_pack_b_len(K, N):
+        raise ValueError(f"sgemm_packed_res_f32: packed B has {B_packed.shape[0]} elements, expected "
+                         f"{sgemm_pack_b_len(K, N)} for K={K}, N={N} ({SGEMM_FORMAT})")
+    bc = _opt_ptr(bias_col, N, "bias_col")
+    if M == 0 or N == 0:
+        return
+    if &res[0, 0] == &C[0, 0]:
+        raise ValueError("sgemm_packed_res_f32: res must not alias C")
+    nth = sgemm_threads(M, N, K, nthreads)
+    if K > 0:
+        work = <float*>malloc(sgemm_work_len(nth) * sizeof(float))
+        if work == NULL:
+            raise MemoryError("sgemm_packed_res_f32: cannot allocate the A packing workspace")
+    try:
+        with nogil:
+            sgemm_packed_ex(M, N, K, 1.0, &A[0, 0] if K else NULL, K, 1, NULL, &B_packed[0] if K else NULL, 0.0,
+                            &C[0, 0], N, 1, bc, NULL, &res[0, 0], &act, work, nth)
+    finally:
+        free(work)

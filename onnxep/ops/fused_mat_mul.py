@@ -1,8 +1,9 @@
-"""FusedMatMul (domain com.onnxep): Y = act(A @ B + bias) with B a constant 2-D (K, N) weight (pre-packed, the
-layout MatMul and Gemm use) and bias an optional constant (N,) vector -- what graph/passes/fuse_matmul_bias.py makes
-of MatMul -> Add(bias) [-> Relu | com.onnxep Gelu]. A's leading dims fold into M, as MatMul's (numpy.matmul) do.
-The bias and Relu go into the SGEMM epilogue; Gelu (not an epilogue activation of the SGEMM) runs over the
-product in place right after it. Written by passes, never by users. activation: "", "Relu" or "Gelu"."""
+"""FusedMatMul (domain com.onnxep): Y = act(A @ B + bias [+ R]) with B a constant 2-D (K, N) weight (pre-packed, the
+layout MatMul and Gemm use), bias an optional constant (N,) vector and R an optional residual of Y's shape -- what
+graph/passes/fuse_matmul_bias.py makes of MatMul -> Add(bias) [-> Add(R)] [-> Relu | com.onnxep Gelu]. A's leading
+dims fold into M, as MatMul's (numpy.matmul) do. The bias, R and Relu go into the SGEMM epilogue; Gelu (not an
+epilogue activation of the SGEMM) runs over the product in place right after it. Written by passes, never by users.
+activation: "", "Relu" or "Gelu"."""
 import numpy as np
 
 from onnxep import _kernels
@@ -21,7 +22,7 @@ class FusedMatMul_1(PackedWeightMixin, OpKernel):
     @classmethod
     def supports(cls, op):
         ins = op.node.inputs
-        if len(ins) not in (2, 3) or not ins[0] or not ins[1] or len(op.node.outputs) != 1:
+        if len(ins) not in (2, 3, 4) or not ins[0] or not ins[1] or len(op.node.outputs) != 1:
             return False
         if op.node.attrs.get("activation", "") not in ACTIVATIONS:
             return False
@@ -29,9 +30,13 @@ class FusedMatMul_1(PackedWeightMixin, OpKernel):
         b = op.constants.get(1)
         if a is None or len(a) < 1 or b is None or b.dtype != F32 or b.ndim != 2:
             return False
-        if len(ins) == 3 and ins[2]:
+        if len(ins) >= 3 and ins[2]:
             c = op.constants.get(2)
             if c is None or c.dtype != F32 or c.shape != (b.shape[1],):
+                return False
+        if len(ins) == 4 and ins[3]:
+            r = f32_shape(op.input_types[3])
+            if r is None or len(r) != max(len(a), 1):
                 return False
         return True
 
@@ -58,15 +63,25 @@ class FusedMatMul_1(PackedWeightMixin, OpKernel):
         bias = ctx.input(2)
         if bias is not None and bias.shape != (N,):
             raise ValueError(f"FusedMatMul: bias has shape {bias.shape}, expected ({N},)")
-        Y = ctx.output(0, A.shape[:-1] + (N,), F32)
+        R = ctx.input(3)
+        y_shape = A.shape[:-1] + (N,)
+        if R is not None and R.shape != y_shape:
+            raise ValueError(f"FusedMatMul: the residual has shape {R.shape}, the product {y_shape}")
+        Y = ctx.output(0, y_shape, F32)
         rows = int(np.prod(A.shape[:-1], dtype=np.int64))
         A2, Y2 = A.reshape(rows, K), Y.reshape(rows, N)
         relu = self.activation == "Relu"
         nt = ctx.num_threads
-        if bp is not None:
+        if bp is not None and R is not None:
+            _kernels.sgemm_packed_res_f32(A2, bp, N, Y2, bias, R.reshape(rows, N), relu, nt)
+        elif bp is not None:
             _kernels.sgemm_packed_f32(False, 1.0, A2, bp, N, 0.0, Y2, bias, None, relu, nt)
         else:
-            _kernels.sgemm_f32(False, False, 1.0, A2, B, 0.0, Y2, nt, bias, None, relu)
+            _kernels.sgemm_f32(False, False, 1.0, A2, B, 0.0, Y2, nt, bias, None, relu and R is None)
+            if R is not None:
+                np.add(Y, R, out=Y)
+                if relu:
+                    np.copyto(Y, 0.0, where=~(Y > 0))   # NaN -> 0, as the epilogue's Relu
         if self.activation == "Gelu":
             flat = Y.reshape(-1)
             _kernels.gelu_f32(flat, flat, nt)

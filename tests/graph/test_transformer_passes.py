@@ -168,6 +168,26 @@ def test_matmul_bias_fused(act, a_shape, bias_shape):
     assert _check(m, {"a": a}, rtol=1e-5) == {"FusedMatMul": 1}
 
 
+@pytest.mark.parametrize("act", ["", "Relu"])
+@pytest.mark.parametrize("a_shape", [(1, 16, 100), (64, 100)])
+def test_matmul_bias_residual_fused(act, a_shape):
+    """MatMul -> Add(bias) -> Add(residual) [-> Relu]: the residual goes into the SGEMM epilogue too."""
+    a = RNG.standard_normal(a_shape).astype(np.float32)
+    r = RNG.standard_normal(a_shape[:-1] + (70,)).astype(np.float32)
+    consts = {"w": (RNG.standard_normal((100, 70)) * 0.1).astype(np.float32),
+              "b": RNG.standard_normal(70).astype(np.float32)}
+    nodes = [helper.make_node("MatMul", ["a", "w"], ["mm"]), helper.make_node("Add", ["mm", "b"], ["h"]),
+             helper.make_node("Add", ["r", "h"], ["y" if not act else "s"])]
+    if act:
+        nodes.append(helper.make_node("Relu", ["s"], ["y"]))
+    m = make_model(nodes, {"a": a, "r": r}, ["y"], initializers=consts)
+    assert _check(m, {"a": a, "r": r}, rtol=1e-5) == {"FusedMatMul": 1}
+    so = onnxep.SessionOptions()                     # the same without pre-packing (numpy adds the residual)
+    so.add_session_config_entry("session.disable_prepacking", "1")
+    got = onnxep.InferenceSession(m.SerializeToString(), so).run(None, {"a": a, "r": r})[0]
+    np.testing.assert_allclose(got, _session(m).run(None, {"a": a, "r": r})[0], rtol=1e-6, atol=1e-6)
+
+
 def test_matmul_bias_not_fused():
     """A bias that would broadcast the product to a bigger shape, a weight that is a graph input, and a product that
     is also a graph output: the nodes stay as they are."""
@@ -196,19 +216,80 @@ def test_fused_matmul_packing_disabled():
     np.testing.assert_array_equal(got, _session(m).run(None, {"a": a})[0])
 
 
+# ------------------------------------------------------------------------------------------------- StridedMatMul
+def _attention_nodes(div=False, merge=True):
+    """Q / K / V heads split by Reshape + Transpose, scores scaled, softmax, context merged back -- as exported."""
+    return [helper.make_node("Reshape", ["q", "split"], ["q4"]),
+            helper.make_node("Transpose", ["q4"], ["qt"], perm=[0, 2, 1, 3]),
+            helper.make_node("Reshape", ["k", "split"], ["k4"]),
+            helper.make_node("Transpose", ["k4"], ["kt"], perm=[0, 2, 3, 1]),
+            helper.make_node("Reshape", ["v", "split"], ["v4"]),
+            helper.make_node("Transpose", ["v4"], ["vt"], perm=[0, 2, 1, 3]),
+            helper.make_node("MatMul", ["qt", "kt"], ["s"]),
+            helper.make_node("Div" if div else "Mul", ["s", "scale"], ["ss"]),
+            helper.make_node("Softmax", ["ss"], ["p"], axis=-1),
+            helper.make_node("MatMul", ["p", "vt"], ["c"])] + (
+        [helper.make_node("Transpose", ["c"], ["ct"], perm=[0, 2, 1, 3]),
+         helper.make_node("Reshape", ["ct", "merge"], ["y"])] if merge else
+        [helper.make_node("Identity", ["c"], ["y"])])
+
+
+@pytest.mark.parametrize("div", [False, True])
+@pytest.mark.parametrize("merge", [True, False])
+@pytest.mark.parametrize("b,s,h,d", [(1, 128, 12, 64), (2, 7, 3, 5)])
+def test_attention_transposes_fused(div, merge, b, s, h, d):
+    """Every Transpose and the scale fold into two StridedMatMuls (no copy of a transposed operand)."""
+    feeds = {x: RNG.standard_normal((b, s, h * d)).astype(np.float32) for x in ("q", "k", "v")}
+    consts = {"split": np.array([b, s, h, d], np.int64), "merge": np.array([b, s, h * d], np.int64),
+              "scale": _c(np.sqrt(d) if div else 1 / np.sqrt(d))}
+    m = make_model(_attention_nodes(div, merge), feeds, ["y"], initializers=consts)
+    ops = _check(m, feeds, rtol=1e-5)
+    assert ops["StridedMatMul"] == 2 and "Transpose" not in ops and "MatMul" not in ops
+    assert not {"Mul", "Div"} & set(ops)
+
+
+@pytest.mark.parametrize("pa,pb,py,a_shape,b_shape", [
+    ((0, 2, 1), (0, 1, 2), (0, 2, 1), (3, 5, 4), (3, 5, 6)),
+    ((1, 0, 2), (2, 0, 1), (1, 2, 0), (5, 2, 4), (4, 6, 2)),
+    ((0, 1, 3, 2), (0, 1, 2, 3), (0, 1, 2, 3), (2, 1, 6, 5), (1, 3, 6, 7)),   # broadcast batch dims on both sides
+])
+def test_strided_matmul_arbitrary_perms(pa, pb, py, a_shape, b_shape):
+    """Oracle: onnxruntime on the original Transpose / MatMul / Transpose graph."""
+    feeds = {"a": RNG.standard_normal(a_shape).astype(np.float32), "b": RNG.standard_normal(b_shape).astype(
+        np.float32)}
+    nodes = [helper.make_node("Transpose", ["a"], ["at"], perm=list(pa)),
+             helper.make_node("Transpose", ["b"], ["bt"], perm=list(pb)),
+             helper.make_node("MatMul", ["at", "bt"], ["p"]), helper.make_node("Transpose", ["p"], ["y"], perm=list(py))]
+    m = make_model(nodes, feeds, ["y"])
+    assert _check(m, feeds, rtol=1e-5) == {"StridedMatMul": 1}
+
+
+def test_strided_matmul_not_fused_when_a_transpose_is_shared():
+    """The transposed K is also a graph output: its Transpose stays, the MatMul takes the other one."""
+    feeds = {"a": RNG.standard_normal((2, 4, 3)).astype(np.float32),
+             "b": RNG.standard_normal((2, 5, 4)).astype(np.float32)}
+    nodes = [helper.make_node("Transpose", ["a"], ["at"], perm=[0, 2, 1]),
+             helper.make_node("Transpose", ["b"], ["bt"], perm=[0, 2, 1]),
+             helper.make_node("MatMul", ["at", "bt"], ["y"])]
+    m = make_model(nodes, feeds, ["y", "bt"])
+    ops = _check(m, feeds, rtol=1e-5)
+    assert ops == {"StridedMatMul": 1, "Transpose": 1}
+
+
 # ---------------------------------------------------------------------------------------------------- the encoder
 def test_bert_encoder_end_to_end():
     """The 4-layer BERT-like encoder of the bench suite: no reference fallback, every pattern fused (per layer: 6
-    FusedMatMul, one with Gelu; 2 LayerNormalization; no Erf / Div left), output within 1e-4 (max diff / max |ort|)
-    of onnxruntime, at 1 and 2 threads."""
+    FusedMatMul, one with Gelu, two with the residual; 2 StridedMatMul; 2 LayerNormalization; no Erf / Div /
+    Transpose left), output within 1e-4 (max diff / max |ort|) of onnxruntime, at 1 and 2 threads."""
     model, feeds = _models.bert_encoder(), _models.bert_feeds()
     want = run_ort(model, feeds)[0]
     for threads in (1, 2):
         sess = _session(model, threads=threads)
         assert set(sess.node_assignment.values()) == {"cpu"}
         ops = _ops(sess)
-        assert ops["FusedMatMul"] == 24 and ops["LayerNormalization"] == 8 and ops["MatMul"] == 8
-        assert not {"Erf", "Div", "Gelu"} & set(ops)
+        assert ops["FusedMatMul"] == 24 and ops["LayerNormalization"] == 8 and ops["StridedMatMul"] == 8
+        assert not {"Erf", "Div", "Gelu", "Transpose", "MatMul", "Mul"} & set(ops)
+        assert ops["Add"] == 4                           # the attention masks
         got = sess.run(None, feeds)[0]
         assert got.shape == want.shape and _rel_err(got, want) <= 1e-4
 
@@ -221,6 +302,7 @@ def test_bert_encoder_decomposed_layernorm_and_saved_model(tmp_path):
     feeds = _models.bert_feeds((1, 32, 256), masked=5)
     ops = _check(model, feeds)
     assert ops["LayerNormalization"] == 4 and "ReduceMean" not in ops and ops["FusedMatMul"] == 12
+    assert ops["StridedMatMul"] == 4
     path = str(tmp_path / "opt.onnx")
     got = _session(model, path=path).run(None, feeds)[0]
     onnx.checker.check_model(onnx.load(path))

@@ -231,3 +231,26 @@ def test_sgemm_batched_kernel_checks():
         _kernels.sgemm_batched_f32(a, a, c, _offsets(2, 0), _offsets(1, 0), _offsets(2, 0), 1, 1, 1, 1, 1, 1, 1, 1, 1)
     with pytest.raises(ValueError, match="negative"):
         _kernels.sgemm_batched_f32(a, a, c, _offsets(1, 0), _offsets(1, 0), _offsets(1, 0), 1, 1, 1, -1, 1, 1, 1, 1, 1)
+
+
+@pytest.mark.parametrize("m,n,k", [(1, 1, 1), (128, 768, 768), (13, 70, 300), (5, 33, 0)])
+@pytest.mark.parametrize("relu", [False, True])
+def test_sgemm_packed_res_kernel(m, n, k, relu):
+    """Oracle: numpy in float64, act(A @ B + bias + R) within the GEMM bound; R must not alias C."""
+    rng = np.random.default_rng(m + n + k)
+    A = rng.uniform(-1, 1, (m, k)).astype(np.float32)
+    B = rng.uniform(-1, 1, (k, n)).astype(np.float32)
+    bias = rng.uniform(-1, 1, n).astype(np.float32)
+    R = rng.uniform(-1, 1, (m, n)).astype(np.float32)
+    want = A.astype(np.float64) @ B + bias + R
+    if relu:
+        want = np.maximum(want, 0)
+    for isa, mod in VARIANTS.items():
+        bp = np.empty(mod.sgemm_pack_b_size(k, n), np.float32)
+        mod.sgemm_pack_b(B, False, bp)
+        for nt in (1, 0):
+            C = np.full((m, n), np.nan, np.float32)
+            mod.sgemm_packed_res_f32(A, bp, n, C, bias, R, relu, nt)
+            np.testing.assert_allclose(C, want, rtol=0, atol=2 * (k + 4) * EPS, err_msg=isa)
+        with pytest.raises(ValueError, match="alias"):
+            mod.sgemm_packed_res_f32(A, bp, n, R, bias, R)

@@ -1,8 +1,9 @@
 """MatMul + bias [+ activation] (ORT_ENABLE_EXTENDED): a MatMul by a constant 2-D float32 weight (K, N) whose
 output only feeds an Add of a constant bias with N values along the last axis (shape (N,), (1, N), ...: one that
-does not change the product's shape), optionally followed by Relu or a com.onnxep Gelu (fuse_gelu runs first),
-becomes one com.onnxep FusedMatMul (ops/fused_mat_mul.py): the bias and Relu go into the packed SGEMM's epilogue,
-Gelu runs over the product in place right after it -- one node and one output buffer instead of two or three
+does not change the product's shape), optionally followed by an Add of a computed tensor of the product's (static)
+shape -- a residual -- and then optionally by Relu or a com.onnxep Gelu (fuse_gelu runs first), becomes one
+com.onnxep FusedMatMul (ops/fused_mat_mul.py): the bias, the residual and Relu go into the packed SGEMM's epilogue,
+Gelu runs over the product in place right after it -- one node and one output buffer instead of up to three
 elementwise passes over it. The MatMul's A must be a float32 tensor of known rank >= 1."""
 from __future__ import annotations
 
@@ -21,6 +22,13 @@ def _bias_vector(v, n, out_rank):
     if any(d != 1 for d in v.shape[:-1]):
         return None
     return np.ascontiguousarray(v.reshape(n))
+
+
+def _static(graph, name):
+    vt = graph.value_types.get(name)
+    if vt is None or vt.shape is None or any(not isinstance(d, int) for d in vt.shape):
+        return None
+    return tuple(vt.shape)
 
 
 def fuse_matmul_bias(graph: Graph, ctx=None) -> Graph:
@@ -47,8 +55,15 @@ def fuse_matmul_bias(graph: Graph, ctx=None) -> Graph:
         bias = _bias_vector(consts.get(b), wv.shape[1], rank)   # the product has A's rank
         if bias is None:
             continue
-        pattern, last, act = [mm, add], add, ""
+        pattern, last, act, residual = [mm, add], add, "", None
         nxt = only_consumer(cons, outputs, add.outputs[0])
+        r = other_input(nxt, add.outputs[0]) if default_op(nxt, "Add") else None
+        if r is not None and r not in consts and is_f32(graph, r) and _static(graph, r) is not None \
+                and _static(graph, r) == _static(graph, add.outputs[0]):
+            residual = r
+            pattern.append(nxt)
+            last = nxt
+            nxt = only_consumer(cons, outputs, nxt.outputs[0])
         if nxt is not None and len(nxt.inputs) == 1 and len(nxt.outputs) == 1 and (
                 default_op(nxt, "Relu") or (nxt.domain == INTERNAL_DOMAIN and nxt.op_type == "Gelu")):
             pattern.append(nxt)
@@ -58,8 +73,8 @@ def fuse_matmul_bias(graph: Graph, ctx=None) -> Graph:
             bname = names.new(f"{mm.name or 'matmul'}_bias")
             graph.initializers[bname] = consts[bname] = bias
         attrs = {"activation": act} if act else {}
-        fused = make_node(graph, names.new(f"{mm.name or 'matmul'}_fused"), "FusedMatMul", [a, w, bname],
-                          [last.outputs[0]], attrs, INTERNAL_DOMAIN)
+        fused = make_node(graph, names.new(f"{mm.name or 'matmul'}_fused"), "FusedMatMul",
+                          [a, w, bname] + ([residual] if residual else []), [last.outputs[0]], attrs, INTERNAL_DOMAIN)
         for n in pattern:
             drop.add(id(n))
         replace[id(last)] = fused
