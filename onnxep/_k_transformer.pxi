@@ -128,7 +128,25 @@ cdef extern from *:
         #pragma omp simd
         for (i = 0; i < K; i++) y[i] *= s;
     }
+    /* The same over x + mask: z[i] = x[i] + mask[i * mcs] (mcs 0: one mask value for the row) is formed in y, then
+       softmax'd in place while the row is in L1 -- an additive attention mask and its Softmax in one node. */
+    static void onnxep_softmax_row_mask(const float* x, float* y, Py_ssize_t K, const float* mask, Py_ssize_t mcs,
+                                        int log)
+    {
+        Py_ssize_t i;
+        if (mcs == 1) {
+            #pragma omp simd
+            for (i = 0; i < K; i++) y[i] = x[i] + mask[i];
+        } else {
+            float b = mask[0];
+            #pragma omp simd
+            for (i = 0; i < K; i++) y[i] = x[i] + b;
+        }
+        onnxep_softmax_row(y, y, K, log);
+    }
     """
+    void softmax_row_mask "onnxep_softmax_row_mask"(const float* x, float* y, Py_ssize_t K, const float* mask,
+                                                    Py_ssize_t mcs, int log) noexcept nogil
     void softmax_row "onnxep_softmax_row"(const float* x, float* y, Py_ssize_t K, int log) noexcept nogil
     void erf_loop "onnxep_erf_loop"(const float* x, float* y, Py_ssize_t n) noexcept nogil
     void gelu_loop "onnxep_gelu_loop"(const float* x, float* y, Py_ssize_t n) noexcept nogil
@@ -242,6 +260,32 @@ def softmax_lastaxis_f32(const float[:, ::1] x, float[:, ::1] y, bint log=False,
         else:
             for r in prange(R, num_threads=_nthreads(nthreads), schedule="static"):
                 softmax_row(&x[r, 0], &y[r, 0], K, log)
+
+
+def softmax_mask_lastaxis_f32(const float[:, ::1] x, float[:, ::1] y, const float[::1] mask,
+                              const int64_t[::1] mask_off, Py_ssize_t mask_cs, bint log=False, int nthreads=0):
+    """y[r, :] := softmax(x[r, :] + mask[mask_off[r] + j * mask_cs]) along each row of x (R, K) (log-softmax when
+    log): an additive mask broadcast to x, its rows given by offsets (mask_cs 1: a mask row of K values, 0: one value
+    per row). y may alias x."""
+    cdef Py_ssize_t R = x.shape[0], K = x.shape[1], r
+    if y.shape[0] != R or y.shape[1] != K:
+        raise ValueError(f"softmax_mask_lastaxis_f32: x is {R}x{K}, y is {y.shape[0]}x{y.shape[1]}")
+    if mask_off.shape[0] != R or mask_cs not in (0, 1):
+        raise ValueError(f"softmax_mask_lastaxis_f32: {mask_off.shape[0]} mask offsets for {R} rows, column stride "
+                         f"{mask_cs} (0 or 1)")
+    if R == 0 or K == 0:
+        return
+    for r in range(R):
+        if mask_off[r] < 0 or mask_off[r] + (K - 1) * mask_cs >= mask.shape[0]:
+            raise ValueError(f"softmax_mask_lastaxis_f32: row {r}'s mask (offset {mask_off[r]}) reaches outside the "
+                             f"mask's {mask.shape[0]} elements")
+    with nogil:
+        if R * K < NORM_PAR_WORK or R < 2:
+            for r in range(R):
+                softmax_row_mask(&x[r, 0], &y[r, 0], K, &mask[0] + mask_off[r], mask_cs, log)
+        else:
+            for r in prange(R, num_threads=_nthreads(nthreads), schedule="static"):
+                softmax_row_mask(&x[r, 0], &y[r, 0], K, &mask[0] + mask_off[r], mask_cs, log)
 
 
 # ---------------------------------------------------------------------------------------------------------------

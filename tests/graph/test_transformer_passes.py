@@ -276,6 +276,36 @@ def test_strided_matmul_not_fused_when_a_transpose_is_shared():
     assert ops == {"StridedMatMul": 1, "Transpose": 1}
 
 
+# ------------------------------------------------------------------------------------------------- MaskedSoftmax
+@pytest.mark.parametrize("x_shape,m_shape,mask_first", [
+    ((1, 12, 128, 128), (1, 1, 1, 128), False),     # BERT's additive mask
+    ((2, 3, 5, 7), (2, 1, 5, 7), True),
+    ((2, 3, 5, 7), (7,), False),
+    ((4, 9), (4, 1), False),                        # one mask value per row
+    ((2, 3, 5, 7), (2, 3, 5, 7), False),
+])
+@pytest.mark.parametrize("opset", [11, 13])
+def test_softmax_mask_fused(x_shape, m_shape, mask_first, opset):
+    x = (RNG.standard_normal(x_shape) * 4).astype(np.float32)
+    mask = np.where(RNG.uniform(size=m_shape) < 0.3, -10000.0, 0.0).astype(np.float32)
+    feeds = {"x": x, "m": mask}
+    axis = len(x_shape) - 1 if opset < 13 else -1
+    nodes = [helper.make_node("Add", ["m", "x"] if mask_first else ["x", "m"], ["s"]),
+             helper.make_node("Softmax", ["s"], ["y"], axis=axis)]
+    m = make_model(nodes, feeds, ["y"], opset=opset)
+    assert _check(m, feeds, rtol=1e-5) == {"MaskedSoftmax": 1}
+
+
+def test_softmax_mask_not_fused():
+    """Softmax over another axis than the last; the masked scores also a graph output."""
+    x = RNG.standard_normal((2, 3, 4)).astype(np.float32)
+    feeds = {"x": x, "m": RNG.standard_normal((1, 1, 4)).astype(np.float32)}
+    nodes = [helper.make_node("Add", ["x", "m"], ["s"]), helper.make_node("Softmax", ["s"], ["y"], axis=1)]
+    assert "MaskedSoftmax" not in _check(make_model(nodes, feeds, ["y"]), feeds)
+    nodes[1] = helper.make_node("Softmax", ["s"], ["y"], axis=-1)
+    assert "MaskedSoftmax" not in _check(make_model(nodes, feeds, ["y", "s"]), feeds)
+
+
 # ---------------------------------------------------------------------------------------------------- the encoder
 def test_bert_encoder_end_to_end():
     """The 4-layer BERT-like encoder of the bench suite: no reference fallback, every pattern fused (per layer: 6
@@ -288,8 +318,8 @@ def test_bert_encoder_end_to_end():
         assert set(sess.node_assignment.values()) == {"cpu"}
         ops = _ops(sess)
         assert ops["FusedMatMul"] == 24 and ops["LayerNormalization"] == 8 and ops["StridedMatMul"] == 8
-        assert not {"Erf", "Div", "Gelu", "Transpose", "MatMul", "Mul"} & set(ops)
-        assert ops["Add"] == 4                           # the attention masks
+        assert ops["MaskedSoftmax"] == 4
+        assert not {"Erf", "Div", "Gelu", "Transpose", "MatMul", "Mul", "Add", "Softmax"} & set(ops)
         got = sess.run(None, feeds)[0]
         assert got.shape == want.shape and _rel_err(got, want) <= 1e-4
 
@@ -302,7 +332,7 @@ def test_bert_encoder_decomposed_layernorm_and_saved_model(tmp_path):
     feeds = _models.bert_feeds((1, 32, 256), masked=5)
     ops = _check(model, feeds)
     assert ops["LayerNormalization"] == 4 and "ReduceMean" not in ops and ops["FusedMatMul"] == 12
-    assert ops["StridedMatMul"] == 4
+    assert ops["StridedMatMul"] == 4 and ops["MaskedSoftmax"] == 2
     path = str(tmp_path / "opt.onnx")
     got = _session(model, path=path).run(None, feeds)[0]
     onnx.checker.check_model(onnx.load(path))

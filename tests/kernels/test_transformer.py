@@ -116,6 +116,28 @@ def test_softmax_lastaxis_kernel(r, k, log):
             np.testing.assert_array_equal(z2, y, err_msg=isa)
 
 
+@pytest.mark.parametrize("mask_cs", [0, 1])
+def test_softmax_mask_lastaxis_kernel(mask_cs):
+    """Oracle: numpy softmax (float64) of x + the broadcast mask (added in float32, as the unfused Add does: x - 1e4
+    keeps only ~1e-3 of x); offsets out of the mask are refused."""
+    r, k = 24, 50
+    rng = np.random.default_rng(mask_cs)
+    x = (rng.standard_normal((r, k)) * 5).astype(np.float32)
+    mask = np.where(rng.uniform(size=(3, k)) < 0.3, -10000.0, rng.standard_normal((3, k))).astype(np.float32)
+    off = (np.arange(r, dtype=np.int64) % 3) * k + (0 if mask_cs else 7)
+    full = mask.reshape(-1)[off[:, None] + np.arange(k) * mask_cs]
+    z = (x + full).astype(np.float64)
+    z -= z.max(axis=1, keepdims=True)
+    want = np.exp(z) / np.exp(z).sum(axis=1, keepdims=True)
+    for isa, mod in VARIANTS.items():
+        for nt in (1, 0):
+            y = np.empty_like(x)
+            mod.softmax_mask_lastaxis_f32(x, y, mask.reshape(-1), off, mask_cs, False, nt)
+            np.testing.assert_allclose(y, want, rtol=16 * EPS, atol=1e-9, err_msg=isa)
+    with pytest.raises(ValueError, match="outside"):
+        _kernels.softmax_mask_lastaxis_f32(x, y, mask.reshape(-1), off + 3 * k, mask_cs)
+
+
 def test_softmax_lastaxis_kernel_nan():
     """A NaN in a row makes the whole row NaN (as with expf); other rows are unaffected."""
     x = np.array([[0.0, np.nan, 1.0], [0.0, 1.0, 2.0]], np.float32)
