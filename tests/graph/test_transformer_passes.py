@@ -339,3 +339,31 @@ def test_bert_encoder_decomposed_layernorm_and_saved_model(tmp_path):
     again = onnxep.InferenceSession(path)
     np.testing.assert_array_equal(again.run(None, feeds)[0], got)
     assert _ops(again) == _ops(_session(model))
+
+
+def test_bert_encoder_symbolic_shapes():
+    """The encoder exported with dynamic axes (batch and seq symbolic, Reshape targets [0, 0, heads, d] and
+    [0, 0, hidden]): every pattern still fuses (residuals and masks compared by their symbolic dims), and two
+    different sequence lengths through one session match onnxruntime."""
+    from onnx import numpy_helper
+    model = _models.bert_encoder(layers=2, hidden=128, heads=4, seq=16)
+    for init in model.graph.initializer:
+        if init.name.startswith("heads_shape"):
+            init.CopyFrom(numpy_helper.from_array(np.array([0, 0, 4, 32], np.int64), init.name))
+        if init.name.startswith("merge_shape"):
+            init.CopyFrom(numpy_helper.from_array(np.array([0, 0, 128], np.int64), init.name))
+    for vi in list(model.graph.input) + list(model.graph.output):
+        dims = vi.type.tensor_type.shape.dim
+        dims[0].dim_param = "batch"
+        dims[3 if vi.name == "attention_mask" else 1].dim_param = "seq"
+    onnx.checker.check_model(model)
+    sess = _session(model)
+    ops = _ops(sess)
+    assert set(sess.node_assignment.values()) == {"cpu"}
+    assert ops["FusedMatMul"] == 12 and ops["StridedMatMul"] == 4 and ops["MaskedSoftmax"] == 2
+    assert not {"Add", "Softmax", "Transpose", "MatMul"} & set(ops)
+    for batch, seq in ((2, 16), (1, 37)):
+        feeds = _models.bert_feeds((batch, seq, 128), masked=3)
+        got = sess.run(None, feeds)[0]
+        want = run_ort(model, feeds)[0]
+        assert got.shape == want.shape and _rel_err(got, want) <= 1e-4

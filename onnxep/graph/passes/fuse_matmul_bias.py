@@ -1,7 +1,7 @@
 """MatMul + bias [+ activation] (ORT_ENABLE_EXTENDED): a MatMul by a constant 2-D float32 weight (K, N) whose
 output only feeds an Add of a constant bias with N values along the last axis (shape (N,), (1, N), ...: one that
 does not change the product's shape), optionally followed by an Add of a computed tensor of the product's (static)
-shape -- a residual -- and then optionally by Relu or a com.onnxep Gelu (fuse_gelu runs first), becomes one
+(static or symbolic) shape -- a residual -- and then optionally by Relu or a com.onnxep Gelu (fuse_gelu runs first), becomes one
 com.onnxep FusedMatMul (ops/fused_mat_mul.py): the bias, the residual and Relu go into the packed SGEMM's epilogue,
 Gelu runs over the product in place right after it -- one node and one output buffer instead of up to three
 elementwise passes over it. The MatMul's A must be a float32 tensor of known rank >= 1."""
@@ -24,9 +24,11 @@ def _bias_vector(v, n, out_rank):
     return np.ascontiguousarray(v.reshape(n))
 
 
-def _static(graph, name):
+def _known(graph, name):
+    """The shape of `name` when every dim is an int or a named (symbolic) dim, else None: two such shapes that are
+    equal are equal at run time (shape inference gives a dim one name throughout)."""
     vt = graph.value_types.get(name)
-    if vt is None or vt.shape is None or any(not isinstance(d, int) for d in vt.shape):
+    if vt is None or vt.shape is None or any(not isinstance(d, (int, str)) for d in vt.shape):
         return None
     return tuple(vt.shape)
 
@@ -58,8 +60,8 @@ def fuse_matmul_bias(graph: Graph, ctx=None) -> Graph:
         pattern, last, act, residual = [mm, add], add, "", None
         nxt = only_consumer(cons, outputs, add.outputs[0])
         r = other_input(nxt, add.outputs[0]) if default_op(nxt, "Add") else None
-        if r is not None and r not in consts and is_f32(graph, r) and _static(graph, r) is not None \
-                and _static(graph, r) == _static(graph, add.outputs[0]):
+        if r is not None and r not in consts and is_f32(graph, r) and _known(graph, r) is not None \
+                and _known(graph, r) == _known(graph, add.outputs[0]):
             residual = r
             pattern.append(nxt)
             last = nxt
