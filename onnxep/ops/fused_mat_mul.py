@@ -58,17 +58,23 @@ class FusedMatMul_1(PackedWeightMixin, OpKernel):
             K, N = B.shape
         else:
             K, N = self._b_kn
-        if A.ndim < 1 or A.shape[-1] != K:
-            raise ValueError(f"FusedMatMul: A {A.shape} and B ({K}, {N}) have different inner dimensions")
+        shapes = self.__dict__.setdefault("_shapes", {})   # A shape -> (rows, Y shape); numpy calls cost when cold
+        hit = shapes.get(A.shape)
+        if hit is None:
+            if A.ndim < 1 or A.shape[-1] != K:
+                raise ValueError(f"FusedMatMul: A {A.shape} and B ({K}, {N}) have different inner dimensions")
+            hit = (int(np.prod(A.shape[:-1], dtype=np.int64)), A.shape[:-1] + (N,))
+            if len(shapes) > 16:
+                shapes.clear()
+            shapes[A.shape] = hit
+        rows, y_shape = hit
         bias = ctx.input(2)
         if bias is not None and bias.shape != (N,):
             raise ValueError(f"FusedMatMul: bias has shape {bias.shape}, expected ({N},)")
         R = ctx.input(3)
-        y_shape = A.shape[:-1] + (N,)
         if R is not None and R.shape != y_shape:
             raise ValueError(f"FusedMatMul: the residual has shape {R.shape}, the product {y_shape}")
         Y = ctx.output(0, y_shape, F32)
-        rows = int(np.prod(A.shape[:-1], dtype=np.int64))
         A2, Y2 = A.reshape(rows, K), Y.reshape(rows, N)
         relu = self.activation == "Relu"
         nt = ctx.num_threads

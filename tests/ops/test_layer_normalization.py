@@ -86,3 +86,18 @@ def test_erf(opset, shape):
         got = check_node(node("Erf", ["x"], ["y"]), {"x": x}, opset, rtol=0, atol=2e-7)[0]
         want = np.vectorize(math.erf)(x.astype(np.float64))
         np.testing.assert_allclose(got, want, rtol=0, atol=2e-7)
+
+
+def test_layer_normalization_scale_as_input_changes_between_runs():
+    """Scale / B fed as graph inputs: a second run with other values (same shapes, same arrays modified in place)
+    uses the new values -- only constant Scale / B are cached. Oracle: onnx.reference."""
+    import onnxep
+    rng = np.random.default_rng(4)
+    feeds = {"x": rng.standard_normal((3, 8)).astype(np.float32), "s": rng.standard_normal(8).astype(np.float32),
+             "b": rng.standard_normal(8).astype(np.float32)}
+    m = make_model([helper.make_node("LayerNormalization", ["x", "s", "b"], ["y"])], feeds, ["y"], opset=17)
+    sess = onnxep.InferenceSession(m.SerializeToString())
+    for _ in range(2):
+        assert_outputs_match(sess.run(None, feeds), run_reference(m, feeds), rtol=1e-5, atol=1e-5)
+        feeds["s"] *= -2.0
+        feeds["b"] += 1.0
