@@ -3,7 +3,7 @@ layout MatMul and Gemm use), bias an optional constant (N,) vector and R an opti
 graph/passes/fuse_matmul_bias.py makes of MatMul -> Add(bias) [-> Add(R)] [-> Relu | com.onnxep Gelu]. A's leading
 dims fold into M, as MatMul's (numpy.matmul) do. The bias, R and Relu go into the SGEMM epilogue; Gelu (not an
 epilogue activation of the SGEMM) runs over the product in place right after it. Written by passes, never by users.
-activation: "", "Relu" or "Gelu"."""
+activation: "", "Relu" or "Gelu"; trans_b: 1 when B is stored (N, K) (a Gemm with transB=1)."""
 import numpy as np
 
 from onnxep import _kernels
@@ -18,6 +18,7 @@ class FusedMatMul_1(PackedWeightMixin, OpKernel):
     domain, op_type, since = DOMAIN, "FusedMatMul", 1
     type_constraints = {}        # no onnx schema for this domain: supports() checks the types
     activation = ""
+    trans_b = 0
 
     @classmethod
     def supports(cls, op):
@@ -30,9 +31,10 @@ class FusedMatMul_1(PackedWeightMixin, OpKernel):
         b = op.constants.get(1)
         if a is None or len(a) < 1 or b is None or b.dtype != F32 or b.ndim != 2:
             return False
+        n = b.shape[0] if int(op.node.attrs.get("trans_b") or 0) else b.shape[1]
         if len(ins) >= 3 and ins[2]:
             c = op.constants.get(2)
-            if c is None or c.dtype != F32 or c.shape != (b.shape[1],):
+            if c is None or c.dtype != F32 or c.shape != (n,):
                 return False
         if len(ins) == 4 and ins[3]:
             r = f32_shape(op.input_types[3])
@@ -41,21 +43,22 @@ class FusedMatMul_1(PackedWeightMixin, OpKernel):
         return True
 
     def prepack_format(self, input_index):
-        return f"{_kernels.SGEMM_FORMAT}:trans_b=0"   # MatMul's and Gemm(transB=0)'s layout: they share it
+        return f"{_kernels.SGEMM_FORMAT}:trans_b={int(bool(self.trans_b))}"   # MatMul's / Gemm's layout: shared
 
     def _pack_spec(self, tensor, input_index):
         if input_index != 1 or tensor.ndim != 2 or tensor.dtype != F32:
             return None
-        self._b_kn = tuple(int(d) for d in tensor.shape)
+        tb = bool(self.trans_b)
+        self._b_kn = (int(tensor.shape[1]), int(tensor.shape[0])) if tb else tuple(int(d) for d in tensor.shape)
         b = np.ascontiguousarray(tensor)
-        return _kernels.sgemm_pack_b_size(*self._b_kn), lambda out: _kernels.sgemm_pack_b(b, False, out)
+        return _kernels.sgemm_pack_b_size(*self._b_kn), lambda out: _kernels.sgemm_pack_b(b, tb, out)
 
     def compute(self, ctx):
         A = ctx.input(0)
         bp = self.packed(1)
         if bp is None:   # pre-packing disabled: pack per call
             B = ctx.input(1)
-            K, N = B.shape
+            K, N = B.shape[::-1] if self.trans_b else B.shape
         else:
             K, N = self._b_kn
         shapes = self.__dict__.setdefault("_shapes", {})   # A shape -> (rows, Y shape); numpy calls cost when cold
@@ -83,7 +86,7 @@ class FusedMatMul_1(PackedWeightMixin, OpKernel):
         elif bp is not None:
             _kernels.sgemm_packed_f32(False, 1.0, A2, bp, N, 0.0, Y2, bias, None, relu, nt)
         else:
-            _kernels.sgemm_f32(False, False, 1.0, A2, B, 0.0, Y2, nt, bias, None, relu and R is None)
+            _kernels.sgemm_f32(False, bool(self.trans_b), 1.0, A2, B, 0.0, Y2, nt, bias, None, relu and R is None)
             if R is not None:
                 np.add(Y, R, out=Y)
                 if relu:

@@ -188,6 +188,36 @@ def test_matmul_bias_residual_fused(act, a_shape):
     np.testing.assert_allclose(got, _session(m).run(None, {"a": a, "r": r})[0], rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.parametrize("trans_b", [0, 1])
+@pytest.mark.parametrize("c_shape,beta", [((70,), 1.0), ((1, 70), 0.5), (None, 1.0), ((1,), 2.0)])
+@pytest.mark.parametrize("tail", ["Relu", "residual"])
+def test_gemm_fused(trans_b, c_shape, beta, tail):
+    """Gemm (+ C as a row bias, beta) followed by Relu or a residual Add -> FusedMatMul (transB packed as Gemm does);
+    a lone Gemm stays a Gemm."""
+    a = RNG.standard_normal((16, 100)).astype(np.float32)
+    w = (RNG.standard_normal((70, 100) if trans_b else (100, 70)) * 0.1).astype(np.float32)
+    consts = {"w": w}
+    ins = ["a", "w"]
+    if c_shape is not None:
+        consts["c"] = RNG.standard_normal(c_shape).astype(np.float32)
+        ins.append("c")
+    feeds = {"a": a}
+    nodes = [helper.make_node("Gemm", ins, ["g"], transB=trans_b, beta=beta)]
+    if tail == "Relu":
+        nodes.append(helper.make_node("Relu", ["g"], ["y"]))
+    else:
+        feeds["r"] = RNG.standard_normal((16, 70)).astype(np.float32)
+        nodes.append(helper.make_node("Add", ["g", "r"], ["y"]))
+    m = make_model(nodes, feeds, ["y"], initializers=consts)
+    assert _check(m, feeds, rtol=1e-5) == {"FusedMatMul": 1}
+    so = onnxep.SessionOptions()                     # the same without pre-packing
+    so.add_session_config_entry("session.disable_prepacking", "1")
+    got = onnxep.InferenceSession(m.SerializeToString(), so).run(None, feeds)[0]
+    np.testing.assert_allclose(got, _session(m).run(None, feeds)[0], rtol=1e-6, atol=1e-6)
+    lone = make_model(nodes[:1], {"a": a}, ["g"], initializers=consts)
+    assert _ops(_session(lone)) == {"Gemm": 1}
+
+
 def test_matmul_bias_not_fused():
     """A bias that would broadcast the product to a bigger shape, a weight that is a graph input, and a product that
     is also a graph output: the nodes stay as they are."""

@@ -1,10 +1,12 @@
-"""MatMul + bias [+ activation] (ORT_ENABLE_EXTENDED): a MatMul by a constant 2-D float32 weight (K, N) whose
+"""MatMul + bias [+ activation] (ORT_ENABLE_EXTENDED): a MatMul by a constant 2-D float32 weight (K, N) -- or a
+Gemm of a 2-D A by a constant weight (transA 0, alpha 1, transB either, C absent or a row-vector bias) -- whose
 output only feeds an Add of a constant bias with N values along the last axis (shape (N,), (1, N), ...: one that
-does not change the product's shape), optionally followed by an Add of a computed tensor of the product's (static)
-(static or symbolic) shape -- a residual -- and then optionally by Relu or a com.onnxep Gelu (fuse_gelu runs first), becomes one
-com.onnxep FusedMatMul (ops/fused_mat_mul.py): the bias, the residual and Relu go into the packed SGEMM's epilogue,
-Gelu runs over the product in place right after it -- one node and one output buffer instead of up to three
-elementwise passes over it. The MatMul's A must be a float32 tensor of known rank >= 1."""
+does not change the product's shape), optionally followed by an Add of a computed tensor of the product's (static
+or symbolic) shape -- a residual -- and then optionally by Relu or a com.onnxep Gelu (fuse_gelu runs first),
+becomes one com.onnxep FusedMatMul (ops/fused_mat_mul.py): the bias, the residual and Relu go into the packed SGEMM's
+epilogue, Gelu runs over the product in place right after it -- one node and one output buffer instead of up to
+three elementwise passes over it. The MatMul's A must be a float32 tensor of known rank >= 1. A Gemm is rewritten
+only when a residual or an activation joins it."""
 from __future__ import annotations
 
 import numpy as np
@@ -33,9 +35,38 @@ def _known(graph, name):
     return tuple(vt.shape)
 
 
+def _gemm_as_matmul(graph, gemm, consts):
+    """(A, W, trans_b, bias (N,) or None) when a Gemm is a MatMul of a 2-D float32 A by a constant weight plus a
+    row-vector bias: transA 0, alpha 1, C absent, or a constant that beta * C broadcasts along the rows only."""
+    at = gemm.attrs
+    if int(at.get("transA") or 0) != 0 or float(at.get("alpha") if at.get("alpha") is not None else 1.0) != 1.0:
+        return None
+    a, w = gemm.inputs[0], gemm.inputs[1]
+    wv = consts.get(w)
+    if wv is None or wv.dtype != np.float32 or wv.ndim != 2 or a in consts or not is_f32(graph, a) \
+            or len(graph.value_types[a].shape) != 2:
+        return None
+    trans_b = int(at.get("transB") or 0)
+    n = wv.shape[0] if trans_b else wv.shape[1]
+    beta = float(at.get("beta") if at.get("beta") is not None else 1.0)
+    c = gemm.inputs[2] if len(gemm.inputs) == 3 and gemm.inputs[2] else None
+    if c is None or beta == 0.0:
+        return a, w, trans_b, None
+    cv = consts.get(c)
+    if cv is None or cv.dtype != np.float32:
+        return None
+    if cv.size == 1:
+        bias = np.full(n, cv.reshape(()), np.float32)
+    elif cv.ndim >= 1 and cv.shape[-1] == n and all(d == 1 for d in cv.shape[:-1]) and cv.ndim <= 2:
+        bias = np.ascontiguousarray(cv.reshape(n))
+    else:
+        return None
+    return a, w, trans_b, bias if beta == 1.0 else (bias * np.float32(beta)).astype(np.float32)
+
+
 def fuse_matmul_bias(graph: Graph, ctx=None) -> Graph:
     keep = ctx.keep_ops if ctx is not None else frozenset()
-    if keep & {"MatMul", "Add", "Relu"}:
+    if keep & {"MatMul", "Gemm", "Add", "Relu"}:
         return graph
     consts = graph.constants
     cons = consumers(graph)
@@ -43,25 +74,36 @@ def fuse_matmul_bias(graph: Graph, ctx=None) -> Graph:
     names = Names(graph)
     drop, replace = set(), {}
     for mm in graph.nodes:
-        if not default_op(mm, "MatMul") or len(mm.inputs) != 2 or id(mm) in drop:
+        if id(mm) in drop:
             continue
-        a, w = mm.inputs
-        wv = consts.get(w)
-        if wv is None or wv.dtype != np.float32 or wv.ndim != 2 or a in consts or not is_f32(graph, a):
+        if default_op(mm, "MatMul") and len(mm.inputs) == 2:
+            a, w = mm.inputs
+            wv = consts.get(w)
+            if wv is None or wv.dtype != np.float32 or wv.ndim != 2 or a in consts or not is_f32(graph, a):
+                continue
+            rank = len(graph.value_types[a].shape)
+            if rank < 1:
+                continue
+            add = only_consumer(cons, outputs, mm.outputs[0], "Add")
+            b = other_input(add, mm.outputs[0]) if add is not None else None
+            bias = _bias_vector(consts.get(b), wv.shape[1], rank)   # the product has A's rank
+            if bias is None:
+                continue
+            trans_b, pattern, last = 0, [mm, add], add
+        elif default_op(mm, "Gemm") and len(mm.inputs) in (2, 3) and len(mm.outputs) == 1:
+            g = _gemm_as_matmul(graph, mm, consts)
+            if g is None:
+                continue
+            a, w, trans_b, bias = g
+            b = mm.inputs[2] if len(mm.inputs) == 3 else ""
+            pattern, last = [mm], mm
+        else:
             continue
-        rank = len(graph.value_types[a].shape)
-        if rank < 1:
-            continue
-        add = only_consumer(cons, outputs, mm.outputs[0], "Add")
-        b = other_input(add, mm.outputs[0]) if add is not None else None
-        bias = _bias_vector(consts.get(b), wv.shape[1], rank)   # the product has A's rank
-        if bias is None:
-            continue
-        pattern, last, act, residual = [mm, add], add, "", None
-        nxt = only_consumer(cons, outputs, add.outputs[0])
-        r = other_input(nxt, add.outputs[0]) if default_op(nxt, "Add") else None
+        act, residual = "", None
+        nxt = only_consumer(cons, outputs, last.outputs[0])
+        r = other_input(nxt, last.outputs[0]) if default_op(nxt, "Add") else None
         if r is not None and r not in consts and is_f32(graph, r) and _known(graph, r) is not None \
-                and _known(graph, r) == _known(graph, add.outputs[0]):
+                and _known(graph, r) == _known(graph, last.outputs[0]):
             residual = r
             pattern.append(nxt)
             last = nxt
@@ -70,13 +112,21 @@ def fuse_matmul_bias(graph: Graph, ctx=None) -> Graph:
                 default_op(nxt, "Relu") or (nxt.domain == INTERNAL_DOMAIN and nxt.op_type == "Gelu")):
             pattern.append(nxt)
             last, act = nxt, nxt.op_type
+        if len(pattern) == 1:   # a lone Gemm: nothing to fuse
+            continue
         bname = b
-        if consts[b].shape != bias.shape:
+        if bias is not None and (b not in consts or consts[b].shape != bias.shape
+                                 or not np.array_equal(consts[b], bias)):
             bname = names.new(f"{mm.name or 'matmul'}_bias")
             graph.initializers[bname] = consts[bname] = bias
         attrs = {"activation": act} if act else {}
-        fused = make_node(graph, names.new(f"{mm.name or 'matmul'}_fused"), "FusedMatMul",
-                          [a, w, bname] + ([residual] if residual else []), [last.outputs[0]], attrs, INTERNAL_DOMAIN)
+        if trans_b:
+            attrs["trans_b"] = 1
+        ins = [a, w] + ([bname] if bias is not None else [""]) + ([residual] if residual else [])
+        while ins and not ins[-1]:
+            ins.pop()
+        fused = make_node(graph, names.new(f"{mm.name or 'matmul'}_fused"), "FusedMatMul", ins, [last.outputs[0]],
+                          attrs, INTERNAL_DOMAIN)
         for n in pattern:
             drop.add(id(n))
         replace[id(last)] = fused
