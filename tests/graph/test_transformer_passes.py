@@ -397,3 +397,17 @@ def test_bert_encoder_symbolic_shapes():
         got = sess.run(None, feeds)[0]
         want = run_ort(model, feeds)[0]
         assert got.shape == want.shape and _rel_err(got, want) <= 1e-4
+
+
+def test_fusions_leave_ops_forced_to_the_reference_backend():
+    """onnxep.fallback_op_types names op types that must run on the reference backend: the fusions touching them
+    stay off (Softmax: no MaskedSoftmax; Erf: no Gelu), the rest still fuse, and the output still matches."""
+    model = _models.bert_encoder(layers=1, hidden=64, heads=4, seq=8)
+    feeds = _models.bert_feeds((1, 8, 64), masked=2)
+    so = onnxep.SessionOptions()
+    so.add_session_config_entry("onnxep.fallback_op_types", "Softmax,Erf")
+    sess = onnxep.InferenceSession(model.SerializeToString(), so)
+    ops = _ops(sess)
+    assert "MaskedSoftmax" not in ops and "Gelu" not in ops and ops["StridedMatMul"] == 2
+    assert {n for n, b in sess.node_assignment.items() if b != "cpu"}   # Softmax / Erf on the reference backend
+    assert _rel_err(sess.run(None, feeds)[0], run_ort(model, feeds)[0]) <= 1e-4
