@@ -1,6 +1,7 @@
 """onnxep command line.
 
     python -m onnxep bench [MODEL ...]   latency beside onnxruntime (default: the light models inside the onnx wheel)
+    python -m onnxep bench --suite models   the same for a BERT-like encoder and an MLP built in memory
     python -m onnxep run MODEL           run once on random inputs, print the outputs' shapes and the latency
     python -m onnxep check MODEL         which backend runs each node
     python -m onnxep info                the kernel variant and thread pool chosen on this machine
@@ -23,6 +24,9 @@ def main(argv=None) -> int:
     b.add_argument("--warmup", type=int, default=3)
     b.add_argument("--repeat", type=int, default=10)
     b.add_argument("--no-ort", action="store_true", help="time onnxep only")
+    b.add_argument("--suite", choices=("light", "models"), default="light",
+                   help="light: the model-zoo models in the onnx wheel (default); models: the synthetic BERT-like "
+                        "encoder and MLPs of onnxep/_models.py, timed in alternating rounds (--repeat: runs of each)")
     r = sub.add_parser("run", help="run a model on random inputs")
     r.add_argument("model")
     r.add_argument("--repeat", type=int, default=1)
@@ -31,6 +35,10 @@ def main(argv=None) -> int:
     sub.add_parser("info", help="kernel variant and threads")
     args = p.parse_args(argv)
     cmd = args.cmd or "bench"
+    if cmd == "bench" and getattr(args, "suite", "light") == "models":
+        from onnxep._bench import bench_models
+        rows = bench_models(threads=args.threads, warmup=args.warmup, repeat=args.repeat)
+        return 1 if any(r["check"].startswith("MISMATCH") for r in rows) else 0
     if cmd == "bench":
         from onnxep._bench import bench
         rows = bench(getattr(args, "models", None) or None, threads=getattr(args, "threads", 0),

@@ -2,7 +2,10 @@
 
 Default models: the nine light model-zoo models shipped inside the onnx wheel (onnx/backend/test/data/light). Their
 weights are all 0.02 (ConstantOfShape), so the softmax output is constant; the check compares the tensor feeding the
-final Softmax, added as an extra graph output, against onnxruntime (rtol 1e-4, atol 1e-5)."""
+final Softmax, added as an extra graph output, against onnxruntime (rtol 1e-4, atol 1e-5).
+
+`--suite models`: the synthetic models of onnxep/_models.py (a BERT-like encoder, an MLP), built in memory, timed
+in alternating rounds (see bench_models); the check compares the model output against onnxruntime."""
 from __future__ import annotations
 
 import glob
@@ -125,6 +128,60 @@ def bench(models=None, threads=0, warmup=3, repeat=10, use_ort=True, out=sys.std
         gm = float(np.exp(np.mean(np.log(ratios))))
         print(f"{'geometric mean ratio':<43}{gm:>8.2f}   (onnxep time / onnxruntime time; < 1 is faster)",
               file=out)
+    return rows
+
+
+def bench_models(threads=0, warmup=3, repeat=20, round_size=5, pause=0.1, out=sys.stdout, names=None) -> list:
+    """The `--suite models` table: for each model of onnxep._models.suite() both sessions are created, their outputs
+    compared (max |diff| / max |ort| <= 1e-4), both warmed up, then timed in alternating rounds of `round_size` runs
+    (onnxep, pause, onnxruntime, pause, ...) until each has `repeat` timed runs, so machine noise hits both alike;
+    the table shows the median run of each library."""
+    import onnxep
+    import onnxruntime as ort
+
+    from onnxep import _models
+
+    threads = threads or os.cpu_count() or 1
+    print(f"onnxep {onnxep.__version__} (ISA {_isa()}) vs onnxruntime {ort.__version__}; {threads} thread(s), "
+          f"median of {repeat} runs after {warmup} warm-up, alternating rounds of {round_size}", file=out)
+    hdr = f"{'model':<22}{'onnxep ms':>11}{'ort ms':>10}{'ratio':>8}  {'fallback':>8}  check"
+    print(hdr, file=out)
+    print("-" * len(hdr), file=out)
+    rows = []
+    for name, model, feeds in _models.suite():
+        if names and name not in names:
+            continue
+        data = model.SerializeToString()
+        so = onnxep.SessionOptions()
+        so.intra_op_num_threads = threads
+        ours = onnxep.InferenceSession(data, so)
+        fallback = sum(1 for b in ours.node_assignment.values() if b != "cpu")
+        oso = ort.SessionOptions()
+        oso.intra_op_num_threads = threads
+        oso.log_severity_level = 3
+        theirs = ort.InferenceSession(data, oso, providers=["CPUExecutionProvider"])
+        a, b = ours.run(None, feeds)[0], theirs.run(None, feeds)[0]
+        err = float(np.max(np.abs(a - b)) / max(float(np.max(np.abs(b))), 1e-30)) if a.shape == b.shape else np.inf
+        check = f"{'ok' if err <= 1e-4 else 'MISMATCH'} (max diff / max |ort| = {err:.1e})"
+        times = {"onnxep": [], "ort": []}
+        sessions = (("onnxep", ours), ("ort", theirs))
+        for lib, sess in sessions:
+            for _ in range(warmup):
+                sess.run(None, feeds)
+            time.sleep(pause)
+        while len(times["ort"]) < repeat:
+            for lib, sess in sessions:
+                for _ in range(min(round_size, repeat - len(times[lib]))):
+                    t0 = time.perf_counter()
+                    sess.run(None, feeds)
+                    times[lib].append(time.perf_counter() - t0)
+                time.sleep(pause)   # let the other library's spinning workers go idle
+        del ours, theirs
+        t_ours, t_ort = statistics.median(times["onnxep"]), statistics.median(times["ort"])
+        rows.append({"model": name, "onnxep_ms": t_ours * 1e3, "ort_ms": t_ort * 1e3, "ratio": t_ours / t_ort,
+                     "fallback_nodes": fallback, "check": check})
+        print(f"{name:<22}{t_ours * 1e3:>11.2f}{t_ort * 1e3:>10.2f}{t_ours / t_ort:>8.2f}  {fallback:>8}  {check}",
+              file=out, flush=True)
     return rows
 
 

@@ -25,6 +25,9 @@ _MODULES = (
     "softmax", "log_softmax",
     # -- internal channel-last ops (domain com.onnxep)
     "nhwc_pool", "channel_affine", "nhwc_lrn",
+    # -- transformer ops: LayerNormalization, Erf, and the com.onnxep ops of the transformer fusions
+    "layer_normalization", "erf", "gelu", "fused_mat_mul", "strided_mat_mul",
+    "masked_softmax",
     # -- (more groups go here)
 )
 

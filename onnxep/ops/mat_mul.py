@@ -56,15 +56,32 @@ class MatMul_1(PackedWeightMixin, OpKernel):
         Kb, N = Be.shape[-2:]
         if K != Kb:
             raise ValueError(f"MatMul: A {A.shape} and B {B.shape} have different inner dimensions")
-        batch = np.broadcast_shapes(Ae.shape[:-2], Be.shape[:-2])
+        batch, a_off, b_off, c_off = self._batch_offsets(Ae.shape, Be.shape)
         out_shape = batch + ((M,) if A.ndim > 1 else ()) + ((N,) if B.ndim > 1 else ())
         Y = ctx.output(0, out_shape, F32)
-        Yv = Y.reshape(batch + (M, N))
-        Ab = np.broadcast_to(Ae, batch + (M, K))
-        Bb = np.broadcast_to(Be, batch + (K, N))
-        for idx in np.ndindex(*batch):
-            _kernels.sgemm_f32(False, False, 1.0, np.ascontiguousarray(Ab[idx]), np.ascontiguousarray(Bb[idx]), 0.0,
-                               Yv[idx], nt)
+        _kernels.sgemm_batched_f32(np.ascontiguousarray(Ae).reshape(-1), np.ascontiguousarray(Be).reshape(-1),
+                                   Y.reshape(-1), a_off, b_off, c_off, M, N, K, K, 1, N, 1, N, 1, 1.0, nt)
+
+    def _batch_offsets(self, a_shape, b_shape):
+        """(batch shape, per-item element offsets of A, B and C) of a broadcast batched product, cached per shapes:
+        a broadcast batch dim repeats the operand's offset."""
+        cache = self.__dict__.setdefault("_offsets", {})
+        key = (a_shape, b_shape)
+        hit = cache.get(key)
+        if hit is None:
+            batch = np.broadcast_shapes(a_shape[:-2], b_shape[:-2])
+            M, K = a_shape[-2:]
+            N = b_shape[-1]
+
+            def offs(shape, size):
+                idx = np.arange(int(np.prod(shape, dtype=np.int64)), dtype=np.int64).reshape(shape) * size
+                return np.ascontiguousarray(np.broadcast_to(idx, batch).reshape(-1))
+
+            hit = (batch, offs(a_shape[:-2], M * K), offs(b_shape[:-2], K * N), offs(batch, M * N))
+            if len(cache) > 16:
+                cache.clear()
+            cache[key] = hit
+        return hit
 
 
 class MatMul_9(MatMul_1):

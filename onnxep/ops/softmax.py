@@ -1,5 +1,6 @@
 """Softmax (float32): opsets 1/11 coerce the input to 2-D at `axis` (default 1), opset 13 works along `axis`
-(default -1). Numerically stable: the max is subtracted before exp."""
+(default -1). Numerically stable: the max is subtracted before exp. Along contiguous rows (the last axis, or the
+2-D coercion) the exp is vectorised (_kernels.softmax_lastaxis_f32); otherwise expf per element (softmax_f32)."""
 import numpy as np
 
 from onnxep import _kernels
@@ -41,6 +42,9 @@ class _Softmax(OpKernel):
             k = x.shape[axis]
             inner = int(np.prod(x.shape[axis + 1:]))
         y = ctx.output(0, x.shape, np.float32)
+        if inner == 1 and outer * k:   # contiguous rows: the vectorised-exp kernel
+            _kernels.softmax_lastaxis_f32(x.reshape(outer, k), y.reshape(outer, k), self.log, ctx.num_threads)
+            return
         _kernels.softmax_f32(x.reshape(-1), y.reshape(-1), outer, k, inner, self.log, ctx.num_threads)
 
 

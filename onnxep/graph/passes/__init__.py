@@ -2,6 +2,10 @@
 
     level  pass
     1      constant folding; BatchNormalization and per-channel Mul / Add folded into the Conv before them
+    2      transformer fusions: the decomposed LayerNormalization chain -> LayerNormalization, the Erf form of Gelu ->
+           com.onnxep Gelu, MatMul by a constant + bias [+ residual] [+ Relu | Gelu] -> com.onnxep FusedMatMul,
+           the Transposes / scale around a MatMul of computed operands -> com.onnxep StridedMatMul, an additive
+           mask + Softmax -> com.onnxep MaskedSoftmax
     3      channel-last layout (NHWC twins of Conv, pooling and BatchNormalization, transposes only where layouts
            meet), then the NhwcConv epilogue fusions (residual Add, activations) and ChannelAffine chains (the
            per-channel Mul / Add and Relu after a BatchNormalization folded into it)
@@ -20,6 +24,11 @@ from onnxep.graph.model import save_graph
 from onnxep.graph.passes.constant_folding import fold_constants
 from onnxep.graph.passes.fuse_channel_affine import fuse_channel_affine
 from onnxep.graph.passes.fuse_conv_affine import fuse_conv_affine
+from onnxep.graph.passes.fuse_gelu import fuse_gelu
+from onnxep.graph.passes.fuse_layernorm import fuse_layernorm
+from onnxep.graph.passes.fuse_matmul_bias import fuse_matmul_bias
+from onnxep.graph.passes.fuse_matmul_transpose import fuse_matmul_transpose
+from onnxep.graph.passes.fuse_softmax_mask import fuse_softmax_mask
 from onnxep.graph.passes.fuse_nhwc_conv import fuse_nhwc_conv
 from onnxep.graph.passes.layout_nhwc import layout_nhwc
 
@@ -35,6 +44,11 @@ class PassContext:
 PASSES: list = [
     (1, fold_constants),
     (1, fuse_conv_affine),
+    (2, fuse_layernorm),
+    (2, fuse_gelu),
+    (2, fuse_matmul_bias),     # after fuse_gelu: it takes the Gelu into the MatMul
+    (2, fuse_matmul_transpose),
+    (2, fuse_softmax_mask),
     (3, layout_nhwc),
     (3, fuse_nhwc_conv),
     (3, fuse_channel_affine),

@@ -1,0 +1,399 @@
+# Transformer kernels: Erf and Gelu (a vectorisable polynomial erf), LayerNormalization over rows, Softmax along
+# contiguous rows with a vectorised exp, and a batched SGEMM with per-item offsets and arbitrary row / column strides (attention's per-head products).
+
+cdef extern from *:
+    """
+    #include <math.h>
+    /* erf in float32, written so that gcc vectorises the loops below (no calls, no branches: both halves are
+       computed and one is selected).
+         |x| <= 0.921875:        erf(x) = x * P(x^2)                 (P degree 5)
+         0.921875 < |x| < 3.925: erf(|x|) = 1 - exp(Q(|x|))          (Q ~ log erfc, degree 7)
+         |x| >= 3.925:           erf(|x|) = 1 (erfc(3.925) = 1.6e-8 is below half an ulp of 1)
+       P and Q are near-minimax fits (Lawson-weighted least squares in float64 against math.erf / math.erfc; Q's error
+       weighted by erfc so it is small in erf's absolute terms). Measured against math.erf on 2M points in [-6, 6]
+       plus 10^-30..1: max |error| 1.3e-7, max 2.4 ulp, 89% correctly rounded (numpy float32 emulation without FMA;
+       tests/kernels/test_transformer.py checks the built kernels). exp is onnxep_exp_neg below. */
+    #define ONNXEP_ERF_SPLIT 0.921875f
+    #define ONNXEP_ERF_CLAMP 3.925f
+    static inline float onnxep_erf_p(float t)
+    {
+        return 1.1283791f + t * (-0.37612507f + t * (0.112819284f + t * (-0.026770258f
+               + t * (0.0049980325f + t * -0.0006013529f))));
+    }
+    static inline float onnxep_erf_q(float a)
+    {
+        return 0.00017636162f + a * (-1.1295232f + a * (-0.6333299f + a * (-0.10829911f + a * (0.025131948f
+               + a * (-0.0041759014f + a * (0.00043547782f + a * -2.1184242e-05f))))));
+    }
+    /* exp(x) for x <= 0: x = n ln2 + r, |r| <= ln2/2, exp(r) by a degree-6 minimax polynomial (relative error
+       1.9e-9), 2^n built in the exponent bits; within ~1 ulp of expf. Below -87 (where expf's result leaves the
+       normal range) it returns 0 (an error under 1.7e-38); -inf gives 0, NaN stays NaN. */
+    static inline float onnxep_exp_neg(float x)
+    {
+        float xc = x < -87.0f ? -87.0f : x;                            /* NaN passes: the comparison is false */
+        float n = (xc * 1.44269504f + 12582912.0f) - 12582912.0f;     /* round to nearest integer */
+        float r = xc - n * 0.693145751953125f;                         /* ln2 split: hi has 12 zero low bits */
+        r = r - n * 1.428606765330187045e-06f;
+        float p = 1.0f + r * (1.0f + r * (0.4999999f + r * (0.1666642f + r * (0.041668225f
+                  + r * (0.008374815f + r * 0.0013836784f)))));
+        union { float f; int i; } s;
+        s.i = ((int)n + 127) << 23;
+        return x < -87.0f ? 0.0f : p * s.f;
+    }
+    static inline float onnxep_erf1(float x)
+    {
+        float a = x < 0.0f ? -x : x;
+        a = a < ONNXEP_ERF_CLAMP ? a : ONNXEP_ERF_CLAMP;
+        float small = a * onnxep_erf_p(a * a);
+        float big = 1.0f - onnxep_exp_neg(onnxep_erf_q(a));
+        float r = a <= ONNXEP_ERF_SPLIT ? small : big;
+        r = x < 0.0f ? -r : r;
+        return x != x ? x : r;                                         /* NaN stays NaN */
+    }
+    /* Gelu(x) = x * 0.5 * (1 + erf(x / sqrt(2))). For z = x/sqrt(2) < -0.921875, 1 + erf(z) = erfc(|z|) =
+       exp(Q(|z|)) is taken directly (no cancellation in 1 - (1 - erfc)); 0 below z = -3.925, as 1 + erf(z) is. */
+    static inline float onnxep_gelu1(float x)
+    {
+        float z = x * 0.70710678f;
+        float a = z < 0.0f ? -z : z;
+        float ac = a < ONNXEP_ERF_CLAMP ? a : ONNXEP_ERF_CLAMP;
+        float small = ac * onnxep_erf_p(ac * ac);
+        float e = onnxep_exp_neg(onnxep_erf_q(ac));
+        float onep;
+        if (z >= 0.0f) onep = a <= ONNXEP_ERF_SPLIT ? 1.0f + small : 2.0f - e;
+        else onep = a <= ONNXEP_ERF_SPLIT ? 1.0f - small : (a < ONNXEP_ERF_CLAMP ? e : 0.0f);
+        return x * 0.5f * onep;                                         /* NaN: z >= 0 is false, NaN * ... = NaN */
+    }
+    static void onnxep_erf_loop(const float* x, float* y, Py_ssize_t n)
+    {
+        Py_ssize_t i;
+        #pragma omp simd
+        for (i = 0; i < n; i++) y[i] = onnxep_erf1(x[i]);
+    }
+    static void onnxep_gelu_loop(const float* x, float* y, Py_ssize_t n)
+    {
+        Py_ssize_t i;
+        #pragma omp simd
+        for (i = 0; i < n; i++) y[i] = onnxep_gelu1(x[i]);
+    }
+
+    /* One row of LayerNormalization: mean, then the variance as the mean of (x - mean)^2 (two passes: no
+       cancellation), inv = 1 / sqrt(var + eps); y := (x - mean) * inv * scale + bias (bias may be NULL; scale NULL
+       means 1). The sums are OpenMP simd reductions (vector partial sums: the order depends on the ISA's width). */
+    static void onnxep_layernorm_row(const float* x, float* y, Py_ssize_t C, const float* scale, const float* bias,
+                                     float eps, float* mean_out, float* inv_out)
+    {
+        Py_ssize_t i;
+        float s = 0.0f, v = 0.0f, m, inv;
+        #pragma omp simd reduction(+:s)
+        for (i = 0; i < C; i++) s += x[i];
+        m = s / (float)C;
+        #pragma omp simd reduction(+:v)
+        for (i = 0; i < C; i++) { float d = x[i] - m; v += d * d; }
+        inv = 1.0f / sqrtf(v / (float)C + eps);
+        if (mean_out) *mean_out = m;
+        if (inv_out) *inv_out = inv;
+        if (scale && bias) {
+            #pragma omp simd
+            for (i = 0; i < C; i++) y[i] = (x[i] - m) * inv * scale[i] + bias[i];
+        } else if (scale) {
+            #pragma omp simd
+            for (i = 0; i < C; i++) y[i] = (x[i] - m) * inv * scale[i];
+        } else {
+            #pragma omp simd
+            for (i = 0; i < C; i++) y[i] = (x[i] - m) * inv;
+        }
+    }
+
+    /* Softmax (or log-softmax) of one contiguous row of K: the max subtracted first, so every exp argument is <= 0
+       and onnxep_exp_neg applies; the max and the sum are OpenMP simd reductions. A row with a NaN gives NaN; a
+       row of -inf gives NaN (-inf - -inf), as expf-based softmax does. */
+    static void onnxep_softmax_row(const float* x, float* y, Py_ssize_t K, int log)
+    {
+        Py_ssize_t i;
+        float m = x[0], s = 0.0f;
+        #pragma omp simd reduction(max:m)
+        for (i = 0; i < K; i++) m = x[i] > m ? x[i] : m;
+        if (log) {
+            #pragma omp simd reduction(+:s)
+            for (i = 0; i < K; i++) s += onnxep_exp_neg(x[i] - m);
+            s = logf(s);
+            #pragma omp simd
+            for (i = 0; i < K; i++) y[i] = (x[i] - m) - s;
+            return;
+        }
+        #pragma omp simd reduction(+:s)
+        for (i = 0; i < K; i++) { float e = onnxep_exp_neg(x[i] - m); y[i] = e; s += e; }
+        s = 1.0f / s;
+        #pragma omp simd
+        for (i = 0; i < K; i++) y[i] *= s;
+    }
+    /* The same over x + mask: z[i] = x[i] + mask[i * mcs] (mcs 0: one mask value for the row) is formed in y, then
+       softmax'd in place while the row is in L1 -- an additive attention mask and its Softmax in one node. */
+    static void onnxep_softmax_row_mask(const float* x, float* y, Py_ssize_t K, const float* mask, Py_ssize_t mcs,
+                                        int log)
+    {
+        Py_ssize_t i;
+        if (mcs == 1) {
+            #pragma omp simd
+            for (i = 0; i < K; i++) y[i] = x[i] + mask[i];
+        } else {
+            float b = mask[0];
+            #pragma omp simd
+            for (i = 0; i < K; i++) y[i] = x[i] + b;
+        }
+        onnxep_softmax_row(y, y, K, log);
+    }
+    """
+    void softmax_row_mask "onnxep_softmax_row_mask"(const float* x, float* y, Py_ssize_t K, const float* mask,
+                                                    Py_ssize_t mcs, int log) noexcept nogil
+    void softmax_row "onnxep_softmax_row"(const float* x, float* y, Py_ssize_t K, int log) noexcept nogil
+    void erf_loop "onnxep_erf_loop"(const float* x, float* y, Py_ssize_t n) noexcept nogil
+    void gelu_loop "onnxep_gelu_loop"(const float* x, float* y, Py_ssize_t n) noexcept nogil
+    void layernorm_row "onnxep_layernorm_row"(const float* x, float* y, Py_ssize_t C, const float* scale,
+                                              const float* bias, float eps, float* mean_out,
+                                              float* inv_out) noexcept nogil
+
+
+cdef enum:
+    TF_UNARY_ERF = 0
+    TF_UNARY_GELU = 1
+
+
+cdef inline void _tf_unary(int op, const float* x, float* y, Py_ssize_t n) noexcept nogil:
+    if op == TF_UNARY_ERF:
+        erf_loop(x, y, n)
+    else:
+        gelu_loop(x, y, n)
+
+
+cdef _tf_unary_run(str name, int op, const float[::1] x, float[::1] y, int nthreads):
+    cdef Py_ssize_t n = x.shape[0], c, nchunks
+    if y.shape[0] != n:
+        raise ValueError(f"{name}: x has {n} elements, y has {y.shape[0]}")
+    if n == 0:
+        return
+    nchunks = (n + ELTWISE_CHUNK - 1) // ELTWISE_CHUNK
+    with nogil:
+        if nchunks < 2:
+            _tf_unary(op, &x[0], &y[0], n)
+        else:
+            for c in prange(nchunks, num_threads=_nthreads(nthreads), schedule="static"):
+                _tf_unary(op, &x[c * ELTWISE_CHUNK], &y[c * ELTWISE_CHUNK],
+                          min(<Py_ssize_t>ELTWISE_CHUNK, n - c * ELTWISE_CHUNK))
+
+
+def erf_f32(const float[::1] x, float[::1] y, int nthreads=0):
+    """y := erf(x) (max error 1.3e-7, ~2 ulp; NaN stays NaN), flat contiguous arrays (y may alias x)."""
+    _tf_unary_run("erf_f32", TF_UNARY_ERF, x, y, nthreads)
+
+
+def gelu_f32(const float[::1] x, float[::1] y, int nthreads=0):
+    """y := x * 0.5 * (1 + erf(x / sqrt(2))) (y may alias x)."""
+    _tf_unary_run("gelu_f32", TF_UNARY_GELU, x, y, nthreads)
+
+
+def layernorm_f32(const float[:, ::1] x, float[:, ::1] y, const float[::1] scale, const float[::1] bias,
+                  float epsilon, float[::1] mean=None, float[::1] inv_std=None, int nthreads=0):
+    """Per row r of x (R, C): mean[r], inv_std[r] = 1 / sqrt(var[r] + epsilon) (var: the mean of (x - mean)^2),
+    y[r, :] := (x[r, :] - mean[r]) * inv_std[r] * scale + bias. scale / bias have C elements or are None (1 / 0);
+    mean / inv_std (R elements) are written when given. y may alias x."""
+    cdef Py_ssize_t R = x.shape[0], C = x.shape[1], r
+    cdef const float* ps = NULL
+    cdef const float* pb = NULL
+    cdef float* pm = NULL
+    cdef float* pi = NULL
+    if y.shape[0] != R or y.shape[1] != C:
+        raise ValueError(f"layernorm_f32: x is {R}x{C}, y is {y.shape[0]}x{y.shape[1]}")
+    if scale is not None:
+        if scale.shape[0] != C:
+            raise ValueError(f"layernorm_f32: rows have {C} elements, scale has {scale.shape[0]}")
+        if C:
+            ps = &scale[0]
+    if bias is not None:
+        if bias.shape[0] != C:
+            raise ValueError(f"layernorm_f32: rows have {C} elements, bias has {bias.shape[0]}")
+        if C:
+            pb = &bias[0]
+    if mean is not None:
+        if mean.shape[0] != R:
+            raise ValueError(f"layernorm_f32: {R} rows, mean has {mean.shape[0]} elements")
+        if R:
+            pm = &mean[0]
+    if inv_std is not None:
+        if inv_std.shape[0] != R:
+            raise ValueError(f"layernorm_f32: {R} rows, inv_std has {inv_std.shape[0]} elements")
+        if R:
+            pi = &inv_std[0]
+    if R == 0:
+        return
+    if C == 0:   # an empty row: mean 0 / 0 and var 0 / 0 are NaN, as numpy's mean of nothing
+        for r in range(R):
+            if pm != NULL:
+                pm[r] = float("nan")
+            if pi != NULL:
+                pi[r] = float("nan")
+        return
+    with nogil:
+        if R * C < NORM_PAR_WORK or R < 2:
+            for r in range(R):
+                layernorm_row(&x[r, 0], &y[r, 0], C, ps, pb, epsilon, (pm + r) if pm != NULL else NULL,
+                              (pi + r) if pi != NULL else NULL)
+        else:
+            for r in prange(R, num_threads=_nthreads(nthreads), schedule="static"):
+                layernorm_row(&x[r, 0], &y[r, 0], C, ps, pb, epsilon, (pm + r) if pm != NULL else NULL,
+                              (pi + r) if pi != NULL else NULL)
+
+
+def softmax_lastaxis_f32(const float[:, ::1] x, float[:, ::1] y, bint log=False, int nthreads=0):
+    """y[r, :] := softmax(x[r, :]) (log-softmax when log) for each row of x (R, K); the max subtracted first, exp
+    vectorised (onnxep_exp_neg, ~1 ulp; exactly 0 below exp(-87)). y may alias x."""
+    cdef Py_ssize_t R = x.shape[0], K = x.shape[1], r
+    if y.shape[0] != R or y.shape[1] != K:
+        raise ValueError(f"softmax_lastaxis_f32: x is {R}x{K}, y is {y.shape[0]}x{y.shape[1]}")
+    if R == 0 or K == 0:
+        return
+    with nogil:
+        if R * K < NORM_PAR_WORK or R < 2:
+            for r in range(R):
+                softmax_row(&x[r, 0], &y[r, 0], K, log)
+        else:
+            for r in prange(R, num_threads=_nthreads(nthreads), schedule="static"):
+                softmax_row(&x[r, 0], &y[r, 0], K, log)
+
+
+def softmax_mask_lastaxis_f32(const float[:, ::1] x, float[:, ::1] y, const float[::1] mask,
+                              const int64_t[::1] mask_off, Py_ssize_t mask_cs, bint log=False, int nthreads=0):
+    """y[r, :] := softmax(x[r, :] + mask[mask_off[r] + j * mask_cs]) along each row of x (R, K) (log-softmax when
+    log): an additive mask broadcast to x, its rows given by offsets (mask_cs 1: a mask row of K values, 0: one value
+    per row). y may alias x."""
+    cdef Py_ssize_t R = x.shape[0], K = x.shape[1], r
+    if y.shape[0] != R or y.shape[1] != K:
+        raise ValueError(f"softmax_mask_lastaxis_f32: x is {R}x{K}, y is {y.shape[0]}x{y.shape[1]}")
+    if mask_off.shape[0] != R or mask_cs not in (0, 1):
+        raise ValueError(f"softmax_mask_lastaxis_f32: {mask_off.shape[0]} mask offsets for {R} rows, column stride "
+                         f"{mask_cs} (0 or 1)")
+    if R == 0 or K == 0:
+        return
+    for r in range(R):
+        if mask_off[r] < 0 or mask_off[r] + (K - 1) * mask_cs >= mask.shape[0]:
+            raise ValueError(f"softmax_mask_lastaxis_f32: row {r}'s mask (offset {mask_off[r]}) reaches outside the "
+                             f"mask's {mask.shape[0]} elements")
+    with nogil:
+        if R * K < NORM_PAR_WORK or R < 2:
+            for r in range(R):
+                softmax_row_mask(&x[r, 0], &y[r, 0], K, &mask[0] + mask_off[r], mask_cs, log)
+        else:
+            for r in prange(R, num_threads=_nthreads(nthreads), schedule="static"):
+                softmax_row_mask(&x[r, 0], &y[r, 0], K, &mask[0] + mask_off[r], mask_cs, log)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Batched SGEMM: for each item t, C_t := alpha * A_t @ B_t with A_t[i, k] = a[a_off[t] + i*rsa + k*csa],
+# B_t[k, n] = b[b_off[t] + k*rsb + n*csb], C_t[i, n] = c[c_off[t] + i*rsc + n*csc]. Offsets and strides in
+# elements, so broadcast batch dims (offset repeated) and transposed / head-interleaved operands (a Transpose or a
+# head split folded into the strides) need no copy. Each item packs its B (sgemm_pack_b_raw) and runs the packed
+# SGEMM (sgemm_packed_raw). With several items per thread the items are split over the threads, one thread each
+# (one parallel region); otherwise they run one after another, each SGEMM threaded itself.
+
+cdef void _sgemm_item(Py_ssize_t M, Py_ssize_t N, Py_ssize_t K, float alpha, const float* a, Py_ssize_t rsa,
+                      Py_ssize_t csa, const float* b, Py_ssize_t rsb, Py_ssize_t csb, float* c, Py_ssize_t rsc,
+                      Py_ssize_t csc, float* bpack, float* work, int nth) noexcept nogil:
+    sgemm_pack_b_raw(K, N, b, rsb, csb, bpack, nth)
+    sgemm_packed_raw(M, N, K, alpha, a, rsa, csa, bpack, 0.0, c, rsc, csc, NULL, NULL, NULL, work, nth)
+
+
+def sgemm_batched_f32(const float[::1] a, const float[::1] b, float[::1] c, const int64_t[::1] a_off,
+                      const int64_t[::1] b_off, const int64_t[::1] c_off, Py_ssize_t M, Py_ssize_t N, Py_ssize_t K,
+                      Py_ssize_t rsa, Py_ssize_t csa, Py_ssize_t rsb, Py_ssize_t csb, Py_ssize_t rsc, Py_ssize_t csc,
+                      float alpha=1.0, int nthreads=0):
+    """C_t := alpha * A_t @ B_t for every item t (see above); strides >= 0, every C_t element written once, the
+    C_t of different items must not overlap (not checked)."""
+    cdef Py_ssize_t T = a_off.shape[0], t, i, blen, wlen, lo, hi
+    cdef int nth, per_item
+    cdef float* buf = NULL
+    cdef float* bpack
+    cdef float* work
+    cdef int64_t ao, bo, co
+    if b_off.shape[0] != T or c_off.shape[0] != T:
+        raise ValueError(f"sgemm_batched_f32: {T} A offsets, {b_off.shape[0]} B, {c_off.shape[0]} C")
+    if M < 0 or N < 0 or K < 0 or min(rsa, csa, rsb, csb, rsc, csc) < 0:
+        raise ValueError(f"sgemm_batched_f32: negative size or stride (M={M}, N={N}, K={K}, strides "
+                         f"{(rsa, csa, rsb, csb, rsc, csc)})")
+    if T == 0 or M == 0 or N == 0:
+        return
+    for t in range(T):   # bounds: the last element of each operand is inside its buffer
+        ao, bo, co = a_off[t], b_off[t], c_off[t]
+        if ao < 0 or bo < 0 or co < 0 or co + (M - 1) * rsc + (N - 1) * csc >= c.shape[0] or (K > 0 and (
+                ao + (M - 1) * rsa + (K - 1) * csa >= a.shape[0] or bo + (K - 1) * rsb + (N - 1) * csb >= b.shape[0])):
+            raise ValueError(f"sgemm_batched_f32: item {t} (offsets {ao}, {bo}, {co}) reaches outside the buffers "
+                             f"of {a.shape[0]}, {b.shape[0]}, {c.shape[0]} elements for M={M}, N={N}, K={K}")
+    if K == 0:
+        for t in range(T):
+            for i in range(M):
+                for lo in range(N):
+                    c[c_off[t] + i * rsc + lo * csc] = 0.0
+        return
+    nth = _nthreads(nthreads)
+    # whole items per thread when there are at least as many items as threads and the whole call is worth threads
+    per_item = nth > 1 and T >= nth and <double>2.0 * M * N * K * T >= SGEMM_MT_FLOPS
+    blen = sgemm_pack_b_len(K, N)
+    wlen = blen + SGEMM_WORK_PER_THREAD
+    if per_item:
+        buf = <float*>malloc(<Py_ssize_t>nth * wlen * sizeof(float))
+    else:
+        nth = sgemm_threads(M, N, K, nthreads)
+        buf = <float*>malloc((blen + sgemm_work_len(nth)) * sizeof(float))
+    if buf == NULL:
+        raise MemoryError("sgemm_batched_f32: cannot allocate the packing workspace")
+    try:
+        with nogil:
+            if per_item:
+                for t in prange(T, num_threads=nth, schedule="static"):
+                    bpack = buf + <Py_ssize_t>openmp.omp_get_thread_num() * wlen
+                    _sgemm_item(M, N, K, alpha, &a[0] + a_off[t], rsa, csa, &b[0] + b_off[t], rsb, csb,
+                                &c[0] + c_off[t], rsc, csc, bpack, bpack + blen, 1)
+            else:
+                for t in range(T):
+                    _sgemm_item(M, N, K, alpha, &a[0] + a_off[t], rsa, csa, &b[0] + b_off[t], rsb, csb,
+                                &c[0] + c_off[t], rsc, csc, buf, buf + blen, nth)
+    finally:
+        free(buf)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Packed SGEMM with a residual: C := act(A @ B + bias + R), the residual R added in the SGEMM epilogue
+# (sgemm_packed_ex's `res`), so a MatMul -> Add(bias) -> Add(residual) chain writes its output once.
+
+def sgemm_packed_res_f32(const float[:, ::1] A, const float[::1] B_packed, Py_ssize_t N, float[:, ::1] C,
+                         const float[::1] bias_col, const float[:, ::1] res, bint relu=False, int nthreads=0):
+    """C := act(A @ B + bias_col[j] + res[i, j]) with B (K x N) packed by sgemm_pack_b; act Relu when relu.
+    bias_col (N) may be None; res has C's shape and must not alias C (C holds partial sums between K blocks)."""
+    cdef Py_ssize_t M = A.shape[0], K = A.shape[1]
+    cdef int nth
+    cdef float* work = NULL
+    cdef const float* bc = NULL
+    cdef Act act
+    act.kind, act.a, act.b = (ACT_RELU if relu else ACT_NONE), 0.0, 0.0
+    if C.shape[0] != M or C.shape[1] != N or res.shape[0] != M or res.shape[1] != N:
+        raise ValueError(f"sgemm_packed_res_f32: A is {M}x{K}, C {C.shape[0]}x{C.shape[1]}, res "
+                         f"{res.shape[0]}x{res.shape[1]}, expected C and res {M}x{N}")
+    if B_packed.shape[0] != sgemm_pack_b_len(K, N):
+        raise ValueError(f"sgemm_packed_res_f32: packed B has {B_packed.shape[0]} elements, expected "
+                         f"{sgemm_pack_b_len(K, N)} for K={K}, N={N} ({SGEMM_FORMAT})")
+    bc = _opt_ptr(bias_col, N, "bias_col")
+    if M == 0 or N == 0:
+        return
+    if &res[0, 0] == &C[0, 0]:
+        raise ValueError("sgemm_packed_res_f32: res must not alias C")
+    nth = sgemm_threads(M, N, K, nthreads)
+    if K > 0:
+        work = <float*>malloc(sgemm_work_len(nth) * sizeof(float))
+        if work == NULL:
+            raise MemoryError("sgemm_packed_res_f32: cannot allocate the A packing workspace")
+    try:
+        with nogil:
+            sgemm_packed_ex(M, N, K, 1.0, &A[0, 0] if K else NULL, K, 1, NULL, &B_packed[0] if K else NULL, 0.0,
+                            &C[0, 0], N, 1, bc, NULL, &res[0, 0], &act, work, nth)
+    finally:
+        free(work)

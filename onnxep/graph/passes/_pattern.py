@@ -1,0 +1,66 @@
+"""Helpers of the pattern-matching fusion passes (fuse_gelu, fuse_layernorm, fuse_matmul_bias): who consumes a
+value, constant scalars, float32 values."""
+from __future__ import annotations
+
+import numpy as np
+
+from onnxep.graph.ir import Graph
+from onnxep.graph.passes._edit import drop_unused_initializers, reads
+
+
+def consumers(graph: Graph) -> dict:
+    """name -> [nodes reading it] (subgraph references count, so a value a subgraph uses is never fused away)."""
+    out: dict = {}
+    for node in graph.nodes:
+        for x in reads(node):
+            out.setdefault(x, []).append(node)
+    return out
+
+
+def only_consumer(cons: dict, outputs: set, name: str, op_type: str | None = None):
+    """The single node reading `name` (of `op_type`, default domain, when given), or None -- also when `name` is a
+    graph output (its value must stay visible)."""
+    users = cons.get(name, [])
+    if len(users) != 1 or name in outputs:
+        return None
+    n = users[0]
+    if op_type is not None and (n.op_type != op_type or n.domain != ""):
+        return None
+    return n
+
+
+def other_input(node, name):
+    """The input of a two-input node that is not `name` (None when both are, or the node has not two inputs)."""
+    if len(node.inputs) != 2:
+        return None
+    a, b = node.inputs
+    if a == name and b != name:
+        return b
+    if b == name and a != name:
+        return a
+    return None
+
+
+def scalar_const(consts: dict, name, value: float, rtol=1e-6) -> bool:
+    """`name` is a float32 constant holding one value (any shape of size 1) equal to `value` within rtol."""
+    v = consts.get(name)
+    if v is None or v.dtype != np.float32 or v.size != 1:
+        return False
+    return abs(float(v.reshape(())) - value) <= rtol * abs(value)
+
+
+def is_f32(graph: Graph, name) -> bool:
+    vt = graph.value_types.get(name)
+    return vt is not None and vt.kind == "tensor" and vt.type_str == "tensor(float)" and vt.shape is not None
+
+
+def default_op(node, op_type) -> bool:
+    return node is not None and node.domain == "" and node.op_type == op_type
+
+
+def replace_nodes(graph: Graph, drop: set, replace: dict) -> None:
+    """Node ids in `replace` give way to their new node (at the same place: the last node of a pattern, so every
+    input of the new node is computed before it); the other ids in `drop` are removed; then the initializers nothing
+    reads any more."""
+    graph.nodes = [replace.get(id(n), n) for n in graph.nodes if id(n) in replace or id(n) not in drop]
+    drop_unused_initializers(graph)

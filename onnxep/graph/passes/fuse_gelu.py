@@ -1,0 +1,88 @@
+"""Gelu (ORT_ENABLE_EXTENDED): the Erf form exporters write for x * 0.5 * (1 + erf(x / sqrt(2))) becomes one
+com.onnxep Gelu node (ops/gelu.py, one native loop instead of five elementwise passes):
+
+    Div(x, sqrt(2)) | Mul(x, 1/sqrt(2))  ->  Erf  ->  Add(., 1)  ->  then one of
+        Mul(x, .) -> Mul(., 0.5)          (torch.onnx's order)
+        Mul(., 0.5) -> Mul(x, .)
+        Mul(x, 0.5) and Mul(that, .)
+
+Constants are float32 single values (rtol 1e-6); x must be a float32 tensor of known rank (the Gelu kernel's type);
+every intermediate must be read by the pattern only (and not be a graph output). Operand order of Add / Mul is
+free."""
+from __future__ import annotations
+
+import math
+
+from onnxep.graph.ir import Graph
+from onnxep.graph.passes._edit import INTERNAL_DOMAIN, Names, make_node
+from onnxep.graph.passes._pattern import (consumers, default_op, is_f32, only_consumer, other_input, replace_nodes,
+                                          scalar_const)
+
+SQRT2 = math.sqrt(2.0)
+
+
+def _match(node, graph, consts, producer, cons, outputs):
+    """(x, [pattern nodes], last node) for an Erf node at the heart of a Gelu, else None."""
+    erf = node
+    d = erf.inputs[0] if erf.inputs else None
+    div = producer.get(d)
+    if div is None or only_consumer(cons, outputs, d) is not erf or len(div.inputs) != 2:
+        return None
+    if default_op(div, "Div") and scalar_const(consts, div.inputs[1], SQRT2):
+        x = div.inputs[0]
+    elif default_op(div, "Mul"):
+        x = next((div.inputs[1 - i] for i in (0, 1) if scalar_const(consts, div.inputs[i], 1.0 / SQRT2)), None)
+    else:
+        return None
+    if x is None or x in consts or not is_f32(graph, x):
+        return None
+    add = only_consumer(cons, outputs, erf.outputs[0], "Add")
+    if add is None or not scalar_const(consts, other_input(add, erf.outputs[0]), 1.0):
+        return None
+    p = add.outputs[0]
+    m1 = only_consumer(cons, outputs, p, "Mul")
+    if m1 is None:
+        return None
+    q = other_input(m1, p)
+    if q == x:                                           # Mul(x, p) -> Mul(., 0.5)
+        m2 = only_consumer(cons, outputs, m1.outputs[0], "Mul")
+        if m2 is None or not scalar_const(consts, other_input(m2, m1.outputs[0]), 0.5):
+            return None
+        return x, [div, erf, add, m1, m2], m2
+    if scalar_const(consts, q, 0.5):                     # Mul(p, 0.5) -> Mul(x, .)
+        m2 = only_consumer(cons, outputs, m1.outputs[0], "Mul")
+        if m2 is None or other_input(m2, m1.outputs[0]) != x:
+            return None
+        return x, [div, erf, add, m1, m2], m2
+    half = producer.get(q)                               # Mul(x, 0.5) -> Mul(that, p)
+    if (default_op(half, "Mul") and only_consumer(cons, outputs, q) is m1
+            and other_input(half, x) is not None and scalar_const(consts, other_input(half, x), 0.5)):
+        return x, [div, erf, add, half, m1], m1
+    return None
+
+
+def fuse_gelu(graph: Graph, ctx=None) -> Graph:
+    keep = ctx.keep_ops if ctx is not None else frozenset()
+    if keep & {"Erf", "Div", "Mul", "Add"}:
+        return graph
+    consts = graph.constants
+    producer = {o: n for n in graph.nodes for o in n.outputs if o}
+    cons = consumers(graph)
+    outputs = {n for n, _ in graph.outputs}
+    names = Names(graph)
+    drop, replace = set(), {}
+    for node in graph.nodes:
+        if not default_op(node, "Erf") or id(node) in drop:
+            continue
+        m = _match(node, graph, consts, producer, cons, outputs)
+        if m is None or any(id(n) in drop for n in m[1]):
+            continue
+        x, pattern, last = m
+        gelu = make_node(graph, names.new(f"{last.name or 'gelu'}_gelu"), "Gelu", [x], [last.outputs[0]], {},
+                         INTERNAL_DOMAIN)
+        for n in pattern:
+            drop.add(id(n))
+        replace[id(last)] = gelu
+    if replace:
+        replace_nodes(graph, drop, replace)
+    return graph

@@ -1,0 +1,135 @@
+"""MatMul + bias [+ activation] (ORT_ENABLE_EXTENDED): a MatMul by a constant 2-D float32 weight (K, N) -- or a
+Gemm of a 2-D A by a constant weight (transA 0, alpha 1, transB either, C absent or a row-vector bias) -- whose
+output only feeds an Add of a constant bias with N values along the last axis (shape (N,), (1, N), ...: one that
+does not change the product's shape), optionally followed by an Add of a computed tensor of the product's (static
+or symbolic) shape -- a residual -- and then optionally by Relu or a com.onnxep Gelu (fuse_gelu runs first),
+becomes one com.onnxep FusedMatMul (ops/fused_mat_mul.py): the bias, the residual and Relu go into the packed SGEMM's
+epilogue, Gelu runs over the product in place right after it -- one node and one output buffer instead of up to
+three elementwise passes over it. The MatMul's A must be a float32 tensor of known rank >= 1. A Gemm is rewritten
+only when a residual or an activation joins it."""
+from __future__ import annotations
+
+import numpy as np
+
+from onnxep.graph.ir import Graph
+from onnxep.graph.passes._edit import INTERNAL_DOMAIN, Names, make_node
+from onnxep.graph.passes._pattern import consumers, default_op, is_f32, only_consumer, other_input, replace_nodes
+
+
+def _bias_vector(v, n, out_rank):
+    """`v` as a flat (N,) float32 vector when adding it to a rank-`out_rank` (..., N) product broadcasts along the
+    last axis only and leaves the shape unchanged, else None."""
+    if v is None or v.dtype != np.float32 or v.ndim > out_rank or v.ndim == 0 or v.shape[-1] != n:
+        return None
+    if any(d != 1 for d in v.shape[:-1]):
+        return None
+    return np.ascontiguousarray(v.reshape(n))
+
+
+def _known(graph, name):
+    """The shape of `name` when every dim is an int or a named (symbolic) dim, else None: two such shapes that are
+    equal are equal at run time (shape inference gives a dim one name throughout)."""
+    vt = graph.value_types.get(name)
+    if vt is None or vt.shape is None or any(not isinstance(d, (int, str)) for d in vt.shape):
+        return None
+    return tuple(vt.shape)
+
+
+def _gemm_as_matmul(graph, gemm, consts):
+    """(A, W, trans_b, bias (N,) or None) when a Gemm is a MatMul of a 2-D float32 A by a constant weight plus a
+    row-vector bias: transA 0, alpha 1, C absent, or a constant that beta * C broadcasts along the rows only."""
+    at = gemm.attrs
+    if int(at.get("transA") or 0) != 0 or float(at.get("alpha") if at.get("alpha") is not None else 1.0) != 1.0:
+        return None
+    a, w = gemm.inputs[0], gemm.inputs[1]
+    wv = consts.get(w)
+    if wv is None or wv.dtype != np.float32 or wv.ndim != 2 or a in consts or not is_f32(graph, a) \
+            or len(graph.value_types[a].shape) != 2:
+        return None
+    trans_b = int(at.get("transB") or 0)
+    n = wv.shape[0] if trans_b else wv.shape[1]
+    beta = float(at.get("beta") if at.get("beta") is not None else 1.0)
+    c = gemm.inputs[2] if len(gemm.inputs) == 3 and gemm.inputs[2] else None
+    if c is None or beta == 0.0:
+        return a, w, trans_b, None
+    cv = consts.get(c)
+    if cv is None or cv.dtype != np.float32:
+        return None
+    if cv.size == 1:
+        bias = np.full(n, cv.reshape(()), np.float32)
+    elif cv.ndim >= 1 and cv.shape[-1] == n and all(d == 1 for d in cv.shape[:-1]) and cv.ndim <= 2:
+        bias = np.ascontiguousarray(cv.reshape(n))
+    else:
+        return None
+    return a, w, trans_b, bias if beta == 1.0 else (bias * np.float32(beta)).astype(np.float32)
+
+
+def fuse_matmul_bias(graph: Graph, ctx=None) -> Graph:
+    keep = ctx.keep_ops if ctx is not None else frozenset()
+    if keep & {"MatMul", "Gemm", "Add", "Relu"}:
+        return graph
+    consts = graph.constants
+    cons = consumers(graph)
+    outputs = {n for n, _ in graph.outputs}
+    names = Names(graph)
+    drop, replace = set(), {}
+    for mm in graph.nodes:
+        if id(mm) in drop:
+            continue
+        if default_op(mm, "MatMul") and len(mm.inputs) == 2:
+            a, w = mm.inputs
+            wv = consts.get(w)
+            if wv is None or wv.dtype != np.float32 or wv.ndim != 2 or a in consts or not is_f32(graph, a):
+                continue
+            rank = len(graph.value_types[a].shape)
+            if rank < 1:
+                continue
+            add = only_consumer(cons, outputs, mm.outputs[0], "Add")
+            b = other_input(add, mm.outputs[0]) if add is not None else None
+            bias = _bias_vector(consts.get(b), wv.shape[1], rank)   # the product has A's rank
+            if bias is None:
+                continue
+            trans_b, pattern, last = 0, [mm, add], add
+        elif default_op(mm, "Gemm") and len(mm.inputs) in (2, 3) and len(mm.outputs) == 1:
+            g = _gemm_as_matmul(graph, mm, consts)
+            if g is None:
+                continue
+            a, w, trans_b, bias = g
+            b = mm.inputs[2] if len(mm.inputs) == 3 else ""
+            pattern, last = [mm], mm
+        else:
+            continue
+        act, residual = "", None
+        nxt = only_consumer(cons, outputs, last.outputs[0])
+        r = other_input(nxt, last.outputs[0]) if default_op(nxt, "Add") else None
+        if r is not None and r not in consts and is_f32(graph, r) and _known(graph, r) is not None \
+                and _known(graph, r) == _known(graph, last.outputs[0]):
+            residual = r
+            pattern.append(nxt)
+            last = nxt
+            nxt = only_consumer(cons, outputs, nxt.outputs[0])
+        if nxt is not None and len(nxt.inputs) == 1 and len(nxt.outputs) == 1 and (
+                default_op(nxt, "Relu") or (nxt.domain == INTERNAL_DOMAIN and nxt.op_type == "Gelu")):
+            pattern.append(nxt)
+            last, act = nxt, nxt.op_type
+        if len(pattern) == 1:   # a lone Gemm: nothing to fuse
+            continue
+        bname = b
+        if bias is not None and (b not in consts or consts[b].shape != bias.shape
+                                 or not np.array_equal(consts[b], bias)):
+            bname = names.new(f"{mm.name or 'matmul'}_bias")
+            graph.initializers[bname] = consts[bname] = bias
+        attrs = {"activation": act} if act else {}
+        if trans_b:
+            attrs["trans_b"] = 1
+        ins = [a, w] + ([bname] if bias is not None else [""]) + ([residual] if residual else [])
+        while ins and not ins[-1]:
+            ins.pop()
+        fused = make_node(graph, names.new(f"{mm.name or 'matmul'}_fused"), "FusedMatMul", ins, [last.outputs[0]],
+                          attrs, INTERNAL_DOMAIN)
+        for n in pattern:
+            drop.add(id(n))
+        replace[id(last)] = fused
+    if replace:
+        replace_nodes(graph, drop, replace)
+    return graph

@@ -1,0 +1,96 @@
+"""FusedMatMul (domain com.onnxep): Y = act(A @ B + bias [+ R]) with B a constant 2-D (K, N) weight (pre-packed, the
+layout MatMul and Gemm use), bias an optional constant (N,) vector and R an optional residual of Y's shape -- what
+graph/passes/fuse_matmul_bias.py makes of MatMul -> Add(bias) [-> Add(R)] [-> Relu | com.onnxep Gelu]. A's leading
+dims fold into M, as MatMul's (numpy.matmul) do. The bias, R and Relu go into the SGEMM epilogue; Gelu (not an
+epilogue activation of the SGEMM) runs over the product in place right after it. Written by passes, never by users.
+activation: "", "Relu" or "Gelu"; trans_b: 1 when B is stored (N, K) (a Gemm with transB=1)."""
+import numpy as np
+
+from onnxep import _kernels
+from onnxep.ops._base import F32, OpKernel, f32_shape
+from onnxep.ops._packed import PackedWeightMixin
+
+DOMAIN = "com.onnxep"
+ACTIVATIONS = ("", "Relu", "Gelu")
+
+
+class FusedMatMul_1(PackedWeightMixin, OpKernel):
+    domain, op_type, since = DOMAIN, "FusedMatMul", 1
+    type_constraints = {}        # no onnx schema for this domain: supports() checks the types
+    activation = ""
+    trans_b = 0
+
+    @classmethod
+    def supports(cls, op):
+        ins = op.node.inputs
+        if len(ins) not in (2, 3, 4) or not ins[0] or not ins[1] or len(op.node.outputs) != 1:
+            return False
+        if op.node.attrs.get("activation", "") not in ACTIVATIONS:
+            return False
+        a = f32_shape(op.input_types[0])
+        b = op.constants.get(1)
+        if a is None or len(a) < 1 or b is None or b.dtype != F32 or b.ndim != 2:
+            return False
+        n = b.shape[0] if int(op.node.attrs.get("trans_b") or 0) else b.shape[1]
+        if len(ins) >= 3 and ins[2]:
+            c = op.constants.get(2)
+            if c is None or c.dtype != F32 or c.shape != (n,):
+                return False
+        if len(ins) == 4 and ins[3]:
+            r = f32_shape(op.input_types[3])
+            if r is None or len(r) != max(len(a), 1):
+                return False
+        return True
+
+    def prepack_format(self, input_index):
+        return f"{_kernels.SGEMM_FORMAT}:trans_b={int(bool(self.trans_b))}"   # MatMul's / Gemm's layout: shared
+
+    def _pack_spec(self, tensor, input_index):
+        if input_index != 1 or tensor.ndim != 2 or tensor.dtype != F32:
+            return None
+        tb = bool(self.trans_b)
+        self._b_kn = (int(tensor.shape[1]), int(tensor.shape[0])) if tb else tuple(int(d) for d in tensor.shape)
+        b = np.ascontiguousarray(tensor)
+        return _kernels.sgemm_pack_b_size(*self._b_kn), lambda out: _kernels.sgemm_pack_b(b, tb, out)
+
+    def compute(self, ctx):
+        A = ctx.input(0)
+        bp = self.packed(1)
+        if bp is None:   # pre-packing disabled: pack per call
+            B = ctx.input(1)
+            K, N = B.shape[::-1] if self.trans_b else B.shape
+        else:
+            K, N = self._b_kn
+        shapes = self.__dict__.setdefault("_shapes", {})   # A shape -> (rows, Y shape); numpy calls cost when cold
+        hit = shapes.get(A.shape)
+        if hit is None:
+            if A.ndim < 1 or A.shape[-1] != K:
+                raise ValueError(f"FusedMatMul: A {A.shape} and B ({K}, {N}) have different inner dimensions")
+            hit = (int(np.prod(A.shape[:-1], dtype=np.int64)), A.shape[:-1] + (N,))
+            if len(shapes) > 16:
+                shapes.clear()
+            shapes[A.shape] = hit
+        rows, y_shape = hit
+        bias = ctx.input(2)
+        if bias is not None and bias.shape != (N,):
+            raise ValueError(f"FusedMatMul: bias has shape {bias.shape}, expected ({N},)")
+        R = ctx.input(3)
+        if R is not None and R.shape != y_shape:
+            raise ValueError(f"FusedMatMul: the residual has shape {R.shape}, the product {y_shape}")
+        Y = ctx.output(0, y_shape, F32)
+        A2, Y2 = A.reshape(rows, K), Y.reshape(rows, N)
+        relu = self.activation == "Relu"
+        nt = ctx.num_threads
+        if bp is not None and R is not None:
+            _kernels.sgemm_packed_res_f32(A2, bp, N, Y2, bias, R.reshape(rows, N), relu, nt)
+        elif bp is not None:
+            _kernels.sgemm_packed_f32(False, 1.0, A2, bp, N, 0.0, Y2, bias, None, relu, nt)
+        else:
+            _kernels.sgemm_f32(False, bool(self.trans_b), 1.0, A2, B, 0.0, Y2, nt, bias, None, relu and R is None)
+            if R is not None:
+                np.add(Y, R, out=Y)
+                if relu:
+                    np.copyto(Y, 0.0, where=~(Y > 0))   # NaN -> 0, as the epilogue's Relu
+        if self.activation == "Gelu":
+            flat = Y.reshape(-1)
+            _kernels.gelu_f32(flat, flat, nt)

@@ -1,0 +1,278 @@
+"""Transformer kernels (erf, gelu, layernorm, batched strided SGEMM): every ISA variant in onnxep._kernels.AVAILABLE
+against numpy oracles (float64, math.erf for erf), one thread vs many, in place, and the wrappers' checks."""
+import importlib
+import math
+
+import numpy as np
+import pytest
+
+from onnxep import _kernels
+
+VARIANTS = {isa: importlib.import_module(f"onnxep._kernels_{isa}") for isa in _kernels.AVAILABLE}
+EPS = float(np.finfo(np.float32).eps)
+_erf = np.vectorize(math.erf, otypes=[np.float64])
+
+
+def _erf_points():
+    """A dense grid over [-6, 6], both split points (0.921875, 3.925) closely, and tiny magnitudes down to 1e-30."""
+    x = [np.linspace(-6, 6, 200001), 10.0 ** np.arange(-30, 0.5, 0.05), -(10.0 ** np.arange(-30, 0.5, 0.05))]
+    for p in (0.921875, 3.925):
+        v = np.float32(p)
+        near = [v]
+        for _ in range(50):
+            near.append(np.nextafter(near[-1], np.float32(10)))
+            near.insert(0, np.nextafter(near[0], np.float32(0)))
+        x += [np.array(near, np.float64), -np.array(near, np.float64)]
+    return np.concatenate(x).astype(np.float32)
+
+
+X_ERF = _erf_points()
+
+
+@pytest.mark.parametrize("isa", list(VARIANTS))
+def test_erf_kernel_accuracy(isa):
+    """Oracle: math.erf in float64. Within 2e-7 absolute and 3 ulp of the exact value everywhere."""
+    y = np.empty_like(X_ERF)
+    VARIANTS[isa].erf_f32(X_ERF, y, 1)
+    want = _erf(X_ERF.astype(np.float64))
+    err = np.abs(y.astype(np.float64) - want)
+    assert err.max() <= 2e-7, (err.max(), X_ERF[err.argmax()])
+    ulp = np.spacing(np.abs(want).astype(np.float32)).astype(np.float64)
+    assert (err / ulp).max() <= 3.0, ((err / ulp).max(), X_ERF[(err / ulp).argmax()])
+    assert np.all(np.abs(y) <= 1.0)
+    assert np.all(np.sign(y) == np.sign(X_ERF))      # odd, and erf(+-0) = +-0 keeps the sign
+
+
+@pytest.mark.parametrize("isa", list(VARIANTS))
+def test_erf_kernel_special_values(isa):
+    """Oracle: math.erf (NaN stays NaN, erf(+-inf) = +-1, erf(-0) = -0)."""
+    x = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-45, -1e-45, 3.4e38, -3.4e38], np.float32)
+    y = np.empty_like(x)
+    VARIANTS[isa].erf_f32(x, y, 1)
+    assert np.isnan(y[0])
+    np.testing.assert_array_equal(y[1:], _erf(x[1:].astype(np.float64)).astype(np.float32))
+    assert np.signbit(y[4])
+
+
+def _gelu64(x):
+    x = x.astype(np.float64)
+    return x * 0.5 * (1.0 + _erf(x / np.sqrt(2.0)))
+
+
+@pytest.mark.parametrize("isa", list(VARIANTS))
+def test_gelu_kernel(isa):
+    """Oracle: x * 0.5 * (1 + math.erf(x / sqrt(2))) in float64: within 3e-7 * max(1, |x|) absolute."""
+    x = X_ERF * np.float32(1.4142135)
+    y = np.empty_like(x)
+    VARIANTS[isa].gelu_f32(x, y, 1)
+    err = np.abs(y - _gelu64(x))
+    bound = 3e-7 * np.maximum(1.0, np.abs(x))
+    assert np.all(err <= bound), (err.max(), x[(err / bound).argmax()])
+    s = np.array([np.nan, np.inf, 0.0, -0.0, -40.0], np.float32)
+    t = np.empty_like(s)
+    VARIANTS[isa].gelu_f32(s, t, 1)
+    assert np.isnan(t[0]) and t[1] == np.inf and t[2] == 0 and t[3] == 0 and t[4] == 0
+
+
+@pytest.mark.parametrize("fn", ["erf_f32", "gelu_f32"])
+@pytest.mark.parametrize("n", [0, 1, 17, 16384 * 3 + 5])
+def test_unary_kernels_threads_and_in_place(fn, n):
+    """Oracle: the generic variant on one thread; every variant, threaded and in place, within 1 ulp-scale of it."""
+    x = (np.random.default_rng(n).standard_normal(n) * 3).astype(np.float32)
+    ref = np.empty_like(x)
+    getattr(VARIANTS["generic"], fn)(x, ref, 1)
+    for isa, mod in VARIANTS.items():
+        y = np.empty_like(x)
+        getattr(mod, fn)(x, y, 0)
+        z = x.copy()
+        getattr(mod, fn)(z, z, 0)
+        np.testing.assert_array_equal(y, z, err_msg=isa)
+        np.testing.assert_allclose(y, ref, rtol=4 * EPS, atol=2e-7, err_msg=isa)
+    with pytest.raises(ValueError, match="elements"):
+        getattr(_kernels, fn)(x, np.empty(n + 1, np.float32))
+
+
+@pytest.mark.parametrize("r,k", [(1, 1), (1, 7), (3, 128), (12 * 128, 128), (64, 1000), (5, 33)])
+@pytest.mark.parametrize("log", [False, True])
+def test_softmax_lastaxis_kernel(r, k, log):
+    """Oracle: numpy in float64 (max subtracted); rows with -1e4 / -inf masked entries give exactly 0 there."""
+    x = (np.random.default_rng(k).standard_normal((r, k)) * 20).astype(np.float32)
+    if k > 4:
+        x[:, -3:] = -10000.0
+        x[0, 1] = -np.inf
+    z = x.astype(np.float64) - x.max(axis=1, keepdims=True)
+    with np.errstate(divide="ignore"):
+        want = z - np.log(np.exp(z).sum(axis=1, keepdims=True)) if log else np.exp(z) / np.exp(z).sum(axis=1,
+                                                                                                   keepdims=True)
+    for isa, mod in VARIANTS.items():
+        for nt in (1, 0):
+            y = np.empty_like(x)
+            mod.softmax_lastaxis_f32(x, y, log, nt)
+            np.testing.assert_allclose(y, want, rtol=8 * EPS, atol=8 * EPS if log else 1e-9, err_msg=isa)
+            if not log and k > 4:
+                assert np.all(y[:, -3:] == 0) and y[0, 1] == 0
+            z2 = x.copy()
+            mod.softmax_lastaxis_f32(z2, z2, log, nt)
+            np.testing.assert_array_equal(z2, y, err_msg=isa)
+
+
+@pytest.mark.parametrize("mask_cs", [0, 1])
+def test_softmax_mask_lastaxis_kernel(mask_cs):
+    """Oracle: numpy softmax (float64) of x + the broadcast mask (added in float32, as the unfused Add does: x - 1e4
+    keeps only ~1e-3 of x); offsets out of the mask are refused."""
+    r, k = 24, 50
+    rng = np.random.default_rng(mask_cs)
+    x = (rng.standard_normal((r, k)) * 5).astype(np.float32)
+    mask = np.where(rng.uniform(size=(3, k)) < 0.3, -10000.0, rng.standard_normal((3, k))).astype(np.float32)
+    off = (np.arange(r, dtype=np.int64) % 3) * k + (0 if mask_cs else 7)
+    full = mask.reshape(-1)[off[:, None] + np.arange(k) * mask_cs]
+    z = (x + full).astype(np.float64)
+    z -= z.max(axis=1, keepdims=True)
+    want = np.exp(z) / np.exp(z).sum(axis=1, keepdims=True)
+    for isa, mod in VARIANTS.items():
+        for nt in (1, 0):
+            y = np.empty_like(x)
+            mod.softmax_mask_lastaxis_f32(x, y, mask.reshape(-1), off, mask_cs, False, nt)
+            np.testing.assert_allclose(y, want, rtol=16 * EPS, atol=1e-9, err_msg=isa)
+    with pytest.raises(ValueError, match="outside"):
+        _kernels.softmax_mask_lastaxis_f32(x, y, mask.reshape(-1), off + 3 * k, mask_cs)
+
+
+def test_softmax_lastaxis_kernel_nan():
+    """A NaN in a row makes the whole row NaN (as with expf); other rows are unaffected."""
+    x = np.array([[0.0, np.nan, 1.0], [0.0, 1.0, 2.0]], np.float32)
+    y = np.empty_like(x)
+    _kernels.softmax_lastaxis_f32(x, y)
+    assert np.all(np.isnan(y[0])) and np.all(np.isfinite(y[1]))
+
+
+def _layernorm64(x, scale, bias, eps):
+    x = x.astype(np.float64)
+    m = x.mean(axis=1, keepdims=True)
+    v = ((x - m) ** 2).mean(axis=1, keepdims=True)
+    inv = 1.0 / np.sqrt(v + eps)
+    y = (x - m) * inv
+    if scale is not None:
+        y = y * scale
+    if bias is not None:
+        y = y + bias
+    return y, m[:, 0], inv[:, 0]
+
+
+@pytest.mark.parametrize("r,c", [(1, 1), (1, 7), (3, 768), (128, 768), (40, 1000), (5, 3)])
+@pytest.mark.parametrize("affine", ["scale_bias", "scale", "none"])
+def test_layernorm_kernel(r, c, affine):
+    """Oracle: numpy in float64 (two-pass variance, the spec's Mean / Var / InvStdDev)."""
+    rng = np.random.default_rng(r * c)
+    x = (rng.standard_normal((r, c)) * 3 + 5).astype(np.float32)   # an offset: a one-pass variance would lose it
+    scale = rng.standard_normal(c).astype(np.float32) if affine != "none" else None
+    bias = rng.standard_normal(c).astype(np.float32) if affine == "scale_bias" else None
+    want, wm, wi = _layernorm64(x, scale, bias, 1e-5)
+    for isa, mod in VARIANTS.items():
+        for nt in (1, 0):
+            y, m, inv = np.empty_like(x), np.empty(r, np.float32), np.empty(r, np.float32)
+            mod.layernorm_f32(x, y, scale, bias, 1e-5, m, inv, nt)
+            amp = 1.0 if scale is None else np.abs(scale).max()
+            np.testing.assert_allclose(y, want, rtol=0, atol=(c + 8) * EPS * 4 * amp, err_msg=isa)
+            np.testing.assert_allclose(m, wm, rtol=c * EPS, atol=0, err_msg=isa)
+            np.testing.assert_allclose(inv, wi, rtol=(c + 8) * EPS, err_msg=isa)
+            z = x.copy()
+            mod.layernorm_f32(z, z, scale, bias, 1e-5, None, None, nt)     # in place, statistics not asked for
+            np.testing.assert_array_equal(z, y, err_msg=isa)
+
+
+def test_layernorm_kernel_constant_rows_and_checks():
+    """Oracle: the spec formula: a constant row has variance 0, so y = 0 * 1/sqrt(eps) * scale + bias = bias."""
+    x = np.full((4, 16), 3.25, np.float32)
+    b = np.arange(16, dtype=np.float32)
+    y = np.empty_like(x)
+    _kernels.layernorm_f32(x, y, np.ones(16, np.float32), b, 1e-5)
+    np.testing.assert_array_equal(y, np.broadcast_to(b, x.shape))
+    with pytest.raises(ValueError, match="scale"):
+        _kernels.layernorm_f32(x, y, np.ones(15, np.float32), None, 1e-5)
+    with pytest.raises(ValueError, match="mean"):
+        _kernels.layernorm_f32(x, y, None, None, 1e-5, np.empty(3, np.float32))
+    with pytest.raises(ValueError, match="y is"):
+        _kernels.layernorm_f32(x, np.empty((4, 15), np.float32), None, None, 1e-5)
+
+
+def _offsets(n, size):
+    return np.arange(n, dtype=np.int64) * size
+
+
+@pytest.mark.parametrize("t,m,n,k", [(1, 1, 1, 1), (12, 128, 128, 64), (12, 128, 64, 128), (3, 37, 70, 300),
+                                     (5, 13, 33, 1), (2, 0, 4, 3), (2, 4, 5, 0)])
+def test_sgemm_batched_kernel(t, m, n, k):
+    """Oracle: numpy.matmul in float64; |error| <= 2 (K + 2) eps max|A| max|B| (the GEMM bound); one thread and many
+    give identical results (each item's sums are in the same order either way)."""
+    rng = np.random.default_rng(t * 1000 + k)
+    A = rng.uniform(-1, 1, (t, m, k)).astype(np.float32)
+    B = rng.uniform(-1, 1, (t, k, n)).astype(np.float32)
+    want = np.matmul(A.astype(np.float64), B.astype(np.float64))
+    outs = []
+    for isa, mod in VARIANTS.items():
+        for nt in (1, 0):
+            C = np.full((t, m, n), np.nan, np.float32)
+            mod.sgemm_batched_f32(A.reshape(-1), B.reshape(-1), C.reshape(-1), _offsets(t, m * k),
+                                  _offsets(t, k * n), _offsets(t, m * n), m, n, k, k, 1, n, 1, n, 1, 1.0, nt)
+            np.testing.assert_allclose(C, want, rtol=0, atol=2 * (k + 2) * EPS, err_msg=isa)
+            outs.append((isa, C))
+    for isa, C in outs:
+        if isa == outs[0][0]:
+            np.testing.assert_array_equal(C, outs[0][1])
+
+
+def test_sgemm_batched_kernel_strided_and_broadcast():
+    """Oracle: numpy.matmul on the equivalent views: attention's heads read in place from (S, H*D) rows (A, and B
+    transposed), written into (S, H*D) rows; alpha applied; a broadcast B (repeated offset)."""
+    S, H, D = 33, 4, 16
+    rng = np.random.default_rng(3)
+    xq = rng.standard_normal((S, H * D)).astype(np.float32)
+    xk = rng.standard_normal((S, H * D)).astype(np.float32)
+    C = np.empty((H, S, S), np.float32)
+    _kernels.sgemm_batched_f32(xq.reshape(-1), xk.reshape(-1), C.reshape(-1), _offsets(H, D), _offsets(H, D),
+                               _offsets(H, S * S), S, S, D, H * D, 1, 1, H * D, S, 1, 0.25, 0)
+    q = xq.reshape(S, H, D).transpose(1, 0, 2).astype(np.float64)
+    kt = xk.reshape(S, H, D).transpose(1, 2, 0).astype(np.float64)
+    np.testing.assert_allclose(C, 0.25 * (q @ kt), rtol=0, atol=2 * (D + 2) * EPS * 16)
+    P = rng.uniform(0, 1, (H, S, S)).astype(np.float32)
+    out = np.empty((S, H * D), np.float32)
+    _kernels.sgemm_batched_f32(P.reshape(-1), xk.reshape(-1), out.reshape(-1), _offsets(H, S * S),
+                               np.zeros(H, np.int64), _offsets(H, D), S, D, S, S, 1, H * D, 1, H * D, 1, 1.0, 0)
+    want = np.matmul(P.astype(np.float64), xk[:, :D].astype(np.float64))      # every head uses the same B
+    np.testing.assert_allclose(out.reshape(S, H, D).transpose(1, 0, 2), want, rtol=0, atol=2 * (S + 2) * EPS * 4)
+
+
+def test_sgemm_batched_kernel_checks():
+    """Offsets / strides that reach outside a buffer are refused before anything runs."""
+    a = np.zeros(12, np.float32)
+    c = np.zeros(16, np.float32)
+    with pytest.raises(ValueError, match="outside"):
+        _kernels.sgemm_batched_f32(a, a, c, _offsets(2, 6), _offsets(2, 6), _offsets(2, 9), 3, 3, 2, 2, 1, 3, 1, 3, 1)
+    with pytest.raises(ValueError, match="offsets"):
+        _kernels.sgemm_batched_f32(a, a, c, _offsets(2, 0), _offsets(1, 0), _offsets(2, 0), 1, 1, 1, 1, 1, 1, 1, 1, 1)
+    with pytest.raises(ValueError, match="negative"):
+        _kernels.sgemm_batched_f32(a, a, c, _offsets(1, 0), _offsets(1, 0), _offsets(1, 0), 1, 1, 1, -1, 1, 1, 1, 1, 1)
+
+
+@pytest.mark.parametrize("m,n,k", [(1, 1, 1), (128, 768, 768), (13, 70, 300), (5, 33, 0)])
+@pytest.mark.parametrize("relu", [False, True])
+def test_sgemm_packed_res_kernel(m, n, k, relu):
+    """Oracle: numpy in float64, act(A @ B + bias + R) within the GEMM bound; R must not alias C."""
+    rng = np.random.default_rng(m + n + k)
+    A = rng.uniform(-1, 1, (m, k)).astype(np.float32)
+    B = rng.uniform(-1, 1, (k, n)).astype(np.float32)
+    bias = rng.uniform(-1, 1, n).astype(np.float32)
+    R = rng.uniform(-1, 1, (m, n)).astype(np.float32)
+    want = A.astype(np.float64) @ B + bias + R
+    if relu:
+        want = np.maximum(want, 0)
+    for isa, mod in VARIANTS.items():
+        bp = np.empty(mod.sgemm_pack_b_size(k, n), np.float32)
+        mod.sgemm_pack_b(B, False, bp)
+        for nt in (1, 0):
+            C = np.full((m, n), np.nan, np.float32)
+            mod.sgemm_packed_res_f32(A, bp, n, C, bias, R, relu, nt)
+            np.testing.assert_allclose(C, want, rtol=0, atol=2 * (k + 4) * EPS, err_msg=isa)
+        with pytest.raises(ValueError, match="alias"):
+            mod.sgemm_packed_res_f32(A, bp, n, R, bias, R)
