@@ -174,13 +174,10 @@ cdef _tf_unary_run(str name, int op, const float[::1] x, float[::1] y, int nthre
     if n == 0:
         return
     nchunks = (n + ELTWISE_CHUNK - 1) // ELTWISE_CHUNK
+    cdef TfJob job
+    job.x, job.y, job.n, job.op, job.kind = &x[0], &y[0], n, op, 0
     with nogil:
-        if nchunks < 2:
-            _tf_unary(op, &x[0], &y[0], n)
-        else:
-            for c in prange(nchunks, num_threads=_nthreads(nthreads), schedule="static"):
-                _tf_unary(op, &x[c * ELTWISE_CHUNK], &y[c * ELTWISE_CHUNK],
-                          min(<Py_ssize_t>ELTWISE_CHUNK, n - c * ELTWISE_CHUNK))
+        parallel_for(nchunks, 1 if nchunks < 2 else _nthreads(nthreads), _tf_task, &job)
 
 
 def erf_f32(const float[::1] x, float[::1] y, int nthreads=0):
@@ -234,15 +231,10 @@ def layernorm_f32(const float[:, ::1] x, float[:, ::1] y, const float[::1] scale
             if pi != NULL:
                 pi[r] = float("nan")
         return
+    cdef TfJob job
+    job.x, job.y, job.n, job.ps, job.pb, job.eps, job.pm, job.pi, job.kind = &x[0, 0], &y[0, 0], C, ps, pb, epsilon, pm, pi, 1
     with nogil:
-        if R * C < NORM_PAR_WORK or R < 2:
-            for r in range(R):
-                layernorm_row(&x[r, 0], &y[r, 0], C, ps, pb, epsilon, (pm + r) if pm != NULL else NULL,
-                              (pi + r) if pi != NULL else NULL)
-        else:
-            for r in prange(R, num_threads=_nthreads(nthreads), schedule="static"):
-                layernorm_row(&x[r, 0], &y[r, 0], C, ps, pb, epsilon, (pm + r) if pm != NULL else NULL,
-                              (pi + r) if pi != NULL else NULL)
+        parallel_for(R, 1 if R * C < NORM_PAR_WORK else _nthreads(nthreads), _tf_task, &job)
 
 
 def softmax_lastaxis_f32(const float[:, ::1] x, float[:, ::1] y, bint log=False, int nthreads=0):
@@ -253,13 +245,10 @@ def softmax_lastaxis_f32(const float[:, ::1] x, float[:, ::1] y, bint log=False,
         raise ValueError(f"softmax_lastaxis_f32: x is {R}x{K}, y is {y.shape[0]}x{y.shape[1]}")
     if R == 0 or K == 0:
         return
+    cdef TfJob job
+    job.x, job.y, job.n, job.log, job.kind = &x[0, 0], &y[0, 0], K, log, 2
     with nogil:
-        if R * K < NORM_PAR_WORK or R < 2:
-            for r in range(R):
-                softmax_row(&x[r, 0], &y[r, 0], K, log)
-        else:
-            for r in prange(R, num_threads=_nthreads(nthreads), schedule="static"):
-                softmax_row(&x[r, 0], &y[r, 0], K, log)
+        parallel_for(R, 1 if R * K < NORM_PAR_WORK else _nthreads(nthreads), _tf_task, &job)
 
 
 def softmax_mask_lastaxis_f32(const float[:, ::1] x, float[:, ::1] y, const float[::1] mask,
@@ -279,13 +268,11 @@ def softmax_mask_lastaxis_f32(const float[:, ::1] x, float[:, ::1] y, const floa
         if mask_off[r] < 0 or mask_off[r] + (K - 1) * mask_cs >= mask.shape[0]:
             raise ValueError(f"softmax_mask_lastaxis_f32: row {r}'s mask (offset {mask_off[r]}) reaches outside the "
                              f"mask's {mask.shape[0]} elements")
+    cdef TfJob job
+    job.x, job.y, job.n, job.log, job.kind = &x[0, 0], &y[0, 0], K, log, 3
+    job.mask, job.mask_off, job.mask_cs = &mask[0], &mask_off[0], mask_cs
     with nogil:
-        if R * K < NORM_PAR_WORK or R < 2:
-            for r in range(R):
-                softmax_row_mask(&x[r, 0], &y[r, 0], K, &mask[0] + mask_off[r], mask_cs, log)
-        else:
-            for r in prange(R, num_threads=_nthreads(nthreads), schedule="static"):
-                softmax_row_mask(&x[r, 0], &y[r, 0], K, &mask[0] + mask_off[r], mask_cs, log)
+        parallel_for(R, 1 if R * K < NORM_PAR_WORK else _nthreads(nthreads), _tf_task, &job)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -312,8 +299,7 @@ def sgemm_batched_f32(const float[::1] a, const float[::1] b, float[::1] c, cons
     cdef Py_ssize_t T = a_off.shape[0], t, i, blen, wlen, lo, hi
     cdef int nth, per_item
     cdef float* buf = NULL
-    cdef float* bpack
-    cdef float* work
+    cdef BatchedJob job
     cdef int64_t ao, bo, co
     if b_off.shape[0] != T or c_off.shape[0] != T:
         raise ValueError(f"sgemm_batched_f32: {T} A offsets, {b_off.shape[0]} B, {c_off.shape[0]} C")
@@ -349,10 +335,11 @@ def sgemm_batched_f32(const float[::1] a, const float[::1] b, float[::1] c, cons
     try:
         with nogil:
             if per_item:
-                for t in prange(T, num_threads=nth, schedule="static"):
-                    bpack = buf + <Py_ssize_t>openmp.omp_get_thread_num() * wlen
-                    _sgemm_item(M, N, K, alpha, &a[0] + a_off[t], rsa, csa, &b[0] + b_off[t], rsb, csb,
-                                &c[0] + c_off[t], rsc, csc, bpack, bpack + blen, 1)
+                job.M, job.N, job.K, job.alpha, job.a, job.rsa, job.csa = M, N, K, alpha, &a[0], rsa, csa
+                job.b, job.rsb, job.csb, job.c, job.rsc, job.csc = &b[0], rsb, csb, &c[0], rsc, csc
+                job.a_off, job.b_off, job.c_off, job.buf, job.wlen, job.blen = (
+                    &a_off[0], &b_off[0], &c_off[0], buf, wlen, blen)
+                parallel_for(T, nth, _sgemm_item_task, &job)
             else:
                 for t in range(T):
                     _sgemm_item(M, N, K, alpha, &a[0] + a_off[t], rsa, csa, &b[0] + b_off[t], rsb, csb,
@@ -397,3 +384,53 @@ def sgemm_packed_res_f32(const float[:, ::1] A, const float[::1] B_packed, Py_ss
                             &C[0, 0], N, 1, bc, NULL, &res[0, 0], &act, work, nth)
     finally:
         free(work)
+
+
+cdef struct TfJob:
+    # the transformer kernels' arguments on the thread pool; kind: 0 unary chunks, 1 layernorm rows, 2 softmax rows,
+    # 3 masked softmax rows
+    const float* x
+    float* y
+    Py_ssize_t n, mask_cs
+    int op, kind
+    bint log
+    const float* ps
+    const float* pb
+    float eps
+    float* pm
+    float* pi
+    const float* mask
+    const int64_t* mask_off
+
+
+cdef void _tf_task(void* p, Py_ssize_t r, int tid) noexcept nogil:
+    cdef TfJob* j = <TfJob*>p
+    if j.kind == 0:
+        _tf_unary(j.op, j.x + r * ELTWISE_CHUNK, j.y + r * ELTWISE_CHUNK,
+                  min(<Py_ssize_t>ELTWISE_CHUNK, j.n - r * ELTWISE_CHUNK))
+    elif j.kind == 1:
+        layernorm_row(j.x + r * j.n, j.y + r * j.n, j.n, j.ps, j.pb, j.eps, (j.pm + r) if j.pm != NULL else NULL,
+                      (j.pi + r) if j.pi != NULL else NULL)
+    elif j.kind == 2:
+        softmax_row(j.x + r * j.n, j.y + r * j.n, j.n, j.log)
+    else:
+        softmax_row_mask(j.x + r * j.n, j.y + r * j.n, j.n, j.mask + j.mask_off[r], j.mask_cs, j.log)
+
+
+cdef struct BatchedJob:
+    Py_ssize_t M, N, K, rsa, csa, rsb, csb, rsc, csc, wlen, blen
+    float alpha
+    const float* a
+    const float* b
+    float* c
+    const int64_t* a_off
+    const int64_t* b_off
+    const int64_t* c_off
+    float* buf
+
+
+cdef void _sgemm_item_task(void* p, Py_ssize_t t, int tid) noexcept nogil:
+    cdef BatchedJob* j = <BatchedJob*>p
+    cdef float* bpack = j.buf + <Py_ssize_t>tid * j.wlen
+    _sgemm_item(j.M, j.N, j.K, j.alpha, j.a + j.a_off[t], j.rsa, j.csa, j.b + j.b_off[t], j.rsb, j.csb,
+                j.c + j.c_off[t], j.rsc, j.csc, bpack, bpack + j.blen, 1)

@@ -28,8 +28,8 @@ SEED = "seed 003_a6c6328fd6e65493.txt"
 
 # ----------------------------------------------------------------------------------------------- helpers
 def _synthetic():
-    """Conv -> Relu -> Flatten -> [Erf -> Pow(p)] -> Gemm(w2, b2) -> y, plus MatMul(f, w3) -> z.
-    Erf and Pow have no cpu kernel: they run on the reference backend (a partition between two cpu partitions, reading
+    """Conv -> Relu -> Flatten -> [Sin -> Pow(p)] -> Gemm(w2, b2) -> y, plus MatMul(f, w3) -> z.
+    Sin and Pow have no cpu kernel: they run on the reference backend (a partition between two cpu partitions, reading
     the constant p). b2 is an overridable initializer (listed as a graph input, IR 8). w3 holds the same bytes as w2
     (Gemm transB=0 and MatMul pack to the same format) so the container shares one packing."""
     rng = np.random.default_rng(0)
@@ -40,7 +40,7 @@ def _synthetic():
     nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c"], name="conv"),
              helper.make_node("Relu", ["c"], ["r"], name="relu"),
              helper.make_node("Flatten", ["r"], ["q"], name="flatten"),
-             helper.make_node("Erf", ["q"], ["e"], name="erf"),
+             helper.make_node("Sin", ["q"], ["e"], name="sin"),
              helper.make_node("Pow", ["e", "p"], ["f"], name="pow"),
              helper.make_node("Gemm", ["f", "w2", "b2"], ["y"], name="gemm"),
              helper.make_node("MatMul", ["f", "w3"], ["z"], name="matmul")]
@@ -131,7 +131,7 @@ def test_reference_nodes_stay_plain_onnx_nodes(exported):
     sess, _, ctx, _ = exported
     m = onnx.load(ctx)
     assert [(n.domain, n.op_type) for n in m.graph.node] == [
-        ("com.microsoft", "EPContext"), ("", "Erf"), ("", "Pow"), ("com.microsoft", "EPContext")]
+        ("com.microsoft", "EPContext"), ("", "Sin"), ("", "Pow"), ("com.microsoft", "EPContext")]
     assert {t.name for t in m.graph.initializer} == {"p", "b2"}   # the reference partition's constant; the override
     assert {o.domain: o.version for o in m.opset_import} == {"": 17, "com.microsoft": 1}
     assert {p.key: p.value for p in m.metadata_props} == {"who": "test"}
