@@ -14,8 +14,9 @@
 # off if the generation moved on, so a late worker never touches a later job's data, and the caller reuses a slot only
 # once no worker holds it. One job at a time: a call made while the pool is busy (another Python thread, or from inside
 # a task) runs inline on its caller. The thread count comes from the caller (_nthreads: omp_get_max_threads() read per
-# call, so threadpoolctl's limits apply, capped by intra_op_num_threads). After fork() the child starts its own
-# workers (threads do not survive fork). Workers are detached and live until the process exits.
+# call, so threadpoolctl's limits apply, capped by intra_op_num_threads). After fork() the child resets the pool
+# (pthread_atfork) and starts its own workers: threads do not survive fork, nor do the locks and claims they held.
+# Workers are detached and live until the process exits.
 
 cdef extern from *:
     """
@@ -23,7 +24,6 @@ cdef extern from *:
     #include <sched.h>
     #include <stdlib.h>
     #include <time.h>
-    #include <unistd.h>
     typedef void (*onnxep_task)(void* ctx, Py_ssize_t item, int tid);
     typedef struct {
         onnxep_task fn;
@@ -40,10 +40,9 @@ cdef extern from *:
         long gen;                        /* job generation (atomic); slot = gen & 1 */
         int sleepers;                    /* workers waiting on cv (atomic) */
         int nworkers;
-        pid_t pid;
-        long spin_ns;
+        long spin_ns;                    /* -1 until first use */
         onnxep_job slot[2];
-    } onnxep_pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, 0, -1};
+    } onnxep_pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, -1};
 
     #define ONNXEP_LOAD(p) __atomic_load_n(p, __ATOMIC_SEQ_CST)
     #define ONNXEP_STORE(p, v) __atomic_store_n(p, v, __ATOMIC_SEQ_CST)
@@ -100,16 +99,22 @@ cdef extern from *:
         }
         return NULL;
     }
+    /* In a forked child (pthread_atfork): the parent's workers are gone, with any lock, claim or wait they held. */
+    static void onnxep_pool_child(void) {
+        pthread_mutex_init(&onnxep_pool.busy, NULL);
+        pthread_mutex_init(&onnxep_pool.mu, NULL);
+        pthread_cond_init(&onnxep_pool.cv, NULL);
+        ONNXEP_STORE(&onnxep_pool.sleepers, 0);
+        ONNXEP_STORE(&onnxep_pool.slot[0].refs, 0);
+        ONNXEP_STORE(&onnxep_pool.slot[1].refs, 0);
+        onnxep_pool.nworkers = 0;
+    }
     /* Start workers up to `want` (under the busy lock). Returns how many there are. */
     static int onnxep_pool_grow(int want) {
-        pid_t pid = getpid();
-        if (onnxep_pool.pid != pid) {    /* first use, or a forked child: no workers here */
-            onnxep_pool.pid = pid;
-            onnxep_pool.nworkers = 0;
-            if (onnxep_pool.spin_ns < 0) {
-                const char* s = getenv("ONNXEP_SPIN_US");
-                onnxep_pool.spin_ns = (s && *s) ? atol(s) * 1000L : 200000L;
-            }
+        if (onnxep_pool.spin_ns < 0) {   /* first use */
+            const char* s = getenv("ONNXEP_SPIN_US");
+            onnxep_pool.spin_ns = (s && *s) ? atol(s) * 1000L : 200000L;
+            pthread_atfork(NULL, NULL, onnxep_pool_child);
         }
         while (onnxep_pool.nworkers < want) {
             pthread_t t;

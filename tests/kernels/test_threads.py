@@ -68,3 +68,46 @@ def test_pool_works_after_fork():
     got = os.read(r, 1)
     os.waitpid(pid, 0)
     assert got == b"1"
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+def test_fork_while_jobs_run_elsewhere():
+    """fork() while another thread keeps the pool busy: the child inherits workers' claims and locks of threads it
+    does not have; it must reset them and still compute (a hang here is the failure: each child gets 20 s)."""
+    import time
+    stop = threading.Event()
+
+    def busy():
+        while not stop.is_set():
+            _kernels.pool_selftest(20000, 2)
+
+    t = threading.Thread(target=busy)
+    t.start()
+    try:
+        for _ in range(5):
+            r, w = os.pipe()
+            pid = os.fork()
+            if pid == 0:
+                ok = False
+                try:
+                    out, _ = _kernels.pool_selftest(50000, 2)
+                    ok = bool(np.array_equal(out, np.arange(50000, dtype=np.int64) ** 2))
+                finally:
+                    os.write(w, b"1" if ok else b"0")
+                    os._exit(0)
+            os.close(w)
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline:
+                done, _ = os.waitpid(pid, os.WNOHANG)
+                if done:
+                    break
+                time.sleep(0.01)
+            else:
+                os.kill(pid, 9)
+                os.waitpid(pid, 0)
+                pytest.fail("the forked child hung in parallel_for")
+            assert os.read(r, 1) == b"1"
+            os.close(r)
+    finally:
+        stop.set()
+        t.join()
