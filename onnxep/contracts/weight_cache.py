@@ -15,8 +15,8 @@ kernel contract), so a process holds each shared weight once, packed, not also u
 and sessions given the same container -- that pack the same weight into the same format get the same buffers.
 
 Packed weights loaded from an EPContext blob (graph/epcontext.py) come without their original: `share_packed` files
-them under the key the blob recorded at export (format, content hash, dtype, shape) -- no hashing at load -- and a hit
-on such an entry is verified on the packed bytes instead (same format and same packed bytes: interchangeable).
+them under the key the blob recorded at export (format, content hash, dtype, shape) -- no hashing at load --, and
+hits are verified on the packed bytes as for any entry.
 """
 from __future__ import annotations
 
