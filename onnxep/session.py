@@ -207,7 +207,12 @@ class InferenceSession:
                 raise
             del ctx_nodes, exporter
         # plan
-        self._executor = Executor(plans, self._backends, [n for n, _ in graph.outputs], graph.constants,
+        # the executor keeps only the constants that are graph outputs: the plans hold what their kernels still read
+        # unpacked, and a pre-packed weight's original must not outlive compile (else every session pins an unpacked
+        # copy of its weights beside the packed one a shared container holds once)
+        consts = graph.constants
+        out_consts = {n: consts[n] for n, _ in graph.outputs if n in consts}
+        self._executor = Executor(plans, self._backends, [n for n, _ in graph.outputs], out_consts,
                                   {n: graph.initializers[n] for n, _ in graph.overridable})
         self._limit = _memory_limit()
         # graph_plan_free for every plan (kernels' release()) when the session goes away

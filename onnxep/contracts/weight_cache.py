@@ -8,13 +8,15 @@
 The buffers MUST come from the allocator given to prepack_weight (checked: Buffer.buft is that allocator).
 
 `PrePackedWeightsContainer` owns the shared data after the call. Key: (the kernel's packing format, a 64-bit content
-hash of the original weight, dtype, shape); on a key hit the original weights are compared byte for byte, so a hash
-collision can never hand out the wrong packed weight. Kernels in one session -- and sessions given the same
-container -- that pack the same weight into the same format get the same buffers.
+hash of the original weight, dtype, shape); on a key hit the packings are compared byte for byte -- the one held and
+the one the new kernel just made --, so a hash collision can never hand out the wrong packed weight (same format and
+same packed bytes: interchangeable). The container keeps no original weight: once packed, the original can go (the
+kernel contract), so a process holds each shared weight once, packed, not also unpacked. Kernels in one session --
+and sessions given the same container -- that pack the same weight into the same format get the same buffers.
 
 Packed weights loaded from an EPContext blob (graph/epcontext.py) come without their original: `share_packed` files
-them under the key the blob recorded at export (format, content hash, dtype, shape) -- no hashing at load -- and a hit
-on such an entry is verified on the packed bytes instead (same format and same packed bytes: interchangeable).
+them under the key the blob recorded at export (format, content hash, dtype, shape) -- no hashing at load --, and
+hits are verified on the packed bytes as for any entry.
 """
 from __future__ import annotations
 
@@ -80,14 +82,15 @@ class SharedPrePackedWeightCache:
 
 
 class _Entry:
-    __slots__ = ("format", "weight", "buffers", "users")
+    __slots__ = ("format", "buffers", "users")
 
-    def __init__(self, fmt, weight, buffers):
-        self.format, self.weight, self.buffers, self.users = fmt, weight, buffers, 0
+    def __init__(self, fmt, buffers):
+        self.format, self.buffers, self.users = fmt, buffers, 0
 
 
 class PrePackedWeightsContainer:
-    """Owns shared pre-packed weights, keyed by (format, content hash, dtype, shape), verified byte for byte.
+    """Owns shared pre-packed weights, keyed by (format, content hash, dtype, shape), hits verified byte for byte
+    on the packings.
 
     Thread-safe. One per session by default; pass one container to several sessions to pack and hold each identical
     weight once per process."""
@@ -109,12 +112,11 @@ class PrePackedWeightsContainer:
         with self._lock:
             chain = self._entries.setdefault(key, [])
             for e in chain:
-                # a hash hit is only a candidate: compare the originals, or the packings when the entry came from an
-                # EPContext blob without its original
-                same = _same_bytes(e.weight, weight) if e.weight is not None else _same_buffers(e.buffers, new)
-                if same:
+                # a hash hit is only a candidate: compare the packings (the held one and the one just made), which
+                # keeps no original weight alive for the comparison
+                if _same_buffers(e.buffers, new):
                     return self._hit(e, new)
-            return self._add(chain, fmt, weight, new)
+            return self._add(chain, fmt, new)
 
     def share_packed(self, fmt: str, key_hash: int, dtype: str, shape: tuple, buffers) -> tuple[Buffer, ...]:
         """Share `buffers`, a packing loaded from an EPContext blob, whose original weight (not at hand) had content
@@ -129,7 +131,7 @@ class PrePackedWeightsContainer:
                     # not freed: views of one blob, which other kernels of the blob may still be handing over (the
                     # blob's memory goes when its last view does)
                     return self._hit(e, ())
-            return self._add(chain, fmt, None, new)
+            return self._add(chain, fmt, new)
 
     def _hit(self, e, free):
         e.users += 1
@@ -139,8 +141,8 @@ class PrePackedWeightsContainer:
                 b.free_buffer()
         return e.buffers
 
-    def _add(self, chain, fmt, weight, new):
-        e = _Entry(fmt, weight, new)
+    def _add(self, chain, fmt, new):
+        e = _Entry(fmt, new)
         e.users = 1
         chain.append(e)
         self.misses += 1
@@ -161,13 +163,6 @@ class PrePackedWeightsContainer:
                     for b in e.buffers:
                         b.free_buffer()
             self._entries.clear()
-
-
-def _same_bytes(a: np.ndarray, b: np.ndarray) -> bool:
-    if a.shape != b.shape or a.dtype != b.dtype:
-        return False
-    return _equal_u8(np.ascontiguousarray(a).reshape(-1).view(np.uint8),
-                     np.ascontiguousarray(b).reshape(-1).view(np.uint8))
 
 
 def _equal_u8(a: np.ndarray, b: np.ndarray, chunk: int = 1 << 22) -> bool:

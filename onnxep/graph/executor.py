@@ -53,7 +53,7 @@ class Executor:
     def __init__(self, plans, backends, graph_outputs, constants, overridable):
         self.plans = plans
         self.backends = backends              # device name -> Backend
-        self.constants = constants            # non-overridable initializers (read by graph outputs or reference)
+        self.constants = constants            # non-overridable initializers that are graph outputs
         self.overridable = overridable        # name -> default array
         producer = {}
         for i, p in enumerate(plans):

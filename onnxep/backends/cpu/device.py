@@ -23,7 +23,7 @@ class KernelInfo:
     attrs: dict
     input_types: tuple
     output_types: tuple
-    constants: dict        # index -> array, constant inputs (before pre-packing)
+    constants: dict        # index -> array, constant inputs; an input's entry is removed once it is pre-packed
 
 
 class CpuDevice(Device):
@@ -109,6 +109,11 @@ class CpuBackend(Backend):
                     packed |= prepack_kernel(kernel, {j: op.constants[j] for j in loaded.repack_for(i)}, ctx, record)
                 prepacked.update({(i, j): r for j, r in record.items()})
                 steps[-1][3] = frozenset(packed)
+                # the kernel contract: once packed, the runtime drops the original (compute cannot read it). The
+                # info's constants would otherwise pin every unpacked weight for the session's lifetime, beside the
+                # (shared) packed copy
+                for j in packed:
+                    info.constants.pop(j, None)
                 for j, x in enumerate(node.inputs):
                     if x and x in partition.constants and j not in packed:
                         constants[x] = partition.constants[x]

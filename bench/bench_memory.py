@@ -1,0 +1,200 @@
+"""Memory of onnxep beside onnxruntime (CPUExecutionProvider): peak RSS while running, and the RSS a second session of
+the same model adds, with and without a shared PrePackedWeightsContainer. Every number comes from a fresh process.
+
+    python bench/bench_memory.py [MODEL.onnx ...] [--threads 2] [--repeat 3] [--only resnet50 vgg19]
+
+Models: the nine light model-zoo models inside the onnx wheel (onnx/backend/test/data/light), or the paths given.
+Both libraries run with intra_op_num_threads = --threads (default 2). Each cell is the median over --repeat fresh
+processes; the processes of one model run one at a time, interleaved between the libraries and modes.
+
+Table 1, peak RSS (one process per library: import the library and numpy, read the RSS -- the baseline --, create
+the session, run 5 times on random inputs, read the peak):
+  onnxep MB / ort MB    peak RSS of the process, `resource.getrusage(RUSAGE_SELF).ru_maxrss` (imports included)
+  ratio                 onnxep peak / onnxruntime peak (issue 5's target: <= 1)
+  +onnxep MB / +ort MB  peak minus the baseline RSS read right after the imports (what the session and its runs add)
+  ratio+                the same ratio on the increases
+
+Table 2, RSS added by a second session of the same model (one process per cell: create session 1, run it once, read
+the RSS from /proc/self/statm; create session 2, run it once, read the RSS again). Cells are that increase as a
+fraction of the model's weight bytes ("weights MB": initializers plus the outputs of Constant / ConstantOfShape nodes
+fed by constants -- the light models make their weights with ConstantOfShape, so their initializers alone are a few
+KB):
+  ort                   onnxruntime, two plain sessions (its Python API has no pre-packed weights container)
+  onnxep                two onnxep sessions, each with its own container (the default)
+  onnxep shared         both sessions given one `onnxep.PrePackedWeightsContainer()` (issue 5's target: <= 0.10)
+  (trim) columns        the same, with glibc's `malloc_trim(0)` called (after gc.collect()) before each RSS read: what
+                        the process still holds, without the freed heap pages glibc keeps for reuse
+  pool MB               onnxep's per-session activation pool (HostBlockPool.pooled) after one run -- part of what a
+                        second session adds whatever the container shares
+Not a test: nothing here is asserted.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)  # this checkout's onnxep first
+
+import numpy as np  # noqa: E402
+import onnx  # noqa: E402
+from onnx import numpy_helper  # noqa: E402
+
+from onnxep._bench import light_models  # noqa: E402
+
+CHILD = r"""
+import ctypes, gc, json, os, resource, sys
+lib, path, threads, mode, root = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
+sys.path.insert(0, root)
+import numpy as np
+if lib == "onnxep":
+    import onnxep as rt
+else:
+    import onnxruntime as rt
+
+PAGE = os.sysconf("SC_PAGE_SIZE")
+trim = mode.endswith("-trim")
+libc = ctypes.CDLL("libc.so.6") if trim else None
+
+def rss():
+    if trim:
+        gc.collect()
+        libc.malloc_trim(0)
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * PAGE
+
+def session(container=None):
+    so = rt.SessionOptions()
+    so.intra_op_num_threads = threads
+    if lib == "onnxep":
+        return rt.InferenceSession(path, so, prepacked_weights_container=container)
+    so.log_severity_level = 3
+    return rt.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+
+def feeds(sess):
+    rng = np.random.default_rng(0)
+    types = {"tensor(float)": np.float32, "tensor(double)": np.float64, "tensor(int64)": np.int64,
+             "tensor(int32)": np.int32}
+    out = {}
+    for i in sess.get_inputs():
+        shape = [d if isinstance(d, int) else 1 for d in (i.shape or [])]
+        out[i.name] = rng.standard_normal(shape).astype(types[i.type])
+    return out
+
+base = rss()
+if mode == "peak":
+    s = session()
+    f = feeds(s)
+    for _ in range(5):
+        s.run(None, f)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024   # KiB on Linux
+    print(json.dumps({"base": base, "peak": peak}))
+else:
+    c = rt.PrePackedWeightsContainer() if mode.startswith("shared") else None
+    s1 = session(c)
+    f = feeds(s1)
+    s1.run(None, f)
+    r1 = rss()
+    s2 = session(c)
+    s2.run(None, f)
+    r2 = rss()
+    out = {"added": r2 - r1}
+    if lib == "onnxep":
+        out["pool"] = s2._pool.pooled
+        if c is not None:
+            out["container"] = c.nbytes
+    print(json.dumps(out))
+"""
+
+SECOND_MODES = [("ort", "plain"), ("onnxep", "plain"), ("onnxep", "shared"),
+                ("ort", "plain-trim"), ("onnxep", "plain-trim"), ("onnxep", "shared-trim")]
+
+
+def _child(lib, path, threads, mode) -> dict:
+    r = subprocess.run([sys.executable, "-c", CHILD, lib, path, str(threads), mode, ROOT], capture_output=True,
+                       text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"{lib} {mode} on {path} failed:\n{r.stderr[-2000:]}")
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def weight_bytes(path) -> int:
+    """Initializers plus the outputs of Constant nodes and of ConstantOfShape nodes whose shape is a constant."""
+    g = onnx.load(path).graph
+    consts = {t.name: numpy_helper.to_array(t) for t in g.initializer}
+    total = sum(a.nbytes for a in consts.values())
+    for n in g.node:
+        if n.op_type == "Constant":
+            for a in n.attribute:
+                if a.name == "value":
+                    v = numpy_helper.to_array(a.t)
+                    consts[n.output[0]] = v
+                    total += v.nbytes
+        elif n.op_type == "ConstantOfShape" and n.input[0] in consts:
+            value = next((numpy_helper.to_array(a.t) for a in n.attribute if a.name == "value"),
+                         np.zeros(1, np.float32))
+            total += int(np.prod(consts[n.input[0]], dtype=np.int64)) * value.dtype.itemsize
+    return total
+
+
+def _med(rows, key):
+    vals = [r[key] for r in rows if key in r]
+    return statistics.median(vals) if vals else float("nan")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("models", nargs="*", help="model paths (default: the light models inside the onnx wheel)")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--only", nargs="*", help="light model names (e.g. resnet50 vgg19)")
+    ap.add_argument("--skip", nargs="*", default=[], choices=["peak", "second"])
+    args = ap.parse_args()
+    models = args.models or light_models()
+    if args.only:
+        models = [p for p in models if any(os.path.basename(p) in (f"light_{n}.onnx", n, f"{n}.onnx")
+                                           for n in args.only)]
+    import onnxruntime
+    import onnxep
+    from onnxep import _kernels
+    mb = 1e6
+    print(f"onnxep {onnxep.__version__} (ISA {_kernels.ISA}) vs onnxruntime {onnxruntime.__version__}; "
+          f"{args.threads} thread(s); median of {args.repeat} fresh processes per cell; MB = 1e6 bytes")
+    if "peak" not in args.skip:
+        print("\npeak RSS (create + 5 runs); + = increase over the RSS right after the imports")
+        print(f"{'model':<22}{'onnxep MB':>10}{'ort MB':>9}{'ratio':>7}{'+onnxep MB':>12}{'+ort MB':>9}{'ratio+':>8}")
+        for path in models:
+            rows = {"onnxep": [], "ort": []}
+            for _ in range(args.repeat):
+                for lib in rows:
+                    rows[lib].append(_child(lib, path, args.threads, "peak"))
+            for r in rows["onnxep"] + rows["ort"]:
+                r["inc"] = r["peak"] - r["base"]
+            po, pr = _med(rows["onnxep"], "peak"), _med(rows["ort"], "peak")
+            io, ir = _med(rows["onnxep"], "inc"), _med(rows["ort"], "inc")
+            name = os.path.splitext(os.path.basename(path))[0]
+            print(f"{name:<22}{po / mb:>10.1f}{pr / mb:>9.1f}{po / pr:>7.2f}{io / mb:>12.1f}{ir / mb:>9.1f}"
+                  f"{io / ir:>8.2f}", flush=True)
+    if "second" not in args.skip:
+        print("\nRSS added by a second session of the same model (create + 1 run), / weight bytes; (trim): after "
+              "gc.collect() + malloc_trim(0)")
+        print(f"{'model':<22}{'weights MB':>11}{'ort':>7}{'onnxep':>8}{'shared':>8}{'ort(trim)':>11}"
+              f"{'onnxep(trim)':>14}{'shared(trim)':>14}{'pool MB':>9}{'container MB':>14}")
+        for path in models:
+            w = weight_bytes(path)
+            rows = {m: [] for m in SECOND_MODES}
+            for _ in range(args.repeat):
+                for lib, mode in SECOND_MODES:
+                    rows[(lib, mode)].append(_child(lib, path, args.threads, mode))
+            f = [_med(rows[m], "added") / w for m in SECOND_MODES]
+            pool = _med(rows[("onnxep", "shared")], "pool")
+            cont = _med(rows[("onnxep", "shared")], "container")
+            name = os.path.splitext(os.path.basename(path))[0]
+            print(f"{name:<22}{w / mb:>11.1f}{f[0]:>7.2f}{f[1]:>8.2f}{f[2]:>8.2f}{f[3]:>11.2f}{f[4]:>14.2f}"
+                  f"{f[5]:>14.2f}{pool / mb:>9.1f}{cont / mb:>14.1f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,102 @@
+"""Sessions given one PrePackedWeightsContainer share their packed weights, and no session keeps the unpacked original
+of a weight it packed (the kernel contract: once packed, the runtime drops the original). Deterministic accounting
+only -- object identity, buffer addresses, the container's held bytes, the arrays reachable from a session -- never
+RSS or timing."""
+import gc
+import types
+
+import numpy as np
+from onnx import helper
+
+import onnxep
+from tests._util import make_model
+
+RNG = np.random.default_rng(7)
+W_CONV = RNG.standard_normal((16, 8, 3, 3)).astype(np.float32)
+W_GEMM = RNG.standard_normal((16 * 6 * 6, 10)).astype(np.float32)
+X = RNG.standard_normal((1, 8, 8, 8)).astype(np.float32)
+
+
+def _model():
+    nodes = [helper.make_node("Conv", ["X", "W"], ["c"], name="conv"),
+             helper.make_node("Relu", ["c"], ["r"], name="relu"),
+             helper.make_node("Flatten", ["r"], ["f"], name="flatten"),
+             helper.make_node("Gemm", ["f", "B"], ["Y"], name="gemm")]
+    return make_model(nodes, {"X": X}, ["Y"], initializers={"W": W_CONV, "B": W_GEMM}).SerializeToString()
+
+
+def _packed_arrays(sess):
+    """(node name, input index) -> the packed array the kernel computes with."""
+    out = {}
+    for plan in sess.plans:
+        for kernel, _ins, _outs, packed, _frees, name, _op in getattr(plan, "steps", ()):
+            for j in packed:
+                out[(name, j)] = kernel.packed(j)
+    return out
+
+
+def _addr(a):
+    return a.__array_interface__["data"][0]
+
+
+def _reachable_arrays(root, skip=()):
+    """Every numpy array reachable from `root` through object references (and array bases), not entering `skip`,
+    modules, classes or functions."""
+    seen, todo, arrays = {id(s) for s in skip}, [root], []
+    while todo:
+        o = todo.pop()
+        if id(o) in seen or isinstance(o, (types.ModuleType, type, types.FunctionType, types.BuiltinFunctionType)):
+            continue
+        seen.add(id(o))
+        if isinstance(o, np.ndarray):
+            arrays.append(o)
+            if o.base is not None:
+                todo.append(o.base)
+        todo.extend(gc.get_referents(o))
+    return arrays
+
+
+def _holds_copy_of(arrays, w):
+    wb = w.reshape(-1).view(np.uint8)
+    return [a for a in arrays if isinstance(a, np.ndarray) and a.nbytes == w.nbytes and a.dtype != object
+            and np.array_equal(np.ascontiguousarray(a).reshape(-1).view(np.uint8), wb)]
+
+
+def test_sessions_given_one_container_compute_with_the_same_packed_buffers():
+    c = onnxep.PrePackedWeightsContainer()
+    s1 = onnxep.InferenceSession(_model(), prepacked_weights_container=c)
+    y1 = s1.run(None, {"X": X})[0]
+    held, entries, misses = c.nbytes, len(c), c.misses
+    p1 = _packed_arrays(s1)
+    assert len(p1) >= 2 and held > 0            # the conv and the gemm weights are packed
+    s2 = onnxep.InferenceSession(_model(), prepacked_weights_container=c)
+    y2 = s2.run(None, {"X": X})[0]
+    p2 = _packed_arrays(s2)
+    assert p2.keys() == p1.keys()
+    for k in p1:                                 # the same memory, not equal copies
+        assert _addr(p2[k]) == _addr(p1[k]) and p2[k].nbytes == p1[k].nbytes
+    # the second session added nothing to the container: its packings were hits, their buffers freed
+    assert (c.nbytes, len(c), c.misses) == (held, entries, misses)
+    assert c.hits >= len(p1)
+    np.testing.assert_array_equal(y1, y2)
+
+
+def test_own_containers_do_not_share():
+    s1 = onnxep.InferenceSession(_model())
+    s2 = onnxep.InferenceSession(_model())
+    p1, p2 = _packed_arrays(s1), _packed_arrays(s2)
+    assert p1.keys() == p2.keys() and all(_addr(p1[k]) != _addr(p2[k]) for k in p1)
+
+
+def test_session_keeps_no_unpacked_copy_of_a_packed_weight():
+    # neither the sessions nor the container they share keep the original of a packed weight (the container verifies
+    # a hash hit on the packings), with a shared container and with each session's own
+    shared = onnxep.PrePackedWeightsContainer()
+    sessions = [onnxep.InferenceSession(_model(), prepacked_weights_container=shared) for _ in range(2)]
+    sessions.append(onnxep.InferenceSession(_model()))
+    for s in sessions:
+        s.run(None, {"X": X})
+        arrays = _reachable_arrays(s)                           # the session's container included
+        assert any(a.nbytes >= W_GEMM.nbytes for a in arrays)    # the walk does reach the packed buffers
+        for w in (W_CONV, W_GEMM):
+            assert _holds_copy_of(arrays, w) == []
