@@ -20,6 +20,7 @@ The default (no registration) is an aligned host allocator backed by numpy.
 """
 from __future__ import annotations
 
+import bisect
 import ctypes
 import sys
 import threading
@@ -78,13 +79,18 @@ class HostBlockPool:
     """Host blocks kept across runs of one session and handed out again once nothing references them (CPython's
     reference count of the block is the proof: every array carved from a block holds a reference to it). Without it,
     every run's large activations are fresh mmaps whose pages the kernel faults in and zeroes again (measured ~4% of
-    a ResNet-50 run). Blocks are matched by exact size (static-shape models ask for the same sizes every run); at most
-    `limit` bytes are pooled, beyond that blocks are plain allocations."""
+    a ResNet-50 run). A request takes a free block of its exact size, else the smallest free block of up to
+    BEST_FIT times its size (models with many activation sizes -- DenseNet, Inception -- would otherwise keep a block
+    per size), else a new block; static-shape models then make the same choices every run. At most `limit` bytes are
+    pooled, beyond that blocks are plain allocations."""
+
+    BEST_FIT = 2.0
 
     def __init__(self, limit: int = 1 << 30):
         self.limit = limit
         self.pooled = 0
-        self._free = {}                    # size -> [block]
+        self._free = {}                    # size -> [(block, aligned start)]
+        self._sizes = []                   # the sizes of _free, sorted
         self._lock = threading.Lock()
 
     def take(self, size: int) -> np.ndarray:
@@ -95,10 +101,20 @@ class HostBlockPool:
                 for block, start in entries:
                     if sys.getrefcount(block) == 3:    # the entry, `block`, getrefcount's argument: no view alive
                         return block[start:start + size]
+            sizes = self._sizes
+            i = bisect.bisect_right(sizes, size)
+            while i < len(sizes) and sizes[i] <= size * self.BEST_FIT:
+                for block, start in self._free[sizes[i]]:
+                    if sys.getrefcount(block) == 3:
+                        return block[start:start + size]
+                i += 1
             block = np.empty(size + HOST_ALIGNMENT, dtype=np.uint8)
             start = -address_of(block) % HOST_ALIGNMENT
             if self.pooled + block.nbytes <= self.limit:
-                self._free.setdefault(size, []).append((block, start))
+                if size not in self._free:
+                    bisect.insort(sizes, size)
+                    self._free[size] = []
+                self._free[size].append((block, start))
                 self.pooled += block.nbytes
             return block[start:start + size]
 

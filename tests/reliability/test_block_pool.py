@@ -2,7 +2,7 @@
 
 Oracles: numpy (the expected values) and the pool's own bookkeeping (how many bytes it holds)."""
 import numpy as np
-from onnx import helper
+from onnx import TensorProto, helper, numpy_helper
 
 import onnxep
 from onnxep.contracts.allocator import HostBlockPool
@@ -57,3 +57,49 @@ def test_pool_limit_bounds_what_it_holds():
     pool = HostBlockPool(limit=4096)
     blocks = [pool.take(1000) for _ in range(10)]
     assert pool.pooled <= 4096 and all(len(b) == 1000 for b in blocks)
+
+
+def test_smaller_request_takes_the_smallest_free_block_up_to_best_fit():
+    """A request with no free block of its size takes the smallest free block of at most BEST_FIT times its size
+    (the pool then holds fewer blocks for models with many activation sizes), never a busy one, never a far larger
+    one; the view has the requested length and is aligned."""
+    pool = HostBlockPool()
+    big = pool.take(4000)
+    mid = pool.take(1500)
+    far = pool.take(100000)
+    addr = {id(v): v.__array_interface__["data"][0] for v in (big, mid, far)}
+    a_big, a_mid, a_far = addr[id(big)], addr[id(mid)], addr[id(far)]
+    del big, mid, far
+    held = pool.pooled
+    v = pool.take(1000)                          # 1500 and 4000 are free: 1500 is the smallest within 2x
+    assert len(v) == 1000 and v.__array_interface__["data"][0] == a_mid and a_mid % 64 == 0
+    w = pool.take(1000)                          # 1500 busy now, 4000 > 2 x 1000: a new block
+    assert w.__array_interface__["data"][0] not in (a_mid, a_big, a_far) and pool.pooled > held
+    u = pool.take(2500)                          # 4000 is within 2 x 2500
+    assert u.__array_interface__["data"][0] == a_big
+    t = pool.take(40000)                         # 100000 is more than 2 x 40000: not taken
+    assert t.__array_interface__["data"][0] != a_far
+
+
+def test_best_fit_reuse_shrinks_a_many_sized_model_pool():
+    """A chain of shrinking activations keeps fewer pooled bytes than one block per size would (oracle: the sum of
+    the distinct sizes it asked for), and results stay exact (numpy)."""
+    n = 8
+    sizes = [4096 - 256 * i for i in range(n)]
+    nodes, inits = [], []
+    prev = "x"
+    for i, sz in enumerate(sizes[1:]):
+        nodes.append(helper.make_node("Slice", [prev, f"s{i}", f"e{i}"], [f"t{i}"]))
+        inits += [numpy_helper.from_array(np.array([0], np.int64), f"s{i}"),
+                  numpy_helper.from_array(np.array([sz], np.int64), f"e{i}")]
+        nodes.append(helper.make_node("Relu", [f"t{i}"], [f"r{i}"]))
+        prev = f"r{i}"
+    g = helper.make_graph(nodes, "shrink", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [sizes[0]])],
+                          [helper.make_tensor_value_info(prev, TensorProto.FLOAT, [sizes[-1]])], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    sess = onnxep.InferenceSession(m.SerializeToString())
+    x = np.linspace(-1, 1, sizes[0]).astype(np.float32)
+    for _ in range(3):
+        y = sess.run(None, {"x": x})[0]
+    np.testing.assert_array_equal(y, np.maximum(x[:sizes[-1]], 0))
+    assert sess._pool.pooled < sum(4 * s for s in sizes[1:])
