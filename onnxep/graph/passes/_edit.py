@@ -37,6 +37,11 @@ def reads(node: Node) -> list:
     return out
 
 
+def producers(graph: Graph) -> dict:
+    """value name -> the node of `graph` that writes it."""
+    return {o: n for n in graph.nodes for o in n.outputs if o}
+
+
 def consumer_counts(graph: Graph) -> dict:
     """name -> how many node inputs (and subgraph references) read it; graph outputs count as one more reader."""
     counts: dict = {}

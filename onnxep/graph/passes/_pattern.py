@@ -8,6 +8,12 @@ from onnxep.graph.ir import Graph
 from onnxep.graph.passes._edit import drop_unused_initializers, reads
 
 
+def keeps_any(ctx, ops) -> bool:
+    """Whether the session forces any of `ops` onto the reference backend (ctx.keep_ops): a fusion of them must
+    leave the graph as it is."""
+    return ctx is not None and bool(ctx.keep_ops & set(ops))
+
+
 def consumers(graph: Graph) -> dict:
     """name -> [nodes reading it] (subgraph references count, so a value a subgraph uses is never fused away)."""
     out: dict = {}

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from onnxep.graph.ir import Graph
-from onnxep.graph.passes._edit import Names, absorb, consumer_counts, remove_nodes
+from onnxep.graph.passes._edit import Names, absorb, consumer_counts, producers, remove_nodes
 
 
 def per_channel(value: np.ndarray, channels: int, rank: int):
@@ -72,7 +72,7 @@ def _affine(node, consts, cout, rank):
 def fuse_conv_affine(graph: Graph, ctx=None) -> Graph:
     consts = graph.constants
     counts = consumer_counts(graph)
-    producer = {o: n for n in graph.nodes for o in n.outputs if o}
+    producer = producers(graph)
     names = Names(graph)
     drop = set()
     for node in graph.nodes:

@@ -15,9 +15,9 @@ from __future__ import annotations
 import numpy as np
 
 from onnxep.graph.ir import Graph
-from onnxep.graph.passes._edit import INTERNAL_DOMAIN, Names, make_node
-from onnxep.graph.passes._pattern import (consumers, default_op, is_f32, only_consumer, other_input, replace_nodes,
-                                          scalar_const)
+from onnxep.graph.passes._edit import INTERNAL_DOMAIN, Names, make_node, producers
+from onnxep.graph.passes._pattern import (consumers, default_op, is_f32, keeps_any, only_consumer, other_input,
+                                          replace_nodes, scalar_const)
 
 
 def _axes(node, consts):
@@ -100,11 +100,10 @@ def _match(sub, graph, consts, producer, cons, outputs):
 
 
 def fuse_layernorm(graph: Graph, ctx=None) -> Graph:
-    keep = ctx.keep_ops if ctx is not None else frozenset()
-    if keep & {"ReduceMean", "Sub", "Pow", "Add", "Sqrt", "Div", "Mul"}:
+    if keeps_any(ctx, {"ReduceMean", "Sub", "Pow", "Add", "Sqrt", "Div", "Mul"}):
         return graph
     consts = graph.constants
-    producer = {o: n for n in graph.nodes for o in n.outputs if o}
+    producer = producers(graph)
     cons = consumers(graph)
     outputs = {n for n, _ in graph.outputs}
     names = Names(graph)

@@ -13,7 +13,8 @@ import numpy as np
 
 from onnxep.graph.ir import Graph
 from onnxep.graph.passes._edit import INTERNAL_DOMAIN, Names, make_node
-from onnxep.graph.passes._pattern import consumers, default_op, is_f32, only_consumer, other_input, replace_nodes
+from onnxep.graph.passes._pattern import (consumers, default_op, is_f32, keeps_any, only_consumer, other_input,
+                                          replace_nodes)
 
 
 def _bias_vector(v, n, out_rank):
@@ -65,8 +66,7 @@ def _gemm_as_matmul(graph, gemm, consts):
 
 
 def fuse_matmul_bias(graph: Graph, ctx=None) -> Graph:
-    keep = ctx.keep_ops if ctx is not None else frozenset()
-    if keep & {"MatMul", "Gemm", "Add", "Relu"}:
+    if keeps_any(ctx, {"MatMul", "Gemm", "Add", "Relu"}):
         return graph
     consts = graph.constants
     cons = consumers(graph)

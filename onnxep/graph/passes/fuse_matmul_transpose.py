@@ -13,8 +13,9 @@ input is read by the pattern only."""
 from __future__ import annotations
 
 from onnxep.graph.ir import Graph
-from onnxep.graph.passes._edit import INTERNAL_DOMAIN, Names, make_node
-from onnxep.graph.passes._pattern import consumers, default_op, is_f32, only_consumer, other_input, replace_nodes
+from onnxep.graph.passes._edit import INTERNAL_DOMAIN, Names, make_node, producers
+from onnxep.graph.passes._pattern import (consumers, default_op, is_f32, keeps_any, only_consumer, other_input,
+                                          replace_nodes)
 
 
 def _perm(node, rank):
@@ -23,11 +24,10 @@ def _perm(node, rank):
 
 
 def fuse_matmul_transpose(graph: Graph, ctx=None) -> Graph:
-    keep = ctx.keep_ops if ctx is not None else frozenset()
-    if keep & {"MatMul", "Transpose", "Mul", "Div"}:
+    if keeps_any(ctx, {"MatMul", "Transpose", "Mul", "Div"}):
         return graph
     consts = graph.constants
-    producer = {o: n for n in graph.nodes for o in n.outputs if o}
+    producer = producers(graph)
     cons = consumers(graph)
     outputs = {n for n, _ in graph.outputs}
     names = Names(graph)

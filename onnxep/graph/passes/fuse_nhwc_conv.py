@@ -9,7 +9,7 @@ Only when the conv's output has no other reader (and is not a graph output)."""
 from __future__ import annotations
 
 from onnxep.graph.ir import Graph
-from onnxep.graph.passes._edit import INTERNAL_DOMAIN, consumer_counts, node_proto
+from onnxep.graph.passes._edit import INTERNAL_DOMAIN, consumer_counts, node_proto, producers
 
 
 def _fusable_conv(node, counts, x) -> bool:
@@ -51,7 +51,7 @@ def fuse_nhwc_conv(graph: Graph, ctx=None) -> Graph:
     counts = consumer_counts(graph)
     consts = graph.constants
     vt = graph.value_types
-    producer = {o: n for n in graph.nodes for o in n.outputs if o}
+    producer = producers(graph)
     out = []
     for node in graph.nodes:
         if node.domain == "" and node.op_type in ("Add", "Sum") and len(node.inputs) == 2 and all(node.inputs):

@@ -7,8 +7,8 @@ same thing)."""
 from __future__ import annotations
 
 from onnxep.graph.ir import Graph
-from onnxep.graph.passes._edit import INTERNAL_DOMAIN, Names, make_node
-from onnxep.graph.passes._pattern import consumers, default_op, is_f32, only_consumer, replace_nodes
+from onnxep.graph.passes._edit import INTERNAL_DOMAIN, Names, make_node, producers
+from onnxep.graph.passes._pattern import consumers, default_op, is_f32, keeps_any, only_consumer, replace_nodes
 
 
 def _known(graph, name):
@@ -36,10 +36,9 @@ def _last_axis(sm, rank) -> bool:
 
 
 def fuse_softmax_mask(graph: Graph, ctx=None) -> Graph:
-    keep = ctx.keep_ops if ctx is not None else frozenset()
-    if keep & {"Add", "Softmax"}:
+    if keeps_any(ctx, {"Add", "Softmax"}):
         return graph
-    producer = {o: n for n in graph.nodes for o in n.outputs if o}
+    producer = producers(graph)
     cons = consumers(graph)
     outputs = {n for n, _ in graph.outputs}
     names = Names(graph)
