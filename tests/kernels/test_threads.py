@@ -50,31 +50,48 @@ def test_concurrent_callers():
     assert not errors
 
 
-@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
-def test_pool_works_after_fork():
-    """Workers do not survive fork(): the child starts its own and still computes every item."""
-    _kernels.pool_selftest(100000, 2)          # the parent's workers exist
+def _forked_child_computes(n: int, timeout: float = 20.0) -> bool:
+    """Fork; the child runs pool_selftest(n, 2) and reports whether every item came out right. A child still running
+    after `timeout` seconds (hung in parallel_for) is killed and counts as a failure."""
+    import time
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:                               # child
         ok = False
         try:
-            out, tids = _kernels.pool_selftest(100000, 2)
-            ok = bool(np.array_equal(out, np.arange(100000, dtype=np.int64) ** 2))
+            out, _ = _kernels.pool_selftest(n, 2)
+            ok = bool(np.array_equal(out, np.arange(n, dtype=np.int64) ** 2))
         finally:
             os.write(w, b"1" if ok else b"0")
             os._exit(0)
     os.close(w)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        time.sleep(0.01)
+    else:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        os.close(r)
+        return False
     got = os.read(r, 1)
-    os.waitpid(pid, 0)
-    assert got == b"1"
+    os.close(r)
+    return got == b"1"
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+def test_pool_works_after_fork():
+    """Workers do not survive fork(): the child starts its own and still computes every item."""
+    _kernels.pool_selftest(100000, 2)          # the parent's workers exist
+    assert _forked_child_computes(100000)
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
 def test_fork_while_jobs_run_elsewhere():
     """fork() while another thread keeps the pool busy: the child inherits workers' claims and locks of threads it
     does not have; it must reset them and still compute (a hang here is the failure: each child gets 20 s)."""
-    import time
     stop = threading.Event()
 
     def busy():
@@ -85,29 +102,7 @@ def test_fork_while_jobs_run_elsewhere():
     t.start()
     try:
         for _ in range(5):
-            r, w = os.pipe()
-            pid = os.fork()
-            if pid == 0:
-                ok = False
-                try:
-                    out, _ = _kernels.pool_selftest(50000, 2)
-                    ok = bool(np.array_equal(out, np.arange(50000, dtype=np.int64) ** 2))
-                finally:
-                    os.write(w, b"1" if ok else b"0")
-                    os._exit(0)
-            os.close(w)
-            deadline = time.monotonic() + 20
-            while time.monotonic() < deadline:
-                done, _ = os.waitpid(pid, os.WNOHANG)
-                if done:
-                    break
-                time.sleep(0.01)
-            else:
-                os.kill(pid, 9)
-                os.waitpid(pid, 0)
-                pytest.fail("the forked child hung in parallel_for")
-            assert os.read(r, 1) == b"1"
-            os.close(r)
+            assert _forked_child_computes(50000), "the forked child failed or hung in parallel_for"
     finally:
         stop.set()
         t.join()
