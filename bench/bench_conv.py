@@ -5,7 +5,7 @@
 Each model is one Conv node built with onnx.helper, weights and bias as initializers (so both libraries pre-pack).
 For every thread count and shape: both sessions are created, checked to agree with each other, warmed up, then timed in
 alternating rounds (onnxep, pause, onnxruntime, pause, ...) so machine noise hits both alike; a round is the median
-latency of `runs` calls, and the table shows the median over `repeat` rounds. A short pause between libraries lets
+latency of `runs` calls after a few untimed ones, and the table shows the median over `repeat` rounds. A short pause between libraries lets
 OpenMP / onnxruntime worker threads stop spinning. Not a test: nothing about speed is asserted.
 Columns: onnxep ms, ort ms, ratio onnxep/ort (< 1: onnxep faster), GFLOP/s of each (2 * MACs / time).
 """
@@ -35,7 +35,7 @@ SHAPES = [
     ("conv1x1 1x256x56x56->64", (1, 256, 56, 56), (64, 256, 1, 1), {}),
     ("conv7x7 s2 1x3x224x224->64 p3", (1, 3, 224, 224), (64, 3, 7, 7), {"pads": [3, 3, 3, 3], "strides": [2, 2]}),
 ]
-PAUSE = 0.05   # seconds between libraries (worker threads stop spinning)
+PAUSE = 0.15  # seconds between libraries: onnxruntime 1.32 workers were seen spinning ~45 ms after a run
 
 
 def conv_out_shape(xs, ws, attrs):
@@ -65,7 +65,12 @@ def conv_flops(xs, ws, ys):
     return 2.0 * np.prod(ys) * np.prod(ws[1:])
 
 
-def _round(sess, feeds, runs):
+def _round(sess, feeds, runs, warm=5):
+    """Median latency of `runs` calls, after `warm` untimed ones: the pause before a round lets the machine cool
+    (idle vCPUs halt, clocks drop, a library's sleeping workers need a wake-up), and both libraries get the same
+    re-warm."""
+    for _ in range(warm):
+        sess.run(None, feeds)
     ts = []
     for _ in range(runs):
         t0 = time.perf_counter()
