@@ -21,6 +21,7 @@ from onnxep.errors import InvalidArgument
 from onnxep.graph import epcontext
 from onnxep.graph import model as model_mod
 from onnxep.graph.executor import Executor, RunContext
+from onnxep.graph.planner import ArenaPlanner
 from onnxep.graph.ir import ValueType
 from onnxep.graph.partition import partition as make_partitions
 from onnxep.graph.passes import optimize
@@ -212,8 +213,11 @@ class InferenceSession:
         # copy of its weights beside the packed one a shared container holds once)
         consts = graph.constants
         out_consts = {n: consts[n] for n, _ in graph.outputs if n in consts}
+        # memory: with enable_mem_pattern (onnxruntime's name, on by default) each input signature's first run is
+        # recorded and later ones take their activations from one planned arena (graph/planner.py)
+        memory = ArenaPlanner(self._backends[CPU_DEVICE.name]) if so.enable_mem_pattern else None
         self._executor = Executor(plans, self._backends, [n for n, _ in graph.outputs], out_consts,
-                                  {n: graph.initializers[n] for n, _ in graph.overridable})
+                                  {n: graph.initializers[n] for n, _ in graph.overridable}, memory)
         self._limit = _memory_limit()
         # graph_plan_free for every plan (kernels' release()) when the session goes away
         self._finalizer = weakref.finalize(self, _free_plans, self._backends, plans)

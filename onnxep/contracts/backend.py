@@ -173,6 +173,10 @@ class Device:
 class Backend:
     """ggml_backend for host memory. Subclasses implement the graph plan members."""
 
+    #: True when graph_plan_compute reports each kernel's reads and writes to `run_ctx.recorder` itself (the memory
+    #: planner then sees lifetimes per kernel); otherwise the executor reports the plan as one step.
+    records_steps = False
+
     def __init__(self, device: Device, stream: Stream):
         self.device = device
         self.stream = stream

@@ -37,6 +37,11 @@ class Kernel:
     ort_version_supported: int = API_VERSION
     #: Must be 0; reserved for the runtime (OrtKernelImpl::flags).
     flags: int = 0
+    #: (output index, input index) pairs where the output may take the input's memory when nothing reads the input
+    #: after this node (onnxruntime's KernelDefBuilder::MayInplace): the kernel reads each element of that input
+    #: before it writes the same element of the output, and nothing else. The memory planner (graph/planner.py) uses
+    #: it; a kernel must compute correctly whether or not the two share memory.
+    inplace: tuple = ()
 
     def compute(self, ctx: "KernelContext") -> None:
         """Run the kernel: read inputs from `ctx`, write outputs to `ctx` (required)."""

@@ -10,19 +10,23 @@ from onnxep.contracts.allocator import host_bytes
 
 from onnxep.contracts.backend import Buffer, Tensor, cpy_tensor
 from onnxep.graph.model import check_size
+from onnxep.graph.planner import signature
 
 
 class RunContext:
-    """Per-run state handed to backends: the allocator for kernel outputs (the session's HostBlockPool when the stream
-    has no user allocator)."""
+    """Per-run state handed to backends: the allocator for kernel outputs. A planned run (graph/planner.py) takes
+    them from its arena (`arena`); the rest come from the stream's registered allocator, or else the session's
+    HostBlockPool. A recording run (`recorder`) reports every allocation to the planner."""
 
-    __slots__ = ("stream", "limit", "run_options", "pool")
+    __slots__ = ("stream", "limit", "run_options", "pool", "recorder", "arena")
 
     def __init__(self, stream, limit, run_options=None, pool=None):
         self.stream = stream
         self.limit = limit
         self.run_options = run_options
         self.pool = pool
+        self.recorder = None
+        self.arena = None
 
     def alloc(self, shape, dtype=np.float32) -> np.ndarray:
         """An uninitialised array from the stream's allocator (size checked before allocating)."""
@@ -38,10 +42,20 @@ class RunContext:
         nbytes, dt = hit
         if nbytes > self.limit:
             check_size(shape, dt, "tensor allocation", self.limit)  # raises, saying why
+        if self.arena is not None:
+            mem = self.arena.take(nbytes)
+            if mem is not None:
+                return mem.view(dt).reshape(shape)
         if not self.stream.uses_default_allocator:
             mem = self.stream.alloc(nbytes)
+        elif self.recorder is not None:
+            mem = host_bytes(nbytes)        # freed after its last reader: the recording run keeps no pool
+            self.recorder.on_alloc(nbytes, mem)
+            return mem.view(dt).reshape(shape)
         else:
             mem = self.pool.take(nbytes) if self.pool is not None else host_bytes(nbytes)
+        if self.recorder is not None:
+            self.recorder.on_alloc(nbytes, mem)
         return mem.view(dt).reshape(shape)
 
 
@@ -50,8 +64,9 @@ _SIZES_MAX = 65536
 
 
 class Executor:
-    def __init__(self, plans, backends, graph_outputs, constants, overridable):
+    def __init__(self, plans, backends, graph_outputs, constants, overridable, memory=None):
         self.plans = plans
+        self.memory = memory                  # ArenaPlanner, or None: every allocation on its own
         self.backends = backends              # device name -> Backend
         self.constants = constants            # non-overridable initializers that are graph outputs
         self.overridable = overridable        # name -> default array
@@ -73,24 +88,49 @@ class Executor:
         self.frees = [tuple(x for x in p.inputs if last.get(x) == i and x not in keep) for i, p in enumerate(plans)]
 
     def run(self, feeds: dict, output_names, run_ctx) -> list:
+        memory = self.memory
+        if memory is None:
+            with run_ctx.stream.running():
+                return self._run(feeds, output_names, run_ctx)
+        token = memory.start(signature(feeds), run_ctx)
+        ok = False
+        try:
+            with run_ctx.stream.running():
+                out = self._run(feeds, output_names, run_ctx)
+            ok = True
+        finally:
+            memory.finish(token, run_ctx, self.graph_outputs, ok)
+        return out
+
+    def _run(self, feeds: dict, output_names, run_ctx) -> list:
         values = dict(self.overridable)
         values.update(feeds)
-        with run_ctx.stream.running():
-            for i, plan in enumerate(self.plans):
-                backend = self.backends[plan.backend_name]
-                for x, src_name in self.copies[i]:
-                    v = values[x]
-                    if isinstance(v, np.ndarray) and v.dtype != object:
-                        values[x] = self._boundary_copy(x, v, self.backends[src_name], backend, run_ctx)
-                backend.graph_plan_compute(plan, values, run_ctx)
-                for x in self.frees[i]:
-                    values.pop(x, None)
-            out = []
-            for name in output_names:
-                if name in values:
-                    out.append(values[name])
-                else:
-                    out.append(self.constants[name])
+        rec = run_ctx.recorder
+        for i, plan in enumerate(self.plans):
+            backend = self.backends[plan.backend_name]
+            for x, src_name in self.copies[i]:
+                v = values[x]
+                if isinstance(v, np.ndarray) and v.dtype != object:
+                    if rec is not None:
+                        rec.begin_step((x,), values)
+                    values[x] = self._boundary_copy(x, v, self.backends[src_name], backend, run_ctx)
+                    if rec is not None:
+                        rec.bind(x, values)
+            per_plan = rec is not None and not backend.records_steps
+            if per_plan:
+                rec.begin_step(plan.inputs, values)
+            backend.graph_plan_compute(plan, values, run_ctx)
+            if per_plan:
+                rec.end_step(plan.inputs, plan.outputs, values)
+            for x in self.frees[i]:
+                values.pop(x, None)
+        out = []
+        arena = run_ctx.arena
+        for name in output_names:
+            v = values[name] if name in values else self.constants[name]
+            if arena is not None and isinstance(v, np.ndarray) and np.may_share_memory(v, arena.mem):
+                v = v.copy()          # never hand out arena memory (only a run that left its plan could)
+            out.append(v)
         return out
 
     def _boundary_copy(self, name, v, src_backend, dst_backend, run_ctx):
@@ -108,3 +148,4 @@ class _HostView(Buffer):
 
     def __init__(self, arr):
         super().__init__(None, arr.nbytes, np.ascontiguousarray(arr).reshape(-1).view(np.uint8))
+

@@ -49,6 +49,7 @@ class BinaryF32(OpKernel):
     equivalent, used only when the broadcast does not collapse to MAX_DIMS dims)."""
 
     type_constraints = {"T": ("float32",)}
+    inplace = ((0, 0), (0, 1))   # elementwise: z[i] is written after a and b at i are read (same-size operands only)
     kernel = None
     ufunc = None
 

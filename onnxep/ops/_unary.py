@@ -10,6 +10,7 @@ class UnaryF32(OpKernel):
     """Y := f(X), float32. Subclasses set `kernel` (a _kernels.<op>_f32 taking (x, y, nthreads))."""
 
     type_constraints = {"T": ("float32",)}
+    inplace = ((0, 0),)
     kernel = None
 
     def compute(self, ctx):

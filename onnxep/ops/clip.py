@@ -14,6 +14,7 @@ class Clip_6(OpKernel):
 
     domain, op_type, since = "", "Clip", 6
     type_constraints = {"T": ("float32",)}
+    inplace = ((0, 0),)
 
     def compute(self, ctx):
         _clip(ctx.input(0), float(self.min), float(self.max), ctx)
@@ -25,6 +26,7 @@ class Clip_11(OpKernel):
 
     domain, op_type, since = "", "Clip", 11
     type_constraints = {"T": ("float32",)}
+    inplace = ((0, 0),)
 
     @staticmethod
     def _bound(v, which, default):

@@ -9,6 +9,7 @@ class LeakyRelu_6(OpKernel):
 
     domain, op_type, since = "", "LeakyRelu", 6
     type_constraints = {"T": ("float32",)}
+    inplace = ((0, 0),)
     alpha: float = 0.01
 
     def compute(self, ctx):

@@ -7,6 +7,7 @@ class Relu_6(OpKernel):
 
     domain, op_type, since = "", "Relu", 6
     type_constraints = {"T": ("float32",)}
+    inplace = ((0, 0),)
 
     def compute(self, ctx):
         x = ctx.input(0)

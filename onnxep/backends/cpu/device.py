@@ -67,6 +67,8 @@ class CpuPlan(GraphPlan):
 
 
 class CpuBackend(Backend):
+    records_steps = True
+
     def __init__(self, device, stream, num_threads=0):
         super().__init__(device, stream)
         self.num_threads = num_threads
@@ -133,8 +135,11 @@ class CpuBackend(Backend):
             env[name] = values[name]
         alloc = run_ctx.alloc
         nthreads = self.num_threads
+        rec = run_ctx.recorder
         for kernel, ins, outs, packed, frees, name, op in plan.steps:
             ctx = KernelContext(env, ins, outs, alloc, nthreads, packed, name)
+            if rec is not None:
+                rec.begin_step(ins, env)
             try:
                 kernel.compute(ctx)
             except OnnxepError as e:
@@ -142,6 +147,8 @@ class CpuBackend(Backend):
             except Exception as e:
                 raise RuntimeException(f"Non-zero status code returned while running {op} node. Name:'{name}' "
                                        f"Status Message: {type(e).__name__}: {e}") from e
+            if rec is not None:
+                rec.end_step(ins, outs, env, getattr(kernel, "inplace", ()))
             for x in frees:
                 env.pop(x, None)
         for name in plan.outputs:

@@ -1,0 +1,308 @@
+"""Stage 5, plan: where every activation lives -- the job of ggml-alloc, and of onnxruntime's memory pattern.
+
+The first run of a session for an input signature (shapes, dtypes, and the values of small integer feeds, which may
+be shapes) records its allocations: how many bytes each took, the step that made it, and the last step that read it
+through any name -- a Reshape or an Identity is a view, so its readers keep the allocation alive -- plus the
+(output, input) pairs a kernel declares it may compute in place (`Kernel.inplace`). `plan_memory` turns that record
+into one offset per allocation in a single arena:
+
+  - an allocation that outlives the run (a graph output, or a view of one; anything still referenced after the run)
+    is *external*: it is allocated on its own every run, never from the arena;
+  - an output a kernel may write over a dying input of the same size takes that input's place (in-place reuse);
+  - the rest are placed greedily, largest first, each at the lowest offset that is free for its whole lifetime
+    (the "greedy by size" offset assignment of TFLite's and onnxruntime's planners); offsets and sizes are rounded to
+    the backend buffer type's alignment through its get_alloc_size.
+
+Later runs with the same signature take one arena buffer from the backend (so from the stream's registered allocator,
+seed 004) and hand out views at the planned offsets, checking each request against the record: a request of another
+size (a kernel whose allocations depend on data) ends the plan for that run -- the rest of the run allocates on its
+own, which is always safe -- and the signature is recorded again next time.
+"""
+from __future__ import annotations
+
+import threading
+import weakref
+
+import numpy as np
+
+from onnxep.contracts.backend import Tensor
+
+#: Integer feeds up to this many elements are part of the signature (they may be shapes that decide sizes).
+SIGNATURE_INT_ELEMS = 64
+
+
+def signature(feeds: dict) -> tuple:
+    """What decides a run's allocations: every feed's shape and dtype, and the values of small integer feeds."""
+    key = []
+    for name in sorted(feeds):
+        v = feeds[name]
+        if isinstance(v, np.ndarray):
+            small_int = v.dtype.kind in "iub" and v.size <= SIGNATURE_INT_ELEMS
+            key.append((name, v.shape, v.dtype.str, v.tobytes() if small_int else None))
+        else:
+            key.append((name, type(v).__name__, id(v)))     # sequences, maps: never the same signature twice
+    return tuple(key)
+
+
+def _owner(arr):
+    """The object whose lifetime is the allocation's: the numpy block at the end of the .base chain, or the lease of
+    a user allocator's block (contracts/allocator.py)."""
+    b = arr
+    while isinstance(b, np.ndarray) and b.base is not None:
+        b = b.base
+    return getattr(b, "_lease", b)
+
+
+class AllocRecorder:
+    """Watches one run: every allocation (via RunContext.alloc), every step's reads and what its outputs are."""
+
+    def __init__(self):
+        self.nbytes = []      # per allocation, in the order they were made
+        self.start = []       # step that made it
+        self.end = []         # last step that read it (or made it)
+        self.refs = []        # weak reference to its owner (None when the owner takes none)
+        self.inplace = []     # (output allocation, input allocation, step)
+        self.ids = {}         # value name -> allocation it lives in
+        self.tick = 0
+        self._pending = []    # (allocation, array) made during the current step
+
+    def on_alloc(self, nbytes: int, arr: np.ndarray) -> None:
+        aid = len(self.nbytes)
+        self.nbytes.append(nbytes)
+        self.start.append(self.tick)
+        self.end.append(self.tick)
+        try:
+            self.refs.append(weakref.ref(_owner(arr)))
+        except TypeError:
+            self.refs.append(None)
+        self._pending.append((aid, arr))
+
+    def begin_step(self, ins, values: dict) -> None:
+        """A step starts and reads `ins`."""
+        self.tick += 1
+        t, ids, end = self.tick, self.ids, self.end
+        for x in ins:
+            aid = ids.get(x)
+            if aid is not None:
+                end[aid] = t
+
+    def end_step(self, ins, outs, values: dict, inplace=()) -> None:
+        """The step wrote `outs` (still in `values`, as are `ins`): bind each output to the allocation it lives in --
+        one made during the step, or (a view) one of its inputs'."""
+        t, ids, end = self.tick, self.ids, self.end
+        pending, self._pending = self._pending, []
+        fresh = {}
+        for oi, o in enumerate(outs):
+            v = values.get(o) if o else None
+            if not isinstance(v, np.ndarray) or v.nbytes == 0:
+                continue
+            aid = None
+            for pid, arr in pending:
+                if v is arr or np.may_share_memory(v, arr):
+                    aid = pid
+                    fresh[oi] = pid
+                    break
+            if aid is None:
+                for x in ins:
+                    xid = ids.get(x)
+                    if xid is not None and np.may_share_memory(v, values[x]):
+                        aid = xid
+                        break
+            if aid is not None:
+                ids[o] = aid
+                end[aid] = max(end[aid], t)
+        for oi, ii in inplace:
+            if oi in fresh and ii < len(ins) and ids.get(ins[ii]) is not None:
+                self.inplace.append((fresh[oi], ids[ins[ii]], t))
+
+    def bind(self, name, values):
+        """`values[name]` was replaced by an allocation made just now (a boundary copy)."""
+        self.end_step((), (name,), values)
+
+    def finish(self, output_names, alignment_of) -> "MemoryPlan":
+        """The plan, once the run is over and its values are dropped: what the outputs live in, and anything still
+        referenced, is external."""
+        n = len(self.nbytes)
+        external = [False] * n
+        for name in output_names:
+            aid = self.ids.get(name)
+            if aid is not None:
+                external[aid] = True
+        for aid, ref in enumerate(self.refs):
+            if ref is None or ref() is not None:
+                external[aid] = True
+        return plan_memory(self.nbytes, self.start, self.end, external, self.inplace, alignment_of)
+
+
+class MemoryPlan:
+    """Offsets of one signature's allocations in one arena (-1: external)."""
+
+    __slots__ = ("nbytes", "offsets", "arena_size", "n")
+
+    def __init__(self, nbytes, offsets, arena_size):
+        self.nbytes = tuple(nbytes)
+        self.offsets = tuple(offsets)
+        self.arena_size = int(arena_size)
+        self.n = len(self.nbytes)
+
+    def describe(self) -> str:
+        placed = [b for b, o in zip(self.nbytes, self.offsets) if o >= 0]
+        return (f"MemoryPlan({self.n} allocations, {len(placed)} in a {self.arena_size} byte arena holding "
+                f"{sum(placed)} bytes of tensors)")
+
+
+def plan_memory(nbytes, start, end, external, inplace, alloc_size) -> MemoryPlan:
+    """Offsets for allocations with lifetimes [start, end] (steps, both ends live). `alloc_size(nbytes)` is the
+    buffer type's rounded size (a multiple of its alignment), so every offset stays aligned."""
+    n = len(nbytes)
+    size = [alloc_size(b) for b in nbytes]
+    parent = list(range(n))
+    end = list(end)
+    taken_at = {}
+
+    def root(i):
+        while parent[i] != i:
+            i = parent[i]
+        return i
+
+    # in place: the output takes the input's memory when the input dies at this very step
+    for out_id, in_id, t in inplace:
+        r = root(in_id)
+        if (external[out_id] or external[r] or out_id == r or end[r] != t or size[r] != size[out_id]
+                or taken_at.get(r) == t or start[out_id] != t):
+            continue
+        parent[out_id] = r
+        end[r] = max(end[r], end[out_id])
+        taken_at[r] = t
+    roots = [i for i in range(n) if parent[i] == i and not external[i] and size[i] > 0]
+    roots.sort(key=lambda i: (-size[i], start[i], i))
+    placed = []                   # (offset, size, start, end)
+    offset = [-1] * n
+    arena = 0
+    for i in roots:
+        s, e, sz = start[i], end[i], size[i]
+        busy = sorted((o, o + z) for o, z, ps, pe in placed if ps <= e and s <= pe)
+        best, best_gap, cur = None, None, 0
+        for lo, hi in busy:
+            gap = lo - cur
+            if gap >= sz and (best_gap is None or gap < best_gap):
+                best, best_gap = cur, gap
+            cur = max(cur, hi)
+        if best is None:
+            best = cur
+        offset[i] = best
+        placed.append((best, sz, s, e))
+        arena = max(arena, best + sz)
+    for i in range(n):
+        if parent[i] != i and not external[i]:
+            offset[i] = offset[root(i)]
+    return MemoryPlan(nbytes, offset, arena)
+
+
+def tensor_alloc_size(buffer_type):
+    """get_alloc_size of the buffer type, for a byte count."""
+    def size(nbytes):
+        return buffer_type.get_alloc_size(Tensor("", np.uint8, (nbytes,)))
+    return size
+
+
+class ArenaRun:
+    """One planned run: hands out the arena's views in record order while the requests match the record."""
+
+    __slots__ = ("plan", "mem", "k", "diverged")
+
+    def __init__(self, plan: MemoryPlan, mem: np.ndarray):
+        self.plan = plan
+        self.mem = mem          # uint8, at least plan.arena_size bytes
+        self.k = 0
+        self.diverged = False
+
+    def take(self, nbytes: int):
+        """The planned view for the next request, or None: allocate it outside the arena (external, or the run no
+        longer follows the record -- from then on every request is None)."""
+        k = self.k
+        plan = self.plan
+        if self.diverged:
+            return None
+        self.k = k + 1
+        if k >= plan.n or plan.nbytes[k] != nbytes:
+            self.diverged = True
+            return None
+        off = plan.offsets[k]
+        if off < 0:
+            return None
+        return self.mem[off:off + nbytes]
+
+
+class ArenaPlanner:
+    """A session's memory plans, one per input signature, and (with the default allocator) its arena.
+
+    `start` before a run: a signature seen for the first time is recorded; a planned one gets an arena -- the
+    session's own, kept across runs and grown as needed, when the stream uses the default allocator; a fresh one from
+    the stream's registered allocator otherwise, returned when the run ends, so a user allocator sees one arena
+    allocation per run besides the graph outputs. A run that overlaps another (threads sharing a session) allocates
+    on its own instead of waiting for the arena. `finish` after the run (its values dropped) stores the plan."""
+
+    MAX_SIGNATURES = 16
+    MAX_DIVERGENCES = 2          # a signature whose runs leave the record this often is no longer planned
+
+    def __init__(self, backend):
+        self.backend = backend                   # arenas come from its buffer type (so from its stream)
+        self.alloc_size = tensor_alloc_size(backend.buffer_type)
+        self.plans = {}                          # signature -> MemoryPlan | None (not planned)
+        self._divergences = {}
+        self._arena = None                       # Buffer, persistent mode
+        self._lock = threading.Lock()
+
+    def start(self, key, run_ctx):
+        """Set run_ctx up to record or to use a plan; returns what finish needs."""
+        plan = self.plans.get(key, _MISSING)
+        if plan is _MISSING:
+            run_ctx.recorder = AllocRecorder()
+            return (key, None, False)
+        if plan is None or plan.arena_size == 0:
+            return (key, None, False)
+        if self.backend.buffer_type.stream.uses_default_allocator:
+            if not self._lock.acquire(blocking=False):
+                return (key, None, False)
+            try:
+                if self._arena is None or self._arena.size < plan.arena_size:
+                    if self._arena is not None:
+                        self._arena.free_buffer()
+                    self._arena = None
+                    self._arena = self.backend.alloc_buffer(plan.arena_size)
+                mem = self._arena.memory()
+            except BaseException:
+                self._lock.release()
+                raise
+            run_ctx.arena = ArenaRun(plan, mem)
+            return (key, run_ctx.arena, True)
+        buf = self.backend.alloc_buffer(plan.arena_size)
+        run_ctx.arena = ArenaRun(plan, buf.memory())
+        return (key, run_ctx.arena, False)
+
+    def finish(self, token, run_ctx, output_names, ok: bool) -> None:
+        key, arena, locked = token
+        rec, run_ctx.recorder, run_ctx.arena = run_ctx.recorder, None, None
+        if locked:
+            self._lock.release()
+        if rec is not None and ok:
+            if len(self.plans) >= self.MAX_SIGNATURES:
+                self.plans.clear()
+            self.plans[key] = rec.finish(output_names, self.alloc_size)
+        if arena is not None and arena.diverged:
+            n = self._divergences[key] = self._divergences.get(key, 0) + 1
+            if n >= self.MAX_DIVERGENCES:
+                self.plans[key] = None
+            else:
+                self.plans.pop(key, None)          # record it again next time
+
+    def release(self) -> None:
+        """Drop the persistent arena (the next planned run allocates a new one)."""
+        with self._lock:
+            if self._arena is not None:
+                self._arena.free_buffer()
+            self._arena = None
+
+
+_MISSING = object()

@@ -1,0 +1,247 @@
+"""The memory planner (graph/planner.py): liveness-based offsets in one arena, in-place reuse, arenas from the stream's
+allocator (seed 004_addf7aa1a7373ebc.txt), and runs that leave their plan.
+
+Oracles: a brute-force overlap check of every pair of allocations (plan_memory); onnx.reference and the session's own
+unplanned run (enable_mem_pattern = False) for the numbers of planned runs; a counting allocator for what a user
+allocator sees."""
+import gc
+import threading
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from onnx import helper
+
+import onnxep
+from onnxep.contracts import Stream, register_allocator
+from onnxep.errors import RuntimeException
+from onnxep.graph.planner import plan_memory
+from tests._util import make_model, run_reference
+from tests.contracts.test_allocator import CountingAllocator
+
+ALIGN = 64
+
+
+def _aligned(n):
+    return (n + ALIGN - 1) // ALIGN * ALIGN
+
+
+@st.composite
+def _records(draw):
+    n = draw(st.integers(0, 40))
+    sizes, starts, ends, external = [], [], [], []
+    for _ in range(n):
+        s = draw(st.integers(0, 30))
+        starts.append(s)
+        ends.append(s + draw(st.integers(0, 8)))
+        sizes.append(draw(st.sampled_from([0, 1, 4, 63, 64, 65, 256, 1000, 4096])))
+        external.append(draw(st.integers(0, 9)) == 0)
+    inplace = []
+    for _ in range(draw(st.integers(0, 10)) if n > 1 else 0):
+        o, x = draw(st.integers(0, n - 1)), draw(st.integers(0, n - 1))
+        inplace.append((o, x, starts[o]))
+    return sizes, starts, ends, external, inplace
+
+
+@settings(max_examples=300, deadline=None)
+@given(_records())
+def test_plan_never_overlaps_two_live_allocations(rec):
+    sizes, starts, ends, external, inplace = rec
+    plan = plan_memory(sizes, starts, ends, external, inplace, _aligned)
+    allowed = {(o, x) for o, x, t in inplace if ends[x] == t}
+    for i, (b, o) in enumerate(zip(sizes, plan.offsets)):
+        if external[i] or _aligned(b) == 0:
+            assert o == -1                                  # allocated on its own every run
+            continue
+        assert o >= 0 and o % ALIGN == 0 and o + _aligned(b) <= plan.arena_size
+    for i in range(len(sizes)):
+        for j in range(i + 1, len(sizes)):
+            oi, oj = plan.offsets[i], plan.offsets[j]
+            if oi < 0 or oj < 0:
+                continue
+            live_together = starts[i] <= ends[j] and starts[j] <= ends[i]
+            share = oi < oj + _aligned(sizes[j]) and oj < oi + _aligned(sizes[i])
+            if live_together and share:
+                # only an in-place pair: the output takes the input's place at the step where the input dies
+                assert ((i, j) in allowed or (j, i) in allowed) and oi == oj, (i, j)
+
+
+def test_plan_packs_a_chain_into_two_slots():
+    # a chain x0 -> x1 -> ... -> x9, each read only by the next step: two live at a time, so two slots
+    n = 10
+    plan = plan_memory([1000] * n, list(range(n)), [i + 1 for i in range(n)], [False] * n, [], _aligned)
+    assert plan.arena_size == 2 * _aligned(1000)
+
+
+def test_in_place_pair_shares_the_slot_only_when_the_input_dies_there():
+    # x0 made at step 0, read at 1 (dies); x1 made at 1 may take its place -> one slot
+    plan = plan_memory([512, 512], [0, 1], [1, 2], [False, False], [(1, 0, 1)], _aligned)
+    assert plan.offsets[0] == plan.offsets[1] and plan.arena_size == 512
+    # x0 also read at step 2: x1 must not overwrite it
+    plan = plan_memory([512, 512], [0, 1], [2, 2], [False, False], [(1, 0, 1)], _aligned)
+    assert plan.offsets[0] != plan.offsets[1] and plan.arena_size == 1024
+    # different sizes: no in-place
+    plan = plan_memory([512, 256], [0, 1], [1, 2], [False, False], [(1, 0, 1)], _aligned)
+    assert plan.offsets[0] != plan.offsets[1]
+
+
+def _session(model, mem_pattern=True, **kw):
+    so = onnxep.SessionOptions()
+    so.enable_mem_pattern = mem_pattern
+    return onnxep.InferenceSession(model.SerializeToString(), so, **kw)
+
+
+def _views_model():
+    """Views (Reshape, Identity) of intermediates, an intermediate that is both a graph output and read later, fan-out,
+    in-place candidates (Relu / Add / Neg chains), and an output that is a view of an intermediate."""
+    shape = np.array([6, 20], np.int64)
+    nodes = [
+        helper.make_node("Relu", ["x"], ["a"]),
+        helper.make_node("Reshape", ["a", "shape"], ["a2"]),          # a view of a
+        helper.make_node("Neg", ["a2"], ["b"]),
+        helper.make_node("Add", ["b", "a2"], ["c"]),                  # reads the view after Neg: a stays alive
+        helper.make_node("Identity", ["c"], ["c_id"]),
+        helper.make_node("Sigmoid", ["c_id"], ["d"]),
+        helper.make_node("Mul", ["d", "d"], ["e"]),
+        helper.make_node("Relu", ["e"], ["mid"]),                     # a graph output, also read below
+        helper.make_node("Tanh", ["mid"], ["f"]),
+        helper.make_node("Sub", ["f", "c"], ["g"]),
+        helper.make_node("Reshape", ["g", "back"], ["y"]),            # the output: a view of g
+    ]
+    x = np.zeros((4, 30), np.float32)
+    return make_model(nodes, {"x": x}, ["y", "mid"], initializers={"shape": shape, "back": np.array([4, 30],
+                                                                                                      np.int64)})
+
+
+def test_planned_runs_match_the_reference_and_never_alias_outputs():
+    m = _views_model()
+    sess = _session(m)
+    rng = np.random.default_rng(0)
+    kept = []
+    for r in range(5):                     # run 1 records, runs 2.. are planned
+        x = rng.standard_normal((4, 30)).astype(np.float32)
+        got = sess.run(None, {"x": x})
+        want = run_reference(m, {"x": x})
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-6)
+        kept.append((x, got))
+    assert len(sess._executor.memory.plans) == 1
+    # outputs of earlier runs were not overwritten by later runs (they never live in the arena)
+    for x, got in kept:
+        for g, w in zip(got, run_reference(m, {"x": x})):
+            np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-6)
+
+
+def test_in_place_chain_needs_one_slot():
+    nodes = [helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Neg", ["a"], ["b"]),
+             helper.make_node("Sigmoid", ["b"], ["c"]), helper.make_node("Relu", ["c"], ["y"])]
+    m = make_model(nodes, {"x": np.zeros((8, 64), np.float32)}, ["y"])
+    sess = _session(m)
+    x = np.random.default_rng(1).standard_normal((8, 64)).astype(np.float32)
+    for _ in range(3):
+        np.testing.assert_allclose(sess.run(None, {"x": x})[0], run_reference(m, {"x": x})[0], rtol=1e-6)
+    (plan,) = sess._executor.memory.plans.values()
+    assert plan.arena_size == 8 * 64 * 4      # a, b and c take turns in one slot; y (the output) is external
+    assert plan.offsets.count(-1) == 1
+
+
+def test_each_input_signature_gets_its_plan():
+    nodes = [helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Neg", ["a"], ["b"]),
+             helper.make_node("Add", ["a", "b"], ["y"])]
+    m = make_model(nodes, {"x": np.zeros((2, 3), np.float32)}, ["y"], input_shapes={"x": ["N", 3]})
+    sess = _session(m)
+    ref = _session(m, mem_pattern=False)
+    rng = np.random.default_rng(2)
+    for n in (1, 5, 1, 7, 5, 5):
+        x = rng.standard_normal((n, 3)).astype(np.float32)
+        np.testing.assert_array_equal(sess.run(None, {"x": x})[0], ref.run(None, {"x": x})[0])
+    assert len(sess._executor.memory.plans) == 3
+    assert ref._executor.memory is None
+
+
+def test_runs_whose_sizes_depend_on_data_leave_the_plan_safely():
+    # NonZero's output size depends on the values of x, which the signature does not hold: a planned run meets a
+    # request of another size, allocates the rest on its own, and the signature is recorded again
+    nodes = [helper.make_node("Greater", ["x", "zero"], ["m"]), helper.make_node("NonZero", ["m"], ["nz"]),
+             helper.make_node("Cast", ["nz"], ["nzf"], to=1), helper.make_node("Relu", ["nzf"], ["r"]),
+             helper.make_node("Neg", ["r"], ["s"]), helper.make_node("ReduceSum", ["s"], ["y"], keepdims=0)]
+    m = make_model(nodes, {"x": np.zeros((16,), np.float32)}, ["y"], initializers={"zero": np.zeros(1, np.float32)},
+                   opset=13)
+    sess = _session(m)
+    rng = np.random.default_rng(3)
+    for _ in range(6):
+        x = rng.standard_normal(16).astype(np.float32)
+        np.testing.assert_allclose(sess.run(None, {"x": x})[0], run_reference(m, {"x": x})[0], rtol=1e-6)
+    assert list(sess._executor.memory.plans.values()) == [None]   # left its plan twice: no longer planned
+
+
+def test_user_allocator_gets_the_arena_and_every_block_back():
+    # seed 004: the registered allocator serves the stream's memory; the arena of a planned run comes from it
+    alloc = CountingAllocator()
+    s = Stream()
+    register_allocator(s, alloc.desc)
+    nodes = [helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Sigmoid", ["a"], ["b"]),
+             helper.make_node("Add", ["a", "b"], ["c"]), helper.make_node("Tanh", ["c"], ["y"])]
+    m = make_model(nodes, {"x": np.zeros((32, 32), np.float32)}, ["y"])
+    sess = _session(m, stream=s)
+    x = np.random.default_rng(4).standard_normal((32, 32)).astype(np.float32)
+    want = run_reference(m, {"x": x})[0]
+    np.testing.assert_allclose(sess.run(None, {"x": x})[0], want, rtol=1e-6)   # recorded: one block per tensor
+    gc.collect()
+    assert alloc.allocs == alloc.frees and not alloc.live
+    sizes_before = len(alloc.log)
+    np.testing.assert_allclose(sess.run(None, {"x": x})[0], want, rtol=1e-6)   # planned
+    gc.collect()
+    planned = [e for e in alloc.log[sizes_before:] if e[0] == "alloc"]
+    (plan,) = sess._executor.memory.plans.values()
+    assert sorted(size for _, size in planned) == sorted([plan.arena_size, 32 * 32 * 4])   # the arena + y
+    assert alloc.allocs == alloc.frees and not alloc.live
+
+
+def test_a_failed_planned_run_returns_its_arena_and_the_session_still_works():
+    alloc = CountingAllocator()
+    s = Stream()
+    register_allocator(s, alloc.desc)
+    nodes = [helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Neg", ["a"], ["b"]),
+             helper.make_node("Reshape", ["b", "shape"], ["y"])]
+    m = make_model(nodes, {"x": np.zeros((4, 5), np.float32), "shape": np.array([20], np.int64)}, ["y"])
+    sess = _session(m, stream=s)
+    x = np.ones((4, 5), np.float32)
+    for _ in range(2):
+        assert sess.run(None, {"x": x, "shape": np.array([20], np.int64)})[0].shape == (20,)
+    with pytest.raises(RuntimeException):
+        sess.run(None, {"x": x, "shape": np.array([7], np.int64)})     # a new signature: recorded, and it fails
+    gc.collect()
+    assert alloc.allocs == alloc.frees and not alloc.live
+    (y,) = sess.run(None, {"x": -x, "shape": np.array([20], np.int64)})   # planned again
+    np.testing.assert_array_equal(y, np.full(20, -0.0))
+    del y
+    gc.collect()
+    assert alloc.allocs == alloc.frees and not alloc.live
+
+
+def test_concurrent_runs_of_one_session_stay_correct():
+    # the arena serves one run at a time; an overlapping run allocates on its own
+    nodes = [helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Neg", ["a"], ["b"]),
+             helper.make_node("Mul", ["a", "b"], ["c"]), helper.make_node("Sigmoid", ["c"], ["y"])]
+    m = make_model(nodes, {"x": np.zeros((64, 256), np.float32)}, ["y"])
+    sess = _session(m)
+    errors = []
+
+    def worker(seed):
+        rng = np.random.default_rng(seed)
+        for _ in range(30):
+            x = rng.standard_normal((64, 256)).astype(np.float32)
+            r = np.maximum(x, 0)
+            want = 1 / (1 + np.exp(r * r))
+            got = sess.run(None, {"x": x})[0]
+            if not np.allclose(got, want, rtol=1e-5, atol=1e-6):
+                errors.append(seed)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
