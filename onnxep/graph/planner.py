@@ -297,6 +297,12 @@ class ArenaPlanner:
             else:
                 self.plans.pop(key, None)          # record it again next time
 
+    @property
+    def arena_bytes(self) -> int:
+        """Bytes of the session's own arena (0 before the first planned run, or with a user allocator)."""
+        a = self._arena
+        return a.size if a is not None and not a.is_freed else 0
+
     def release(self) -> None:
         """Drop the persistent arena (the next planned run allocates a new one)."""
         with self._lock:
