@@ -199,6 +199,17 @@ class InferenceSession:
         ctx = CompileContext(weight_allocator=weights, container=self._container,
                              prepack=not so._flag(CONFIG_DISABLE_PREPACKING), ep_context_export=exporter)
         ctx_nodes = []
+        # the executor keeps only the constants that are graph outputs: the plans hold what their kernels still read
+        # unpacked, and a pre-packed weight's original must not outlive compile (else every session pins an unpacked
+        # copy of its weights beside the packed one a shared container holds once)
+        consts = graph.constants
+        out_consts = {n: consts[n] for n, _ in graph.outputs if n in consts}
+        overridable = {n: graph.initializers[n] for n, _ in graph.overridable}
+        del consts
+        if exporter is None:
+            # from here each partition holds the constants it reads; compiling drops each packed one after its last
+            # reader (the EPContext exporter still needs the graph's, so not when exporting)
+            graph.initializers = dict(overridable)
         plans = compile_partitions(partitions, self._backends, ctx, ctx_nodes)
         if exporter is not None:  # write the EPContext model while the partitions are still valid
             try:
@@ -208,16 +219,11 @@ class InferenceSession:
                 raise
             del ctx_nodes, exporter
         # plan
-        # the executor keeps only the constants that are graph outputs: the plans hold what their kernels still read
-        # unpacked, and a pre-packed weight's original must not outlive compile (else every session pins an unpacked
-        # copy of its weights beside the packed one a shared container holds once)
-        consts = graph.constants
-        out_consts = {n: consts[n] for n, _ in graph.outputs if n in consts}
         # memory: with enable_mem_pattern (onnxruntime's name, on by default) each input signature's first run is
         # recorded and later ones take their activations from one planned arena (graph/planner.py)
         memory = ArenaPlanner(self._backends[CPU_DEVICE.name]) if so.enable_mem_pattern else None
-        self._executor = Executor(plans, self._backends, [n for n, _ in graph.outputs], out_consts,
-                                  {n: graph.initializers[n] for n, _ in graph.overridable}, memory)
+        self._executor = Executor(plans, self._backends, [n for n, _ in graph.outputs], out_consts, overridable,
+                                  memory)
         self._limit = _memory_limit()
         # graph_plan_free for every plan (kernels' release()) when the session goes away
         self._finalizer = weakref.finalize(self, _free_plans, self._backends, plans)

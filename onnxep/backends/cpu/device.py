@@ -111,6 +111,13 @@ class CpuBackend(Backend):
                     packed |= prepack_kernel(kernel, {j: op.constants[j] for j in loaded.repack_for(i)}, ctx, record)
                 prepacked.update({(i, j): r for j, r in record.items()})
                 steps[-1][3] = frozenset(packed)
+                if ctx.ep_context_export is None:
+                    # compile owns the partition: a packed weight no later node of it reads goes now, not when the
+                    # whole model is packed, so the peak holds one copy of the weights, not unpacked + packed
+                    for j in packed:
+                        x = node.inputs[j]
+                        if last_use.get(x) == i and x not in keep and x not in constants:
+                            partition.constants.pop(x, None)
                 # the kernel contract: once packed, the runtime drops the original (compute cannot read it). The
                 # info's constants would otherwise pin every unpacked weight for the session's lifetime, beside the
                 # (shared) packed copy

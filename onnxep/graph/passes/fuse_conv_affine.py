@@ -75,6 +75,7 @@ def fuse_conv_affine(graph: Graph, ctx=None) -> Graph:
     producer = producers(graph)
     names = Names(graph)
     drop = set()
+    made = set()                  # initializers this pass created (read by their Conv only)
     for node in graph.nodes:
         if node.op_type not in ("BatchNormalization", "Mul", "Add") or node.domain != "" or not node.inputs:
             continue
@@ -102,7 +103,15 @@ def fuse_conv_affine(graph: Graph, ctx=None) -> Graph:
                                                    * a.reshape((cout,) + (1,) * (w.ndim - 1))).astype(np.float32)
         bname = names.new(f"{conv.name}_bias_{node.op_type.lower()}")
         graph.initializers[bname] = consts[bname] = (b.astype(np.float64) * a + shift).astype(np.float32)
+        old = conv.inputs[1:3]
         conv.inputs = [conv.inputs[0], wn, bname]
         absorb(conv, node, producer, drop)
+        # the replaced weight and bias go now when this Conv was their only reader (or this pass made them, in a
+        # chain): the graph does not hold every weight twice until partitioning drops the unused ones
+        for x in old:
+            if x and x not in conv.inputs and (counts.get(x, 0) == 1 or x in made):
+                graph.initializers.pop(x, None)
+                consts.pop(x, None)
+        made.update((wn, bname))
     remove_nodes(graph, drop)
     return graph
