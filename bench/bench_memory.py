@@ -22,6 +22,8 @@ KB):
   ort                   onnxruntime, two plain sessions (its Python API has no pre-packed weights container)
   onnxep                two onnxep sessions, each with its own container (the default)
   onnxep shared         both sessions given one `onnxep.PrePackedWeightsContainer()` (issue 5's target: <= 0.10)
+  +stream               shared, and both sessions created on one `onnxep.Stream()`: they also share one activation
+                        arena (graph/planner.py; onnxruntime's counterpart is session.use_env_allocators)
   (trim) columns        the same, with glibc's `malloc_trim(0)` called (after gc.collect()) before each RSS read: what
                         the process still holds, without the freed heap pages glibc keeps for reuse
   act MB                onnxep's per-session activation memory after the runs: the planned arena (graph/planner.py)
@@ -66,11 +68,11 @@ def rss():
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * PAGE
 
-def session(container=None):
+def session(container=None, stream=None):
     so = rt.SessionOptions()
     so.intra_op_num_threads = threads
     if lib == "onnxep":
-        return rt.InferenceSession(path, so, prepacked_weights_container=container)
+        return rt.InferenceSession(path, so, prepacked_weights_container=container, stream=stream)
     so.log_severity_level = 3
     return rt.InferenceSession(path, so, providers=["CPUExecutionProvider"])
 
@@ -93,13 +95,14 @@ if mode == "peak":
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024   # KiB on Linux
     print(json.dumps({"base": base, "peak": peak}))
 else:
-    c = rt.PrePackedWeightsContainer() if mode.startswith("shared") else None
-    s1 = session(c)
+    c = rt.PrePackedWeightsContainer() if mode.startswith(("shared", "stream")) else None
+    st = rt.Stream("shared") if mode.startswith("stream") else None
+    s1 = session(c, st)
     f = feeds(s1)
     for _ in range(3):          # onnxep records its first run, then runs from the planned arena
         s1.run(None, f)
     r1 = rss()
-    s2 = session(c)
+    s2 = session(c, st)
     for _ in range(3):
         s2.run(None, f)
     r2 = rss()
@@ -112,8 +115,8 @@ else:
     print(json.dumps(out))
 """
 
-SECOND_MODES = [("ort", "plain"), ("onnxep", "plain"), ("onnxep", "shared"),
-                ("ort", "plain-trim"), ("onnxep", "plain-trim"), ("onnxep", "shared-trim")]
+SECOND_MODES = [("ort", "plain"), ("onnxep", "plain"), ("onnxep", "shared"), ("onnxep", "stream"),
+                ("ort", "plain-trim"), ("onnxep", "plain-trim"), ("onnxep", "shared-trim"), ("onnxep", "stream-trim")]
 
 
 def _child(lib, path, threads, mode) -> dict:
@@ -182,10 +185,10 @@ def main():
             print(f"{name:<22}{po / mb:>10.1f}{pr / mb:>9.1f}{po / pr:>7.2f}{io / mb:>12.1f}{ir / mb:>9.1f}"
                   f"{io / ir:>8.2f}", flush=True)
     if "second" not in args.skip:
-        print("\nRSS added by a second session of the same model (create + 1 run), / weight bytes; (trim): after "
+        print("\nRSS added by a second session of the same model (create + 3 runs), / weight bytes; (trim): after "
               "gc.collect() + malloc_trim(0)")
-        print(f"{'model':<22}{'weights MB':>11}{'ort':>7}{'onnxep':>8}{'shared':>8}{'ort(trim)':>11}"
-              f"{'onnxep(trim)':>14}{'shared(trim)':>14}{'act MB':>9}{'container MB':>14}")
+        print(f"{'model':<22}{'weights MB':>11}{'ort':>7}{'onnxep':>8}{'shared':>8}{'+stream':>8}{'ort(trim)':>11}"
+              f"{'onnxep(trim)':>14}{'shared(trim)':>14}{'+stream(trim)':>15}{'act MB':>9}{'container MB':>14}")
         for path in models:
             w = weight_bytes(path)
             rows = {m: [] for m in SECOND_MODES}
@@ -196,8 +199,8 @@ def main():
             pool = _med(rows[("onnxep", "shared")], "pool")
             cont = _med(rows[("onnxep", "shared")], "container")
             name = os.path.splitext(os.path.basename(path))[0]
-            print(f"{name:<22}{w / mb:>11.1f}{f[0]:>7.2f}{f[1]:>8.2f}{f[2]:>8.2f}{f[3]:>11.2f}{f[4]:>14.2f}"
-                  f"{f[5]:>14.2f}{pool / mb:>9.1f}{cont / mb:>14.1f}", flush=True)
+            print(f"{name:<22}{w / mb:>11.1f}{f[0]:>7.2f}{f[1]:>8.2f}{f[2]:>8.2f}{f[3]:>8.2f}{f[4]:>11.2f}"
+                  f"{f[5]:>14.2f}{f[6]:>14.2f}{f[7]:>15.2f}{pool / mb:>9.1f}{cont / mb:>14.1f}", flush=True)
 
 
 if __name__ == "__main__":

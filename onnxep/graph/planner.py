@@ -234,25 +234,50 @@ class ArenaRun:
         return self.mem[off:off + nbytes]
 
 
-class ArenaPlanner:
-    """A session's memory plans, one per input signature, and (with the default allocator) its arena.
+class _Workspace:
+    """The arena of one stream with the default allocator: grown to the largest plan run on it, one run at a time."""
 
-    `start` before a run: a signature seen for the first time is recorded; a planned one gets an arena -- the
-    session's own, kept across runs and grown as needed, when the stream uses the default allocator; a fresh one from
-    the stream's registered allocator otherwise, returned when the run ends, so a user allocator sees one arena
-    allocation per run besides the graph outputs. A run that overlaps another (threads sharing a session) allocates
-    on its own instead of waiting for the arena. `finish` after the run (its values dropped) stores the plan."""
+    __slots__ = ("lock", "buffer")
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.buffer = None
+
+
+_WORKSPACES = weakref.WeakKeyDictionary()      # Stream -> _Workspace
+_WORKSPACES_LOCK = threading.Lock()
+
+
+def stream_workspace(stream) -> _Workspace:
+    with _WORKSPACES_LOCK:
+        ws = _WORKSPACES.get(stream)
+        if ws is None:
+            ws = _WORKSPACES[stream] = _Workspace()
+        return ws
+
+
+class ArenaPlanner:
+    """A session's memory plans, one per input signature, and where its arenas come from.
+
+    `start` before a run: a signature seen for the first time is recorded; a planned one gets an arena. With the
+    default allocator that is the stream's workspace, kept across runs and grown as needed -- so sessions created on
+    one Stream (`InferenceSession(..., stream=s)`; each session has its own otherwise) share one activation arena, as
+    onnxruntime's sessions share an environment allocator with session.use_env_allocators: work on one stream runs in
+    order. With a registered allocator it is a fresh block from that allocator, returned when the run ends, so a user
+    allocator sees one arena allocation per run besides the graph outputs. A run that overlaps another on the same
+    stream (threads) allocates on its own instead of waiting for the arena. `finish` after the run (its values
+    dropped) stores the plan."""
 
     MAX_SIGNATURES = 16
     MAX_DIVERGENCES = 2          # a signature whose runs leave the record this often is no longer planned
 
     def __init__(self, backend):
         self.backend = backend                   # arenas come from its buffer type (so from its stream)
+        self.stream = backend.buffer_type.stream
         self.alloc_size = tensor_alloc_size(backend.buffer_type)
         self.plans = {}                          # signature -> MemoryPlan | None (not planned)
         self._divergences = {}
-        self._arena = None                       # Buffer, persistent mode
-        self._lock = threading.Lock()
+        self._ws = stream_workspace(self.stream)
 
     def start(self, key, run_ctx):
         """Set run_ctx up to record or to use a plan; returns what finish needs."""
@@ -262,18 +287,17 @@ class ArenaPlanner:
             return (key, None, False)
         if plan is None or plan.arena_size == 0:
             return (key, None, False)
-        if self.backend.buffer_type.stream.uses_default_allocator:
-            if not self._lock.acquire(blocking=False):
+        if self.stream.uses_default_allocator:
+            ws = self._ws
+            if not ws.lock.acquire(blocking=False):
                 return (key, None, False)
             try:
-                if self._arena is None or self._arena.size < plan.arena_size:
-                    if self._arena is not None:
-                        self._arena.free_buffer()
-                    self._arena = None
-                    self._arena = self.backend.alloc_buffer(plan.arena_size)
-                mem = self._arena.memory()
+                if ws.buffer is None or ws.buffer.is_freed or ws.buffer.size < plan.arena_size:
+                    ws.buffer = None
+                    ws.buffer = self.backend.alloc_buffer(plan.arena_size)
+                mem = ws.buffer.memory()
             except BaseException:
-                self._lock.release()
+                ws.lock.release()
                 raise
             run_ctx.arena = ArenaRun(plan, mem)
             return (key, run_ctx.arena, True)
@@ -285,7 +309,7 @@ class ArenaPlanner:
         key, arena, locked = token
         rec, run_ctx.recorder, run_ctx.arena = run_ctx.recorder, None, None
         if locked:
-            self._lock.release()
+            self._ws.lock.release()
         if rec is not None and ok:
             if len(self.plans) >= self.MAX_SIGNATURES:
                 self.plans.clear()
@@ -299,16 +323,9 @@ class ArenaPlanner:
 
     @property
     def arena_bytes(self) -> int:
-        """Bytes of the session's own arena (0 before the first planned run, or with a user allocator)."""
-        a = self._arena
-        return a.size if a is not None and not a.is_freed else 0
-
-    def release(self) -> None:
-        """Drop the persistent arena (the next planned run allocates a new one)."""
-        with self._lock:
-            if self._arena is not None:
-                self._arena.free_buffer()
-            self._arena = None
+        """Bytes of the stream's workspace (0 before the first planned run, or with a user allocator)."""
+        b = self._ws.buffer
+        return b.size if b is not None and not b.is_freed else 0
 
 
 _MISSING = object()

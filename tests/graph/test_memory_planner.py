@@ -245,3 +245,26 @@ def test_concurrent_runs_of_one_session_stay_correct():
     for t in threads:
         t.join()
     assert not errors
+
+
+def test_sessions_on_one_stream_share_one_arena_and_stay_correct():
+    # sessions created on one Stream share its workspace (work on a stream runs in order); each session alone has its
+    # own stream, so its own
+    small = make_model([helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Neg", ["a"], ["b"]),
+                        helper.make_node("Mul", ["a", "b"], ["y"])], {"x": np.zeros((16, 16), np.float32)}, ["y"])
+    big = make_model([helper.make_node("Sigmoid", ["x"], ["a"]), helper.make_node("Tanh", ["a"], ["b"]),
+                      helper.make_node("Add", ["a", "b"], ["y"])], {"x": np.zeros((64, 64), np.float32)}, ["y"])
+    s = Stream()
+    s1, s2 = _session(small, stream=s), _session(big, stream=s)
+    alone = _session(big)
+    rng = np.random.default_rng(5)
+    for _ in range(4):
+        x1 = rng.standard_normal((16, 16)).astype(np.float32)
+        x2 = rng.standard_normal((64, 64)).astype(np.float32)
+        np.testing.assert_allclose(s1.run(None, {"x": x1})[0], run_reference(small, {"x": x1})[0], rtol=1e-6)
+        np.testing.assert_allclose(s2.run(None, {"x": x2})[0], run_reference(big, {"x": x2})[0], rtol=1e-6)
+        alone.run(None, {"x": x2})
+    m1, m2, m3 = s1._executor.memory, s2._executor.memory, alone._executor.memory
+    assert m1._ws is m2._ws and m3._ws is not m1._ws
+    (p2,) = m2.plans.values()
+    assert m1.arena_bytes == m2.arena_bytes == p2.arena_size      # grown to the larger plan, held once
