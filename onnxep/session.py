@@ -13,7 +13,7 @@ import numpy as np
 
 from onnxep.backends.cpu import CPU_DEVICE
 from onnxep.backends.reference import REFERENCE_DEVICE
-from onnxep.contracts.allocator import HostBlockPool, Stream
+from onnxep.contracts.allocator import HostBlockPool, Stream, trim_host_heap
 from onnxep.contracts.backend import BufferType
 from onnxep.contracts.compile import CompileContext, compile as compile_partitions
 from onnxep.contracts.weight_cache import PrePackedWeightsContainer
@@ -228,6 +228,7 @@ class InferenceSession:
         # graph_plan_free for every plan (kernels' release()) when the session goes away
         self._finalizer = weakref.finalize(self, _free_plans, self._backends, plans)
         del graph, partitions
+        trim_host_heap()     # loading, folding and packing freed more than the session keeps
 
     # ------------------------------------------------------------------ introspection (onnxruntime names)
     def get_inputs(self):

@@ -119,6 +119,28 @@ class HostBlockPool:
             return block[start:start + size]
 
 
+def _load_malloc_trim():
+    try:
+        libc = ctypes.CDLL(None)
+        fn = libc.malloc_trim          # glibc only
+    except (OSError, AttributeError):
+        return None
+    fn.argtypes = [ctypes.c_size_t]
+    fn.restype = ctypes.c_int
+    return fn
+
+
+_MALLOC_TRIM = _load_malloc_trim()
+
+
+def trim_host_heap() -> None:
+    """Hand the heap pages freed so far back to the OS (glibc's malloc_trim; nothing elsewhere). Called once a
+    session is built and once a run has been recorded: both leave many freed transients (shape inference, folded and
+    unpacked weights, the recorded run's tensors) that glibc would otherwise keep mapped for reuse."""
+    if _MALLOC_TRIM is not None:
+        _MALLOC_TRIM(0)
+
+
 def _aligned_view(block, size):
     start = -address_of(block) % HOST_ALIGNMENT
     return block[start:start + size]

@@ -25,6 +25,7 @@ import weakref
 
 import numpy as np
 
+from onnxep.contracts.allocator import trim_host_heap
 from onnxep.contracts.backend import Tensor
 
 #: Integer feeds up to this many elements are part of the signature (they may be shapes that decide sizes).
@@ -314,6 +315,7 @@ class ArenaPlanner:
             if len(self.plans) >= self.MAX_SIGNATURES:
                 self.plans.clear()
             self.plans[key] = rec.finish(output_names, self.alloc_size)
+            trim_host_heap()                       # the recorded run's tensors are freed; the arena replaces them
         if arena is not None and arena.diverged:
             n = self._divergences[key] = self._divergences.get(key, 0) + 1
             if n >= self.MAX_DIVERGENCES:

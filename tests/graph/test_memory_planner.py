@@ -177,7 +177,8 @@ def test_runs_whose_sizes_depend_on_data_leave_the_plan_safely():
 
 
 def test_user_allocator_gets_the_arena_and_every_block_back():
-    # seed 004: the registered allocator serves the stream's memory; the arena of a planned run comes from it
+    # seed 004: "Registers the user-provided Allocator and its callback function, so that the Allocator can be used."
+    # A planned run's arena is one block from it, like every activation of the recorded run before
     alloc = CountingAllocator()
     s = Stream()
     register_allocator(s, alloc.desc)
@@ -222,7 +223,8 @@ def test_a_failed_planned_run_returns_its_arena_and_the_session_still_works():
 
 
 def test_concurrent_runs_of_one_session_stay_correct():
-    # the arena serves one run at a time; an overlapping run allocates on its own
+    # the arena serves one run at a time; an overlapping run allocates on its own (seed 004: "concurrent execution on
+    # multiple streams is not allowed" with one allocator -- here one stream's workspace is never used by two runs)
     nodes = [helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Neg", ["a"], ["b"]),
              helper.make_node("Mul", ["a", "b"], ["c"]), helper.make_node("Sigmoid", ["c"], ["y"])]
     m = make_model(nodes, {"x": np.zeros((64, 256), np.float32)}, ["y"])
