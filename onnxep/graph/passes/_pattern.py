@@ -1,11 +1,11 @@
-"""Helpers of the pattern-matching fusion passes (fuse_gelu, fuse_layernorm, fuse_matmul_bias): who consumes a
-value, constant scalars, float32 values."""
+"""Helpers of the pattern-matching fusion passes (fuse_gelu, fuse_layernorm, fuse_matmul_bias, ...): who consumes a
+value, constant scalars, float32 values, and the Fusion a pass records its rewrites in."""
 from __future__ import annotations
 
 import numpy as np
 
 from onnxep.graph.ir import Graph
-from onnxep.graph.passes._edit import drop_unused_initializers, reads
+from onnxep.graph.passes._edit import Names, drop_unused_initializers, producers, reads
 
 
 def keeps_any(ctx, ops) -> bool:
@@ -62,6 +62,35 @@ def is_f32(graph: Graph, name) -> bool:
 
 def default_op(node, op_type) -> bool:
     return node is not None and node.domain == "" and node.op_type == op_type
+
+
+class Fusion:
+    """One run of a pattern-fusion pass: what it looks values up in (constants, producers, consumers, graph outputs,
+    fresh names), and what it rewrites -- each matched pattern's nodes go, and the node the pattern becomes takes the
+    place of the pattern's last node (`apply`, through replace_nodes)."""
+
+    def __init__(self, graph: Graph):
+        self.graph = graph
+        self.consts = graph.constants
+        self.producer = producers(graph)
+        self.cons = consumers(graph)
+        self.outputs = {n for n, _ in graph.outputs}
+        self.names = Names(graph)
+        self._drop, self._replace = set(), {}
+
+    def taken(self, nodes) -> bool:
+        """Whether an earlier match already took any of `nodes`."""
+        return any(id(n) in self._drop for n in nodes)
+
+    def fuse(self, pattern, last, node) -> None:
+        """`pattern`'s nodes go; `node` stands where `last` (one of them) stood."""
+        self._drop.update(id(n) for n in pattern)
+        self._replace[id(last)] = node
+
+    def apply(self) -> Graph:
+        if self._replace:
+            replace_nodes(self.graph, self._drop, self._replace)
+        return self.graph
 
 
 def replace_nodes(graph: Graph, drop: set, replace: dict) -> None:

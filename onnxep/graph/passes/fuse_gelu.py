@@ -14,9 +14,8 @@ from __future__ import annotations
 import math
 
 from onnxep.graph.ir import Graph
-from onnxep.graph.passes._edit import INTERNAL_DOMAIN, Names, make_node, producers
-from onnxep.graph.passes._pattern import (consumers, default_op, is_f32, keeps_any, only_consumer, other_input,
-                                          replace_nodes, scalar_const)
+from onnxep.graph.passes._edit import INTERNAL_DOMAIN, make_node
+from onnxep.graph.passes._pattern import Fusion, default_op, is_f32, keeps_any, only_consumer, other_input, scalar_const
 
 SQRT2 = math.sqrt(2.0)
 
@@ -64,24 +63,16 @@ def _match(node, graph, consts, producer, cons, outputs):
 def fuse_gelu(graph: Graph, ctx=None) -> Graph:
     if keeps_any(ctx, {"Erf", "Div", "Mul", "Add"}):
         return graph
-    consts = graph.constants
-    producer = producers(graph)
-    cons = consumers(graph)
-    outputs = {n for n, _ in graph.outputs}
-    names = Names(graph)
-    drop, replace = set(), {}
+    f = Fusion(graph)
+    consts, producer, cons, outputs, names = f.consts, f.producer, f.cons, f.outputs, f.names
     for node in graph.nodes:
-        if not default_op(node, "Erf") or id(node) in drop:
+        if not default_op(node, "Erf") or f.taken((node,)):
             continue
         m = _match(node, graph, consts, producer, cons, outputs)
-        if m is None or any(id(n) in drop for n in m[1]):
+        if m is None or f.taken(m[1]):
             continue
         x, pattern, last = m
         gelu = make_node(graph, names.new(f"{last.name or 'gelu'}_gelu"), "Gelu", [x], [last.outputs[0]], {},
                          INTERNAL_DOMAIN)
-        for n in pattern:
-            drop.add(id(n))
-        replace[id(last)] = gelu
-    if replace:
-        replace_nodes(graph, drop, replace)
-    return graph
+        f.fuse(pattern, last, gelu)
+    return f.apply()

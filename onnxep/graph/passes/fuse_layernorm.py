@@ -15,9 +15,8 @@ from __future__ import annotations
 import numpy as np
 
 from onnxep.graph.ir import Graph
-from onnxep.graph.passes._edit import INTERNAL_DOMAIN, Names, make_node, producers
-from onnxep.graph.passes._pattern import (consumers, default_op, is_f32, keeps_any, only_consumer, other_input,
-                                          replace_nodes, scalar_const)
+from onnxep.graph.passes._edit import INTERNAL_DOMAIN, make_node
+from onnxep.graph.passes._pattern import Fusion, default_op, is_f32, keeps_any, only_consumer, other_input, scalar_const
 
 
 def _axes(node, consts):
@@ -102,18 +101,14 @@ def _match(sub, graph, consts, producer, cons, outputs):
 def fuse_layernorm(graph: Graph, ctx=None) -> Graph:
     if keeps_any(ctx, {"ReduceMean", "Sub", "Pow", "Add", "Sqrt", "Div", "Mul"}):
         return graph
-    consts = graph.constants
-    producer = producers(graph)
-    cons = consumers(graph)
-    outputs = {n for n, _ in graph.outputs}
-    names = Names(graph)
-    drop, replace = set(), {}
+    f = Fusion(graph)
+    consts, producer, cons, outputs, names = f.consts, f.producer, f.cons, f.outputs, f.names
     standard = graph.opsets.get("", graph.opsets.get("ai.onnx", 0)) >= 17
     for node in graph.nodes:
-        if not default_op(node, "Sub") or id(node) in drop:
+        if not default_op(node, "Sub") or f.taken((node,)):
             continue
         m = _match(node, graph, consts, producer, cons, outputs)
-        if m is None or any(id(n) in drop for n in m[5]):
+        if m is None or f.taken(m[5]):
             continue
         x, axis, eps, scale, bias, pattern, last = m
         shape = graph.value_types[x].shape
@@ -123,9 +118,5 @@ def fuse_layernorm(graph: Graph, ctx=None) -> Graph:
         ins = [x, scale] + ([bias] if bias is not None else [])
         ln = make_node(graph, names.new(f"{last.name or 'layernorm'}_layernorm"), "LayerNormalization", ins,
                        [last.outputs[0]], {"axis": axis, "epsilon": eps}, "" if standard else INTERNAL_DOMAIN)
-        for n in pattern:
-            drop.add(id(n))
-        replace[id(last)] = ln
-    if replace:
-        replace_nodes(graph, drop, replace)
-    return graph
+        f.fuse(pattern, last, ln)
+    return f.apply()

@@ -12,9 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 from onnxep.graph.ir import Graph
-from onnxep.graph.passes._edit import INTERNAL_DOMAIN, Names, make_node
-from onnxep.graph.passes._pattern import (consumers, default_op, is_f32, keeps_any, only_consumer, other_input,
-                                          replace_nodes)
+from onnxep.graph.passes._edit import INTERNAL_DOMAIN, make_node
+from onnxep.graph.passes._pattern import Fusion, default_op, is_f32, keeps_any, only_consumer, other_input
 
 
 def _bias_vector(v, n, out_rank):
@@ -68,13 +67,10 @@ def _gemm_as_matmul(graph, gemm, consts):
 def fuse_matmul_bias(graph: Graph, ctx=None) -> Graph:
     if keeps_any(ctx, {"MatMul", "Gemm", "Add", "Relu"}):
         return graph
-    consts = graph.constants
-    cons = consumers(graph)
-    outputs = {n for n, _ in graph.outputs}
-    names = Names(graph)
-    drop, replace = set(), {}
+    f = Fusion(graph)
+    consts, cons, outputs, names = f.consts, f.cons, f.outputs, f.names
     for mm in graph.nodes:
-        if id(mm) in drop:
+        if f.taken((mm,)):
             continue
         if default_op(mm, "MatMul") and len(mm.inputs) == 2:
             a, w = mm.inputs
@@ -127,9 +123,5 @@ def fuse_matmul_bias(graph: Graph, ctx=None) -> Graph:
             ins.pop()
         fused = make_node(graph, names.new(f"{mm.name or 'matmul'}_fused"), "FusedMatMul", ins, [last.outputs[0]],
                           attrs, INTERNAL_DOMAIN)
-        for n in pattern:
-            drop.add(id(n))
-        replace[id(last)] = fused
-    if replace:
-        replace_nodes(graph, drop, replace)
-    return graph
+        f.fuse(pattern, last, fused)
+    return f.apply()

@@ -13,9 +13,8 @@ input is read by the pattern only."""
 from __future__ import annotations
 
 from onnxep.graph.ir import Graph
-from onnxep.graph.passes._edit import INTERNAL_DOMAIN, Names, make_node, producers
-from onnxep.graph.passes._pattern import (consumers, default_op, is_f32, keeps_any, only_consumer, other_input,
-                                          replace_nodes)
+from onnxep.graph.passes._edit import INTERNAL_DOMAIN, make_node
+from onnxep.graph.passes._pattern import Fusion, default_op, is_f32, keeps_any, only_consumer, other_input
 
 
 def _perm(node, rank):
@@ -26,14 +25,10 @@ def _perm(node, rank):
 def fuse_matmul_transpose(graph: Graph, ctx=None) -> Graph:
     if keeps_any(ctx, {"MatMul", "Transpose", "Mul", "Div"}):
         return graph
-    consts = graph.constants
-    producer = producers(graph)
-    cons = consumers(graph)
-    outputs = {n for n, _ in graph.outputs}
-    names = Names(graph)
-    drop, replace = set(), {}
+    f = Fusion(graph)
+    consts, producer, cons, outputs, names = f.consts, f.producer, f.cons, f.outputs, f.names
     for mm in graph.nodes:
-        if not default_op(mm, "MatMul") or len(mm.inputs) != 2 or id(mm) in drop:
+        if not default_op(mm, "MatMul") or len(mm.inputs) != 2 or f.taken((mm,)):
             continue
         if any(x in consts or not is_f32(graph, x) for x in mm.inputs):
             continue
@@ -43,7 +38,7 @@ def fuse_matmul_transpose(graph: Graph, ctx=None) -> Graph:
         ins, attrs, pattern = [], {}, [mm]
         for x, key in zip(mm.inputs, ("perm_a", "perm_b")):
             t = producer.get(x)
-            if (default_op(t, "Transpose") and id(t) not in drop and only_consumer(cons, outputs, x) is mm
+            if (default_op(t, "Transpose") and not f.taken((t,)) and only_consumer(cons, outputs, x) is mm
                     and is_f32(graph, t.inputs[0]) and t.inputs[0] not in consts):
                 attrs[key] = _perm(t, rank)
                 ins.append(t.inputs[0])
@@ -72,9 +67,5 @@ def fuse_matmul_transpose(graph: Graph, ctx=None) -> Graph:
             continue
         node = make_node(graph, names.new(f"{mm.name or 'matmul'}_strided"), "StridedMatMul", ins,
                          [last.outputs[0]], attrs, INTERNAL_DOMAIN)
-        for n in pattern:
-            drop.add(id(n))
-        replace[id(last)] = node
-    if replace:
-        replace_nodes(graph, drop, replace)
-    return graph
+        f.fuse(pattern, last, node)
+    return f.apply()

@@ -7,8 +7,8 @@ same thing)."""
 from __future__ import annotations
 
 from onnxep.graph.ir import Graph
-from onnxep.graph.passes._edit import INTERNAL_DOMAIN, Names, make_node, producers
-from onnxep.graph.passes._pattern import consumers, default_op, is_f32, keeps_any, only_consumer, replace_nodes
+from onnxep.graph.passes._edit import INTERNAL_DOMAIN, make_node
+from onnxep.graph.passes._pattern import Fusion, default_op, is_f32, keeps_any, only_consumer
 
 
 def _known(graph, name):
@@ -38,11 +38,8 @@ def _last_axis(sm, rank) -> bool:
 def fuse_softmax_mask(graph: Graph, ctx=None) -> Graph:
     if keeps_any(ctx, {"Add", "Softmax"}):
         return graph
-    producer = producers(graph)
-    cons = consumers(graph)
-    outputs = {n for n, _ in graph.outputs}
-    names = Names(graph)
-    drop, replace = set(), {}
+    f = Fusion(graph)
+    producer, cons, outputs, names = f.producer, f.cons, f.outputs, f.names
     for sm in graph.nodes:
         if not default_op(sm, "Softmax") or len(sm.inputs) != 1 or len(sm.outputs) != 1:
             continue
@@ -59,8 +56,5 @@ def fuse_softmax_mask(graph: Graph, ctx=None) -> Graph:
         x, mask = add.inputs[order[0]], add.inputs[1 - order[0]]
         node = make_node(graph, names.new(f"{sm.name or 'softmax'}_masked"), "MaskedSoftmax", [x, mask],
                          [sm.outputs[0]], {}, INTERNAL_DOMAIN)
-        drop |= {id(add), id(sm)}
-        replace[id(sm)] = node
-    if replace:
-        replace_nodes(graph, drop, replace)
-    return graph
+        f.fuse((add, sm), sm, node)
+    return f.apply()
