@@ -48,12 +48,10 @@ class RunContext:
                 return mem.view(dt).reshape(shape)
         if not self.stream.uses_default_allocator:
             mem = self.stream.alloc(nbytes)
-        elif self.recorder is not None:
-            mem = host_bytes(nbytes)        # freed after its last reader: the recording run keeps no pool
-            self.recorder.on_alloc(nbytes, mem)
-            return mem.view(dt).reshape(shape)
+        elif self.pool is None or self.recorder is not None:
+            mem = host_bytes(nbytes)        # a recording run keeps no pool: each tensor goes after its last reader
         else:
-            mem = self.pool.take(nbytes) if self.pool is not None else host_bytes(nbytes)
+            mem = self.pool.take(nbytes)
         if self.recorder is not None:
             self.recorder.on_alloc(nbytes, mem)
         return mem.view(dt).reshape(shape)
@@ -148,4 +146,3 @@ class _HostView(Buffer):
 
     def __init__(self, arr):
         super().__init__(None, arr.nbytes, np.ascontiguousarray(arr).reshape(-1).view(np.uint8))
-

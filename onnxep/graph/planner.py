@@ -120,7 +120,7 @@ class AllocRecorder:
         """`values[name]` was replaced by an allocation made just now (a boundary copy)."""
         self.end_step((), (name,), values)
 
-    def finish(self, output_names, alignment_of) -> "MemoryPlan":
+    def finish(self, output_names, alloc_size) -> "MemoryPlan":
         """The plan, once the run is over and its values are dropped: what the outputs live in, and anything still
         referenced, is external."""
         n = len(self.nbytes)
@@ -132,7 +132,7 @@ class AllocRecorder:
         for aid, ref in enumerate(self.refs):
             if ref is None or ref() is not None:
                 external[aid] = True
-        return plan_memory(self.nbytes, self.start, self.end, external, self.inplace, alignment_of)
+        return plan_memory(self.nbytes, self.start, self.end, external, self.inplace, alloc_size)
 
 
 class MemoryPlan:
