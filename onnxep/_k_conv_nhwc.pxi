@@ -12,9 +12,10 @@ cdef extern from *:
     """
     /* onnxep_dconv_uk: the direct-conv micro-kernel (A not packed). Row i < mr of the C tile is an output pixel whose
        inputs start at x + xo + i*rs; the K loop walks `runs`: run r covers n consecutive k whose A value for row i is
-       x[xo + i*rs + a + kk] and whose packed-B rows start at bp + b (NR floats per k). Products are added in k order
-       with one FMA each, as in onnxep_sgemm_uk; the epilogue is onnxep_uk_store. */
-    typedef struct { Py_ssize_t a, b, n; } onnxep_drun;
+       x[xo + i*rs + a + kk] and whose packed-B rows start at bp + b + jp*sb (NR floats per k; sb: the run's K block's
+       panel stride, so panel jp of a K-blocked packed weight is reached through the same runs). Products are added
+       in k order with one FMA each, as in onnxep_sgemm_uk; the epilogue is onnxep_uk_store. */
+    typedef struct { Py_ssize_t a, b, n, sb; } onnxep_drun;
     #if ONNXEP_SGEMM_SIMD
     #if defined(__AVX512F__)
     #define ONNXEP_DV __m512
@@ -32,8 +33,8 @@ cdef extern from *:
     #define ONNXEP_DV_W 8
     #endif
     #define ONNXEP_DUK_ARGS const float* x, Py_ssize_t xo, Py_ssize_t rs, const onnxep_drun* runs, Py_ssize_t nruns, \
-                            const float* bp, ONNXEP_ST_ARGS
-    #define ONNXEP_DUK_PASS x, xo, rs, runs, nruns, bp, ONNXEP_ST_PASS
+                            const float* bp, Py_ssize_t jp, ONNXEP_ST_ARGS
+    #define ONNXEP_DUK_PASS x, xo, rs, runs, nruns, bp, jp, ONNXEP_ST_PASS
     static inline __attribute__((always_inline)) void onnxep_duk_body(const int MRV, const int NV, ONNXEP_DUK_ARGS)
     {
         ONNXEP_DV c0[ONNXEP_SGEMM_MR], c1[ONNXEP_SGEMM_MR];
@@ -43,7 +44,7 @@ cdef extern from *:
         for (i = 0; i < MRV; i++) { c0[i] = ONNXEP_DV_ZERO(); c1[i] = ONNXEP_DV_ZERO(); }
         for (r = 0; r < nruns; r++) {
             const float* a = x + (xo + runs[r].a);
-            const float* b = bp + runs[r].b;
+            const float* b = bp + (runs[r].b + jp * runs[r].sb);
             Py_ssize_t n = runs[r].n;
             for (k = 0; k < n; k++) {
                 ONNXEP_DV b0 = ONNXEP_DV_LOAD(b), b1 = NV == 2 ? ONNXEP_DV_LOAD(b + ONNXEP_DV_W) : b0;
@@ -76,7 +77,8 @@ cdef extern from *:
     #else
     /* generic variant: never called (convs take the packed path there) */
     static inline void onnxep_dconv_uk(Py_ssize_t mr, const float* x, Py_ssize_t xo, Py_ssize_t rs,
-                                       const onnxep_drun* runs, Py_ssize_t nruns, const float* bp, Py_ssize_t nr,
+                                       const onnxep_drun* runs, Py_ssize_t nruns, const float* bp, Py_ssize_t jp,
+                                       Py_ssize_t nr,
                                        float* c, Py_ssize_t rsc, float alpha, float beta, const float* bias_col,
                                        const float* bias_row, const float* res, const onnxep_act* act) { }
     #endif
@@ -85,8 +87,10 @@ cdef extern from *:
         Py_ssize_t a
         Py_ssize_t b
         Py_ssize_t n
+        Py_ssize_t sb
     void dconv_uk "onnxep_dconv_uk"(Py_ssize_t mr, const float* x, Py_ssize_t xo, Py_ssize_t rs, const DRun* runs,
-                                    Py_ssize_t nruns, const float* bp, Py_ssize_t nr, float* c, Py_ssize_t rsc,
+                                    Py_ssize_t nruns, const float* bp, Py_ssize_t jp, Py_ssize_t nr, float* c,
+                                    Py_ssize_t rsc,
                                     float alpha, float beta, const float* bias_col, const float* bias_row,
                                     const float* res, const Act* act) noexcept nogil
 
@@ -133,7 +137,7 @@ def conv_nhwc_f32(const float[::1] x, tuple xshape, const float[::1] w_packed, P
     """y := act(conv(x, W) [+ bias] [+ res]) (act: see make_act; Relu when relu is set) over NHWC x (xshape = (N, H, W, C)) into NHWC y (N, Ho, Wo, cout);
     W packed by conv_nhwc_pack_weight; kernel, strides, dilations, begin pads and out_spatial are (h, w) pairs;
     res (optional) has y's shape. path: "packed" (A packed per block: the GEMM path), "direct" (A read in place by
-    onnxep_dconv_uk; SIMD variants, K within one block) or "auto" (direct where it measured faster, _dconv_auto)."""
+    onnxep_dconv_uk; SIMD variants) or "auto" (direct where it measured faster, _dconv_auto)."""
     cdef ImplicitA ia
     cdef Act act = make_act(activation, relu)
     cdef Py_ssize_t N, Cg, Coutg, Kc, P, blen, gi, t, rb
@@ -189,9 +193,8 @@ def conv_nhwc_f32(const float[::1] x, tuple xshape, const float[::1] w_packed, P
     yp = &y[0]
     if path not in ("auto", "direct", "packed"):
         raise ValueError(f"conv_nhwc_f32: path must be 'auto', 'direct' or 'packed', got {path!r}")
-    if path == "direct" and not (SGEMM_SIMD and Kc <= SGEMM_KC):
-        raise ValueError(f"conv_nhwc_f32: the direct path needs a SIMD variant and K <= {SGEMM_KC} (K = {Kc}, "
-                         f"variant {ONNXEP_ISA_NAME.decode()})")
+    if path == "direct" and not SGEMM_SIMD:
+        raise ValueError(f"conv_nhwc_f32: the direct path needs a SIMD variant (variant {ONNXEP_ISA_NAME.decode()})")
     if Kc > 0 and (path == "direct" or (path == "auto" and _dconv_auto(&ia, Kc))):
         with nogil:
             rc = _conv_nhwc_direct(&ia, N, group, xp, wp, blen, bptr, rptr, yp, Coutg, Kc, cout, &act,
@@ -241,7 +244,7 @@ cdef struct ConvJob:
     const float* res
     float* y
     const Act* act
-    Py_ssize_t blen, Coutg, Kc, cout, group, P, rb, rows, ntaps, ow_lo, ow_hi, runs_per_thread
+    Py_ssize_t blen, Coutg, Kc, cout, group, P, rb, rows, ntaps, ow_lo, ow_hi, runs_per_thread, nslabs, pslab, rows_total
     float* work
     const DTap* taps
     DRun* runbuf
@@ -275,9 +278,8 @@ cdef void _conv_nhwc_group(const ImplicitA* ia0, Py_ssize_t gi, const float* x, 
 # a tile of MR pixels of one output row reads A in place at a fixed row stride: onnxep_dconv_uk walks K as runs (one
 # tap's channels; the taps of a kernel row merge into one run when their channels follow each other in x), skipping
 # the taps in the padding. Pixels whose taps all fall inside x go in tiles of up to MR; the few at the left / right
-# borders one by one with their own runs. Only for K within one block of the packed weight (B panel j at j*NR*K): the
-# whole K stays in registers, the weight (at most KC x Cout) in L1 / L2, and there packing A costs the most relative to
-# the multiply-adds it feeds.
+# borders one by one with their own runs. The whole K stays in registers (the C tile is stored once); the runs address
+# the K blocks of the packed weight (_dconv_taps), so the weight packed for the GEMM path serves this one too.
 
 cdef struct DTap:
     Py_ssize_t kb, ke       # the tap (kernel row, kernel column) a run belongs to
@@ -285,23 +287,43 @@ cdef struct DTap:
 
 
 cdef bint _dconv_auto(const ImplicitA* ia, Py_ssize_t Kc) noexcept nogil:
-    """The direct path where it measured faster than packing: SIMD variants, K within one block (interleaved A/B in
-    one process on 17 shapes from the light models: 0.51-0.90x of the packed path's time at 1 and 2 threads; above
-    one block, K-blocked variants of it measured 1.0-1.3x, so those stay packed)."""
-    return SGEMM_SIMD and Kc <= SGEMM_KC
+    """The direct path where it measured faster than packing (SIMD variants only). Interleaved A/B in one process,
+    2026-11: at K within one block, 0.51-0.90x of the packed path's time on 17 shapes from the light models; above
+    it, on ResNet-50's 3x3 and 1x1 convs, 0.85-1.0x at 1 and 2 threads -- except where a tile's pixels lie a multiple
+    of 4 KiB apart (1x1 over 1024 channels: 1.2-1.3x at 1 thread): then all of a tile's A rows fall in one L1 set and
+    evict each other, so those stay packed."""
+    if not SGEMM_SIMD:
+        return False
+    return Kc <= SGEMM_KC or (ia.sw * ia.C * <Py_ssize_t>sizeof(float)) % 4096 != 0
 
 
-cdef Py_ssize_t _dconv_taps(const ImplicitA* ia, DTap* out) noexcept nogil:
-    """One run per tap (all Cg channels), in K order (k = (b*kw + e)*Cg + c)."""
-    cdef Py_ssize_t b, e, cnt = 0
-    for b in range(ia.kh):
-        for e in range(ia.kw):
+cdef inline Py_ssize_t _dconv_max_taps(const ImplicitA* ia, Py_ssize_t Kc) noexcept nogil:
+    """Room _dconv_taps needs: a tap per kernel position, plus one per K block border that cuts a tap in two."""
+    return ia.kh * ia.kw + (Kc + SGEMM_KC - 1) // SGEMM_KC
+
+
+cdef Py_ssize_t _dconv_taps(const ImplicitA* ia, Py_ssize_t Kc, Py_ssize_t Np, DTap* out) noexcept nogil:
+    """The runs of every tap (its Cg channels), in K order (k = (b*kw + e)*Cg + c), cut at the K blocks of the packed
+    weight (sgemm_pack_b_raw: block pc's panel jp starts at pc*Np + jp*NR*kc, so a run's panel stride sb is its
+    block's NR*kc). Returns the count (at most _dconv_max_taps)."""
+    cdef Py_ssize_t b, e, t, k, k1, pc = 0, kc = _sgemm_kc(Kc, 0), cnt = 0
+    for t in range(ia.kh * ia.kw):
+        b = t // ia.kw
+        e = t - b * ia.kw
+        k = t * ia.Cg
+        while k < (t + 1) * ia.Cg:
+            if k >= pc + kc:
+                pc += kc
+                kc = _sgemm_kc(Kc, pc)
+            k1 = min((t + 1) * ia.Cg, pc + kc)
             out[cnt].kb = b
             out[cnt].ke = e
-            out[cnt].run.a = (b * ia.dh * ia.W + e * ia.dw) * ia.C
-            out[cnt].run.b = cnt * ia.Cg * SGEMM_NR
-            out[cnt].run.n = ia.Cg
+            out[cnt].run.a = (b * ia.dh * ia.W + e * ia.dw) * ia.C + (k - t * ia.Cg)
+            out[cnt].run.b = pc * Np + (k - pc) * SGEMM_NR
+            out[cnt].run.n = k1 - k
+            out[cnt].run.sb = SGEMM_NR * kc
             cnt += 1
+            k = k1
     return cnt
 
 
@@ -312,7 +334,8 @@ cdef Py_ssize_t _dconv_select(const DTap* taps, Py_ssize_t ntaps, Py_ssize_t b0,
     for i in range(ntaps):
         if b0 <= taps[i].kb < b1 and e0 <= taps[i].ke < e1:
             if (cnt > 0 and out[cnt - 1].a + out[cnt - 1].n == taps[i].run.a
-                    and out[cnt - 1].b + out[cnt - 1].n * SGEMM_NR == taps[i].run.b):
+                    and out[cnt - 1].b + out[cnt - 1].n * SGEMM_NR == taps[i].run.b
+                    and out[cnt - 1].sb == taps[i].run.sb):
                 out[cnt - 1].n += taps[i].run.n
             else:
                 out[cnt] = taps[i].run
@@ -329,128 +352,123 @@ cdef inline void _dconv_tap_range(Py_ssize_t i0, Py_ssize_t d, Py_ssize_t L, Py_
         lo[0] = hi[0]
 
 
-cdef void _dconv_row(const ImplicitA* ia, const float* img, const DTap* taps, Py_ssize_t ntaps, DRun* runs,
-                     Py_ssize_t oh, Py_ssize_t p0, const float* wp, Py_ssize_t Kc, const float* bias,
-                     const float* res, float* y, Py_ssize_t Coutg, Py_ssize_t cout, const Act* act,
-                     Py_ssize_t ow_lo, Py_ssize_t ow_hi) noexcept nogil:
-    """Output row oh of one image (its first pixel is p0), every output channel of the group (x, wp, bias, res and
-    y offset to the group). runs: room for 2 * ntaps DRuns."""
-    cdef Py_ssize_t ih0 = oh * ia.sh - ia.ph, b0, b1, e0, e1, nint, cnt, ow = 0, mr, iw0, jp, n0
+cdef void _dconv_rows(const ImplicitA* ia, const DTap* taps, Py_ssize_t ntaps, DRun* runs, Py_ssize_t row0,
+                      Py_ssize_t row1, const float* wp, const float* bias, const float* res, float* y, Py_ssize_t Coutg,
+                      Py_ssize_t cout, const Act* act, Py_ssize_t ow_lo, Py_ssize_t ow_hi, Py_ssize_t jp0,
+                      Py_ssize_t jp1, Py_ssize_t pend) noexcept nogil:
+    """Output rows row0 .. row1-1 (row = n*Ho + oh, over the whole batch), the output channels of weight panels
+    jp0 .. jp1-1 of one group (ia.x, wp, bias, res and y offset to the group). runs: room for 2 * ntaps DRuns. Panel
+    by panel, and for each the rows' tiles one after another: a panel of the weight (K x NR) is read from memory
+    once per work item, then from cache. Output pixels at or past pend (the last row of a pointwise conv's
+    flattened image) are not computed."""
+    cdef Py_ssize_t HW = ia.H * ia.W * ia.C, row, n, ih0, b0, b1, e0, e1, nint, cnt, ow, mr, iw0, jp, n0, wend, hi
+    cdef const float* img
     cdef DRun* rr
-    _dconv_tap_range(ih0, ia.dh, ia.H, ia.kh, &b0, &b1)
-    nint = _dconv_select(taps, ntaps, b0, b1, 0, ia.kw, runs)
-    while ow < ia.Wo:
-        iw0 = ow * ia.sw - ia.pw
-        if ow < ow_lo or ow >= ow_hi:
-            mr = 1
-            _dconv_tap_range(iw0, ia.dw, ia.W, ia.kw, &e0, &e1)
-            rr = runs + ntaps
-            cnt = _dconv_select(taps, ntaps, b0, b1, e0, e1, rr)
-        else:   # interior pixels in tiles of (nearly) equal size: no thin tail tile
-            mr = ow_hi - ow
-            mr = (mr + (mr + SGEMM_MR - 1) // SGEMM_MR - 1) // ((mr + SGEMM_MR - 1) // SGEMM_MR)
-            rr = runs
-            cnt = nint
-        n0 = 0
-        jp = 0
-        while n0 < Coutg:
-            dconv_uk(mr, img, (ih0 * ia.W + iw0) * ia.C, ia.sw * ia.C, rr, cnt, wp + jp * SGEMM_NR * Kc,
-                     min(<Py_ssize_t>SGEMM_NR, Coutg - n0), y + (p0 + ow) * cout + n0, cout, 1.0, 0.0,
-                     (bias + n0) if bias != NULL else NULL, NULL,
-                     (res + (p0 + ow) * cout + n0) if res != NULL else NULL, act)
-            n0 += SGEMM_NR
-            jp += 1
-        ow += mr
+    for jp in range(jp0, jp1):
+        n0 = jp * SGEMM_NR
+        for row in range(row0, row1):
+            n = row // ia.Ho
+            img = ia.x + n * HW
+            ih0 = (row - n * ia.Ho) * ia.sh - ia.ph
+            _dconv_tap_range(ih0, ia.dh, ia.H, ia.kh, &b0, &b1)
+            nint = _dconv_select(taps, ntaps, b0, b1, 0, ia.kw, runs)
+            wend = min(ia.Wo, pend - row * ia.Wo)
+            hi = min(ow_hi, wend)
+            ow = 0
+            while ow < wend:
+                iw0 = ow * ia.sw - ia.pw
+                if ow < ow_lo or ow >= hi:
+                    mr = 1
+                    _dconv_tap_range(iw0, ia.dw, ia.W, ia.kw, &e0, &e1)
+                    rr = runs + ntaps
+                    cnt = _dconv_select(taps, ntaps, b0, b1, e0, e1, rr)
+                else:   # interior pixels in tiles of (nearly) equal size: no thin tail tile
+                    mr = hi - ow
+                    mr = (mr + (mr + SGEMM_MR - 1) // SGEMM_MR - 1) // ((mr + SGEMM_MR - 1) // SGEMM_MR)
+                    rr = runs
+                    cnt = nint
+                dconv_uk(mr, img, (ih0 * ia.W + iw0) * ia.C, ia.sw * ia.C, rr, cnt, wp, jp,
+                         min(<Py_ssize_t>SGEMM_NR, Coutg - n0), y + (row * ia.Wo + ow) * cout + n0, cout, 1.0, 0.0,
+                         (bias + n0) if bias != NULL else NULL, NULL,
+                         (res + (row * ia.Wo + ow) * cout + n0) if res != NULL else NULL, act)
+                ow += mr
 
 
-cdef int _conv_nhwc_direct(const ImplicitA* ia, Py_ssize_t N, Py_ssize_t group, const float* x, const float* wp,
+cdef enum:
+    DCONV_ITEM_PIXELS = 96       # output pixels per work item of the direct path, about (8 tiles of 12)
+    DCONV_ITEMS_PER_THREAD = 4   # work items per thread the direct path aims for (dynamic scheduling evens them)
+
+
+cdef int _conv_nhwc_direct(const ImplicitA* ia0, Py_ssize_t N, Py_ssize_t group, const float* x, const float* wp,
                            Py_ssize_t blen, const float* bias, const float* res, float* y, Py_ssize_t Coutg,
                            Py_ssize_t Kc, Py_ssize_t cout, const Act* act, int nth) noexcept nogil:
-    """conv_nhwc_f32 on the direct path: work items are (group, output row), taken dynamically; every output
-    element is computed by one thread in the same order whatever nth is. Returns -1 (nothing written) when its
-    small run tables cannot be allocated, else 0."""
-    cdef Py_ssize_t rows = N * ia.Ho, ntaps = ia.kh * ia.kw, items = group * rows, ow_lo, ow_hi, num
-    cdef DTap* taps = <DTap*>malloc(ntaps * sizeof(DTap))
+    """conv_nhwc_f32 on the direct path. Work items are (group, block of output rows, slab of weight panels), taken
+    dynamically: row blocks of about DCONV_ITEM_PIXELS pixels, so a weight panel fetched once serves several tiles;
+    the panels cut into slabs when there are too few items to keep nth threads busy (reading A in place costs nothing
+    to repeat). Every output element is computed by one thread in the same order whatever nth is. Returns -1
+    (nothing written) when its small run tables cannot be allocated, else 0."""
+    cdef ImplicitA ia = ia0[0]
+    cdef Py_ssize_t ntaps = _dconv_max_taps(&ia, Kc), npanels = (Coutg + SGEMM_NR - 1) // SGEMM_NR, rows, items
+    cdef Py_ssize_t num, want, P = N * ia.Ho * ia.Wo
+    cdef DTap* taps
     cdef DRun* runbuf
     cdef ConvJob job
+    if ia.kh == 1 and ia.kw == 1 and ia.sh == 1 and ia.sw == 1 and ia.ph == 0 and ia.pw == 0:
+        # 1x1, stride 1, no pads: pixel p reads x[p*C ...], so the batch's pixels are one long row; fold it into
+        # rows of (nearly) DCONV_ITEM_PIXELS pixels, the last one shorter (pend)
+        num = (P + DCONV_ITEM_PIXELS - 1) // DCONV_ITEM_PIXELS
+        ia.W = (P + num - 1) // num
+        ia.Wo = ia.W
+        ia.H = (P + ia.W - 1) // ia.W
+        ia.Ho = ia.H
+        N = 1
+    rows = N * ia.Ho
+    taps = <DTap*>malloc(ntaps * sizeof(DTap))
     if taps == NULL:
         return -1
-    _dconv_taps(ia, taps)
-    nth = <int>max(1, min(<Py_ssize_t>nth, items))
+    ntaps = _dconv_taps(&ia, Kc, _round_up(Coutg, SGEMM_NR), taps)
+    # row blocks of about DCONV_ITEM_PIXELS pixels, of (nearly) equal height
+    job.rb = max(<Py_ssize_t>1, DCONV_ITEM_PIXELS // max(ia.Wo, <Py_ssize_t>1))
+    job.rows = (rows + job.rb - 1) // job.rb
+    job.rb = (rows + job.rows - 1) // job.rows
+    job.rows = (rows + job.rb - 1) // job.rb
+    items = group * job.rows
+    want = <Py_ssize_t>nth * DCONV_ITEMS_PER_THREAD
+    job.nslabs = min(npanels, (want + items - 1) // items) if nth > 1 and items < want else 1
+    job.pslab = (npanels + job.nslabs - 1) // job.nslabs
+    job.nslabs = (npanels + job.pslab - 1) // job.pslab
+    nth = <int>max(1, min(<Py_ssize_t>nth, items * job.nslabs))
     runbuf = <DRun*>malloc(nth * 2 * ntaps * sizeof(DRun))
     if runbuf == NULL:
         free(taps)
         return -1
-    if ia.kh == 1 and ia.kw == 1 and ia.sh == 1 and ia.sw == 1 and ia.ph == 0 and ia.pw == 0:
-        # 1x1, stride 1, no pads: pixel p reads x[p*C ...], so every image's pixels are one long row; cut it into
-        # rows of DCONV_PW_ROW pixels (the last one shorter)
-        _conv_nhwc_pointwise(ia, N, group, x, wp, blen, bias, res, y, Coutg, Kc, cout, act, nth, taps, runbuf)
-        free(runbuf)
-        free(taps)
-        return 0
     # the pixels of a row whose every kernel column falls inside x: ow_lo <= ow < ow_hi
-    ow_lo = min((ia.pw + ia.sw - 1) // ia.sw, ia.Wo)
+    job.ow_lo = min((ia.pw + ia.sw - 1) // ia.sw, ia.Wo)
     num = ia.W - 1 - (ia.kw - 1) * ia.dw + ia.pw
-    ow_hi = min(num // ia.sw + 1, ia.Wo) if num >= 0 else 0
-    if ow_hi < ow_lo:
-        ow_hi = ow_lo
-    job.ia, job.x, job.wp, job.blen, job.bias, job.res, job.y = ia, x, wp, blen, bias, res, y
-    job.Coutg, job.Kc, job.cout, job.act, job.rows, job.taps, job.ntaps = Coutg, Kc, cout, act, rows, taps, ntaps
-    job.runbuf, job.runs_per_thread, job.ow_lo, job.ow_hi = runbuf, 2 * ntaps, ow_lo, ow_hi
-    parallel_for(items, nth, _dconv_row_task, &job)
+    job.ow_hi = min(num // ia.sw + 1, ia.Wo) if num >= 0 else 0
+    if job.ow_hi < job.ow_lo:
+        job.ow_hi = job.ow_lo
+    job.ia, job.x, job.wp, job.blen, job.bias, job.res, job.y = &ia, x, wp, blen, bias, res, y
+    job.Coutg, job.Kc, job.cout, job.act, job.taps, job.ntaps = Coutg, Kc, cout, act, taps, ntaps
+    job.runbuf, job.runs_per_thread, job.P, job.rows_total = runbuf, 2 * ntaps, P, rows
+    parallel_for(items * job.nslabs, nth, _dconv_task, &job)
     free(runbuf)
     free(taps)
     return 0
 
 
-cdef enum:
-    DCONV_PW_ROW = 96            # pixels per work item of a pointwise conv on the direct path (8 tiles of 12)
-
-
-cdef void _conv_nhwc_pointwise(const ImplicitA* ia, Py_ssize_t N, Py_ssize_t group, const float* x,
-                               const float* wp, Py_ssize_t blen, const float* bias, const float* res, float* y,
-                               Py_ssize_t Coutg, Py_ssize_t Kc, Py_ssize_t cout, const Act* act, int nth,
-                               const DTap* taps, DRun* runbuf) noexcept nogil:
-    """_conv_nhwc_direct for a 1x1 stride-1 unpadded conv: the N*H*W pixels as rows of DCONV_PW_ROW pixels of one
-    row-shaped image, work items (group, row) taken dynamically."""
-    cdef ImplicitA ib = ia[0]
-    cdef Py_ssize_t P = N * ia.H * ia.W
-    cdef ConvJob job
-    ib.H = 1
-    ib.Ho = 1
-    job.ia, job.x, job.wp, job.blen, job.bias, job.res, job.y = &ib, x, wp, blen, bias, res, y
-    job.Coutg, job.Kc, job.cout, job.act, job.taps, job.P = Coutg, Kc, cout, act, taps, P
-    job.rows = (P + DCONV_PW_ROW - 1) // DCONV_PW_ROW
-    job.runbuf, job.runs_per_thread = runbuf, 2
-    parallel_for(group * job.rows, nth, _dconv_pw_task, &job)
-
-
-cdef void _dconv_row_task(void* p, Py_ssize_t t, int tid) noexcept nogil:
-    """Output row t % rows of group t // rows (direct path)."""
+cdef void _dconv_task(void* p, Py_ssize_t t, int tid) noexcept nogil:
+    """Item t = (group, row block, panel slab) of the direct path."""
     cdef ConvJob* j = <ConvJob*>p
-    cdef const ImplicitA* ia = j.ia
-    cdef Py_ssize_t gi = t // j.rows, row = t - gi * j.rows, n = row // ia.Ho
-    _dconv_row(ia, j.x + gi * ia.Cg + n * ia.H * ia.W * ia.C, j.taps, j.ntaps,
-               j.runbuf + <Py_ssize_t>tid * j.runs_per_thread, row - n * ia.Ho, row * ia.Wo, j.wp + gi * j.blen, j.Kc,
-               (j.bias + gi * j.Coutg) if j.bias != NULL else NULL, (j.res + gi * j.Coutg) if j.res != NULL else NULL,
-               j.y + gi * j.Coutg, j.Coutg, j.cout, j.act, j.ow_lo, j.ow_hi)
-
-
-cdef void _dconv_pw_task(void* p, Py_ssize_t t, int tid) noexcept nogil:
-    """Pixels row*DCONV_PW_ROW .. of group t // rows (pointwise direct path)."""
-    cdef ConvJob* j = <ConvJob*>p
-    cdef Py_ssize_t gi = t // j.rows, row = t - gi * j.rows
-    _dconv_row_pw(j.ia, j.x + gi * j.ia.Cg + row * DCONV_PW_ROW * j.ia.C, min(<Py_ssize_t>DCONV_PW_ROW, j.P - row * DCONV_PW_ROW),
-                  j.taps, j.runbuf + <Py_ssize_t>tid * j.runs_per_thread, row * DCONV_PW_ROW, j.wp + gi * j.blen,
-                  j.Kc, j.bias, j.res, j.y, gi, j.Coutg, j.cout, j.act)
-
-
-cdef inline void _dconv_row_pw(const ImplicitA* ib, const float* img, Py_ssize_t w, const DTap* taps, DRun* runs,
-                               Py_ssize_t p0, const float* wp, Py_ssize_t Kc, const float* bias, const float* res,
-                               float* y, Py_ssize_t gi, Py_ssize_t Coutg, Py_ssize_t cout,
-                               const Act* act) noexcept nogil:
-    cdef ImplicitA ic = ib[0]
-    ic.W = w
-    ic.Wo = w
-    _dconv_row(&ic, img, taps, 1, runs, 0, p0, wp, Kc, (bias + gi * Coutg) if bias != NULL else NULL,
-               (res + gi * Coutg) if res != NULL else NULL, y + gi * Coutg, Coutg, cout, act, 0, w)
+    cdef ImplicitA ia = j.ia[0]
+    cdef Py_ssize_t sl = t % j.nslabs, gi, rblk, row0
+    t = t // j.nslabs
+    gi = t // j.rows
+    rblk = t - gi * j.rows
+    row0 = rblk * j.rb
+    ia.x = j.x + gi * ia.Cg
+    _dconv_rows(&ia, j.taps, j.ntaps, j.runbuf + <Py_ssize_t>tid * j.runs_per_thread, row0,
+                min(row0 + j.rb, j.rows_total),
+                j.wp + gi * j.blen, (j.bias + gi * j.Coutg) if j.bias != NULL else NULL,
+                (j.res + gi * j.Coutg) if j.res != NULL else NULL, j.y + gi * j.Coutg, j.Coutg, j.cout, j.act,
+                j.ow_lo, j.ow_hi, sl * j.pslab, min((sl + 1) * j.pslab, (j.Coutg + SGEMM_NR - 1) // SGEMM_NR), j.P)

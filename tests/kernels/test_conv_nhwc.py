@@ -161,20 +161,65 @@ def test_conv_nhwc_direct_matches_packed(isa, case, nthreads):
     np.testing.assert_allclose(ys["direct"], ref, rtol=0, atol=2 * (kc + 2) * EPS + 1e-6)
 
 
+BLOCKED_CASES = [  # K above one block (KC = 256): the direct path's runs address the K blocks of the packed weight
+    ((1, 64, 9, 14), (40, 64, 3, 3), 1, (1, 1), (1, 1), (1, 1)),      # K 576 = 3 blocks of 192, taps on the borders
+    ((1, 100, 6, 15), (70, 100, 3, 3), 1, (1, 1), (1, 1), (1, 1)),    # K 900 = 4 x 225: taps cut by the borders,
+                                                                      #   3 panels (the last one partial)
+    ((2, 300, 3, 5), (34, 150, 1, 3), 2, (1, 2), (1, 1), (0, 1)),     # groups, K 450 = 2 x 225, stride 2
+    ((1, 300, 5, 7), (65, 300, 1, 1), 1, (1, 1), (1, 1), (0, 0)),     # pointwise, K 300 = 2 x 150
+    ((1, 96, 2, 3), (512, 96, 3, 3), 1, (1, 1), (1, 1), (1, 1)),      # 6 pixels, 16 panels: slabs of panels
+]
+
+
+@pytest.mark.parametrize("isa", [i for i in VARIANTS if i != "generic"])
+@pytest.mark.parametrize("case", BLOCKED_CASES, ids=lambda c: "x".join(map(str, c[0])) + "_k" + "x".join(map(str, c[1])))
+def test_conv_nhwc_direct_above_one_k_block(isa, case):
+    """The direct path with K above one block (the runs cut at the K blocks, panel jp of block pc at pc*Np +
+    jp*NR*kc): oracle the float64 direct conv within the GEMM bound; the packed path (which rounds the C tile to
+    float32 between K blocks) within the same bound; 1 and 2 threads bit-identical (each output element is computed
+    by one thread in one order)."""
+    mod = VARIANTS[isa]
+    xs, ws, group, strides, dil, pads = case
+    rng = np.random.default_rng(11)
+    x = rng.uniform(-1, 1, xs).astype(np.float32)
+    w = rng.uniform(-1, 1, ws).astype(np.float32)
+    b = rng.uniform(-1, 1, ws[0]).astype(np.float32)
+    k = ws[2:]
+    outs = tuple((i + 2 * p - ((kk - 1) * d + 1)) // st + 1 for i, p, kk, d, st in zip(xs[2:], pads, k, dil, strides))
+    res = rng.uniform(-1, 1, (xs[0],) + outs + (ws[0],)).astype(np.float32)
+    kc = int(np.prod(ws[1:]))
+    assert kc > mod.KC
+    wp = np.empty(mod.conv_nhwc_pack_weight_size(ws[0], kc, group), np.float32)
+    mod.conv_nhwc_pack_weight(w, group, wp)
+    xh = np.ascontiguousarray(x.transpose(0, 2, 3, 1))
+    ys = {}
+    for path, nth in (("packed", 1), ("direct", 1), ("direct", 2)):
+        y = np.full((xs[0],) + outs + (ws[0],), np.nan, np.float32)
+        mod.conv_nhwc_f32(xh.reshape(-1), xh.shape, wp, ws[0], group, k, strides, dil, pads, outs, b,
+                          res.reshape(-1), y.reshape(-1), False, nth, ("Relu",), path)
+        ys[path, nth] = y
+    np.testing.assert_array_equal(ys["direct", 1], ys["direct", 2])
+    ref = np.maximum(_ref_conv(x[:, :, None], w[:, :, None], b, group, (1,) + strides, (1,) + dil, (0,) + pads,
+                               (1,) + outs)[:, :, 0].transpose(0, 2, 3, 1) + res, 0)
+    bound = 2 * (kc + 2) * EPS + 1e-6   # the GEMM bound of this file
+    np.testing.assert_allclose(ys["direct", 1], ref, rtol=0, atol=bound)
+    np.testing.assert_allclose(ys["packed", 1], ref, rtol=0, atol=bound)
+
+
 def test_conv_nhwc_direct_path_errors():
-    """The direct path is refused where it does not apply (K above one block), and path must be a known name (no
+    """The direct path is refused where it does not apply (the generic variant), and path must be a known name (no
     oracle: error behaviour)."""
     w = np.zeros((4, 64, 3, 3), np.float32)
-    wp = np.empty(_kernels.conv_nhwc_pack_weight_size(4, 576, 1), np.float32)
-    _kernels.conv_nhwc_pack_weight(w, 1, wp)
+    wp = np.empty(GENERIC.conv_nhwc_pack_weight_size(4, 576, 1), np.float32)
+    GENERIC.conv_nhwc_pack_weight(w, 1, wp)
     x = np.zeros(1 * 5 * 5 * 64, np.float32)
     y = np.zeros(1 * 5 * 5 * 4, np.float32)
     args = (x, (1, 5, 5, 64), wp, 4, 1, (3, 3), (1, 1), (1, 1), (1, 1), (5, 5), None, None, y, False, 1, None)
     with pytest.raises(ValueError, match="direct path"):
-        _kernels.conv_nhwc_f32(*args, "direct")
+        GENERIC.conv_nhwc_f32(*args, "direct")
     with pytest.raises(ValueError, match="path must be"):
-        _kernels.conv_nhwc_f32(*args, "fast")
-    _kernels.conv_nhwc_f32(*args, "packed")
+        GENERIC.conv_nhwc_f32(*args, "fast")
+    GENERIC.conv_nhwc_f32(*args, "packed")
 
 
 def test_conv_nhwc_errors():
