@@ -136,7 +136,9 @@ def conv_nhwc_f32(const float[::1] x, tuple xshape, const float[::1] w_packed, P
                   activation=None, str path="auto"):
     """y := act(conv(x, W) [+ bias] [+ res]) (act: see make_act; Relu when relu is set) over NHWC x (xshape = (N, H, W, C)) into NHWC y (N, Ho, Wo, cout);
     W packed by conv_nhwc_pack_weight; kernel, strides, dilations, begin pads and out_spatial are (h, w) pairs;
-    res (optional) has y's shape. path: "packed" (A packed per block: the GEMM path), "direct" (A read in place by
+    res (optional) has y's shape and may be y itself (computed in place, with the same result: the epilogue reads each
+    element of res before it writes that element of y; where the packed path would write y before its last K block,
+    res is copied first; any other overlap is refused). path: "packed" (A packed per block: the GEMM path), "direct" (A read in place by
     onnxep_dconv_uk; SIMD variants) or "auto" (direct where it measured faster, _dconv_auto)."""
     cdef ImplicitA ia
     cdef Act act = make_act(activation, relu)
@@ -144,6 +146,7 @@ def conv_nhwc_f32(const float[::1] x, tuple xshape, const float[::1] w_packed, P
     cdef int rc
     cdef int nth, nth_gemm
     cdef float* work = NULL
+    cdef float* res_copy = NULL
     cdef float* mine
     cdef const float* bptr = NULL
     cdef const float* rptr = NULL
@@ -191,6 +194,8 @@ def conv_nhwc_f32(const float[::1] x, tuple xshape, const float[::1] w_packed, P
     bptr = &bias[0] if bias is not None else NULL
     rptr = &res[0] if res is not None else NULL
     yp = &y[0]
+    if rptr != NULL and rptr != yp and rptr < yp + P * cout and yp < rptr + P * cout:
+        raise ValueError("conv_nhwc_f32: res overlaps y without being y")
     if path not in ("auto", "direct", "packed"):
         raise ValueError(f"conv_nhwc_f32: path must be 'auto', 'direct' or 'packed', got {path!r}")
     if path == "direct" and not SGEMM_SIMD:
@@ -216,8 +221,15 @@ def conv_nhwc_f32(const float[::1] x, tuple xshape, const float[::1] w_packed, P
     else:
         nth_gemm = nth
         nth = 1
+    if rptr == yp and Kc > SGEMM_KC:    # the first K blocks write y before the last one reads res: keep a copy
+        res_copy = <float*>malloc(P * cout * sizeof(float))
+        if res_copy == NULL:
+            raise MemoryError("conv_nhwc_f32: cannot allocate the copy of the in-place residual")
+        memcpy(res_copy, rptr, P * cout * sizeof(float))
+        rptr = res_copy
     work = <float*>malloc(nth * sgemm_work_len(nth_gemm) * sizeof(float))
     if work == NULL:
+        free(res_copy)
         raise MemoryError("conv_nhwc_f32: cannot allocate the packing workspace")
     cdef ConvJob job
     try:
@@ -233,6 +245,7 @@ def conv_nhwc_f32(const float[::1] x, tuple xshape, const float[::1] w_packed, P
                 parallel_for((P + rb - 1) // rb, nth, _conv_nhwc_block_task, &job)
     finally:
         free(work)
+        free(res_copy)
 
 
 cdef struct ConvJob:

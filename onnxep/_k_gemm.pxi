@@ -616,28 +616,22 @@ cdef void sgemm_store(const float* acc, Py_ssize_t mr, Py_ssize_t nr, float* c, 
     cdef float v
     cdef float* ci
     cdef float* cj
-    if csc == 1:
+    if csc == 1:    # element by element, so R may be C itself (each R element is read before that C element is written)
         for i in range(mr):
             ci = c + i * rsc
-            if beta == 0.0:
-                for j in range(nr):
-                    ci[j] = alpha * acc[i * SGEMM_NR + j]
-            else:
-                for j in range(nr):
-                    ci[j] = alpha * acc[i * SGEMM_NR + j] + beta * ci[j]
-            if bias_col != NULL:
-                for j in range(nr):
-                    ci[j] = ci[j] + bias_col[j]
-            if bias_row != NULL:
-                v = bias_row[i]
-                for j in range(nr):
-                    ci[j] = ci[j] + v
-            if res != NULL:
-                for j in range(nr):
-                    ci[j] = ci[j] + res[i * rsc + j]
-            if act != NULL and act.kind != ACT_NONE:
-                for j in range(nr):
-                    ci[j] = act1(act, ci[j])
+            for j in range(nr):
+                v = alpha * acc[i * SGEMM_NR + j]
+                if beta != 0.0:
+                    v = v + beta * ci[j]
+                if bias_col != NULL:
+                    v = v + bias_col[j]
+                if bias_row != NULL:
+                    v = v + bias_row[i]
+                if res != NULL:
+                    v = v + res[i * rsc + j]
+                if act != NULL and act.kind != ACT_NONE:
+                    v = act1(act, v)
+                ci[j] = v
         return
     # strided columns (e.g. conv writing NCHW output): column by column, contiguous along i when rsc == 1
     for j in range(nr):

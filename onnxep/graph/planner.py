@@ -114,7 +114,11 @@ class AllocRecorder:
                 end[aid] = max(end[aid], t)
         for oi, ii in inplace:
             if oi in fresh and ii < len(ins) and ids.get(ins[ii]) is not None:
-                self.inplace.append((fresh[oi], ids[ins[ii]], t))
+                # only if no other input of the step lives in that memory, unless it too is read element by element
+                # for this output (Add(a, a) may reuse a; a conv whose X is also its residual Z may not)
+                target, declared = ids[ins[ii]], {i for o, i in inplace if o == oi}
+                if not any(ids.get(x) == target for j, x in enumerate(ins) if j not in declared):
+                    self.inplace.append((fresh[oi], target, t))
 
     def bind(self, name, values):
         """`values[name]` was replaced by an allocation made just now (a boundary copy)."""

@@ -27,6 +27,7 @@ class NhwcConv_1(ConvAttrs, PackedWeightMixin, OpKernel):
     type_constraints = {}        # no onnx schema for this domain: supports() checks the types
     activation = ""
     activation_params = None
+    inplace = ((0, 3),)          # Y may take Z's memory: conv_nhwc_f32 reads each residual element before writing it
 
     @classmethod
     def supports(cls, op):

@@ -146,6 +146,51 @@ def test_in_place_chain_needs_one_slot():
     assert plan.offsets.count(-1) == 1
 
 
+def _residual_block_model(same_input, C=16, H=9):
+    """conv -> relu -> [conv -> relu ->] conv + residual add -> relu -> conv: the Add is fused into the last conv of
+    the block (NhwcConv input Z = the block's input r); with same_input that conv also reads r as its X."""
+    rng = np.random.default_rng(3)
+    w = {f"w{i}": (rng.standard_normal((C, C, k, k)) / (C * k)).astype(np.float32)
+         for i, k in ((1, 3), (2, 1), (3, 3), (4, 1))}
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["a"], pads=[1, 1, 1, 1]), helper.make_node("Relu", ["a"], ["r"])]
+    if same_input:
+        nodes.append(helper.make_node("Identity", ["r"], ["b2"]))
+    else:
+        nodes += [helper.make_node("Conv", ["r", "w2"], ["b"]), helper.make_node("Relu", ["b"], ["b2"])]
+    nodes += [
+        helper.make_node("Conv", ["b2", "w3"], ["c"], pads=[1, 1, 1, 1]),
+        helper.make_node("Add", ["c", "r"], ["s"]),
+        helper.make_node("Relu", ["s"], ["t"]),
+        helper.make_node("Conv", ["t", "w4"], ["y"]),
+    ]
+    return make_model(nodes, {"x": np.zeros((1, C, H, H), np.float32)}, ["y"], initializers=w)
+
+
+@pytest.mark.parametrize("same_input", [False, True], ids=["block", "x-is-residual"])
+def test_conv_with_residual_takes_the_residuals_slot(monkeypatch, same_input):
+    """NhwcConv declares (Y, Z) in place (conv_nhwc_f32 reads each residual element before writing it): the planned
+    arena is smaller than without the declaration, and planned runs still equal onnx.reference. Not when Z is also
+    the conv's X (the 3x3 window reads neighbours of an element after its output is written): the planner skips an
+    in-place pair whose input memory another input of the step also reads."""
+    from onnxep.ops.nhwc_conv import NhwcConv_1
+    m = _residual_block_model(same_input)
+    x = np.random.default_rng(4).standard_normal((1, 16, 9, 9)).astype(np.float32)
+    want = run_reference(m, {"x": x})[0]
+    sizes = {}
+    for decl in ((), NhwcConv_1.inplace):
+        monkeypatch.setattr(NhwcConv_1, "inplace", decl)
+        sess = _session(m)
+        for _ in range(3):                                  # run 1 records, runs 2.. are planned
+            np.testing.assert_allclose(sess.run(None, {"x": x})[0], want, rtol=1e-5, atol=1e-6)
+        (plan,) = sess._executor.memory.plans.values()
+        sizes[decl] = plan.arena_size
+    assert NhwcConv_1.inplace == ((0, 3),)
+    if same_input:
+        assert sizes[((0, 3),)] == sizes[()]
+    else:
+        assert sizes[((0, 3),)] < sizes[()]
+
+
 def test_each_input_signature_gets_its_plan():
     nodes = [helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Neg", ["a"], ["b"]),
              helper.make_node("Add", ["a", "b"], ["y"])]

@@ -206,6 +206,41 @@ def test_conv_nhwc_direct_above_one_k_block(isa, case):
     np.testing.assert_allclose(ys["packed", 1], ref, rtol=0, atol=bound)
 
 
+@pytest.mark.parametrize("isa,path", [(i, p) for i in VARIANTS for p in ("packed", "direct")
+                                      if not (i == "generic" and p == "direct")])   # generic: no direct path
+@pytest.mark.parametrize("kc_above_block", [False, True], ids=["K<=KC", "K>KC"])
+def test_conv_nhwc_residual_in_place(isa, path, kc_above_block):
+    """res may be y itself (the planner puts a conv's output in its residual's place), on both paths, with K above
+    one block too (where the packed path writes y before its last K block): bit-identical to a separate res (so a
+    planned run equals an unplanned one), and the float64 direct conv (oracle) within the GEMM bound. Any other
+    overlap of res and y is refused."""
+    mod = VARIANTS[isa]
+    cg = 40 if kc_above_block else 20
+    xs, ws = (1, cg, 7, 9), (36, cg, 3, 3)
+    rng = np.random.default_rng(13)
+    x = rng.uniform(-1, 1, xs).astype(np.float32)
+    w = rng.uniform(-1, 1, ws).astype(np.float32)
+    b = rng.uniform(-1, 1, ws[0]).astype(np.float32)
+    res = rng.uniform(-1, 1, (1, 7, 9, ws[0])).astype(np.float32)
+    kc = cg * 9
+    assert (kc > mod.KC) == kc_above_block
+    wp = np.empty(mod.conv_nhwc_pack_weight_size(ws[0], kc, 1), np.float32)
+    mod.conv_nhwc_pack_weight(w, 1, wp)
+    xh = np.ascontiguousarray(x.transpose(0, 2, 3, 1)).reshape(-1)
+    y = res.copy().reshape(-1)
+    y_sep = np.empty_like(y)
+    args = (xh, (1, 7, 9, cg), wp, ws[0], 1, (3, 3), (1, 1), (1, 1), (1, 1), (7, 9), b)
+    mod.conv_nhwc_f32(*args, res.reshape(-1), y_sep, False, 2, ("Relu",), path)
+    mod.conv_nhwc_f32(*args, y, y, False, 2, ("Relu",), path)
+    np.testing.assert_array_equal(y, y_sep)
+    ref = np.maximum(_ref_conv(x[:, :, None], w[:, :, None], b, 1, (1, 1, 1), (1, 1, 1), (0, 1, 1),
+                               (1, 7, 9))[:, :, 0].transpose(0, 2, 3, 1) + res, 0)
+    np.testing.assert_allclose(y.reshape(res.shape), ref, rtol=0, atol=2 * (kc + 2) * EPS + 1e-6)
+    big = np.zeros(y.shape[0] + 8, np.float32)
+    with pytest.raises(ValueError, match="overlaps"):
+        mod.conv_nhwc_f32(*args, big[4:4 + y.shape[0]], big[:y.shape[0]], False, 1, None, "packed")
+
+
 def test_conv_nhwc_direct_path_errors():
     """The direct path is refused where it does not apply (the generic variant), and path must be a known name (no
     oracle: error behaviour)."""
