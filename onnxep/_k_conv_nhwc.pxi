@@ -133,10 +133,12 @@ def conv_nhwc_pack_weight(const float[:, :, :, ::1] w, Py_ssize_t group, float[:
 def conv_nhwc_f32(const float[::1] x, tuple xshape, const float[::1] w_packed, Py_ssize_t cout, Py_ssize_t group,
                   tuple kernel, tuple strides, tuple dilations, tuple pads, tuple out_spatial,
                   const float[::1] bias, const float[::1] res, float[::1] y, bint relu=False, int nthreads=0,
-                  activation=None, str path="auto"):
+                  activation=None, str path="auto", Py_ssize_t ldy=0):
     """y := act(conv(x, W) [+ bias] [+ res]) (act: see make_act; Relu when relu is set) over NHWC x (xshape = (N, H, W, C)) into NHWC y (N, Ho, Wo, cout);
     W packed by conv_nhwc_pack_weight; kernel, strides, dilations, begin pads and out_spatial are (h, w) pairs;
-    res (optional) has y's shape and may be y itself (computed in place, with the same result: the epilogue reads each
+    y's pixels are ldy floats apart (0: cout; more: y is a channel slice of a wider channel-last tensor -- a
+    Concat's output written in place -- and y spans (pixels - 1) * ldy + cout floats from the first output; no res
+    then). res (optional) has y's shape and may be y itself (computed in place, with the same result: the epilogue reads each
     element of res before it writes that element of y; where the packed path would write y before its last K block,
     res is copied first; any other overlap is refused). path: "packed" (A packed per block: the GEMM path), "direct" (A read in place by
     onnxep_dconv_uk; SIMD variants) or "auto" (direct where it measured faster, _dconv_auto)."""
@@ -177,8 +179,13 @@ def conv_nhwc_f32(const float[::1] x, tuple xshape, const float[::1] w_packed, P
     blen = sgemm_pack_b_len(Kc, Coutg)
     if x.shape[0] != N * ia.H * ia.W * ia.C:
         raise ValueError(f"conv_nhwc_f32: x has {x.shape[0]} elements, shape {xshape} needs {N * ia.H * ia.W * ia.C}")
-    if y.shape[0] != P * cout:
-        raise ValueError(f"conv_nhwc_f32: y has {y.shape[0]} elements, expected {P * cout}")
+    if ldy == 0:
+        ldy = cout
+    if ldy < cout or (ldy != cout and res is not None):
+        raise ValueError(f"conv_nhwc_f32: ldy={ldy} must be 0, or at least cout={cout} with no res")
+    if y.shape[0] != (P * ldy if ldy == cout else max(P - 1, 0) * ldy + cout):
+        raise ValueError(f"conv_nhwc_f32: y has {y.shape[0]} elements, expected "
+                         f"{P * cout if ldy == cout else max(P - 1, 0) * ldy + cout}")
     if res is not None and res.shape[0] != P * cout:
         raise ValueError(f"conv_nhwc_f32: res has {res.shape[0]} elements, expected {P * cout}")
     if w_packed.shape[0] != group * blen:
@@ -202,7 +209,7 @@ def conv_nhwc_f32(const float[::1] x, tuple xshape, const float[::1] w_packed, P
         raise ValueError(f"conv_nhwc_f32: the direct path needs a SIMD variant (variant {ONNXEP_ISA_NAME.decode()})")
     if Kc > 0 and (path == "direct" or (path == "auto" and _dconv_auto(&ia, Kc))):
         with nogil:
-            rc = _conv_nhwc_direct(&ia, N, group, xp, wp, blen, bptr, rptr, yp, Coutg, Kc, cout, &act,
+            rc = _conv_nhwc_direct(&ia, N, group, xp, wp, blen, bptr, rptr, yp, Coutg, Kc, ldy, &act,
                                    sgemm_threads(P, cout, Kc, nthreads))
         if rc != 0:
             raise MemoryError("conv_nhwc_f32: cannot allocate the direct path's run tables")
@@ -236,11 +243,11 @@ def conv_nhwc_f32(const float[::1] x, tuple xshape, const float[::1] w_packed, P
         with nogil:
             if nth == 1:
                 for gi in range(group):
-                    _conv_nhwc_group(&ia, gi, xp, wp + gi * blen, bptr, rptr, yp, 0, P, Coutg, Kc, cout, &act, work,
+                    _conv_nhwc_group(&ia, gi, xp, wp + gi * blen, bptr, rptr, yp, 0, P, Coutg, Kc, ldy, &act, work,
                                      nth_gemm)
             else:
                 job.ia, job.x, job.wp, job.blen, job.bias, job.res, job.y = &ia, xp, wp, blen, bptr, rptr, yp
-                job.Coutg, job.Kc, job.cout, job.act, job.group, job.P, job.rb = Coutg, Kc, cout, &act, group, P, rb
+                job.Coutg, job.Kc, job.cout, job.act, job.group, job.P, job.rb = Coutg, Kc, ldy, &act, group, P, rb
                 job.work = work
                 parallel_for((P + rb - 1) // rb, nth, _conv_nhwc_block_task, &job)
     finally:
@@ -257,6 +264,7 @@ cdef struct ConvJob:
     const float* res
     float* y
     const Act* act
+    # (cout here and in the helpers' arguments: floats between output pixels in y and res -- ldy)
     Py_ssize_t blen, Coutg, Kc, cout, group, P, rb, rows, ntaps, ow_lo, ow_hi, runs_per_thread, nslabs, pslab, rows_total
     float* work
     const DTap* taps

@@ -42,6 +42,11 @@ class Kernel:
     #: before it writes the same element of the output, and nothing else. The memory planner (graph/planner.py) uses
     #: it; a kernel must compute correctly whether or not the two share memory.
     inplace: tuple = ()
+    #: True when compute accepts that ctx.output(0, ...) returns a channel slice of a wider channel-last tensor (the
+    #: last axis contiguous, the pixels uniformly strided) instead of a fresh C-contiguous array: the cpu plan then
+    #: lets output 0 be written straight into the Concat (last axis) that is its only reader, which copies it no
+    #: more. Read per kernel instance, after construction. No onnxruntime counterpart.
+    strided_output: bool = False
 
     def compute(self, ctx: "KernelContext") -> None:
         """Run the kernel: read inputs from `ctx`, write outputs to `ctx` (required)."""
@@ -90,11 +95,13 @@ class KernelContext:
 
     Inputs are numpy arrays (None for an omitted optional input). `output(i, shape, dtype)` allocates output i from the
     backend's buffer type (so a registered user allocator sees it); `set_output(i, value)` publishes an existing array
-    (a view, e.g. Reshape) or a non-tensor value."""
+    (a view, e.g. Reshape) or a non-tensor value. `slot` (from the plan, for a kernel with strided_output): output 0
+    is the channels [offset, offset + C) of the tensor `target` with `channels` channels, allocated by the first of
+    its producers to run."""
 
-    __slots__ = ("values", "ins", "outs", "alloc", "num_threads", "packed", "node")
+    __slots__ = ("values", "ins", "outs", "alloc", "num_threads", "packed", "node", "slot")
 
-    def __init__(self, values: dict, ins, outs, alloc, num_threads=0, packed=(), node=""):
+    def __init__(self, values: dict, ins, outs, alloc, num_threads=0, packed=(), node="", slot=None):
         self.values = values
         self.ins = ins
         self.outs = outs
@@ -102,6 +109,7 @@ class KernelContext:
         self.num_threads = num_threads
         self.packed = packed
         self.node = node
+        self.slot = slot
 
     @property
     def input_count(self) -> int:
@@ -122,6 +130,10 @@ class KernelContext:
                                   f"packed data, not the original weight")
         return self.values[name]
 
+    def preallocated(self, i: int):
+        """Output i if producers writing into it (strided_output slots) have allocated it already, else None."""
+        return self.values.get(self.outs[i]) if i < len(self.outs) and self.outs[i] else None
+
     def has_input(self, i: int) -> bool:
         return i < len(self.ins) and bool(self.ins[i])
 
@@ -129,7 +141,18 @@ class KernelContext:
         return i < len(self.outs) and bool(self.outs[i])
 
     def output(self, i: int, shape, dtype=np.float32) -> np.ndarray:
-        arr = self.alloc(tuple(shape), dtype)
+        shape = tuple(shape)
+        if i == 0 and self.slot is not None and shape:
+            target, offset, channels = self.slot
+            full = self.values.get(target)
+            want = shape[:-1] + (channels,)
+            if full is None or full.shape != want or full.dtype != dtype:
+                full = self.values[target] = self.alloc(want, dtype)
+            arr = full[..., offset:offset + shape[-1]]
+            if arr.shape == shape:
+                self.values[self.outs[0]] = arr
+                return arr
+        arr = self.alloc(shape, dtype)
         if i < len(self.outs) and self.outs[i]:
             self.values[self.outs[i]] = arr
         return arr

@@ -8,6 +8,7 @@ GEMM epilogue.
 Dense and grouped convs run conv_nhwc_f32 (implicit im2col, no col buffer); one input channel per group (depthwise)
 runs conv_depthwise_nhwc_f32 (no Z)."""
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
 
 from onnxep import _kernels
 from onnxep.ops._base import F32, OpKernel, f32_shape
@@ -76,6 +77,15 @@ class NhwcConv_1(ConvAttrs, PackedWeightMixin, OpKernel):
         return (_kernels.conv_nhwc_pack_weight_size(cout, cg * kh * kw, group),
                 lambda out: _kernels.conv_nhwc_pack_weight(w, group, out))
 
+    @property
+    def strided_output(self):
+        """Y may be a channel slice of a Concat's output (conv_nhwc_f32's ldy): not with a residual Z (its stride is
+        Y's) nor for the depthwise kernel."""
+        w = self.info.input_types[1] if len(self.info.input_types) > 1 else None
+        wshape = getattr(w, "shape", None)
+        return (len(self.info.input_types) < 4 or self.info.input_types[3] is None) and wshape is not None \
+            and not self._depthwise_shape(wshape, int(self.group))
+
     def compute(self, ctx):
         X = ctx.input(0)
         wp = self.packed(1)
@@ -103,10 +113,15 @@ class NhwcConv_1(ConvAttrs, PackedWeightMixin, OpKernel):
         if depthwise:
             _kernels.conv_depthwise_nhwc_f32(X.reshape(-1), xshape, wp, cout, *geo, B, Y.reshape(-1),
                                              self.activation == "Relu", ctx.num_threads)
-        else:
+        elif Y.flags.c_contiguous:
             _kernels.conv_nhwc_f32(X.reshape(-1), xshape, wp, cout, group, *geo, B,
                                    None if Z is None else Z.reshape(-1), Y.reshape(-1), False, ctx.num_threads,
                                    self._act)
+        else:   # a channel slice of a Concat's output (ctx.slot): pixels Y.strides[2] apart
+            ldy = Y.strides[2] // 4
+            span = (yshape[0] * yshape[1] * yshape[2] - 1) * ldy + cout
+            _kernels.conv_nhwc_f32(X.reshape(-1), xshape, wp, cout, group, *geo, B, None,
+                                   as_strided(Y, (span,), (4,)), False, ctx.num_threads, self._act, "auto", ldy)
 
     _shape_plan = None     # ((X shape, W shape), Y shape, kernel xshape, geometry args, depthwise): the last seen
 

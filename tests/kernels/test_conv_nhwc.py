@@ -241,6 +241,37 @@ def test_conv_nhwc_residual_in_place(isa, path, kc_above_block):
         mod.conv_nhwc_f32(*args, big[4:4 + y.shape[0]], big[:y.shape[0]], False, 1, None, "packed")
 
 
+@pytest.mark.parametrize("isa,path", [(i, p) for i in VARIANTS for p in ("packed", "direct")
+                                      if not (i == "generic" and p == "direct")])   # generic: no direct path
+@pytest.mark.parametrize("cg", [20, 40], ids=["K<=KC", "K>KC"])
+def test_conv_nhwc_writes_a_channel_slice(isa, path, cg):
+    """ldy: y is channels [5, 5 + cout) of a wider channel-last tensor (a Concat's output written in place):
+    bit-identical to writing a tensor of its own, the other channels untouched (oracle: the same kernel, contiguous
+    y); ldy with a residual, or below cout, is refused."""
+    mod = VARIANTS[isa]
+    rng = np.random.default_rng(17)
+    cout, wide = 36, 50
+    x = rng.uniform(-1, 1, (2, 6, 7, cg)).astype(np.float32)
+    w = rng.uniform(-1, 1, (cout, cg, 3, 3)).astype(np.float32)
+    b = rng.uniform(-1, 1, cout).astype(np.float32)
+    wp = np.empty(mod.conv_nhwc_pack_weight_size(cout, cg * 9, 1), np.float32)
+    mod.conv_nhwc_pack_weight(w, 1, wp)
+    args = (x.reshape(-1), x.shape, wp, cout, 1, (3, 3), (1, 1), (1, 1), (1, 1), (6, 7), b, None)
+    own = np.empty((2, 6, 7, cout), np.float32)
+    mod.conv_nhwc_f32(*args, own.reshape(-1), False, 2, ("Relu",), path)
+    full = np.full((2, 6, 7, wide), np.nan, np.float32)
+    span = (2 * 6 * 7 - 1) * wide + cout
+    mod.conv_nhwc_f32(*args, full.reshape(-1)[5:5 + span], False, 2, ("Relu",), path, wide)
+    np.testing.assert_array_equal(full[..., 5:5 + cout], own)
+    assert np.isnan(full[..., :5]).all() and np.isnan(full[..., 5 + cout:]).all()
+    with pytest.raises(ValueError, match="ldy"):
+        mod.conv_nhwc_f32(*args[:-1], own.reshape(-1), full.reshape(-1)[5:5 + span], False, 1, None, path, wide)
+    with pytest.raises(ValueError, match="ldy"):
+        mod.conv_nhwc_f32(*args, own.reshape(-1), False, 1, None, path, cout - 1)
+    with pytest.raises(ValueError, match="y has"):
+        mod.conv_nhwc_f32(*args, full.reshape(-1)[5:4 + span], False, 1, None, path, wide)
+
+
 def test_conv_nhwc_direct_path_errors():
     """The direct path is refused where it does not apply (the generic variant), and path must be a known name (no
     oracle: error behaviour)."""

@@ -49,9 +49,10 @@ CPU_DEVICE = CpuDevice()
 class CpuPlan(GraphPlan):
     backend_name = "cpu"
 
-    def __init__(self, inputs, outputs, steps, constants, prepacked=None):
+    def __init__(self, inputs, outputs, steps, constants, prepacked=None, slots=None):
         super().__init__(inputs, outputs)
         self.steps = steps            # [(kernel, in_names, out_names, packed_indices, free_after, node_name, op)]
+        self.slots = slots or {}      # step -> (Concat output, channel offset, its channels): see concat_slots
         self.constants = constants    # name -> array: constant inputs some kernel still reads
         self.prepacked = prepacked or {}  # (step, input index) -> (format, shared buffers): what EPContext saves
 
@@ -64,6 +65,42 @@ class CpuPlan(GraphPlan):
         self.steps = []
         self.constants = {}
         self.prepacked = {}
+
+
+def concat_slots(partition, steps, keep) -> dict:
+    """Concat elimination, channel-last: an input of a Concat along the last axis whose producer (a kernel with
+    strided_output) writes it for that Concat alone is written straight into the Concat's output, at its channel
+    offset (KernelContext.slot), and the Concat copies only the other inputs. Needs the channel counts of every
+    input and of the output statically (the offsets). Returns {producer step: (Concat output, offset, channels)}."""
+    readers = {}
+    for node in partition.nodes:
+        for x in node.inputs:
+            if x:
+                readers[x] = readers.get(x, 0) + 1
+    producer = {s[2][0]: i for i, s in enumerate(steps) if s[2] and s[2][0]}
+    slots = {}
+    for node in partition.nodes:
+        if node.op_type != "Concat" or node.domain != "" or len(node.outputs) != 1 or not node.outputs[0]:
+            continue
+        op = partition.op_info(node)
+        out_t = op.output_types[0] if op.output_types else None
+        shape = getattr(out_t, "shape", None)
+        if not shape or int(node.attrs.get("axis", 0)) not in (-1, len(shape) - 1):
+            continue
+        chans = [getattr(t, "shape", None) for t in op.input_types]
+        if not isinstance(shape[-1], int) or any(not c or len(c) != len(shape) or not isinstance(c[-1], int)
+                                                 for c in chans):
+            continue
+        if sum(c[-1] for c in chans) != shape[-1]:
+            continue
+        offset = 0
+        for x, c in zip(node.inputs, chans):
+            p = producer.get(x)
+            if (p is not None and readers.get(x) == 1 and x not in keep
+                    and getattr(steps[p][0], "strided_output", False)):
+                slots[p] = (node.outputs[0], offset, shape[-1])
+            offset += c[-1]
+    return slots
 
 
 class CpuBackend(Backend):
@@ -134,7 +171,8 @@ class CpuBackend(Backend):
             for s in steps:
                 s[0].release()
             raise
-        return CpuPlan(partition.inputs, partition.outputs, [tuple(s) for s in steps], constants, prepacked)
+        return CpuPlan(partition.inputs, partition.outputs, [tuple(s) for s in steps], constants, prepacked,
+                       concat_slots(partition, steps, keep))
 
     def graph_plan_compute(self, plan: CpuPlan, values: dict, run_ctx):
         env = dict(plan.constants)
@@ -143,8 +181,9 @@ class CpuBackend(Backend):
         alloc = run_ctx.alloc
         nthreads = self.num_threads
         rec = run_ctx.recorder
-        for kernel, ins, outs, packed, frees, name, op in plan.steps:
-            ctx = KernelContext(env, ins, outs, alloc, nthreads, packed, name)
+        slots = plan.slots
+        for i, (kernel, ins, outs, packed, frees, name, op) in enumerate(plan.steps):
+            ctx = KernelContext(env, ins, outs, alloc, nthreads, packed, name, slots.get(i))
             if rec is not None:
                 rec.begin_step(ins, env)
             try:
