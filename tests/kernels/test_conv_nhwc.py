@@ -114,6 +114,36 @@ def test_conv_nhwc_grouped_threads_identical(isa, case):
     np.testing.assert_allclose(y1, _expected(*args[:-1], True), rtol=0, atol=2 * (kc + 2) * EPS)
 
 
+def _case(mod, case, seed):
+    """A conv case (x NCHW shape, w shape, group, strides, dilations, begin pads, ...) with random x, w, bias and an
+    NHWC residual, W packed for `mod`. Returns (run, ref, res, kc): run(path, nthreads, act, res, y) runs
+    conv_nhwc_f32 (res / y: arrays of any shape, passed flat; y defaults to a NaN-filled output, returned) and ref is
+    the float64 direct conv + res before the activation (the oracle)."""
+    xs, ws, group, strides, dil, pads = case[:6]
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(-1, 1, xs).astype(np.float32)
+    w = rng.uniform(-1, 1, ws).astype(np.float32)
+    b = rng.uniform(-1, 1, ws[0]).astype(np.float32)
+    k = ws[2:]
+    outs = tuple((i + 2 * p - ((kk - 1) * d + 1)) // st + 1 for i, p, kk, d, st in zip(xs[2:], pads, k, dil, strides))
+    yshape = (xs[0],) + outs + (ws[0],)
+    res = rng.uniform(-1, 1, yshape).astype(np.float32)
+    kc = int(np.prod(ws[1:]))
+    wp = np.empty(mod.conv_nhwc_pack_weight_size(ws[0], kc, group), np.float32)
+    mod.conv_nhwc_pack_weight(w, group, wp)
+    xh = np.ascontiguousarray(x.transpose(0, 2, 3, 1))
+
+    def run(path, nthreads, act, res_arr, y=None):
+        y = np.full(yshape, np.nan, np.float32) if y is None else y
+        mod.conv_nhwc_f32(xh.reshape(-1), xh.shape, wp, ws[0], group, k, strides, dil, pads, outs, b,
+                          res_arr.reshape(-1), y.reshape(-1), False, nthreads, act, path)
+        return y
+
+    ref = _ref_conv(x[:, :, None], w[:, :, None], b, group, (1,) + strides, (1,) + dil, (0,) + pads,
+                    (1,) + outs)[:, :, 0].transpose(0, 2, 3, 1) + res
+    return run, ref, res, kc
+
+
 DIRECT_CASES = [  # x (N, C, H, W), w (cout, Cg, kh, kw), group, strides, dilations, pads (begin h, w), activation
     ((1, 3, 23, 29), (24, 3, 7, 7), 1, (2, 2), (1, 1), (3, 3), ("Relu",)),          # RGB stem, odd sizes
     ((2, 5, 9, 17), (33, 5, 3, 3), 1, (1, 1), (1, 1), (1, 1), ("Clip", -0.5, 0.5)),   # 'same', 2 images, cout 33
@@ -131,28 +161,10 @@ def test_conv_nhwc_direct_matches_packed(isa, case, nthreads):
     """The direct path (A read in place, K <= KC) against the packed path of the same variant: bit-identical (same
     products in the same k order, one FMA each), with bias, residual and every epilogue activation; and against the
     float64 direct conv (oracle) within the GEMM bound."""
-    mod = VARIANTS[isa]
-    xs, ws, group, strides, dil, pads, act = case
-    rng = np.random.default_rng(7)
-    x = rng.uniform(-1, 1, xs).astype(np.float32)
-    w = rng.uniform(-1, 1, ws).astype(np.float32)
-    b = rng.uniform(-1, 1, ws[0]).astype(np.float32)
-    k = ws[2:]
-    outs = tuple((i + 2 * p - ((kk - 1) * d + 1)) // st + 1 for i, p, kk, d, st in zip(xs[2:], pads, k, dil, strides))
-    res = rng.uniform(-1, 1, (xs[0],) + outs + (ws[0],)).astype(np.float32)
-    kc = int(np.prod(ws[1:]))
-    wp = np.empty(mod.conv_nhwc_pack_weight_size(ws[0], kc, group), np.float32)
-    mod.conv_nhwc_pack_weight(w, group, wp)
-    xh = np.ascontiguousarray(x.transpose(0, 2, 3, 1))
-    ys = {}
-    for path in ("packed", "direct"):
-        y = np.full((xs[0],) + outs + (ws[0],), np.nan, np.float32)
-        mod.conv_nhwc_f32(xh.reshape(-1), xh.shape, wp, ws[0], group, k, strides, dil, pads, outs, b,
-                          res.reshape(-1), y.reshape(-1), False, nthreads, act, path)
-        ys[path] = y
+    run, ref, res, kc = _case(VARIANTS[isa], case, 7)
+    act = case[6]
+    ys = {path: run(path, nthreads, act, res) for path in ("packed", "direct")}
     np.testing.assert_array_equal(ys["direct"], ys["packed"])
-    ref = _ref_conv(x[:, :, None], w[:, :, None], b, group, (1,) + strides, (1,) + dil, (0,) + pads,
-                    (1,) + outs)[:, :, 0].transpose(0, 2, 3, 1) + res
     name, *params = act
     fns = {"": lambda r: r, "Relu": lambda r: np.maximum(r, 0), "Clip": lambda r: np.clip(r, *params),
            "LeakyRelu": lambda r: np.where(r >= 0, r, r * params[0]), "Sigmoid": lambda r: 1 / (1 + np.exp(-r)),
@@ -178,29 +190,11 @@ def test_conv_nhwc_direct_above_one_k_block(isa, case):
     jp*NR*kc): oracle the float64 direct conv within the GEMM bound; the packed path (which rounds the C tile to
     float32 between K blocks) within the same bound; 1 and 2 threads bit-identical (each output element is computed
     by one thread in one order)."""
-    mod = VARIANTS[isa]
-    xs, ws, group, strides, dil, pads = case
-    rng = np.random.default_rng(11)
-    x = rng.uniform(-1, 1, xs).astype(np.float32)
-    w = rng.uniform(-1, 1, ws).astype(np.float32)
-    b = rng.uniform(-1, 1, ws[0]).astype(np.float32)
-    k = ws[2:]
-    outs = tuple((i + 2 * p - ((kk - 1) * d + 1)) // st + 1 for i, p, kk, d, st in zip(xs[2:], pads, k, dil, strides))
-    res = rng.uniform(-1, 1, (xs[0],) + outs + (ws[0],)).astype(np.float32)
-    kc = int(np.prod(ws[1:]))
-    assert kc > mod.KC
-    wp = np.empty(mod.conv_nhwc_pack_weight_size(ws[0], kc, group), np.float32)
-    mod.conv_nhwc_pack_weight(w, group, wp)
-    xh = np.ascontiguousarray(x.transpose(0, 2, 3, 1))
-    ys = {}
-    for path, nth in (("packed", 1), ("direct", 1), ("direct", 2)):
-        y = np.full((xs[0],) + outs + (ws[0],), np.nan, np.float32)
-        mod.conv_nhwc_f32(xh.reshape(-1), xh.shape, wp, ws[0], group, k, strides, dil, pads, outs, b,
-                          res.reshape(-1), y.reshape(-1), False, nth, ("Relu",), path)
-        ys[path, nth] = y
+    run, ref, res, kc = _case(VARIANTS[isa], case, 11)
+    assert kc > VARIANTS[isa].KC
+    ys = {(path, nth): run(path, nth, ("Relu",), res) for path, nth in (("packed", 1), ("direct", 1), ("direct", 2))}
     np.testing.assert_array_equal(ys["direct", 1], ys["direct", 2])
-    ref = np.maximum(_ref_conv(x[:, :, None], w[:, :, None], b, group, (1,) + strides, (1,) + dil, (0,) + pads,
-                               (1,) + outs)[:, :, 0].transpose(0, 2, 3, 1) + res, 0)
+    ref = np.maximum(ref, 0)
     bound = 2 * (kc + 2) * EPS + 1e-6   # the GEMM bound of this file
     np.testing.assert_allclose(ys["direct", 1], ref, rtol=0, atol=bound)
     np.testing.assert_allclose(ys["packed", 1], ref, rtol=0, atol=bound)
@@ -214,31 +208,16 @@ def test_conv_nhwc_residual_in_place(isa, path, kc_above_block):
     one block too (where the packed path writes y before its last K block): bit-identical to a separate res (so a
     planned run equals an unplanned one), and the float64 direct conv (oracle) within the GEMM bound. Any other
     overlap of res and y is refused."""
-    mod = VARIANTS[isa]
     cg = 40 if kc_above_block else 20
-    xs, ws = (1, cg, 7, 9), (36, cg, 3, 3)
-    rng = np.random.default_rng(13)
-    x = rng.uniform(-1, 1, xs).astype(np.float32)
-    w = rng.uniform(-1, 1, ws).astype(np.float32)
-    b = rng.uniform(-1, 1, ws[0]).astype(np.float32)
-    res = rng.uniform(-1, 1, (1, 7, 9, ws[0])).astype(np.float32)
-    kc = cg * 9
-    assert (kc > mod.KC) == kc_above_block
-    wp = np.empty(mod.conv_nhwc_pack_weight_size(ws[0], kc, 1), np.float32)
-    mod.conv_nhwc_pack_weight(w, 1, wp)
-    xh = np.ascontiguousarray(x.transpose(0, 2, 3, 1)).reshape(-1)
-    y = res.copy().reshape(-1)
-    y_sep = np.empty_like(y)
-    args = (xh, (1, 7, 9, cg), wp, ws[0], 1, (3, 3), (1, 1), (1, 1), (1, 1), (7, 9), b)
-    mod.conv_nhwc_f32(*args, res.reshape(-1), y_sep, False, 2, ("Relu",), path)
-    mod.conv_nhwc_f32(*args, y, y, False, 2, ("Relu",), path)
+    run, ref, res, kc = _case(VARIANTS[isa], ((1, cg, 7, 9), (36, cg, 3, 3), 1, (1, 1), (1, 1), (1, 1)), 13)
+    assert (kc > VARIANTS[isa].KC) == kc_above_block
+    y_sep = run(path, 2, ("Relu",), res)
+    y = run(path, 2, ("Relu",), res, res.copy())            # in place: res is y
     np.testing.assert_array_equal(y, y_sep)
-    ref = np.maximum(_ref_conv(x[:, :, None], w[:, :, None], b, 1, (1, 1, 1), (1, 1, 1), (0, 1, 1),
-                               (1, 7, 9))[:, :, 0].transpose(0, 2, 3, 1) + res, 0)
-    np.testing.assert_allclose(y.reshape(res.shape), ref, rtol=0, atol=2 * (kc + 2) * EPS + 1e-6)
-    big = np.zeros(y.shape[0] + 8, np.float32)
+    np.testing.assert_allclose(y, np.maximum(ref, 0), rtol=0, atol=2 * (kc + 2) * EPS + 1e-6)
+    big = np.zeros(y.size + 8, np.float32)
     with pytest.raises(ValueError, match="overlaps"):
-        mod.conv_nhwc_f32(*args, big[4:4 + y.shape[0]], big[:y.shape[0]], False, 1, None, "packed")
+        run("packed", 1, None, big[4:4 + y.size], big[:y.size])
 
 
 @pytest.mark.parametrize("isa,path", [(i, p) for i in VARIANTS for p in ("packed", "direct")
