@@ -265,7 +265,7 @@ cdef struct ConvJob:
     float* y
     const Act* act
     # (cout here and in the helpers' arguments: floats between output pixels in y and res -- ldy)
-    Py_ssize_t blen, Coutg, Kc, cout, group, P, rb, rows, ntaps, ow_lo, ow_hi, runs_per_thread, nslabs, pslab, rows_total
+    Py_ssize_t blen, Coutg, Kc, cout, group, P, rb, rows, ntaps, ow_lo, ow_hi, nslabs, pslab, rows_total
     float* work
     const DTap* taps
     DRun* runbuf
@@ -471,7 +471,7 @@ cdef int _conv_nhwc_direct(const ImplicitA* ia0, Py_ssize_t N, Py_ssize_t group,
         job.ow_hi = job.ow_lo
     job.ia, job.x, job.wp, job.blen, job.bias, job.res, job.y = &ia, x, wp, blen, bias, res, y
     job.Coutg, job.Kc, job.cout, job.act, job.taps, job.ntaps = Coutg, Kc, cout, act, taps, ntaps
-    job.runbuf, job.runs_per_thread, job.P, job.rows_total = runbuf, 2 * ntaps, P, rows
+    job.runbuf, job.P, job.rows_total = runbuf, P, rows
     parallel_for(items * job.nslabs, nth, _dconv_task, &job)
     free(runbuf)
     free(taps)
@@ -488,7 +488,7 @@ cdef void _dconv_task(void* p, Py_ssize_t t, int tid) noexcept nogil:
     rblk = t - gi * j.rows
     row0 = rblk * j.rb
     ia.x = j.x + gi * ia.Cg
-    _dconv_rows(&ia, j.taps, j.ntaps, j.runbuf + <Py_ssize_t>tid * j.runs_per_thread, row0,
+    _dconv_rows(&ia, j.taps, j.ntaps, j.runbuf + <Py_ssize_t>tid * 2 * j.ntaps, row0,
                 min(row0 + j.rb, j.rows_total),
                 j.wp + gi * j.blen, (j.bias + gi * j.Coutg) if j.bias != NULL else NULL,
                 (j.res + gi * j.Coutg) if j.res != NULL else NULL, j.y + gi * j.Coutg, j.Coutg, j.cout, j.act,

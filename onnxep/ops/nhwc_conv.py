@@ -113,15 +113,15 @@ class NhwcConv_1(ConvAttrs, PackedWeightMixin, OpKernel):
         if depthwise:
             _kernels.conv_depthwise_nhwc_f32(X.reshape(-1), xshape, wp, cout, *geo, B, Y.reshape(-1),
                                              self.activation == "Relu", ctx.num_threads)
-        elif Y.flags.c_contiguous:
+        else:
+            if Y.flags.c_contiguous:
+                y, ldy = Y.reshape(-1), 0
+            else:   # a channel slice of a Concat's output (ctx.slot): pixels Y.strides[2] apart
+                ldy = Y.strides[2] // 4
+                y = as_strided(Y, ((yshape[0] * yshape[1] * yshape[2] - 1) * ldy + cout,), (4,))
             _kernels.conv_nhwc_f32(X.reshape(-1), xshape, wp, cout, group, *geo, B,
-                                   None if Z is None else Z.reshape(-1), Y.reshape(-1), False, ctx.num_threads,
-                                   self._act)
-        else:   # a channel slice of a Concat's output (ctx.slot): pixels Y.strides[2] apart
-            ldy = Y.strides[2] // 4
-            span = (yshape[0] * yshape[1] * yshape[2] - 1) * ldy + cout
-            _kernels.conv_nhwc_f32(X.reshape(-1), xshape, wp, cout, group, *geo, B, None,
-                                   as_strided(Y, (span,), (4,)), False, ctx.num_threads, self._act, "auto", ldy)
+                                   None if Z is None else Z.reshape(-1), y, False, ctx.num_threads, self._act,
+                                   "auto", ldy)
 
     _shape_plan = None     # ((X shape, W shape), Y shape, kernel xshape, geometry args, depthwise): the last seen
 

@@ -67,38 +67,37 @@ class CpuPlan(GraphPlan):
         self.prepacked = {}
 
 
-def concat_slots(partition, steps, keep) -> dict:
+def concat_slots(steps, keep) -> dict:
     """Concat elimination, channel-last: an input of a Concat along the last axis whose producer (a kernel with
     strided_output) writes it for that Concat alone is written straight into the Concat's output, at its channel
     offset (KernelContext.slot), and the Concat copies only the other inputs. Needs the channel counts of every
     input and of the output statically (the offsets). Returns {producer step: (Concat output, offset, channels)}."""
     readers = {}
-    for node in partition.nodes:
-        for x in node.inputs:
+    for s in steps:
+        for x in s[1]:
             if x:
                 readers[x] = readers.get(x, 0) + 1
     producer = {s[2][0]: i for i, s in enumerate(steps) if s[2] and s[2][0]}
     slots = {}
-    for node in partition.nodes:
-        if node.op_type != "Concat" or node.domain != "" or len(node.outputs) != 1 or not node.outputs[0]:
+    for kernel, ins, outs, *_ in steps:
+        info = kernel.info
+        if info.op_type != "Concat" or info.domain != "" or len(outs) != 1 or not outs[0]:
             continue
-        op = partition.op_info(node)
-        out_t = op.output_types[0] if op.output_types else None
-        shape = getattr(out_t, "shape", None)
-        if not shape or int(node.attrs.get("axis", 0)) not in (-1, len(shape) - 1):
+        shape = getattr(info.output_types[0], "shape", None) if info.output_types else None
+        if not shape or int(info.attrs.get("axis", 0)) not in (-1, len(shape) - 1):
             continue
-        chans = [getattr(t, "shape", None) for t in op.input_types]
+        chans = [getattr(t, "shape", None) for t in info.input_types]
         if not isinstance(shape[-1], int) or any(not c or len(c) != len(shape) or not isinstance(c[-1], int)
                                                  for c in chans):
             continue
         if sum(c[-1] for c in chans) != shape[-1]:
             continue
         offset = 0
-        for x, c in zip(node.inputs, chans):
+        for x, c in zip(ins, chans):
             p = producer.get(x)
             if (p is not None and readers.get(x) == 1 and x not in keep
                     and getattr(steps[p][0], "strided_output", False)):
-                slots[p] = (node.outputs[0], offset, shape[-1])
+                slots[p] = (outs[0], offset, shape[-1])
             offset += c[-1]
     return slots
 
@@ -172,7 +171,7 @@ class CpuBackend(Backend):
                 s[0].release()
             raise
         return CpuPlan(partition.inputs, partition.outputs, [tuple(s) for s in steps], constants, prepacked,
-                       concat_slots(partition, steps, keep))
+                       concat_slots(steps, keep))
 
     def graph_plan_compute(self, plan: CpuPlan, values: dict, run_ctx):
         env = dict(plan.constants)
