@@ -495,50 +495,61 @@ cdef extern from *:
             }
         }
     }
-    /* Stride 1, 'same' size (pads 1, Ho = H, Wo = W >= 16): output rows 1 .. H-2 as one flattened run, every tap
-       of output i reading x[i + (b-1)*W + e-1] (inside the plane); the lanes whose kernel column wraps into the
-       neighbouring row (column 0 for e = 0, column W-1 for e = 2) skip that tap (masked FMA). */
-    static void onnxep_dw3x3_band(const float* x, Py_ssize_t W, const float* w, float bias, float* y, Py_ssize_t i0,
-                                  Py_ssize_t i1, int relu)
+    /* Stride 1, 'same' size (pads 1, Ho = H, Wo = W): output rows oh0 .. oh0 + 4*ngroups - 1 (every input row they
+       read inside x), four at a time. The six input rows of a group are each loaded once per 16 columns, as the three
+       column-shifted vectors of kernel columns 0..2 (masked loads: zeros left of column 0 and right of column W-1,
+       never a read outside x), and each feeds up to three of the four outputs: 4.5 loads per output vector instead of
+       9 (the one-row loop is bound by its misaligned loads). Taps are added in (b, e) order after the bias, as
+       everywhere. */
+    #define ONNXEP_DW3_LD(J) const float* r##J = x + (oh - 1 + J) * W + c0; \
+        __m512 v##J##0 = _mm512_maskz_loadu_ps(ml, r##J - 1), v##J##1 = _mm512_maskz_loadu_ps(mc, r##J); \
+        __m512 v##J##2 = _mm512_maskz_loadu_ps(mr, r##J + 1);
+    #define ONNXEP_DW3_TAPS(A, J, B) A = _mm512_fmadd_ps(wv[3 * B], v##J##0, A); \
+        A = _mm512_fmadd_ps(wv[3 * B + 1], v##J##1, A); A = _mm512_fmadd_ps(wv[3 * B + 2], v##J##2, A);
+    static void onnxep_dw3x3_rows4(const float* x, Py_ssize_t W, const float* w, float bias, float* y, Py_ssize_t oh0,
+                                   Py_ssize_t ngroups, int relu)
     {
-        __m512 w0 = _mm512_set1_ps(w[0]), w1 = _mm512_set1_ps(w[1]), w2 = _mm512_set1_ps(w[2]);
-        __m512 w3 = _mm512_set1_ps(w[3]), w4 = _mm512_set1_ps(w[4]), w5 = _mm512_set1_ps(w[5]);
-        __m512 w6 = _mm512_set1_ps(w[6]), w7 = _mm512_set1_ps(w[7]), w8 = _mm512_set1_ps(w[8]);
-        __m512 vb = _mm512_set1_ps(bias), z = _mm512_setzero_ps();
-        Py_ssize_t i, col = i0 % W, l0, l1;
-        for (i = i0; i < i1; i += 16) {
-            __mmask16 mo = onnxep_lanes(0, i1 - i), me0 = (__mmask16)0xFFFF, me2 = (__mmask16)0xFFFF;
-            l0 = col == 0 ? 0 : W - col;         /* the lane in column 0 */
-            l1 = W - 1 - col;                    /* the lane in column W-1 */
-            if (l0 < 16) me0 = (__mmask16)~(1u << l0);
-            if (l1 < 16) me2 = (__mmask16)~(1u << l1);
-            const float* r = x + i - W - 1;
-            __m512 acc = vb;
-            acc = _mm512_mask3_fmadd_ps(w0, _mm512_loadu_ps(r), acc, me0);
-            acc = _mm512_fmadd_ps(w1, _mm512_loadu_ps(r + 1), acc);
-            acc = _mm512_mask3_fmadd_ps(w2, _mm512_loadu_ps(r + 2), acc, me2);
-            r += W;
-            acc = _mm512_mask3_fmadd_ps(w3, _mm512_loadu_ps(r), acc, me0);
-            acc = _mm512_fmadd_ps(w4, _mm512_loadu_ps(r + 1), acc);
-            acc = _mm512_mask3_fmadd_ps(w5, _mm512_loadu_ps(r + 2), acc, me2);
-            r += W;
-            acc = _mm512_mask3_fmadd_ps(w6, _mm512_loadu_ps(r), acc, me0);
-            acc = _mm512_fmadd_ps(w7, _mm512_loadu_ps(r + 1), acc);
-            acc = _mm512_mask3_fmadd_ps(w8, _mm512_loadu_ps(r + 2), acc, me2);
-            if (relu) acc = _mm512_max_ps(acc, z);
-            _mm512_mask_storeu_ps(y + i, mo, acc);
-            col += 16;
-            if (col >= W) col -= W;
+        __m512 wv[9], vb = _mm512_set1_ps(bias), z = _mm512_setzero_ps();
+        Py_ssize_t g, oh, c0;
+        int i;
+        for (i = 0; i < 9; i++) wv[i] = _mm512_set1_ps(w[i]);
+        for (g = 0; g < ngroups; g++) {
+            oh = oh0 + 4 * g;
+            for (c0 = 0; c0 < W; c0 += 16) {
+                __mmask16 ml = onnxep_lanes(1 - c0, W - c0 + 1), mc = onnxep_lanes(-c0, W - c0);
+                __mmask16 mr = onnxep_lanes(-c0 - 1, W - c0 - 1);
+                __m512 a0 = vb, a1 = vb, a2 = vb, a3 = vb;
+                ONNXEP_DW3_LD(0) ONNXEP_DW3_TAPS(a0, 0, 0)
+                ONNXEP_DW3_LD(1) ONNXEP_DW3_TAPS(a0, 1, 1) ONNXEP_DW3_TAPS(a1, 1, 0)
+                ONNXEP_DW3_LD(2) ONNXEP_DW3_TAPS(a0, 2, 2) ONNXEP_DW3_TAPS(a1, 2, 1) ONNXEP_DW3_TAPS(a2, 2, 0)
+                ONNXEP_DW3_LD(3) ONNXEP_DW3_TAPS(a1, 3, 2) ONNXEP_DW3_TAPS(a2, 3, 1) ONNXEP_DW3_TAPS(a3, 3, 0)
+                ONNXEP_DW3_LD(4) ONNXEP_DW3_TAPS(a2, 4, 2) ONNXEP_DW3_TAPS(a3, 4, 1)
+                ONNXEP_DW3_LD(5) ONNXEP_DW3_TAPS(a3, 5, 2)
+                if (relu) {
+                    a0 = _mm512_max_ps(a0, z); a1 = _mm512_max_ps(a1, z);
+                    a2 = _mm512_max_ps(a2, z); a3 = _mm512_max_ps(a3, z);
+                }
+                float* yo = y + oh * W + c0;
+                _mm512_mask_storeu_ps(yo, mc, a0);
+                _mm512_mask_storeu_ps(yo + W, mc, a1);
+                _mm512_mask_storeu_ps(yo + 2 * W, mc, a2);
+                _mm512_mask_storeu_ps(yo + 3 * W, mc, a3);
+            }
         }
     }
+    #undef ONNXEP_DW3_LD
+    #undef ONNXEP_DW3_TAPS
     static void onnxep_dw3x3_plane(const float* x, Py_ssize_t H, Py_ssize_t W, const float* w, float bias, float* y,
                                    Py_ssize_t Ho, Py_ssize_t Wo, Py_ssize_t sh, Py_ssize_t sw, Py_ssize_t ph,
                                    Py_ssize_t pw, int relu)
     {
-        if (sh == 1 && sw == 1 && ph == 1 && pw == 1 && Ho == H && Wo == W && W >= 16 && H >= 3) {
+        if (sh == 1 && sw == 1 && ph == 1 && pw == 1 && Ho == H && Wo == W && H >= 6) {
+            /* row 0 reads the padding row above x; rows 1 .. 4*ng in groups of four; the rest (1 to 4 rows, the
+               last reading the padding row below) one by one */
+            Py_ssize_t ng = (H - 2) / 4;
             onnxep_dw3x3_rows(x, H, W, w, bias, y, Wo, 1, 1, 1, 1, relu, 0, 1);
-            onnxep_dw3x3_band(x, W, w, bias, y, W, (H - 1) * W, relu);
-            onnxep_dw3x3_rows(x, H, W, w, bias, y, Wo, 1, 1, 1, 1, relu, H - 1, H);
+            onnxep_dw3x3_rows4(x, W, w, bias, y, 1, ng, relu);
+            onnxep_dw3x3_rows(x, H, W, w, bias, y, Wo, 1, 1, 1, 1, relu, 1 + 4 * ng, H);
         } else {
             onnxep_dw3x3_rows(x, H, W, w, bias, y, Wo, sh, sw, ph, pw, relu, 0, Ho);
         }
