@@ -12,7 +12,10 @@ NHWC op or the other way round (Transpose nodes), never per op:
   costs: pools and depthwise convs go channel-last only when their input already is, so an isolated one stays NCHW
   instead of paying two Transposes. (A conv reading NCHW / writing NCHW itself at a region's edge, instead of the
   Transposes, was tried: slower on 3x3 and 7x7 convs, where packing A from NCHW and writing C through a strided
-  scratch tile cost more than the transposes.)
+  scratch tile cost more than the transposes. Tried again 2026-11 on the direct path, which reads A in place with
+  any channel stride: bit-identical, but at one thread equal to Transpose + conv on a 3x3 64->64 conv at 56x56, 5%
+  slower on the 7x7/2 RGB conv, 2-5% on 3x3 128-channel and 11x11/4 RGB ones, 38% on a 1x1 256->64 conv: channel-last
+  A keeps a tile's reads in a few lines per pixel.)
 
 Nodes whose op type the session forces onto the reference backend ('onnxep.fallback_op_types') are left alone."""
 from __future__ import annotations
