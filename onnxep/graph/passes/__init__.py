@@ -1,7 +1,7 @@
 """Stage 2, optimize: graph passes, one per file, each switched by graph_optimization_level.
 
     level  pass
-    1      constant folding; BatchNormalization and per-channel Mul / Add folded into the Conv before them
+    1      Identity and inference Dropout removal; constant folding; BatchNormalization and per-channel Mul / Add folded into the Conv before them
     2      transformer fusions: the decomposed LayerNormalization chain -> LayerNormalization, the Erf form of Gelu ->
            com.onnxep Gelu, MatMul by a constant + bias [+ residual] [+ Relu | Gelu] -> com.onnxep FusedMatMul,
            the Transposes / scale around a MatMul of computed operands -> com.onnxep StridedMatMul, an additive
@@ -31,6 +31,7 @@ from onnxep.graph.passes.fuse_matmul_transpose import fuse_matmul_transpose
 from onnxep.graph.passes.fuse_softmax_mask import fuse_softmax_mask
 from onnxep.graph.passes.fuse_nhwc_conv import fuse_nhwc_conv
 from onnxep.graph.passes.layout_nhwc import layout_nhwc
+from onnxep.graph.passes.remove_identity import remove_identity
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,7 @@ class PassContext:
 
 #: (minimum GraphOptimizationLevel, pass function (Graph, PassContext) -> Graph), applied in order.
 PASSES: list = [
+    (1, remove_identity),
     (1, fold_constants),
     (1, fuse_conv_affine),
     (2, fuse_layernorm),
