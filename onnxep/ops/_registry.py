@@ -24,7 +24,7 @@ _MODULES = (
     "max_pool", "average_pool", "global_average_pool", "global_max_pool", "lrn", "batch_normalization",
     "softmax", "log_softmax",
     # -- internal channel-last ops (domain com.onnxep)
-    "nhwc_pool", "channel_affine", "nhwc_lrn",
+    "nhwc_pool", "channel_affine", "nhwc_lrn", "channel_shuffle",
     # -- transformer ops: LayerNormalization, Erf, and the com.onnxep ops of the transformer fusions
     "layer_normalization", "erf", "gelu", "fused_mat_mul", "strided_mat_mul",
     "masked_softmax",

@@ -253,8 +253,8 @@ def test_channel_affine_absorbs_mul_add_relu_chain():
 
 def test_channel_shuffle_stays_channel_last():
     """ShuffleNet's channel shuffle (Reshape to (N, g, C/g, H, W), Transpose (0, 2, 1, 3, 4), Reshape back) between
-    two convs runs channel-last as a swap of the last two axes of (N, H, W, g, C/g); the grouped convs around it stay
-    NHWC. Oracle: onnxruntime."""
+    two convs runs channel-last as one com.onnxep ChannelShuffle node (a swap of the last two axes of
+    (N, H, W, g, C/g)); the grouped convs around it stay NHWC. Oracle: onnxruntime."""
     x = RNG.uniform(-1, 1, (1, 6, 5, 4)).astype(np.float32)
     nodes = [helper.make_node("Conv", ["x", "w1"], ["c"], group=2),
              helper.make_node("Reshape", ["c", "s5"], ["r5"]),
@@ -265,11 +265,35 @@ def test_channel_shuffle_stays_channel_last():
              "s4": np.array([1, 12, 5, 4], np.int64)}
     model = make_model(nodes, {"x": x}, ["y"], initializers=inits)
     sess = _session(model)
-    assert _ops(sess) == ["Transpose", "NhwcConv", "Reshape", "Transpose", "Reshape", "NhwcConv", "Transpose"], \
-        _ops(sess)
-    perms = [list(k.perm) for op, k in _steps(sess) if op == "Transpose"]
-    assert perms[1] == [0, 1, 2, 4, 3]
+    assert _ops(sess) == ["Transpose", "NhwcConv", "ChannelShuffle", "NhwcConv", "Transpose"], _ops(sess)
+    assert [int(k.group) for op, k in _steps(sess) if op == "ChannelShuffle"] == [3]
     assert_outputs_match(sess.run(None, {"x": x}), run_ort(model, {"x": x}), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int8, np.float16])
+@pytest.mark.parametrize("shape,group", [((2, 3, 5, 12), 4), ((7, 6), 2), ((4, 9), 9), ((3, 5), 1), ((0, 4), 2)])
+def test_channel_shuffle_op(shape, group, dtype):
+    """com.onnxep ChannelShuffle alone (as an optimized model file carries it): y[..., c*G + g] = x[..., g*Cg + c].
+    Oracle: numpy (reshape, swap the last two axes, reshape)."""
+    x = (np.arange(int(np.prod(shape))) % 97).astype(dtype).reshape(shape)
+    model = make_model([helper.make_node("ChannelShuffle", ["x"], ["y"], domain="com.onnxep", group=group)],
+                       {"x": x}, ["y"])
+    model.opset_import.append(helper.make_opsetid("com.onnxep", 1))
+    sess = onnxep.InferenceSession(model.SerializeToString())
+    assert _ops(sess) == ["ChannelShuffle"]
+    want = x.reshape(shape[:-1] + (group, shape[-1] // group)).swapaxes(-1, -2).reshape(shape)
+    np.testing.assert_array_equal(sess.run(None, {"x": x})[0], want)
+
+
+def test_channel_shuffle_op_refuses_a_channel_count_off_the_groups():
+    model = make_model([helper.make_node("ChannelShuffle", ["x"], ["y"], domain="com.onnxep", group=2)],
+                       {"x": np.zeros((2, 5), np.float32)}, ["y"], input_shapes={"x": [2, None]})
+    model.opset_import.append(helper.make_opsetid("com.onnxep", 1))
+    sess = onnxep.InferenceSession(model.SerializeToString())
+    with pytest.raises(onnxep.OnnxepError, match="ChannelShuffle.*multiple of group=2"):
+        sess.run(None, {"x": np.zeros((2, 5), np.float32)})
+    np.testing.assert_array_equal(sess.run(None, {"x": np.arange(8, dtype=np.float32).reshape(2, 4)})[0],
+                                  [[0, 2, 1, 3], [4, 6, 5, 7]])
 
 
 def test_optimized_model_filepath_writes_the_optimized_graph(tmp_path):

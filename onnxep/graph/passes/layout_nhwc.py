@@ -221,7 +221,8 @@ class _Layout:
 
     def channel_shuffle(self, node) -> bool:
         """ShuffleNet's channel shuffle of a twin, Reshape (N, g, C/g, H, W) -> Transpose (0, 2, 1, 3, 4) ->
-        Reshape (N, C, H, W), done channel-last: the twin viewed as (N, H, W, g, C/g) swaps its last two axes."""
+        Reshape (N, C, H, W), done channel-last as one com.onnxep ChannelShuffle node (the twin viewed as
+        (N, H, W, g, C/g) swaps its last two axes): one copy, not three nodes."""
         if node.op_type != "Reshape" or node.domain != "" or len(node.inputs) < 2 or node.inputs[0] not in self.nhwc:
             return False
         s = _shape4(self.vt.get(node.inputs[0]))
@@ -238,19 +239,9 @@ class _Layout:
         if (n, h, w) != (s[0], s[2], s[3]) or g < 1 or g * cg != s[1] or any(x in self.keep_ops for x in
                                                                              ("Reshape", "Transpose")):
             return False
-        x = self.nhwc[node.inputs[0]]
-        v5, v5t = self.names.new(f"{node.outputs[0]}_nhwc"), self.names.new(f"{t.outputs[0]}_nhwc")
-        like = self.vt.get(node.inputs[0])
-        self.vt[v5] = tensor_type(like, (n, h, w, g, cg))
-        self.vt[v5t] = tensor_type(like, (n, h, w, cg, g))
         y = self.new_twin_output(r.outputs[0])
-        self.out.append(make_node(self.g, node.name, "Reshape",
-                                  [x, self._new_const(f"{node.name}_shape_nhwc", np.array([n, h, w, g, cg], np.int64))],
-                                  [v5], {}))
-        self.out.append(make_node(self.g, t.name, "Transpose", [v5], [v5t], {"perm": [0, 1, 2, 4, 3]}))
-        self.out.append(make_node(self.g, r.name, "Reshape",
-                                  [v5t, self._new_const(f"{r.name}_shape_nhwc", np.array([n, h, w, g * cg], np.int64))],
-                                  [y], {}))
+        self.out.append(make_node(self.g, node.name, "ChannelShuffle", [self.nhwc[node.inputs[0]]], [y],
+                                  {"group": g}, INTERNAL_DOMAIN))
         self.skip.update((id(t), id(r)))
         return True
 

@@ -1,0 +1,37 @@
+"""ChannelShuffle (domain com.onnxep): ShuffleNet's channel shuffle on the LAST axis, y[..., c*G + g] =
+x[..., g*Cg + c] for g < G = `group`, c < Cg = C / G -- what graph/passes/fuse_channel_shuffle.py makes of the
+Reshape (..., G, Cg) -> Transpose (swap the last two) -> Reshape (..., C) chain on channel-last activations, one
+copy instead of three nodes. Written by passes, never by users."""
+import numpy as np
+
+from onnxep import _kernels
+from onnxep.ops._base import OpKernel
+from onnxep.ops.transpose import _NATIVE_ITEMSIZES
+
+DOMAIN = "com.onnxep"
+
+
+class ChannelShuffle_1(OpKernel):
+    domain, op_type, since = DOMAIN, "ChannelShuffle", 1
+    type_constraints = {}        # no onnx schema for this domain: supports() checks the types
+    group = 1
+
+    @classmethod
+    def supports(cls, op):
+        vt = op.input_types[0] if op.input_types else None
+        dt = vt.dtype if vt is not None else None
+        g = int(op.node.attrs.get("group", 0) or 0)
+        return (len(op.node.inputs) == 1 and len(op.node.outputs) == 1 and dt is not None and not dt.hasobject
+                and dt.itemsize in _NATIVE_ITEMSIZES and g >= 1)
+
+    def compute(self, ctx):
+        x = ctx.input(0)
+        G = int(self.group)
+        C = x.shape[-1] if x.ndim else 0
+        if x.ndim < 1 or C % G:
+            raise ValueError(f"ChannelShuffle: the last axis of X (shape {x.shape}) must be a multiple of "
+                             f"group={G}")
+        y = ctx.output(0, x.shape, x.dtype)
+        P = x.size // C if C else 0
+        _kernels.transpose_copy(np.ascontiguousarray(x).reshape(-1).view(np.uint8), (P, G, C // G), (0, 2, 1),
+                                x.itemsize, y.reshape(-1).view(np.uint8), ctx.num_threads)
