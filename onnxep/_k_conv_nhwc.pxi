@@ -141,118 +141,150 @@ def conv_nhwc_f32(const float[::1] x, tuple xshape, const float[::1] w_packed, P
     then). res (optional) has y's shape and may be y itself (computed in place, with the same result: the epilogue reads each
     element of res before it writes that element of y; where the packed path would write y before its last K block,
     res is copied first; any other overlap is refused). path: "packed" (A packed per block: the GEMM path), "direct" (A read in place by
-    onnxep_dconv_uk; SIMD variants) or "auto" (direct where it measured faster, _dconv_auto)."""
+    onnxep_dconv_uk; SIMD variants) or "auto" (direct where it measured faster, _dconv_auto).
+    ConvNhwc(...).run(...) in one call: a kernel running the same shapes again keeps its ConvNhwc."""
+    ConvNhwc(xshape, w_packed, cout, group, kernel, strides, dilations, pads, out_spatial, relu, activation,
+             path).run(x, bias, res, y, nthreads, ldy)
+
+
+cdef class ConvNhwc:
+    """conv_nhwc_f32 with everything that depends only on the shapes, the packed weight, the activation and the path
+    checked and worked out once (ConvNhwc(...)); run(x, bias, res, y, nthreads, ldy) checks the sizes of the
+    per-run arrays and computes. Holds a reference to the packed weight."""
     cdef ImplicitA ia
-    cdef Act act = make_act(activation, relu)
-    cdef Py_ssize_t N, Cg, Coutg, Kc, P, blen, gi, t, rb
-    cdef int rc
-    cdef int nth, nth_gemm
-    cdef float* work = NULL
-    cdef float* res_copy = NULL
-    cdef float* mine
-    cdef const float* bptr = NULL
-    cdef const float* rptr = NULL
-    cdef const float* wp = NULL
-    cdef const float* xp
-    cdef float* yp
-    if len(xshape) != 4 or len(kernel) != 2 or len(strides) != 2 or len(dilations) != 2 or len(pads) != 2 \
-            or len(out_spatial) != 2:
-        raise ValueError("conv_nhwc_f32: xshape must be (N, H, W, C) and kernel/strides/dilations/pads/out_spatial "
-                         "(h, w) pairs")
-    N, ia.H, ia.W, ia.C = xshape
-    ia.kh, ia.kw = kernel
-    ia.sh, ia.sw = strides
-    ia.dh, ia.dw = dilations
-    ia.ph, ia.pw = pads
-    ia.Ho, ia.Wo = out_spatial
-    ia.p0 = 0
-    if group < 1 or ia.C % group or cout % group or cout < 1:
-        raise ValueError(f"conv_nhwc_f32: group={group} must divide C={ia.C} and cout={cout}")
-    if min(ia.kh, ia.kw, ia.sh, ia.sw, ia.dh, ia.dw) < 1 or min(ia.ph, ia.pw) < 0 or min(ia.Ho, ia.Wo, N) < 0:
-        raise ValueError(f"conv_nhwc_f32: bad geometry kernel={kernel} strides={strides} dilations={dilations} "
-                         f"pads={pads} out={out_spatial}")
-    Cg = ia.C // group
-    ia.Cg = Cg
-    Coutg = cout // group
-    Kc = Cg * ia.kh * ia.kw
-    P = N * ia.Ho * ia.Wo
-    blen = sgemm_pack_b_len(Kc, Coutg)
-    if x.shape[0] != N * ia.H * ia.W * ia.C:
-        raise ValueError(f"conv_nhwc_f32: x has {x.shape[0]} elements, shape {xshape} needs {N * ia.H * ia.W * ia.C}")
-    if ldy == 0:
-        ldy = cout
-    if ldy < cout or (ldy != cout and res is not None):
-        raise ValueError(f"conv_nhwc_f32: ldy={ldy} must be 0, or at least cout={cout} with no res")
-    if y.shape[0] != (P * ldy if ldy == cout else max(P - 1, 0) * ldy + cout):
-        raise ValueError(f"conv_nhwc_f32: y has {y.shape[0]} elements, expected "
-                         f"{P * cout if ldy == cout else max(P - 1, 0) * ldy + cout}")
-    if res is not None and res.shape[0] != P * cout:
-        raise ValueError(f"conv_nhwc_f32: res has {res.shape[0]} elements, expected {P * cout}")
-    if w_packed.shape[0] != group * blen:
-        raise ValueError(f"conv_nhwc_f32: packed weight has {w_packed.shape[0]} elements, expected {group * blen} "
-                         f"({SGEMM_FORMAT})")
-    if bias is not None and bias.shape[0] != cout:
-        raise ValueError(f"conv_nhwc_f32: bias has {bias.shape[0]} elements, expected {cout}")
-    if P == 0:
-        return
-    if Kc > 0:
-        wp = &w_packed[0]
-    xp = &x[0] if x.shape[0] else NULL
-    bptr = &bias[0] if bias is not None else NULL
-    rptr = &res[0] if res is not None else NULL
-    yp = &y[0]
-    if rptr != NULL and rptr != yp and rptr < yp + P * cout and yp < rptr + P * cout:
-        raise ValueError("conv_nhwc_f32: res overlaps y without being y")
-    if path not in ("auto", "direct", "packed"):
-        raise ValueError(f"conv_nhwc_f32: path must be 'auto', 'direct' or 'packed', got {path!r}")
-    if path == "direct" and not SGEMM_SIMD:
-        raise ValueError(f"conv_nhwc_f32: the direct path needs a SIMD variant (variant {ONNXEP_ISA_NAME.decode()})")
-    if Kc > 0 and (path == "direct" or (path == "auto" and _dconv_auto(&ia, Kc))):
-        with nogil:
-            rc = _conv_nhwc_direct(&ia, N, group, xp, wp, blen, bptr, rptr, yp, Coutg, Kc, ldy, &act,
-                                   sgemm_threads(P, cout, Kc, nthreads))
-        if rc != 0:
-            raise MemoryError("conv_nhwc_f32: cannot allocate the direct path's run tables")
-        return
-    # Big per-group GEMMs run one after another, each on every thread. Small ones are split by blocks of output
-    # pixels (every group of a block on one thread): threads over groups would write neighbouring column ranges of
-    # the same output rows, sharing cache lines at the group borders (measured 1.0x from 2 threads vs 1.6x by blocks
-    # on ShuffleNet's 14x14x272 group-4 1x1 conv).
-    nth = sgemm_threads(P, Coutg, Kc, nthreads)
-    rb = P
-    if nth == 1 and group > 1 and <double>2.0 * P * Coutg * Kc * group >= SGEMM_MT_FLOPS:
-        nth = _nthreads(nthreads)
-        rb = _round_up((P + 4 * nth - 1) // (4 * nth), SGEMM_MR)
-        nth = <int>min(<Py_ssize_t>nth, (P + rb - 1) // rb)
-        nth_gemm = 1
-    else:
-        nth_gemm = nth
-        nth = 1
-    if rptr == yp and Kc > SGEMM_KC:    # the first K blocks write y before the last one reads res: keep a copy
-        res_copy = <float*>malloc(P * cout * sizeof(float))
-        if res_copy == NULL:
-            raise MemoryError("conv_nhwc_f32: cannot allocate the copy of the in-place residual")
-        memcpy(res_copy, rptr, P * cout * sizeof(float))
-        rptr = res_copy
-    work = <float*>malloc(nth * sgemm_work_len(nth_gemm) * sizeof(float))
-    if work == NULL:
-        free(res_copy)
-        raise MemoryError("conv_nhwc_f32: cannot allocate the packing workspace")
-    cdef ConvJob job
-    try:
-        with nogil:
-            if nth == 1:
-                for gi in range(group):
-                    _conv_nhwc_group(&ia, gi, xp, wp + gi * blen, bptr, rptr, yp, 0, P, Coutg, Kc, ldy, &act, work,
-                                     nth_gemm)
-            else:
-                job.ia, job.x, job.wp, job.blen, job.bias, job.res, job.y = &ia, xp, wp, blen, bptr, rptr, yp
-                job.Coutg, job.Kc, job.cout, job.act, job.group, job.P, job.rb = Coutg, Kc, ldy, &act, group, P, rb
-                job.work = work
-                parallel_for((P + rb - 1) // rb, nth, _conv_nhwc_block_task, &job)
-    finally:
-        free(work)
-        free(res_copy)
+    cdef Act act
+    cdef Py_ssize_t N, group, cout, Cg, Coutg, Kc, P, blen
+    cdef int path            # 0 auto, 1 direct, 2 packed
+    cdef bint direct         # the path run() takes
+    cdef const float[::1] w
+
+    def __init__(self, tuple xshape, const float[::1] w_packed, Py_ssize_t cout, Py_ssize_t group, tuple kernel,
+                 tuple strides, tuple dilations, tuple pads, tuple out_spatial, bint relu=False, activation=None,
+                 str path="auto"):
+        cdef ImplicitA ia
+        self.act = make_act(activation, relu)
+        if len(xshape) != 4 or len(kernel) != 2 or len(strides) != 2 or len(dilations) != 2 or len(pads) != 2 \
+                or len(out_spatial) != 2:
+            raise ValueError("conv_nhwc_f32: xshape must be (N, H, W, C) and kernel/strides/dilations/pads/"
+                             "out_spatial (h, w) pairs")
+        self.N, ia.H, ia.W, ia.C = xshape
+        ia.kh, ia.kw = kernel
+        ia.sh, ia.sw = strides
+        ia.dh, ia.dw = dilations
+        ia.ph, ia.pw = pads
+        ia.Ho, ia.Wo = out_spatial
+        ia.p0 = 0
+        ia.x = NULL
+        if group < 1 or ia.C % group or cout % group or cout < 1:
+            raise ValueError(f"conv_nhwc_f32: group={group} must divide C={ia.C} and cout={cout}")
+        if min(ia.kh, ia.kw, ia.sh, ia.sw, ia.dh, ia.dw) < 1 or min(ia.ph, ia.pw) < 0 or min(ia.Ho, ia.Wo, self.N) < 0:
+            raise ValueError(f"conv_nhwc_f32: bad geometry kernel={kernel} strides={strides} dilations={dilations} "
+                             f"pads={pads} out={out_spatial}")
+        ia.Cg = ia.C // group
+        self.Cg = ia.Cg
+        self.group, self.cout = group, cout
+        self.Coutg = cout // group
+        self.Kc = self.Cg * ia.kh * ia.kw
+        self.P = self.N * ia.Ho * ia.Wo
+        self.blen = sgemm_pack_b_len(self.Kc, self.Coutg)
+        if w_packed.shape[0] != group * self.blen:
+            raise ValueError(f"conv_nhwc_f32: packed weight has {w_packed.shape[0]} elements, expected "
+                             f"{group * self.blen} ({SGEMM_FORMAT})")
+        if path not in ("auto", "direct", "packed"):
+            raise ValueError(f"conv_nhwc_f32: path must be 'auto', 'direct' or 'packed', got {path!r}")
+        if path == "direct" and not SGEMM_SIMD:
+            raise ValueError(f"conv_nhwc_f32: the direct path needs a SIMD variant (variant "
+                             f"{ONNXEP_ISA_NAME.decode()})")
+        self.ia = ia
+        self.w = w_packed
+        self.direct = self.Kc > 0 and (path == "direct" or (path == "auto" and _dconv_auto(&ia, self.Kc)))
+
+    def run(self, const float[::1] x, const float[::1] bias, const float[::1] res, float[::1] y, int nthreads=0,
+            Py_ssize_t ldy=0):
+        """y := act(conv(x, W) [+ bias] [+ res]) as conv_nhwc_f32 says, for the shapes this ConvNhwc was made for."""
+        cdef ImplicitA ia = self.ia
+        cdef Py_ssize_t N = self.N, group = self.group, cout = self.cout, Coutg = self.Coutg, Kc = self.Kc
+        cdef Py_ssize_t P = self.P, blen = self.blen, gi, rb
+        cdef int rc
+        cdef int nth, nth_gemm
+        cdef float* work = NULL
+        cdef float* res_copy = NULL
+        cdef const float* bptr = NULL
+        cdef const float* rptr = NULL
+        cdef const float* wp = NULL
+        cdef const float* xp
+        cdef float* yp
+        if x.shape[0] != N * ia.H * ia.W * ia.C:
+            raise ValueError(f"conv_nhwc_f32: x has {x.shape[0]} elements, shape {(N, ia.H, ia.W, ia.C)} needs "
+                             f"{N * ia.H * ia.W * ia.C}")
+        if ldy == 0:
+            ldy = cout
+        if ldy < cout or (ldy != cout and res is not None):
+            raise ValueError(f"conv_nhwc_f32: ldy={ldy} must be 0, or at least cout={cout} with no res")
+        if y.shape[0] != (P * ldy if ldy == cout else max(P - 1, 0) * ldy + cout):
+            raise ValueError(f"conv_nhwc_f32: y has {y.shape[0]} elements, expected "
+                             f"{P * cout if ldy == cout else max(P - 1, 0) * ldy + cout}")
+        if res is not None and res.shape[0] != P * cout:
+            raise ValueError(f"conv_nhwc_f32: res has {res.shape[0]} elements, expected {P * cout}")
+        if bias is not None and bias.shape[0] != cout:
+            raise ValueError(f"conv_nhwc_f32: bias has {bias.shape[0]} elements, expected {cout}")
+        if P == 0:
+            return
+        if Kc > 0:
+            wp = &self.w[0]
+        xp = &x[0] if x.shape[0] else NULL
+        bptr = &bias[0] if bias is not None else NULL
+        rptr = &res[0] if res is not None else NULL
+        yp = &y[0]
+        if rptr != NULL and rptr != yp and rptr < yp + P * cout and yp < rptr + P * cout:
+            raise ValueError("conv_nhwc_f32: res overlaps y without being y")
+        if self.direct:
+            with nogil:
+                rc = _conv_nhwc_direct(&ia, N, group, xp, wp, blen, bptr, rptr, yp, Coutg, Kc, ldy, &self.act,
+                                       sgemm_threads(P, cout, Kc, nthreads))
+            if rc != 0:
+                raise MemoryError("conv_nhwc_f32: cannot allocate the direct path's run tables")
+            return
+        # Big per-group GEMMs run one after another, each on every thread. Small ones are split by blocks of
+        # output pixels (every group of a block on one thread): threads over groups would write neighbouring column
+        # ranges of the same output rows, sharing cache lines at the group borders (measured 1.0x from 2 threads vs
+        # 1.6x by blocks on ShuffleNet's 14x14x272 group-4 1x1 conv).
+        nth = sgemm_threads(P, Coutg, Kc, nthreads)
+        rb = P
+        if nth == 1 and group > 1 and <double>2.0 * P * Coutg * Kc * group >= SGEMM_MT_FLOPS:
+            nth = _nthreads(nthreads)
+            rb = _round_up((P + 4 * nth - 1) // (4 * nth), SGEMM_MR)
+            nth = <int>min(<Py_ssize_t>nth, (P + rb - 1) // rb)
+            nth_gemm = 1
+        else:
+            nth_gemm = nth
+            nth = 1
+        if rptr == yp and Kc > SGEMM_KC:    # the first K blocks write y before the last one reads res: keep a copy
+            res_copy = <float*>malloc(P * cout * sizeof(float))
+            if res_copy == NULL:
+                raise MemoryError("conv_nhwc_f32: cannot allocate the copy of the in-place residual")
+            memcpy(res_copy, rptr, P * cout * sizeof(float))
+            rptr = res_copy
+        work = <float*>malloc(nth * sgemm_work_len(nth_gemm) * sizeof(float))
+        if work == NULL:
+            free(res_copy)
+            raise MemoryError("conv_nhwc_f32: cannot allocate the packing workspace")
+        cdef ConvJob job
+        try:
+            with nogil:
+                if nth == 1:
+                    for gi in range(group):
+                        _conv_nhwc_group(&ia, gi, xp, wp + gi * blen, bptr, rptr, yp, 0, P, Coutg, Kc, ldy,
+                                         &self.act, work, nth_gemm)
+                else:
+                    job.ia, job.x, job.wp, job.blen, job.bias, job.res, job.y = &ia, xp, wp, blen, bptr, rptr, yp
+                    job.Coutg, job.Kc, job.cout, job.act, job.group, job.P, job.rb = (Coutg, Kc, ldy, &self.act,
+                                                                                      group, P, rb)
+                    job.work = work
+                    parallel_for((P + rb - 1) // rb, nth, _conv_nhwc_block_task, &job)
+        finally:
+            free(work)
+            free(res_copy)
 
 
 cdef struct ConvJob:

@@ -98,34 +98,31 @@ class NhwcConv_1(ConvAttrs, PackedWeightMixin, OpKernel):
         wshape = self._wshape
         B = ctx.input(2)
         Z = ctx.input(3)
-        group = int(self.group)
         cout = wshape[0]
         if B is not None and B.shape != (cout,):
             raise ValueError(f"B has shape {B.shape}, expected ({cout},)")
-        key = (X.shape, wshape)
-        plan = self._shape_plan if self._shape_plan is not None and self._shape_plan[0] == key else None
-        if plan is None:
-            plan = self._shape_plan = self._plan_for(X.shape, wshape, group)
-        _, yshape, xshape, geo, depthwise = plan
+        plan = self._shape_plan
+        if plan is None or plan[0] != (X.shape, wshape) or plan[5] is not wp:
+            plan = self._shape_plan = self._plan_for(X.shape, wshape, int(self.group), wp)
+        _, yshape, conv, geo, depthwise, _ = plan
         if Z is not None and Z.shape != yshape:
             raise ValueError(f"Z has shape {Z.shape}, expected {yshape}")
         Y = ctx.output(0, yshape, F32)
         if depthwise:
-            _kernels.conv_depthwise_nhwc_f32(X.reshape(-1), xshape, wp, cout, *geo, B, Y.reshape(-1),
+            _kernels.conv_depthwise_nhwc_f32(X.reshape(-1), conv, wp, cout, *geo, B, Y.reshape(-1),
                                              self.activation == "Relu", ctx.num_threads)
-        else:
-            if Y.flags.c_contiguous:
-                y, ldy = Y.reshape(-1), 0
-            else:   # a channel slice of a Concat's output (ctx.slot): pixels Y.strides[2] apart
-                ldy = Y.strides[2] // 4
-                y = as_strided(Y, ((yshape[0] * yshape[1] * yshape[2] - 1) * ldy + cout,), (4,))
-            _kernels.conv_nhwc_f32(X.reshape(-1), xshape, wp, cout, group, *geo, B,
-                                   None if Z is None else Z.reshape(-1), y, False, ctx.num_threads, self._act,
-                                   "auto", ldy)
+        elif Y.flags.c_contiguous:
+            conv.run(X.reshape(-1), B, None if Z is None else Z.reshape(-1), Y.reshape(-1), ctx.num_threads, 0)
+        else:   # a channel slice of a Concat's output (ctx.slot): pixels Y.strides[2] apart
+            ldy = Y.strides[2] // 4
+            y = as_strided(Y, ((yshape[0] * yshape[1] * yshape[2] - 1) * ldy + cout,), (4,))
+            conv.run(X.reshape(-1), B, None if Z is None else Z.reshape(-1), y, ctx.num_threads, ldy)
 
-    _shape_plan = None     # ((X shape, W shape), Y shape, kernel xshape, geometry args, depthwise): the last seen
+    # ((X shape, W shape), Y shape, the _kernels.ConvNhwc (depthwise: the kernel's xshape), geometry args, depthwise,
+    # the packed weight it was made with): the last seen
+    _shape_plan = None
 
-    def _plan_for(self, shape, wshape, group):
+    def _plan_for(self, shape, wshape, group, wp):
         """What compute derives from the X and W shapes alone (checked and computed once per shape pair, not per
         run)."""
         if len(shape) != 4:
@@ -137,9 +134,14 @@ class NhwcConv_1(ConvAttrs, PackedWeightMixin, OpKernel):
                                  self.dilations, self.pads)
         geo = (tuple(wshape[2:]), tuple(self.strides or (1, 1)), tuple(self.dilations or (1, 1)), tuple(pb),
                tuple(outs))
-        return ((shape, wshape), (N, outs[0], outs[1], wshape[0]), (N, H, W_, C), geo,
-                self._depthwise_shape(wshape, group))
+        depthwise = self._depthwise_shape(wshape, group)
+        conv = (N, H, W_, C) if depthwise else _kernels.ConvNhwc((N, H, W_, C), wp, wshape[0], group, *geo,
+                                                                   False, self._act)
+        return (shape, wshape), (N, outs[0], outs[1], wshape[0]), conv, geo, depthwise, wp
 
     @property
     def _act(self):
-        return (self.activation or "",) + tuple(float(p) for p in (self.activation_params or ()))
+        act = self.__dict__.get("_act_args")
+        if act is None:    # the attributes never change after construction: built once
+            act = self._act_args = (self.activation or "",) + tuple(float(p) for p in (self.activation_params or ()))
+        return act
