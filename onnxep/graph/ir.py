@@ -55,7 +55,17 @@ class ValueType:
     elem_type: int = 0                    # ONNX element type for tensors (0: unknown)
     shape: tuple | None = None            # dims: int, str (symbolic) or None (unknown); None: rank unknown
     type_str: str = "unknown"
-    proto: object = None                  # the onnx TypeProto (used by the reference backend and NodeArg)
+    # The onnx TypeProto, serialized (b"": none). Not the message itself: with protobuf's upb backend a sub-message
+    # (a value_info's type) keeps its whole parsed model alive -- a session's kernels hold ValueTypes, so every
+    # session pinned its ModelProto and shape-inferred model (~3 MB for DenseNet-121) -- and a standalone message
+    # costs ~1.5 KB of arena; the bytes are ~20.
+    proto_bytes: bytes = b""
+
+    @property
+    def proto(self):
+        """The onnx TypeProto (a fresh message each call; None when unknown), for the reference backend, NodeArg and
+        EPContext export."""
+        return onnx.TypeProto.FromString(self.proto_bytes) if self.proto_bytes else None
 
     @property
     def dtype(self):
@@ -71,16 +81,16 @@ class ValueType:
             shape = None
             if tt.HasField("shape"):
                 shape = tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in tt.shape.dim)
-            return ValueType("tensor", tt.elem_type, shape, type_string(tp), tp)
+            return ValueType("tensor", tt.elem_type, shape, type_string(tp), tp.SerializeToString())
         kind = {"sequence_type": "sequence", "map_type": "map", "optional_type": "optional",
                 "sparse_tensor_type": "sparse_tensor"}.get(which, "unknown")
-        return ValueType(kind, 0, None, type_string(tp), tp)
+        return ValueType(kind, 0, None, type_string(tp), tp.SerializeToString())
 
     @staticmethod
     def of_array(a: np.ndarray) -> "ValueType":
         elem = helper.np_dtype_to_tensor_dtype(a.dtype)
         tp = helper.make_tensor_type_proto(elem, a.shape)
-        return ValueType("tensor", elem, tuple(a.shape), type_string(tp), tp)
+        return ValueType("tensor", elem, tuple(a.shape), type_string(tp), tp.SerializeToString())
 
 
 @dataclass(eq=False)
