@@ -29,3 +29,5 @@ def test_of_array_and_unknown():
     assert (vt.kind, vt.elem_type, vt.shape, vt.type_str) == ("tensor", TensorProto.FLOAT, (2, 5), "tensor(float)")
     assert vt.proto == helper.make_tensor_type_proto(TensorProto.FLOAT, (2, 5))
     assert ValueType().proto is None and ValueType.from_proto(None).proto is None
+    # a plain tensor type keeps no bytes: its fields give the proto back
+    assert ValueType.from_proto(helper.make_tensor_type_proto(TensorProto.FLOAT, (2, "N"))).proto_bytes == b""
