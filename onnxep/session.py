@@ -118,7 +118,7 @@ class NodeArg:
         if vt.kind == "tensor" and vt.shape is not None:
             self.shape = list(vt.shape)
         else:
-            self.shape = [] if vt.kind == "tensor" and vt.proto is not None else None
+            self.shape = [] if vt.kind == "tensor" else None
         self._vt = vt
 
     def __repr__(self):

@@ -14,6 +14,10 @@ same packed bytes: interchangeable). The container keeps no original weight: onc
 kernel contract), so a process holds each shared weight once, packed, not also unpacked. Kernels in one session --
 and sessions given the same container -- that pack the same weight into the same format get the same buffers.
 
+Constants a kernel reads unpacked (biases, folded per-channel scales, shapes) are weights too: `share_constant` holds
+each once per process in the same container (key: "constant", content hash, dtype, shape; hits verified byte for
+byte), as a read-only array every session computes with.
+
 Packed weights loaded from an EPContext blob (graph/epcontext.py) come without their original: `share_packed` files
 them under the key the blob recorded at export (format, content hash, dtype, shape) -- no hashing at load --, and
 hits are verified on the packed bytes as for any entry.
@@ -99,9 +103,12 @@ class PrePackedWeightsContainer:
 
     def __init__(self):
         self._entries: dict[tuple, list[_Entry]] = {}
+        self._constants: dict[tuple, list[np.ndarray]] = {}
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
+        self.constant_hits = 0
+        self.constant_misses = 0
 
     def share(self, fmt: str, weight: np.ndarray, cache: SharedPrePackedWeightCache) -> tuple[Buffer, ...]:
         """Take the buffers `cache` holds for `weight` packed as `fmt`; return the buffers every user of this
@@ -133,6 +140,33 @@ class PrePackedWeightsContainer:
                     return self._hit(e, ())
             return self._add(chain, fmt, new)
 
+    def share_constant(self, value: np.ndarray) -> np.ndarray:
+        """A constant a kernel reads unpacked (a bias, a per-channel scale, a shape), held once per process: returns
+        the container's read-only array of the same dtype, shape and bytes -- one an earlier session filed, or else
+        a read-only view of `value`, filed for the next ones. Key ("constant", content hash, dtype, shape); a hash
+        hit is only a candidate, the bytes are compared. Object (string) arrays are returned as they are."""
+        value = np.asarray(value)
+        if value.dtype.hasobject:
+            return value
+        key = ("constant", self.hash_function(value), value.dtype.str, value.shape)
+        with self._lock:
+            chain = self._constants.setdefault(key, [])
+            for held in chain:
+                if np.array_equal(held.reshape(-1).view(np.uint8),
+                                  np.ascontiguousarray(value).reshape(-1).view(np.uint8)):
+                    self.constant_hits += 1
+                    return held
+            held = value.view()
+            held.flags.writeable = False      # shared: no session may write it (its kernels read constants only)
+            chain.append(held)
+            self.constant_misses += 1
+            return held
+
+    @property
+    def constant_nbytes(self) -> int:
+        """Bytes of the unpacked constants held (share_constant)."""
+        return sum(a.nbytes for c in self._constants.values() for a in c)
+
     def _hit(self, e, free):
         e.users += 1
         self.hits += 1
@@ -163,6 +197,7 @@ class PrePackedWeightsContainer:
                     for b in e.buffers:
                         b.free_buffer()
             self._entries.clear()
+            self._constants.clear()
 
 
 def _equal_u8(a: np.ndarray, b: np.ndarray, chunk: int = 1 << 22) -> bool:

@@ -1,6 +1,7 @@
 """Plain data structures passed between pipeline stages: Node, ValueType, Graph, OpInfo."""
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -47,15 +48,31 @@ def type_string(tp) -> str:
     return "unknown"
 
 
-@dataclass
+@dataclass(slots=True)
 class ValueType:
-    """What is known statically about one value."""
+    """What is known statically about one value. Slotted and lean: every kernel keeps the ValueTypes of its inputs
+    and outputs (KernelInfo) for the session's lifetime."""
 
     kind: str = "unknown"                 # tensor | sparse_tensor | sequence | map | optional | unknown
     elem_type: int = 0                    # ONNX element type for tensors (0: unknown)
     shape: tuple | None = None            # dims: int, str (symbolic) or None (unknown); None: rank unknown
-    type_str: str = "unknown"
-    proto: object = None                  # the onnx TypeProto (used by the reference backend and NodeArg)
+    type_str: str = "unknown"             # interned (one object per distinct string, not one per value)
+    # The onnx TypeProto, serialized, when the fields above do not give it back: non-tensor kinds, denotations (b"":
+    # a tensor's is make_tensor_type_proto(elem_type, shape)). Never the message itself: with protobuf's upb backend
+    # a sub-message (a value_info's type) keeps its whole parsed model alive -- a session's kernels hold ValueTypes,
+    # so every session pinned its ModelProto and shape-inferred model (~3 MB for DenseNet-121) -- and a standalone
+    # message costs ~1.5 KB of arena.
+    proto_bytes: bytes = b""
+
+    @property
+    def proto(self):
+        """The onnx TypeProto (a fresh message each call; None when unknown), for the reference backend, NodeArg and
+        EPContext export."""
+        if self.proto_bytes:
+            return onnx.TypeProto.FromString(self.proto_bytes)
+        if self.kind == "tensor":
+            return helper.make_tensor_type_proto(self.elem_type, self.shape)
+        return None
 
     @property
     def dtype(self):
@@ -66,21 +83,23 @@ class ValueType:
         if tp is None:
             return ValueType()
         which = tp.WhichOneof("value")
+        raw = tp.SerializeToString()
         if which == "tensor_type":
             tt = tp.tensor_type
             shape = None
             if tt.HasField("shape"):
                 shape = tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in tt.shape.dim)
-            return ValueType("tensor", tt.elem_type, shape, type_string(tp), tp)
+            if raw == helper.make_tensor_type_proto(tt.elem_type, shape).SerializeToString():
+                raw = b""       # the fields say it all
+            return ValueType("tensor", tt.elem_type, shape, sys.intern(type_string(tp)), raw)
         kind = {"sequence_type": "sequence", "map_type": "map", "optional_type": "optional",
                 "sparse_tensor_type": "sparse_tensor"}.get(which, "unknown")
-        return ValueType(kind, 0, None, type_string(tp), tp)
+        return ValueType(kind, 0, None, sys.intern(type_string(tp)), raw)
 
     @staticmethod
     def of_array(a: np.ndarray) -> "ValueType":
         elem = helper.np_dtype_to_tensor_dtype(a.dtype)
-        tp = helper.make_tensor_type_proto(elem, a.shape)
-        return ValueType("tensor", elem, tuple(a.shape), type_string(tp), tp)
+        return ValueType("tensor", elem, tuple(a.shape), sys.intern(f"tensor({_ELEM_NAMES.get(elem, 'undefined')})"))
 
 
 @dataclass(eq=False)

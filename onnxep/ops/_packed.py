@@ -31,9 +31,9 @@ class PackedWeightMixin:
         except BaseException:
             buf.free_buffer()
             raise
-        self.__dict__.setdefault("_packed_len", {})[input_index] = int(nfloats)
-        self.__dict__.setdefault("_packed_src", {})[input_index] = (tuple(int(d) for d in tensor.shape),
-                                                                    np.dtype(tensor.dtype).name)
+        # input -> (packed length, original shape, original dtype): one dict for both (every kernel keeps it)
+        self.__dict__.setdefault("_packed_meta", {})[input_index] = (int(nfloats), tuple(int(d) for d in tensor.shape),
+                                                                     np.dtype(tensor.dtype).name)
         if cache is not None:
             # Ownership of `buf` moves to the cache here: this kernel must not free it. The data to use arrives via
             # set_shared_prepacked_weight (possibly another kernel's identical packing).
@@ -44,17 +44,17 @@ class PackedWeightMixin:
         return True
 
     def set_shared_prepacked_weight(self, buffers, input_index) -> None:
-        n = self._packed_len[input_index]
+        n = self._packed_meta[input_index][0]
         if buffers[0].get_size() < n * 4:   # (a blob's claim; what prepack_weight stored always fits)
             raise ValueError(f"input {input_index}: the packed buffer holds {buffers[0].get_size()} bytes, the "
                              f"packing needs {n * 4}")
         self.__dict__.setdefault("_packed", {})[input_index] = buffers[0].view(np.float32, (n,))
 
     def prepacked_weight_info(self, input_index):
-        src = self.__dict__.get("_packed_src", {}).get(input_index)
-        if src is None:
+        meta = self.__dict__.get("_packed_meta", {}).get(input_index)
+        if meta is None or meta[1] is None:
             return None
-        return {"shape": list(src[0]), "dtype": src[1], "nfloats": self._packed_len[input_index]}
+        return {"shape": list(meta[1]), "dtype": meta[2], "nfloats": meta[0]}
 
     def set_prepacked_weight_info(self, info, input_index) -> None:
         shape, dtype, nfloats = tuple(int(d) for d in info["shape"]), np.dtype(str(info["dtype"])), int(info["nfloats"])
@@ -68,7 +68,7 @@ class PackedWeightMixin:
             raise ValueError(f"input {input_index}: a {dtype} weight of shape {shape} packs to "
                              f"{None if spec is None else int(spec[0])} floats for this kernel, the blob holds "
                              f"{nfloats}")
-        self.__dict__.setdefault("_packed_len", {})[input_index] = nfloats
+        self.__dict__.setdefault("_packed_meta", {})[input_index] = (nfloats, None, None)
 
     def packed(self, input_index):
         """The packed weight of `input_index`, or None when that input was not packed."""

@@ -126,3 +126,38 @@ def test_content_hash_is_64_bit_and_content_based():
     b = a.copy()
     b[50] += 1
     assert content_hash(b) != h
+
+
+def test_share_constant_holds_equal_constants_once():
+    # the container holds an unpacked constant (a bias a kernel reads as is) once: equal bytes, dtype and shape give
+    # back the first array filed, read-only. Oracle: object identity and numpy.
+    c = PrePackedWeightsContainer()
+    a = np.arange(12, dtype=np.float32)
+    first = c.share_constant(a)
+    np.testing.assert_array_equal(first, a)
+    assert not first.flags.writeable and np.shares_memory(first, a)       # a read-only view, no copy
+    again = c.share_constant(a.copy())
+    assert again is first and (c.constant_hits, c.constant_misses) == (1, 1)
+    # another dtype, shape or content is another constant
+    others = [a.astype(np.float64), a.reshape(3, 4), a + 1]
+    shared = [c.share_constant(o) for o in others]
+    assert all(s is not first for s in shared) and c.constant_misses == 4
+    for o, s in zip(others, shared):
+        assert s.dtype == o.dtype and s.shape == o.shape
+        np.testing.assert_array_equal(s, o)
+    assert c.constant_nbytes == a.nbytes * 2 + a.astype(np.float64).nbytes + a.nbytes
+    assert len(c) == 0 and c.nbytes == 0                                   # not packed entries
+    strings = np.array(["x"], dtype=object)
+    assert c.share_constant(strings) is strings                            # no bytes to hash: not shared
+    c.clear()
+    assert c.constant_nbytes == 0 and c.share_constant(a) is not first
+
+
+def test_share_constant_hash_collision_never_shares_wrong_constant(monkeypatch):
+    c = PrePackedWeightsContainer()
+    monkeypatch.setattr(c, "hash_function", lambda w: 42)                 # every constant collides
+    a, b = np.zeros(4, np.float32), np.ones(4, np.float32)
+    sa, sb = c.share_constant(a), c.share_constant(b)
+    np.testing.assert_array_equal(sa, a)
+    np.testing.assert_array_equal(sb, b)
+    assert c.share_constant(b.copy()) is sb and c.share_constant(a.copy()) is sa

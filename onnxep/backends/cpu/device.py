@@ -1,6 +1,7 @@
 """The cpu backend: supports_op from the op registry; plans are lists of kernel calls with pre-packed weights."""
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 
 
@@ -12,7 +13,7 @@ from onnxep.graph.ir import OpInfo
 from onnxep.ops import _registry
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class KernelInfo:
     """Copies of what a kernel may know about its node (OrtKernelInfo). No graph objects."""
 
@@ -24,6 +25,15 @@ class KernelInfo:
     input_types: tuple
     output_types: tuple
     constants: dict        # index -> array, constant inputs; an input's entry is removed once it is pre-packed
+
+
+_NO_INDICES = frozenset()
+_INDEX_SETS = {_NO_INDICES: _NO_INDICES}    # one frozenset object per distinct set of packed input indices
+
+
+def _indices(packed) -> frozenset:
+    fs = frozenset(packed)
+    return _INDEX_SETS.setdefault(fs, fs)
 
 
 class CpuDevice(Device):
@@ -130,12 +140,14 @@ class CpuBackend(Backend):
             for i, node in enumerate(partition.nodes):
                 op = partition.op_info(node)
                 cls = _registry.lookup(node.domain, node.op_type, node.opset)
-                info = KernelInfo(node.name, node.op_type, node.domain, node.opset, dict(node.attrs),
+                name = sys.intern(node.name)
+                info = KernelInfo(name, node.op_type, node.domain, node.opset, dict(node.attrs),
                                   tuple(op.input_types), tuple(op.output_types), dict(op.constants))
                 kernel = cls(info)
-                steps.append([kernel, tuple(node.inputs), tuple(node.outputs), frozenset(), (), node.name,
-                              node.op_type])
-                record = {}
+                # names interned: a second session of the model refers to the first one's strings, not its own copies
+                steps.append([kernel, tuple(map(sys.intern, node.inputs)), tuple(map(sys.intern, node.outputs)),
+                              _NO_INDICES, (), name, node.op_type])
+                record = {} if ctx.ep_context_export is not None else None   # only an EPContext export reads it
                 if loaded is None:
                     packed = prepack_kernel(kernel, op.constants, ctx, record)
                 else:
@@ -145,8 +157,9 @@ class CpuBackend(Backend):
                         raise InvalidGraph(f"EPContext node {loaded.name!r}: node {node.name!r} ({node.op_type}): "
                                            f"packed weight refused: {e}") from e
                     packed |= prepack_kernel(kernel, {j: op.constants[j] for j in loaded.repack_for(i)}, ctx, record)
-                prepacked.update({(i, j): r for j, r in record.items()})
-                steps[-1][3] = frozenset(packed)
+                if record:
+                    prepacked.update({(i, j): r for j, r in record.items()})
+                steps[-1][3] = _indices(packed)
                 if ctx.ep_context_export is None:
                     # compile owns the partition: a packed weight no later node of it reads goes now, not when the
                     # whole model is packed, so the peak holds one copy of the weights, not unpacked + packed
@@ -161,7 +174,15 @@ class CpuBackend(Backend):
                     info.constants.pop(j, None)
                 for j, x in enumerate(node.inputs):
                     if x and x in partition.constants and j not in packed:
-                        constants[x] = partition.constants[x]
+                        if x not in constants:
+                            # a constant read unpacked is a weight too (a bias, a folded per-channel scale): held
+                            # once per process through the shared container, like the packed ones (not when loading
+                            # an EPContext blob, which hashes no weight)
+                            value = partition.constants[x]
+                            share = ctx.container is not None and loaded is None
+                            constants[x] = ctx.container.share_constant(value) if share else value
+                        if j in info.constants:
+                            info.constants[j] = constants[x]
                 frees = tuple(x for x in set(node.inputs) if x and last_use.get(x) == i and x not in keep
                               and x not in partition.constants)
                 dead_outputs = tuple(o for o in node.outputs if o and o not in keep and o not in last_use)

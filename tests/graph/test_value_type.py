@@ -1,0 +1,33 @@
+"""ValueType keeps its onnx TypeProto serialized; `proto` gives back an equal message. Oracle: the TypeProto it was
+made from (protobuf equality)."""
+import numpy as np
+import pytest
+from onnx import TensorProto, TypeProto, helper
+
+from onnxep.graph.ir import ValueType
+
+CASES = [
+    helper.make_tensor_type_proto(TensorProto.FLOAT, (1, "N", None, 7)),
+    helper.make_tensor_type_proto(TensorProto.INT64, None),            # rank unknown
+    helper.make_tensor_type_proto(TensorProto.DOUBLE, ()),             # scalar
+    helper.make_sequence_type_proto(helper.make_tensor_type_proto(TensorProto.FLOAT, (2, 3))),
+    helper.make_optional_type_proto(helper.make_tensor_type_proto(TensorProto.BOOL, (1,))),
+    helper.make_map_type_proto(TensorProto.STRING, helper.make_tensor_type_proto(TensorProto.FLOAT, (4,))),
+]
+
+
+@pytest.mark.parametrize("tp", CASES, ids=lambda tp: tp.WhichOneof("value"))
+def test_proto_round_trip(tp):
+    tp.denotation = "IMAGE"       # a field ValueType does not decode: kept all the same
+    vt = ValueType.from_proto(tp)
+    assert vt.proto == tp and vt.proto is not vt.proto    # a fresh, equal message: no reference to `tp`
+    assert not isinstance(vt.proto_bytes, TypeProto)
+
+
+def test_of_array_and_unknown():
+    vt = ValueType.of_array(np.zeros((2, 5), np.float32))
+    assert (vt.kind, vt.elem_type, vt.shape, vt.type_str) == ("tensor", TensorProto.FLOAT, (2, 5), "tensor(float)")
+    assert vt.proto == helper.make_tensor_type_proto(TensorProto.FLOAT, (2, 5))
+    assert ValueType().proto is None and ValueType.from_proto(None).proto is None
+    # a plain tensor type keeps no bytes: its fields give the proto back
+    assert ValueType.from_proto(helper.make_tensor_type_proto(TensorProto.FLOAT, (2, "N"))).proto_bytes == b""
