@@ -125,9 +125,17 @@ class Executor:
         out = []
         arena = run_ctx.arena
         for name in output_names:
-            v = values[name] if name in values else self.constants[name]
-            if arena is not None and isinstance(v, np.ndarray) and np.may_share_memory(v, arena.mem):
-                v = v.copy()          # never hand out arena memory (only a run that left its plan could)
+            if name in values:
+                v = values[name]
+                # never hand out arena memory (only a run that left its plan could), nor a view of a constant (shared
+                # read-only between sessions, or the session's own): the caller owns what run() returns
+                if isinstance(v, np.ndarray) and (not v.flags.writeable or (
+                        arena is not None and np.may_share_memory(v, arena.mem))):
+                    v = v.copy()
+            else:
+                v = self.constants[name]
+                if isinstance(v, np.ndarray):
+                    v = v.copy()
             out.append(v)
         return out
 

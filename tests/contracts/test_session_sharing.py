@@ -175,3 +175,24 @@ def test_second_session_reuses_the_first_ones_names():
         for a, b in zip(p1.steps, p2.steps):
             assert all(x is y for x, y in zip(a[1] + a[2], b[1] + b[2])) and a[5] is b[5]
             assert a[3] is b[3]                                        # one frozenset per distinct set of indices
+
+
+def test_outputs_that_are_constants_or_their_views_are_the_callers():
+    # a graph output that is a view of a (shared, read-only) constant, or an initializer itself, comes back as a
+    # writable array of its own, as onnxruntime's do: writing to it changes neither the session nor the other
+    # session sharing the container. Oracle: numpy (the initializer's values).
+    K = np.arange(6, dtype=np.float32).reshape(2, 3)
+    nodes = [helper.make_node("Reshape", ["K", "s"], ["view"]), helper.make_node("Relu", ["X"], ["r"])]
+    model = make_model(nodes, {"X": np.zeros((2,), np.float32)}, ["view", "K", "r"],
+                       initializers={"K": K, "s": np.array([3, 2], np.int64)}).SerializeToString()
+    c = onnxep.PrePackedWeightsContainer()
+    s1 = onnxep.InferenceSession(model, prepacked_weights_container=c)
+    s2 = onnxep.InferenceSession(model, prepacked_weights_container=c)
+    for _ in range(2):
+        view, k, _ = s1.run(None, {"X": np.zeros((2,), np.float32)})
+        assert view.flags.writeable and k.flags.writeable
+        np.testing.assert_array_equal(view, K.reshape(3, 2))
+        np.testing.assert_array_equal(k, K)
+        view[...] = -1
+        k[...] = -1
+    np.testing.assert_array_equal(s2.run(None, {"X": np.zeros((2,), np.float32)})[0], K.reshape(3, 2))
