@@ -96,8 +96,13 @@ def test_dw_nhwc_matches_nchw_and_numpy(isa, data):
     assert np.all(np.abs(y_nchw - ref) <= bound)
     assert np.all(np.abs(got - y_nchw) <= 2 * bound)
     if isa != "generic":
+        # NMSE on the scale of the terms summed (conv of |x| and |w|, plus |b|), not of the output: where bias and
+        # taps cancel (a few taps left by the padding) the output is tiny while each variant's rounding is not
+        # (hypothesis found N1 H5 W3 C1, kernel 5x3, strides 1x2, dilations 2x1: 2.3e-12 of the output's energy)
         yg = _dw_nhwc(GENERIC, xn, w, b, k, s, d, pb, outs, relu, 1).astype(np.float64)
-        assert np.sum((yg - y1) ** 2) <= 1e-12 * np.sum(yg ** 2)
+        mag = _ref_conv(np.abs(x[:, :, None]), np.abs(w[:, :, None]), None if b is None else np.abs(b), C,
+                        (1,) + s, (1,) + d, (0,) + pb, (1,) + outs)[:, :, 0].transpose(0, 2, 3, 1)
+        assert np.sum((yg - y1) ** 2) <= 1e-12 * np.sum(mag ** 2)
 
 
 DW_SHAPES = [  # (N, H, W, C), mult, kernel, strides, dilations, begin pads, end pads
