@@ -180,6 +180,15 @@ class InferenceSession:
         self._overridable = [NodeArg(n, vt) for n, vt in graph.overridable]
         self._input_types = dict(graph.inputs)
         self._input_types.update(dict(graph.overridable))
+        # what every run checks against, worked out once
+        self._output_names = tuple(o.name for o in self._outputs)
+        self._valid_out = frozenset(self._output_names)
+        self._required = tuple(i.name for i in self._inputs)
+        # name -> (dtype, shape) of a float / int tensor input whose dims are all static: a feed of exactly that
+        # dtype and shape, C-contiguous, needs no further checking (_check_value does the rest)
+        self._exact = {n: (vt.dtype, tuple(vt.shape)) for n, vt in self._input_types.items()
+                       if vt.kind == "tensor" and vt.dtype is not None and vt.dtype != np.dtype(object)
+                       and vt.shape is not None and all(isinstance(d, int) for d in vt.shape)}
         self._meta = ModelMetadata(graph.metadata)
         # partition
         fallback = not so._flag(CONFIG_DISABLE_FALLBACK)
@@ -262,25 +271,34 @@ class InferenceSession:
         if not isinstance(input_feed, dict):
             raise InvalidArgument(f"input_feed must be a dict of input name -> array, got {type(input_feed).__name__}")
         if output_names is None or len(output_names) == 0:
-            output_names = [o.name for o in self._outputs]
-        valid_out = {o.name for o in self._outputs}
-        for name in output_names:
-            if name not in valid_out:
-                raise InvalidArgument(f"Invalid output name: {name!r} (the model's outputs are {sorted(valid_out)})")
+            output_names = self._output_names
+        else:
+            valid_out = self._valid_out
+            for name in output_names:
+                if name not in valid_out:
+                    raise InvalidArgument(f"Invalid output name: {name!r} (the model's outputs are "
+                                          f"{sorted(valid_out)})")
         feeds = self._check_feeds(input_feed)
         run_ctx = RunContext(self._stream, self._limit, run_options, self._pool)
         return self._executor.run(feeds, list(output_names), run_ctx)
 
     def _check_feeds(self, input_feed):
-        required = [i.name for i in self._inputs]
-        missing = [n for n in required if n not in input_feed]
-        if missing:
-            raise ValueError(f"Required inputs ({missing}) are missing from input feed ({list(input_feed)}).")
+        required = self._required
+        for n in required:
+            if n not in input_feed:
+                missing = [n for n in required if n not in input_feed]
+                raise ValueError(f"Required inputs ({missing}) are missing from input feed ({list(input_feed)}).")
         feeds = {}
+        exact = self._exact
         for name, value in input_feed.items():
+            want = exact.get(name)
+            if want is not None and type(value) is np.ndarray and value.dtype == want[0] \
+                    and value.shape == want[1] and value.flags.c_contiguous:
+                feeds[name] = value
+                continue
             vt = self._input_types.get(name)
             if vt is None:
-                raise InvalidArgument(f"Invalid input name: {name!r} (the model's inputs are {required})")
+                raise InvalidArgument(f"Invalid input name: {name!r} (the model's inputs are {list(required)})")
             feeds[name] = _check_value(name, value, vt)
         return feeds
 

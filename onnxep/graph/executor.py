@@ -127,10 +127,11 @@ class Executor:
         for name in output_names:
             if name in values:
                 v = values[name]
-                # never hand out arena memory (only a run that left its plan could), nor a view of a constant (shared
-                # read-only between sessions, or the session's own): the caller owns what run() returns
+                # never hand out arena memory (only a run that left its plan could: the plan keeps what outputs
+                # live in outside the arena), nor a view of a constant (shared read-only between sessions, or the
+                # session's own): the caller owns what run() returns
                 if isinstance(v, np.ndarray) and (not v.flags.writeable or (
-                        arena is not None and np.may_share_memory(v, arena.mem))):
+                        arena is not None and arena.diverged and np.may_share_memory(v, arena.mem))):
                     v = v.copy()
             else:
                 v = self.constants[name]

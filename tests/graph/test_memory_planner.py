@@ -315,3 +315,23 @@ def test_sessions_on_one_stream_share_one_arena_and_stay_correct():
     assert m1._ws is m2._ws and m3._ws is not m1._ws
     (p2,) = m2.plans.values()
     assert m1.arena_bytes == m2.arena_bytes == p2.arena_size      # grown to the larger plan, held once
+
+
+def test_planned_runs_hand_out_no_arena_memory_even_through_views():
+    # graph outputs that are views of intermediates (Reshape, Flatten of a Relu's result) and an intermediate itself:
+    # every run after the recording one is planned, and each run's outputs must survive the next runs (a view into
+    # the arena would be overwritten). Oracle: numpy, per run's own feed.
+    x0 = np.linspace(-1, 1, 24, dtype=np.float32).reshape(2, 3, 4)
+    nodes = [helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Reshape", ["a", "s"], ["view"]),
+             helper.make_node("Neg", ["x"], ["b"]), helper.make_node("Flatten", ["b"], ["flat"]),
+             helper.make_node("Abs", ["b"], ["c"]), helper.make_node("Add", ["c", "a"], ["y"])]
+    model = make_model(nodes, {"x": x0}, ["view", "flat", "y"], initializers={"s": np.array([6, 4], np.int64)})
+    sess = onnxep.InferenceSession(model.SerializeToString())
+    kept = []
+    for i in range(5):
+        x = x0 * (i + 1)
+        kept.append((x, sess.run(None, {"x": x})))
+    for x, (view, flat, y) in kept:
+        np.testing.assert_array_equal(view, np.maximum(x, 0).reshape(6, 4))
+        np.testing.assert_array_equal(flat, (-x).reshape(2, 12))
+        np.testing.assert_array_equal(y, np.abs(x) + np.maximum(x, 0))
