@@ -153,7 +153,7 @@ cdef class ConvNhwc:
     per-run arrays and computes. Holds a reference to the packed weight."""
     cdef ImplicitA ia
     cdef Act act
-    cdef Py_ssize_t N, group, cout, Cg, Coutg, Kc, P, blen
+    cdef Py_ssize_t N, group, cout, Coutg, Kc, P, blen
     cdef int path            # 0 auto, 1 direct, 2 packed
     cdef bint direct         # the path run() takes
     cdef const float[::1] w
@@ -181,10 +181,9 @@ cdef class ConvNhwc:
             raise ValueError(f"conv_nhwc_f32: bad geometry kernel={kernel} strides={strides} dilations={dilations} "
                              f"pads={pads} out={out_spatial}")
         ia.Cg = ia.C // group
-        self.Cg = ia.Cg
         self.group, self.cout = group, cout
         self.Coutg = cout // group
-        self.Kc = self.Cg * ia.kh * ia.kw
+        self.Kc = ia.Cg * ia.kh * ia.kw
         self.P = self.N * ia.Ho * ia.Wo
         self.blen = sgemm_pack_b_len(self.Kc, self.Coutg)
         if w_packed.shape[0] != group * self.blen:

@@ -149,11 +149,11 @@ class PrePackedWeightsContainer:
         if value.dtype.hasobject:
             return value
         key = ("constant", self.hash_function(value), value.dtype.str, value.shape)
+        raw = np.ascontiguousarray(value).reshape(-1).view(np.uint8)
         with self._lock:
             chain = self._constants.setdefault(key, [])
             for held in chain:
-                if np.array_equal(held.reshape(-1).view(np.uint8),
-                                  np.ascontiguousarray(value).reshape(-1).view(np.uint8)):
+                if _equal_u8(held.reshape(-1).view(np.uint8), raw):
                     self.constant_hits += 1
                     return held
             held = value.view()

@@ -111,11 +111,12 @@ class NhwcConv_1(ConvAttrs, PackedWeightMixin, OpKernel):
         if depthwise:
             _kernels.conv_depthwise_nhwc_f32(X.reshape(-1), conv, wp, cout, *geo, B, Y.reshape(-1),
                                              self.activation == "Relu", ctx.num_threads)
-        elif Y.flags.c_contiguous:
-            conv.run(X.reshape(-1), B, None if Z is None else Z.reshape(-1), Y.reshape(-1), ctx.num_threads, 0)
-        else:   # a channel slice of a Concat's output (ctx.slot): pixels Y.strides[2] apart
-            ldy = Y.strides[2] // 4
-            y = as_strided(Y, ((yshape[0] * yshape[1] * yshape[2] - 1) * ldy + cout,), (4,))
+        else:
+            if Y.flags.c_contiguous:
+                y, ldy = Y.reshape(-1), 0
+            else:   # a channel slice of a Concat's output (ctx.slot): pixels Y.strides[2] apart
+                ldy = Y.strides[2] // 4
+                y = as_strided(Y, ((yshape[0] * yshape[1] * yshape[2] - 1) * ldy + cout,), (4,))
             conv.run(X.reshape(-1), B, None if Z is None else Z.reshape(-1), y, ctx.num_threads, ldy)
 
     # ((X shape, W shape), Y shape, the _kernels.ConvNhwc (depthwise: the kernel's xshape), geometry args, depthwise,
@@ -141,7 +142,4 @@ class NhwcConv_1(ConvAttrs, PackedWeightMixin, OpKernel):
 
     @property
     def _act(self):
-        act = self.__dict__.get("_act_args")
-        if act is None:    # the attributes never change after construction: built once
-            act = self._act_args = (self.activation or "",) + tuple(float(p) for p in (self.activation_params or ()))
-        return act
+        return (self.activation or "",) + tuple(float(p) for p in (self.activation_params or ()))
