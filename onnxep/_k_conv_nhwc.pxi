@@ -141,7 +141,8 @@ def conv_nhwc_f32(const float[::1] x, tuple xshape, const float[::1] w_packed, P
     then). res (optional) has y's shape and may be y itself (computed in place, with the same result: the epilogue reads each
     element of res before it writes that element of y; where the packed path would write y before its last K block,
     res is copied first; any other overlap is refused). path: "packed" (A packed per block: the GEMM path), "direct" (A read in place by
-    onnxep_dconv_uk; SIMD variants) or "auto" (direct where it measured faster, _dconv_auto).
+    onnxep_dconv_uk; SIMD variants), "auto" (direct where it measured faster, _dconv_auto) or "winograd" (F(2x2, 3x3),
+    _k_winograd.pxi: 3x3 kernels, stride and dilation 1, group 1, W packed by conv_wino_pack_weight; SIMD variants).
     ConvNhwc(...).run(...) in one call: a kernel running the same shapes again keeps its ConvNhwc."""
     ConvNhwc(xshape, w_packed, cout, group, kernel, strides, dilations, pads, out_spatial, relu, activation,
              path).run(x, bias, res, y, nthreads, ldy)
@@ -154,8 +155,8 @@ cdef class ConvNhwc:
     cdef ImplicitA ia
     cdef Act act
     cdef Py_ssize_t N, group, cout, Coutg, Kc, P, blen
-    cdef int path            # 0 auto, 1 direct, 2 packed
-    cdef bint direct         # the path run() takes
+    cdef bint direct         # the path run() takes: direct, winograd or else packed
+    cdef bint wino
     cdef const float[::1] w
 
     def __init__(self, tuple xshape, const float[::1] w_packed, Py_ssize_t cout, Py_ssize_t group, tuple kernel,
@@ -185,18 +186,24 @@ cdef class ConvNhwc:
         self.Coutg = cout // group
         self.Kc = ia.Cg * ia.kh * ia.kw
         self.P = self.N * ia.Ho * ia.Wo
-        self.blen = sgemm_pack_b_len(self.Kc, self.Coutg)
+        if path not in ("auto", "direct", "packed", "winograd"):
+            raise ValueError(f"conv_nhwc_f32: path must be 'auto', 'direct', 'packed' or 'winograd', got {path!r}")
+        if path in ("direct", "winograd") and not SGEMM_SIMD:
+            raise ValueError(f"conv_nhwc_f32: the {path} path needs a SIMD variant (variant "
+                             f"{ONNXEP_ISA_NAME.decode()})")
+        self.wino = path == "winograd"
+        if self.wino and not wino_applies(kernel, strides, dilations, group, ia.C):
+            raise ValueError(f"conv_nhwc_f32: the winograd path takes 3x3 kernels, strides and dilations 1, group 1 "
+                             f"and at most {WINO_MAX_C} channels; got kernel={kernel} strides={strides} "
+                             f"dilations={dilations} group={group} C={ia.C}")
+        self.blen = 16 * sgemm_pack_b_len(ia.C, cout) if self.wino else sgemm_pack_b_len(self.Kc, self.Coutg)
         if w_packed.shape[0] != group * self.blen:
             raise ValueError(f"conv_nhwc_f32: packed weight has {w_packed.shape[0]} elements, expected "
-                             f"{group * self.blen} ({SGEMM_FORMAT})")
-        if path not in ("auto", "direct", "packed"):
-            raise ValueError(f"conv_nhwc_f32: path must be 'auto', 'direct' or 'packed', got {path!r}")
-        if path == "direct" and not SGEMM_SIMD:
-            raise ValueError(f"conv_nhwc_f32: the direct path needs a SIMD variant (variant "
-                             f"{ONNXEP_ISA_NAME.decode()})")
+                             f"{group * self.blen} ({SGEMM_FORMAT}{':winograd' if self.wino else ''})")
         self.ia = ia
         self.w = w_packed
-        self.direct = self.Kc > 0 and (path == "direct" or (path == "auto" and _dconv_auto(&ia, self.Kc)))
+        self.direct = not self.wino and self.Kc > 0 and (path == "direct" or (path == "auto"
+                                                                              and _dconv_auto(&ia, self.Kc)))
 
     def run(self, const float[::1] x, const float[::1] bias, const float[::1] res, float[::1] y, int nthreads=0,
             Py_ssize_t ldy=0):
@@ -237,6 +244,13 @@ cdef class ConvNhwc:
         yp = &y[0]
         if rptr != NULL and rptr != yp and rptr < yp + P * cout and yp < rptr + P * cout:
             raise ValueError("conv_nhwc_f32: res overlaps y without being y")
+        if self.wino:
+            with nogil:
+                rc = _conv_wino(xp, N, ia.H, ia.W, ia.C, cout, ia.Ho, ia.Wo, ia.ph, ia.pw, wp, bptr, rptr, yp, ldy,
+                                &self.act, sgemm_threads(P, cout, Kc, nthreads))
+            if rc != 0:
+                raise MemoryError("conv_nhwc_f32: cannot allocate the winograd path's workspace")
+            return
         if self.direct:
             with nogil:
                 rc = _conv_nhwc_direct(&ia, N, group, xp, wp, blen, bptr, rptr, yp, Coutg, Kc, ldy, &self.act,
