@@ -16,6 +16,10 @@ CASES = [  # x NCHW shape, w shape, attributes
     ("stride2_asym", (1, 5, 10, 11), (7, 5, 3, 2), {"strides": [2, 2], "pads": [0, 1, 2, 1]}),
     ("dilated_group", (1, 6, 12, 12), (9, 2, 3, 3), {"dilations": [2, 1], "group": 3, "pads": [1, 1, 1, 1]}),
     ("same_upper", (1, 4, 7, 6), (5, 4, 4, 3), {"auto_pad": "SAME_UPPER", "strides": [2, 1]}),
+    # Winograd F(2x2, 3x3) (3x3, stride 1, group 1, >= 16 channels): odd sizes, asymmetric pads, 'same' padding
+    ("winograd_pad", (2, 16, 9, 10), (20, 16, 3, 3), {"pads": [1, 1, 1, 1]}),
+    ("winograd_asym", (1, 33, 7, 6), (40, 33, 3, 3), {"pads": [0, 2, 1, 0]}),
+    ("winograd_same_lower", (1, 17, 5, 8), (16, 17, 3, 3), {"auto_pad": "SAME_LOWER"}),
 ]
 
 
@@ -100,3 +104,34 @@ def test_nhwc_conv_bad_input_names_the_node():
     with pytest.raises(onnxep.capi.onnxruntime_pybind11_state.RuntimeException, match="NhwcConv.*channels"):
         sess.run(None, {"x": np.zeros((1, 5, 5, 6), np.float32)})
     assert sess.run(None, {"x": np.ones((1, 5, 5, 4), np.float32)})[0].shape == (1, 5, 5, 3)
+
+
+@pytest.mark.parametrize("ws,attrs,winograd", [
+    ((16, 16, 3, 3), {"pads": [1, 1, 1, 1]}, True),
+    ((15, 16, 3, 3), {"pads": [1, 1, 1, 1]}, False),           # fewer than 16 output channels
+    ((16, 8, 3, 3), {"pads": [1, 1, 1, 1]}, False),            # fewer than 16 input channels
+    ((16, 16, 3, 3), {"strides": [2, 2]}, False),
+    ((16, 16, 3, 3), {"dilations": [2, 2]}, False),
+    ((16, 8, 3, 3), {"group": 2, "pads": [1, 1, 1, 1]}, False),
+    ((16, 16, 5, 5), {}, False),
+])
+def test_nhwc_conv_packs_for_winograd_where_it_applies(monkeypatch, ws, attrs, winograd):
+    """The weight is packed for (and run on) the Winograd path exactly for 3x3, stride 1, dilation 1, group 1 and at
+    least 16 input and output channels, on SIMD variants; the session's output matches onnxruntime's Conv either way
+    (oracle)."""
+    from onnxep import _kernels
+    calls = []
+    real = _kernels.conv_wino_pack_weight
+    monkeypatch.setattr(_kernels, "conv_wino_pack_weight", lambda w, out: (calls.append(w.shape), real(w, out)))
+    xs = (1, ws[1] * attrs.get("group", 1), 6, 7)
+    x = RNG.uniform(-1, 1, xs).astype(np.float32)
+    w = RNG.uniform(-1, 1, ws).astype(np.float32)
+    b = RNG.uniform(-1, 1, ws[0]).astype(np.float32)
+    node, ins, yh = _nhwc_model(xs, ws, attrs, False, False, False)
+    g = helper.make_graph([node], "g", ins, [helper.make_tensor_value_info("y", TensorProto.FLOAT, yh)],
+                          [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.onnxep", 1)],
+                          ir_version=8)
+    y = onnxep.InferenceSession(m.SerializeToString()).run(None, {"x": np.ascontiguousarray(x.transpose(0, 2, 3, 1))})
+    np.testing.assert_allclose(y[0].transpose(0, 3, 1, 2), _ort_conv(x, w, attrs, b), rtol=1e-5, atol=1e-5)
+    assert calls == ([ws] if winograd and _kernels.wino_applies((3, 3), (1, 1), (1, 1), 1, 16) else [])

@@ -1,0 +1,151 @@
+"""Winograd F(2x2, 3x3) path of the channel-last conv (conv_nhwc_f32(..., path="winograd"), _k_winograd.pxi).
+
+Oracle: the float64 numpy direct convolution of test_conv.py on the NCHW-transposed data, for every SIMD variant (the
+generic one has no winograd path and must refuse it). Error bound: the transforms scale the terms of the GEMM, so the
+usual K*eps bound grows by their gains: |B^T d B| <= 4 max|x|, |G g G^T| <= 2.25 max|w| and the output transform sums
+9 products, giving 2 * (81 * Cin + 9) * eps32 * max|x| * max|w| (x, w uniform in [-1, 1]) plus the bias / residual
+rounding. Shapes are drawn by hypothesis: 1-sized and odd images (a half-filled last tile), primes and channel counts
+just off the micro-kernel tiles (MR tiles, NR output channels) and K blocks; results must not depend on the thread
+count (bit-identical)."""
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from tests.kernels.test_conv import EPS, VARIANTS, _ref_conv
+
+SIMD = {isa: mod for isa, mod in VARIANTS.items() if isa != "generic"}
+CHANNELS = st.sampled_from([1, 2, 3, 5, 12, 13, 16, 17, 31, 32, 33, 64])
+ACTS = [("",), ("Relu",), ("Clip", -0.5, 0.5), ("LeakyRelu", 0.1), ("Sigmoid",), ("HardSigmoid", 0.2, 0.5),
+        ("Tanh",)]
+
+
+def _act(name, *p):
+    return {"": lambda r: r, "Relu": lambda r: np.maximum(r, 0), "Clip": lambda r: np.clip(r, *p),
+            "LeakyRelu": lambda r: np.where(r >= 0, r, r * p[0]), "Sigmoid": lambda r: 1 / (1 + np.exp(-r)),
+            "HardSigmoid": lambda r: np.clip(p[0] * r + p[1], 0, 1), "Tanh": np.tanh}[name]
+
+
+def _wino(mod, w):
+    wp = np.empty(mod.conv_wino_pack_weight_size(w.shape[0], w.shape[1]), np.float32)
+    mod.conv_wino_pack_weight(w, wp)
+    return wp
+
+
+def _setup(xs, cout, pads, outs, seed):
+    """x (N, C, H, W), w, bias, NHWC residual, the NHWC x, and the float64 oracle conv(x, w) (NHWC, no bias)."""
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(-1, 1, xs).astype(np.float32)
+    w = rng.uniform(-1, 1, (cout, xs[1], 3, 3)).astype(np.float32)
+    b = rng.uniform(-1, 1, cout).astype(np.float32)
+    res = rng.uniform(-1, 1, (xs[0],) + outs + (cout,)).astype(np.float32)
+    ref = _ref_conv(x[:, :, None], w[:, :, None], None, 1, (1, 1, 1), (1, 1, 1), (0,) + pads,
+                    (1,) + outs)[:, :, 0].transpose(0, 2, 3, 1)
+    return x, w, b, res, np.ascontiguousarray(x.transpose(0, 2, 3, 1)), ref
+
+
+def _tol(cin):
+    return 2 * (81 * cin + 9) * EPS + 4 * EPS
+
+
+def _conv(mod, xh, wp, cout, pads, outs, b, res, y, nthreads, act=None, ldy=0):
+    mod.conv_nhwc_f32(xh.reshape(-1), xh.shape, wp, cout, 1, (3, 3), (1, 1), (1, 1), pads, outs, b,
+                      None if res is None else res.reshape(-1), y.reshape(-1), False, nthreads, act, "winograd", ldy)
+    return y
+
+
+@st.composite
+def cases(draw):
+    N = draw(st.integers(1, 2))
+    cin, cout = draw(CHANNELS), draw(CHANNELS)
+    H, W = draw(st.integers(1, 13)), draw(st.integers(1, 13))
+    ph, pw = draw(st.integers(0, 2)), draw(st.integers(0, 2))
+    eh, ew = draw(st.integers(0, 2)), draw(st.integers(0, 2))      # end pads: the output size
+    Ho, Wo = H + ph + eh - 2, W + pw + ew - 2
+    if Ho < 1 or Wo < 1:
+        ph = pw = eh = ew = 1
+        Ho, Wo = H, W
+    return (N, cin, H, W), cout, (ph, pw), (Ho, Wo), draw(st.booleans()), draw(st.booleans()), \
+        draw(st.sampled_from(ACTS))
+
+
+@settings(max_examples=60, deadline=None)
+@given(case=cases())
+def test_winograd_matches_direct_conv_every_simd_isa(case):
+    """Oracle: float64 direct conv (+ res, then the activation); 1 and 2 threads bit-identical; within the bound
+    above; and close to the direct path of the same variant."""
+    xs, cout, pads, outs, with_bias, with_res, act = case
+    x, w, b, res, xh, ref = _setup(xs, cout, pads, outs, sum(xs) + cout + sum(pads))
+    b = b if with_bias else None
+    res = res if with_res else None
+    ref = _act(*act)(ref + (b if with_bias else 0) + (res if with_res else 0))
+    yshape = (xs[0],) + outs + (cout,)
+    for isa, mod in SIMD.items():
+        wp = _wino(mod, w)
+        y1 = _conv(mod, xh, wp, cout, pads, outs, b, res, np.full(yshape, np.nan, np.float32), 1, act)
+        y2 = _conv(mod, xh, wp, cout, pads, outs, b, res, np.full(yshape, np.nan, np.float32), 2, act)
+        np.testing.assert_array_equal(y1, y2, err_msg=isa)
+        np.testing.assert_allclose(y1, ref, rtol=0, atol=_tol(xs[1]), err_msg=isa)
+
+
+@pytest.mark.parametrize("isa", list(SIMD))
+@pytest.mark.parametrize("shape", [(1, 64, 56, 56, 64), (1, 300, 9, 11, 40), (2, 520, 5, 4, 70), (1, 128, 7, 7, 33)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_winograd_model_shapes(isa, shape):
+    """ResNet's 56x56x64, and Cin across one and two K blocks (KC = 256: 300, 520) with odd images and output channels
+    off the NR tile: oracle float64 direct conv; 1 and 2 threads bit-identical."""
+    mod = SIMD[isa]
+    N, cin, H, W, cout = shape
+    x, w, b, res, xh, ref = _setup((N, cin, H, W), cout, (1, 1), (H, W), cin + cout)
+    wp = _wino(mod, w)
+    y1 = _conv(mod, xh, wp, cout, (1, 1), (H, W), b, res, np.empty((N, H, W, cout), np.float32), 1, "Relu")
+    y2 = _conv(mod, xh, wp, cout, (1, 1), (H, W), b, res, np.empty((N, H, W, cout), np.float32), 2, "Relu")
+    np.testing.assert_array_equal(y1, y2)
+    np.testing.assert_allclose(y1, np.maximum(ref + b + res, 0), rtol=0, atol=_tol(cin))
+
+
+@pytest.mark.parametrize("isa", list(SIMD))
+def test_winograd_residual_in_place_and_channel_slice(isa):
+    """res may be y itself (each residual element is read before that element of y is written): same result as a
+    separate res; y may be a channel slice of a wider tensor (ldy), the channels around it untouched. Oracle: float64
+    direct conv."""
+    mod = SIMD[isa]
+    xs, cout, pads, outs = (1, 20, 9, 7), 37, (1, 1), (9, 7)
+    x, w, b, res, xh, ref = _setup(xs, cout, pads, outs, 3)
+    wp = _wino(mod, w)
+    want = _conv(mod, xh, wp, cout, pads, outs, b, res, np.empty(res.shape, np.float32), 2)
+    y = res.copy()
+    np.testing.assert_array_equal(_conv(mod, xh, wp, cout, pads, outs, b, y, y, 2), want)
+    np.testing.assert_allclose(want, ref + b + res, rtol=0, atol=_tol(xs[1]))
+    wide = np.full(outs + (cout + 9,), 7.0, np.float32)
+    flat = wide.reshape(-1)[5:5 + (outs[0] * outs[1] - 1) * (cout + 9) + cout]
+    mod.conv_nhwc_f32(xh.reshape(-1), xh.shape, wp, cout, 1, (3, 3), (1, 1), (1, 1), pads, outs, b, None, flat,
+                      False, 2, None, "winograd", cout + 9)
+    np.testing.assert_allclose(wide[..., 5:5 + cout], (ref + b)[0], rtol=0, atol=_tol(xs[1]))
+    assert (wide[..., :5] == 7).all() and (wide[..., 5 + cout:] == 7).all()
+
+
+def test_winograd_refusals():
+    """What the winograd path does not take raises ValueError naming it, before anything runs: other geometries, a
+    packing of the wrong length, and the generic variant (no SIMD micro-kernel)."""
+    mod = next(iter(SIMD.values())) if SIMD else None
+    if mod is None:
+        pytest.skip("no SIMD variant on this machine")
+    wp = np.zeros(mod.conv_wino_pack_weight_size(8, 4), np.float32)
+    x, y = np.zeros(4 * 25, np.float32), np.zeros(8 * 25, np.float32)
+    ok = ((1, 5, 5, 4), wp, 8, 1, (3, 3), (1, 1), (1, 1), (1, 1), (5, 5))
+    mod.ConvNhwc(*ok, False, None, "winograd").run(x, None, None, y)
+    for i, bad in ((4, (5, 5)), (5, (2, 2)), (6, (2, 1))):
+        args = list(ok)
+        args[i] = bad
+        with pytest.raises(ValueError, match="winograd path takes 3x3"):
+            mod.ConvNhwc(*args, False, None, "winograd")
+    with pytest.raises(ValueError, match="winograd path takes 3x3"):
+        mod.ConvNhwc((1, 5, 5, 4), wp, 8, 2, (3, 3), (1, 1), (1, 1), (1, 1), (5, 5), False, None, "winograd")
+    with pytest.raises(ValueError, match="packed weight has"):
+        mod.ConvNhwc((1, 5, 5, 4), wp[:-1], 8, 1, (3, 3), (1, 1), (1, 1), (1, 1), (5, 5), False, None, "winograd")
+    with pytest.raises(ValueError, match=r"w must be \(cout"):
+        mod.conv_wino_pack_weight(np.zeros((8, 4, 3, 2), np.float32), wp)
+    gen = VARIANTS["generic"]
+    assert not gen.wino_applies((3, 3), (1, 1), (1, 1), 1, 4)
+    with pytest.raises(ValueError, match="needs a SIMD variant"):
+        gen.ConvNhwc(*ok, False, None, "winograd")
