@@ -33,5 +33,9 @@ class ChannelShuffle_1(OpKernel):
                              f"group={G}")
         y = ctx.output(0, x.shape, x.dtype)
         P = x.size // C if C else 0
+        if x.itemsize == 4:
+            _kernels.channel_shuffle_4b(np.ascontiguousarray(x).reshape(-1).view(np.float32), P, G, C // G,
+                                        y.reshape(-1).view(np.float32), ctx.num_threads)
+            return
         _kernels.transpose_copy(np.ascontiguousarray(x).reshape(-1).view(np.uint8), (P, G, C // G), (0, 2, 1),
                                 x.itemsize, y.reshape(-1).view(np.uint8), ctx.num_threads)
