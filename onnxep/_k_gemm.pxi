@@ -355,6 +355,7 @@ cdef extern from *:
 cdef enum:
     SGEMM_NC_MAX = 4096           # widest column slab (in columns) one tile covers
     SGEMM_MT_FLOPS = 2000000      # below 2*M*N*K of this many flops a call stays on one thread
+    SGEMM_MT_B_BYTES = 524288     # ... unless it has at most MR rows and B is this big (sgemm_threads)
     SGEMM_CT_COLS = 480           # columns of the scratch C tile used for strided-column C (multiple of 8, 16, 32)
     SGEMM_WORK_PER_THREAD = SGEMM_MC * SGEMM_KC + SGEMM_MC * SGEMM_CT_COLS
 
@@ -736,7 +737,12 @@ cdef inline Py_ssize_t sgemm_work_len(int nth) noexcept nogil:
 
 
 cdef int sgemm_threads(Py_ssize_t M, Py_ssize_t N, Py_ssize_t K, int nthreads) noexcept nogil:
-    """Threads a call of this size uses: one below the flop threshold, else _nthreads(nthreads)."""
+    """Threads a call of this size uses: one below the flop threshold, else _nthreads(nthreads). A few rows against
+    a B of SGEMM_MT_B_BYTES or more (a batch-1 fully connected layer) is bound by reading B, often from memory: it
+    takes every thread whatever its flops (ShuffleNet's 1x544 @ 544x1000, B cold: 146 us on one thread, see the
+    README's GEMV note)."""
+    if M <= SGEMM_MR and <double>4.0 * N * K >= SGEMM_MT_B_BYTES:
+        return _nthreads(nthreads)
     if <double>2.0 * M * N * K < SGEMM_MT_FLOPS:
         return 1
     return _nthreads(nthreads)
