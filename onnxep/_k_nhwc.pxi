@@ -600,23 +600,129 @@ def conv_depthwise_nhwc_f32(const float[::1] x, tuple xshape, const float[::1] w
 
 # ----------------------------------------------------------------------------------------------- NHWC pooling
 
+cdef extern from *:
+    """
+    /* One output pixel of an NHWC pool over the window's taps (pointers to their C channels, in window order):
+       y[c] = max over taps (mode 0: `x > m ? x : m` from the first tap on, the NCHW kernel's comparison, so a NaN
+       after the first tap is skipped as there), or the sum in tap order (mode 1; the caller divides). Channels go
+       two registers at a time through accumulators (SIMD variants), so y is written once per pixel. */
+    static void onnxep_pool_px(const float* const* taps, Py_ssize_t ntaps, Py_ssize_t C, float* __restrict__ y,
+                               int mode)
+    {
+        Py_ssize_t c = 0, t;
+    #if ONNXEP_SGEMM_SIMD
+    #if defined(__AVX512F__)
+    #define ONNXEP_PV_MAX _mm512_max_ps
+    #define ONNXEP_PV_ADD _mm512_add_ps
+    #define ONNXEP_PV_STORE _mm512_storeu_ps
+    #else
+    #define ONNXEP_PV_MAX _mm256_max_ps
+    #define ONNXEP_PV_ADD _mm256_add_ps
+    #define ONNXEP_PV_STORE _mm256_storeu_ps
+    #endif
+        const Py_ssize_t V = ONNXEP_DV_W;
+        for (; c + 2 * V <= C; c += 2 * V) {     /* max(x, m) keeps m when x is NaN: `x > m ? x : m` */
+            ONNXEP_DV a0, a1;
+            if (mode == 0) {
+                a0 = ONNXEP_DV_LOAD(taps[0] + c); a1 = ONNXEP_DV_LOAD(taps[0] + c + V);
+                for (t = 1; t < ntaps; t++) {
+                    a0 = ONNXEP_PV_MAX(ONNXEP_DV_LOAD(taps[t] + c), a0);
+                    a1 = ONNXEP_PV_MAX(ONNXEP_DV_LOAD(taps[t] + c + V), a1);
+                }
+            } else {
+                a0 = ONNXEP_DV_ZERO(); a1 = ONNXEP_DV_ZERO();
+                for (t = 0; t < ntaps; t++) {
+                    a0 = ONNXEP_PV_ADD(a0, ONNXEP_DV_LOAD(taps[t] + c));
+                    a1 = ONNXEP_PV_ADD(a1, ONNXEP_DV_LOAD(taps[t] + c + V));
+                }
+            }
+            ONNXEP_PV_STORE(y + c, a0); ONNXEP_PV_STORE(y + c + V, a1);
+        }
+        for (; c + V <= C; c += V) {
+            ONNXEP_DV a0;
+            if (mode == 0) {
+                a0 = ONNXEP_DV_LOAD(taps[0] + c);
+                for (t = 1; t < ntaps; t++) a0 = ONNXEP_PV_MAX(ONNXEP_DV_LOAD(taps[t] + c), a0);
+            } else {
+                a0 = ONNXEP_DV_ZERO();
+                for (t = 0; t < ntaps; t++) a0 = ONNXEP_PV_ADD(a0, ONNXEP_DV_LOAD(taps[t] + c));
+            }
+            ONNXEP_PV_STORE(y + c, a0);
+        }
+        if (c < C) {                              /* the last C % V channels: masked loads and store */
+    #if defined(__AVX512F__)
+            __mmask16 k = (__mmask16)((1u << (C - c)) - 1u);
+            __m512 a0;
+            if (mode == 0) {
+                a0 = _mm512_maskz_loadu_ps(k, taps[0] + c);
+                for (t = 1; t < ntaps; t++) a0 = _mm512_max_ps(_mm512_maskz_loadu_ps(k, taps[t] + c), a0);
+            } else {
+                a0 = _mm512_setzero_ps();
+                for (t = 0; t < ntaps; t++) a0 = _mm512_add_ps(a0, _mm512_maskz_loadu_ps(k, taps[t] + c));
+            }
+            _mm512_mask_storeu_ps(y + c, k, a0);
+    #else
+            __m256i k = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(C - c)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+            __m256 a0;
+            if (mode == 0) {
+                a0 = _mm256_maskload_ps(taps[0] + c, k);
+                for (t = 1; t < ntaps; t++) a0 = _mm256_max_ps(_mm256_maskload_ps(taps[t] + c, k), a0);
+            } else {
+                a0 = _mm256_setzero_ps();
+                for (t = 0; t < ntaps; t++) a0 = _mm256_add_ps(a0, _mm256_maskload_ps(taps[t] + c, k));
+            }
+            _mm256_maskstore_ps(y + c, k, a0);
+    #endif
+            c = C;
+        }
+    #endif
+        for (; c < C; c++) {                      /* the generic variant */
+            float m;
+            if (mode == 0) {
+                m = taps[0][c];
+                for (t = 1; t < ntaps; t++) m = taps[t][c] > m ? taps[t][c] : m;
+            } else {
+                m = 0.0f;
+                for (t = 0; t < ntaps; t++) m = m + taps[t][c];
+            }
+            y[c] = m;
+        }
+    }
+    """
+    void pool_px "onnxep_pool_px"(const float* const* taps, Py_ssize_t ntaps, Py_ssize_t C, float* y,
+                                  int mode) noexcept nogil
+
+
+cdef enum:
+    POOLN_MAX_TAPS = 64       # windows of up to this many taps inside x go through onnxep_pool_px
+
+
 cdef void _pooln_row(Py_ssize_t r, const float* x, float* y, Py_ssize_t C, const int64_t* g, int mode,
                      int count_include_pad) noexcept nogil:
     """Output row r = n*Ho + oh of an NHWC 2-D pool (geometry g: the 21-vector, depth dim trivial). mode 0: max,
     mode 1: average."""
     cdef Py_ssize_t H = g[1], W = g[2], Ho = g[4], Wo = g[5], KH = g[7], KW = g[8], SH = g[10], SW = g[11]
     cdef Py_ssize_t PH = g[13], PW = g[14], EH = g[16], EW = g[17], DH = g[19], DW = g[20]
-    cdef Py_ssize_t n = r // Ho, oh = r % Ho, ow, a1, l1, h1, a2, l2, h2, j1, j2, c, cnt
+    cdef Py_ssize_t n = r // Ho, oh = r % Ho, ow, a1, l1, h1, a2, l2, h2, j1, j2, c, cnt, nt
     cdef bint first
     cdef const float* xn = x + n * H * W * C
     cdef const float* xp
+    cdef const float* taps[POOLN_MAX_TAPS]
     cdef float* yp
     cdef float fc
     _tap_range(oh, H, KH, SH, PH, DH, &a1, &l1, &h1)
     for ow in range(Wo):
         _tap_range(ow, W, KW, SW, PW, DW, &a2, &l2, &h2)
         yp = y + (r * Wo + ow) * C
-        if mode == 0:
+        nt = (h1 - l1) * (h2 - l2)
+        if 0 < nt <= POOLN_MAX_TAPS:
+            nt = 0
+            for j1 in range(l1, h1):
+                for j2 in range(l2, h2):
+                    taps[nt] = xn + ((a1 + j1 * DH) * W + a2 + j2 * DW) * C
+                    nt += 1
+            pool_px(taps, nt, C, yp, mode)
+        elif mode == 0:
             first = True
             for j1 in range(l1, h1):
                 for j2 in range(l2, h2):
@@ -631,6 +737,7 @@ cdef void _pooln_row(Py_ssize_t r, const float* x, float* y, Py_ssize_t C, const
             if first:                  # a window with no tap inside x (the NCHW kernel's answer)
                 for c in range(C):
                     yp[c] = -INFINITY
+            continue
         else:
             for c in range(C):
                 yp[c] = 0.0
@@ -639,6 +746,7 @@ cdef void _pooln_row(Py_ssize_t r, const float* x, float* y, Py_ssize_t C, const
                     xp = xn + ((a1 + j1 * DH) * W + a2 + j2 * DW) * C
                     for c in range(C):
                         yp[c] = yp[c] + xp[c]
+        if mode == 1:
             if count_include_pad:
                 cnt = _pad_count(a1, KH, DH, H, PH, EH) * _pad_count(a2, KW, DW, W, PW, EW)
             else:
