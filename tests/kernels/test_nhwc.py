@@ -275,17 +275,24 @@ def test_pool_nhwc_parallel_large():
         np.testing.assert_array_equal(y.reshape(N, *out3[1:], C).transpose(0, 3, 1, 2).reshape(-1), yc, isa)
 
 
-def test_maxpool_nhwc_nan_like_nchw():
-    """Oracle: maxpool_f32 on the transposed input: a NaN as a window's first tap wins, a later NaN is skipped."""
-    x = np.random.default_rng(1).standard_normal((1, 3, 4, 4)).astype(np.float32)
+@pytest.mark.parametrize("isa", list(VARIANTS))
+@pytest.mark.parametrize("C", [3, 40])
+def test_maxpool_nhwc_nan_like_nchw(isa, C):
+    """Oracle: maxpool_f32 on the transposed input: a NaN as a window's first tap wins, a later NaN is skipped -- in
+    the vector channels and the masked tail (C = 40: two AVX-512 vectors and 8 more) of every variant."""
+    mod = VARIANTS[isa]
+    x = np.random.default_rng(1).standard_normal((1, C, 4, 4)).astype(np.float32)
     x[0, 0, 0, 0] = np.nan
     x[0, 1, 1, 1] = np.nan
+    x[0, C - 1, 0, 0] = np.nan
+    x[0, C - 2, 1, 1] = np.nan
     out3, gv = pool_geom((1, 4, 4), (1, 2, 2), (1, 2, 2), (0, 0, 0), (0, 0, 0), (1, 1, 1))
-    y = np.empty(3 * 4, np.float32)
+    y = np.empty(C * 4, np.float32)
     yc = np.empty_like(y)
-    _kernels.maxpool_nhwc_f32(np.ascontiguousarray(x.transpose(0, 2, 3, 1)).reshape(-1), y, 1, 3, gv)
-    _kernels.maxpool_f32(x.reshape(-1), yc, None, 3, gv)
-    np.testing.assert_array_equal(y.reshape(2, 2, 3).transpose(2, 0, 1).reshape(-1), yc)
+    mod.maxpool_nhwc_f32(np.ascontiguousarray(x.transpose(0, 2, 3, 1)).reshape(-1), y, 1, C, gv)
+    mod.maxpool_f32(x.reshape(-1), yc, None, C, gv)
+    np.testing.assert_array_equal(y.reshape(2, 2, C).transpose(2, 0, 1).reshape(-1), yc)
+    assert np.isnan(yc).sum() == 2
 
 
 @pytest.mark.parametrize("is_max", [False, True])
