@@ -21,14 +21,16 @@ fed by constants -- the light models make their weights with ConstantOfShape, so
 KB):
   ort                   onnxruntime, two plain sessions (its Python API has no pre-packed weights container)
   onnxep                two onnxep sessions, each with its own container (the default)
-  onnxep shared         both sessions given one `onnxep.PrePackedWeightsContainer()` (issue 5's target: <= 0.10)
-  +stream               shared, and both sessions created on one `onnxep.Stream()`: they also share one activation
-                        arena (graph/planner.py; onnxruntime's counterpart is session.use_env_allocators)
+  onnxep shared         both sessions given one `onnxep.PrePackedWeightsContainer()` (issue 5's target: <= 0.10): they
+                        share packed weights, constants and the pool their planned runs borrow activation arenas from
+                        (graph/planner.py ArenaPool; onnxruntime's counterpart is session.use_env_allocators)
+  +stream               shared, and both sessions created on one `onnxep.Stream()` (the arena pool is then the
+                        stream's: the same sharing, through the other owner)
   (trim) columns        the same, with glibc's `malloc_trim(0)` called (after gc.collect()) before each RSS read: what
                         the process still holds, without the freed heap pages glibc keeps for reuse
-  act MB                onnxep's per-session activation memory after the runs: the planned arena (graph/planner.py)
-                        plus the pool of blocks allocated outside it (HostBlockPool.pooled: outputs) -- part of what
-                        a second session adds whatever the container shares
+  act MB                onnxep's activation memory after the runs (shared column): the arena pool the second session
+                        draws from (graph/planner.py; shared with the first) plus its pool of blocks allocated
+                        outside it (HostBlockPool.pooled: outputs)
 Not a test: nothing here is asserted.
 """
 import argparse

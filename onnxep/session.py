@@ -229,8 +229,10 @@ class InferenceSession:
             del ctx_nodes, exporter
         # plan
         # memory: with enable_mem_pattern (onnxruntime's name, on by default) each input signature's first run is
-        # recorded and later ones take their activations from one planned arena (graph/planner.py)
-        memory = ArenaPlanner(self._backends[CPU_DEVICE.name]) if so.enable_mem_pattern else None
+        # recorded and later ones take their activations from one planned arena (graph/planner.py), borrowed from the
+        # pool of the sessions on the stream this one was given, else of those sharing its container
+        memory = ArenaPlanner(self._backends[CPU_DEVICE.name], kwargs.get("stream") or self._container) \
+            if so.enable_mem_pattern else None
         self._executor = Executor(plans, self._backends, [n for n, _ in graph.outputs], out_consts, overridable,
                                   memory)
         self._limit = _memory_limit()

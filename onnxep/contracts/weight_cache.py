@@ -18,6 +18,9 @@ Constants a kernel reads unpacked (biases, folded per-channel scales, shapes) ar
 each once per process in the same container (key: "constant", content hash, dtype, shape; hits verified byte for
 byte), as a read-only array every session computes with.
 
+The small immutable objects every kernel keeps of its node (tuples of value names, tuples of ValueTypes) are held
+once per container too (`share_immutable`): equal ones from the sessions of one model are one object.
+
 Packed weights loaded from an EPContext blob (graph/epcontext.py) come without their original: `share_packed` files
 them under the key the blob recorded at export (format, content hash, dtype, shape) -- no hashing at load --, and
 hits are verified on the packed bytes as for any entry.
@@ -104,6 +107,7 @@ class PrePackedWeightsContainer:
     def __init__(self):
         self._entries: dict[tuple, list[_Entry]] = {}
         self._constants: dict[tuple, list[np.ndarray]] = {}
+        self._immutable: dict = {}
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
@@ -162,6 +166,13 @@ class PrePackedWeightsContainer:
             self.constant_misses += 1
             return held
 
+    def share_immutable(self, obj):
+        """An immutable, hashable object every kernel of the sessions on this container may hold -- a tuple of value
+        names, a ValueType, a tuple of them --, held once: returns the equal one filed earlier, else files `obj`. The
+        sessions of one model build the same such objects for every node; this keeps one of each per container
+        instead of one per session (and per node, where nodes repeat them)."""
+        return self._immutable.setdefault(obj, obj)
+
     @property
     def constant_nbytes(self) -> int:
         """Bytes of the unpacked constants held (share_constant)."""
@@ -198,6 +209,7 @@ class PrePackedWeightsContainer:
                         b.free_buffer()
             self._entries.clear()
             self._constants.clear()
+            self._immutable.clear()
 
 
 def _equal_u8(a: np.ndarray, b: np.ndarray, chunk: int = 1 << 22) -> bool:

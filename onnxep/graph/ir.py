@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import sys
+import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -48,10 +49,12 @@ def type_string(tp) -> str:
     return "unknown"
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, frozen=True, weakref_slot=True)
 class ValueType:
     """What is known statically about one value. Slotted and lean: every kernel keeps the ValueTypes of its inputs
-    and outputs (KernelInfo) for the session's lifetime."""
+    and outputs (KernelInfo) for the session's lifetime. Frozen, so hashable and safe to share: from_proto and
+    of_array hand out one live object per distinct type (`_held`), and sessions on one container share the tuples of
+    them their kernels keep (PrePackedWeightsContainer.share_immutable)."""
 
     kind: str = "unknown"                 # tensor | sparse_tensor | sequence | map | optional | unknown
     elem_type: int = 0                    # ONNX element type for tensors (0: unknown)
@@ -91,15 +94,28 @@ class ValueType:
                 shape = tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in tt.shape.dim)
             if raw == helper.make_tensor_type_proto(tt.elem_type, shape).SerializeToString():
                 raw = b""       # the fields say it all
-            return ValueType("tensor", tt.elem_type, shape, sys.intern(type_string(tp)), raw)
+            return _held(("tensor", tt.elem_type, shape, sys.intern(type_string(tp)), raw))
         kind = {"sequence_type": "sequence", "map_type": "map", "optional_type": "optional",
                 "sparse_tensor_type": "sparse_tensor"}.get(which, "unknown")
-        return ValueType(kind, 0, None, sys.intern(type_string(tp)), raw)
+        return _held((kind, 0, None, sys.intern(type_string(tp)), raw))
 
     @staticmethod
     def of_array(a: np.ndarray) -> "ValueType":
         elem = helper.np_dtype_to_tensor_dtype(a.dtype)
-        return ValueType("tensor", elem, tuple(a.shape), sys.intern(f"tensor({_ELEM_NAMES.get(elem, 'undefined')})"))
+        return _held(("tensor", elem, tuple(a.shape), sys.intern(f"tensor({_ELEM_NAMES.get(elem, 'undefined')})"), b""))
+
+
+_HELD = weakref.WeakValueDictionary()     # fields -> the ValueType every holder of those fields shares
+
+
+def _held(fields) -> ValueType:
+    """The one live ValueType with these fields: a model names a few distinct types for hundreds of values, and
+    sessions of one model name the same ones (every kernel keeps its values' types: KernelInfo)."""
+    vt = _HELD.get(fields)
+    if vt is None:
+        vt = ValueType(*fields)
+        vt = _HELD.setdefault(fields, vt)
+    return vt
 
 
 @dataclass(eq=False)

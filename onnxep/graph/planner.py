@@ -13,10 +13,11 @@ into one offset per allocation in a single arena:
     (the "greedy by size" offset assignment of TFLite's and onnxruntime's planners); offsets and sizes are rounded to
     the backend buffer type's alignment through its get_alloc_size.
 
-Later runs with the same signature take one arena buffer from the backend (so from the stream's registered allocator,
-seed 004) and hand out views at the planned offsets, checking each request against the record: a request of another
-size (a kernel whose allocations depend on data) ends the plan for that run -- the rest of the run allocates on its
-own, which is always safe -- and the signature is recorded again next time.
+Later runs with the same signature borrow one arena buffer from a pool shared by the sessions that share a container
+or a stream (ArenaPool), or take one from the stream's registered allocator (seed 004), and hand out views at the
+planned offsets, checking each request against the record: a request of another size (a kernel whose allocations depend
+on data) ends the plan for that run -- the rest of the run allocates on its own, which is always safe -- and the
+signature is recorded again next time.
 """
 from __future__ import annotations
 
@@ -239,82 +240,122 @@ class ArenaRun:
         return self.mem[off:off + nbytes]
 
 
-class _Workspace:
-    """The arena of one stream with the default allocator: grown to the largest plan run on it, one run at a time."""
+class ArenaPool:
+    """Arena buffers (default allocator) lent to planned runs: the activation memory of every session drawing from the
+    pool. A run borrows a free buffer that holds its plan -- the last one given back, else the smallest that is large
+    enough, else (only smaller ones free) one of its plan's size in place of the largest of them, so a pool used by
+    one run at a time is one buffer grown to the largest plan run from it --, and when none is free (runs on other
+    threads hold them all) it allocates one more; it gives its buffer back when it ends. Two runs never share a
+    buffer: taking one is `list.pop`, atomic, so the common case (the last buffer given back fits) takes no lock.
+    A pool holds at most as many buffers as runs have overlapped on it (onnxruntime's arena likewise keeps what
+    concurrent runs needed). The buffers go when the pool does: when its owner (`arena_pool`) and every session
+    drawing from it are gone."""
 
-    __slots__ = ("lock", "buffer")
+    __slots__ = ("_lock", "_free", "nbytes", "nbuffers")
 
     def __init__(self):
-        self.lock = threading.Lock()
-        self.buffer = None
+        self._lock = threading.Lock()    # for the byte / buffer counts
+        self._free = []                  # Buffers not lent out
+        self.nbytes = 0                  # bytes of every buffer of the pool, lent or not
+        self.nbuffers = 0
+
+    def borrow(self, size: int, backend):
+        """A Buffer of at least `size` bytes no other run holds until it is given back (allocated from `backend`'s
+        buffer type when the pool has none to lend)."""
+        try:
+            buf = self._free.pop()
+        except IndexError:
+            buf = None
+        if buf is not None and buf.size >= size:
+            return buf
+        # the last one given back is too small (or there is none): every free one taken, one chosen, the rest back
+        taken = [] if buf is None else [buf]
+        while True:
+            try:
+                taken.append(self._free.pop())
+            except IndexError:
+                break
+        fits = [b for b in taken if b.size >= size]
+        if fits:
+            buf = min(fits, key=lambda b: b.size)
+            taken.remove(buf)
+        elif taken:          # only smaller ones: the largest makes way for one of this size
+            old = max(taken, key=lambda b: b.size)
+            taken.remove(old)
+            with self._lock:
+                self.nbytes -= old.size
+                self.nbuffers -= 1
+            old.free_buffer()
+            buf = None
+        self._free.extend(taken)
+        if buf is None:
+            buf = backend.alloc_buffer(size)
+            with self._lock:
+                self.nbytes += buf.size
+                self.nbuffers += 1
+        return buf
+
+    def give_back(self, buf) -> None:
+        self._free.append(buf)
 
 
-_WORKSPACES = weakref.WeakKeyDictionary()      # Stream -> _Workspace
-_WORKSPACES_LOCK = threading.Lock()
+_POOLS = weakref.WeakKeyDictionary()      # owner (a Stream, a PrePackedWeightsContainer) -> ArenaPool
+_POOLS_LOCK = threading.Lock()
 
 
-def stream_workspace(stream) -> _Workspace:
-    with _WORKSPACES_LOCK:
-        ws = _WORKSPACES.get(stream)
-        if ws is None:
-            ws = _WORKSPACES[stream] = _Workspace()
-        return ws
+def arena_pool(owner) -> ArenaPool:
+    """The arena pool of the sessions sharing `owner`: it lives while `owner` or one of its sessions does."""
+    with _POOLS_LOCK:
+        pool = _POOLS.get(owner)
+        if pool is None:
+            pool = _POOLS[owner] = ArenaPool()
+        return pool
 
 
 class ArenaPlanner:
     """A session's memory plans, one per input signature, and where its arenas come from.
 
     `start` before a run: a signature seen for the first time is recorded; a planned one gets an arena. With the
-    default allocator that is the stream's workspace, kept across runs and grown as needed -- so sessions created on
-    one Stream (`InferenceSession(..., stream=s)`; each session has its own otherwise) share one activation arena, as
-    onnxruntime's sessions share an environment allocator with session.use_env_allocators: work on one stream runs in
-    order. With a registered allocator it is a fresh block from that allocator, returned when the run ends, so a user
-    allocator sees one arena allocation per run besides the graph outputs. A run that overlaps another on the same
-    stream (threads) allocates on its own instead of waiting for the arena. `finish` after the run (its values
+    default allocator it is borrowed from the ArenaPool of `share_with` -- the session's Stream when it was given one
+    (`InferenceSession(..., stream=s)`), else its PrePackedWeightsContainer -- and given back when the run ends, so
+    sessions sharing a container or a stream share their activation arenas as onnxruntime's sessions share an
+    environment allocator with session.use_env_allocators, while runs that overlap (threads) each borrow their own.
+    With a registered allocator it is a fresh block from that allocator, returned when the run ends, so a user
+    allocator sees one arena allocation per run besides the graph outputs. `finish` after the run (its values
     dropped) stores the plan."""
 
     MAX_SIGNATURES = 16
     MAX_DIVERGENCES = 2          # a signature whose runs leave the record this often is no longer planned
 
-    def __init__(self, backend):
+    def __init__(self, backend, share_with=None):
         self.backend = backend                   # arenas come from its buffer type (so from its stream)
         self.stream = backend.buffer_type.stream
         self.alloc_size = tensor_alloc_size(backend.buffer_type)
         self.plans = {}                          # signature -> MemoryPlan | None (not planned)
         self._divergences = {}
-        self._ws = stream_workspace(self.stream)
+        self._pool = arena_pool(share_with if share_with is not None else self.stream)
 
     def start(self, key, run_ctx):
         """Set run_ctx up to record or to use a plan; returns what finish needs."""
         plan = self.plans.get(key, _MISSING)
         if plan is _MISSING:
             run_ctx.recorder = AllocRecorder()
-            return (key, None, False)
+            return (key, None, None)
         if plan is None or plan.arena_size == 0:
-            return (key, None, False)
+            return (key, None, None)
         if self.stream.uses_default_allocator:
-            ws = self._ws
-            if not ws.lock.acquire(blocking=False):
-                return (key, None, False)
-            try:
-                if ws.buffer is None or ws.buffer.is_freed or ws.buffer.size < plan.arena_size:
-                    ws.buffer = None
-                    ws.buffer = self.backend.alloc_buffer(plan.arena_size)
-                mem = ws.buffer.memory()
-            except BaseException:
-                ws.lock.release()
-                raise
-            run_ctx.arena = ArenaRun(plan, mem)
-            return (key, run_ctx.arena, True)
+            buf = self._pool.borrow(plan.arena_size, self.backend)
+            run_ctx.arena = ArenaRun(plan, buf.memory())
+            return (key, run_ctx.arena, buf)
         buf = self.backend.alloc_buffer(plan.arena_size)
         run_ctx.arena = ArenaRun(plan, buf.memory())
-        return (key, run_ctx.arena, False)
+        return (key, run_ctx.arena, None)
 
     def finish(self, token, run_ctx, output_names, ok: bool) -> None:
-        key, arena, locked = token
+        key, arena, lent = token
         rec, run_ctx.recorder, run_ctx.arena = run_ctx.recorder, None, None
-        if locked:
-            self._ws.lock.release()
+        if lent is not None:
+            self._pool.give_back(lent)
         if rec is not None and ok:
             if len(self.plans) >= self.MAX_SIGNATURES:
                 self.plans.clear()
@@ -329,9 +370,9 @@ class ArenaPlanner:
 
     @property
     def arena_bytes(self) -> int:
-        """Bytes of the stream's workspace (0 before the first planned run, or with a user allocator)."""
-        b = self._ws.buffer
-        return b.size if b is not None and not b.is_freed else 0
+        """Bytes of the arena pool this session draws from (0 before its first planned run, or with a user
+        allocator), shared with the sessions that draw from it too."""
+        return self._pool.nbytes
 
 
 _MISSING = object()

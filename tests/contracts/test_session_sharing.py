@@ -177,6 +177,39 @@ def test_second_session_reuses_the_first_ones_names():
             assert a[3] is b[3]                                        # one frozenset per distinct set of indices
 
 
+def test_sessions_given_one_container_share_their_kernels_name_and_type_tuples():
+    # the tuples a plan keeps per node -- its input, output and freed value names, its KernelInfo's input and output
+    # ValueTypes -- are held once per container: a second session on the container holds the first one's, a session
+    # with its own container equal ones of its own. Oracle: object identity, and the first session's outputs
+    c = onnxep.PrePackedWeightsContainer()
+    s1 = onnxep.InferenceSession(_model(), prepacked_weights_container=c)
+    s2 = onnxep.InferenceSession(_model(), prepacked_weights_container=c)
+    own = onnxep.InferenceSession(_model())
+
+    def held(sess):
+        return [(st[1], st[2], st[4], st[0].info.input_types, st[0].info.output_types)
+                for p in sess.plans for st in p.steps]
+
+    h1, h2, h3 = held(s1), held(s2), held(own)
+    assert len(h1) >= 4 and any(frees for _, _, frees, _, _ in h1)
+    for a, b, o in zip(h1, h2, h3):
+        assert all(x is y for x, y in zip(a, b))
+        assert a == o and not any(x is y for x, y in zip(a[:2], o[:2]))
+    for ins in (st[0].info.input_types for p in s2.plans for st in p.steps):
+        assert all(vt is c.share_immutable(vt) for vt in ins)
+    np.testing.assert_array_equal(s2.run(None, {"X": X})[0], s1.run(None, {"X": X})[0])
+
+
+def test_share_immutable_holds_one_of_each_equal_object():
+    # Oracle: equality and identity
+    c = onnxep.PrePackedWeightsContainer()
+    a, b = ("x", "y"), tuple(["x", "y"])
+    assert a == b and a is not b
+    assert c.share_immutable(a) is a and c.share_immutable(b) is a and c.share_immutable(("y",)) == ("y",)
+    c.clear()
+    assert c.share_immutable(b) is b
+
+
 def test_outputs_that_are_constants_or_their_views_are_the_callers():
     # a graph output that is a view of a (shared, read-only) constant, or an initializer itself, comes back as a
     # writable array of its own, as onnxruntime's do: writing to it changes neither the session nor the other

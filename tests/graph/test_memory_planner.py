@@ -6,6 +6,7 @@ unplanned run (enable_mem_pattern = False) for the numbers of planned runs; a co
 allocator sees."""
 import gc
 import threading
+import weakref
 
 import numpy as np
 import pytest
@@ -312,9 +313,210 @@ def test_sessions_on_one_stream_share_one_arena_and_stay_correct():
         np.testing.assert_allclose(s2.run(None, {"x": x2})[0], run_reference(big, {"x": x2})[0], rtol=1e-6)
         alone.run(None, {"x": x2})
     m1, m2, m3 = s1._executor.memory, s2._executor.memory, alone._executor.memory
-    assert m1._ws is m2._ws and m3._ws is not m1._ws
+    assert m1._pool is m2._pool and m3._pool is not m1._pool
     (p2,) = m2.plans.values()
     assert m1.arena_bytes == m2.arena_bytes == p2.arena_size      # grown to the larger plan, held once
+    assert m1._pool.nbuffers == 1
+
+
+def _conv_model(seed, C=8, H=12):
+    """Conv -> Relu -> Conv -> Sigmoid, 3x3 'same' convs: packed weights (shared through a container) and two
+    intermediates that live in the arena."""
+    rng = np.random.default_rng(seed)
+    w = {"w1": (rng.standard_normal((C, C, 3, 3)) / (3 * C)).astype(np.float32),
+         "w2": (rng.standard_normal((C, C, 3, 3)) / (3 * C)).astype(np.float32)}
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["a"], pads=[1, 1, 1, 1]), helper.make_node("Relu", ["a"], ["r"]),
+             helper.make_node("Conv", ["r", "w2"], ["c"], pads=[1, 1, 1, 1]), helper.make_node("Sigmoid", ["c"], ["y"])]
+    return make_model(nodes, {"x": np.zeros((1, C, H, H), np.float32)}, ["y"], initializers=w)
+
+
+def _x(rng, model):
+    shape = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def test_arena_pool_lends_each_buffer_to_one_borrower_at_a_time():
+    # ArenaPool alone: a borrower gets a buffer no other borrower holds, the smallest free one that is large enough,
+    # else one of its size in place of the largest free one. Oracle: the buffers' identities and sizes
+    from onnxep.graph.planner import ArenaPool
+    backend = _session(_conv_model(1))._executor.memory.backend
+    pool = ArenaPool()
+    a, b = pool.borrow(100, backend), pool.borrow(1000, backend)
+    assert a is not b and (a.size, b.size, pool.nbuffers, pool.nbytes) == (100, 1000, 2, 1100)
+    pool.give_back(b)
+    pool.give_back(a)                                  # the last given back (a) is too small for 500: b is lent
+    assert pool.borrow(500, backend) is b
+    assert pool.borrow(50, backend) is a               # the last given back fits
+    pool.give_back(a)
+    c = pool.borrow(2000, backend)                     # only a (100) free: it makes way for a 2000-byte buffer
+    assert c is not a and c is not b and a.is_freed and (pool.nbuffers, pool.nbytes) == (2, 3000)
+    assert pool.borrow(10, backend) not in (b, c)      # both lent: a new one
+    assert pool.nbuffers == 3
+
+
+def test_sessions_given_one_container_share_one_arena_pool():
+    # sessions sharing a PrePackedWeightsContainer (and nothing else) draw their planned runs' arenas from one pool,
+    # as sessions on one stream do: run one after the other they hold one arena, grown to the larger plan. A session
+    # with its own container has its own. Oracle: a session sharing nothing (same kernels, same thread count)
+    small, big = _conv_model(1, C=8, H=8), _conv_model(2, C=16, H=12)
+    c = onnxep.PrePackedWeightsContainer()
+    s1, s2 = _session(small, prepacked_weights_container=c), _session(big, prepacked_weights_container=c)
+    o1, o2 = _session(small), _session(big)
+    rng = np.random.default_rng(6)
+    for _ in range(4):
+        x1, x2 = _x(rng, small), _x(rng, big)
+        np.testing.assert_allclose(s1.run(None, {"x": x1})[0], o1.run(None, {"x": x1})[0], rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(s2.run(None, {"x": x2})[0], o2.run(None, {"x": x2})[0], rtol=1e-6, atol=1e-7)
+    m1, m2, m3 = s1._executor.memory, s2._executor.memory, o2._executor.memory
+    assert m1._pool is m2._pool and m3._pool is not m1._pool
+    (p1,), (p2,) = m1.plans.values(), m2.plans.values()
+    assert 0 < p1.arena_size < p2.arena_size
+    assert m1._pool.nbuffers == 1 and m1.arena_bytes == p2.arena_size
+    # a session given a stream shares with the sessions on that stream, whatever container it has
+    s = Stream()
+    s3 = _session(big, prepacked_weights_container=c, stream=s)
+    assert s3._executor.memory._pool is not m1._pool and s3._executor.memory._pool is _session(small, stream=s) \
+        ._executor.memory._pool
+
+
+def test_a_run_that_finds_every_arena_lent_out_borrows_its_own():
+    # a run that overlaps another (here: the pool's one arena held as a run on another thread would hold it) takes a
+    # new arena instead of the held one, and gives it back to the pool afterwards. Oracle: a session sharing nothing;
+    # the held arena's bytes are unchanged
+    m = _conv_model(3)
+    c = onnxep.PrePackedWeightsContainer()
+    s1, s2 = _session(m, prepacked_weights_container=c), _session(m, prepacked_weights_container=c)
+    alone = _session(m)
+    rng = np.random.default_rng(7)
+    for s in (s1, s1, s2):
+        s.run(None, {"x": _x(rng, m)})                       # recorded, then planned: one arena in the pool
+    mem = s2._executor.memory
+    pool, (plan,) = mem._pool, mem.plans.values()
+    assert pool.nbuffers == 1
+    held = pool.borrow(plan.arena_size, mem.backend)
+    held.memory()[:] = 0xAB
+    x = _x(rng, m)
+    np.testing.assert_allclose(s2.run(None, {"x": x})[0], alone.run(None, {"x": x})[0], rtol=1e-6, atol=1e-7)
+    assert (held.memory() == 0xAB).all()
+    assert pool.nbuffers == 2 and pool.nbytes == 2 * plan.arena_size
+    pool.give_back(held)
+    for s in (s1, s2, s1):                                   # one run at a time again: the two arenas take turns
+        s.run(None, {"x": x})
+    assert pool.nbuffers == 2
+
+
+def test_sessions_sharing_a_container_run_concurrently_from_two_threads():
+    # two sessions of two models on one container, each run from its own thread at the same time: each run borrows an
+    # arena no other run holds (the pool grows to at most one per overlapping run). Oracle: sessions sharing nothing,
+    # run afterwards on the same inputs
+    models = [_conv_model(4, C=16, H=12), _conv_model(5, C=16, H=12)]
+    c = onnxep.PrePackedWeightsContainer()
+    shared = [_session(m, prepacked_weights_container=c) for m in models]
+    start = threading.Barrier(2)
+    got, errors = [[], []], []
+
+    def worker(i):
+        try:
+            rng = np.random.default_rng(10 + i)
+            start.wait()
+            for _ in range(40):
+                x = _x(rng, models[i])
+                got[i].append((x, shared[i].run(None, {"x": x})[0]))
+        except Exception as e:  # noqa: BLE001 - reported by the test
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    for m, runs in zip(models, got):
+        alone = _session(m)
+        for x, y in runs:
+            np.testing.assert_allclose(y, alone.run(None, {"x": x})[0], rtol=1e-6, atol=1e-7)
+    pool = shared[0]._executor.memory._pool
+    assert pool is shared[1]._executor.memory._pool and 1 <= pool.nbuffers <= 2
+
+
+def _blocks(pool):
+    """Weak references to the numpy blocks behind the pool's free arenas."""
+    refs = []
+    for buf in pool._free:
+        b = buf.memory()
+        while b.base is not None:
+            b = b.base
+        refs.append(weakref.ref(b))
+    return refs
+
+
+def test_shared_arenas_are_released_with_the_last_session_and_container():
+    # the pool's arenas live while the container or a session drawing from the pool does, and no longer. Oracle: weak
+    # references to the arenas' memory
+    m = _conv_model(8)
+    c = onnxep.PrePackedWeightsContainer()
+    s1, s2 = _session(m, prepacked_weights_container=c), _session(m, prepacked_weights_container=c)
+    x = _x(np.random.default_rng(9), m)
+    for _ in range(2):                                       # recorded, then planned
+        s1.run(None, {"x": x})
+        s2.run(None, {"x": x})
+    refs = _blocks(s1._executor.memory._pool)
+    assert len(refs) == 1
+    del s1
+    gc.collect()
+    assert all(r() is not None for r in refs)                # s2 and the container still draw from it
+    del s2
+    gc.collect()
+    assert all(r() is not None for r in refs)                # the container: a new session would reuse it
+    s3 = _session(m, prepacked_weights_container=c)
+    s3.run(None, {"x": x})
+    s3.run(None, {"x": x})
+    assert s3._executor.memory._pool.nbuffers == 1
+    del s3, c
+    gc.collect()
+    assert all(r() is None for r in refs)
+
+
+def test_a_user_allocator_gets_every_arena_back_from_sessions_sharing_a_container():
+    # seed 004 with sessions that share a container, run from two threads at once on one stream: each planned run
+    # takes its arena from the registered allocator and returns it when the run ends -- none goes into the default
+    # allocator's pool. Oracle: a counting allocator (every alloc freed), sessions sharing nothing for the numbers
+    alloc = CountingAllocator()
+    st = Stream()
+    register_allocator(st, alloc.desc)
+    models = [_conv_model(11), _conv_model(12)]
+    c = onnxep.PrePackedWeightsContainer()
+    shared = [_session(m, prepacked_weights_container=c, stream=st) for m in models]
+    start = threading.Barrier(2)
+    got, errors = [[], []], []
+
+    def worker(i):
+        try:
+            rng = np.random.default_rng(20 + i)
+            start.wait()
+            for _ in range(20):
+                x = _x(rng, models[i])
+                got[i].append((x, shared[i].run(None, {"x": x})[0]))
+        except Exception as e:  # noqa: BLE001 - reported by the test
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    arena_sizes = {p.arena_size for s in shared for p in s._executor.memory.plans.values()}
+    assert all(n > 0 for n in arena_sizes)
+    assert any(e[0] == "alloc" and e[1] in arena_sizes for e in alloc.log)      # planned runs took their arenas
+    for m, runs in zip(models, got):
+        alone = _session(m)
+        for x, y in runs:
+            np.testing.assert_allclose(y, alone.run(None, {"x": x})[0], rtol=1e-6, atol=1e-7)
+    del got, runs, y
+    gc.collect()
+    assert alloc.allocs == alloc.frees and not alloc.live
+    assert shared[0]._executor.memory._pool.nbuffers == 0
 
 
 def test_planned_runs_hand_out_no_arena_memory_even_through_views():

@@ -31,3 +31,24 @@ def test_of_array_and_unknown():
     assert ValueType().proto is None and ValueType.from_proto(None).proto is None
     # a plain tensor type keeps no bytes: its fields give the proto back
     assert ValueType.from_proto(helper.make_tensor_type_proto(TensorProto.FLOAT, (2, "N"))).proto_bytes == b""
+
+
+def test_value_types_are_frozen_and_held_once_while_in_use():
+    # a model names a few distinct types for hundreds of values: equal ValueTypes made by from_proto / of_array are one
+    # object while any is held, and none is kept once every holder is gone. Oracle: equality, identity, weak refs
+    import dataclasses
+    import gc
+    import weakref
+    tp = helper.make_tensor_type_proto(TensorProto.FLOAT, (3, "N", 17))
+    a = ValueType.from_proto(tp)
+    assert ValueType.from_proto(helper.make_tensor_type_proto(TensorProto.FLOAT, (3, "N", 17))) is a
+    assert ValueType.of_array(np.zeros((3, 4, 17), np.float32)) is not a
+    assert ValueType.of_array(np.zeros((5, 9), np.int64)) is ValueType.of_array(np.ones((5, 9), np.int64))
+    assert ValueType.from_proto(helper.make_tensor_type_proto(TensorProto.FLOAT, (3, "M", 17))) is not a
+    assert hash(a) == hash(ValueType("tensor", TensorProto.FLOAT, (3, "N", 17), "tensor(float)"))
+    with pytest.raises(dataclasses.FrozenInstanceError):   # shared between holders: nobody may change it
+        a.shape = (1,)
+    ref = weakref.ref(a)
+    del a
+    gc.collect()
+    assert ref() is None

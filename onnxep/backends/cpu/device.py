@@ -9,7 +9,7 @@ from onnxep.contracts.backend import Backend, Device, GraphPlan
 from onnxep.contracts.compile import load_prepacked_kernel, prepack_kernel
 from onnxep.contracts.kernel import KernelContext
 from onnxep.errors import InvalidGraph, OnnxepError, RuntimeException
-from onnxep.graph.ir import OpInfo
+from onnxep.graph.ir import OpInfo, ValueType
 from onnxep.ops import _registry
 
 
@@ -34,6 +34,20 @@ _INDEX_SETS = {_NO_INDICES: _NO_INDICES}    # one frozenset object per distinct 
 def _indices(packed) -> frozenset:
     fs = frozenset(packed)
     return _INDEX_SETS.setdefault(fs, fs)
+
+
+def _sharing(container):
+    """(once, once_types): what a kernel keeps of its node -- tuples of value names, tuples of ValueTypes -- as objects
+    held once per container (share_immutable): sessions of one model on one container then hold one of each, not one
+    per session (nor per node, where nodes repeat them)."""
+    if container is None:
+        return (lambda x: x), tuple
+    once = container.share_immutable
+
+    def once_types(types):
+        return once(tuple(once(t) if isinstance(t, ValueType) else t for t in types))
+
+    return once, once_types
 
 
 class CpuDevice(Device):
@@ -136,17 +150,18 @@ class CpuBackend(Backend):
                 if x:
                     last_use[x] = i
         keep = set(partition.outputs)
+        once, once_types = _sharing(ctx.container)
         try:
             for i, node in enumerate(partition.nodes):
                 op = partition.op_info(node)
                 cls = _registry.lookup(node.domain, node.op_type, node.opset)
                 name = sys.intern(node.name)
                 info = KernelInfo(name, node.op_type, node.domain, node.opset, dict(node.attrs),
-                                  tuple(op.input_types), tuple(op.output_types), dict(op.constants))
+                                  once_types(op.input_types), once_types(op.output_types), dict(op.constants))
                 kernel = cls(info)
                 # names interned: a second session of the model refers to the first one's strings, not its own copies
-                steps.append([kernel, tuple(map(sys.intern, node.inputs)), tuple(map(sys.intern, node.outputs)),
-                              _NO_INDICES, (), name, node.op_type])
+                steps.append([kernel, once(tuple(map(sys.intern, node.inputs))),
+                              once(tuple(map(sys.intern, node.outputs))), _NO_INDICES, (), name, node.op_type])
                 record = {} if ctx.ep_context_export is not None else None   # only an EPContext export reads it
                 if loaded is None:
                     packed = prepack_kernel(kernel, op.constants, ctx, record)
@@ -183,10 +198,10 @@ class CpuBackend(Backend):
                             constants[x] = ctx.container.share_constant(value) if share else value
                         if j in info.constants:
                             info.constants[j] = constants[x]
-                frees = tuple(x for x in set(node.inputs) if x and last_use.get(x) == i and x not in keep
+                frees = tuple(x for x in set(steps[-1][1]) if x and last_use.get(x) == i and x not in keep
                               and x not in partition.constants)
-                dead_outputs = tuple(o for o in node.outputs if o and o not in keep and o not in last_use)
-                steps[-1][4] = frees + dead_outputs
+                dead_outputs = tuple(o for o in steps[-1][2] if o and o not in keep and o not in last_use)
+                steps[-1][4] = once(frees + dead_outputs)
         except BaseException:
             for s in steps:
                 s[0].release()
