@@ -93,8 +93,11 @@ class Executor:
         token = memory.start(signature(feeds), run_ctx)
         ok = False
         try:
-            with run_ctx.stream.running():
+            if run_ctx.stream.uses_default_allocator:   # (running() checks nothing for it)
                 out = self._run(feeds, output_names, run_ctx)
+            else:
+                with run_ctx.stream.running():
+                    out = self._run(feeds, output_names, run_ctx)
             ok = True
         finally:
             memory.finish(token, run_ctx, self.graph_outputs, ok)

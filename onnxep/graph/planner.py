@@ -35,15 +35,17 @@ SIGNATURE_INT_ELEMS = 64
 
 def signature(feeds: dict) -> tuple:
     """What decides a run's allocations: every feed's shape and dtype, and the values of small integer feeds."""
-    key = []
-    for name in sorted(feeds):
-        v = feeds[name]
-        if isinstance(v, np.ndarray):
-            small_int = v.dtype.kind in "iub" and v.size <= SIGNATURE_INT_ELEMS
-            key.append((name, v.shape, v.dtype.str, v.tobytes() if small_int else None))
-        else:
-            key.append((name, type(v).__name__, id(v)))     # sequences, maps: never the same signature twice
-    return tuple(key)
+    if len(feeds) == 1:                  # (the common case, without the sort)
+        for name, v in feeds.items():
+            return (_feed_key(name, v),)
+    return tuple(_feed_key(name, feeds[name]) for name in sorted(feeds))
+
+
+def _feed_key(name, v):
+    if type(v) is np.ndarray or isinstance(v, np.ndarray):
+        dt = v.dtype
+        return (name, v.shape, dt, v.tobytes() if dt.kind in "iub" and v.size <= SIGNATURE_INT_ELEMS else None)
+    return (name, type(v).__name__, id(v))     # sequences, maps: never the same signature twice
 
 
 def _owner(arr):
