@@ -22,6 +22,11 @@ ACTIVATIONS = _kernels.ACTIVATIONS      # name -> (code, number of activation_pa
 # the products saves (kernel alone, 1 thread: 3 -> 64 at 224x224 1.31x the direct path's time, 4 -> 16 2.35x, 8 -> 8
 # 1.12x, 16 -> 16 0.88x, 16 -> 32 0.82x; 32 channels and more 0.47-0.74x)
 WINOGRAD_MIN_CHANNELS = 16
+# ... and while its transformed weight (16 floats per 3x3 filter instead of 9) adds at most this many bytes: 256 x 256
+# channels (1.8 MB more) and below. Wider ones stay direct (0.48-0.71x the time there, but VGG-19 and ZFNet-512, whose
+# memory is mostly such weights, then peaked 1-2% above onnxruntime's RSS; with real, non-deduplicated weights
+# VGG-19's 80 MB of 3x3 filters would grow by 62 MB)
+WINOGRAD_MAX_EXTRA_BYTES = 2 << 20
 
 
 def _is_f32_rank4(vt):
@@ -64,9 +69,11 @@ class NhwcConv_1(ConvAttrs, PackedWeightMixin, OpKernel):
 
     def _winograd(self, wshape):
         """Whether W of this shape is packed for (and runs on) the F(2x2, 3x3) Winograd path: 3x3, stride and
-        dilation 1, group 1, at least WINOGRAD_MIN_CHANNELS input and output channels (SIMD variants). Decided from
-        the attributes and W's shape alone, so packing and running (and an EPContext load) agree."""
+        dilation 1, group 1, at least WINOGRAD_MIN_CHANNELS input and output channels, at most
+        WINOGRAD_MAX_EXTRA_BYTES more packed weight than the direct path's (SIMD variants). Decided from the
+        attributes and W's shape alone, so packing and running (and an EPContext load) agree."""
         return wshape[0] >= WINOGRAD_MIN_CHANNELS and wshape[1] >= WINOGRAD_MIN_CHANNELS \
+            and 7 * 4 * wshape[0] * wshape[1] <= WINOGRAD_MAX_EXTRA_BYTES \
             and _kernels.wino_applies(wshape[2:], self.strides or (1, 1), self.dilations or (1, 1), int(self.group),
                                       wshape[1])
 
