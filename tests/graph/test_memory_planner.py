@@ -405,23 +405,19 @@ def test_a_run_that_finds_every_arena_lent_out_borrows_its_own():
     assert pool.nbuffers == 2
 
 
-def test_sessions_sharing_a_container_run_concurrently_from_two_threads():
-    # two sessions of two models on one container, each run from its own thread at the same time: each run borrows an
-    # arena no other run holds (the pool grows to at most one per overlapping run). Oracle: sessions sharing nothing,
-    # run afterwards on the same inputs
-    models = [_conv_model(4, C=16, H=12), _conv_model(5, C=16, H=12)]
-    c = onnxep.PrePackedWeightsContainer()
-    shared = [_session(m, prepacked_weights_container=c) for m in models]
+def _run_from_two_threads(models, sessions, seed, nruns):
+    """Session i runs model i's random inputs nruns times from thread i, both threads started together. Returns, per
+    session, its (input, output) pairs."""
     start = threading.Barrier(2)
     got, errors = [[], []], []
 
     def worker(i):
         try:
-            rng = np.random.default_rng(10 + i)
+            rng = np.random.default_rng(seed + i)
             start.wait()
-            for _ in range(40):
+            for _ in range(nruns):
                 x = _x(rng, models[i])
-                got[i].append((x, shared[i].run(None, {"x": x})[0]))
+                got[i].append((x, sessions[i].run(None, {"x": x})[0]))
         except Exception as e:  # noqa: BLE001 - reported by the test
             errors.append(e)
 
@@ -431,10 +427,25 @@ def test_sessions_sharing_a_container_run_concurrently_from_two_threads():
     for t in threads:
         t.join()
     assert not errors
+    return got
+
+
+def _assert_like_unshared(models, got):
+    """Oracle: a session of each model sharing nothing, run afterwards on the same inputs."""
     for m, runs in zip(models, got):
         alone = _session(m)
         for x, y in runs:
             np.testing.assert_allclose(y, alone.run(None, {"x": x})[0], rtol=1e-6, atol=1e-7)
+
+
+def test_sessions_sharing_a_container_run_concurrently_from_two_threads():
+    # two sessions of two models on one container, each run from its own thread at the same time: each run borrows an
+    # arena no other run holds (the pool grows to at most one per overlapping run). Oracle: sessions sharing nothing,
+    # run afterwards on the same inputs
+    models = [_conv_model(4, C=16, H=12), _conv_model(5, C=16, H=12)]
+    c = onnxep.PrePackedWeightsContainer()
+    shared = [_session(m, prepacked_weights_container=c) for m in models]
+    _assert_like_unshared(models, _run_from_two_threads(models, shared, 10, 40))
     pool = shared[0]._executor.memory._pool
     assert pool is shared[1]._executor.memory._pool and 1 <= pool.nbuffers <= 2
 
@@ -487,33 +498,12 @@ def test_a_user_allocator_gets_every_arena_back_from_sessions_sharing_a_containe
     models = [_conv_model(11), _conv_model(12)]
     c = onnxep.PrePackedWeightsContainer()
     shared = [_session(m, prepacked_weights_container=c, stream=st) for m in models]
-    start = threading.Barrier(2)
-    got, errors = [[], []], []
-
-    def worker(i):
-        try:
-            rng = np.random.default_rng(20 + i)
-            start.wait()
-            for _ in range(20):
-                x = _x(rng, models[i])
-                got[i].append((x, shared[i].run(None, {"x": x})[0]))
-        except Exception as e:  # noqa: BLE001 - reported by the test
-            errors.append(e)
-
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors
+    got = _run_from_two_threads(models, shared, 20, 20)
     arena_sizes = {p.arena_size for s in shared for p in s._executor.memory.plans.values()}
     assert all(n > 0 for n in arena_sizes)
     assert any(e[0] == "alloc" and e[1] in arena_sizes for e in alloc.log)      # planned runs took their arenas
-    for m, runs in zip(models, got):
-        alone = _session(m)
-        for x, y in runs:
-            np.testing.assert_allclose(y, alone.run(None, {"x": x})[0], rtol=1e-6, atol=1e-7)
-    del got, runs, y
+    _assert_like_unshared(models, got)
+    del got
     gc.collect()
     assert alloc.allocs == alloc.frees and not alloc.live
     assert shared[0]._executor.memory._pool.nbuffers == 0
