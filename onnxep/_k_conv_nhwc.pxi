@@ -465,6 +465,16 @@ cdef enum:
     DCONV_ITEMS_PER_THREAD = 4   # work items per thread the direct path aims for (dynamic scheduling evens them)
 
 
+cdef inline Py_ssize_t _panel_slab(Py_ssize_t npanels, Py_ssize_t items, int nth) noexcept nogil:
+    """Weight panels per slab when `items` work items (of all npanels panels each) are cut into (item, slab) pairs:
+    all of them in one slab, unless there are fewer items than DCONV_ITEMS_PER_THREAD per thread -- then as many
+    (equal) slabs as bring the count there, at most one per panel. Repeating an item's per-slab setup (the direct
+    path reads A in place; the winograd path redoes its input transform) is what buys the threads work."""
+    cdef Py_ssize_t want = <Py_ssize_t>nth * DCONV_ITEMS_PER_THREAD
+    cdef Py_ssize_t nslabs = min(npanels, (want + items - 1) // items) if nth > 1 and items < want else 1
+    return (npanels + nslabs - 1) // nslabs
+
+
 cdef int _conv_nhwc_direct(const ImplicitA* ia0, Py_ssize_t N, Py_ssize_t group, const float* x, const float* wp,
                            Py_ssize_t blen, const float* bias, const float* res, float* y, Py_ssize_t Coutg,
                            Py_ssize_t Kc, Py_ssize_t cout, const Act* act, int nth) noexcept nogil:
@@ -475,7 +485,7 @@ cdef int _conv_nhwc_direct(const ImplicitA* ia0, Py_ssize_t N, Py_ssize_t group,
     (nothing written) when its small run tables cannot be allocated, else 0."""
     cdef ImplicitA ia = ia0[0]
     cdef Py_ssize_t ntaps = _dconv_max_taps(&ia, Kc), npanels = (Coutg + SGEMM_NR - 1) // SGEMM_NR, rows, items
-    cdef Py_ssize_t num, want, P = N * ia.Ho * ia.Wo
+    cdef Py_ssize_t num, P = N * ia.Ho * ia.Wo
     cdef DTap* taps
     cdef DRun* runbuf
     cdef ConvJob job
@@ -499,9 +509,7 @@ cdef int _conv_nhwc_direct(const ImplicitA* ia0, Py_ssize_t N, Py_ssize_t group,
     job.rb = (rows + job.rows - 1) // job.rows
     job.rows = (rows + job.rb - 1) // job.rb
     items = group * job.rows
-    want = <Py_ssize_t>nth * DCONV_ITEMS_PER_THREAD
-    job.nslabs = min(npanels, (want + items - 1) // items) if nth > 1 and items < want else 1
-    job.pslab = (npanels + job.nslabs - 1) // job.nslabs
+    job.pslab = _panel_slab(npanels, items, nth)
     job.nslabs = (npanels + job.pslab - 1) // job.pslab
     nth = <int>max(1, min(<Py_ssize_t>nth, items * job.nslabs))
     runbuf = <DRun*>malloc(nth * 2 * ntaps * sizeof(DRun))

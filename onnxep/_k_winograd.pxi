@@ -46,7 +46,7 @@ cdef extern from *:
 
     /* The output transform of one tile for nr <= NR channels, with the epilogue: o = A^T m A (m[xi] = m[xi*ms + j],
        A^T = [[1,1,1,0],[0,1,-1,-1]]); output q = a*2 + b of the 2x2 tile goes to yq[q][j] (NULL: outside y) as
-       act(o[q] + bias[j] + rq[q][j]) (bias, rq: NULL for none). */
+       act(o[q] + bias[j] + rq[q][j]) (bias, rq[q]: NULL for none). */
     static void onnxep_wino_out(const float* __restrict__ m, Py_ssize_t ms, Py_ssize_t nr, float* const* yq,
                                 const float* const* rq, const float* bias, const onnxep_act* act)
     {
@@ -67,7 +67,7 @@ cdef extern from *:
         }
         for (q = 0; q < 4; q++) {
             float* __restrict__ y = yq[q];
-            const float* r = rq ? rq[q] : NULL;
+            const float* r = rq[q];
             float* oq = o[q];
             if (!y) continue;
             if (bias) for (j = 0; j < nr; j++) oq[j] += bias[j];
@@ -176,13 +176,21 @@ cdef inline Py_ssize_t _odd_lines(Py_ssize_t n) noexcept nogil:
     return n + 16 if (n // 16) % 2 == 0 else n
 
 
+cdef inline Py_ssize_t _wino_tile(const WinoJob* j, Py_ssize_t ti, Py_ssize_t* ty, Py_ssize_t* tx) noexcept nogil:
+    """Tile ti (flat over images, tile rows, tile columns): its image, returned, and its tile row and column."""
+    cdef Py_ssize_t HWt = j.th * j.tw, n = ti // HWt
+    ty[0] = (ti - n * HWt) // j.tw
+    tx[0] = ti - n * HWt - ty[0] * j.tw
+    return n
+
+
 cdef void _wino_task(void* p, Py_ssize_t item, int tid) noexcept nogil:
     """Item = (block of T tiles, slab of weight panels): input transform of the block, then per panel the 16 GEMMs
     and the output transform."""
     cdef WinoJob* j = <WinoJob*>p
     cdef Py_ssize_t sl = item % j.nslabs, blk = item // j.nslabs, T = j.T, C = j.C, K = j.K
-    cdef Py_ssize_t t0 = blk * T, nt = min(T, j.ntiles - t0), i, ti, n, ty, tx, ih, iw, a, b, xi, jp, jp1, n0, nr
-    cdef Py_ssize_t s, mr, nstrips, HWt = j.th * j.tw, r, q, oh, ow
+    cdef Py_ssize_t t0 = blk * T, nt = min(T, j.ntiles - t0), i, n, ty, tx, ih, iw, a, b, xi, jp, jp1, n0, nr
+    cdef Py_ssize_t s, mr, nstrips, r, q, oh, ow
     cdef float* V = j.work + <Py_ssize_t>tid * j.wlen
     cdef float* M = V + 16 * j.vs
     cdef const float* ptrs[16]
@@ -190,10 +198,7 @@ cdef void _wino_task(void* p, Py_ssize_t item, int tid) noexcept nogil:
     cdef const float* rq[4]
     cdef const float* img
     for i in range(nt):
-        ti = t0 + i
-        n = ti // HWt
-        ty = (ti - n * HWt) // j.tw
-        tx = ti - n * HWt - ty * j.tw
+        n = _wino_tile(j, t0 + i, &ty, &tx)
         img = j.x + n * j.H * j.W * C
         for a in range(4):
             ih = 2 * ty - j.ph + a
@@ -214,10 +219,7 @@ cdef void _wino_task(void* p, Py_ssize_t item, int tid) noexcept nogil:
                          M + xi * j.ms + i * SGEMM_NR, SGEMM_NR, 1.0, 0.0, NULL, NULL, NULL, NULL)
                 i += mr
         for i in range(nt):
-            ti = t0 + i
-            n = ti // HWt
-            ty = (ti - n * HWt) // j.tw
-            tx = ti - n * HWt - ty * j.tw
+            n = _wino_tile(j, t0 + i, &ty, &tx)
             for q in range(4):
                 oh = 2 * ty + q // 2
                 ow = 2 * tx + q % 2
@@ -228,8 +230,7 @@ cdef void _wino_task(void* p, Py_ssize_t item, int tid) noexcept nogil:
                 else:
                     yq[q] = NULL
                     rq[q] = NULL
-            wino_out(M + i * SGEMM_NR, j.ms, nr, yq, rq if j.res != NULL else NULL,
-                     (j.bias + n0) if j.bias != NULL else NULL, j.act)
+            wino_out(M + i * SGEMM_NR, j.ms, nr, yq, rq, (j.bias + n0) if j.bias != NULL else NULL, j.act)
 
 
 cdef int _conv_wino(const float* x, Py_ssize_t N, Py_ssize_t H, Py_ssize_t W, Py_ssize_t C, Py_ssize_t K,
@@ -243,7 +244,7 @@ cdef int _conv_wino(const float* x, Py_ssize_t N, Py_ssize_t H, Py_ssize_t W, Py
     cdef ImplicitA ia
     cdef DTap taps[64]
     cdef DRun runs[64]
-    cdef Py_ssize_t i, nblocks, npanels = (K + SGEMM_NR - 1) // SGEMM_NR, want, items
+    cdef Py_ssize_t i, nblocks, npanels = (K + SGEMM_NR - 1) // SGEMM_NR, items
     cdef float* zero
     memset(&ia, 0, sizeof(ia))
     ia.kh, ia.kw, ia.sh, ia.sw, ia.dh, ia.dw = 1, 1, 1, 1, 1, 1
@@ -262,9 +263,7 @@ cdef int _conv_wino(const float* x, Py_ssize_t N, Py_ssize_t H, Py_ssize_t W, Py
     job.T = _wino_tiles_per_block(C)
     nblocks = (job.ntiles + job.T - 1) // job.T
     job.T = (job.ntiles + nblocks - 1) // nblocks        # blocks of (nearly) equal size
-    want = <Py_ssize_t>nth * DCONV_ITEMS_PER_THREAD
-    job.nslabs = min(npanels, (want + nblocks - 1) // nblocks) if nth > 1 and nblocks < want else 1
-    job.pslab = (npanels + job.nslabs - 1) // job.nslabs
+    job.pslab = _panel_slab(npanels, nblocks, nth)
     job.nslabs = (npanels + job.pslab - 1) // job.pslab
     items = nblocks * job.nslabs
     nth = <int>max(1, min(<Py_ssize_t>nth, items))

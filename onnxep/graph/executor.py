@@ -87,10 +87,7 @@ class Executor:
 
     def run(self, feeds: dict, output_names, run_ctx) -> list:
         memory = self.memory
-        if memory is None:
-            with run_ctx.stream.running():
-                return self._run(feeds, output_names, run_ctx)
-        token = memory.start(signature(feeds), run_ctx)
+        token = None if memory is None else memory.start(signature(feeds), run_ctx)
         ok = False
         try:
             if run_ctx.stream.uses_default_allocator:   # (running() checks nothing for it)
@@ -100,7 +97,8 @@ class Executor:
                     out = self._run(feeds, output_names, run_ctx)
             ok = True
         finally:
-            memory.finish(token, run_ctx, self.graph_outputs, ok)
+            if memory is not None:
+                memory.finish(token, run_ctx, self.graph_outputs, ok)
         return out
 
     def _run(self, feeds: dict, output_names, run_ctx) -> list:

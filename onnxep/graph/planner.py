@@ -42,7 +42,7 @@ def signature(feeds: dict) -> tuple:
 
 
 def _feed_key(name, v):
-    if type(v) is np.ndarray or isinstance(v, np.ndarray):
+    if isinstance(v, np.ndarray):
         dt = v.dtype
         return (name, v.shape, dt, v.tobytes() if dt.kind in "iub" and v.size <= SIGNATURE_INT_ELEMS else None)
     return (name, type(v).__name__, id(v))     # sequences, maps: never the same signature twice
