@@ -84,3 +84,54 @@ def test_a_concat_as_the_last_node():
         (y,) = sess.run(None, {"x": x})
         assert y.flags.c_contiguous
         np.testing.assert_allclose(y, run_reference(m, {"x": x})[0], rtol=1e-5, atol=1e-5)
+
+
+def _concat_step(values, ins, slots):
+    """A Concat over `ins` (NHWC, axis -1) whose producers' outputs went through KernelContext.output with `slots`
+    (name -> (target, offset, channels)), as a plan's steps would: returns the Concat's output."""
+    from onnxep.backends.cpu.device import KernelInfo
+    from onnxep.contracts.kernel import KernelContext
+    from onnxep.ops.concat import Concat_4
+
+    def alloc(shape, dtype):
+        return np.empty(shape, dtype)
+    for name, slot in slots.items():
+        x = values.pop("src_" + name)
+        KernelContext(values, (), (name,), alloc, slot=slot).output(0, x.shape)[...] = x
+    kernel = Concat_4(KernelInfo("cat", "Concat", "", 13, {"axis": -1}, (), (), {}))
+    kernel.compute(KernelContext(values, ins, ("y",), alloc))
+    return values["y"]
+
+
+def test_concat_skips_only_inputs_its_producers_placed_at_their_offsets():
+    """Concat's shortcut (_all_placed: every input written into its slot of the output the Concat finds allocated, at
+    the offset the Concat would copy it to) against numpy's concatenate: taken when the slots match, and not taken --
+    the inputs are copied -- when a slot belongs to another tensor, is at another offset, an input has no slot, or the inputs
+    do not fill the output's channels."""
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((1, 2, 3, 4)).astype(np.float32)
+    b = rng.standard_normal((1, 2, 3, 5)).astype(np.float32)
+    want = np.concatenate([a, b], axis=-1)
+    # both placed at offsets 0 and 4 of a 9-channel target: the target is the result, no copy
+    values = {"src_a": a, "src_b": b}
+    y = _concat_step(values, ("a", "b"), {"a": ("y", 0, 9), "b": ("y", 4, 9)})
+    assert y is values["y"] and np.shares_memory(y, values["a"])
+    np.testing.assert_array_equal(y, want)
+    # b went into another tensor's slot: the Concat copies it into y
+    values = {"src_a": a, "src_b": b}
+    y = _concat_step(values, ("a", "b"), {"a": ("y", 0, 9), "b": ("other", 4, 9)})
+    np.testing.assert_array_equal(y, want)
+    # both placed in y but in the other order (b at 0, a at 5): not where the Concat puts them, and copying either
+    # would overwrite the other first, so the result is a new tensor
+    values = {"src_a": a, "src_b": b}
+    y = _concat_step(values, ("a", "b"), {"b": ("y", 0, 9), "a": ("y", 5, 9)})
+    np.testing.assert_array_equal(y, want)
+    # only b placed (at 4): a is copied, b left where it is
+    values = {"src_b": b, "a": a.copy()}
+    y = _concat_step(values, ("a", "b"), {"b": ("y", 4, 9)})
+    np.testing.assert_array_equal(y, want)
+    # a 12-channel target with 9 channels placed: not the result (y is allocated again, 9 channels)
+    values = {"src_a": a, "src_b": b}
+    y = _concat_step(values, ("a", "b"), {"a": ("y", 0, 12), "b": ("y", 4, 12)})
+    assert y.shape == want.shape
+    np.testing.assert_array_equal(y, want)
