@@ -30,6 +30,11 @@ class RunContext:
 
     def alloc(self, shape, dtype=np.float32) -> np.ndarray:
         """An uninitialised array from the stream's allocator (size checked before allocating)."""
+        arena = self.arena
+        if arena is not None:
+            arr = arena.cached(shape, dtype)    # this request's array of the last run in this arena buffer
+            if arr is not None:
+                return arr
         hit = _SIZES.get((shape, dtype))
         if hit is None:
             dt = np.dtype(dtype)
@@ -42,10 +47,13 @@ class RunContext:
         nbytes, dt = hit
         if nbytes > self.limit:
             check_size(shape, dt, "tensor allocation", self.limit)  # raises, saying why
-        if self.arena is not None:
-            mem = self.arena.take(nbytes)
+        if arena is not None:
+            k = arena.k
+            mem = arena.take(nbytes)
             if mem is not None:
-                return mem.view(dt).reshape(shape)
+                arr = mem.view(dt).reshape(shape)
+                arena.keep(k, shape, dtype, arr)
+                return arr
         if not self.stream.uses_default_allocator:
             mem = self.stream.alloc(nbytes)
         elif self.pool is None or self.recorder is not None:

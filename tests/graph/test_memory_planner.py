@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from onnx import helper
+from onnx import helper, numpy_helper
 
 import onnxep
 from onnxep.contracts import Stream, register_allocator
@@ -527,3 +527,78 @@ def test_planned_runs_hand_out_no_arena_memory_even_through_views():
         np.testing.assert_array_equal(view, np.maximum(x, 0).reshape(6, 4))
         np.testing.assert_array_equal(flat, (-x).reshape(2, 12))
         np.testing.assert_array_equal(y, np.abs(x) + np.maximum(x, 0))
+
+
+def _conv_model_n(C=8, H=12):
+    """_conv_model with a free batch dimension: one plan per batch size."""
+    m = _conv_model(4, C, H)
+    inits = {t.name: numpy_helper.to_array(t) for t in m.graph.initializer}
+    return make_model(list(m.graph.node), {"x": np.zeros((1, C, H, H), np.float32)}, ["y"], initializers=inits,
+                      input_shapes={"x": ["N", C, H, H]})
+
+
+def test_planned_runs_hand_out_the_same_arrays_and_stay_correct():
+    # ArenaRun.cached: a planned run gets the array the same request got in the last run of its plan in the same
+    # pooled buffer (the same bytes at the same offset, so the same object). Oracle: the unplanned session's run
+    # (bit-identical) and the identities of the arrays the pool keeps for the plan
+    m = _conv_model_n()
+    sess, ref = _session(m), _session(m, mem_pattern=False)
+    rng = np.random.default_rng(11)
+    pool = sess._executor.memory._pool
+
+    def run(n):
+        x = rng.standard_normal((n, 8, 12, 12)).astype(np.float32)
+        np.testing.assert_array_equal(sess.run(None, {"x": x})[0], ref.run(None, {"x": x})[0])
+        if not pool._free:
+            return None
+        (buf,) = pool._free
+        views = pool._views[buf]
+        return [(e[2] if e is not None else None) for v in views.values() for e in v]
+
+    run(3)                                 # recorded (no buffer yet: a plain run) ...
+    for _ in range(2):
+        run(3)                             # ... planned: the largest size first, so the buffer stays
+    run(2)                                 # recorded
+    first = run(2)                         # planned: arrays made and kept, beside size 3's
+    again = run(2)
+    arrays = [a for a in again if a is not None]
+    assert arrays and all(np.shares_memory(a, pool._free[0].memory()) for a in arrays)
+    assert all(a is b for a, b in zip(first, again))    # the same objects, run after run
+    run(3)
+    assert all(a is b for a, b in zip(first, run(2)))   # another plan's run in between changes nothing
+
+
+def test_a_buffer_the_pool_frees_takes_its_kept_arrays_along():
+    # the pool replaces a too-small buffer by a larger one: the arrays kept for the plans in the old buffer go with it,
+    # so its memory is released. Oracle: a weak reference to the old buffer's memory
+    m = _conv_model_n()
+    sess = _session(m)
+    pool = sess._executor.memory._pool
+    rng = np.random.default_rng(12)
+    for _ in range(2):                                       # recorded, then planned (keeps its arrays)
+        sess.run(None, {"x": rng.standard_normal((1, 8, 12, 12)).astype(np.float32)})
+    (small,) = pool._free
+    assert any(e is not None for views in pool._views[small].values() for e in views)
+    (ref,) = _blocks(pool)
+    for _ in range(2):                                       # a larger plan: the small buffer makes way
+        sess.run(None, {"x": rng.standard_normal((4, 8, 12, 12)).astype(np.float32)})
+    assert small not in pool._views and pool.nbuffers == 1
+    del small
+    gc.collect()
+    assert ref() is None
+
+
+def test_runs_with_another_reshape_target_get_arrays_of_their_shape():
+    # the same byte counts in another shape: the input signature holds the values of small int64 inputs, so each
+    # Reshape target has its own plan, and the arrays kept for one plan never reach another's runs. Oracle:
+    # onnx.reference
+    nodes = [helper.make_node("Reshape", ["x", "s"], ["r"]), helper.make_node("Relu", ["r"], ["a"]),
+             helper.make_node("Neg", ["a"], ["b"]), helper.make_node("Sigmoid", ["b"], ["y"])]
+    m = make_model(nodes, {"x": np.zeros(12, np.float32), "s": np.array([3, 4], np.int64)}, ["y"])
+    sess = _session(m)
+    rng = np.random.default_rng(13)
+    for s in ([3, 4], [3, 4], [3, 4], [4, 3], [2, 6], [3, 4]):
+        feeds = {"x": rng.standard_normal(12).astype(np.float32), "s": np.array(s, np.int64)}
+        (y,) = sess.run(None, feeds)
+        assert y.shape == tuple(s)
+        np.testing.assert_allclose(y, run_reference(m, feeds)[0], rtol=1e-6)
