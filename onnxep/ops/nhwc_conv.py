@@ -114,7 +114,8 @@ class NhwcConv_1(ConvAttrs, PackedWeightMixin, OpKernel):
             and not self._depthwise_shape(wshape, int(self.group))
 
     def compute(self, ctx):
-        X = ctx.input(0)
+        values, ins = ctx.values, ctx.ins      # inputs 0, 2, 3 are never packed: read straight from the run's values
+        X = values[ins[0]]
         wp = self.packed(1)
         if wp is None:
             W = ctx.input(1)
@@ -122,37 +123,39 @@ class NhwcConv_1(ConvAttrs, PackedWeightMixin, OpKernel):
             n, fill = self._pack(np.ascontiguousarray(W, F32))
             wp = np.empty(n, F32)
             fill(wp)
-        wshape = self._wshape
-        B = ctx.input(2)
-        Z = ctx.input(3)
-        cout = wshape[0]
-        if B is not None and B.shape != (cout,):
-            raise ValueError(f"B has shape {B.shape}, expected ({cout},)")
+        n = len(ins)
+        B = values[ins[2]] if n > 2 and ins[2] else None
+        Z = values[ins[3]] if n > 3 and ins[3] else None
+        if B is not None and B is not self._checked_bias:
+            if B.shape != (self._wshape[0],):
+                raise ValueError(f"B has shape {B.shape}, expected ({self._wshape[0]},)")
+            if not B.flags.writeable:    # a constant: the same array every run, checked once
+                self._checked_bias = B
         plan = self._shape_plan
-        if plan is None or plan[0] != (X.shape, wshape) or plan[5] is not wp:
-            plan = self._shape_plan = self._plan_for(X.shape, wshape, int(self.group), wp)
+        if plan is None or plan[5] is not wp or plan[0] != X.shape:
+            plan = self._shape_plan = self._plan_for(X.shape, self._wshape, int(self.group), wp)
         _, yshape, conv, geo, depthwise, _ = plan
         if Z is not None and Z.shape != yshape:
             raise ValueError(f"Z has shape {Z.shape}, expected {yshape}")
         Y = ctx.output(0, yshape, F32)
         if depthwise:
-            _kernels.conv_depthwise_nhwc_f32(X.reshape(-1), conv, wp, cout, *geo, B, Y.reshape(-1),
+            _kernels.conv_depthwise_nhwc_f32(X.reshape(-1), conv, wp, yshape[3], *geo, B, Y.reshape(-1),
                                              self.activation == "Relu", ctx.num_threads)
-        else:
-            if Y.flags.c_contiguous:
-                y, ldy = Y.reshape(-1), 0
-            else:   # a channel slice of a Concat's output (ctx.slot): pixels Y.strides[2] apart
-                ldy = Y.strides[2] // 4
-                y = as_strided(Y, ((yshape[0] * yshape[1] * yshape[2] - 1) * ldy + cout,), (4,))
+        elif ctx.slot is None or Y.flags.c_contiguous:
+            conv.run(X.reshape(-1), B, None if Z is None else Z.reshape(-1), Y.reshape(-1), ctx.num_threads, 0)
+        else:   # a channel slice of a Concat's output (ctx.slot): pixels Y.strides[2] apart
+            ldy = Y.strides[2] // 4
+            y = as_strided(Y, ((yshape[0] * yshape[1] * yshape[2] - 1) * ldy + yshape[3],), (4,))
             conv.run(X.reshape(-1), B, None if Z is None else Z.reshape(-1), y, ctx.num_threads, ldy)
 
-    # ((X shape, W shape), Y shape, the _kernels.ConvNhwc (depthwise: the kernel's xshape), geometry args, depthwise,
-    # the packed weight it was made with): the last seen
+    # (X shape, Y shape, the _kernels.ConvNhwc (depthwise: the kernel's xshape), geometry args, depthwise, the packed
+    # weight it was made with): the last seen
     _shape_plan = None
+    _checked_bias = None         # a read-only (constant) B whose shape compute checked already
 
     def _plan_for(self, shape, wshape, group, wp):
-        """What compute derives from the X and W shapes alone (checked and computed once per shape pair, not per
-        run)."""
+        """What compute derives from X's shape and the (packed) weight alone: checked and computed once, not per
+        run."""
         if len(shape) != 4:
             raise ValueError(f"X must be 4-D (NHWC), got shape {shape}")
         N, H, W_, C = shape
@@ -166,7 +169,7 @@ class NhwcConv_1(ConvAttrs, PackedWeightMixin, OpKernel):
         conv = (N, H, W_, C) if depthwise else _kernels.ConvNhwc((N, H, W_, C), wp, wshape[0], group, *geo,
                                                                    False, self._act,
                                                                    "winograd" if self._winograd(wshape) else "auto")
-        return (shape, wshape), (N, outs[0], outs[1], wshape[0]), conv, geo, depthwise, wp
+        return shape, (N, outs[0], outs[1], wshape[0]), conv, geo, depthwise, wp
 
     @property
     def _act(self):
