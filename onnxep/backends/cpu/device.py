@@ -83,10 +83,23 @@ class CpuPlan(GraphPlan):
     def describe(self):
         return f"CpuPlan({len(self.steps)} kernels)"
 
+    _run = None
+
+    def run_list(self):
+        """The steps as the executor loop reads them: (bound compute, ins, outs, packed, frees, node, op, slot),
+        made once (again if steps or slots were replaced)."""
+        run = self._run
+        if run is None or run[0] is not self.steps or run[1] is not self.slots:
+            run = self._run = (self.steps, self.slots,
+                               tuple((k.compute, ins, outs, packed, frees, name, op, self.slots.get(i))
+                                     for i, (k, ins, outs, packed, frees, name, op) in enumerate(self.steps)))
+        return run[2]
+
     def free(self):
         for step in self.steps:
             step[0].release()
         self.steps = []
+        self._run = None
         self.constants = {}
         self.prepacked = {}
 
@@ -213,23 +226,23 @@ class CpuBackend(Backend):
         env = dict(plan.constants)
         for name in plan.inputs:
             env[name] = values[name]
-        alloc = run_ctx.alloc
-        nthreads = self.num_threads
         rec = run_ctx.recorder
-        slots = plan.slots
-        for i, (kernel, ins, outs, packed, frees, name, op) in enumerate(plan.steps):
-            ctx = KernelContext(env, ins, outs, alloc, nthreads, packed, name, slots.get(i))
+        run = plan.run_list()
+        # one context for the run, pointed at each step in turn (no kernel keeps it past its compute)
+        ctx = KernelContext(env, (), (), run_ctx.alloc, self.num_threads)
+        for compute, ins, outs, packed, frees, name, op, slot in run:
+            ctx.ins, ctx.outs, ctx.packed, ctx.node, ctx.slot = ins, outs, packed, name, slot
             if rec is not None:
                 rec.begin_step(ins, env)
             try:
-                kernel.compute(ctx)
+                compute(ctx)
             except OnnxepError as e:
                 raise type(e)(f"while running {op} node '{name}': {e.args[0] if e.args else ''}") from e
             except Exception as e:
                 raise RuntimeException(f"Non-zero status code returned while running {op} node. Name:'{name}' "
                                        f"Status Message: {type(e).__name__}: {e}") from e
             if rec is not None:
-                rec.end_step(ins, outs, env, getattr(kernel, "inplace", ()))
+                rec.end_step(ins, outs, env, getattr(compute.__self__, "inplace", ()))
             for x in frees:
                 env.pop(x, None)
         for name in plan.outputs:
