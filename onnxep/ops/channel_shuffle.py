@@ -24,18 +24,23 @@ class ChannelShuffle_1(OpKernel):
         return (len(op.node.inputs) == 1 and len(op.node.outputs) == 1 and dt is not None and not dt.hasobject
                 and dt.itemsize in _NATIVE_ITEMSIZES and g >= 1)
 
+    _plan = None     # (X shape, dtype, P, G, C // G): the last seen, checked
+
     def compute(self, ctx):
-        x = ctx.input(0)
-        G = int(self.group)
-        C = x.shape[-1] if x.ndim else 0
-        if x.ndim < 1 or C % G:
-            raise ValueError(f"ChannelShuffle: the last axis of X (shape {x.shape}) must be a multiple of "
-                             f"group={G}")
-        y = ctx.output(0, x.shape, x.dtype)
-        P = x.size // C if C else 0
-        if x.itemsize == 4:
-            _kernels.channel_shuffle_4b(np.ascontiguousarray(x).reshape(-1).view(np.float32), P, G, C // G,
+        x = ctx.values[ctx.ins[0]]
+        plan = self._plan
+        if plan is None or plan[0] != x.shape or plan[1] != x.dtype:
+            G = int(self.group)
+            C = x.shape[-1] if x.ndim else 0
+            if x.ndim < 1 or C % G:
+                raise ValueError(f"ChannelShuffle: the last axis of X (shape {x.shape}) must be a multiple of "
+                                 f"group={G}")
+            plan = self._plan = (x.shape, x.dtype, x.size // C if C else 0, G, C // G)
+        shape, dtype, P, G, Cg = plan
+        y = ctx.output(0, shape, dtype)
+        if dtype.itemsize == 4:
+            _kernels.channel_shuffle_4b(np.ascontiguousarray(x).reshape(-1).view(np.float32), P, G, Cg,
                                         y.reshape(-1).view(np.float32), ctx.num_threads)
             return
-        _kernels.transpose_copy(np.ascontiguousarray(x).reshape(-1).view(np.uint8), (P, G, C // G), (0, 2, 1),
+        _kernels.transpose_copy(np.ascontiguousarray(x).reshape(-1).view(np.uint8), (P, G, Cg), (0, 2, 1),
                                 x.itemsize, y.reshape(-1).view(np.uint8), ctx.num_threads)

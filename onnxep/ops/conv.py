@@ -123,31 +123,35 @@ class Conv_1(ConvAttrs, PackedWeightMixin, OpKernel):
                 _to3(self.dilations or (1,) * nsp, 1), _to3(pb, 0), _to3(outs, 1))
         return (shape, wshape), (shape[0], cout) + tuple(outs), xs, args
 
+    _checked_bias = None         # a read-only (constant) B whose shape compute checked already
+
     def compute(self, ctx):
-        X = ctx.input(0)
+        values, ins = ctx.values, ctx.ins      # inputs 0 and 2 are never packed: read straight from the run's values
+        X = values[ins[0]]
         wp = self.packed(1)
         W = None if wp is not None else ctx.input(1)
         wshape = self._wshape if wp is not None else W.shape
-        B = ctx.input(2)
-        group = int(self.group)
-        key = (X.shape, tuple(wshape))
-        plan = self._shape_plan if self._shape_plan is not None and self._shape_plan[0] == key else None
-        if plan is None:
-            plan = self._shape_plan = self._plan_for(X.shape, tuple(wshape), group)
+        B = values[ins[2]] if len(ins) > 2 and ins[2] else None
+        plan = self._shape_plan
+        if plan is None or plan[0][0] != X.shape or plan[0][1] != wshape:
+            plan = self._shape_plan = self._plan_for(X.shape, tuple(wshape), int(self.group))
         _, yshape, xs, args = plan
-        cout = wshape[0]
-        if B is not None and B.shape != (cout,):
-            raise ValueError(f"B has shape {B.shape}, expected ({cout},)")
+        if B is not None and B is not self._checked_bias:
+            if B.shape != (wshape[0],):
+                raise ValueError(f"B has shape {B.shape}, expected ({wshape[0]},)")
+            if not B.flags.writeable:    # a constant: the same array every run, checked once
+                self._checked_bias = B
         Y = ctx.output(0, yshape, F32)
         if wp is None and self._depthwise(wshape):
             _kernels.conv_depthwise_f32(X.reshape(-1), xs, W.reshape(-1), *args, B, Y.reshape(-1), False,
                                         ctx.num_threads)
             return
         if wp is None:
+            cout = wshape[0]
             kc = int(np.prod(wshape[1:]))
-            wp = np.empty(_kernels.conv_pack_weight_size(cout, kc, group), F32)
+            wp = np.empty(_kernels.conv_pack_weight_size(cout, kc, int(self.group)), F32)
             if cout:
-                _kernels.conv_pack_weight(W.reshape(-1), cout, group, wp)
+                _kernels.conv_pack_weight(W.reshape(-1), cout, int(self.group), wp)
         _kernels.conv_f32(X.reshape(-1), xs, wp, *args, B, Y.reshape(-1), False, ctx.num_threads)
 
 
