@@ -538,41 +538,51 @@ cdef void _copy_rows_task(void* p, Py_ssize_t t, int tid) noexcept nogil:
 
 cdef extern from *:
     """
-    /* ShuffleNet's channel shuffle of one pixel, G groups of Cg 4-byte channels: y[c*G + g] = x[g*Cg + c]. With G a
-       compile-time constant (the switch below) gcc vectorises the g loop as interleaved stores. */
+    /* ShuffleNet's channel shuffle of one pixel, G groups of Cg 4-byte channels: y[c*G + g] = x[g*Cg + c], for
+       c0 <= c < c1. With G a compile-time constant (the switch below) gcc vectorises the g loop as interleaved
+       stores. */
     static inline __attribute__((always_inline)) void onnxep_shuffle_px(const float* __restrict__ x,
-                                                                       float* __restrict__ y, Py_ssize_t Cg,
+                                                                       float* __restrict__ y, Py_ssize_t c0,
+                                                                       Py_ssize_t c1, Py_ssize_t Cg,
                                                                        const Py_ssize_t G)
     {
         Py_ssize_t c, g;
-        for (c = 0; c < Cg; c++)
+        for (c = c0; c < c1; c++)
             for (g = 0; g < G; g++) y[c * G + g] = x[g * Cg + c];
     }
-    #define ONNXEP_SHUFFLE_CASE(K) case K: for (p = p0; p < p1; p++) onnxep_shuffle_px(x + p * C, y + p * C, Cg, K); \\
+    #define ONNXEP_SHUFFLE_CASE(K) case K: for (p = p0; p < p1; p++) \
+                                               onnxep_shuffle_px(x + p * C, y + p * C, c0, c1, Cg, K); \
                                            break;
-    static void onnxep_shuffle_rows(const float* x, float* y, Py_ssize_t p0, Py_ssize_t p1, Py_ssize_t G,
-                                    Py_ssize_t Cg)
+    /* pixels p0 <= p < p1, channels-in-group c0 <= c < c1 of each */
+    static void onnxep_shuffle_rows(const float* x, float* y, Py_ssize_t p0, Py_ssize_t p1, Py_ssize_t c0,
+                                    Py_ssize_t c1, Py_ssize_t G, Py_ssize_t Cg)
     {
         Py_ssize_t p, C = G * Cg;
         switch (G) {
         ONNXEP_SHUFFLE_CASE(2) ONNXEP_SHUFFLE_CASE(3) ONNXEP_SHUFFLE_CASE(4) ONNXEP_SHUFFLE_CASE(8)
-        default: for (p = p0; p < p1; p++) onnxep_shuffle_px(x + p * C, y + p * C, Cg, G); break;
+        default: for (p = p0; p < p1; p++) onnxep_shuffle_px(x + p * C, y + p * C, c0, c1, Cg, G); break;
         }
     }
     """
-    void shuffle_rows "onnxep_shuffle_rows"(const float* x, float* y, Py_ssize_t p0, Py_ssize_t p1, Py_ssize_t G,
-                                            Py_ssize_t Cg) noexcept nogil
+    void shuffle_rows "onnxep_shuffle_rows"(const float* x, float* y, Py_ssize_t p0, Py_ssize_t p1, Py_ssize_t c0,
+                                            Py_ssize_t c1, Py_ssize_t G, Py_ssize_t Cg) noexcept nogil
 
 
 cdef struct ShuffleJob:
     const float* x
     float* y
-    Py_ssize_t P, G, Cg, per
+    Py_ssize_t P, G, Cg, per, cper, nc     # pixels per item, or (one pixel) channels per item and items per pixel
 
 
 cdef void _shuffle_task(void* p, Py_ssize_t t, int tid) noexcept nogil:
     cdef ShuffleJob* j = <ShuffleJob*>p
-    shuffle_rows(j.x, j.y, t * j.per, min(j.P, (t + 1) * j.per), j.G, j.Cg)
+    cdef Py_ssize_t px, c0
+    if j.nc == 1:
+        shuffle_rows(j.x, j.y, t * j.per, min(j.P, (t + 1) * j.per), 0, j.Cg, j.G, j.Cg)
+    else:
+        px = t // j.nc
+        c0 = (t - px * j.nc) * j.cper
+        shuffle_rows(j.x, j.y, px, px + 1, c0, min(j.Cg, c0 + j.cper), j.G, j.Cg)
 
 
 def channel_shuffle_4b(const float[::1] x, Py_ssize_t P, Py_ssize_t G, Py_ssize_t Cg, float[::1] y, int nthreads=0):
@@ -591,10 +601,20 @@ def channel_shuffle_4b(const float[::1] x, Py_ssize_t P, Py_ssize_t G, Py_ssize_
     if &y[0] < &x[0] + P * G * Cg and &x[0] < &y[0] + P * G * Cg:
         raise ValueError("channel_shuffle_4b: y overlaps x")
     nth = 1 if P * G * Cg * 4 < TR_SERIAL_BYTES else _nthreads(nthreads)
-    nblk = min(P, <Py_ssize_t>nth * 4) if nth > 1 else 1
-    per = (P + nblk - 1) // nblk
-    nblk = (P + per - 1) // per
     cdef ShuffleJob job
-    job.x, job.y, job.P, job.G, job.Cg, job.per = &x[0], &y[0], P, G, Cg, per
+    job.x, job.y, job.P, job.G, job.Cg = &x[0], &y[0], P, G, Cg
+    job.nc, job.cper = 1, Cg
+    if nth > 1 and P < nth:
+        # fewer pixels than threads (an NCHW -> NHWC transpose of a few images: P = N, G = C, Cg = H*W): each
+        # pixel's channels split into 4 runs per thread
+        job.cper = (Cg + 4 * nth - 1) // (4 * nth)
+        job.nc = (Cg + job.cper - 1) // job.cper
+        job.per = 1
+        nblk = P * job.nc
+    else:
+        nblk = min(P, <Py_ssize_t>nth * 4) if nth > 1 else 1
+        per = (P + nblk - 1) // nblk
+        nblk = (P + per - 1) // per
+        job.per = per
     with nogil:
         parallel_for(nblk, nth, _shuffle_task, &job)

@@ -176,12 +176,13 @@ def test_copy_rows_errors():
 
 @pytest.mark.parametrize("isa", list(VARIANTS))
 @pytest.mark.parametrize("P,G,Cg", [(1, 1, 5), (3, 2, 17), (5, 3, 33), (784, 4, 68), (49, 4, 272), (7, 8, 9),
-                                    (6, 5, 13), (2, 9, 1), (0, 4, 3)])
+                                    (6, 5, 13), (2, 9, 1), (0, 4, 3), (1, 3, 50176), (1, 2, 70001), (1, 5, 30011)])
 @pytest.mark.parametrize("nthreads", [1, 2])
 def test_channel_shuffle_4b_is_the_transpose(isa, P, G, Cg, nthreads):
     """channel_shuffle_4b against numpy's x.reshape(P, G, Cg).transpose(0, 2, 1) (oracle), bit-exact on random bit
     patterns (NaN payloads included: the bits are moved, never computed on), the G cases with a constant inner loop
-    (2, 3, 4, 8) and others, 1 and 2 threads (784 x 4 x 68 floats is above the serial threshold)."""
+    (2, 3, 4, 8) and others, 1 and 2 threads (784 x 4 x 68 floats is above the serial threshold; so are the single
+    pixels of 150k-560k floats, an NCHW -> NHWC transpose of one image, whose channels split over the threads)."""
     x = _data((P, G * Cg), np.uint32, P + G + Cg)
     y = np.zeros_like(x)
     VARIANTS[isa].channel_shuffle_4b(x.reshape(-1).view(np.float32), P, G, Cg, y.reshape(-1).view(np.float32),

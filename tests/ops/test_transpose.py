@@ -28,6 +28,15 @@ def test_transpose_layout_changes(shape, perm):
     check_node(node("Transpose", ["x"], ["y"], perm=perm), {"x": rand(shape)}, 13)
 
 
+@pytest.mark.parametrize("shape", [(1, 3, 224, 224), (2, 3, 50, 61), (1, 2, 300, 301), (3, 4, 7, 9), (1, 8, 130, 130),
+                                   (1, 5, 200, 200)])
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.float64])
+def test_transpose_to_nhwc_with_few_channels(shape, dtype):
+    """NCHW -> NHWC with 2, 3, 4 or 8 channels (4-byte elements: channel_shuffle_4b, one image's pixels split over the
+    threads above 256 KB), 5 channels and 8-byte elements (transpose_copy)."""
+    check_node(node("Transpose", ["x"], ["y"], perm=[0, 2, 3, 1]), {"x": (rand(shape) * 99).astype(dtype)}, 13)
+
+
 @pytest.mark.parametrize("opset,axis", [(4, 0), (4, 1), (11, -1), (11, 2), (13, -3)])
 def test_concat(opset, axis):
     shapes = [[2, 3, 4], [2, 3, 4], [2, 3, 4]]
