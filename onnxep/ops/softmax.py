@@ -1,6 +1,8 @@
 """Softmax (float32): opsets 1/11 coerce the input to 2-D at `axis` (default 1), opset 13 works along `axis`
 (default -1). Numerically stable: the max is subtracted before exp. Along contiguous rows (the last axis, or the
 2-D coercion) the exp is vectorised (_kernels.softmax_lastaxis_f32); otherwise expf per element (softmax_f32)."""
+import math
+
 import numpy as np
 
 from onnxep import _kernels
@@ -23,29 +25,33 @@ class _Softmax(OpKernel):
             axis = cls.schema_defaults(op.node.opset).get("axis", 1 if cls.coerce_2d else -1)
         return -r <= int(axis) < r
 
+    _plan = None     # (X shape, outer, k, inner): the last seen, checked
+
     def compute(self, ctx):
-        x = ctx.input(0)
-        r = x.ndim
+        x = ctx.values[ctx.ins[0]]
+        plan = self._plan
+        if plan is None or plan[0] != x.shape:
+            plan = self._plan = (x.shape,) + self._geometry(x.shape)
+        _, outer, k, inner = plan
+        y = ctx.output(0, x.shape, np.float32)
+        if inner == 1 and outer * k:   # contiguous rows: the vectorised-exp kernel
+            _kernels.softmax_lastaxis_f32(x.reshape(outer, k), y.reshape(outer, k), self.log, ctx.num_threads)
+            return
+        _kernels.softmax_f32(x.reshape(-1), y.reshape(-1), outer, k, inner, self.log, ctx.num_threads)
+
+    def _geometry(self, shape):
+        """(outer, k, inner) of X's shape: the rows softmax runs along, checked against axis."""
+        r = len(shape)
         axis = int(self.axis)
         if not (-r <= axis < r) and not (r == 0 and axis in (0, -1)):
             raise ValueError(f"{self.op_type}: axis {axis} out of range for rank {r}")
         if axis < 0:
             axis += r
         if r == 0:
-            outer = k = inner = 1
-        elif self.coerce_2d:
-            outer = int(np.prod(x.shape[:axis]))
-            k = int(np.prod(x.shape[axis:]))
-            inner = 1
-        else:
-            outer = int(np.prod(x.shape[:axis]))
-            k = x.shape[axis]
-            inner = int(np.prod(x.shape[axis + 1:]))
-        y = ctx.output(0, x.shape, np.float32)
-        if inner == 1 and outer * k:   # contiguous rows: the vectorised-exp kernel
-            _kernels.softmax_lastaxis_f32(x.reshape(outer, k), y.reshape(outer, k), self.log, ctx.num_threads)
-            return
-        _kernels.softmax_f32(x.reshape(-1), y.reshape(-1), outer, k, inner, self.log, ctx.num_threads)
+            return 1, 1, 1
+        if self.coerce_2d:
+            return math.prod(shape[:axis]), math.prod(shape[axis:]), 1
+        return math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1:])
 
 
 class Softmax_1(_Softmax):
