@@ -4,8 +4,8 @@ Default models: the nine light model-zoo models shipped inside the onnx wheel (o
 weights are all 0.02 (ConstantOfShape), so the softmax output is constant; the check compares the tensor feeding the
 final Softmax, added as an extra graph output, against onnxruntime (rtol 1e-4, atol 1e-5).
 
-`--suite models`: the synthetic models of onnxep/_models.py (a BERT-like encoder, an MLP), built in memory, timed
-in alternating rounds (see bench_models); the check compares the model output against onnxruntime."""
+`--suite models`: the synthetic models of onnxep/_models.py (a BERT-like encoder, an MLP), built in memory; the check
+compares the model output against onnxruntime. Both tables time the two libraries in alternating rounds (_alternate)."""
 from __future__ import annotations
 
 import glob
@@ -58,18 +58,29 @@ def random_feeds(sess, seed=0) -> dict:
     return feeds
 
 
-def _time(fn, warmup, repeat) -> float:
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+def _alternate(sessions, feeds, warmup, repeat, round_size, pause) -> list:
+    """Median run time of each (label, session): all warmed up, then timed in alternating rounds of `round_size` runs
+    (one session's round, pause, the next one's, pause, ...) until each has `repeat` timed runs, so the machine's
+    slow and fast phases (minutes long on a shared VM) hit every session alike."""
+    times = [[] for _ in sessions]
+    for sess in sessions:
+        for _ in range(warmup):
+            sess.run(None, feeds)
+        time.sleep(pause)
+    while len(times[-1]) < repeat:
+        for ts, sess in zip(times, sessions):
+            for _ in range(min(round_size, repeat - len(ts))):
+                t0 = time.perf_counter()
+                sess.run(None, feeds)
+                ts.append(time.perf_counter() - t0)
+            time.sleep(pause)   # let the other library's spinning workers go idle
+    return [statistics.median(ts) for ts in times]
 
 
-def bench(models=None, threads=0, warmup=3, repeat=10, use_ort=True, out=sys.stdout) -> list:
+def bench(models=None, threads=0, warmup=3, repeat=10, use_ort=True, out=sys.stdout, round_size=5,
+          pause=0.1) -> list:
+    """The light-model table: per model both sessions are created and their pre-softmax outputs compared, then both
+    are timed in alternating rounds (_alternate); the table shows the median run of each library."""
     import onnxep
 
     try:
@@ -83,7 +94,7 @@ def bench(models=None, threads=0, warmup=3, repeat=10, use_ort=True, out=sys.std
     rows = []
     print(f"onnxep {onnxep.__version__} (ISA {_isa()}) vs onnxruntime "
           f"{ort.__version__ if ort else '(not installed)'}; {threads} thread(s), median of {repeat} runs after "
-          f"{warmup} warm-up", file=out)
+          f"{warmup} warm-up, alternating rounds of {round_size}", file=out)
     hdr = f"{'model':<22}{'onnxep ms':>11}{'ort ms':>10}{'ratio':>8}  {'fallback':>8}  check"
     print(hdr, file=out)
     print("-" * len(hdr), file=out)
@@ -100,24 +111,23 @@ def bench(models=None, threads=0, warmup=3, repeat=10, use_ort=True, out=sys.std
         fallback = sum(1 for b in ours.node_assignment.values() if b != "cpu")
         names = [pre] if pre else None
         res_ours = ours.run(names, feeds)
-        t_ours = _time(lambda: ours.run(None, feeds), warmup, repeat)
-        del ours
-        t_ort, check = None, "-"
+        sessions = [ours]
+        check = "-"
         if ort is not None:
-            time.sleep(0.3)  # let the other library's spinning workers go idle
             oso = ort.SessionOptions()
             oso.intra_op_num_threads = threads
             oso.log_severity_level = 3
             theirs = ort.InferenceSession(data, oso, providers=["CPUExecutionProvider"])
             res_ort = theirs.run(names, feeds)
-            t_ort = _time(lambda: theirs.run(None, feeds), warmup, repeat)
-            del theirs
-            time.sleep(0.3)
+            sessions.append(theirs)
             a, b = res_ours[0], res_ort[0]
             ok = a.shape == b.shape and np.allclose(a, b, rtol=RTOL, atol=ATOL)
             err = (float(np.max(np.abs(a - b)) / max(float(np.max(np.abs(b))), 1e-30))
                    if a.shape == b.shape and a.size else 0.0)
             check = f"{'ok' if ok else 'MISMATCH'} (max diff / max |ort| = {err:.1e})"
+        medians = _alternate(sessions, feeds, warmup, repeat, round_size, pause)
+        del sessions, ours
+        t_ours, t_ort = medians[0], (medians[1] if ort is not None else None)
         ratio = t_ours / t_ort if t_ort else None
         rows.append({"model": name, "onnxep_ms": t_ours * 1e3, "ort_ms": t_ort * 1e3 if t_ort else None,
                      "ratio": ratio, "fallback_nodes": fallback, "check": check, "init_s": init_s})
@@ -163,21 +173,8 @@ def bench_models(threads=0, warmup=3, repeat=20, round_size=5, pause=0.1, out=sy
         a, b = ours.run(None, feeds)[0], theirs.run(None, feeds)[0]
         err = float(np.max(np.abs(a - b)) / max(float(np.max(np.abs(b))), 1e-30)) if a.shape == b.shape else np.inf
         check = f"{'ok' if err <= 1e-4 else 'MISMATCH'} (max diff / max |ort| = {err:.1e})"
-        times = {"onnxep": [], "ort": []}
-        sessions = (("onnxep", ours), ("ort", theirs))
-        for lib, sess in sessions:
-            for _ in range(warmup):
-                sess.run(None, feeds)
-            time.sleep(pause)
-        while len(times["ort"]) < repeat:
-            for lib, sess in sessions:
-                for _ in range(min(round_size, repeat - len(times[lib]))):
-                    t0 = time.perf_counter()
-                    sess.run(None, feeds)
-                    times[lib].append(time.perf_counter() - t0)
-                time.sleep(pause)   # let the other library's spinning workers go idle
+        t_ours, t_ort = _alternate([ours, theirs], feeds, warmup, repeat, round_size, pause)
         del ours, theirs
-        t_ours, t_ort = statistics.median(times["onnxep"]), statistics.median(times["ort"])
         rows.append({"model": name, "onnxep_ms": t_ours * 1e3, "ort_ms": t_ort * 1e3, "ratio": t_ours / t_ort,
                      "fallback_nodes": fallback, "check": check})
         print(f"{name:<22}{t_ours * 1e3:>11.2f}{t_ort * 1e3:>10.2f}{t_ours / t_ort:>8.2f}  {fallback:>8}  {check}",

@@ -45,3 +45,27 @@ def test_cli_suite_models_option(monkeypatch):
     monkeypatch.setattr(_bench, "bench_models", lambda **kw: seen.update(kw) or [{"check": "ok"}])
     assert main(["bench", "--suite", "models", "--threads", "1", "--repeat", "3"]) == 0
     assert seen["threads"] == 1 and seen["repeat"] == 3
+
+
+def test_light_bench_table_alternates_rounds(monkeypatch):
+    """The light-model table (python -m onnxep bench): the pre-softmax check against onnxruntime, and both sessions
+    timed in alternating rounds (the order of the runs is the oracle)."""
+    pytest.importorskip("onnxruntime")
+    order = []
+    real = _bench._alternate
+
+    def spy(sessions, feeds, warmup, repeat, round_size, pause):
+        class Tag:
+            def __init__(self, i, s):
+                self.i, self.s = i, s
+
+            def run(self, names, f):
+                order.append(self.i)
+                return self.s.run(names, f)
+        return real([Tag(i, s) for i, s in enumerate(sessions)], feeds, warmup, repeat, round_size, pause)
+    monkeypatch.setattr(_bench, "_alternate", spy)
+    out = io.StringIO()
+    path = [p for p in _bench.light_models() if "squeezenet" in p]
+    rows = _bench.bench(path, threads=1, warmup=1, repeat=4, round_size=2, pause=0.0, out=out)
+    assert len(rows) == 1 and rows[0]["check"].startswith("ok") and np.isfinite(rows[0]["ratio"])
+    assert order == [0, 1] + [0, 0, 1, 1] * 2                 # warm-up, then rounds of 2: onnxep, onnxruntime, ...
