@@ -39,7 +39,7 @@ class Concat_4(OpKernel):
         for i, x in enumerate(xs):
             n = x.shape[axis]
             placed = ctx.placed(i) if last and n else None
-            done.append(not n or (placed is not None and placed[0] is y and placed[1] == o)
+            done.append(not n or (placed is not None and placed[0]() is y and placed[1] == o)
                         or _in_place(x, y, lead + (slice(o, o + n),)))
             o += n
         if not all(done) and any(not d and np.may_share_memory(x, y) for d, x in zip(done, xs)):
@@ -73,7 +73,7 @@ def _all_placed(ctx, y, axis) -> bool:
     o = 0
     for name in ctx.ins:
         placed = values.get((PLACED, name)) if name else None
-        if placed is None or placed[0] is not y or placed[1] != o:
+        if placed is None or placed[0]() is not y or placed[1] != o:
             return False
         o += values[name].shape[-1]
     return o == y.shape[-1]
