@@ -140,8 +140,8 @@ class KernelContext:
 
     def placed(self, i: int):
         """(weak reference to the target array, channel offset) if input i was written by its producer straight into
-        a channel slice of the target (its plan slot), else None: what a Concat needs to know to skip the copy, without comparing data
-        pointers (microseconds per array)."""
+        a channel slice of the target (its plan slot), else None: what a Concat needs to know to skip the copy,
+        without comparing data pointers (microseconds per array)."""
         return self.values.get((PLACED, self.ins[i])) if i < len(self.ins) and self.ins[i] else None
 
     def preallocated(self, i: int):

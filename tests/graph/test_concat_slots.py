@@ -104,10 +104,10 @@ def _concat_step(values, ins, slots):
 
 
 def test_concat_skips_only_inputs_its_producers_placed_at_their_offsets():
-    """Concat's shortcut (_all_placed: every input written into its slot of the output the Concat finds allocated, at
-    the offset the Concat would copy it to) against numpy's concatenate: taken when the slots match, and not taken --
-    the inputs are copied -- when a slot belongs to another tensor, is at another offset, an input has no slot, or the inputs
-    do not fill the output's channels."""
+    """Concat's shortcut (_all_placed: every input written into its slot of the output the Concat finds allocated,
+    at the offset the Concat would copy it to) against numpy's concatenate: taken when the slots match, and not
+    taken -- the inputs are copied -- when a slot belongs to another tensor, is at another offset, an input has no
+    slot, or the inputs do not fill the output's channels."""
     rng = np.random.default_rng(3)
     a = rng.standard_normal((1, 2, 3, 4)).astype(np.float32)
     b = rng.standard_normal((1, 2, 3, 5)).astype(np.float32)
