@@ -405,6 +405,15 @@ def transpose_copy(const uint8_t[::1] x, shape, perm, int itemsize, uint8_t[::1]
         acc *= n[k]
 
     nt = 1 if total * esz < TR_SERIAL_BYTES else _nthreads(nthreads)
+    if (esz == 4 and R >= 2 and (n[R - 1] == 2 or n[R - 1] == 3 or n[R - 1] == 4 or n[R - 1] == 8)
+            and ((R == 2 and P[0] == 1) or (R == 3 and P[0] == 0 and P[1] == 2))
+            and (<size_t>&x[0]) % 4 == 0 and (<size_t>&y[0]) % 4 == 0):
+        # (pixels, G, Cg) -> (pixels, Cg, G) of 4-byte elements with 2, 3, 4 or 8 groups -- an NCHW -> NHWC
+        # transpose of a few channels (a network's input), a channel shuffle -- is channel_shuffle_4b's loop, with
+        # G a constant (the tiles below move 3 floats per pixel row by row: 1x3x224x224 46 us against 17, 1 thread)
+        with nogil:
+            _shuffle_4b(<const float*>&x[0], <float*>&y[0], n[0] if R == 3 else 1, n[R - 1], n[R - 2], nt)
+        return
     acc = 1
     for k in range(R - 2):
         acc *= n[k]
@@ -589,8 +598,6 @@ def channel_shuffle_4b(const float[::1] x, Py_ssize_t P, Py_ssize_t G, Py_ssize_
     """y[p, c*G + g] := x[p, g*Cg + c] for P pixels of G*Cg 4-byte elements (any 4-byte dtype, viewed as float32: the
     bits are moved, never computed on). The same as transpose_copy of (P, G, Cg) with perm (0, 2, 1), with the group
     count a constant of the inner loop for G in (2, 3, 4, 8). Pixels are split over threads above TR_SERIAL_BYTES."""
-    cdef Py_ssize_t nblk, per
-    cdef int nth
     if P < 0 or G < 1 or Cg < 0:
         raise ValueError(f"channel_shuffle_4b: bad geometry P={P}, G={G}, Cg={Cg}")
     if x.shape[0] != P * G * Cg or y.shape[0] != P * G * Cg:
@@ -600,13 +607,18 @@ def channel_shuffle_4b(const float[::1] x, Py_ssize_t P, Py_ssize_t G, Py_ssize_
         return
     if &y[0] < &x[0] + P * G * Cg and &x[0] < &y[0] + P * G * Cg:
         raise ValueError("channel_shuffle_4b: y overlaps x")
-    nth = 1 if P * G * Cg * 4 < TR_SERIAL_BYTES else _nthreads(nthreads)
+    with nogil:
+        _shuffle_4b(&x[0], &y[0], P, G, Cg, 1 if P * G * Cg * 4 < TR_SERIAL_BYTES else _nthreads(nthreads))
+
+
+cdef void _shuffle_4b(const float* x, float* y, Py_ssize_t P, Py_ssize_t G, Py_ssize_t Cg, int nth) noexcept nogil:
+    """channel_shuffle_4b's work (P*G*Cg > 0) on nth threads: runs of pixels, or, with fewer pixels than threads (an
+    NCHW -> NHWC transpose of a few images: P = N, G = C, Cg = H*W), each pixel's channels in 4 runs per thread."""
+    cdef Py_ssize_t nblk, per
     cdef ShuffleJob job
-    job.x, job.y, job.P, job.G, job.Cg = &x[0], &y[0], P, G, Cg
+    job.x, job.y, job.P, job.G, job.Cg = x, y, P, G, Cg
     job.nc, job.cper = 1, Cg
     if nth > 1 and P < nth:
-        # fewer pixels than threads (an NCHW -> NHWC transpose of a few images: P = N, G = C, Cg = H*W): each
-        # pixel's channels split into 4 runs per thread
         job.cper = (Cg + 4 * nth - 1) // (4 * nth)
         job.nc = (Cg + job.cper - 1) // job.cper
         job.per = 1
@@ -616,5 +628,4 @@ def channel_shuffle_4b(const float[::1] x, Py_ssize_t P, Py_ssize_t G, Py_ssize_
         per = (P + nblk - 1) // nblk
         nblk = (P + per - 1) // per
         job.per = per
-    with nogil:
-        parallel_for(nblk, nth, _shuffle_task, &job)
+    parallel_for(nblk, nth, _shuffle_task, &job)

@@ -79,6 +79,29 @@ def test_big_layout_changes_threads(shape, perm, dtype):
     _check(_data(shape, dtype, 2), perm)
 
 
+@pytest.mark.parametrize("shape,perm", [((1, 3, 300, 301), (0, 2, 3, 1)), ((5, 2, 999), (0, 2, 1)),
+                                        ((7, 4, 50, 60), (0, 2, 3, 1)), ((1, 8, 130, 130), (0, 2, 3, 1)),
+                                        ((9000, 3), (1, 0)), ((2, 5, 80, 80), (0, 2, 3, 1))])
+@pytest.mark.parametrize("dtype", [np.float32, np.int32])
+def test_few_groups_to_last_axis(shape, perm, dtype):
+    """(pixels, G, Cg) -> (pixels, Cg, G) with G = 2, 3, 4 or 8 and 4-byte elements runs channel_shuffle_4b's loop
+    inside transpose_copy (G = 5 and other sizes the tiles), 1 and 2 threads, above and below the serial size."""
+    _check(_data(shape, dtype, 3), perm)
+
+
+@pytest.mark.parametrize("isa", list(VARIANTS))
+def test_unaligned_buffers_take_the_general_path(isa):
+    """x and y at odd byte addresses (raw bytes, as the wrapper allows; the 4-byte shuffle loop is taken only for
+    4-aligned buffers): the bytes still match numpy's."""
+    x = _data((1, 3, 40, 41), np.float32, 4)
+    want = x.transpose(0, 2, 3, 1).copy()
+    xb = np.empty(x.nbytes + 1, np.uint8)[1:]
+    xb[:] = x.reshape(-1).view(np.uint8)
+    yb = np.empty(x.nbytes + 1, np.uint8)[1:]
+    VARIANTS[isa].transpose_copy(xb, x.shape, (0, 2, 3, 1), 4, yb, 1)
+    assert yb.tobytes() == want.tobytes()
+
+
 dims = st.one_of(st.sampled_from([0, 1, 2, 3, 5, 7, 8, 9, 13, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 129]),
                  st.integers(0, 40))
 

@@ -32,8 +32,8 @@ def test_transpose_layout_changes(shape, perm):
                                    (1, 5, 200, 200)])
 @pytest.mark.parametrize("dtype", [np.float32, np.int32, np.float64])
 def test_transpose_to_nhwc_with_few_channels(shape, dtype):
-    """NCHW -> NHWC with 2, 3, 4 or 8 channels (4-byte elements: channel_shuffle_4b, one image's pixels split over the
-    threads above 256 KB), 5 channels and 8-byte elements (transpose_copy)."""
+    """NCHW -> NHWC with 2, 3, 4 or 8 channels (4-byte elements: transpose_copy runs channel_shuffle_4b's loop, one
+    image's pixels split over the threads above 256 KB), 5 channels and 8-byte elements (its tiles)."""
     check_node(node("Transpose", ["x"], ["y"], perm=[0, 2, 3, 1]), {"x": (rand(shape) * 99).astype(dtype)}, 13)
 
 
