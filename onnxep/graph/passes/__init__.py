@@ -1,7 +1,8 @@
 """Stage 2, optimize: graph passes, one per file, each switched by graph_optimization_level.
 
     level  pass
-    1      Identity and inference Dropout removal; constant folding; BatchNormalization and per-channel Mul / Add folded into the Conv before them
+    1      Identity and inference Dropout removal; constant folding; BatchNormalization and per-channel Mul / Add
+           folded into the Conv before them
     2      transformer fusions: the decomposed LayerNormalization chain -> LayerNormalization, the Erf form of Gelu ->
            com.onnxep Gelu, MatMul by a constant + bias [+ residual] [+ Relu | Gelu] -> com.onnxep FusedMatMul,
            the Transposes / scale around a MatMul of computed operands -> com.onnxep StridedMatMul, an additive
