@@ -118,7 +118,7 @@ def _held(fields) -> ValueType:
     return vt
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Node:
     """One node, attributes already decoded to Python values (subgraphs stay GraphProto)."""
 

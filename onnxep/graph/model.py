@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import os
+import sys
+from array import array
 
 import numpy as np
 import onnx
@@ -83,40 +85,70 @@ def _attr_value(a):
     if isinstance(v, list) and v and isinstance(v[0], bytes):
         return [s.decode("utf-8", errors="surrogateescape") for s in v]
     if a.type == onnx.AttributeProto.TENSOR:
-        return numpy_helper.to_array(v)
+        return _tensor_array(v)
     return v
 
 
+_SMALL_TENSOR_BYTES = 4096
+
+
+def _tensor_array(t) -> np.ndarray:
+    """numpy_helper.to_array, standalone when small. onnx hands back views (of the bytes it read, or of a converted
+    copy): two or three objects per tensor where one would do. A model of ConstantOfShape-made weights has hundreds of
+    tiny tensors (the shapes, the fill values), and every session holds them all at once while its graph is built:
+    that is the high-water mark of small Python objects a session's creation leaves behind (obmalloc keeps the pages
+    it touched), so each small tensor becomes one array. Large ones stay views: no second copy of a weight."""
+    a = numpy_helper.to_array(t)
+    if a.base is not None and a.nbytes <= _SMALL_TENSOR_BYTES and a.dtype != object:
+        a = a.copy()
+    return a
+
+
 def _topological(nodes):
-    """Kahn's order over node inputs (and names used inside subgraphs); raises InvalidGraph on a cycle."""
+    """Kahn's order over node inputs (and names used inside subgraphs); raises InvalidGraph on a cycle. The edges are
+    kept as flat int arrays (users of node j: users[first[j]:first[j + 1]]), not a set and a list per node: every
+    session builds its graph once, and what it holds at that moment is the high-water mark of small objects the
+    session's creation leaves behind."""
+    n = len(nodes)
     produced_by = {}
-    for i, n in enumerate(nodes):
-        for o in n.outputs:
+    for i, node in enumerate(nodes):
+        for o in node.outputs:
             if o:
                 produced_by[o] = i
-    deps = []
-    for n in nodes:
-        names = set(n.inputs) | _subgraph_outer_names(n)
-        deps.append({produced_by[x] for x in names if x in produced_by})
+    indeg = array("l", bytes(8 * n))
+    src = array("l")           # edge k: node src[k] produces an input of node dst[k] (each pair once)
+    dst = array("l")
+    for i, node in enumerate(nodes):
+        names = set(node.inputs) | _subgraph_outer_names(node) if node.attrs else node.inputs
+        deps = {produced_by.get(x, i) for x in names}
+        deps.discard(i)
+        indeg[i] = len(deps)
+        for j in deps:
+            src.append(j)
+            dst.append(i)
+    first = array("l", bytes(8 * (n + 1)))   # CSR over src: counts, then offsets
+    for j in src:
+        first[j + 1] += 1
+    for j in range(n):
+        first[j + 1] += first[j]
+    fill = array("l", first)
+    users = array("l", bytes(8 * len(src)))
+    for j, i in zip(src, dst):
+        users[fill[j]] = i
+        fill[j] += 1
+    del src, dst, fill
     order = []
-    users = {i: [] for i in range(len(nodes))}
-    indeg = [0] * len(nodes)
-    for i, d in enumerate(deps):
-        d.discard(i)
-        indeg[i] = len(d)
-        for j in d:
-            users[j].append(i)
-    ready = [i for i in range(len(nodes)) if indeg[i] == 0]
-    ready.reverse()
+    ready = array("l", (i for i in range(n - 1, -1, -1) if indeg[i] == 0))
     while ready:
         i = ready.pop()
         order.append(nodes[i])
-        for u in users[i]:
+        for k in range(first[i], first[i + 1]):
+            u = users[k]
             indeg[u] -= 1
             if indeg[u] == 0:
                 ready.append(u)
-    if len(order) != len(nodes):
-        stuck = [nodes[i].name or nodes[i].op_type for i in range(len(nodes)) if indeg[i] > 0][:5]
+    if len(order) != n:
+        stuck = [nodes[i].name or nodes[i].op_type for i in range(n) if indeg[i] > 0][:5]
         raise InvalidGraph(f"the graph has a cycle or an input that is never produced (at nodes {stuck})")
     return order
 
@@ -178,11 +210,11 @@ def build_graph(model: onnx.ModelProto, infer_shapes: bool = True) -> Graph:
     value_types = {}
     for vi in list(g.value_info) + list(g.input) + list(g.output):
         if vi.HasField("type"):
-            value_types[vi.name] = ValueType.from_proto(vi.type)
+            value_types[sys.intern(vi.name)] = ValueType.from_proto(vi.type)
     initializers = {}
     for t in g.initializer:
         try:
-            initializers[t.name] = numpy_helper.to_array(t)
+            initializers[sys.intern(t.name)] = _tensor_array(t)
         except Exception as e:
             raise InvalidGraph(f"initializer {t.name!r} cannot be read: {e}") from None
     for st in g.sparse_initializer:
@@ -205,9 +237,10 @@ def build_graph(model: onnx.ModelProto, infer_shapes: bool = True) -> Graph:
     nodes = []
     for i, n in enumerate(g.node):
         attrs = {a.name: _attr_value(a) for a in n.attribute}
-        nodes.append(Node(n.name or f"{n.op_type}_{i}", n.op_type, n.domain if n.domain != "ai.onnx" else "",
-                          list(n.input), list(n.output), attrs, opsets.get(n.domain if n.domain != "ai.onnx" else "", 0),
-                          n))
+        domain = n.domain if n.domain != "ai.onnx" else ""
+        nodes.append(Node(sys.intern(n.name or f"{n.op_type}_{i}"), sys.intern(n.op_type), sys.intern(domain),
+                          list(map(sys.intern, n.input)), list(map(sys.intern, n.output)), attrs,
+                          opsets.get(domain, 0), n))
     nodes = _topological(nodes)
     meta = {
         "producer_name": model.producer_name, "graph_name": g.name, "domain": model.domain,

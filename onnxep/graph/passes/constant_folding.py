@@ -30,7 +30,13 @@ def fold_constants(graph: Graph, ctx=None) -> Graph:
     constants = graph.constants
     folded = dict(graph.initializers)
     keep = []
-    for node in graph.nodes:
+    # each node is let go once handled: a folded one (its attributes, its Node) is gone before the next is run, not
+    # held to the end beside every array folded so far (a model of ConstantOfShape-made weights folds hundreds)
+    pending = graph.nodes
+    graph.nodes = keep
+    pending.reverse()
+    while pending:
+        node = pending.pop()
         ins = [x for x in node.inputs if x]
         if (node.op_type in NONDETERMINISTIC or node.has_subgraph or not all(x in constants for x in ins)
                 or not node.outputs):
@@ -60,6 +66,5 @@ def fold_constants(graph: Graph, ctx=None) -> Graph:
             constants[name] = v
             folded[name] = v
             graph.value_types.setdefault(name, ValueType.of_array(v))
-    graph.nodes = keep
     graph.initializers = folded
     return graph

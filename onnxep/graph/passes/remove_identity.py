@@ -29,6 +29,11 @@ def _dropout_is_identity(node, consts, read) -> bool:
 
 def remove_identity(graph: Graph, ctx=None) -> Graph:
     keep_ops = ctx.keep_ops if ctx is not None else frozenset()
+    candidates = [node for node in graph.nodes
+                  if node.domain == "" and node.op_type in ("Identity", "Dropout") and node.op_type not in keep_ops
+                  and node.inputs and node.inputs[0] and node.outputs and node.outputs[0]]
+    if not candidates:      # (most models: no maps of the whole graph built for nothing)
+        return graph
     consts = graph.constants
     outputs = {n for n, _ in graph.outputs}
     read = {}                            # value -> the nodes reading it as an input
@@ -41,10 +46,7 @@ def remove_identity(graph: Graph, ctx=None) -> Graph:
             in_subgraph |= graph_outer_names(g)
     drop = set()
     rename = {}                          # removed output -> the value it passes through
-    for node in graph.nodes:
-        if node.domain != "" or node.op_type not in ("Identity", "Dropout") or node.op_type in keep_ops \
-                or not node.inputs or not node.inputs[0] or not node.outputs or not node.outputs[0]:
-            continue
+    for node in candidates:
         x, y = node.inputs[0], node.outputs[0]
         vt = graph.value_types.get(x)
         if y in outputs or y in in_subgraph or vt is None or vt.kind != "tensor":
