@@ -236,7 +236,7 @@ def build_graph(model: onnx.ModelProto, infer_shapes: bool = True) -> Graph:
     outputs = [(o.name, value_types.get(o.name, ValueType())) for o in g.output]
     nodes = []
     for i, n in enumerate(g.node):
-        attrs = {a.name: _attr_value(a) for a in n.attribute}
+        attrs = {sys.intern(a.name): _attr_value(a) for a in n.attribute}
         domain = n.domain if n.domain != "ai.onnx" else ""
         nodes.append(Node(sys.intern(n.name or f"{n.op_type}_{i}"), sys.intern(n.op_type), sys.intern(domain),
                           list(map(sys.intern, n.input)), list(map(sys.intern, n.output)), attrs,
