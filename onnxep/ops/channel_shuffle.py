@@ -1,5 +1,5 @@
 """ChannelShuffle (domain com.onnxep): ShuffleNet's channel shuffle on the LAST axis, y[..., c*G + g] =
-x[..., g*Cg + c] for g < G = `group`, c < Cg = C / G -- what graph/passes/fuse_channel_shuffle.py makes of the
+x[..., g*Cg + c] for g < G = `group`, c < Cg = C / G -- what graph/passes/layout_nhwc.py (channel_shuffle) makes of the
 Reshape (..., G, Cg) -> Transpose (swap the last two) -> Reshape (..., C) chain on channel-last activations, one
 copy instead of three nodes. Written by passes, never by users."""
 import numpy as np

@@ -3,7 +3,6 @@ import math
 import numpy as np
 
 from onnxep import _kernels
-from onnxep.contracts.kernel import PLACED
 from onnxep.ops._base import OpKernel
 from onnxep.ops._data import DATA_TYPES, norm_axis
 
@@ -69,12 +68,11 @@ def _all_placed(ctx, y, axis) -> bool:
     lookups: the general path's checks cost 15-50 us per Concat in a model run."""
     if not y.ndim or axis not in (-1, y.ndim - 1):
         return False
-    values = ctx.values
     o = 0
-    for name in ctx.ins:
-        placed = values.get((PLACED, name)) if name else None
+    for i, name in enumerate(ctx.ins):
+        placed = ctx.placed(i)
         if placed is None or placed[0]() is not y or placed[1] != o:
             return False
-        o += values[name].shape[-1]
+        o += ctx.values[name].shape[-1]
     return o == y.shape[-1]
 

@@ -65,6 +65,16 @@ class ConvAttrs:
     dilations = None
     pads = None
 
+    _checked_bias = None         # a read-only (constant) B whose shape compute checked already
+
+    def _check_bias(self, B, cout) -> None:
+        """B must be (cout,); a read-only B (a constant: the same array every run) is checked once."""
+        if B is not None and B is not self._checked_bias:
+            if B.shape != (cout,):
+                raise ValueError(f"B has shape {B.shape}, expected ({cout},)")
+            if not B.flags.writeable:
+                self._checked_bias = B
+
 
 class Conv_1(ConvAttrs, PackedWeightMixin, OpKernel):
     domain, op_type, since = "", "Conv", 1
@@ -123,8 +133,6 @@ class Conv_1(ConvAttrs, PackedWeightMixin, OpKernel):
                 _to3(self.dilations or (1,) * nsp, 1), _to3(pb, 0), _to3(outs, 1))
         return (shape, wshape), (shape[0], cout) + tuple(outs), xs, args
 
-    _checked_bias = None         # a read-only (constant) B whose shape compute checked already
-
     def compute(self, ctx):
         values, ins = ctx.values, ctx.ins      # inputs 0 and 2 are never packed: read straight from the run's values
         X = values[ins[0]]
@@ -136,11 +144,7 @@ class Conv_1(ConvAttrs, PackedWeightMixin, OpKernel):
         if plan is None or plan[0][0] != X.shape or plan[0][1] != wshape:
             plan = self._shape_plan = self._plan_for(X.shape, tuple(wshape), int(self.group))
         _, yshape, xs, args = plan
-        if B is not None and B is not self._checked_bias:
-            if B.shape != (wshape[0],):
-                raise ValueError(f"B has shape {B.shape}, expected ({wshape[0]},)")
-            if not B.flags.writeable:    # a constant: the same array every run, checked once
-                self._checked_bias = B
+        self._check_bias(B, wshape[0])
         Y = ctx.output(0, yshape, F32)
         if wp is None and self._depthwise(wshape):
             _kernels.conv_depthwise_f32(X.reshape(-1), xs, W.reshape(-1), *args, B, Y.reshape(-1), False,

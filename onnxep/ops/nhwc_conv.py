@@ -126,11 +126,7 @@ class NhwcConv_1(ConvAttrs, PackedWeightMixin, OpKernel):
         n = len(ins)
         B = values[ins[2]] if n > 2 and ins[2] else None
         Z = values[ins[3]] if n > 3 and ins[3] else None
-        if B is not None and B is not self._checked_bias:
-            if B.shape != (self._wshape[0],):
-                raise ValueError(f"B has shape {B.shape}, expected ({self._wshape[0]},)")
-            if not B.flags.writeable:    # a constant: the same array every run, checked once
-                self._checked_bias = B
+        self._check_bias(B, self._wshape[0])
         plan = self._shape_plan
         if plan is None or plan[5] is not wp or plan[0] != X.shape:
             plan = self._shape_plan = self._plan_for(X.shape, self._wshape, int(self.group), wp)
@@ -151,7 +147,6 @@ class NhwcConv_1(ConvAttrs, PackedWeightMixin, OpKernel):
     # (X shape, Y shape, the _kernels.ConvNhwc (depthwise: the kernel's xshape), geometry args, depthwise, the packed
     # weight it was made with): the last seen
     _shape_plan = None
-    _checked_bias = None         # a read-only (constant) B whose shape compute checked already
 
     def _plan_for(self, shape, wshape, group, wp):
         """What compute derives from X's shape and the (packed) weight alone: checked and computed once, not per

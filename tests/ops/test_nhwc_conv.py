@@ -139,3 +139,30 @@ def test_nhwc_conv_packs_for_winograd_where_it_applies(monkeypatch, ws, attrs, w
     np.testing.assert_allclose(y[0].transpose(0, 3, 1, 2), _ort_conv(x, w, attrs, b), rtol=1e-5,
                                atol=max(1e-5, 2 * kc * np.finfo(np.float32).eps))
     assert calls == ([ws] if winograd and _kernels.wino_applies((3, 3), (1, 1), (1, 1), 1, 16) else [])
+
+
+@pytest.mark.parametrize("op", ["Conv", "NhwcConv"])
+def test_bias_of_wrong_length_named_then_session_still_runs(op):
+    """Conv and NhwcConv share one bias check (ConvAttrs._check_bias): a B fed at run time with the wrong length
+    raises onnxruntime's exception type naming the node and the shapes; the next run with a right one works and
+    matches onnxruntime (oracle), and a wrong one after it is still refused."""
+    x = RNG.standard_normal((1, 4, 5, 5)).astype(np.float32)
+    w = RNG.standard_normal((3, 4, 1, 1)).astype(np.float32)
+    xin = x if op == "Conv" else x.transpose(0, 2, 3, 1).copy()
+    node = helper.make_node(op, ["x", "w", "b"], ["y"], domain="" if op == "Conv" else "com.onnxep")
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, xin.shape),
+                                        helper.make_tensor_value_info("b", TensorProto.FLOAT, ("n",))],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                          [numpy_helper.from_array(w, "w")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.onnxep", 1)],
+                          ir_version=8)
+    sess = onnxep.InferenceSession(m.SerializeToString())
+    with pytest.raises(onnxep.capi.onnxruntime_pybind11_state.RuntimeException,
+                       match=rf"{op}.*B has shape \(4,\), expected \(3,\)"):
+        sess.run(None, {"x": xin, "b": np.zeros(4, np.float32)})
+    b = RNG.standard_normal(3).astype(np.float32)
+    got = sess.run(None, {"x": xin, "b": b})[0]
+    ref = _ort_conv(x, w, {}, b=b)
+    np.testing.assert_allclose(got if op == "Conv" else got.transpose(0, 3, 1, 2), ref, rtol=1e-5, atol=1e-5)
+    with pytest.raises(onnxep.capi.onnxruntime_pybind11_state.RuntimeException, match="B has shape"):
+        sess.run(None, {"x": xin, "b": np.zeros(2, np.float32)})

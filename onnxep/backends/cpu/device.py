@@ -9,7 +9,7 @@ from onnxep.contracts.backend import Backend, Device, GraphPlan
 from onnxep.contracts.compile import load_prepacked_kernel, prepack_kernel
 from onnxep.contracts.kernel import KernelContext
 from onnxep.errors import InvalidGraph, OnnxepError, RuntimeException
-from onnxep.graph.ir import OpInfo, ValueType
+from onnxep.graph.ir import OpInfo
 from onnxep.ops import _registry
 
 
@@ -37,17 +37,10 @@ def _indices(packed) -> frozenset:
 
 
 def _sharing(container):
-    """(once, once_types): what a kernel keeps of its node -- tuples of value names, tuples of ValueTypes -- as objects
-    held once per container (share_immutable): sessions of one model on one container then hold one of each, not one
-    per session (nor per node, where nodes repeat them)."""
-    if container is None:
-        return (lambda x: x), tuple
-    once = container.share_immutable
-
-    def once_types(types):
-        return once(tuple(once(t) if isinstance(t, ValueType) else t for t in types))
-
-    return once, once_types
+    """once(x): what a kernel keeps of its node -- tuples of value names, tuples of ValueTypes -- as objects held once
+    per container (share_immutable): sessions of one model on one container then hold one of each, not one per
+    session (nor per node, where nodes repeat them). Without a container, x itself."""
+    return (lambda x: x) if container is None else container.share_immutable
 
 
 class CpuDevice(Device):
@@ -163,14 +156,14 @@ class CpuBackend(Backend):
                 if x:
                     last_use[x] = i
         keep = set(partition.outputs)
-        once, once_types = _sharing(ctx.container)
+        once = _sharing(ctx.container)
         try:
             for i, node in enumerate(partition.nodes):
                 op = partition.op_info(node)
                 cls = _registry.lookup(node.domain, node.op_type, node.opset)
                 name = sys.intern(node.name)
                 info = KernelInfo(name, node.op_type, node.domain, node.opset, dict(node.attrs),
-                                  once_types(op.input_types), once_types(op.output_types), dict(op.constants))
+                                  once(tuple(op.input_types)), once(tuple(op.output_types)), dict(op.constants))
                 kernel = cls(info)
                 # names interned: a second session of the model refers to the first one's strings, not its own copies
                 steps.append([kernel, once(tuple(map(sys.intern, node.inputs))),
