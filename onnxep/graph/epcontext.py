@@ -171,34 +171,6 @@ def _onnxep_version() -> str:
     return onnxep.__version__
 
 
-def _attribute(name, value, proto=None):
-    """An AttributeProto from a decoded attribute value (graph/model.py _attr_value's inverse)."""
-    if isinstance(value, np.ndarray):
-        return helper.make_attribute(name, numpy_helper.from_array(value))
-    if isinstance(value, str):
-        return helper.make_attribute(name, value.encode("utf-8", errors="surrogateescape"))
-    if isinstance(value, (list, tuple)):
-        if not value:
-            a = onnx.AttributeProto()
-            a.name = name
-            old = next((x for x in proto.attribute if x.name == name), None) if proto is not None else None
-            a.type = old.type if old is not None else onnx.AttributeProto.INTS
-            return a
-        if isinstance(value[0], str):
-            return helper.make_attribute(name, [v.encode("utf-8", errors="surrogateescape") for v in value])
-        return helper.make_attribute(name, list(value))
-    return helper.make_attribute(name, value)
-
-
-def _node_proto(node) -> onnx.NodeProto:
-    n = onnx.NodeProto()
-    n.name, n.op_type, n.domain = node.name, node.op_type, node.domain
-    n.input.extend(node.inputs)
-    n.output.extend(node.outputs)
-    n.attribute.extend(_attribute(k, v, node.proto) for k, v in node.attrs.items() if v is not None)
-    return n
-
-
 def _value_info(name, vt):
     v = onnx.ValueInfoProto()
     v.name = name
@@ -241,7 +213,7 @@ def serialize(partition, plan, name: str) -> bytes:
     # the graph: nodes + a ValueInfo for every value they touch (constants typed from their arrays, as op_info does)
     g = onnx.GraphProto()
     g.name = name
-    g.node.extend(_node_proto(n) for n in nodes)
+    g.node.extend(n.proto for n in nodes)
     seen = set()
     for n in nodes:
         for x in list(n.inputs) + list(n.outputs):
@@ -558,8 +530,8 @@ def _decode(manifest, data, name, buft) -> LoadedContext:
         raise InvalidGraph(f"{where}: {len(g.node)} nodes but {len(opsets)} opsets")
     nodes = []
     for n, opset in zip(g.node, opsets):
-        node = Node(n.name, n.op_type, n.domain, list(n.input), list(n.output),
-                    {a.name: _attr_value(a) for a in n.attribute}, opset, n)
+        node = Node(n.name, n.op_type, n.domain, tuple(n.input), tuple(n.output),
+                    {a.name: _attr_value(a) for a in n.attribute}, opset)
         if _registry.lookup(node.domain, node.op_type, opset) is None:
             raise InvalidGraph(f"{where}: node {node.name!r} (op {node.domain + '.' if node.domain else ''}"
                                f"{node.op_type}, opset {opset}) has no cpu kernel in this onnxep")

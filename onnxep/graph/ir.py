@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, numpy_helper
 
 _ELEM_NAMES = {
     TensorProto.FLOAT: "float", TensorProto.UINT8: "uint8", TensorProto.INT8: "int8", TensorProto.UINT16: "uint16",
@@ -125,11 +125,23 @@ class Node:
     name: str
     op_type: str
     domain: str
-    inputs: list
-    outputs: list
+    inputs: tuple
+    outputs: tuple
     attrs: dict
     opset: int                              # version of the node's domain imported by the model
-    proto: object = None                    # the NodeProto (for the reference backend and EPContext)
+
+    @property
+    def proto(self) -> onnx.NodeProto:
+        """The NodeProto of the node's current fields (the reference backend, EPContext export and
+        optimized_model_filepath take nodes as protos). Built when asked, not held: a session holds every node of its
+        graph while the graph is built and optimized, and what it holds then is the high-water mark of small Python
+        objects its creation leaves behind; nor can a held proto go stale when a pass edits the node."""
+        n = onnx.NodeProto()
+        n.name, n.op_type, n.domain = self.name, self.op_type, self.domain
+        n.input.extend(self.inputs)
+        n.output.extend(self.outputs)
+        n.attribute.extend(attribute_proto(k, v, self) for k, v in self.attrs.items() if v is not None)
+        return n
 
     @property
     def subgraphs(self) -> list:
@@ -144,6 +156,37 @@ class Node:
     @property
     def has_subgraph(self) -> bool:
         return bool(self.subgraphs)
+
+
+def attribute_proto(name: str, value, node: Node | None = None) -> onnx.AttributeProto:
+    """An AttributeProto from a decoded attribute value (the inverse of graph/model.py's _attr_value). An empty list
+    carries no element type: it takes the one the node's op schema declares, else INTS."""
+    if isinstance(value, np.ndarray):
+        return helper.make_attribute(name, numpy_helper.from_array(value))
+    if isinstance(value, str):
+        return helper.make_attribute(name, value.encode("utf-8", errors="surrogateescape"))
+    if isinstance(value, (list, tuple)):
+        if not value:
+            a = onnx.AttributeProto()
+            a.name = name
+            a.type = _schema_attr_type(node, name) or onnx.AttributeProto.INTS
+            return a
+        if isinstance(value[0], str):
+            return helper.make_attribute(name, [v.encode("utf-8", errors="surrogateescape") for v in value])
+        return helper.make_attribute(name, list(value))
+    return helper.make_attribute(name, value)
+
+
+def _schema_attr_type(node: Node | None, name: str) -> int:
+    """The AttributeProto type the op schema of `node` declares for attribute `name` (0: no schema says)."""
+    if node is None:
+        return 0
+    try:
+        schema = onnx.defs.get_schema(node.op_type, max(node.opset, 1), node.domain)
+    except Exception:       # an op onnx does not know (a custom domain, onnxep's own ops)
+        return 0
+    a = schema.attributes.get(name)
+    return int(a.type.value) if a is not None else 0
 
 
 @dataclass

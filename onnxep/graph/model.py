@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import sys
+import weakref
 from array import array
 
 import numpy as np
@@ -90,18 +91,27 @@ def _attr_value(a):
 
 
 _SMALL_TENSOR_BYTES = 4096
+_SMALL_TENSORS = weakref.WeakValueDictionary()    # (dtype, shape, bytes) -> the one read-only array of that content
 
 
 def _tensor_array(t) -> np.ndarray:
-    """numpy_helper.to_array, standalone when small. onnx hands back views (of the bytes it read, or of a converted
-    copy): two or three objects per tensor where one would do. A model of ConstantOfShape-made weights has hundreds of
-    tiny tensors (the shapes, the fill values), and every session holds them all at once while its graph is built:
-    that is the high-water mark of small Python objects a session's creation leaves behind (obmalloc keeps the pages
-    it touched), so each small tensor becomes one array. Large ones stay views: no second copy of a weight."""
+    """numpy_helper.to_array; a small tensor (<= 4 KiB) comes back as the one live read-only array of its dtype,
+    shape and bytes. A model of ConstantOfShape-made weights has hundreds of tiny tensors (the shapes, the fill
+    values) but few distinct ones (light ShuffleNet: 524 and 31), and every session holds them all at once while its
+    graph is built: that is the high-water mark of small Python objects a session's creation leaves behind (obmalloc
+    keeps the pages it touched). onnx hands back views (of the bytes it read, or of a converted copy), so a held one
+    is a standalone copy. Large ones stay views: no second copy of a weight. Read-only, because they are shared."""
     a = numpy_helper.to_array(t)
-    if a.base is not None and a.nbytes <= _SMALL_TENSOR_BYTES and a.dtype != object:
-        a = a.copy()
-    return a
+    if a.nbytes > _SMALL_TENSOR_BYTES or a.dtype == object:
+        return a
+    key = (a.dtype, a.shape, a.tobytes())
+    held = _SMALL_TENSORS.get(key)
+    if held is None:
+        if a.base is not None:
+            a = a.copy()
+        a.flags.writeable = False
+        held = _SMALL_TENSORS.setdefault(key, a)
+    return held
 
 
 def _topological(nodes):
@@ -239,8 +249,8 @@ def build_graph(model: onnx.ModelProto, infer_shapes: bool = True) -> Graph:
         attrs = {sys.intern(a.name): _attr_value(a) for a in n.attribute}
         domain = n.domain if n.domain != "ai.onnx" else ""
         nodes.append(Node(sys.intern(n.name or f"{n.op_type}_{i}"), sys.intern(n.op_type), sys.intern(domain),
-                          list(map(sys.intern, n.input)), list(map(sys.intern, n.output)), attrs,
-                          opsets.get(domain, 0), n))
+                          tuple(map(sys.intern, n.input)), tuple(map(sys.intern, n.output)), attrs,
+                          opsets.get(domain, 0)))
     nodes = _topological(nodes)
     meta = {
         "producer_name": model.producer_name, "graph_name": g.name, "domain": model.domain,

@@ -61,7 +61,7 @@ def test_shuffled_graph_sorted_like_kahn_and_runs_like_reference(seed):
     g = model_mod.build_graph(m)
     raw = model_mod.build_graph(m, infer_shapes=False)
     # the same order as the plain algorithm, and a valid one: every input made before it is read
-    expected = [nodes[i].name for i in _kahn([model_mod.Node(n.name, n.op_type, "", list(n.input), list(n.output),
+    expected = [nodes[i].name for i in _kahn([model_mod.Node(n.name, n.op_type, "", tuple(n.input), tuple(n.output),
                                                               {}, 17) for n in nodes])]
     assert [n.name for n in g.nodes] == expected == [n.name for n in raw.nodes]
     made = {"x"}
@@ -102,6 +102,80 @@ def test_small_tensors_are_standalone_arrays_large_ones_not_copied():
     np.testing.assert_array_equal(g.initializers["big"], large)
     value = g.nodes[0].attrs["value"] if g.nodes[0].op_type == "ConstantOfShape" else g.nodes[1].attrs["value"]
     assert value.base is None and value.dtype == np.float32 and value.shape == (1,) and value[0] == 0.25
+
+
+def test_equal_small_tensors_are_one_read_only_array():
+    """Small tensors of equal dtype, shape and bytes (the fill values and shapes of ConstantOfShape-made weights)
+    come back as one shared array, which is read-only; a different dtype or shape, or a -0.0 for a 0.0, is another
+    array. Oracle: numpy_helper.to_array."""
+    def cos(i, value):
+        return helper.make_node("ConstantOfShape", [f"s{i}"], [f"w{i}"], value=value)
+
+    f = helper.make_tensor("v", TensorProto.FLOAT, [1], [0.5])
+    nodes = [cos(0, f), cos(1, helper.make_tensor("u", TensorProto.FLOAT, [1], [0.5])),
+             cos(2, helper.make_tensor("v", TensorProto.DOUBLE, [1], [0.5])),
+             cos(3, helper.make_tensor("v", TensorProto.FLOAT, [1], [-0.0])),
+             cos(4, helper.make_tensor("v", TensorProto.FLOAT, [1], [0.0]))]
+    shapes = {"s0": np.array([2, 3], np.int64), "s1": np.array([2, 3], np.int64), "s2": np.array([2, 3], np.int32),
+              "s3": np.array([[2, 3]], np.int64), "s4": np.array([2, 3], np.int64)}
+    m = make_model(nodes, {}, [f"w{i}" for i in range(5)], initializers=shapes)
+    g = model_mod.build_graph(m, infer_shapes=False)
+    value = {n.outputs[0]: n.attrs["value"] for n in g.nodes}
+    assert value["w0"] is value["w1"]
+    assert len({id(value[k]) for k in ("w0", "w2", "w3", "w4")}) == 4
+    assert g.initializers["s0"] is g.initializers["s1"] is g.initializers["s4"]
+    assert len({id(g.initializers[k]) for k in ("s0", "s2", "s3")}) == 3
+    for k, t in {**{t.name: t for t in m.graph.initializer}}.items():
+        want = numpy_helper.to_array(t)
+        assert g.initializers[k].dtype == want.dtype and g.initializers[k].shape == want.shape
+        np.testing.assert_array_equal(g.initializers[k], want)
+    for a in list(value.values()) + list(g.initializers.values()):
+        assert not a.flags.writeable
+    assert np.signbit(value["w3"][0]) and not np.signbit(value["w4"][0])
+
+
+def test_node_proto_is_the_models_node_again():
+    """Node.proto is built from the decoded fields: every attribute kind comes back with the type and value the
+    model's NodeProto had, an empty list with the type the op schema declares. Oracle: the model's own NodeProto
+    read with onnx.helper.get_attribute_value."""
+    body = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "body",
+                             [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+                             [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])])
+    sparse = helper.make_sparse_tensor(helper.make_tensor("v", TensorProto.FLOAT, [2], [1.0, 2.0]),
+                                       helper.make_tensor("i", TensorProto.INT64, [2], [0, 3]), [5])
+    attrs = dict(f=0.1, i=-7, s=b"\xff\xferaw", t=helper.make_tensor("t", TensorProto.FLOAT16, [2], [1.5, -2.0]),
+                 g=body, fs=[0.1, 2.5], ints=[1, -2, 3], ss=[b"a", b"\xc3\xa9"], sp=sparse,
+                 ts=[helper.make_tensor("a", TensorProto.INT8, [1], [3])], gs=[body, body],
+                 tp=helper.make_tensor_type_proto(TensorProto.FLOAT, [2, "n"]))
+    custom = helper.make_node("Custom", ["x"], ["y"], name="c", domain="my.domain", **attrs)
+    resize = helper.make_node("Resize", ["x", "", "sc"], ["z"], name="r", axes=[1], mode="linear")
+    del resize.attribute[0].ints[:]                     # an empty INTS the schema declares
+    const = helper.make_node("Constant", [], ["k"], name="k")
+    const.attribute.append(onnx.AttributeProto(name="value_floats", type=onnx.AttributeProto.FLOATS))  # empty
+    m = make_model([custom, resize, const], {"x": X}, ["y", "z", "k"], opset=19,
+                   initializers={"sc": np.ones(2, np.float32)})
+    m.opset_import.append(helper.make_opsetid("my.domain", 1))
+    g = model_mod.build_graph(m, infer_shapes=False)
+    for orig in (custom, resize, const):
+        node = next(n for n in g.nodes if n.name == orig.name)
+        back = node.proto
+        assert (back.name, back.op_type, back.domain) == (orig.name, orig.op_type, orig.domain)
+        assert list(back.input) == list(orig.input) and list(back.output) == list(orig.output)
+        got = {a.name: a for a in back.attribute}
+        for a in orig.attribute:
+            b = got.pop(a.name)
+            assert b.type == a.type, a.name
+            va, vb = helper.get_attribute_value(a), helper.get_attribute_value(b)
+            if a.type == onnx.AttributeProto.TENSOR:
+                assert va.data_type == vb.data_type
+                np.testing.assert_array_equal(numpy_helper.to_array(va), numpy_helper.to_array(vb))
+            elif a.type == onnx.AttributeProto.FLOAT:
+                assert np.float32(va) == np.float32(vb)
+            elif a.type == onnx.AttributeProto.FLOATS:
+                np.testing.assert_array_equal(np.float32(va), np.float32(vb))
+            else:
+                assert va == vb, a.name
+        assert not got
 
 
 def test_string_tensor_attribute_kept_as_onnx_gives_it():

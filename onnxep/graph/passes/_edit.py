@@ -53,19 +53,11 @@ def consumer_counts(graph: Graph) -> dict:
     return counts
 
 
-def node_proto(node: Node):
-    """The NodeProto of a Node's current fields (the reference backend runs nodes from their protos)."""
-    return helper.make_node(node.op_type, list(node.inputs), list(node.outputs), name=node.name,
-                            domain=node.domain or None, **{k: v for k, v in node.attrs.items() if v is not None})
-
-
 def make_node(graph: Graph, name: str, op_type: str, inputs, outputs, attrs: dict, domain: str = "") -> Node:
-    """A Node (with its NodeProto) at the opset the graph imports for `domain`."""
+    """A Node at the opset the graph imports for `domain`."""
     if domain == INTERNAL_DOMAIN:
         graph.opsets.setdefault(INTERNAL_DOMAIN, 1)
-    node = Node(name, op_type, domain, list(inputs), list(outputs), dict(attrs), graph.opsets.get(domain, 0))
-    node.proto = node_proto(node)
-    return node
+    return Node(name, op_type, domain, tuple(inputs), tuple(outputs), dict(attrs), graph.opsets.get(domain, 0))
 
 
 def drop_unused_initializers(graph: Graph) -> None:
@@ -87,8 +79,7 @@ def tensor_type(like: ValueType | None, shape) -> ValueType:
 def absorb(into: Node, node: Node, producer: dict, drop: set) -> None:
     """`into` takes over `node`'s output (the fusion passes: `node`'s work is now part of `into`); `node` is marked
     in `drop` for remove_nodes."""
-    into.outputs = [node.outputs[0]]
-    into.proto = node_proto(into)
+    into.outputs = (node.outputs[0],)
     producer[node.outputs[0]] = into
     drop.add(id(node))
 

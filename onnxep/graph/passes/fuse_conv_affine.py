@@ -104,7 +104,7 @@ def fuse_conv_affine(graph: Graph, ctx=None) -> Graph:
         bname = names.new(f"{conv.name}_bias_{node.op_type.lower()}")
         graph.initializers[bname] = consts[bname] = (b.astype(np.float64) * a + shift).astype(np.float32)
         old = conv.inputs[1:3]
-        conv.inputs = [conv.inputs[0], wn, bname]
+        conv.inputs = (conv.inputs[0], wn, bname)
         absorb(conv, node, producer, drop)
         # the replaced weight and bias go now when this Conv was their only reader (or this pass made them, in a
         # chain): the graph does not hold every weight twice until partitioning drops the unused ones

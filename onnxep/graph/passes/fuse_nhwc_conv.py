@@ -9,7 +9,7 @@ Only when the conv's output has no other reader (and is not a graph output)."""
 from __future__ import annotations
 
 from onnxep.graph.ir import Graph
-from onnxep.graph.passes._edit import INTERNAL_DOMAIN, consumer_counts, node_proto, producers
+from onnxep.graph.passes._edit import INTERNAL_DOMAIN, consumer_counts, producers
 
 
 def _fusable_conv(node, counts, x) -> bool:
@@ -66,10 +66,8 @@ def fuse_nhwc_conv(graph: Graph, ctx=None) -> Graph:
                 if shape is None or sz is None or sx is None or not (tuple(sz.shape or ()) == tuple(sx.shape or ())
                                                                      == tuple(shape)) or None in shape:
                     continue
-                ins = list(conv.inputs) + [""] * (3 - len(conv.inputs))
-                conv.inputs = ins + [z]
-                conv.outputs = [node.outputs[0]]
-                conv.proto = node_proto(conv)
+                conv.inputs = conv.inputs + ("",) * (3 - len(conv.inputs)) + (z,)
+                conv.outputs = (node.outputs[0],)
                 out = [n for n in out if n is not conv]
                 out.append(conv)
                 producer[node.outputs[0]] = conv
@@ -82,8 +80,7 @@ def fuse_nhwc_conv(graph: Graph, ctx=None) -> Graph:
             conv = producer.get(node.inputs[0])
             if _fusable_conv(conv, counts, node.inputs[0]) and (act[0] == "Relu" or not _depthwise(conv, consts)):
                 conv.attrs = dict(conv.attrs, activation=act[0], activation_params=list(act[1]) or None)
-                conv.outputs = [node.outputs[0]]
-                conv.proto = node_proto(conv)
+                conv.outputs = (node.outputs[0],)
                 producer[node.outputs[0]] = conv
                 continue
         out.append(node)

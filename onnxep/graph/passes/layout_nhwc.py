@@ -99,8 +99,8 @@ class _Layout:
         perm = [tensor_type(vt, None if s is None else (s[0], s[2], s[3], s[1]))
                 for vt, s in ((op.input_types[0], _shape4(op.input_types[0])),
                               (op.output_types[0], _shape4(op.output_types[0])))]
-        # (a bare Node: building the NodeProto, and importing the com.onnxep opset, waits for a twin that is used)
-        tw = Node(node.name, twin, INTERNAL_DOMAIN, list(node.inputs), list(node.outputs), dict(node.attrs), 1)
+        # (a bare Node: importing the com.onnxep opset waits for a twin that is used)
+        tw = Node(node.name, twin, INTERNAL_DOMAIN, node.inputs, node.outputs, dict(node.attrs), 1)
         try:
             return bool(cls.supports(OpInfo(tw, [perm[0]] + op.input_types[1:], [perm[1]], op.constants)))
         except Exception:
@@ -153,7 +153,7 @@ class _Layout:
                     self.need_nchw(x)
                 x = self.twin(node.inputs[0])
                 y = self.new_twin_output(node.outputs[0])
-                self.out.append(make_node(self.g, node.name, NHWC_TWINS[node.op_type], [x] + node.inputs[1:], [y],
+                self.out.append(make_node(self.g, node.name, NHWC_TWINS[node.op_type], (x, *node.inputs[1:]), (y,),
                                           node.attrs, INTERNAL_DOMAIN))
                 continue
             if self.batchnorm(node):

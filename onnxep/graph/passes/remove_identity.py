@@ -12,7 +12,7 @@ import numpy as np
 
 from onnxep.graph.ir import Graph
 from onnxep.graph.model import graph_outer_names
-from onnxep.graph.passes._edit import node_proto, remove_nodes
+from onnxep.graph.passes._edit import remove_nodes
 
 
 def _dropout_is_identity(node, consts, read) -> bool:
@@ -61,7 +61,6 @@ def remove_identity(graph: Graph, ctx=None) -> Graph:
         if id(node) in drop:
             continue
         if any(x in rename for x in node.inputs):
-            node.inputs = [rename.get(x, x) for x in node.inputs]
-            node.proto = node_proto(node)
+            node.inputs = tuple(rename.get(x, x) for x in node.inputs)
     remove_nodes(graph, drop)
     return graph
