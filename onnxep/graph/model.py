@@ -1,6 +1,7 @@
 """Stage 1, load: a path or bytes -> onnx ModelProto (checked) -> Graph (shape-inferred, topologically ordered)."""
 from __future__ import annotations
 
+import itertools
 import os
 import sys
 import weakref
@@ -218,7 +219,7 @@ def build_graph(model: onnx.ModelProto, infer_shapes: bool = True) -> Graph:
     if "" not in opsets and model.ir_version < 3:
         opsets[""] = 1
     value_types = {}
-    for vi in list(g.value_info) + list(g.input) + list(g.output):
+    for vi in itertools.chain(g.value_info, g.input, g.output):     # one message wrapper alive at a time
         if vi.HasField("type"):
             value_types[sys.intern(vi.name)] = ValueType.from_proto(vi.type)
     initializers = {}
