@@ -158,7 +158,7 @@ class Node:
         return bool(self.subgraphs)
 
 
-def attribute_proto(name: str, value, node: Node | None = None) -> onnx.AttributeProto:
+def attribute_proto(name: str, value, node: Node) -> onnx.AttributeProto:
     """An AttributeProto from a decoded attribute value (the inverse of graph/model.py's _attr_value). An empty list
     carries no element type: it takes the one the node's op schema declares, else INTS."""
     if isinstance(value, np.ndarray):
@@ -177,10 +177,8 @@ def attribute_proto(name: str, value, node: Node | None = None) -> onnx.Attribut
     return helper.make_attribute(name, value)
 
 
-def _schema_attr_type(node: Node | None, name: str) -> int:
+def _schema_attr_type(node: Node, name: str) -> int:
     """The AttributeProto type the op schema of `node` declares for attribute `name` (0: no schema says)."""
-    if node is None:
-        return 0
     try:
         schema = onnx.defs.get_schema(node.op_type, max(node.opset, 1), node.domain)
     except Exception:       # an op onnx does not know (a custom domain, onnxep's own ops)
