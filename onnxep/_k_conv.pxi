@@ -539,6 +539,99 @@ cdef extern from *:
     }
     #undef ONNXEP_DW3_LD
     #undef ONNXEP_DW3_TAPS
+    /* Other geometries at stride 1 or 2 in both directions (any pads and output size), also four output rows per
+       pass: the input rows of a group (6 at stride 1, 9 at stride 2) are each loaded once per 16 output columns and
+       feed every output row that reads them, so four sums are in flight instead of one (a lone sum of nine dependent
+       FMAs waits on the FMA latency: one row at a time, stride 2 ran at ~20% of the FMA rate). Stride 2 loads 33
+       consecutive inputs per row and splits them into the even / odd / next-even lanes. Kernel columns outside the
+       row are masked loads (mask 0 reads nothing: zeros); an edge group (edge = 1: a kernel row outside x, or fewer
+       than four output rows left) also masks whole rows outside x and stores only its R rows. Each sum is the bias,
+       then the taps in (b, e) order. */
+    #define ONNXEP_DW3_GROW(J) { const float* r = x + (ih0 + J) * W + c; \
+        __mmask16 k = edge ? rm[J] : (__mmask16)0xFFFF; \
+        if (s == 1) { \
+            v0 = _mm512_maskz_loadu_ps(m0 & k, r); v1 = _mm512_maskz_loadu_ps(m1 & k, r + 1); \
+            v2 = _mm512_maskz_loadu_ps(m2 & k, r + 2); \
+        } else { \
+            __m512 u0 = _mm512_maskz_loadu_ps(m0 & k, r), u1 = _mm512_maskz_loadu_ps(m1 & k, r + 16); \
+            __m512 u2 = _mm512_maskz_loadu_ps(m2 & k, r + 32); \
+            v0 = _mm512_permutex2var_ps(u0, even, u1); v1 = _mm512_permutex2var_ps(u0, odd, u1); \
+            v2 = _mm512_permutex2var_ps(v0, next, u2); \
+        } }
+    #define ONNXEP_DW3_GTAPS(A, B) A = _mm512_fmadd_ps(wv[3 * B], v0, A); \
+        A = _mm512_fmadd_ps(wv[3 * B + 1], v1, A); A = _mm512_fmadd_ps(wv[3 * B + 2], v2, A);
+    static inline __attribute__((always_inline)) void onnxep_dw3x3_group(
+            const float* x, Py_ssize_t H, Py_ssize_t W, const __m512* wv, __m512 vb, float* y, Py_ssize_t Wo,
+            Py_ssize_t ph, Py_ssize_t pw, int relu, Py_ssize_t oh, int R, const int s, const int edge)
+    {
+        const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+        const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+        const __m512i next = _mm512_setr_epi32(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16);
+        const __m512 z = _mm512_setzero_ps();
+        Py_ssize_t ih0 = oh * s - ph, ow0, c;
+        __mmask16 rm[9];
+        int J;
+        if (edge)
+            for (J = 0; J < 9; J++) rm[J] = (ih0 + J >= 0 && ih0 + J < H) ? (__mmask16)0xFFFF : (__mmask16)0;
+        for (ow0 = 0; ow0 < Wo; ow0 += 16) {
+            __mmask16 m0, m1, m2, mo = onnxep_lanes(0, Wo - ow0);
+            __m512 a0 = vb, a1 = vb, a2 = vb, a3 = vb, v0, v1, v2;
+            if (s == 1) {
+                c = ow0 - pw;
+                m0 = onnxep_lanes(-c, W - c); m1 = onnxep_lanes(-c - 1, W - c - 1);
+                m2 = onnxep_lanes(-c - 2, W - c - 2);
+                ONNXEP_DW3_GROW(0) ONNXEP_DW3_GTAPS(a0, 0)
+                ONNXEP_DW3_GROW(1) ONNXEP_DW3_GTAPS(a0, 1) ONNXEP_DW3_GTAPS(a1, 0)
+                ONNXEP_DW3_GROW(2) ONNXEP_DW3_GTAPS(a0, 2) ONNXEP_DW3_GTAPS(a1, 1) ONNXEP_DW3_GTAPS(a2, 0)
+                ONNXEP_DW3_GROW(3) ONNXEP_DW3_GTAPS(a1, 2) ONNXEP_DW3_GTAPS(a2, 1) ONNXEP_DW3_GTAPS(a3, 0)
+                ONNXEP_DW3_GROW(4) ONNXEP_DW3_GTAPS(a2, 2) ONNXEP_DW3_GTAPS(a3, 1)
+                ONNXEP_DW3_GROW(5) ONNXEP_DW3_GTAPS(a3, 2)
+            } else {
+                c = 2 * ow0 - pw;
+                m0 = onnxep_lanes(-c, W - c); m1 = onnxep_lanes(-c - 16, W - c - 16);
+                m2 = onnxep_lanes(-c - 32, W - c - 32) & (__mmask16)1;
+                ONNXEP_DW3_GROW(0) ONNXEP_DW3_GTAPS(a0, 0)
+                ONNXEP_DW3_GROW(1) ONNXEP_DW3_GTAPS(a0, 1)
+                ONNXEP_DW3_GROW(2) ONNXEP_DW3_GTAPS(a0, 2) ONNXEP_DW3_GTAPS(a1, 0)
+                ONNXEP_DW3_GROW(3) ONNXEP_DW3_GTAPS(a1, 1)
+                ONNXEP_DW3_GROW(4) ONNXEP_DW3_GTAPS(a1, 2) ONNXEP_DW3_GTAPS(a2, 0)
+                ONNXEP_DW3_GROW(5) ONNXEP_DW3_GTAPS(a2, 1)
+                ONNXEP_DW3_GROW(6) ONNXEP_DW3_GTAPS(a2, 2) ONNXEP_DW3_GTAPS(a3, 0)
+                ONNXEP_DW3_GROW(7) ONNXEP_DW3_GTAPS(a3, 1)
+                ONNXEP_DW3_GROW(8) ONNXEP_DW3_GTAPS(a3, 2)
+            }
+            if (relu) {
+                a0 = _mm512_max_ps(a0, z); a1 = _mm512_max_ps(a1, z);
+                a2 = _mm512_max_ps(a2, z); a3 = _mm512_max_ps(a3, z);
+            }
+            float* yo = y + oh * Wo + ow0;
+            _mm512_mask_storeu_ps(yo, mo, a0);
+            if (R > 1) _mm512_mask_storeu_ps(yo + Wo, mo, a1);
+            if (R > 2) _mm512_mask_storeu_ps(yo + 2 * Wo, mo, a2);
+            if (R > 3) _mm512_mask_storeu_ps(yo + 3 * Wo, mo, a3);
+        }
+    }
+    #undef ONNXEP_DW3_GROW
+    #undef ONNXEP_DW3_GTAPS
+    static void onnxep_dw3x3_groups(const float* x, Py_ssize_t H, Py_ssize_t W, const float* w, float bias, float* y,
+                                    Py_ssize_t Ho, Py_ssize_t Wo, Py_ssize_t s, Py_ssize_t ph, Py_ssize_t pw, int relu)
+    {
+        __m512 wv[9], vb = _mm512_set1_ps(bias);
+        Py_ssize_t oh, ih0, rows = s == 1 ? 6 : 9;
+        int i, R;
+        for (i = 0; i < 9; i++) wv[i] = _mm512_set1_ps(w[i]);
+        for (oh = 0; oh < Ho; oh += 4) {
+            R = Ho - oh < 4 ? (int)(Ho - oh) : 4;
+            ih0 = oh * s - ph;
+            if (R == 4 && ih0 >= 0 && ih0 + rows <= H) {
+                if (s == 1) onnxep_dw3x3_group(x, H, W, wv, vb, y, Wo, ph, pw, relu, oh, 4, 1, 0);
+                else onnxep_dw3x3_group(x, H, W, wv, vb, y, Wo, ph, pw, relu, oh, 4, 2, 0);
+            } else {
+                if (s == 1) onnxep_dw3x3_group(x, H, W, wv, vb, y, Wo, ph, pw, relu, oh, R, 1, 1);
+                else onnxep_dw3x3_group(x, H, W, wv, vb, y, Wo, ph, pw, relu, oh, R, 2, 1);
+            }
+        }
+    }
     static void onnxep_dw3x3_plane(const float* x, Py_ssize_t H, Py_ssize_t W, const float* w, float bias, float* y,
                                    Py_ssize_t Ho, Py_ssize_t Wo, Py_ssize_t sh, Py_ssize_t sw, Py_ssize_t ph,
                                    Py_ssize_t pw, int relu)
@@ -550,6 +643,8 @@ cdef extern from *:
             onnxep_dw3x3_rows(x, H, W, w, bias, y, Wo, 1, 1, 1, 1, relu, 0, 1);
             onnxep_dw3x3_rows4(x, W, w, bias, y, 1, ng, relu);
             onnxep_dw3x3_rows(x, H, W, w, bias, y, Wo, 1, 1, 1, 1, relu, 1 + 4 * ng, H);
+        } else if (sh == sw) {
+            onnxep_dw3x3_groups(x, H, W, w, bias, y, Ho, Wo, sh, ph, pw, relu);
         } else {
             onnxep_dw3x3_rows(x, H, W, w, bias, y, Wo, sh, sw, ph, pw, relu, 0, Ho);
         }

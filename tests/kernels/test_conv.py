@@ -106,8 +106,9 @@ def test_conv_errors():
 
 
 # Depthwise paths (see _k_conv.pxi): on avx512, 2-D 3x3 undilated convs with column stride 1 or 2 run
-# onnxep_dw3x3_plane ('same' stride 1 with W >= 16: one flattened run with masked FMAs, first / last rows and other
-# geometries row by row with masked loads). Otherwise stride 1 with Wo == W reads x in place (3x3: masked flattened
+# onnxep_dw3x3_plane ('same' stride 1 with H >= 6: groups of four rows between single first / last rows; other
+# geometries with row stride = column stride: groups of four output rows, edge groups masking the rows outside x;
+# mixed strides row by row with masked loads). Otherwise stride 1 with Wo == W reads x in place (3x3: masked flattened
 # runs; other kernels: flattened runs + checked border columns; W > 2048: no masks); everything else with depth kernel
 # 1 goes through the padded phase-split copy (3x3 stride 2 has its own loop); depth kernel > 1 uses the bounds-checked
 # loop.
@@ -125,6 +126,9 @@ DW_CASES = [  # x shape (N, C, D, H, W), mult, kernel (kd, kh, kw), strides, dil
     ((1, 3, 1, 9, 10), 1, (1, 3, 3), (1, 1, 1), (1, 1, 1), (0, 1, 0), (0, 0, 1)),
     ((2, 4, 1, 56, 56), 1, (1, 3, 3), (1, 2, 2), (1, 1, 1), (0, 1, 1), (0, 1, 1)),     # MobileNet stride 2
     ((1, 3, 1, 9, 11), 1, (1, 3, 3), (1, 2, 2), (1, 1, 1), (0, 1, 1), (0, 1, 1)),      # stride 2, odd sizes
+    ((1, 3, 1, 20, 37), 1, (1, 3, 3), (1, 1, 1), (1, 1, 1), (0, 0, 0), (0, 0, 0)),     # valid: inner row groups
+    ((1, 2, 1, 23, 40), 1, (1, 3, 3), (1, 1, 1), (1, 1, 1), (0, 2, 1), (0, 0, 2)),     # asymmetric, 3 vectors wide
+    ((1, 2, 1, 30, 70), 1, (1, 3, 3), (1, 2, 2), (1, 1, 1), (0, 0, 1), (0, 1, 0)),     # stride 2, 3 vectors wide
     ((1, 3, 1, 7, 7), 1, (1, 3, 3), (1, 2, 2), (1, 1, 1), (0, 0, 0), (0, 0, 0)),
     ((1, 3, 1, 8, 9), 1, (1, 3, 3), (1, 2, 2), (1, 1, 1), (0, 0, 1), (0, 1, 0)),
     ((1, 2, 1, 1, 2), 1, (1, 3, 3), (1, 2, 2), (1, 1, 1), (0, 1, 1), (0, 1, 1)),       # smaller than the kernel
