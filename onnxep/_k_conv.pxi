@@ -734,6 +734,8 @@ cdef void _dw_masks(const ConvGeom* g, Py_ssize_t L, int* mb) noexcept nogil:
     start at column pw' = min(pw, Wo), where the direct path's flattened runs start)."""
     cdef Py_ssize_t e, j, col, c0 = min(g.pw, g.Wo)     # output column of run position j (no division per element)
     cdef int m
+    if c0 == g.W:                     # pw >= W: the runs start at column 0 of the next row
+        c0 = 0
     for j in range(L):
         m = 0
         for e in range(3):

@@ -4,6 +4,7 @@ import importlib
 
 import numpy as np
 import pytest
+from hypothesis import given, strategies as st
 
 from onnxep import _kernels
 
@@ -126,6 +127,7 @@ DW_CASES = [  # x shape (N, C, D, H, W), mult, kernel (kd, kh, kw), strides, dil
     ((1, 3, 1, 9, 10), 1, (1, 3, 3), (1, 1, 1), (1, 1, 1), (0, 1, 0), (0, 0, 1)),
     ((2, 4, 1, 56, 56), 1, (1, 3, 3), (1, 2, 2), (1, 1, 1), (0, 1, 1), (0, 1, 1)),     # MobileNet stride 2
     ((1, 3, 1, 9, 11), 1, (1, 3, 3), (1, 2, 2), (1, 1, 1), (0, 1, 1), (0, 1, 1)),      # stride 2, odd sizes
+    ((1, 2, 1, 5, 1), 1, (1, 3, 3), (1, 1, 1), (1, 1, 1), (0, 0, 1), (0, 0, 1)),       # pw >= W: runs start on the next row
     ((1, 3, 1, 20, 37), 1, (1, 3, 3), (1, 1, 1), (1, 1, 1), (0, 0, 0), (0, 0, 0)),     # valid: inner row groups
     ((1, 2, 1, 23, 40), 1, (1, 3, 3), (1, 1, 1), (1, 1, 1), (0, 2, 1), (0, 0, 2)),     # asymmetric, 3 vectors wide
     ((1, 2, 1, 30, 70), 1, (1, 3, 3), (1, 2, 2), (1, 1, 1), (0, 0, 1), (0, 1, 0)),     # stride 2, 3 vectors wide
@@ -183,6 +185,46 @@ def test_conv_depthwise_paths(isa, case, relu, bias):
         VARIANTS["generic"].conv_depthwise_f32(x.reshape(-1), xs, w.reshape(-1), ws[0], C, k, s, dil, pb, outs, b,
                                                yg.reshape(-1), relu, 1)
         assert np.sum((yg.astype(np.float64) - y) ** 2) <= 1e-12 * np.sum(yg.astype(np.float64) ** 2)
+
+
+DW_SIZES = [1, 2, 3, 4, 5, 6, 7, 8, 13, 15, 16, 17, 31, 32, 33, 47, 56]   # 1, primes, just off 16-lane vectors
+
+
+@pytest.mark.parametrize("isa", list(VARIANTS))
+@given(data=st.data())
+def test_conv_depthwise_3x3_drawn(isa, data):
+    """3x3 depthwise geometries drawn by hypothesis (the AVX-512 plane kernel's row groups, edge groups and column
+    tails: H, W from 1, primes and sizes just off the 16-lane vectors, strides 1 / 2 in either direction, pads 0-2 on
+    each side). Oracle: float64 numpy direct conv; every variant also against the generic one, within twice the
+    oracle's bound (|x|, |w|, |b| <= 1: a sum of 10 terms; a norm-relative check fails on outputs that cancel)."""
+    mod = VARIANTS[isa]
+    H, W = data.draw(st.sampled_from(DW_SIZES), "H"), data.draw(st.sampled_from(DW_SIZES), "W")
+    C, mult = data.draw(st.integers(1, 3), "C"), data.draw(st.sampled_from([1, 2]), "mult")
+    s = (1, data.draw(st.sampled_from([1, 2]), "sh"), data.draw(st.sampled_from([1, 2]), "sw"))
+    pb = (0, data.draw(st.integers(0, 2), "pt"), data.draw(st.integers(0, 2), "pl"))
+    pe = (0, data.draw(st.integers(0, 2), "pbot"), data.draw(st.integers(0, 2), "pr"))
+    relu, bias = data.draw(st.booleans(), "relu"), data.draw(st.booleans(), "bias")
+    xs, k, dil = (1, C, 1, H, W), (1, 3, 3), (1, 1, 1)
+    outs = _dw_out(xs, k, s, dil, pb, pe)
+    if min(outs) < 1:
+        return                      # the kernel is smaller than the padded input: no output to check
+    rng = np.random.default_rng(H * 100 + W)
+    x = rng.uniform(-1, 1, xs).astype(np.float32)
+    w = rng.uniform(-1, 1, (C * mult, 1) + k).astype(np.float32)
+    b = rng.uniform(-1, 1, C * mult).astype(np.float32) if bias else None
+    y = np.full((1, C * mult) + outs, np.nan, np.float32)
+    mod.conv_depthwise_f32(x.reshape(-1), xs, w.reshape(-1), C * mult, C, k, s, dil, pb, outs, b, y.reshape(-1),
+                           relu, 1)
+    ref = _ref_conv(x, w, b, C, s, dil, pb, outs)
+    if relu:
+        ref = np.maximum(ref, 0)
+    tol = 2 * 11 * EPS + 4 * EPS
+    assert np.all(np.abs(y - ref) <= tol), np.abs(y - ref).max()
+    if isa != "generic":
+        yg = np.empty_like(y)
+        VARIANTS["generic"].conv_depthwise_f32(x.reshape(-1), xs, w.reshape(-1), C * mult, C, k, s, dil, pb, outs, b,
+                                               yg.reshape(-1), relu, 1)
+        assert np.all(np.abs(y - yg) <= 2 * tol), np.abs(y - yg).max()
 
 
 @pytest.mark.parametrize("isa", list(VARIANTS))
