@@ -495,47 +495,58 @@ cdef extern from *:
             }
         }
     }
-    /* Stride 1, 'same' size (pads 1, Ho = H, Wo = W): output rows oh0 .. oh0 + 4*ngroups - 1 (every input row they
-       read inside x), four at a time. The six input rows of a group are each loaded once per 16 columns, as the three
-       column-shifted vectors of kernel columns 0..2 (masked loads: zeros left of column 0 and right of column W-1,
-       never a read outside x), and each feeds up to three of the four outputs: 4.5 loads per output vector instead of
-       9 (the one-row loop is bound by its misaligned loads). Taps are added in (b, e) order after the bias, as
-       everywhere. */
+    /* Stride 1, 'same' size (pads 1, Ho = H, Wo = W): output rows oh .. oh + 3, four at a time. The six input rows of
+       a group are each loaded once per 16 columns, as the three column-shifted vectors of kernel columns 0..2 (masked
+       loads: zeros left of column 0 and right of column W-1, never a read outside x), and each feeds up to three of
+       the four outputs: 4.5 loads per output vector instead of 9 (the one-row loop is bound by its misaligned loads).
+       Taps are added in (b, e) order after the bias, as everywhere; a kernel row on the padding is left out. */
     #define ONNXEP_DW3_LD(J) const float* r##J = x + (oh - 1 + J) * W + c0; \
         __m512 v##J##0 = _mm512_maskz_loadu_ps(ml, r##J - 1), v##J##1 = _mm512_maskz_loadu_ps(mc, r##J); \
         __m512 v##J##2 = _mm512_maskz_loadu_ps(mr, r##J + 1);
     #define ONNXEP_DW3_TAPS(A, J, B) A = _mm512_fmadd_ps(wv[3 * B], v##J##0, A); \
         A = _mm512_fmadd_ps(wv[3 * B + 1], v##J##1, A); A = _mm512_fmadd_ps(wv[3 * B + 2], v##J##2, A);
-    static void onnxep_dw3x3_rows4(const float* x, Py_ssize_t W, const float* w, float bias, float* y, Py_ssize_t oh0,
-                                   Py_ssize_t ngroups, int relu)
+    static inline __attribute__((always_inline)) void onnxep_dw3x3_g4(
+            const float* x, Py_ssize_t W, const __m512* wv, __m512 vb, float* y, Py_ssize_t oh, int relu,
+            const int top, const int bottom)   /* top: input row oh - 1 is padding; bottom: row oh + 4 is */
     {
-        __m512 wv[9], vb = _mm512_set1_ps(bias), z = _mm512_setzero_ps();
-        Py_ssize_t g, oh, c0;
+        const __m512 z = _mm512_setzero_ps();
+        Py_ssize_t c0;
+        for (c0 = 0; c0 < W; c0 += 16) {
+            __mmask16 ml = onnxep_lanes(1 - c0, W - c0 + 1), mc = onnxep_lanes(-c0, W - c0);
+            __mmask16 mr = onnxep_lanes(-c0 - 1, W - c0 - 1);
+            __m512 a0 = vb, a1 = vb, a2 = vb, a3 = vb;
+            if (!top) { ONNXEP_DW3_LD(0) ONNXEP_DW3_TAPS(a0, 0, 0) }
+            ONNXEP_DW3_LD(1) ONNXEP_DW3_TAPS(a0, 1, 1) ONNXEP_DW3_TAPS(a1, 1, 0)
+            ONNXEP_DW3_LD(2) ONNXEP_DW3_TAPS(a0, 2, 2) ONNXEP_DW3_TAPS(a1, 2, 1) ONNXEP_DW3_TAPS(a2, 2, 0)
+            ONNXEP_DW3_LD(3) ONNXEP_DW3_TAPS(a1, 3, 2) ONNXEP_DW3_TAPS(a2, 3, 1) ONNXEP_DW3_TAPS(a3, 3, 0)
+            ONNXEP_DW3_LD(4) ONNXEP_DW3_TAPS(a2, 4, 2) ONNXEP_DW3_TAPS(a3, 4, 1)
+            if (!bottom) { ONNXEP_DW3_LD(5) ONNXEP_DW3_TAPS(a3, 5, 2) }
+            if (relu) {
+                a0 = _mm512_max_ps(a0, z); a1 = _mm512_max_ps(a1, z);
+                a2 = _mm512_max_ps(a2, z); a3 = _mm512_max_ps(a3, z);
+            }
+            float* yo = y + oh * W + c0;
+            _mm512_mask_storeu_ps(yo, mc, a0);
+            _mm512_mask_storeu_ps(yo + W, mc, a1);
+            _mm512_mask_storeu_ps(yo + 2 * W, mc, a2);
+            _mm512_mask_storeu_ps(yo + 3 * W, mc, a3);
+        }
+    }
+    /* The whole 'same' stride-1 plane (H >= 5) in groups of four rows: the first group (rows 0-3) without the padding
+       row above, the last (rows H-4 .. H-1) without the one below, the ones between at 4, 8, ..., each moved up to
+       H - 5 at most so that it reads inside x. Groups may overlap (a row is then computed twice, the same way): no
+       row is left to the one-row loop, whose single chain of nine FMAs per vector made its rows ~3.5x as costly. */
+    static void onnxep_dw3x3_same(const float* x, Py_ssize_t H, Py_ssize_t W, const float* w, float bias, float* y,
+                                  int relu)
+    {
+        __m512 wv[9], vb = _mm512_set1_ps(bias);
+        Py_ssize_t oh;
         int i;
         for (i = 0; i < 9; i++) wv[i] = _mm512_set1_ps(w[i]);
-        for (g = 0; g < ngroups; g++) {
-            oh = oh0 + 4 * g;
-            for (c0 = 0; c0 < W; c0 += 16) {
-                __mmask16 ml = onnxep_lanes(1 - c0, W - c0 + 1), mc = onnxep_lanes(-c0, W - c0);
-                __mmask16 mr = onnxep_lanes(-c0 - 1, W - c0 - 1);
-                __m512 a0 = vb, a1 = vb, a2 = vb, a3 = vb;
-                ONNXEP_DW3_LD(0) ONNXEP_DW3_TAPS(a0, 0, 0)
-                ONNXEP_DW3_LD(1) ONNXEP_DW3_TAPS(a0, 1, 1) ONNXEP_DW3_TAPS(a1, 1, 0)
-                ONNXEP_DW3_LD(2) ONNXEP_DW3_TAPS(a0, 2, 2) ONNXEP_DW3_TAPS(a1, 2, 1) ONNXEP_DW3_TAPS(a2, 2, 0)
-                ONNXEP_DW3_LD(3) ONNXEP_DW3_TAPS(a1, 3, 2) ONNXEP_DW3_TAPS(a2, 3, 1) ONNXEP_DW3_TAPS(a3, 3, 0)
-                ONNXEP_DW3_LD(4) ONNXEP_DW3_TAPS(a2, 4, 2) ONNXEP_DW3_TAPS(a3, 4, 1)
-                ONNXEP_DW3_LD(5) ONNXEP_DW3_TAPS(a3, 5, 2)
-                if (relu) {
-                    a0 = _mm512_max_ps(a0, z); a1 = _mm512_max_ps(a1, z);
-                    a2 = _mm512_max_ps(a2, z); a3 = _mm512_max_ps(a3, z);
-                }
-                float* yo = y + oh * W + c0;
-                _mm512_mask_storeu_ps(yo, mc, a0);
-                _mm512_mask_storeu_ps(yo + W, mc, a1);
-                _mm512_mask_storeu_ps(yo + 2 * W, mc, a2);
-                _mm512_mask_storeu_ps(yo + 3 * W, mc, a3);
-            }
-        }
+        onnxep_dw3x3_g4(x, W, wv, vb, y, 0, relu, 1, 0);
+        for (oh = 4; oh < H - 4; oh += 4)
+            onnxep_dw3x3_g4(x, W, wv, vb, y, oh < H - 5 ? oh : H - 5, relu, 0, 0);
+        onnxep_dw3x3_g4(x, W, wv, vb, y, H - 4, relu, 0, 1);
     }
     #undef ONNXEP_DW3_LD
     #undef ONNXEP_DW3_TAPS
@@ -636,13 +647,8 @@ cdef extern from *:
                                    Py_ssize_t Ho, Py_ssize_t Wo, Py_ssize_t sh, Py_ssize_t sw, Py_ssize_t ph,
                                    Py_ssize_t pw, int relu)
     {
-        if (sh == 1 && sw == 1 && ph == 1 && pw == 1 && Ho == H && Wo == W && H >= 6) {
-            /* row 0 reads the padding row above x; rows 1 .. 4*ng in groups of four; the rest (1 to 4 rows, the
-               last reading the padding row below) one by one */
-            Py_ssize_t ng = (H - 2) / 4;
-            onnxep_dw3x3_rows(x, H, W, w, bias, y, Wo, 1, 1, 1, 1, relu, 0, 1);
-            onnxep_dw3x3_rows4(x, W, w, bias, y, 1, ng, relu);
-            onnxep_dw3x3_rows(x, H, W, w, bias, y, Wo, 1, 1, 1, 1, relu, 1 + 4 * ng, H);
+        if (sh == 1 && sw == 1 && ph == 1 && pw == 1 && Ho == H && Wo == W && H >= 5) {
+            onnxep_dw3x3_same(x, H, W, w, bias, y, relu);
         } else if (sh == sw) {
             onnxep_dw3x3_groups(x, H, W, w, bias, y, Ho, Wo, sh, ph, pw, relu);
         } else {

@@ -107,9 +107,9 @@ def test_conv_errors():
 
 
 # Depthwise paths (see _k_conv.pxi): on avx512, 2-D 3x3 undilated convs with column stride 1 or 2 run
-# onnxep_dw3x3_plane ('same' stride 1 with H >= 6: groups of four rows between single first / last rows; other
-# geometries with row stride = column stride: groups of four output rows, edge groups masking the rows outside x;
-# mixed strides row by row with masked loads). Otherwise stride 1 with Wo == W reads x in place (3x3: masked flattened
+# onnxep_dw3x3_plane ('same' stride 1 with H >= 5: groups of four rows, the first / last leaving out the padding row,
+# overlapping where H is not a multiple of 4; other geometries with row stride = column stride: groups of four output
+# rows, edge groups masking the rows outside x; mixed strides row by row with masked loads). Otherwise stride 1 with Wo == W reads x in place (3x3: masked flattened
 # runs; other kernels: flattened runs + checked border columns; W > 2048: no masks); everything else with depth kernel
 # 1 goes through the padded phase-split copy (3x3 stride 2 has its own loop); depth kernel > 1 uses the bounds-checked
 # loop.
