@@ -109,10 +109,10 @@ def test_conv_errors():
 # Depthwise paths (see _k_conv.pxi): on avx512, 2-D 3x3 undilated convs with column stride 1 or 2 run
 # onnxep_dw3x3_plane ('same' stride 1 with H >= 5: groups of four rows, the first / last leaving out the padding row,
 # overlapping where H is not a multiple of 4; other geometries with row stride = column stride: groups of four output
-# rows, edge groups masking the rows outside x; mixed strides row by row with masked loads). Otherwise stride 1 with Wo == W reads x in place (3x3: masked flattened
-# runs; other kernels: flattened runs + checked border columns; W > 2048: no masks); everything else with depth kernel
-# 1 goes through the padded phase-split copy (3x3 stride 2 has its own loop); depth kernel > 1 uses the bounds-checked
-# loop.
+# rows, edge groups masking the rows outside x; mixed strides row by row with masked loads). Otherwise stride 1 with
+# Wo == W reads x in place (3x3: masked flattened runs; other kernels: flattened runs + checked border columns;
+# W > 2048: no masks); everything else with depth kernel 1 goes through the padded phase-split copy (3x3 stride 2 has
+# its own loop); depth kernel > 1 uses the bounds-checked loop.
 DW_CASES = [  # x shape (N, C, D, H, W), mult, kernel (kd, kh, kw), strides, dilations, begin pads, end pads
     ((1, 4, 1, 9, 11), 1, (1, 3, 3), (1, 1, 1), (1, 1, 1), (0, 1, 1), (0, 1, 1)),      # 'same' 3x3, masked direct
     ((2, 3, 1, 60, 37), 1, (1, 3, 3), (1, 1, 1), (1, 1, 1), (0, 1, 1), (0, 1, 1)),     # several runs of whole rows
