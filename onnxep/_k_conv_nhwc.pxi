@@ -141,8 +141,9 @@ def conv_nhwc_f32(const float[::1] x, tuple xshape, const float[::1] w_packed, P
     then). res (optional) has y's shape and may be y itself (computed in place, with the same result: the epilogue reads each
     element of res before it writes that element of y; where the packed path would write y before its last K block,
     res is copied first; any other overlap is refused). path: "packed" (A packed per block: the GEMM path), "direct" (A read in place by
-    onnxep_dconv_uk; SIMD variants), "auto" (direct where it measured faster, _dconv_auto) or "winograd" (F(2x2, 3x3),
-    _k_winograd.pxi: 3x3 kernels, stride and dilation 1, group 1, W packed by conv_wino_pack_weight; SIMD variants).
+    onnxep_dconv_uk; SIMD variants), "auto" (direct where it measured faster, _dconv_auto), "winograd" (F(2x2, 3x3),
+    _k_winograd.pxi: 3x3 kernels, stride and dilation 1, group 1, W packed by conv_wino_pack_weight; SIMD variants)
+    or "winograd4" (F(4x4, 3x3), the same with W packed by conv_wino_pack_weight(..., 4)).
     ConvNhwc(...).run(...) in one call: a kernel running the same shapes again keeps its ConvNhwc."""
     ConvNhwc(xshape, w_packed, cout, group, kernel, strides, dilations, pads, out_spatial, relu, activation,
              path).run(x, bias, res, y, nthreads, ldy)
@@ -156,7 +157,7 @@ cdef class ConvNhwc:
     cdef Act act
     cdef Py_ssize_t N, group, cout, Coutg, Kc, P, blen
     cdef bint direct         # the path run() takes: direct, winograd or else packed
-    cdef bint wino
+    cdef Py_ssize_t wino     # the winograd path's output tile m (2 or 4), else 0
     cdef const float[::1] w
 
     def __init__(self, tuple xshape, const float[::1] w_packed, Py_ssize_t cout, Py_ssize_t group, tuple kernel,
@@ -186,20 +187,22 @@ cdef class ConvNhwc:
         self.Coutg = cout // group
         self.Kc = ia.Cg * ia.kh * ia.kw
         self.P = self.N * ia.Ho * ia.Wo
-        if path not in ("auto", "direct", "packed", "winograd"):
-            raise ValueError(f"conv_nhwc_f32: path must be 'auto', 'direct', 'packed' or 'winograd', got {path!r}")
-        if path in ("direct", "winograd") and not SGEMM_SIMD:
+        if path not in ("auto", "direct", "packed", "winograd", "winograd4"):
+            raise ValueError(f"conv_nhwc_f32: path must be 'auto', 'direct', 'packed', 'winograd' or 'winograd4', "
+                             f"got {path!r}")
+        if path in ("direct", "winograd", "winograd4") and not SGEMM_SIMD:
             raise ValueError(f"conv_nhwc_f32: the {path} path needs a SIMD variant (variant "
                              f"{ONNXEP_ISA_NAME.decode()})")
-        self.wino = path == "winograd"
+        self.wino = 2 if path == "winograd" else (4 if path == "winograd4" else 0)
         if self.wino and not wino_applies(kernel, strides, dilations, group, ia.C):
             raise ValueError(f"conv_nhwc_f32: the winograd path takes 3x3 kernels, strides and dilations 1, group 1 "
                              f"and at most {WINO_MAX_C} channels; got kernel={kernel} strides={strides} "
                              f"dilations={dilations} group={group} C={ia.C}")
-        self.blen = 16 * sgemm_pack_b_len(ia.C, cout) if self.wino else sgemm_pack_b_len(self.Kc, self.Coutg)
+        self.blen = (self.wino + 2) ** 2 * sgemm_pack_b_len(ia.C, cout) if self.wino \
+            else sgemm_pack_b_len(self.Kc, self.Coutg)
         if w_packed.shape[0] != group * self.blen:
             raise ValueError(f"conv_nhwc_f32: packed weight has {w_packed.shape[0]} elements, expected "
-                             f"{group * self.blen} ({SGEMM_FORMAT}{':winograd' if self.wino else ''})")
+                             f"{group * self.blen} ({SGEMM_FORMAT}{f':winograd m={self.wino}' if self.wino else ''})")
         self.ia = ia
         self.w = w_packed
         self.direct = not self.wino and self.Kc > 0 and (path == "direct" or (path == "auto"
@@ -247,7 +250,7 @@ cdef class ConvNhwc:
         if self.wino:
             with nogil:
                 rc = _conv_wino(xp, N, ia.H, ia.W, ia.C, cout, ia.Ho, ia.Wo, ia.ph, ia.pw, wp, bptr, rptr, yp, ldy,
-                                &self.act, sgemm_threads(P, cout, Kc, nthreads))
+                                &self.act, sgemm_threads(P, cout, Kc, nthreads), self.wino)
             if rc != 0:
                 raise MemoryError("conv_nhwc_f32: cannot allocate the winograd path's workspace")
             return

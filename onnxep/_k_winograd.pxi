@@ -1,17 +1,19 @@
-# 3x3 stride-1 convolution over channel-last (NHWC) activations by Winograd's minimal filtering, F(2x2, 3x3) (Lavin &
-# Gray, "Fast Algorithms for Convolutional Neural Networks", 2015):
+# 3x3 stride-1 convolution over channel-last (NHWC) activations by Winograd's minimal filtering, F(m x m, 3x3) for
+# m = 2 and m = 4 (Lavin & Gray, "Fast Algorithms for Convolutional Neural Networks", 2015):
 #
-#     Y(2x2 tile) = A^T [ (G g G^T) (.) (B^T d B) ] A      d: the tile's 4x4 input patch, g: a 3x3 filter
+#     Y(m x m tile) = A^T [ (G g G^T) (.) (B^T d B) ] A      d: the tile's (m+2)x(m+2) input patch, g: a 3x3 filter
 #
-# 16 products per 2x2 outputs instead of 36: each of the 16 positions xi of the 4x4 transformed patch is one GEMM
+# (m+2)^2 products per m x m outputs instead of 9 m^2 (F(2x2): 16 per 4, F(4x4): 36 per 16): each position xi of the
+# transformed patch is one GEMM
 #     M_xi (tiles x Cout) = V_xi (tiles x Cin) @ U_xi (Cin x Cout),   U_xi = (G g G^T)[xi] over all (Cin, Cout)
-# U (the pre-packed weight: 16 packed GEMM B operands one after another, sgemm_pack_b_raw's layout) is made once by
-# conv_wino_pack_weight. Per block of tiles a thread transforms the input patches into V (16 x tiles x Cin, channels
-# innermost, in its own workspace), multiplies V_xi by U_xi with the direct-path micro-kernel (A read in place: a V
-# row is one tile's channels), one weight panel (NR output channels) at a time into M (16 x tiles x NR), and
-# transforms M back into the 2x2 outputs of those channels with bias, residual and activation (the epilogue). The
-# transforms only add and subtract (and halve, in G), so the result differs from the direct conv's by rounding only:
-# tests/kernels/test_conv_winograd.py bounds it against a float64 oracle.
+# U (the pre-packed weight: one packed GEMM B operand per position, sgemm_pack_b_raw's layout, one after another) is
+# made once by conv_wino_pack_weight. Per block of tiles a thread transforms the input patches into V (positions x
+# tiles x Cin, channels innermost, in its own workspace), multiplies V_xi by U_xi with the direct-path micro-kernel (A
+# read in place: a V row is one tile's channels), one weight panel (NR output channels) at a time into M (positions x
+# tiles x NR), and transforms M back into the m x m outputs of those channels with bias, residual and activation (the
+# epilogue). F(2x2)'s transforms only add and subtract (and halve, in G); F(4x4)'s scale by up to 8 (interpolation
+# points 0, +-1, +-2), so its rounding error is larger: tests/kernels/test_conv_winograd.py bounds both against a
+# float64 oracle.
 
 
 cdef extern from *:
@@ -44,28 +46,15 @@ cdef extern from *:
         }
     }
 
-    /* The output transform of one tile for nr <= NR channels, with the epilogue: o = A^T m A (m[xi] = m[xi*ms + j],
-       A^T = [[1,1,1,0],[0,1,-1,-1]]); output q = a*2 + b of the 2x2 tile goes to yq[q][j] (NULL: outside y) as
-       act(o[q] + bias[j] + rq[q][j]) (bias, rq[q]: NULL for none). */
-    static void onnxep_wino_out(const float* __restrict__ m, Py_ssize_t ms, Py_ssize_t nr, float* const* yq,
-                                const float* const* rq, const float* bias, const onnxep_act* act)
+    /* The epilogue of one tile's nq outputs for nr <= NR channels: output q goes to yq[q][j] (NULL: outside y) as
+       act(o[q][j] + bias[j] + rq[q][j]) (bias, rq[q]: NULL for none). */
+    static void onnxep_wino_store(float (*o)[ONNXEP_SGEMM_NR], int nq, Py_ssize_t nr, float* const* yq,
+                                  const float* const* rq, const float* bias, const onnxep_act* act)
     {
-        float o[4][ONNXEP_SGEMM_NR];
         Py_ssize_t j;
         int q, kind = act ? act->kind : ONNXEP_ACT_NONE;
         float lo = act ? act->a : 0.0f, hi = act ? act->b : 0.0f;
-        #pragma GCC ivdep
-        for (j = 0; j < nr; j++) {
-            float s00 = m[0 * ms + j] + m[4 * ms + j] + m[8 * ms + j], s01 = m[1 * ms + j] + m[5 * ms + j] + m[9 * ms + j];
-            float s02 = m[2 * ms + j] + m[6 * ms + j] + m[10 * ms + j], s03 = m[3 * ms + j] + m[7 * ms + j] + m[11 * ms + j];
-            float s10 = m[4 * ms + j] - m[8 * ms + j] - m[12 * ms + j], s11 = m[5 * ms + j] - m[9 * ms + j] - m[13 * ms + j];
-            float s12 = m[6 * ms + j] - m[10 * ms + j] - m[14 * ms + j], s13 = m[7 * ms + j] - m[11 * ms + j] - m[15 * ms + j];
-            o[0][j] = s00 + s01 + s02;
-            o[1][j] = s01 - s02 - s03;
-            o[2][j] = s10 + s11 + s12;
-            o[3][j] = s11 - s12 - s13;
-        }
-        for (q = 0; q < 4; q++) {
+        for (q = 0; q < nq; q++) {
             float* __restrict__ y = yq[q];
             const float* r = rq[q];
             float* oq = o[q];
@@ -82,66 +71,180 @@ cdef extern from *:
             }
         }
     }
+
+    /* F(2x2, 3x3)'s output transform of one tile for nr <= NR channels, then the epilogue: o = A^T m A (m[xi] =
+       m[xi*ms + j], A^T = [[1,1,1,0],[0,1,-1,-1]]); output q = a*2 + b of the 2x2 tile goes to yq[q]. */
+    static void onnxep_wino_out(const float* __restrict__ m, Py_ssize_t ms, Py_ssize_t nr, float* const* yq,
+                                const float* const* rq, const float* bias, const onnxep_act* act)
+    {
+        float o[4][ONNXEP_SGEMM_NR];
+        Py_ssize_t j;
+        #pragma GCC ivdep
+        for (j = 0; j < nr; j++) {
+            float s00 = m[0 * ms + j] + m[4 * ms + j] + m[8 * ms + j], s01 = m[1 * ms + j] + m[5 * ms + j] + m[9 * ms + j];
+            float s02 = m[2 * ms + j] + m[6 * ms + j] + m[10 * ms + j], s03 = m[3 * ms + j] + m[7 * ms + j] + m[11 * ms + j];
+            float s10 = m[4 * ms + j] - m[8 * ms + j] - m[12 * ms + j], s11 = m[5 * ms + j] - m[9 * ms + j] - m[13 * ms + j];
+            float s12 = m[6 * ms + j] - m[10 * ms + j] - m[14 * ms + j], s13 = m[7 * ms + j] - m[11 * ms + j] - m[15 * ms + j];
+            o[0][j] = s00 + s01 + s02;
+            o[1][j] = s01 - s02 - s03;
+            o[2][j] = s10 + s11 + s12;
+            o[3][j] = s11 - s12 - s13;
+        }
+        onnxep_wino_store(o, 4, nr, yq, rq, bias, act);
+    }
+
+    /* F(4x4, 3x3): the same over 6x6 input patches and 4x4 output tiles, with the interpolation points 0, +-1, +-2
+       (Lavin & Gray's matrices):
+           B^T = [[4,0,-5,0,1,0], [0,-4,-4,1,1,0], [0,4,-4,-1,1,0], [0,-2,-1,2,1,0], [0,2,-1,-2,1,0], [0,4,0,-5,0,1]]
+           A^T = [[1,1,1,1,1,0], [0,1,-1,2,-2,0], [0,1,1,4,4,0], [0,1,-1,8,-8,1]]
+       onnxep_wino4_in: v[xi*vs + c] := (B^T d B)[xi] (xi = row*6 + col, p[i]: the 36 patch pixels, row-major), the
+       channels in blocks of ONNXEP_W4_CB through a small buffer (columns first, then rows). */
+    #define ONNXEP_W4_CB 64
+    /* the weight transforms' G, row-major: F(2x2, 3x3)'s (4 x 3) and F(4x4, 3x3)'s (6 x 3) */
+    static const double onnxep_wino_g2[12] = {1, 0, 0, .5, .5, .5, .5, -.5, .5, 0, 0, 1};
+    static const double onnxep_wino_g4[18] = {.25, 0, 0, -1 / 6., -1 / 6., -1 / 6., -1 / 6., 1 / 6., -1 / 6.,
+                                              1 / 24., 1 / 12., 1 / 6., 1 / 24., -1 / 12., 1 / 6., 0, 0, 1};
+    #define ONNXEP_BT6(x0, x1, x2, x3, x4, x5, Y) do { \
+            float s12_ = (x1) + (x2), d12_ = (x1) - (x2), d42_ = (x4) - (x2), d31_ = (x3) - (x1); \
+            Y(0, 4.0f * (x0) - 5.0f * (x2) + (x4)); Y(1, ((x3) + (x4)) - 4.0f * s12_); \
+            Y(2, ((x4) - (x3)) + 4.0f * d12_); Y(3, d42_ + 2.0f * d31_); Y(4, d42_ - 2.0f * d31_); \
+            Y(5, 4.0f * (x1) - 5.0f * (x3) + (x5)); } while (0)
+    static void onnxep_wino4_in(const float* const* p, Py_ssize_t C, float* __restrict__ v, Py_ssize_t vs)
+    {
+        float t[36][ONNXEP_W4_CB];
+        Py_ssize_t c0, c, n;
+        int i, j;
+        for (c0 = 0; c0 < C; c0 += ONNXEP_W4_CB) {
+            n = C - c0 < ONNXEP_W4_CB ? C - c0 : ONNXEP_W4_CB;
+            for (j = 0; j < 6; j++) {        /* column j: t[i*6 + j] = (B^T d)[i][j] */
+                const float* __restrict__ q0 = p[j] + c0;      const float* __restrict__ q1 = p[6 + j] + c0;
+                const float* __restrict__ q2 = p[12 + j] + c0; const float* __restrict__ q3 = p[18 + j] + c0;
+                const float* __restrict__ q4 = p[24 + j] + c0; const float* __restrict__ q5 = p[30 + j] + c0;
+                #define ONNXEP_W4_T(i, val) t[(i) * 6 + j][c] = (val)
+                #pragma GCC ivdep
+                for (c = 0; c < n; c++)
+                    ONNXEP_BT6(q0[c], q1[c], q2[c], q3[c], q4[c], q5[c], ONNXEP_W4_T);
+                #undef ONNXEP_W4_T
+            }
+            for (i = 0; i < 6; i++) {        /* row i: v[i*6 + k] = (B^T d B)[i][k] */
+                float* __restrict__ o = v + i * 6 * vs + c0;
+                const float* r = t[i * 6];
+                #define ONNXEP_W4_V(k, val) o[(k) * vs + c] = (val)
+                #pragma GCC ivdep
+                for (c = 0; c < n; c++)
+                    ONNXEP_BT6(r[c], r[ONNXEP_W4_CB + c], r[2 * ONNXEP_W4_CB + c], r[3 * ONNXEP_W4_CB + c],
+                               r[4 * ONNXEP_W4_CB + c], r[5 * ONNXEP_W4_CB + c], ONNXEP_W4_V);
+                #undef ONNXEP_W4_V
+            }
+        }
+    }
+    #define ONNXEP_AT6(x0, x1, x2, x3, x4, x5, Y) do { \
+            float s12_ = (x1) + (x2), d12_ = (x1) - (x2), s34_ = (x3) + (x4), d34_ = (x3) - (x4); \
+            Y(0, (x0) + s12_ + s34_); Y(1, d12_ + 2.0f * d34_); Y(2, s12_ + 4.0f * s34_); \
+            Y(3, d12_ + 8.0f * d34_ + (x5)); } while (0)
+    /* F(4x4, 3x3)'s output transform of one tile (o = A^T m A, m as in onnxep_wino_out over 36 planes), then the
+       epilogue: output q = a*4 + b of the 4x4 tile goes to yq[q]. */
+    static void onnxep_wino4_out(const float* __restrict__ m, Py_ssize_t ms, Py_ssize_t nr, float* const* yq,
+                                 const float* const* rq, const float* bias, const onnxep_act* act)
+    {
+        float s[24][ONNXEP_SGEMM_NR];
+        float o[16][ONNXEP_SGEMM_NR];
+        Py_ssize_t j;
+        int a, k;
+        for (k = 0; k < 6; k++) {            /* column k: s[a*6 + k] = (A^T m)[a][k] */
+            const float* __restrict__ m0 = m + k * ms;
+            #define ONNXEP_W4_S(a, val) s[(a) * 6 + k][j] = (val)
+            #pragma GCC ivdep
+            for (j = 0; j < nr; j++)
+                ONNXEP_AT6(m0[j], m0[6 * ms + j], m0[12 * ms + j], m0[18 * ms + j], m0[24 * ms + j], m0[30 * ms + j],
+                           ONNXEP_W4_S);
+            #undef ONNXEP_W4_S
+        }
+        for (a = 0; a < 4; a++) {            /* row a: o[a*4 + b] = (A^T m A)[a][b] */
+            #define ONNXEP_W4_O(b, val) o[a * 4 + (b)][j] = (val)
+            #pragma GCC ivdep
+            for (j = 0; j < nr; j++)
+                ONNXEP_AT6(s[a * 6][j], s[a * 6 + 1][j], s[a * 6 + 2][j], s[a * 6 + 3][j], s[a * 6 + 4][j],
+                           s[a * 6 + 5][j], ONNXEP_W4_O);
+            #undef ONNXEP_W4_O
+        }
+        onnxep_wino_store(o, 16, nr, yq, rq, bias, act);
+    }
     """
     void wino_in "onnxep_wino_in"(const float* const* p, Py_ssize_t C, float* v, Py_ssize_t vs) noexcept nogil
     void wino_out "onnxep_wino_out"(const float* m, Py_ssize_t ms, Py_ssize_t nr, float* const* yq,
                                     const float* const* rq, const float* bias, const Act* act) noexcept nogil
+    const double* WINO_G2 "onnxep_wino_g2"
+    const double* WINO_G4 "onnxep_wino_g4"
+    void wino4_in "onnxep_wino4_in"(const float* const* p, Py_ssize_t C, float* v, Py_ssize_t vs) noexcept nogil
+    void wino4_out "onnxep_wino4_out"(const float* m, Py_ssize_t ms, Py_ssize_t nr, float* const* yq,
+                                      const float* const* rq, const float* bias, const Act* act) noexcept nogil
 
 
 cdef enum:
     WINO_MAX_C = 63 * SGEMM_KC    # input channels of a winograd conv: one run per K block, at most 63 of them
-    WINO_V_FLOATS = 65536     # a thread's V block (16 x tiles x Cin) aims at 256 KB (L2: 1 MB here)
+    WINO_V_FLOATS = 65536     # a thread's V block (planes x tiles x Cin) aims at 256 KB (L2: 1 MB here)
     WINO_MAX_TILES = 60       # at most this many tiles per block (5 micro-kernel strips)
 
 
 def wino_applies(kernel, strides, dilations, Py_ssize_t group, Py_ssize_t cin):
-    """Whether conv_nhwc_f32's winograd path takes this conv (SIMD variants: the micro-kernel is the direct path's)."""
+    """Whether conv_nhwc_f32's winograd paths take this conv (SIMD variants: the micro-kernel is the direct path's)."""
     return bool(SGEMM_SIMD) and tuple(kernel) == (3, 3) and tuple(strides) == (1, 1) and tuple(dilations) == (1, 1) \
         and group == 1 and 0 <= cin <= WINO_MAX_C
 
 
-def conv_wino_pack_weight_size(Py_ssize_t cout, Py_ssize_t cin):
-    """float32 elements of a 3x3 conv weight (cout, cin, 3, 3) packed for conv_nhwc_f32's Winograd path."""
+cdef inline Py_ssize_t _wino_planes(Py_ssize_t m) except -1:
+    """Transformed positions of F(m x m, 3x3): (m + 2)^2 (16 for m = 2, 36 for m = 4)."""
+    if m != 2 and m != 4:
+        raise ValueError(f"winograd tile m must be 2 (F(2x2, 3x3)) or 4 (F(4x4, 3x3)), got {m}")
+    return (m + 2) * (m + 2)
+
+
+def conv_wino_pack_weight_size(Py_ssize_t cout, Py_ssize_t cin, Py_ssize_t m=2):
+    """float32 elements of a 3x3 conv weight (cout, cin, 3, 3) packed for conv_nhwc_f32's F(m x m, 3x3) path."""
     if cout < 1 or cin < 0:
         raise ValueError(f"conv_wino_pack_weight_size: bad cout={cout}, cin={cin}")
-    return 16 * sgemm_pack_b_len(cin, cout)
+    return _wino_planes(m) * sgemm_pack_b_len(cin, cout)
 
 
-def conv_wino_pack_weight(const float[:, :, :, ::1] w, float[::1] out):
-    """out := U = G g G^T of every 3x3 filter g of w (cout, cin, 3, 3), G = [[1,0,0],[.5,.5,.5],[.5,-.5,.5],[0,0,1]]:
-    for each of the 16 positions xi, the cin x cout matrix U_xi packed by sgemm_pack_b_raw, one after another."""
-    cdef Py_ssize_t cout = w.shape[0], cin = w.shape[1], blen, o, c, r, xi
-    cdef float g[9]
-    cdef float t[12]
+def conv_wino_pack_weight(const float[:, :, :, ::1] w, float[::1] out, Py_ssize_t m=2):
+    """out := U = G g G^T of every 3x3 filter g of w (cout, cin, 3, 3), in double then rounded once (G: WINO_G2 for
+    m = 2, WINO_G4 for m = 4): for each of the (m + 2)^2 positions xi, the cin x cout matrix U_xi packed by
+    sgemm_pack_b_raw, one after another."""
+    cdef Py_ssize_t cout = w.shape[0], cin = w.shape[1], blen, o, c, r, q, k, xi, planes = _wino_planes(m)
+    cdef Py_ssize_t al = m + 2
+    cdef const double* G = WINO_G2 if m == 2 else WINO_G4
+    cdef double t[18]
+    cdef double acc
     cdef float* u
     if w.shape[2] != 3 or w.shape[3] != 3 or cout < 1:
         raise ValueError(f"conv_wino_pack_weight: w must be (cout >= 1, cin, 3, 3), got {tuple(w.shape)}")
     blen = sgemm_pack_b_len(cin, cout)
-    if out.shape[0] != 16 * blen:
-        raise ValueError(f"conv_wino_pack_weight: out has {out.shape[0]} elements, expected {16 * blen}")
+    if out.shape[0] != planes * blen:
+        raise ValueError(f"conv_wino_pack_weight: out has {out.shape[0]} elements, expected {planes * blen}")
     if cin == 0:
         return
-    u = <float*>malloc(16 * cin * cout * sizeof(float))
+    u = <float*>malloc(planes * cin * cout * sizeof(float))
     if u == NULL:
         raise MemoryError("conv_wino_pack_weight: cannot allocate the transformed weight")
     try:
         with nogil:
             for o in range(cout):
                 for c in range(cin):
-                    for r in range(9):
-                        g[r] = w[o, c, r // 3, r % 3]
-                    for r in range(3):      # t = G g (4 x 3), column r
-                        t[r] = g[r]
-                        t[3 + r] = 0.5 * (g[r] + g[3 + r] + g[6 + r])
-                        t[6 + r] = 0.5 * (g[r] - g[3 + r] + g[6 + r])
-                        t[9 + r] = g[6 + r]
-                    for r in range(4):      # u = t G^T (4 x 4), row r; u[xi][c][o]
-                        xi = r * 4
-                        u[(xi * cin + c) * cout + o] = t[3 * r]
-                        u[((xi + 1) * cin + c) * cout + o] = 0.5 * (t[3 * r] + t[3 * r + 1] + t[3 * r + 2])
-                        u[((xi + 2) * cin + c) * cout + o] = 0.5 * (t[3 * r] - t[3 * r + 1] + t[3 * r + 2])
-                        u[((xi + 3) * cin + c) * cout + o] = t[3 * r + 2]
-            for xi in range(16):
+                    for r in range(al):         # t = G g (al x 3)
+                        for q in range(3):
+                            acc = 0
+                            for k in range(3):
+                                acc = acc + G[r * 3 + k] * w[o, c, k, q]
+                            t[r * 3 + q] = acc
+                    for r in range(al):         # u = t G^T (al x al); u[xi][c][o]
+                        for q in range(al):
+                            acc = 0
+                            for k in range(3):
+                                acc = acc + t[r * 3 + k] * G[q * 3 + k]
+                            xi = r * al + q
+                            u[(xi * cin + c) * cout + o] = <float>acc
+            for xi in range(planes):
                 sgemm_pack_b_raw(cin, cout, u + xi * cin * cout, cout, 1, &out[xi * blen])
     finally:
         free(u)
@@ -157,21 +260,22 @@ cdef struct WinoJob:
     const float* zero         # C zeros: the input of padding pixels
     const DRun* runs          # the reduction over Cin as runs (one per K block of the packed U_xi)
     Py_ssize_t nruns
+    Py_ssize_t m, al, planes  # output tile m x m, input patch al x al (al = m + 2), planes = al^2
     Py_ssize_t H, W, C, K, Ho, Wo, ph, pw, th, tw, ntiles, T, nslabs, pslab, blen, ldy
-    float* work               # per thread: V (16 planes vs floats apart) then M (16 planes ms floats apart)
+    float* work               # per thread: V (planes vs floats apart) then M (planes ms floats apart)
     Py_ssize_t wlen, vs, ms
 
 
-cdef inline Py_ssize_t _wino_tiles_per_block(Py_ssize_t C) noexcept nogil:
-    cdef Py_ssize_t t = WINO_V_FLOATS // (16 * max(C, <Py_ssize_t>1))
+cdef inline Py_ssize_t _wino_tiles_per_block(Py_ssize_t C, Py_ssize_t planes) noexcept nogil:
+    cdef Py_ssize_t t = WINO_V_FLOATS // (planes * max(C, <Py_ssize_t>1))
     t = t // SGEMM_MR * SGEMM_MR
     return max(<Py_ssize_t>SGEMM_MR, min(t, <Py_ssize_t>WINO_MAX_TILES))
 
 
 cdef inline Py_ssize_t _odd_lines(Py_ssize_t n) noexcept nogil:
-    """n floats rounded up to an odd number of 64-byte lines: the 16 planes of V (and of M) that the transforms
-    read or write together then start in 16 different L1 sets. At a multiple of 4 KiB apart (T*C = 24*128 for
-    DenseNet's 56x56 128 -> 32 convs) they all fell in one set and the input transform ran 15% slower."""
+    """n floats rounded up to an odd number of 64-byte lines: the planes of V (and of M) that the transforms read or
+    write together then start in different L1 sets. At a multiple of 4 KiB apart (T*C = 24*128 for DenseNet's 56x56
+    128 -> 32 convs) they all fell in one set and the input transform ran 15% slower."""
     n = _round_up(n, 16)
     return n + 16 if (n // 16) % 2 == 0 else n
 
@@ -185,33 +289,36 @@ cdef inline Py_ssize_t _wino_tile(const WinoJob* j, Py_ssize_t ti, Py_ssize_t* t
 
 
 cdef void _wino_task(void* p, Py_ssize_t item, int tid) noexcept nogil:
-    """Item = (block of T tiles, slab of weight panels): input transform of the block, then per panel the 16 GEMMs
-    and the output transform."""
+    """Item = (block of T tiles, slab of weight panels): input transform of the block, then per panel the GEMMs (one
+    per plane) and the output transform."""
     cdef WinoJob* j = <WinoJob*>p
-    cdef Py_ssize_t sl = item % j.nslabs, blk = item // j.nslabs, T = j.T, C = j.C, K = j.K
+    cdef Py_ssize_t sl = item % j.nslabs, blk = item // j.nslabs, T = j.T, C = j.C, K = j.K, m = j.m, al = j.al
     cdef Py_ssize_t t0 = blk * T, nt = min(T, j.ntiles - t0), i, n, ty, tx, ih, iw, a, b, xi, jp, jp1, n0, nr
     cdef Py_ssize_t s, mr, nstrips, r, q, oh, ow
     cdef float* V = j.work + <Py_ssize_t>tid * j.wlen
-    cdef float* M = V + 16 * j.vs
-    cdef const float* ptrs[16]
-    cdef float* yq[4]
-    cdef const float* rq[4]
+    cdef float* M = V + j.planes * j.vs
+    cdef const float* ptrs[36]
+    cdef float* yq[16]
+    cdef const float* rq[16]
     cdef const float* img
     for i in range(nt):
         n = _wino_tile(j, t0 + i, &ty, &tx)
         img = j.x + n * j.H * j.W * C
-        for a in range(4):
-            ih = 2 * ty - j.ph + a
-            for b in range(4):
-                iw = 2 * tx - j.pw + b
-                ptrs[a * 4 + b] = img + (ih * j.W + iw) * C if 0 <= ih < j.H and 0 <= iw < j.W else j.zero
-        wino_in(ptrs, C, V + i * C, j.vs)
+        for a in range(al):
+            ih = m * ty - j.ph + a
+            for b in range(al):
+                iw = m * tx - j.pw + b
+                ptrs[a * al + b] = img + (ih * j.W + iw) * C if 0 <= ih < j.H and 0 <= iw < j.W else j.zero
+        if m == 2:
+            wino_in(ptrs, C, V + i * C, j.vs)
+        else:
+            wino4_in(ptrs, C, V + i * C, j.vs)
     nstrips = (nt + SGEMM_MR - 1) // SGEMM_MR
     jp1 = min((sl + 1) * j.pslab, (K + SGEMM_NR - 1) // SGEMM_NR)
     for jp in range(sl * j.pslab, jp1):
         n0 = jp * SGEMM_NR
         nr = min(<Py_ssize_t>SGEMM_NR, K - n0)
-        for xi in range(16):
+        for xi in range(j.planes):
             i = 0
             for s in range(nstrips):     # strips of (nearly) equal height
                 mr = (nt - i + (nstrips - s) - 1) // (nstrips - s)
@@ -220,9 +327,9 @@ cdef void _wino_task(void* p, Py_ssize_t item, int tid) noexcept nogil:
                 i += mr
         for i in range(nt):
             n = _wino_tile(j, t0 + i, &ty, &tx)
-            for q in range(4):
-                oh = 2 * ty + q // 2
-                ow = 2 * tx + q % 2
+            for q in range(m * m):
+                oh = m * ty + q // m
+                ow = m * tx + q % m
                 if oh < j.Ho and ow < j.Wo:
                     r = (n * j.Ho + oh) * j.Wo + ow
                     yq[q] = j.y + r * j.ldy + n0
@@ -230,16 +337,20 @@ cdef void _wino_task(void* p, Py_ssize_t item, int tid) noexcept nogil:
                 else:
                     yq[q] = NULL
                     rq[q] = NULL
-            wino_out(M + i * SGEMM_NR, j.ms, nr, yq, rq, (j.bias + n0) if j.bias != NULL else NULL, j.act)
+            if m == 2:
+                wino_out(M + i * SGEMM_NR, j.ms, nr, yq, rq, (j.bias + n0) if j.bias != NULL else NULL, j.act)
+            else:
+                wino4_out(M + i * SGEMM_NR, j.ms, nr, yq, rq, (j.bias + n0) if j.bias != NULL else NULL, j.act)
 
 
 cdef int _conv_wino(const float* x, Py_ssize_t N, Py_ssize_t H, Py_ssize_t W, Py_ssize_t C, Py_ssize_t K,
                     Py_ssize_t Ho, Py_ssize_t Wo, Py_ssize_t ph, Py_ssize_t pw, const float* wp, const float* bias,
-                    const float* res, float* y, Py_ssize_t ldy, const Act* act, int nth) noexcept nogil:
-    """y := act(conv3x3(x, W) [+ bias] [+ res]) by F(2x2, 3x3) over NHWC x (N, H, W, C), y (N, Ho, Wo, K) with pixels
-    ldy floats apart, W packed by conv_wino_pack_weight, begin pads (ph, pw). Work items (block of tiles, slab of
-    weight panels) are taken dynamically by nth threads; every output element is computed by one thread in the same
-    order whatever nth is. Returns -1 (nothing written) when its workspace cannot be allocated, else 0."""
+                    const float* res, float* y, Py_ssize_t ldy, const Act* act, int nth, Py_ssize_t m) noexcept nogil:
+    """y := act(conv3x3(x, W) [+ bias] [+ res]) by F(m x m, 3x3) (m = 2 or 4) over NHWC x (N, H, W, C), y (N, Ho, Wo,
+    K) with pixels ldy floats apart, W packed by conv_wino_pack_weight(..., m), begin pads (ph, pw). Work items (block
+    of tiles, slab of weight panels) are taken dynamically by nth threads; every output element is computed by one
+    thread in the same order whatever nth is. Returns -1 (nothing written) when its workspace cannot be allocated,
+    else 0."""
     cdef WinoJob job
     cdef ImplicitA ia
     cdef DTap taps[64]
@@ -249,7 +360,7 @@ cdef int _conv_wino(const float* x, Py_ssize_t N, Py_ssize_t H, Py_ssize_t W, Py
     memset(&ia, 0, sizeof(ia))
     ia.kh, ia.kw, ia.sh, ia.sw, ia.dh, ia.dw = 1, 1, 1, 1, 1, 1
     ia.H, ia.W, ia.C, ia.Cg = 1, 1, C, C
-    if C > WINO_MAX_C:
+    if C > WINO_MAX_C or (m != 2 and m != 4):
         return -1
     job.nruns = _dconv_taps(&ia, C, _round_up(K, SGEMM_NR), taps) if C > 0 else 0
     for i in range(job.nruns):
@@ -257,10 +368,12 @@ cdef int _conv_wino(const float* x, Py_ssize_t N, Py_ssize_t H, Py_ssize_t W, Py
     job.runs = runs
     job.x, job.wp, job.bias, job.res, job.y, job.act = x, wp, bias, res, y, act
     job.H, job.W, job.C, job.K, job.Ho, job.Wo, job.ph, job.pw = H, W, C, K, Ho, Wo, ph, pw
-    job.th, job.tw = (Ho + 1) // 2, (Wo + 1) // 2
+    job.m, job.al = m, m + 2
+    job.planes = job.al * job.al
+    job.th, job.tw = (Ho + m - 1) // m, (Wo + m - 1) // m
     job.ntiles = N * job.th * job.tw
     job.blen, job.ldy = sgemm_pack_b_len(C, K), ldy
-    job.T = _wino_tiles_per_block(C)
+    job.T = _wino_tiles_per_block(C, job.planes)
     nblocks = (job.ntiles + job.T - 1) // job.T
     job.T = (job.ntiles + nblocks - 1) // nblocks        # blocks of (nearly) equal size
     job.pslab = _panel_slab(npanels, nblocks, nth)
@@ -269,7 +382,7 @@ cdef int _conv_wino(const float* x, Py_ssize_t N, Py_ssize_t H, Py_ssize_t W, Py
     nth = <int>max(1, min(<Py_ssize_t>nth, items))
     job.vs = _odd_lines(job.T * C)
     job.ms = _odd_lines(job.T * SGEMM_NR)
-    job.wlen = 16 * (job.vs + job.ms)
+    job.wlen = job.planes * (job.vs + job.ms)
     zero = <float*>calloc(C + 16, sizeof(float))
     job.work = <float*>malloc(nth * job.wlen * sizeof(float))
     if zero == NULL or job.work == NULL:

@@ -6,7 +6,7 @@ LeakyRelu [alpha] / Sigmoid / HardSigmoid [alpha, beta] / Tanh) applied last -- 
 GEMM epilogue.
 
 Dense and grouped convs run conv_nhwc_f32 (implicit im2col, no col buffer; 3x3 stride-1 ones with enough channels by
-Winograd's F(2x2, 3x3), their weight packed transformed); one input channel per group (depthwise) runs
+Winograd's F(4x4, 3x3) or F(2x2, 3x3), their weight packed transformed); one input channel per group (depthwise) runs
 conv_depthwise_nhwc_f32 (no Z)."""
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
@@ -22,11 +22,15 @@ ACTIVATIONS = _kernels.ACTIVATIONS      # name -> (code, number of activation_pa
 # the products saves (kernel alone, 1 thread: 3 -> 64 at 224x224 1.31x the direct path's time, 4 -> 16 2.35x, 8 -> 8
 # 1.12x, 16 -> 16 0.88x, 16 -> 32 0.82x; 32 channels and more 0.47-0.74x)
 WINOGRAD_MIN_CHANNELS = 16
-# ... and while its transformed weight (16 floats per 3x3 filter instead of 9) adds at most this many bytes: 256 x 256
-# channels (1.8 MB more) and below. Wider ones stay direct (0.48-0.71x the time there, but VGG-19 and ZFNet-512, whose
-# memory is mostly such weights, then peaked 1-2% above onnxruntime's RSS; with real, non-deduplicated weights
-# VGG-19's 80 MB of 3x3 filters would grow by 62 MB)
+# ... and while its transformed weight adds at most this many bytes: F(2x2, 3x3) (16 floats per 3x3 filter instead of
+# 9) up to 256 x 256 channels (1.8 MB more). Wider ones stay direct (0.48-0.71x the time there, but VGG-19 and
+# ZFNet-512, whose memory is mostly such weights, then peaked 1-2% above onnxruntime's RSS; with real, non-deduplicated
+# weights VGG-19's 80 MB of 3x3 filters would grow by 62 MB). F(4x4, 3x3) (36 floats per filter) where it fits the
+# same budget, up to 128 x 128 channels: kernel alone, 1 thread, 0.63-0.80x F(2x2)'s time on the light models' 3x3
+# convs (55x55 16 -> 64 0.72, 27x27 32 -> 128 0.66, 13x13 64 -> 256 0.80, 56x56 64 -> 64 0.68, 28x28 128 -> 128
+# 0.65; 14x14 256 -> 256 0.89 and 7x7 512 -> 512 1.11 are outside the budget anyway)
 WINOGRAD_MAX_EXTRA_BYTES = 2 << 20
+_WINOGRAD_PATHS = {0: "auto", 2: "winograd", 4: "winograd4"}      # _winograd's tile -> conv_nhwc_f32's path
 
 
 def _is_f32_rank4(vt):
@@ -68,14 +72,19 @@ class NhwcConv_1(ConvAttrs, PackedWeightMixin, OpKernel):
         return group > 1 and wshape[1] == 1
 
     def _winograd(self, wshape):
-        """Whether W of this shape is packed for (and runs on) the F(2x2, 3x3) Winograd path: 3x3, stride and
-        dilation 1, group 1, at least WINOGRAD_MIN_CHANNELS input and output channels, at most
-        WINOGRAD_MAX_EXTRA_BYTES more packed weight than the direct path's (SIMD variants). Decided from the
-        attributes and W's shape alone, so packing and running (and an EPContext load) agree."""
-        return wshape[0] >= WINOGRAD_MIN_CHANNELS and wshape[1] >= WINOGRAD_MIN_CHANNELS \
-            and 7 * 4 * wshape[0] * wshape[1] <= WINOGRAD_MAX_EXTRA_BYTES \
-            and _kernels.wino_applies(wshape[2:], self.strides or (1, 1), self.dilations or (1, 1), int(self.group),
-                                      wshape[1])
+        """The Winograd tile m that W of this shape is packed for (and runs on): 4 (F(4x4, 3x3)) or else 2 (F(2x2,
+        3x3)) for 3x3, stride and dilation 1, group 1, at least WINOGRAD_MIN_CHANNELS input and output channels,
+        the larger tile that adds at most WINOGRAD_MAX_EXTRA_BYTES of packed weight over the direct path's (SIMD
+        variants); 0: not Winograd. Decided from the attributes and W's shape alone, so packing and running (and an
+        EPContext load) agree."""
+        if wshape[0] < WINOGRAD_MIN_CHANNELS or wshape[1] < WINOGRAD_MIN_CHANNELS \
+                or not _kernels.wino_applies(wshape[2:], self.strides or (1, 1), self.dilations or (1, 1),
+                                             int(self.group), wshape[1]):
+            return 0
+        for m in (4, 2):
+            if ((m + 2) ** 2 - 9) * 4 * wshape[0] * wshape[1] <= WINOGRAD_MAX_EXTRA_BYTES:
+                return m
+        return 0
 
     def prepack_format(self, input_index):
         w = self.info.constants.get(1)
@@ -84,7 +93,7 @@ class NhwcConv_1(ConvAttrs, PackedWeightMixin, OpKernel):
         if w is not None and self._depthwise_shape(w.shape, group):
             kind = "dw-nhwc"
         elif w is not None and self._winograd(w.shape):
-            kind = "winograd-f2x3-nhwc"
+            kind = f"winograd-f{self._winograd(w.shape)}x3-nhwc"
         return f"{_kernels.SGEMM_FORMAT}:{kind}:group={group}"
 
     def _pack_spec(self, tensor, input_index):
@@ -99,8 +108,10 @@ class NhwcConv_1(ConvAttrs, PackedWeightMixin, OpKernel):
         if self._depthwise_shape(w.shape, group):
             return (_kernels.dw_pack_weight_nhwc_size(cout, kh, kw),
                     lambda out: _kernels.dw_pack_weight_nhwc(w.reshape(-1), cout, kh, kw, out))
-        if self._winograd(w.shape):
-            return (_kernels.conv_wino_pack_weight_size(cout, cg), lambda out: _kernels.conv_wino_pack_weight(w, out))
+        m = self._winograd(w.shape)
+        if m:
+            return (_kernels.conv_wino_pack_weight_size(cout, cg, m),
+                    lambda out: _kernels.conv_wino_pack_weight(w, out, m))
         return (_kernels.conv_nhwc_pack_weight_size(cout, cg * kh * kw, group),
                 lambda out: _kernels.conv_nhwc_pack_weight(w, group, out))
 
@@ -163,7 +174,7 @@ class NhwcConv_1(ConvAttrs, PackedWeightMixin, OpKernel):
         depthwise = self._depthwise_shape(wshape, group)
         conv = (N, H, W_, C) if depthwise else _kernels.ConvNhwc((N, H, W_, C), wp, wshape[0], group, *geo,
                                                                    False, self._act,
-                                                                   "winograd" if self._winograd(wshape) else "auto")
+                                                                   _WINOGRAD_PATHS[self._winograd(wshape)])
         return shape, (N, outs[0], outs[1], wshape[0]), conv, geo, depthwise, wp
 
     @property

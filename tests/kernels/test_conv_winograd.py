@@ -1,10 +1,13 @@
-"""Winograd F(2x2, 3x3) path of the channel-last conv (conv_nhwc_f32(..., path="winograd"), _k_winograd.pxi).
+"""Winograd paths of the channel-last conv, F(2x2, 3x3) and F(4x4, 3x3) (conv_nhwc_f32(..., path="winograd" /
+"winograd4"), _k_winograd.pxi).
 
 Oracle: the float64 numpy direct convolution of test_conv.py on the NCHW-transposed data, for every SIMD variant (the
 generic one has no winograd path and must refuse it). Error bound: the transforms scale the terms of the GEMM, so the
-usual K*eps bound grows by their gains: |B^T d B| <= 4 max|x|, |G g G^T| <= 2.25 max|w| and the output transform sums
-9 products, giving 2 * (81 * Cin + 9) * eps32 * max|x| * max|w| (x, w uniform in [-1, 1]) plus the bias / residual
-rounding. Shapes are drawn by hypothesis: 1-sized and odd images (a half-filled last tile), primes and channel counts
+usual K*eps bound grows by their gains. Position xi of the transformed patch carries |V_xi| <= |B^T (x) B^T|_1 row
+sum * max|x| and |U_xi| <= |G (x) G|_1 row sum * max|w|, and output q sums the positions weighted by |A^T (x) A^T|;
+S_m, the largest such weighted sum over the outputs (computed below from the matrices: 64 for F(2x2), 2304 for
+F(4x4) -- the price of its interpolation points +-2), gives 2 * (S_m * Cin + S_m / 4) * eps32 * max|x| * max|w|
+(x, w uniform in [-1, 1]) plus the bias / residual rounding. Shapes are drawn by hypothesis: 1-sized and odd images (a half-filled last tile), primes and channel counts
 just off the micro-kernel tiles (MR tiles, NR output channels) and K blocks; results must not depend on the thread
 count (bit-identical)."""
 import numpy as np
@@ -25,9 +28,42 @@ def _act(name, *p):
             "HardSigmoid": lambda r: np.clip(p[0] * r + p[1], 0, 1), "Tanh": np.tanh}[name]
 
 
-def _wino(mod, w):
-    wp = np.empty(mod.conv_wino_pack_weight_size(w.shape[0], w.shape[1]), np.float32)
-    mod.conv_wino_pack_weight(w, wp)
+# the transforms (Lavin & Gray's): m -> (B^T, G, A^T)
+MATRICES = {
+    2: ([[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]], [[1, 0, 0], [.5, .5, .5], [.5, -.5, .5], [0, 0, 1]],
+        [[1, 1, 1, 0], [0, 1, -1, -1]]),
+    4: ([[4, 0, -5, 0, 1, 0], [0, -4, -4, 1, 1, 0], [0, 4, -4, -1, 1, 0], [0, -2, -1, 2, 1, 0], [0, 2, -1, -2, 1, 0],
+         [0, 4, 0, -5, 0, 1]],
+        [[1 / 4, 0, 0], [-1 / 6, -1 / 6, -1 / 6], [-1 / 6, 1 / 6, -1 / 6], [1 / 24, 1 / 12, 1 / 6],
+         [1 / 24, -1 / 12, 1 / 6], [0, 0, 1]],
+        [[1, 1, 1, 1, 1, 0], [0, 1, -1, 2, -2, 0], [0, 1, 1, 4, 4, 0], [0, 1, -1, 8, -8, 1]]),
+}
+PATHS = {2: "winograd", 4: "winograd4"}
+
+
+def _gain(m):
+    """S_m of the module docstring."""
+    bt, g, at = (np.abs(np.kron(np.array(a, float), np.array(a, float))) for a in MATRICES[m])
+    return float((at * (bt.sum(1) * g.sum(1))[None]).sum(1).max())
+
+
+GAIN = {m: _gain(m) for m in MATRICES}
+
+
+def test_transform_matrices_compute_the_correlation():
+    """The matrices the bound is computed from are the ones that compute a 3-tap correlation: A^T [(G g) (.) (B^T
+    d)] = d (*) g (oracle: numpy.correlate), and the gains are what the docstring says."""
+    rng = np.random.default_rng(0)
+    for m, (bt, g, at) in MATRICES.items():
+        d, k = rng.uniform(-1, 1, m + 2), rng.uniform(-1, 1, 3)
+        np.testing.assert_allclose(np.array(at) @ ((np.array(g) @ k) * (np.array(bt) @ d)),
+                                   np.correlate(d, k, "valid"), rtol=1e-12)
+    assert GAIN == {2: 64.0, 4: 2304.0}
+
+
+def _wino(mod, w, m=2):
+    wp = np.empty(mod.conv_wino_pack_weight_size(w.shape[0], w.shape[1], m), np.float32)
+    mod.conv_wino_pack_weight(w, wp, m)
     return wp
 
 
@@ -43,13 +79,13 @@ def _setup(xs, cout, pads, outs, seed):
     return x, w, b, res, np.ascontiguousarray(x.transpose(0, 2, 3, 1)), ref
 
 
-def _tol(cin):
-    return 2 * (81 * cin + 9) * EPS + 4 * EPS
+def _tol(cin, m=2):
+    return 2 * (GAIN[m] * cin + GAIN[m] / 4) * EPS + 4 * EPS
 
 
-def _conv(mod, xh, wp, cout, pads, outs, b, res, y, nthreads, act=None, ldy=0):
+def _conv(mod, xh, wp, cout, pads, outs, b, res, y, nthreads, act=None, ldy=0, m=2):
     mod.conv_nhwc_f32(xh.reshape(-1), xh.shape, wp, cout, 1, (3, 3), (1, 1), (1, 1), pads, outs, b,
-                      None if res is None else res.reshape(-1), y.reshape(-1), False, nthreads, act, "winograd", ldy)
+                      None if res is None else res.reshape(-1), y.reshape(-1), False, nthreads, act, PATHS[m], ldy)
     return y
 
 
@@ -65,62 +101,64 @@ def cases(draw):
         ph = pw = eh = ew = 1
         Ho, Wo = H, W
     return (N, cin, H, W), cout, (ph, pw), (Ho, Wo), draw(st.booleans()), draw(st.booleans()), \
-        draw(st.sampled_from(ACTS))
+        draw(st.sampled_from(ACTS)), draw(st.sampled_from([2, 4]))
 
 
 @settings(max_examples=60, deadline=None)
 @given(case=cases())
 def test_winograd_matches_direct_conv_every_simd_isa(case):
     """Oracle: float64 direct conv (+ res, then the activation); 1 and 2 threads bit-identical; within the bound
-    above; and close to the direct path of the same variant."""
-    xs, cout, pads, outs, with_bias, with_res, act = case
+    above, for both tile sizes."""
+    xs, cout, pads, outs, with_bias, with_res, act, m = case
     x, w, b, res, xh, ref = _setup(xs, cout, pads, outs, sum(xs) + cout + sum(pads))
     b = b if with_bias else None
     res = res if with_res else None
     ref = _act(*act)(ref + (b if with_bias else 0) + (res if with_res else 0))
     yshape = (xs[0],) + outs + (cout,)
     for isa, mod in SIMD.items():
-        wp = _wino(mod, w)
-        y1 = _conv(mod, xh, wp, cout, pads, outs, b, res, np.full(yshape, np.nan, np.float32), 1, act)
-        y2 = _conv(mod, xh, wp, cout, pads, outs, b, res, np.full(yshape, np.nan, np.float32), 2, act)
+        wp = _wino(mod, w, m)
+        y1 = _conv(mod, xh, wp, cout, pads, outs, b, res, np.full(yshape, np.nan, np.float32), 1, act, m=m)
+        y2 = _conv(mod, xh, wp, cout, pads, outs, b, res, np.full(yshape, np.nan, np.float32), 2, act, m=m)
         np.testing.assert_array_equal(y1, y2, err_msg=isa)
-        np.testing.assert_allclose(y1, ref, rtol=0, atol=_tol(xs[1]), err_msg=isa)
+        np.testing.assert_allclose(y1, ref, rtol=0, atol=_tol(xs[1], m), err_msg=isa)
 
 
+@pytest.mark.parametrize("m", [2, 4])
 @pytest.mark.parametrize("isa", list(SIMD))
-@pytest.mark.parametrize("shape", [(1, 64, 56, 56, 64), (1, 300, 9, 11, 40), (2, 520, 5, 4, 70), (1, 128, 7, 7, 33)],
-                         ids=lambda s: "x".join(map(str, s)))
-def test_winograd_model_shapes(isa, shape):
-    """ResNet's 56x56x64, and Cin across one and two K blocks (KC = 256: 300, 520) with odd images and output channels
-    off the NR tile: oracle float64 direct conv; 1 and 2 threads bit-identical."""
+@pytest.mark.parametrize("shape", [(1, 64, 56, 56, 64), (1, 300, 9, 11, 40), (2, 520, 5, 4, 70), (1, 128, 7, 7, 33),
+                                   (1, 16, 55, 55, 64)], ids=lambda s: "x".join(map(str, s)))
+def test_winograd_model_shapes(isa, shape, m):
+    """ResNet's 56x56x64, SqueezeNet's 55x55x16, and Cin across one and two K blocks (KC = 256: 300, 520) with odd
+    images and output channels off the NR tile: oracle float64 direct conv; 1 and 2 threads bit-identical."""
     mod = SIMD[isa]
     N, cin, H, W, cout = shape
     x, w, b, res, xh, ref = _setup((N, cin, H, W), cout, (1, 1), (H, W), cin + cout)
-    wp = _wino(mod, w)
-    y1 = _conv(mod, xh, wp, cout, (1, 1), (H, W), b, res, np.empty((N, H, W, cout), np.float32), 1, "Relu")
-    y2 = _conv(mod, xh, wp, cout, (1, 1), (H, W), b, res, np.empty((N, H, W, cout), np.float32), 2, "Relu")
+    wp = _wino(mod, w, m)
+    y1 = _conv(mod, xh, wp, cout, (1, 1), (H, W), b, res, np.empty((N, H, W, cout), np.float32), 1, "Relu", m=m)
+    y2 = _conv(mod, xh, wp, cout, (1, 1), (H, W), b, res, np.empty((N, H, W, cout), np.float32), 2, "Relu", m=m)
     np.testing.assert_array_equal(y1, y2)
-    np.testing.assert_allclose(y1, np.maximum(ref + b + res, 0), rtol=0, atol=_tol(cin))
+    np.testing.assert_allclose(y1, np.maximum(ref + b + res, 0), rtol=0, atol=_tol(cin, m))
 
 
+@pytest.mark.parametrize("m", [2, 4])
 @pytest.mark.parametrize("isa", list(SIMD))
-def test_winograd_residual_in_place_and_channel_slice(isa):
+def test_winograd_residual_in_place_and_channel_slice(isa, m):
     """res may be y itself (each residual element is read before that element of y is written): same result as a
     separate res; y may be a channel slice of a wider tensor (ldy), the channels around it untouched. Oracle: float64
     direct conv."""
     mod = SIMD[isa]
     xs, cout, pads, outs = (1, 20, 9, 7), 37, (1, 1), (9, 7)
     x, w, b, res, xh, ref = _setup(xs, cout, pads, outs, 3)
-    wp = _wino(mod, w)
-    want = _conv(mod, xh, wp, cout, pads, outs, b, res, np.empty(res.shape, np.float32), 2)
+    wp = _wino(mod, w, m)
+    want = _conv(mod, xh, wp, cout, pads, outs, b, res, np.empty(res.shape, np.float32), 2, m=m)
     y = res.copy()
-    np.testing.assert_array_equal(_conv(mod, xh, wp, cout, pads, outs, b, y, y, 2), want)
-    np.testing.assert_allclose(want, ref + b + res, rtol=0, atol=_tol(xs[1]))
+    np.testing.assert_array_equal(_conv(mod, xh, wp, cout, pads, outs, b, y, y, 2, m=m), want)
+    np.testing.assert_allclose(want, ref + b + res, rtol=0, atol=_tol(xs[1], m))
     wide = np.full(outs + (cout + 9,), 7.0, np.float32)
     flat = wide.reshape(-1)[5:5 + (outs[0] * outs[1] - 1) * (cout + 9) + cout]
     mod.conv_nhwc_f32(xh.reshape(-1), xh.shape, wp, cout, 1, (3, 3), (1, 1), (1, 1), pads, outs, b, None, flat,
-                      False, 2, None, "winograd", cout + 9)
-    np.testing.assert_allclose(wide[..., 5:5 + cout], (ref + b)[0], rtol=0, atol=_tol(xs[1]))
+                      False, 2, None, PATHS[m], cout + 9)
+    np.testing.assert_allclose(wide[..., 5:5 + cout], (ref + b)[0], rtol=0, atol=_tol(xs[1], m))
     assert (wide[..., :5] == 7).all() and (wide[..., 5 + cout:] == 7).all()
 
 
@@ -134,6 +172,10 @@ def test_winograd_refusals():
     x, y = np.zeros(4 * 25, np.float32), np.zeros(8 * 25, np.float32)
     ok = ((1, 5, 5, 4), wp, 8, 1, (3, 3), (1, 1), (1, 1), (1, 1), (5, 5))
     mod.ConvNhwc(*ok, False, None, "winograd").run(x, None, None, y)
+    with pytest.raises(ValueError, match="packed weight has"):     # F(2x2)'s packing is too short for F(4x4)
+        mod.ConvNhwc(*ok, False, None, "winograd4")
+    with pytest.raises(ValueError, match="tile m must be 2"):
+        mod.conv_wino_pack_weight_size(8, 4, 3)
     for i, bad in ((4, (5, 5)), (5, (2, 2)), (6, (2, 1))):
         args = list(ok)
         args[i] = bad
