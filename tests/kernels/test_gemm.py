@@ -248,3 +248,43 @@ def test_unknown_activation_is_refused():
         _kernels.sgemm_f32(False, False, 1.0, A, A, 0.0, C, 1, None, None, False, "Gelu")
     with pytest.raises(ValueError, match="unknown epilogue activation"):
         _kernels.sgemm_f32(False, False, 1.0, A, A, 0.0, C, 1, None, None, False, ("Clip", 0.0))
+
+
+GEMV_SIZES = st.sampled_from([0, 1, 2, 3, 4, 5, 15, 16, 17, 31, 33, 63, 64, 65, 129, 513])
+
+
+@pytest.mark.parametrize("isa", list(VARIANTS))
+@given(data=st.data())
+def test_gemv_f32_matches_numpy(isa, data):
+    """gemv_f32 (one row against W as stored, both layouts). Oracle: numpy float64, within the SGEMM bound above;
+    Hypothesis draws K and N around the 16 lanes, the 4-row blocks and the per-task chunks (64 rows, 512 columns), and
+    0 and 1; 1 and 2 threads bit-identical."""
+    mod = VARIANTS[isa]
+    K, N = data.draw(GEMV_SIZES, "K"), data.draw(GEMV_SIZES, "N")
+    tb, relu, with_bias = data.draw(st.booleans(), "trans_b"), data.draw(st.booleans(), "relu"), \
+        data.draw(st.booleans(), "bias")
+    rng = np.random.default_rng(K * 1000 + N)
+    a = rng.uniform(-1, 1, K).astype(np.float32)
+    W = rng.uniform(-1, 1, (N, K) if tb else (K, N)).astype(np.float32)
+    bias = rng.uniform(-1, 1, N).astype(np.float32) if with_bias else None
+    want = _ref(False, tb, 1.0, a.reshape(1, K), W, 0.0, np.zeros((1, N), np.float32), bias, None, relu)[0]
+    ys = []
+    for nt in (1, 2):
+        y = np.full(N, np.nan, np.float32)
+        mod.gemv_f32(a, W, tb, bias, y, relu, nt)
+        ys.append(y)
+    np.testing.assert_array_equal(ys[0], ys[1])
+    np.testing.assert_allclose(ys[0], want, rtol=0, atol=_bound(K, a, W, 1.0))
+
+
+def test_gemv_f32_refuses_mismatched_shapes():
+    """Sizes are checked before anything runs: the error names what and the sizes."""
+    a, W, y = np.ones(5, np.float32), np.ones((3, 5), np.float32), np.ones(3, np.float32)
+    _kernels.gemv_f32(a, W, True, None, y)
+    assert (y == 5).all()
+    with pytest.raises(ValueError, match="a has 5 elements, op.W. is 3x5"):
+        _kernels.gemv_f32(a, W, False, None, y)
+    with pytest.raises(ValueError, match="y has 3 elements, expected 7"):
+        _kernels.gemv_f32(a, np.ones((7, 5), np.float32), True, None, y)
+    with pytest.raises(ValueError, match="bias"):
+        _kernels.gemv_f32(a, W, True, np.ones(2, np.float32), y)

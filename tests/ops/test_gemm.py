@@ -97,3 +97,29 @@ def test_gemm_bad_shapes_raise():
     sess = onnxep.InferenceSession(model.SerializeToString())
     with pytest.raises(Exception, match="bad_gemm"):
         sess.run(None, {"A": A, "B": B})
+
+
+@pytest.mark.parametrize("a_shape,trans_b,gemv", [
+    ((1, 300), 1, True),            # a batch-1 fully connected layer, B stored (N, K): B stays as stored
+    (("batch", 300), 1, False),     # the row count is not known when the session is made: packed
+    ((2, 300), 1, False),
+    ((1, 300), 0, False),           # B stored (K, N): packed (gemv_f32 reads it in strided row segments)
+])
+def test_batch1_fully_connected_keeps_weight_as_stored(monkeypatch, a_shape, trans_b, gemv):
+    """Gemm (+ Relu, fused by the passes into FusedMatMul): B is left unpacked and run by gemv_f32 exactly when A has
+    one row by its static shape and B is (N, K); the result matches onnxruntime's either way (oracle)."""
+    from onnxep import _kernels
+    calls = []
+    for fn in ("gemv_f32", "sgemm_pack_b"):
+        real = getattr(_kernels, fn)
+        monkeypatch.setattr(_kernels, fn, lambda *a, _f=fn, _r=real: (calls.append(_f), _r(*a))[1])
+    rng = np.random.default_rng(7)
+    A = rng.uniform(-1, 1, (a_shape[0] if isinstance(a_shape[0], int) else 1, 300)).astype(np.float32)
+    B = rng.uniform(-1, 1, (70, 300) if trans_b else (300, 70)).astype(np.float32)
+    C = rng.uniform(-1, 1, 70).astype(np.float32)
+    nodes = [helper.make_node("Gemm", ["A", "B", "C"], ["G"], transB=trans_b), helper.make_node("Relu", ["G"], ["Y"])]
+    model = make_model(nodes, {"A": A}, ["Y"], opset=13, initializers={"B": B, "C": C}, input_shapes={"A": a_shape})
+    got, sess = run_onnxep(model, {"A": A})
+    assert fallback_nodes(sess) == []
+    assert ("gemv_f32" in calls, "sgemm_pack_b" in calls) == (gemv, not gemv)
+    np.testing.assert_allclose(got[0], run_ort(model, {"A": A})[0], rtol=0, atol=_tol(300))
