@@ -30,6 +30,11 @@ WINOGRAD_MIN_CHANNELS = 16
 # convs (55x55 16 -> 64 0.72, 27x27 32 -> 128 0.66, 13x13 64 -> 256 0.80, 56x56 64 -> 64 0.68, 28x28 128 -> 128
 # 0.65; 14x14 256 -> 256 0.89 and 7x7 512 -> 512 1.11 are outside the budget anyway)
 WINOGRAD_MAX_EXTRA_BYTES = 2 << 20
+# ... and on images of at least this many pixels (X's static H * W): on small ones the 2.25x larger transformed weight,
+# read from memory on every run inside a model, costs more than the products save. SqueezeNet's two 13x13 F(4x4) convs
+# (64 -> 256, 48 -> 192) on F(2x2) instead: the whole model 0.96x the time at 2 threads, 0.96x at 1 (alternating runs
+# in one process), although each conv alone, its weight hot in cache, ran in 0.80x the time on F(4x4)
+WINOGRAD_F4_MIN_PIXELS = 24 * 24
 _WINOGRAD_PATHS = {0: "auto", 2: "winograd", 4: "winograd4"}      # _winograd's tile -> conv_nhwc_f32's path
 
 
@@ -75,13 +80,17 @@ class NhwcConv_1(ConvAttrs, PackedWeightMixin, OpKernel):
         """The Winograd tile m that W of this shape is packed for (and runs on): 4 (F(4x4, 3x3)) or else 2 (F(2x2,
         3x3)) for 3x3, stride and dilation 1, group 1, at least WINOGRAD_MIN_CHANNELS input and output channels,
         the larger tile that adds at most WINOGRAD_MAX_EXTRA_BYTES of packed weight over the direct path's (SIMD
-        variants); 0: not Winograd. Decided from the attributes and W's shape alone, so packing and running (and an
-        EPContext load) agree."""
+        variants), F(4x4) only on images of WINOGRAD_F4_MIN_PIXELS or more; 0: not Winograd. Decided from the
+        attributes, W's shape and X's static shape alone, so packing and running (and an EPContext load, whose value
+        types are the saved model's) agree."""
         if wshape[0] < WINOGRAD_MIN_CHANNELS or wshape[1] < WINOGRAD_MIN_CHANNELS \
                 or not _kernels.wino_applies(wshape[2:], self.strides or (1, 1), self.dilations or (1, 1),
                                              int(self.group), wshape[1]):
             return 0
-        for m in (4, 2):
+        x = f32_shape(self.info.input_types[0], 4) if self.info.input_types else None
+        big = x is not None and isinstance(x[1], int) and isinstance(x[2], int) \
+            and x[1] * x[2] >= WINOGRAD_F4_MIN_PIXELS
+        for m in ((4, 2) if big else (2,)):
             if ((m + 2) ** 2 - 9) * 4 * wshape[0] * wshape[1] <= WINOGRAD_MAX_EXTRA_BYTES:
                 return m
         return 0
