@@ -198,7 +198,7 @@ cdef class ConvNhwc:
             raise ValueError(f"conv_nhwc_f32: the winograd path takes 3x3 kernels, strides and dilations 1, group 1 "
                              f"and at most {WINO_MAX_C} channels; got kernel={kernel} strides={strides} "
                              f"dilations={dilations} group={group} C={ia.C}")
-        self.blen = (self.wino + 2) ** 2 * sgemm_pack_b_len(ia.C, cout) if self.wino \
+        self.blen = _wino_planes(self.wino) * sgemm_pack_b_len(ia.C, cout) if self.wino \
             else sgemm_pack_b_len(self.Kc, self.Coutg)
         if w_packed.shape[0] != group * self.blen:
             raise ValueError(f"conv_nhwc_f32: packed weight has {w_packed.shape[0]} elements, expected "

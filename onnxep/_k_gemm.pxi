@@ -1027,7 +1027,6 @@ cdef extern from *:
         for (l = 0; l < 4; l++) t[l] = t[l] + t[l + 4];
         return (t[0] + t[2]) + (t[1] + t[3]);
     }
-    static inline float onnxep_gv_act(float v, int relu) { return relu ? (v > 0.0f ? v : 0.0f) : v; }
     static inline void onnxep_gv_tail(const float* p, Py_ssize_t n, onnxep_gv_v* v)   /* p[0..n), zeros after */
     {
         float t[ONNXEP_GV_L] = {0};
@@ -1035,7 +1034,7 @@ cdef extern from *:
         __builtin_memcpy(v, t, sizeof(*v));
     }
     static void onnxep_gemv_nk(const float* __restrict__ a, const float* __restrict__ w, Py_ssize_t K, Py_ssize_t n0,
-                               Py_ssize_t n1, const float* bias, float* __restrict__ y, int relu)
+                               Py_ssize_t n1, const float* bias, float* __restrict__ y, const onnxep_act* act)
     {
         Py_ssize_t n, k, kv = K / ONNXEP_GV_L * ONNXEP_GV_L;
         const onnxep_gv_v zero = {0};
@@ -1060,10 +1059,10 @@ cdef extern from *:
                 onnxep_gv_tail(w2 + k, K - k, &wt); s2 += av * wt;
                 onnxep_gv_tail(w3 + k, K - k, &wt); s3 += av * wt;
             }
-            y[n] = onnxep_gv_act(onnxep_gv_lanes(&s0) + (bias ? bias[n] : 0.0f), relu);
-            y[n + 1] = onnxep_gv_act(onnxep_gv_lanes(&s1) + (bias ? bias[n + 1] : 0.0f), relu);
-            y[n + 2] = onnxep_gv_act(onnxep_gv_lanes(&s2) + (bias ? bias[n + 2] : 0.0f), relu);
-            y[n + 3] = onnxep_gv_act(onnxep_gv_lanes(&s3) + (bias ? bias[n + 3] : 0.0f), relu);
+            y[n] = onnxep_act1(act, onnxep_gv_lanes(&s0) + (bias ? bias[n] : 0.0f));
+            y[n + 1] = onnxep_act1(act, onnxep_gv_lanes(&s1) + (bias ? bias[n + 1] : 0.0f));
+            y[n + 2] = onnxep_act1(act, onnxep_gv_lanes(&s2) + (bias ? bias[n + 2] : 0.0f));
+            y[n + 3] = onnxep_act1(act, onnxep_gv_lanes(&s3) + (bias ? bias[n + 3] : 0.0f));
         }
         for (; n < n1; n++) {
             const float* w0 = w + n * K;
@@ -1076,13 +1075,14 @@ cdef extern from *:
                 onnxep_gv_tail(w0 + k, K - k, &wt);
                 s0 += av * wt;
             }
-            y[n] = onnxep_gv_act(onnxep_gv_lanes(&s0) + (bias ? bias[n] : 0.0f), relu);
+            y[n] = onnxep_act1(act, onnxep_gv_lanes(&s0) + (bias ? bias[n] : 0.0f));
         }
     }
     /* the same for W (K, N) row-major: y[n0:n1] accumulated over k in order (one product per k; four rows of W per
        pass over y), then bias and act */
     static void onnxep_gemv_kn(const float* __restrict__ a, const float* __restrict__ w, Py_ssize_t K, Py_ssize_t N,
-                               Py_ssize_t n0, Py_ssize_t n1, const float* bias, float* __restrict__ y, int relu)
+                               Py_ssize_t n0, Py_ssize_t n1, const float* bias, float* __restrict__ y,
+                               const onnxep_act* act)
     {
         Py_ssize_t n, k;
         for (n = n0; n < n1; n++) y[n] = 0.0f;
@@ -1108,13 +1108,13 @@ cdef extern from *:
             #pragma GCC ivdep
             for (n = n0; n < n1; n++) y[n] += ak * wk[n];
         }
-        for (n = n0; n < n1; n++) y[n] = onnxep_gv_act(y[n] + (bias ? bias[n] : 0.0f), relu);
+        for (n = n0; n < n1; n++) y[n] = onnxep_act1(act, y[n] + (bias ? bias[n] : 0.0f));
     }
     """
     void gemv_nk "onnxep_gemv_nk"(const float* a, const float* w, Py_ssize_t K, Py_ssize_t n0, Py_ssize_t n1,
-                                  const float* bias, float* y, int relu) noexcept nogil
+                                  const float* bias, float* y, const Act* act) noexcept nogil
     void gemv_kn "onnxep_gemv_kn"(const float* a, const float* w, Py_ssize_t K, Py_ssize_t N, Py_ssize_t n0,
-                                  Py_ssize_t n1, const float* bias, float* y, int relu) noexcept nogil
+                                  Py_ssize_t n1, const float* bias, float* y, const Act* act) noexcept nogil
 
 
 cdef enum:
@@ -1128,22 +1128,23 @@ cdef struct GemvJob:
     const float* bias
     float* y
     Py_ssize_t K, N, chunk
-    bint trans_b, relu
+    bint trans_b
+    Act act
 
 
 cdef void _gemv_task(void* p, Py_ssize_t t, int tid) noexcept nogil:
     cdef GemvJob* j = <GemvJob*>p
     cdef Py_ssize_t n0 = t * j.chunk, n1 = min(n0 + j.chunk, j.N)
     if j.trans_b:
-        gemv_nk(j.a, j.w, j.K, n0, n1, j.bias, j.y, j.relu)
+        gemv_nk(j.a, j.w, j.K, n0, n1, j.bias, j.y, &j.act)
     else:
-        gemv_kn(j.a, j.w, j.K, j.N, n0, n1, j.bias, j.y, j.relu)
+        gemv_kn(j.a, j.w, j.K, j.N, n0, n1, j.bias, j.y, &j.act)
 
 
 def gemv_f32(const float[::1] a, const float[:, ::1] W, bint trans_b, const float[::1] bias, float[::1] y,
-             bint relu=False, int nthreads=0):
+             bint relu=False, int nthreads=0, activation=None):
     """y := act(a @ op(W) [+ bias]) for one row a (K,), W (N, K) when trans_b else (K, N), read as stored (not packed),
-    act Relu when relu. Output elements are split over the threads, each summed the same way whatever their number:
+    act as in sgemm_packed_f32 (make_act). Output elements are split over the threads, each summed the same way whatever their number:
     (N, K) in 16 lanes over k added pairwise at the end, (K, N) over k in order."""
     cdef GemvJob job
     cdef Py_ssize_t K = a.shape[0], N = W.shape[0] if trans_b else W.shape[1], items
@@ -1158,7 +1159,8 @@ def gemv_f32(const float[::1] a, const float[:, ::1] W, bint trans_b, const floa
     job.a = &a[0] if K else NULL
     job.w = &W[0, 0] if K else NULL
     job.y = &y[0]
-    job.K, job.N, job.trans_b, job.relu = K, N, trans_b, relu
+    job.K, job.N, job.trans_b = K, N, trans_b
+    job.act = make_act(activation, relu)
     job.chunk = GEMV_NK_ROWS if trans_b else GEMV_KN_COLS
     items = (N + job.chunk - 1) // job.chunk
     nth = <int>min(<Py_ssize_t>sgemm_threads(1, N, K, nthreads), items)

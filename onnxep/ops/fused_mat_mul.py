@@ -99,15 +99,12 @@ class FusedMatMul_1(PackedWeightMixin, OpKernel):
             _kernels.sgemm_packed_res_f32(A2, bp, N, Y2, bias, R.reshape(rows, N), relu, nt)
         elif bp is not None:
             _kernels.sgemm_packed_f32(False, 1.0, A2, bp, N, 0.0, Y2, bias, None, relu, nt)
-        elif rows == 1:     # one row against B as stored (see the module docstring)
-            _kernels.gemv_f32(A2.reshape(-1), np.ascontiguousarray(B, F32), bool(self.trans_b), bias, Y2.reshape(-1),
-                              relu and R is None, nt)
-            if R is not None:
-                np.add(Y, R, out=Y)
-                if relu:
-                    np.copyto(Y, 0.0, where=~(Y > 0))   # NaN -> 0, as the epilogue's Relu
         else:
-            _kernels.sgemm_f32(False, bool(self.trans_b), 1.0, A2, B, 0.0, Y2, nt, bias, None, relu and R is None)
+            if rows == 1:   # one row against B as stored (see the module docstring)
+                _kernels.gemv_f32(A2.reshape(-1), np.ascontiguousarray(B, F32), bool(self.trans_b), bias,
+                                  Y2.reshape(-1), relu and R is None, nt)
+            else:           # B packed per call
+                _kernels.sgemm_f32(False, bool(self.trans_b), 1.0, A2, B, 0.0, Y2, nt, bias, None, relu and R is None)
             if R is not None:
                 np.add(Y, R, out=Y)
                 if relu:

@@ -99,10 +99,11 @@ class NhwcConv_1(ConvAttrs, PackedWeightMixin, OpKernel):
         w = self.info.constants.get(1)
         group = int(self.group)
         kind = "conv-nhwc"
+        m = 0 if w is None else self._winograd(w.shape)
         if w is not None and self._depthwise_shape(w.shape, group):
             kind = "dw-nhwc"
-        elif w is not None and self._winograd(w.shape):
-            kind = f"winograd-f{self._winograd(w.shape)}x3-nhwc"
+        elif m:
+            kind = f"winograd-f{m}x3-nhwc"
         return f"{_kernels.SGEMM_FORMAT}:{kind}:group={group}"
 
     def _pack_spec(self, tensor, input_index):

@@ -277,6 +277,23 @@ def test_gemv_f32_matches_numpy(isa, data):
     np.testing.assert_allclose(ys[0], want, rtol=0, atol=_bound(K, a, W, 1.0))
 
 
+@pytest.mark.parametrize("activation,fn", [
+    (("Clip", -0.5, 0.5), lambda r: np.clip(r, -0.5, 0.5)), (("LeakyRelu", 0.1), lambda r: np.where(r >= 0, r, 0.1 * r)),
+    ("Sigmoid", lambda r: 1 / (1 + np.exp(-r))), ("Tanh", np.tanh)])
+def test_gemv_f32_activations(activation, fn):
+    """The epilogue activations of make_act, applied to each output after the bias. Oracle: numpy float64 (the
+    activation of the float64 product), within the SGEMM bound (every activation here is 1-Lipschitz) plus 4 eps32 for
+    its own rounding."""
+    rng = np.random.default_rng(1)
+    a, bias = rng.uniform(-1, 1, 37).astype(np.float32), rng.uniform(-1, 1, 70).astype(np.float32)
+    for tb in (True, False):
+        W = rng.uniform(-1, 1, (70, 37) if tb else (37, 70)).astype(np.float32)
+        y = np.full(70, np.nan, np.float32)
+        _kernels.gemv_f32(a, W, tb, bias, y, False, 2, activation)
+        want = fn(_ref(False, tb, 1.0, a.reshape(1, -1), W, 0.0, np.zeros((1, 70), np.float32), bias)[0])
+        np.testing.assert_allclose(y, want, rtol=0, atol=_bound(37, a, W, 1.0) + 4 * EPS)
+
+
 def test_gemv_f32_refuses_mismatched_shapes():
     """Sizes are checked before anything runs: the error names what and the sizes."""
     a, W, y = np.ones(5, np.float32), np.ones((3, 5), np.float32), np.ones(3, np.float32)
