@@ -46,51 +46,100 @@ cdef extern from *:
         }
     }
 
-    /* The epilogue of one tile's nq outputs for nr <= NR channels: output q goes to yq[q][j] (NULL: outside y) as
-       act(o[q][j] + bias[j] + rq[q][j]) (bias, rq[q]: NULL for none). */
-    static void onnxep_wino_store(float (*o)[ONNXEP_SGEMM_NR], int nq, Py_ssize_t nr, float* const* yq,
-                                  const float* const* rq, const float* bias, const onnxep_act* act)
+    /* The output side works on WL channels at a time in a vector of GCC's vector extension (a zmm in the AVX-512
+       build, a ymm in the AVX2 one), the transformed values held in registers rather than staged through arrays; a
+       panel's last nr % WL channels take a scalar loop with the same arithmetic in the same order. A tile's outputs
+       go straight to y (onnxep_wino_dst). */
+    #if defined(__AVX512F__)
+    #define ONNXEP_WL 16
+    #elif defined(__AVX__)
+    #define ONNXEP_WL 8
+    #else
+    #define ONNXEP_WL 4
+    #endif
+    typedef float onnxep_wv __attribute__((vector_size(ONNXEP_WL * 4)));
+    typedef int onnxep_wvi __attribute__((vector_size(ONNXEP_WL * 4)));
+    typedef float onnxep_wvu __attribute__((vector_size(ONNXEP_WL * 4), aligned(4), may_alias));
+    #define ONNXEP_WLD(p) (*(const onnxep_wvu*)(p))
+
+    /* Where a tile's outputs go: output (a, b) of the tile (row a, column b) at y + a * yrow + b * ypx (the panel's
+       first channel), its residual at r + a * rrow + b * rpx (r: NULL for none); only the vh x vw inside the image. */
+    typedef struct {
+        float* y;
+        const float* r;
+        Py_ssize_t yrow, ypx, rrow, rpx;
+        int vh, vw;
+    } onnxep_wino_dst;
+
+    /* y[0 .. WL) := act(o + bias + r) (bias, r: NULL for none); Relu, Clip and LeakyRelu in the vector (NaN handled
+       as onnxep_act1 does), the other activations by onnxep_act1 over the stored values. */
+    static inline void onnxep_wino_put(onnxep_wv o, float* y, const float* r, const float* bias, const onnxep_act* act)
     {
-        Py_ssize_t j;
-        int q, kind = act ? act->kind : ONNXEP_ACT_NONE;
-        float lo = act ? act->a : 0.0f, hi = act ? act->b : 0.0f;
-        for (q = 0; q < nq; q++) {
-            float* __restrict__ y = yq[q];
-            const float* r = rq[q];
-            float* oq = o[q];
-            if (!y) continue;
-            if (bias) for (j = 0; j < nr; j++) oq[j] += bias[j];
-            if (r) for (j = 0; j < nr; j++) oq[j] += r[j];
-            switch (kind) {
-            case ONNXEP_ACT_NONE: for (j = 0; j < nr; j++) y[j] = oq[j]; break;
-            case ONNXEP_ACT_RELU: for (j = 0; j < nr; j++) y[j] = oq[j] > 0.0f ? oq[j] : 0.0f; break;
-            case ONNXEP_ACT_CLIP:
-                for (j = 0; j < nr; j++) { float h = oq[j] < lo ? lo : oq[j]; y[j] = h > hi ? hi : h; } break;
-            case ONNXEP_ACT_LEAKY_RELU: for (j = 0; j < nr; j++) y[j] = oq[j] >= 0.0f ? oq[j] : oq[j] * lo; break;
-            default: for (j = 0; j < nr; j++) y[j] = onnxep_act1(act, oq[j]); break;
-            }
+        int kind = act ? act->kind : ONNXEP_ACT_NONE;
+        onnxep_wvi mk;
+        onnxep_wv t;
+        if (bias) o += ONNXEP_WLD(bias);
+        if (r) o += ONNXEP_WLD(r);
+        switch (kind) {
+        case ONNXEP_ACT_NONE: break;
+        case ONNXEP_ACT_RELU: o = (onnxep_wv)((onnxep_wvi)o & (o > 0.0f)); break;
+        case ONNXEP_ACT_CLIP:
+            t = o - o + act->a;                              /* lanes below a (never NaN) take a, then above b take b */
+            mk = o < act->a;
+            o = (onnxep_wv)(((onnxep_wvi)o & ~mk) | ((onnxep_wvi)t & mk));
+            t = (o - o) + act->b;
+            mk = o > act->b;
+            o = (onnxep_wv)(((onnxep_wvi)o & ~mk) | ((onnxep_wvi)t & mk));
+            break;
+        case ONNXEP_ACT_LEAKY_RELU:
+            t = o * act->a;
+            mk = o >= 0.0f;
+            o = (onnxep_wv)(((onnxep_wvi)o & mk) | ((onnxep_wvi)t & ~mk));
+            break;
+        default: break;
+        }
+        *(onnxep_wvu*)y = o;
+        if (kind > ONNXEP_ACT_NONE && kind != ONNXEP_ACT_RELU && kind != ONNXEP_ACT_CLIP
+                && kind != ONNXEP_ACT_LEAKY_RELU) {
+            int l;
+            for (l = 0; l < ONNXEP_WL; l++) y[l] = onnxep_act1(act, y[l]);
         }
     }
+    static inline float onnxep_wino_put1(float o, const float* r, const float* bias, const onnxep_act* act)
+    {
+        if (bias) o += *bias;
+        if (r) o += *r;
+        return act ? onnxep_act1(act, o) : o;
+    }
+    /* output (a, b) of the tile, channels j .. (in the functions below: d, j, bias, act in scope) */
+    #define ONNXEP_WPUT_V(a, b, v) onnxep_wino_put(v, d->y + (a) * d->yrow + (b) * d->ypx + j, \
+            d->r ? d->r + (a) * d->rrow + (b) * d->rpx + j : NULL, bias ? bias + j : NULL, act)
+    #define ONNXEP_WPUT_S(a, b, v) d->y[(a) * d->yrow + (b) * d->ypx + j] = onnxep_wino_put1(v, \
+            d->r ? d->r + (a) * d->rrow + (b) * d->rpx + j : NULL, bias ? bias + j : NULL, act)
 
     /* F(2x2, 3x3)'s output transform of one tile for nr <= NR channels, then the epilogue: o = A^T m A (m[xi] =
-       m[xi*ms + j], A^T = [[1,1,1,0],[0,1,-1,-1]]); output q = a*2 + b of the 2x2 tile goes to yq[q]. */
-    static void onnxep_wino_out(const float* __restrict__ m, Py_ssize_t ms, Py_ssize_t nr, float* const* yq,
-                                const float* const* rq, const float* bias, const onnxep_act* act)
+       m[xi*ms + j], A^T = [[1,1,1,0],[0,1,-1,-1]]). */
+    #define ONNXEP_W2_OUT(T, LD, PUT) do { \
+            T s00 = LD(0) + LD(4) + LD(8), s01 = LD(1) + LD(5) + LD(9); \
+            T s02 = LD(2) + LD(6) + LD(10), s03 = LD(3) + LD(7) + LD(11); \
+            T s10 = LD(4) - LD(8) - LD(12), s11 = LD(5) - LD(9) - LD(13); \
+            T s12 = LD(6) - LD(10) - LD(14), s13 = LD(7) - LD(11) - LD(15); \
+            PUT(0, 0, s00 + s01 + s02); \
+            if (d->vw > 1) PUT(0, 1, s01 - s02 - s03); \
+            if (d->vh > 1) { \
+                PUT(1, 0, s10 + s11 + s12); \
+                if (d->vw > 1) PUT(1, 1, s11 - s12 - s13); \
+            } } while (0)
+    static void onnxep_wino_out(const float* __restrict__ m, Py_ssize_t ms, Py_ssize_t nr, const onnxep_wino_dst* d,
+                                const float* bias, const onnxep_act* act)
     {
-        float o[4][ONNXEP_SGEMM_NR];
         Py_ssize_t j;
-        #pragma GCC ivdep
-        for (j = 0; j < nr; j++) {
-            float s00 = m[0 * ms + j] + m[4 * ms + j] + m[8 * ms + j], s01 = m[1 * ms + j] + m[5 * ms + j] + m[9 * ms + j];
-            float s02 = m[2 * ms + j] + m[6 * ms + j] + m[10 * ms + j], s03 = m[3 * ms + j] + m[7 * ms + j] + m[11 * ms + j];
-            float s10 = m[4 * ms + j] - m[8 * ms + j] - m[12 * ms + j], s11 = m[5 * ms + j] - m[9 * ms + j] - m[13 * ms + j];
-            float s12 = m[6 * ms + j] - m[10 * ms + j] - m[14 * ms + j], s13 = m[7 * ms + j] - m[11 * ms + j] - m[15 * ms + j];
-            o[0][j] = s00 + s01 + s02;
-            o[1][j] = s01 - s02 - s03;
-            o[2][j] = s10 + s11 + s12;
-            o[3][j] = s11 - s12 - s13;
-        }
-        onnxep_wino_store(o, 4, nr, yq, rq, bias, act);
+        #define ONNXEP_W_LDV(xi) ONNXEP_WLD(m + (xi) * ms + j)
+        #define ONNXEP_W_LDS(xi) m[(xi) * ms + j]
+        for (j = 0; j + ONNXEP_WL <= nr; j += ONNXEP_WL)
+            ONNXEP_W2_OUT(onnxep_wv, ONNXEP_W_LDV, ONNXEP_WPUT_V);
+        for (; j < nr; j++)
+            ONNXEP_W2_OUT(float, ONNXEP_W_LDS, ONNXEP_WPUT_S);
     }
 
     /* F(4x4, 3x3): the same over 6x6 input patches and 4x4 output tiles, with the interpolation points 0, +-1, +-2
@@ -138,47 +187,51 @@ cdef extern from *:
             }
         }
     }
-    #define ONNXEP_AT6(x0, x1, x2, x3, x4, x5, Y) do { \
-            float s12_ = (x1) + (x2), d12_ = (x1) - (x2), s34_ = (x3) + (x4), d34_ = (x3) - (x4); \
-            Y(0, (x0) + s12_ + s34_); Y(1, d12_ + 2.0f * d34_); Y(2, s12_ + 4.0f * s34_); \
-            Y(3, d12_ + 8.0f * d34_ + (x5)); } while (0)
     /* F(4x4, 3x3)'s output transform of one tile (o = A^T m A, m as in onnxep_wino_out over 36 planes), then the
-       epilogue: output q = a*4 + b of the 4x4 tile goes to yq[q]. */
-    static void onnxep_wino4_out(const float* __restrict__ m, Py_ssize_t ms, Py_ssize_t nr, float* const* yq,
-                                 const float* const* rq, const float* bias, const onnxep_act* act)
+       epilogue: columns first (sak = (A^T m)[a][k], 24 values), then output row a from sa0 .. sa5. */
+    #define ONNXEP_AT6(x0, x1, x2, x3, x4, x5, T, y0, y1, y2, y3) \
+            T s12_ = (x1) + (x2), d12_ = (x1) - (x2), s34_ = (x3) + (x4), d34_ = (x3) - (x4); \
+            y0 = (x0) + s12_ + s34_; y1 = d12_ + 2.0f * d34_; y2 = s12_ + 4.0f * s34_; y3 = d12_ + 8.0f * d34_ + (x5)
+    #define ONNXEP_W4_COL(T, LD, k) { \
+            ONNXEP_AT6(LD(k), LD(6 + k), LD(12 + k), LD(18 + k), LD(24 + k), LD(30 + k), T, \
+                       s0##k, s1##k, s2##k, s3##k); }
+    #define ONNXEP_W4_ROW(T, PUT, a) if (d->vh > a) { \
+            T o0, o1, o2, o3; \
+            ONNXEP_AT6(s##a##0, s##a##1, s##a##2, s##a##3, s##a##4, s##a##5, T, o0, o1, o2, o3); \
+            PUT(a, 0, o0); \
+            if (d->vw > 1) PUT(a, 1, o1); \
+            if (d->vw > 2) PUT(a, 2, o2); \
+            if (d->vw > 3) PUT(a, 3, o3); }
+    #define ONNXEP_W4_OUT(T, LD, PUT) do { \
+            T s00, s01, s02, s03, s04, s05, s10, s11, s12, s13, s14, s15; \
+            T s20, s21, s22, s23, s24, s25, s30, s31, s32, s33, s34, s35; \
+            ONNXEP_W4_COL(T, LD, 0) ONNXEP_W4_COL(T, LD, 1) ONNXEP_W4_COL(T, LD, 2) \
+            ONNXEP_W4_COL(T, LD, 3) ONNXEP_W4_COL(T, LD, 4) ONNXEP_W4_COL(T, LD, 5) \
+            ONNXEP_W4_ROW(T, PUT, 0) ONNXEP_W4_ROW(T, PUT, 1) ONNXEP_W4_ROW(T, PUT, 2) ONNXEP_W4_ROW(T, PUT, 3) \
+        } while (0)
+    static void onnxep_wino4_out(const float* __restrict__ m, Py_ssize_t ms, Py_ssize_t nr, const onnxep_wino_dst* d,
+                                 const float* bias, const onnxep_act* act)
     {
-        float s[24][ONNXEP_SGEMM_NR];
-        float o[16][ONNXEP_SGEMM_NR];
         Py_ssize_t j;
-        int a, k;
-        for (k = 0; k < 6; k++) {            /* column k: s[a*6 + k] = (A^T m)[a][k] */
-            const float* __restrict__ m0 = m + k * ms;
-            #define ONNXEP_W4_S(a, val) s[(a) * 6 + k][j] = (val)
-            #pragma GCC ivdep
-            for (j = 0; j < nr; j++)
-                ONNXEP_AT6(m0[j], m0[6 * ms + j], m0[12 * ms + j], m0[18 * ms + j], m0[24 * ms + j], m0[30 * ms + j],
-                           ONNXEP_W4_S);
-            #undef ONNXEP_W4_S
-        }
-        for (a = 0; a < 4; a++) {            /* row a: o[a*4 + b] = (A^T m A)[a][b] */
-            #define ONNXEP_W4_O(b, val) o[a * 4 + (b)][j] = (val)
-            #pragma GCC ivdep
-            for (j = 0; j < nr; j++)
-                ONNXEP_AT6(s[a * 6][j], s[a * 6 + 1][j], s[a * 6 + 2][j], s[a * 6 + 3][j], s[a * 6 + 4][j],
-                           s[a * 6 + 5][j], ONNXEP_W4_O);
-            #undef ONNXEP_W4_O
-        }
-        onnxep_wino_store(o, 16, nr, yq, rq, bias, act);
+        for (j = 0; j + ONNXEP_WL <= nr; j += ONNXEP_WL)
+            ONNXEP_W4_OUT(onnxep_wv, ONNXEP_W_LDV, ONNXEP_WPUT_V);
+        for (; j < nr; j++)
+            ONNXEP_W4_OUT(float, ONNXEP_W_LDS, ONNXEP_WPUT_S);
     }
     """
+    ctypedef struct WinoDst "onnxep_wino_dst":
+        float* y
+        const float* r
+        Py_ssize_t yrow, ypx, rrow, rpx
+        int vh, vw
     void wino_in "onnxep_wino_in"(const float* const* p, Py_ssize_t C, float* v, Py_ssize_t vs) noexcept nogil
-    void wino_out "onnxep_wino_out"(const float* m, Py_ssize_t ms, Py_ssize_t nr, float* const* yq,
-                                    const float* const* rq, const float* bias, const Act* act) noexcept nogil
+    void wino_out "onnxep_wino_out"(const float* m, Py_ssize_t ms, Py_ssize_t nr, const WinoDst* d,
+                                    const float* bias, const Act* act) noexcept nogil
     const double* WINO_G2 "onnxep_wino_g2"
     const double* WINO_G4 "onnxep_wino_g4"
     void wino4_in "onnxep_wino4_in"(const float* const* p, Py_ssize_t C, float* v, Py_ssize_t vs) noexcept nogil
-    void wino4_out "onnxep_wino4_out"(const float* m, Py_ssize_t ms, Py_ssize_t nr, float* const* yq,
-                                      const float* const* rq, const float* bias, const Act* act) noexcept nogil
+    void wino4_out "onnxep_wino4_out"(const float* m, Py_ssize_t ms, Py_ssize_t nr, const WinoDst* d,
+                                      const float* bias, const Act* act) noexcept nogil
 
 
 cdef enum:
@@ -294,15 +347,20 @@ cdef void _wino_task(void* p, Py_ssize_t item, int tid) noexcept nogil:
     cdef WinoJob* j = <WinoJob*>p
     cdef Py_ssize_t sl = item % j.nslabs, blk = item // j.nslabs, T = j.T, C = j.C, K = j.K, m = j.m, al = j.al
     cdef Py_ssize_t t0 = blk * T, nt = min(T, j.ntiles - t0), i, n, ty, tx, ih, iw, a, b, xi, jp, jp1, n0, nr
-    cdef Py_ssize_t s, mr, nstrips, r, q, oh, ow
+    cdef Py_ssize_t s, mr, nstrips
     cdef float* V = j.work + <Py_ssize_t>tid * j.wlen
     cdef float* M = V + j.planes * j.vs
     cdef const float* ptrs[36]
-    cdef float* yq[16]
-    cdef const float* rq[16]
+    cdef Py_ssize_t pix[WINO_MAX_TILES]     # per tile of the block: its first output pixel (flat over N, Ho, Wo)
+    cdef int vh[WINO_MAX_TILES]
+    cdef int vw[WINO_MAX_TILES]
+    cdef WinoDst d
     cdef const float* img
     for i in range(nt):
         n = _wino_tile(j, t0 + i, &ty, &tx)
+        pix[i] = (n * j.Ho + m * ty) * j.Wo + m * tx
+        vh[i] = <int>min(m, j.Ho - m * ty)
+        vw[i] = <int>min(m, j.Wo - m * tx)
         img = j.x + n * j.H * j.W * C
         for a in range(al):
             ih = m * ty - j.ph + a
@@ -315,6 +373,7 @@ cdef void _wino_task(void* p, Py_ssize_t item, int tid) noexcept nogil:
             wino4_in(ptrs, C, V + i * C, j.vs)
     nstrips = (nt + SGEMM_MR - 1) // SGEMM_MR
     jp1 = min((sl + 1) * j.pslab, (K + SGEMM_NR - 1) // SGEMM_NR)
+    d.yrow, d.ypx, d.rrow, d.rpx = j.Wo * j.ldy, j.ldy, j.Wo * K, K
     for jp in range(sl * j.pslab, jp1):
         n0 = jp * SGEMM_NR
         nr = min(<Py_ssize_t>SGEMM_NR, K - n0)
@@ -326,21 +385,13 @@ cdef void _wino_task(void* p, Py_ssize_t item, int tid) noexcept nogil:
                          M + xi * j.ms + i * SGEMM_NR, SGEMM_NR, 1.0, 0.0, NULL, NULL, NULL, NULL)
                 i += mr
         for i in range(nt):
-            n = _wino_tile(j, t0 + i, &ty, &tx)
-            for q in range(m * m):
-                oh = m * ty + q // m
-                ow = m * tx + q % m
-                if oh < j.Ho and ow < j.Wo:
-                    r = (n * j.Ho + oh) * j.Wo + ow
-                    yq[q] = j.y + r * j.ldy + n0
-                    rq[q] = (j.res + r * K + n0) if j.res != NULL else NULL
-                else:
-                    yq[q] = NULL
-                    rq[q] = NULL
+            d.y = j.y + pix[i] * j.ldy + n0
+            d.r = (j.res + pix[i] * K + n0) if j.res != NULL else NULL
+            d.vh, d.vw = vh[i], vw[i]
             if m == 2:
-                wino_out(M + i * SGEMM_NR, j.ms, nr, yq, rq, (j.bias + n0) if j.bias != NULL else NULL, j.act)
+                wino_out(M + i * SGEMM_NR, j.ms, nr, &d, (j.bias + n0) if j.bias != NULL else NULL, j.act)
             else:
-                wino4_out(M + i * SGEMM_NR, j.ms, nr, yq, rq, (j.bias + n0) if j.bias != NULL else NULL, j.act)
+                wino4_out(M + i * SGEMM_NR, j.ms, nr, &d, (j.bias + n0) if j.bias != NULL else NULL, j.act)
 
 
 cdef int _conv_wino(const float* x, Py_ssize_t N, Py_ssize_t H, Py_ssize_t W, Py_ssize_t C, Py_ssize_t K,
