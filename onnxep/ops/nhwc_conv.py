@@ -9,7 +9,6 @@ Dense and grouped convs run conv_nhwc_f32 (implicit im2col, no col buffer; 3x3 s
 Winograd's F(4x4, 3x3) or F(2x2, 3x3), their weight packed transformed); one input channel per group (depthwise) runs
 conv_depthwise_nhwc_f32 (no Z)."""
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
 
 from onnxep import _kernels
 from onnxep.ops._base import F32, OpKernel, f32_shape
@@ -160,10 +159,12 @@ class NhwcConv_1(ConvAttrs, PackedWeightMixin, OpKernel):
                                              self.activation == "Relu", ctx.num_threads)
         elif ctx.slot is None or Y.flags.c_contiguous:
             conv.run(X.reshape(-1), B, None if Z is None else Z.reshape(-1), Y.reshape(-1), ctx.num_threads, 0)
-        else:   # a channel slice of a Concat's output (ctx.slot): pixels Y.strides[2] apart
-            ldy = Y.strides[2] // 4
-            y = as_strided(Y, ((yshape[0] * yshape[1] * yshape[2] - 1) * ldy + yshape[3],), (4,))
-            conv.run(X.reshape(-1), B, None if Z is None else Z.reshape(-1), y, ctx.num_threads, ldy)
+        else:   # a channel slice of a Concat's output (ctx.slot, C-contiguous): its pixels ldy floats apart
+            target, offset, ldy = ctx.slot
+            y = values[target].reshape(-1)
+            conv.run(X.reshape(-1), B, None if Z is None else Z.reshape(-1),
+                     y[offset:offset + (yshape[0] * yshape[1] * yshape[2] - 1) * ldy + yshape[3]], ctx.num_threads,
+                     ldy)
 
     # (X shape, Y shape, the _kernels.ConvNhwc (depthwise: the kernel's xshape), geometry args, depthwise, the packed
     # weight it was made with): the last seen
