@@ -73,28 +73,34 @@ cdef extern from *:
 
     /* y[0 .. WL) := act(o + bias + r) (bias, r: NULL for none); Relu, Clip and LeakyRelu in the vector (NaN handled
        as onnxep_act1 does), the other activations by onnxep_act1 over the stored values. */
-    static inline __attribute__((always_inline)) void onnxep_wino_put(onnxep_wv o, float* y, const float* r, const float* bias, const onnxep_act* act)
+    static inline onnxep_wvi onnxep_wino_bits(float f)      /* f's bit pattern in every lane */
+    {
+        int b;
+        memcpy(&b, &f, sizeof b);
+        return (onnxep_wvi){0} + b;
+    }
+    static inline __attribute__((always_inline)) void onnxep_wino_put(onnxep_wv o, float* y, const float* r,
+                                                                      const float* bias, const onnxep_act* act)
     {
         int kind = act ? act->kind : ONNXEP_ACT_NONE;
-        onnxep_wvi mk;
-        onnxep_wv t;
+        onnxep_wvi mk, t;
         if (bias) o += ONNXEP_WLD(bias);
         if (r) o += ONNXEP_WLD(r);
         switch (kind) {
         case ONNXEP_ACT_NONE: break;
         case ONNXEP_ACT_RELU: o = (onnxep_wv)((onnxep_wvi)o & (o > 0.0f)); break;
-        case ONNXEP_ACT_CLIP:
-            t = o - o + act->a;                              /* lanes below a (never NaN) take a, then above b take b */
+        case ONNXEP_ACT_CLIP:                        /* lanes below a take a, then those above b take b (NaN stays) */
+            t = onnxep_wino_bits(act->a);
             mk = o < act->a;
-            o = (onnxep_wv)(((onnxep_wvi)o & ~mk) | ((onnxep_wvi)t & mk));
-            t = (o - o) + act->b;
+            o = (onnxep_wv)(((onnxep_wvi)o & ~mk) | (t & mk));
+            t = onnxep_wino_bits(act->b);
             mk = o > act->b;
-            o = (onnxep_wv)(((onnxep_wvi)o & ~mk) | ((onnxep_wvi)t & mk));
+            o = (onnxep_wv)(((onnxep_wvi)o & ~mk) | (t & mk));
             break;
         case ONNXEP_ACT_LEAKY_RELU:
-            t = o * act->a;
+            t = (onnxep_wvi)(o * act->a);
             mk = o >= 0.0f;
-            o = (onnxep_wv)(((onnxep_wvi)o & mk) | ((onnxep_wvi)t & ~mk));
+            o = (onnxep_wv)(((onnxep_wvi)o & mk) | (t & ~mk));
             break;
         default: break;
         }

@@ -162,6 +162,30 @@ def test_winograd_residual_in_place_and_channel_slice(isa, m):
     assert (wide[..., :5] == 7).all() and (wide[..., 5 + cout:] == 7).all()
 
 
+@pytest.mark.parametrize("m", [2, 4])
+@pytest.mark.parametrize("isa", list(SIMD))
+@pytest.mark.parametrize("act", [("",), ("Relu",), ("Clip", -0.5, 0.5), ("LeakyRelu", 0.1), ("Sigmoid",)],
+                         ids=lambda a: a[0] or "none")
+def test_winograd_epilogue_infinite_lanes(isa, m, act):
+    """The vector epilogue (bias, then the activation in the vector, or onnxep_act1 over the stored values) on
+    infinite sums: a bias of -inf / +inf in some channels, both in the vector part and in the scalar tail of a panel
+    (37 channels). Clip(-inf) is the lower bound and Clip(+inf) the upper one (no lane made NaN on the way), Relu(-inf)
+    is 0, LeakyRelu(-inf) is -inf. Oracle: numpy on the float64 conv."""
+    mod = SIMD[isa]
+    xs, cout, pads, outs = (1, 8, 9, 7), 37, (1, 1), (9, 7)
+    x, w, b, _, xh, ref = _setup(xs, cout, pads, outs, 11)
+    b[[0, 5, 17, 33, 36]] = -np.inf
+    b[[1, 16, 34]] = np.inf
+    wp = _wino(mod, w, m)
+    y = _conv(mod, xh, wp, cout, pads, outs, b, None, np.empty((1,) + outs + (cout,), np.float32), 2, act, m=m)
+    with np.errstate(over="ignore", invalid="ignore"):
+        want = _act(*act)(ref + b)
+    inf = ~np.isfinite(want)
+    np.testing.assert_array_equal(y[inf], want[inf])
+    np.testing.assert_allclose(y[~inf], want[~inf], rtol=0, atol=_tol(xs[1], m))
+    assert not np.isnan(y).any()
+
+
 def test_winograd_refusals():
     """What the winograd path does not take raises ValueError naming it, before anything runs: other geometries, a
     packing of the wrong length, and the generic variant (no SIMD micro-kernel)."""
