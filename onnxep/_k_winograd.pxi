@@ -102,14 +102,13 @@ cdef extern from *:
             mk = o >= 0.0f;
             o = (onnxep_wv)(((onnxep_wvi)o & mk) | (t & ~mk));
             break;
-        default: break;
+        default: {
+            int l;
+            *(onnxep_wvu*)y = o;
+            for (l = 0; l < ONNXEP_WL; l++) y[l] = onnxep_act1(act, y[l]);
+            return; }
         }
         *(onnxep_wvu*)y = o;
-        if (kind > ONNXEP_ACT_NONE && kind != ONNXEP_ACT_RELU && kind != ONNXEP_ACT_CLIP
-                && kind != ONNXEP_ACT_LEAKY_RELU) {
-            int l;
-            for (l = 0; l < ONNXEP_WL; l++) y[l] = onnxep_act1(act, y[l]);
-        }
     }
     static inline float onnxep_wino_put1(float o, const float* r, const float* bias, const onnxep_act* act)
     {
@@ -117,7 +116,10 @@ cdef extern from *:
         if (r) o += *r;
         return act ? onnxep_act1(act, o) : o;
     }
-    /* output (a, b) of the tile, channels j .. (in the functions below: d, j, bias, act in scope) */
+    /* plane xi of the GEMM output m at channel j, and output (a, b) of the tile at channels j .. (in the functions
+       below: m, ms, d, j, bias, act in scope) */
+    #define ONNXEP_W_LDV(xi) ONNXEP_WLD(m + (xi) * ms + j)
+    #define ONNXEP_W_LDS(xi) m[(xi) * ms + j]
     #define ONNXEP_WPUT_V(a, b, v) onnxep_wino_put(v, d->y + (a) * d->yrow + (b) * d->ypx + j, \
             d->r ? d->r + (a) * d->rrow + (b) * d->rpx + j : NULL, bias ? bias + j : NULL, act)
     #define ONNXEP_WPUT_S(a, b, v) d->y[(a) * d->yrow + (b) * d->ypx + j] = onnxep_wino_put1(v, \
@@ -140,8 +142,6 @@ cdef extern from *:
                                 const float* bias, const onnxep_act* act)
     {
         Py_ssize_t j;
-        #define ONNXEP_W_LDV(xi) ONNXEP_WLD(m + (xi) * ms + j)
-        #define ONNXEP_W_LDS(xi) m[(xi) * ms + j]
         for (j = 0; j + ONNXEP_WL <= nr; j += ONNXEP_WL)
             ONNXEP_W2_OUT(onnxep_wv, ONNXEP_W_LDV, ONNXEP_WPUT_V);
         for (; j < nr; j++)

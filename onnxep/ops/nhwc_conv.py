@@ -32,7 +32,9 @@ WINOGRAD_MAX_EXTRA_BYTES = 2 << 20
 # ... and on images of at least this many pixels (X's static H * W): on small ones the 2.25x larger transformed weight,
 # read from memory on every run inside a model, costs more than the products save. SqueezeNet's two 13x13 F(4x4) convs
 # (64 -> 256, 48 -> 192) on F(2x2) instead: the whole model 0.96x the time at 2 threads, 0.96x at 1 (alternating runs
-# in one process), although each conv alone, its weight hot in cache, ran in 0.80x the time on F(4x4)
+# in one process), although each conv alone, its weight hot in cache, ran in 0.80x the time on F(4x4). Re-measured
+# after the output transforms moved into registers (F(4x4) alone now 0.75-0.78x F(2x2)'s time): still 0.91-0.94x on
+# F(2x2) at 2 threads
 WINOGRAD_F4_MIN_PIXELS = 24 * 24
 _WINOGRAD_PATHS = {0: "auto", 2: "winograd", 4: "winograd4"}      # _winograd's tile -> conv_nhwc_f32's path
 
