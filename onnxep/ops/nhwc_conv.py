@@ -22,13 +22,16 @@ ACTIVATIONS = _kernels.ACTIVATIONS      # name -> (code, number of activation_pa
 # 1.12x, 16 -> 16 0.88x, 16 -> 32 0.82x; 32 channels and more 0.47-0.74x)
 WINOGRAD_MIN_CHANNELS = 16
 # ... and while its transformed weight adds at most this many bytes: F(2x2, 3x3) (16 floats per 3x3 filter instead of
-# 9) up to 256 x 256 channels (1.8 MB more). Wider ones stay direct (0.48-0.71x the time there, but VGG-19 and
-# ZFNet-512, whose memory is mostly such weights, then peaked 1-2% above onnxruntime's RSS; with real, non-deduplicated
-# weights VGG-19's 80 MB of 3x3 filters would grow by 62 MB). F(4x4, 3x3) (36 floats per filter) where it fits the
-# same budget, up to 128 x 128 channels: kernel alone, 1 thread, 0.63-0.80x F(2x2)'s time on the light models' 3x3
-# convs (55x55 16 -> 64 0.72, 27x27 32 -> 128 0.66, 13x13 64 -> 256 0.80, 56x56 64 -> 64 0.68, 28x28 128 -> 128
-# 0.65; 14x14 256 -> 256 0.89 and 7x7 512 -> 512 1.11 are outside the budget anyway)
-WINOGRAD_MAX_EXTRA_BYTES = 2 << 20
+# 9) up to 512 x 512 channels (7 MiB more), F(4x4, 3x3) (36 floats) where it fits the same budget, up to 256 x 256
+# channels. Kernel alone, 1 thread, F(4x4) ran in 0.63-0.80x F(2x2)'s time on the light models' 3x3 convs (55x55 16 ->
+# 64 0.72, 27x27 32 -> 128 0.66, 13x13 64 -> 256 0.80, 56x56 64 -> 64 0.68, 28x28 128 -> 128 0.65; 14x14 256 -> 256
+# 0.89 and 7x7 512 -> 512 1.11). The budget was 2 MiB while batch-1 fully connected layers were packed into a copy
+# beside their weight: with Winograd on every 3x3 conv VGG-19 and ZFNet-512 then peaked 1-2% above onnxruntime's RSS.
+# Since those layers run on the weight as stored, 8 MiB (whole models, in-process A/B against 2 MiB, medians of
+# alternating rounds: VGG-19 0.78x the time at 2 threads, 0.68x at 1; ZFNet-512 0.88x / 0.82x; AlexNet 0.97x / 0.98x;
+# ResNet-50, whose two 7x7 512 -> 512 convs it moves, 1.01x / 0.99x); peak RSS (bench/bench_memory.py, 2 threads)
+# VGG-19 648 -> 682 MB (onnxruntime: 984), ZFNet-512 421 -> 446 (700), AlexNet 314 -> 317, ResNet-50 unchanged
+WINOGRAD_MAX_EXTRA_BYTES = 8 << 20
 # ... and on images of at least this many pixels (X's static H * W): on small ones the 2.25x larger transformed weight,
 # read from memory on every run inside a model, costs more than the products save. SqueezeNet's two 13x13 F(4x4) convs
 # (64 -> 256, 48 -> 192) on F(2x2) instead: the whole model 0.96x the time at 2 threads, 0.96x at 1 (alternating runs

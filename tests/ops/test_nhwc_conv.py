@@ -119,14 +119,15 @@ def test_nhwc_conv_bad_input_names_the_node():
     ((16, 16, 3, 3), {"dilations": [2, 2]}, 0),
     ((16, 8, 3, 3), {"group": 2, "pads": [1, 1, 1, 1]}, 0),
     ((16, 16, 5, 5), {}, 0),
-    ((128, 128, 3, 3), {"pads": [1, 1, 1, 1]}, 4),        # F(4x4): 1.77 MB more packed weight
-    ((160, 128, 3, 3), {"pads": [1, 1, 1, 1]}, 2),        # F(4x4) would add 2.2 MB, F(2x2) adds 0.57 MB
-    ((256, 256, 3, 3), {"pads": [1, 1, 1, 1]}, 2),        # F(2x2): 1.8 MB more
-    ((384, 256, 3, 3), {"pads": [1, 1, 1, 1]}, 0),        # F(2x2) would add 2.75 MB: direct
+    ((256, 256, 3, 3), {"pads": [1, 1, 1, 1]}, 4),        # F(4x4): 6.75 MiB more packed weight
+    ((320, 256, 3, 3), {"pads": [1, 1, 1, 1]}, 2),        # F(4x4) would add 8.4 MiB, F(2x2) adds 2.2 MiB
+    ((256, 256, 3, 3), {"pads": [1, 1, 1, 1], "small": True}, 2),
+    ((512, 512, 3, 3), {"pads": [1, 1, 1, 1], "small": True}, 2),   # F(2x2): 7 MiB more
+    ((640, 512, 3, 3), {"pads": [1, 1, 1, 1], "small": True}, 0),   # F(2x2) would add 8.75 MiB: direct
 ])
 def test_nhwc_conv_packs_for_winograd_where_it_applies(monkeypatch, ws, attrs, tile):
     """The weight is packed for (and run on) a Winograd path exactly for 3x3, stride 1, dilation 1, group 1, at
-    least 16 input and output channels, on SIMD variants: F(4x4, 3x3) where it adds at most 2 MiB of packed weight
+    least 16 input and output channels, on SIMD variants: F(4x4, 3x3) where it adds at most 8 MiB of packed weight
     over the direct path's and the image has at least 24 * 24 pixels, else F(2x2, 3x3) where that one fits the
     budget; the session's output matches onnxruntime's Conv either way (oracle; tolerance: the Winograd bound of
     tests/kernels/test_conv_winograd.py)."""
