@@ -421,6 +421,15 @@ cdef inline void _dconv_tap_range(Py_ssize_t i0, Py_ssize_t d, Py_ssize_t L, Py_
         lo[0] = hi[0]
 
 
+cdef inline void _inside_range(Py_ssize_t n_in, Py_ssize_t n_out, Py_ssize_t k, Py_ssize_t s, Py_ssize_t d,
+                               Py_ssize_t pb, Py_ssize_t* lo, Py_ssize_t* hi) noexcept nogil:
+    """[lo, hi): the output positions o < n_out whose k taps o*s - pb + t*d (t < k) all lie inside [0, n_in) (an
+    empty range at lo when there are none)."""
+    cdef Py_ssize_t last = n_in - 1 - (k - 1) * d + pb     # o*s may be at most this
+    lo[0] = min((pb + s - 1) // s, n_out)
+    hi[0] = max(lo[0], min(last // s + 1, n_out)) if last >= 0 else lo[0]
+
+
 cdef void _dconv_rows(const ImplicitA* ia, const DTap* taps, Py_ssize_t ntaps, DRun* runs, Py_ssize_t row0,
                       Py_ssize_t row1, const float* wp, const float* bias, const float* res, float* y, Py_ssize_t Coutg,
                       Py_ssize_t cout, const Act* act, Py_ssize_t ow_lo, Py_ssize_t ow_hi, Py_ssize_t jp0,
@@ -520,11 +529,7 @@ cdef int _conv_nhwc_direct(const ImplicitA* ia0, Py_ssize_t N, Py_ssize_t group,
         free(taps)
         return -1
     # the pixels of a row whose every kernel column falls inside x: ow_lo <= ow < ow_hi
-    job.ow_lo = min((ia.pw + ia.sw - 1) // ia.sw, ia.Wo)
-    num = ia.W - 1 - (ia.kw - 1) * ia.dw + ia.pw
-    job.ow_hi = min(num // ia.sw + 1, ia.Wo) if num >= 0 else 0
-    if job.ow_hi < job.ow_lo:
-        job.ow_hi = job.ow_lo
+    _inside_range(ia.W, ia.Wo, ia.kw, ia.sw, ia.dw, ia.pw, &job.ow_lo, &job.ow_hi)
     job.ia, job.x, job.wp, job.blen, job.bias, job.res, job.y = &ia, x, wp, blen, bias, res, y
     job.Coutg, job.Kc, job.cout, job.act, job.taps, job.ntaps = Coutg, Kc, cout, act, taps, ntaps
     job.runbuf, job.P, job.rows_total = runbuf, P, rows

@@ -1144,8 +1144,8 @@ cdef void _gemv_task(void* p, Py_ssize_t t, int tid) noexcept nogil:
 def gemv_f32(const float[::1] a, const float[:, ::1] W, bint trans_b, const float[::1] bias, float[::1] y,
              bint relu=False, int nthreads=0, activation=None):
     """y := act(a @ op(W) [+ bias]) for one row a (K,), W (N, K) when trans_b else (K, N), read as stored (not packed),
-    act as in sgemm_packed_f32 (make_act). Output elements are split over the threads, each summed the same way whatever their number:
-    (N, K) in 16 lanes over k added pairwise at the end, (K, N) over k in order."""
+    act as in sgemm_packed_f32 (make_act). Output elements are split over the threads, each summed the same way
+    whatever their number: (N, K) in 16 lanes over k added pairwise at the end, (K, N) over k in order."""
     cdef GemvJob job
     cdef Py_ssize_t K = a.shape[0], N = W.shape[0] if trans_b else W.shape[1], items
     cdef int nth

@@ -736,11 +736,7 @@ cdef void _pooln_row(Py_ssize_t r, const float* x, float* y, Py_ssize_t C, const
     _tap_range(oh, H, KH, SH, PH, DH, &a1, &l1, &h1)
     if l1 == 0 and h1 == KH and KH * KW <= POOLN_MAX_TAPS:
         # output columns [ow_lo, ow_hi) have every kernel column inside x: one run with fixed tap offsets
-        ow_lo = min(Wo, (PW + SW - 1) // SW)
-        if W - 1 - (KW - 1) * DW + PW >= 0:
-            ow_hi = max(ow_lo, min(Wo, (W - 1 - (KW - 1) * DW + PW) // SW + 1))
-        else:
-            ow_hi = ow_lo
+        _inside_range(W, Wo, KW, SW, DW, PW, &ow_lo, &ow_hi)
         if ow_hi > ow_lo:
             nt = 0
             for j1 in range(KH):
