@@ -466,6 +466,16 @@ cdef void sgemm_pack_a_raw(Py_ssize_t mc, Py_ssize_t kc, const float* a, Py_ssiz
                 for i in range(mr, SGEMM_MR):
                     p[i] = 0.0
         return
+    cdef const float* srcs[SGEMM_MR]
+    if csa == 1 and kc <= SGEMM_KC:  # rows of A contiguous along k: MR rows transposed at once (ZEROS past mc)
+        ip = 0
+        while ip < mc:
+            mr = min(<Py_ssize_t>SGEMM_MR, mc - ip)
+            for i in range(SGEMM_MR):
+                srcs[i] = (a + (ip + i) * rsa) if i < mr else ZEROS
+            pack_rows_t(out + ip * kc, srcs, kc)
+            ip += mr
+        return
     ip = 0
     while ip < mc:
         mr = min(<Py_ssize_t>SGEMM_MR, mc - ip)
