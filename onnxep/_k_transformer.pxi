@@ -434,3 +434,135 @@ cdef void _sgemm_item_task(void* p, Py_ssize_t t, int tid) noexcept nogil:
     cdef float* bpack = j.buf + <Py_ssize_t>tid * j.wlen
     _sgemm_item(j.M, j.N, j.K, j.alpha, j.a + j.a_off[t], j.rsa, j.csa, j.b + j.b_off[t], j.rsb, j.csb,
                 j.c + j.c_off[t], j.rsc, j.csc, bpack, bpack + j.blen, 1)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Fused attention: for each item t (a batch x head pair) and each block of query rows,
+#     Y_t := softmax(alpha * Q_t @ Kt_t + mask_t) @ V_t      (the softmax along each row of scores)
+# with Q_t (M x K), Kt_t (K x N, K^T as read through strides), V_t (N x D) and Y_t (M x D) addressed as
+# sgemm_batched_f32's operands (per-item offsets, any row / column strides), and the mask by one element offset per
+# scores row (t * M + i) and a column stride 0 / 1, as softmax_mask_lastaxis_f32's. The scores of a block of query
+# rows live in the thread's workspace only (in L2 for the usual sizes): the two products, the mask and the softmax
+# run back to back on them and no scores tensor is written. Items (x row blocks) are split over the threads, one
+# each; with fewer of them than threads they run one after another, each product threaded.
+
+cdef enum:
+    ATTN_ROWS = 144       # query rows per block: the scores block (ATTN_ROWS x N) is the only per-row workspace
+
+
+cdef struct AttnJob:
+    Py_ssize_t M, N, K, D, rsq, csq, rsk, csk, rsv, csv, rsy, csy, mask_cs, nblk, wlen, bp1_len, s_len, bp2_len
+    float alpha
+    const float* q
+    const float* k
+    const float* v
+    const float* mask
+    float* y
+    const int64_t* q_off
+    const int64_t* k_off
+    const int64_t* v_off
+    const int64_t* y_off
+    const int64_t* mask_off
+    float* buf
+
+
+cdef void _attn_block(const AttnJob* j, Py_ssize_t t, Py_ssize_t blk, float* w, int nth) noexcept nogil:
+    """Query rows blk*ATTN_ROWS .. of item t, on `nth` threads, `w` the workspace (see attention_f32)."""
+    cdef Py_ssize_t i0 = blk * ATTN_ROWS, mb = min(<Py_ssize_t>ATTN_ROWS, j.M - blk * ATTN_ROWS), i
+    cdef float* bp1 = w
+    cdef float* s = w + j.bp1_len
+    cdef float* bp2 = s + j.s_len
+    cdef float* work = bp2 + j.bp2_len
+    cdef float* row
+    sgemm_pack_b_raw(j.K, j.N, j.k + j.k_off[t], j.rsk, j.csk, bp1, nth)
+    sgemm_packed_raw(mb, j.N, j.K, j.alpha, j.q + j.q_off[t] + i0 * j.rsq, j.rsq, j.csq, bp1, 0.0, s, j.N, 1,
+                     NULL, NULL, NULL, work, nth)
+    for i in range(mb):
+        row = s + i * j.N
+        if j.mask != NULL:
+            softmax_row_mask(row, row, j.N, j.mask + j.mask_off[t * j.M + i0 + i], j.mask_cs, 0)
+        else:
+            softmax_row(row, row, j.N, 0)
+    sgemm_pack_b_raw(j.N, j.D, j.v + j.v_off[t], j.rsv, j.csv, bp2, nth)
+    sgemm_packed_raw(mb, j.D, j.N, 1.0, s, j.N, 1, bp2, 0.0, j.y + j.y_off[t] + i0 * j.rsy, j.rsy, j.csy,
+                     NULL, NULL, NULL, work, nth)
+
+
+cdef void _attn_task(void* p, Py_ssize_t it, int tid) noexcept nogil:
+    cdef AttnJob* j = <AttnJob*>p
+    _attn_block(j, it // j.nblk, it % j.nblk, j.buf + <Py_ssize_t>tid * j.wlen, 1)
+
+
+def attention_f32(const float[::1] q, const float[::1] k, const float[::1] v, const float[::1] mask, float[::1] y,
+                  const int64_t[::1] q_off, const int64_t[::1] k_off, const int64_t[::1] v_off,
+                  const int64_t[::1] y_off, const int64_t[::1] mask_off, Py_ssize_t mask_cs,
+                  Py_ssize_t M, Py_ssize_t N, Py_ssize_t K, Py_ssize_t D, Py_ssize_t rsq, Py_ssize_t csq,
+                  Py_ssize_t rsk, Py_ssize_t csk, Py_ssize_t rsv, Py_ssize_t csv, Py_ssize_t rsy, Py_ssize_t csy,
+                  float alpha=1.0, int nthreads=0):
+    """Y_t := softmax(alpha * Q_t @ Kt_t [+ mask_t]) @ V_t for every item t (see above). mask may be None (then
+    mask_off is not read); else mask_off holds one offset per scores row (T * M). Strides >= 0; the Y_t of
+    different items must not overlap (not checked). N == 0 (no keys) is an error: softmax over nothing."""
+    cdef Py_ssize_t T = q_off.shape[0], t, i, wlen, items, nr
+    cdef int nth, per_item
+    cdef AttnJob job
+    cdef int64_t o
+    if k_off.shape[0] != T or v_off.shape[0] != T or y_off.shape[0] != T:
+        raise ValueError(f"attention_f32: {T} Q offsets, {k_off.shape[0]} K, {v_off.shape[0]} V, "
+                         f"{y_off.shape[0]} Y")
+    if M < 0 or N < 0 or K < 0 or D < 0 or min(rsq, csq, rsk, csk, rsv, csv, rsy, csy) < 0:
+        raise ValueError(f"attention_f32: negative size or stride (M={M}, N={N}, K={K}, D={D})")
+    if T == 0 or M == 0 or D == 0:
+        return
+    if N == 0:
+        raise ValueError("attention_f32: no keys (N = 0): the softmax of an empty row is undefined")
+    for t in range(T):   # bounds: the last element of each operand is inside its buffer
+        if (q_off[t] < 0 or k_off[t] < 0 or v_off[t] < 0 or y_off[t] < 0
+                or y_off[t] + (M - 1) * rsy + (D - 1) * csy >= y.shape[0]
+                or v_off[t] + (N - 1) * rsv + (D - 1) * csv >= v.shape[0]
+                or (K > 0 and (q_off[t] + (M - 1) * rsq + (K - 1) * csq >= q.shape[0]
+                               or k_off[t] + (K - 1) * rsk + (N - 1) * csk >= k.shape[0]))):
+            raise ValueError(f"attention_f32: item {t} (offsets {q_off[t]}, {k_off[t]}, {v_off[t]}, {y_off[t]}) "
+                             f"reaches outside the buffers of {q.shape[0]}, {k.shape[0]}, {v.shape[0]}, "
+                             f"{y.shape[0]} elements for M={M}, N={N}, K={K}, D={D}")
+    if mask is not None:
+        if mask_off.shape[0] != T * M or mask_cs not in (0, 1):
+            raise ValueError(f"attention_f32: {mask_off.shape[0]} mask offsets for {T * M} scores rows, column "
+                             f"stride {mask_cs} (0 or 1)")
+        for i in range(T * M):
+            o = mask_off[i]
+            if o < 0 or o + (N - 1) * mask_cs >= mask.shape[0]:
+                raise ValueError(f"attention_f32: scores row {i}'s mask (offset {o}) reaches outside the mask's "
+                                 f"{mask.shape[0]} elements")
+    job.M, job.N, job.K, job.D, job.alpha = M, N, K, D, alpha
+    job.rsq, job.csq, job.rsk, job.csk, job.rsv, job.csv, job.rsy, job.csy = rsq, csq, rsk, csk, rsv, csv, rsy, csy
+    job.q, job.k, job.v, job.y = NULL, NULL, &v[0], &y[0]
+    if K > 0:
+        job.q, job.k = &q[0], &k[0]
+    job.q_off, job.k_off, job.v_off, job.y_off = &q_off[0], &k_off[0], &v_off[0], &y_off[0]
+    job.mask, job.mask_off, job.mask_cs = NULL, NULL, 0
+    if mask is not None:
+        job.mask, job.mask_off, job.mask_cs = &mask[0], &mask_off[0], mask_cs
+    job.nblk = (M + ATTN_ROWS - 1) // ATTN_ROWS
+    job.bp1_len, job.s_len, job.bp2_len = sgemm_pack_b_len(K, N), min(M, <Py_ssize_t>ATTN_ROWS) * N, sgemm_pack_b_len(N, D)
+    nth = _nthreads(nthreads)
+    items = T * job.nblk
+    per_item = nth > 1 and items >= nth
+    if not per_item:   # one block at a time, its products threaded
+        nth = sgemm_threads(min(M, <Py_ssize_t>ATTN_ROWS), max(N, D), max(K, N), nthreads)
+    nr = nth if per_item else 1
+    wlen = job.bp1_len + job.s_len + job.bp2_len + (SGEMM_WORK_PER_THREAD if per_item else sgemm_work_len(nth))
+    if wlen > (<Py_ssize_t>1 << 62) // (nr * <Py_ssize_t>sizeof(float)):
+        raise MemoryError(f"attention_f32: the workspace for N={N}, K={K}, D={D} is too large")
+    job.wlen = wlen
+    job.buf = <float*>malloc(nr * wlen * sizeof(float))
+    if job.buf == NULL:
+        raise MemoryError(f"attention_f32: cannot allocate the {nr * wlen * sizeof(float)} byte workspace")
+    try:
+        with nogil:
+            if per_item:
+                parallel_for(items, nth, _attn_task, &job)
+            else:
+                for i in range(items):
+                    _attn_block(&job, i // job.nblk, i % job.nblk, job.buf, nth)
+    finally:
+        free(job.buf)

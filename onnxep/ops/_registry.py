@@ -27,7 +27,7 @@ _MODULES = (
     "nhwc_pool", "channel_affine", "nhwc_lrn", "channel_shuffle",
     # -- transformer ops: LayerNormalization, Erf, and the com.onnxep ops of the transformer fusions
     "layer_normalization", "erf", "gelu", "fused_mat_mul", "strided_mat_mul",
-    "masked_softmax",
+    "masked_softmax", "fused_attention",
     # -- (more groups go here)
 )
 

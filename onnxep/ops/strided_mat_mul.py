@@ -35,6 +35,32 @@ def _offsets(shape, strides, batch):
     return np.ascontiguousarray(off.reshape(-1))
 
 
+def strided_plan(a_shape, b_shape, perm_a=None, perm_b=None, perm_y=None, op="StridedMatMul"):
+    """How sgemm_batched_f32 computes Transpose(MatMul(Transpose(A, perm_a), Transpose(B, perm_b)), perm_y) for
+    C-contiguous A, B and Y: (Y shape, M, N, K, A / B / Y offsets per batch item, A's row / column strides, B's, the
+    product's in Y). Absent perms: no transpose; `op` names the caller in errors."""
+    r = len(a_shape)
+    ident = tuple(range(r))
+    pa, pb, py = (tuple(int(i) for i in p) if p is not None else ident for p in (perm_a, perm_b, perm_y))
+    a_str, b_str = _c_strides(a_shape), _c_strides(b_shape)
+    at_shape, at_str = [a_shape[p] for p in pa], [a_str[p] for p in pa]      # the transposed operands
+    bt_shape, bt_str = [b_shape[p] for p in pb], [b_str[p] for p in pb]
+    M, K = at_shape[-2:]
+    Kb, N = bt_shape[-2:]
+    if K != Kb:
+        raise ValueError(f"{op}: transposed A {tuple(at_shape)} and B {tuple(bt_shape)} have different inner "
+                         f"dimensions")
+    batch = tuple(np.broadcast_shapes(tuple(at_shape[:-2]), tuple(bt_shape[:-2])))
+    z_shape = batch + (M, N)                                                  # the product, before perm_y
+    y_shape = tuple(z_shape[i] for i in py)
+    y_str = _c_strides(y_shape)
+    z_str = [0] * r
+    for j, i in enumerate(py):                                                # Z dim py[j] is Y dim j
+        z_str[i] = y_str[j]
+    return (y_shape, M, N, K, _offsets(at_shape, at_str, batch), _offsets(bt_shape, bt_str, batch),
+            _offsets(z_shape, z_str, batch), at_str[-2], at_str[-1], bt_str[-2], bt_str[-1], z_str[-2], z_str[-1])
+
+
 class StridedMatMul_1(OpKernel):
     domain, op_type, since = DOMAIN, "StridedMatMul", 1
     type_constraints = {}        # no onnx schema for this domain: supports() checks the types
@@ -57,36 +83,14 @@ class StridedMatMul_1(OpKernel):
         return True
 
     def _plan(self, a_shape, b_shape):
-        """Per input shapes: (Y shape, Y -> Z view perm, offsets and strides for sgemm_batched_f32), cached."""
+        """Per input shapes: strided_plan's result, cached."""
         cache = self.__dict__.setdefault("_plans", {})
         plan = cache.get((a_shape, b_shape))
-        if plan is not None:
-            return plan
-        r = len(a_shape)
-        ident = tuple(range(r))
-        pa, pb, py = (tuple(int(i) for i in p) if p is not None else ident
-                      for p in (self.perm_a, self.perm_b, self.perm_y))
-        a_str, b_str = _c_strides(a_shape), _c_strides(b_shape)
-        at_shape, at_str = [a_shape[p] for p in pa], [a_str[p] for p in pa]      # the transposed operands
-        bt_shape, bt_str = [b_shape[p] for p in pb], [b_str[p] for p in pb]
-        M, K = at_shape[-2:]
-        Kb, N = bt_shape[-2:]
-        if K != Kb:
-            raise ValueError(f"StridedMatMul: transposed A {tuple(at_shape)} and B {tuple(bt_shape)} have different "
-                             f"inner dimensions")
-        batch = tuple(np.broadcast_shapes(tuple(at_shape[:-2]), tuple(bt_shape[:-2])))
-        z_shape = batch + (M, N)                                                  # the product, before perm_y
-        y_shape = tuple(z_shape[i] for i in py)
-        y_str = _c_strides(y_shape)
-        z_str = [0] * r
-        for j, i in enumerate(py):                                                # Z dim py[j] is Y dim j
-            z_str[i] = y_str[j]
-        plan = (y_shape, M, N, K, _offsets(at_shape, at_str, batch), _offsets(bt_shape, bt_str, batch),
-                _offsets(z_shape, z_str, batch), at_str[-2], at_str[-1], bt_str[-2], bt_str[-1], z_str[-2],
-                z_str[-1])
-        if len(cache) > 16:
-            cache.clear()
-        cache[(a_shape, b_shape)] = plan
+        if plan is None:
+            plan = strided_plan(a_shape, b_shape, self.perm_a, self.perm_b, self.perm_y)
+            if len(cache) > 16:
+                cache.clear()
+            cache[(a_shape, b_shape)] = plan
         return plan
 
     def compute(self, ctx):

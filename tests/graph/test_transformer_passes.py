@@ -268,13 +268,14 @@ def _attention_nodes(div=False, merge=True):
 @pytest.mark.parametrize("merge", [True, False])
 @pytest.mark.parametrize("b,s,h,d", [(1, 128, 12, 64), (2, 7, 3, 5)])
 def test_attention_transposes_fused(div, merge, b, s, h, d):
-    """Every Transpose and the scale fold into two StridedMatMuls (no copy of a transposed operand)."""
+    """Every Transpose, the scale, the softmax and both products fold into one FusedAttention (no copy of a
+    transposed operand, no scores tensor)."""
     feeds = {x: RNG.standard_normal((b, s, h * d)).astype(np.float32) for x in ("q", "k", "v")}
     consts = {"split": np.array([b, s, h, d], np.int64), "merge": np.array([b, s, h * d], np.int64),
               "scale": _c(np.sqrt(d) if div else 1 / np.sqrt(d))}
     m = make_model(_attention_nodes(div, merge), feeds, ["y"], initializers=consts)
     ops = _check(m, feeds, rtol=1e-5)
-    assert ops["StridedMatMul"] == 2 and "Transpose" not in ops and "MatMul" not in ops
+    assert ops["FusedAttention"] == 1 and not {"StridedMatMul", "Softmax", "Transpose", "MatMul"} & set(ops)
     assert not {"Mul", "Div"} & set(ops)
 
 
@@ -336,10 +337,56 @@ def test_softmax_mask_not_fused():
     assert "MaskedSoftmax" not in _check(make_model(nodes, feeds, ["y", "s"]), feeds)
 
 
+# ------------------------------------------------------------------------------------------------ FusedAttention
+@pytest.mark.parametrize("masked", [True, False])
+@pytest.mark.parametrize("b,s,h,d", [(1, 150, 2, 8), (2, 7, 3, 5)])
+def test_attention_fused_with_mask(masked, b, s, h, d):
+    """Oracle: onnxruntime on the exported pattern (head split, scale, additive mask + Softmax or Softmax alone,
+    context merge): one FusedAttention; 150 query rows span two of the kernel's row blocks."""
+    feeds = {x: RNG.standard_normal((b, s, h * d)).astype(np.float32) for x in ("q", "k", "v")}
+    consts = {"split": np.array([b, s, h, d], np.int64), "merge": np.array([b, s, h * d], np.int64),
+              "scale": _c(1 / np.sqrt(d))}
+    nodes = _attention_nodes()
+    if masked:
+        feeds["m"] = np.where(RNG.uniform(size=(b, 1, 1, s)) < 0.3, -10000.0, 0.0).astype(np.float32)
+        i = next(i for i, n in enumerate(nodes) if n.op_type == "Softmax")
+        nodes[i:i + 1] = [helper.make_node("Add", ["ss", "m"], ["sm"]),
+                          helper.make_node("Softmax", ["sm"], ["p"], axis=-1)]
+    m = make_model(nodes, feeds, ["y"], initializers=consts)
+    assert _check(m, feeds, rtol=1e-5) == {"FusedAttention": 1, "Reshape": 4}
+
+
+def test_attention_not_fused_when_probabilities_are_read():
+    """The probabilities are also a graph output: the products and the softmax stay apart."""
+    b, s, h, d = 1, 9, 2, 4
+    feeds = {x: RNG.standard_normal((b, s, h * d)).astype(np.float32) for x in ("q", "k", "v")}
+    consts = {"split": np.array([b, s, h, d], np.int64), "merge": np.array([b, s, h * d], np.int64),
+              "scale": _c(0.5)}
+    m = make_model(_attention_nodes(), feeds, ["y", "p"], initializers=consts)
+    ops = _check(m, feeds, rtol=1e-5)
+    assert "FusedAttention" not in ops and ops["StridedMatMul"] == 2 and ops["Softmax"] == 1
+
+
+def test_attention_fused_values_broadcast_over_more_heads():
+    """One query / key head against four value heads (the second product broadcasts batch dims the scores do not
+    have): the op computes the scores once and broadcasts them, its unfused order. Oracle: onnxruntime."""
+    s, h, d = 6, 4, 5
+    feeds = {"q": RNG.standard_normal((1, 1, s, d)).astype(np.float32),
+             "k": RNG.standard_normal((1, 1, s, d)).astype(np.float32),
+             "v": RNG.standard_normal((1, s, h, d)).astype(np.float32)}
+    nodes = [helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 1, 3, 2]),
+             helper.make_node("MatMul", ["q", "kt"], ["sc"]),
+             helper.make_node("Softmax", ["sc"], ["p"], axis=-1),
+             helper.make_node("Transpose", ["v"], ["vt"], perm=[0, 2, 1, 3]),
+             helper.make_node("MatMul", ["p", "vt"], ["y"])]
+    m = make_model(nodes, feeds, ["y"])
+    assert _check(m, feeds, rtol=1e-5) == {"FusedAttention": 1}
+
+
 # ---------------------------------------------------------------------------------------------------- the encoder
 def test_bert_encoder_end_to_end():
     """The 4-layer BERT-like encoder of the bench suite: no reference fallback, every pattern fused (per layer: 6
-    FusedMatMul, one with Gelu, two with the residual; 2 StridedMatMul; 2 LayerNormalization; no Erf / Div /
+    FusedMatMul, one with Gelu, two with the residual; 1 FusedAttention; 2 LayerNormalization; no Erf / Div /
     Transpose left), output within 1e-4 (max diff / max |ort|) of onnxruntime, at 1 and 2 threads."""
     model, feeds = _models.bert_encoder(), _models.bert_feeds()
     want = run_ort(model, feeds)[0]
@@ -347,9 +394,9 @@ def test_bert_encoder_end_to_end():
         sess = _session(model, threads=threads)
         assert set(sess.node_assignment.values()) == {"cpu"}
         ops = _ops(sess)
-        assert ops["FusedMatMul"] == 24 and ops["LayerNormalization"] == 8 and ops["StridedMatMul"] == 8
-        assert ops["MaskedSoftmax"] == 4
+        assert ops["FusedMatMul"] == 24 and ops["LayerNormalization"] == 8 and ops["FusedAttention"] == 4
         assert not {"Erf", "Div", "Gelu", "Transpose", "MatMul", "Mul", "Add", "Softmax"} & set(ops)
+        assert not {"StridedMatMul", "MaskedSoftmax"} & set(ops)
         got = sess.run(None, feeds)[0]
         assert got.shape == want.shape and _rel_err(got, want) <= 1e-4
 
@@ -362,7 +409,7 @@ def test_bert_encoder_decomposed_layernorm_and_saved_model(tmp_path):
     feeds = _models.bert_feeds((1, 32, 256), masked=5)
     ops = _check(model, feeds)
     assert ops["LayerNormalization"] == 4 and "ReduceMean" not in ops and ops["FusedMatMul"] == 12
-    assert ops["StridedMatMul"] == 4 and ops["MaskedSoftmax"] == 2
+    assert ops["FusedAttention"] == 2 and not {"StridedMatMul", "MaskedSoftmax"} & set(ops)
     path = str(tmp_path / "opt.onnx")
     got = _session(model, path=path).run(None, feeds)[0]
     onnx.checker.check_model(onnx.load(path))
@@ -390,8 +437,8 @@ def test_bert_encoder_symbolic_shapes():
     sess = _session(model)
     ops = _ops(sess)
     assert set(sess.node_assignment.values()) == {"cpu"}
-    assert ops["FusedMatMul"] == 12 and ops["StridedMatMul"] == 4 and ops["MaskedSoftmax"] == 2
-    assert not {"Add", "Softmax", "Transpose", "MatMul"} & set(ops)
+    assert ops["FusedMatMul"] == 12 and ops["FusedAttention"] == 2
+    assert not {"Add", "Softmax", "Transpose", "MatMul", "StridedMatMul", "MaskedSoftmax"} & set(ops)
     for batch, seq in ((2, 16), (1, 37)):
         feeds = _models.bert_feeds((batch, seq, 128), masked=3)
         got = sess.run(None, feeds)[0]

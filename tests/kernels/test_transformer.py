@@ -276,3 +276,62 @@ def test_sgemm_packed_res_kernel(m, n, k, relu):
             np.testing.assert_allclose(C, want, rtol=0, atol=2 * (k + 4) * EPS, err_msg=isa)
         with pytest.raises(ValueError, match="alias"):
             mod.sgemm_packed_res_f32(A, bp, n, R, bias, R)
+
+
+def _attention_want(xq, xk, xv, H, D, alpha, mask):
+    """numpy float64: per head softmax(alpha * q k^T + mask) v, heads read from / written to (S, H*D) rows."""
+    q, k, v = (x.reshape(x.shape[0], H, D).transpose(1, 0, 2).astype(np.float64) for x in (xq, xk, xv))
+    s = alpha * q @ k.transpose(0, 2, 1)
+    if mask is not None:
+        s = s + mask
+    s = np.exp(s - s.max(-1, keepdims=True))
+    return ((s / s.sum(-1, keepdims=True)) @ v).transpose(1, 0, 2).reshape(xq.shape[0], H * D)
+
+
+@pytest.mark.parametrize("S,N,H,D,masked", [(128, 128, 12, 64, "row"), (300, 77, 3, 16, "row"),
+                                            (5, 9, 2, 3, None), (1, 1, 1, 1, "per_row"), (150, 40, 1, 8, "per_row")])
+def test_attention_kernel(S, N, H, D, masked):
+    """Oracle: numpy in float64 (per-head softmax(alpha q k^T + mask) v with the heads read in place from (S, H*D)
+    rows and written into them, as FusedAttention calls it); queries past 144 rows take a second row block. One
+    thread and many give identical results."""
+    rng = np.random.default_rng(S + N + H)
+    xq = rng.standard_normal((S, H * D)).astype(np.float32)
+    xk, xv = (rng.standard_normal((N, H * D)).astype(np.float32) for _ in range(2))
+    alpha = float(1 / np.sqrt(D))
+    mask, m_off, m_cs, mw = None, _offsets(H * S, 0), 0, None
+    if masked == "row":            # one additive mask row of N keys, shared by every head and query
+        mask = np.where(rng.uniform(size=N) < 0.3, -10000.0, 0.0).astype(np.float32)
+        m_off, m_cs, mw = np.zeros(H * S, np.int64), 1, mask
+    elif masked == "per_row":      # one value per (head, query) row
+        mask = rng.standard_normal(H * S).astype(np.float32)
+        m_off, m_cs, mw = _offsets(H * S, 1), 0, mask.reshape(H, S, 1)
+    want = _attention_want(xq, xk, xv, H, D, alpha, mw)
+    outs = []
+    for isa, mod in VARIANTS.items():
+        for nt in (1, 0):
+            y = np.full((S, H * D), np.nan, np.float32)
+            mod.attention_f32(xq.reshape(-1), xk.reshape(-1), xv.reshape(-1), mask, y.reshape(-1), _offsets(H, D),
+                              _offsets(H, D), _offsets(H, D), _offsets(H, D), m_off, m_cs, S, N, D, D,
+                              H * D, 1, 1, H * D, H * D, 1, H * D, 1, alpha, nt)
+            np.testing.assert_allclose(y, want, rtol=0, atol=1e-5 * max(1.0, float(np.abs(want).max())), err_msg=isa)
+            outs.append((isa, y))
+    for isa, y in outs:
+        if isa == outs[0][0]:
+            np.testing.assert_array_equal(y, outs[0][1])
+
+
+def test_attention_kernel_checks():
+    """Offsets that reach outside a buffer, a mask offset count that is not one per scores row, and no keys are
+    refused before anything runs."""
+    x = np.zeros(12, np.float32)
+    y = np.zeros(12, np.float32)
+    o = _offsets(2, 0)
+    args = (2, 3, 2, 2, 2, 1, 1, 2, 2, 1, 2, 1)   # M, N, K, D and the strides of 2 x 2 / 3 x 2 operands
+    with pytest.raises(ValueError, match="outside"):
+        _kernels.attention_f32(x, x, x, None, y, o, o, o, _offsets(2, 9), o, 0, *args)
+    with pytest.raises(ValueError, match="mask offsets"):
+        _kernels.attention_f32(x, x, x, x, y, o, o, o, o, _offsets(3, 0), 1, *args)
+    with pytest.raises(ValueError, match="mask"):
+        _kernels.attention_f32(x, x, x, x, y, o, o, o, o, _offsets(4, 11), 1, *args)
+    with pytest.raises(ValueError, match="no keys"):
+        _kernels.attention_f32(x, x, x, None, y, o, o, o, o, o, 0, 2, 0, 2, 2, 2, 1, 1, 2, 2, 1, 2, 1)

@@ -6,7 +6,8 @@
     2      transformer fusions: the decomposed LayerNormalization chain -> LayerNormalization, the Erf form of Gelu ->
            com.onnxep Gelu, MatMul by a constant + bias [+ residual] [+ Relu | Gelu] -> com.onnxep FusedMatMul,
            the Transposes / scale around a MatMul of computed operands -> com.onnxep StridedMatMul, an additive
-           mask + Softmax -> com.onnxep MaskedSoftmax
+           mask + Softmax -> com.onnxep MaskedSoftmax, then those two products around that softmax -> com.onnxep
+           FusedAttention
     3      channel-last layout (NHWC twins of Conv, pooling and BatchNormalization, transposes only where layouts
            meet), then the NhwcConv epilogue fusions (residual Add, activations) and ChannelAffine chains (the
            per-channel Mul / Add and Relu after a BatchNormalization folded into it)
@@ -23,6 +24,7 @@ import onnx
 from onnxep.graph.ir import Graph
 from onnxep.graph.model import save_graph
 from onnxep.graph.passes.constant_folding import fold_constants
+from onnxep.graph.passes.fuse_attention import fuse_attention
 from onnxep.graph.passes.fuse_channel_affine import fuse_channel_affine
 from onnxep.graph.passes.fuse_conv_affine import fuse_conv_affine
 from onnxep.graph.passes.fuse_gelu import fuse_gelu
@@ -52,6 +54,7 @@ PASSES: list = [
     (2, fuse_matmul_bias),     # after fuse_gelu: it takes the Gelu into the MatMul
     (2, fuse_matmul_transpose),
     (2, fuse_softmax_mask),
+    (2, fuse_attention),       # after the two above: it takes their StridedMatMuls and MaskedSoftmax
     (3, layout_nhwc),
     (3, fuse_nhwc_conv),
     (3, fuse_channel_affine),
