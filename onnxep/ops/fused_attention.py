@@ -78,6 +78,9 @@ class FusedAttention_1(OpKernel):
         if y.size == 0:
             return
         s_shape, M, N, K, q_off, k_off, s_off, rsq, csq, rsk, csk = p1[:11]
+        if N == 0:    # no keys: the probabilities are empty, their product with V (0 x D) is zeros
+            y.fill(0.0)
+            return
         _, _, D, _, _, v_off, y_off, _, _, rsv, csv, rsy, csy = p2
         flat_mask = None if mask is None else mask.reshape(-1)
         m_off, m_cs = rows if rows is not None else (q_off, 0)   # q_off: any int64 array, not read without a mask

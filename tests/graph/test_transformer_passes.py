@@ -383,6 +383,24 @@ def test_attention_fused_values_broadcast_over_more_heads():
     assert _check(m, feeds, rtol=1e-5) == {"FusedAttention": 1}
 
 
+
+def test_attention_fused_with_no_keys():
+    """Zero keys: the softmax rows are empty and the context is zeros (numpy.matmul over an empty inner dim), as
+    the unfused ops give. Oracle: numpy."""
+    feeds = {"q": RNG.standard_normal((1, 2, 3, 4)).astype(np.float32),
+             "k": np.zeros((1, 2, 0, 4), np.float32), "v": np.zeros((1, 2, 0, 4), np.float32)}
+    nodes = [helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 1, 3, 2]),
+             helper.make_node("MatMul", ["q", "kt"], ["sc"]),
+             helper.make_node("Softmax", ["sc"], ["p"], axis=-1),
+             helper.make_node("Transpose", ["v"], ["vt"], perm=[0, 1, 2, 3]),
+             helper.make_node("MatMul", ["p", "vt"], ["y"])]
+    m = make_model(nodes, feeds, ["y"])
+    sess = _session(m)
+    assert _ops(sess) == {"FusedAttention": 1}
+    got = sess.run(None, feeds)[0]
+    np.testing.assert_array_equal(got, np.zeros((1, 2, 3, 4), np.float32))
+    np.testing.assert_array_equal(_session(m, onnxep.GraphOptimizationLevel.ORT_DISABLE_ALL).run(None, feeds)[0], got)
+
 # ---------------------------------------------------------------------------------------------------- the encoder
 def test_bert_encoder_end_to_end():
     """The 4-layer BERT-like encoder of the bench suite: no reference fallback, every pattern fused (per layer: 6
