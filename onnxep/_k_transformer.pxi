@@ -500,7 +500,7 @@ def attention_f32(const float[::1] q, const float[::1] k, const float[::1] v, co
                   Py_ssize_t rsk, Py_ssize_t csk, Py_ssize_t rsv, Py_ssize_t csv, Py_ssize_t rsy, Py_ssize_t csy,
                   float alpha=1.0, int nthreads=0):
     """Y_t := softmax(alpha * Q_t @ Kt_t [+ mask_t]) @ V_t for every item t (see above). mask may be None (then
-    mask_off is not read); else mask_off holds one offset per scores row (T * M). Strides >= 0; the Y_t of
+    mask_off is not read and may be None too); else mask_off holds one offset per scores row (T * M). Strides >= 0; the Y_t of
     different items must not overlap (not checked). N == 0 (no keys) is an error: softmax over nothing."""
     cdef Py_ssize_t T = q_off.shape[0], t, i, wlen, items, nr
     cdef int nth, per_item
@@ -525,9 +525,9 @@ def attention_f32(const float[::1] q, const float[::1] k, const float[::1] v, co
                              f"reaches outside the buffers of {q.shape[0]}, {k.shape[0]}, {v.shape[0]}, "
                              f"{y.shape[0]} elements for M={M}, N={N}, K={K}, D={D}")
     if mask is not None:
-        if mask_off.shape[0] != T * M or mask_cs not in (0, 1):
-            raise ValueError(f"attention_f32: {mask_off.shape[0]} mask offsets for {T * M} scores rows, column "
-                             f"stride {mask_cs} (0 or 1)")
+        if mask_off is None or mask_off.shape[0] != T * M or mask_cs not in (0, 1):
+            raise ValueError(f"attention_f32: {0 if mask_off is None else mask_off.shape[0]} mask offsets for "
+                             f"{T * M} scores rows, column stride {mask_cs} (0 or 1)")
         for i in range(T * M):
             o = mask_off[i]
             if o < 0 or o + (N - 1) * mask_cs >= mask.shape[0]:

@@ -46,7 +46,7 @@ class FusedAttention_1(OpKernel):
         return True
 
     def _plan(self, q_shape, k_shape, v_shape, m_shape):
-        """Per input shapes: (fused, Y shape, the first product's plan, the second's, mask rows), cached."""
+        """Per input shapes: (fused, the first product's StridedPlan, the second's, mask rows), cached."""
         cache = self.__dict__.setdefault("_plans", {})
         key = (q_shape, k_shape, v_shape, m_shape)
         plan = cache.get(key)
@@ -55,7 +55,7 @@ class FusedAttention_1(OpKernel):
         if not (len(q_shape) == len(k_shape) == len(v_shape) >= 2):
             raise ValueError(f"FusedAttention: Q {q_shape}, K {k_shape} and V {v_shape} must have the same rank >= 2")
         p1 = strided_plan(q_shape, k_shape, self.perm_q, self.perm_k, None, "FusedAttention")
-        s_shape = p1[0]
+        s_shape = p1.y_shape
         p2 = strided_plan(s_shape, v_shape, None, self.perm_v, self.perm_y, "FusedAttention")
         rows = None
         if m_shape is not None:
@@ -64,8 +64,7 @@ class FusedAttention_1(OpKernel):
                 raise ValueError(f"FusedAttention: the mask of shape {m_shape} does not broadcast to the scores "
                                  f"{s_shape}")
         # fused: the second product's items are the scores' items, in the same order (scores contiguous)
-        fused = p2[4].shape == p1[6].shape and np.array_equal(p2[4], p1[6]) and s_shape[-1] > 0
-        plan = (fused, p2[0], p1, p2, rows)
+        plan = (np.array_equal(p2.a_off, p1.c_off), p1, p2, rows)
         if len(cache) > 16:
             cache.clear()
         cache[key] = plan
@@ -73,30 +72,30 @@ class FusedAttention_1(OpKernel):
 
     def compute(self, ctx):
         q, k, v, mask = ctx.input(0), ctx.input(1), ctx.input(2), ctx.input(3)
-        fused, y_shape, p1, p2, rows = self._plan(q.shape, k.shape, v.shape, None if mask is None else mask.shape)
-        y = ctx.output(0, y_shape, F32)
+        fused, p1, p2, rows = self._plan(q.shape, k.shape, v.shape, None if mask is None else mask.shape)
+        y = ctx.output(0, p2.y_shape, F32)
         if y.size == 0:
             return
-        s_shape, M, N, K, q_off, k_off, s_off, rsq, csq, rsk, csk = p1[:11]
-        if N == 0:    # no keys: the probabilities are empty, their product with V (0 x D) is zeros
+        if p1.N == 0:    # no keys: the probabilities are empty, their product with V (0 x D) is zeros
             y.fill(0.0)
             return
-        _, _, D, _, _, v_off, y_off, _, _, rsv, csv, rsy, csy = p2
         flat_mask = None if mask is None else mask.reshape(-1)
-        m_off, m_cs = rows if rows is not None else (q_off, 0)   # q_off: any int64 array, not read without a mask
+        m_off, m_cs = rows if rows is not None else (None, 0)
         nt = ctx.num_threads
         if fused:
             _kernels.attention_f32(q.reshape(-1), k.reshape(-1), v.reshape(-1), flat_mask, y.reshape(-1),
-                                   q_off, k_off, v_off, y_off, m_off, m_cs, M, N, K, D, rsq, csq, rsk, csk,
-                                   rsv, csv, rsy, csy, float(self.alpha), nt)
+                                   p1.a_off, p1.b_off, p2.b_off, p2.c_off, m_off, m_cs, p1.M, p1.N, p1.K, p2.N,
+                                   p1.rsa, p1.csa, p1.rsb, p1.csb, p2.rsb, p2.csb, p2.rsc, p2.csc,
+                                   float(self.alpha), nt)
             return
-        s = np.empty(s_shape, F32)    # the unfused order: scores, softmax in place, then the second product
-        _kernels.sgemm_batched_f32(q.reshape(-1), k.reshape(-1), s.reshape(-1), q_off, k_off, s_off, M, N, K,
-                                   rsq, csq, rsk, csk, p1[11], p1[12], float(self.alpha), nt)
-        s2 = s.reshape(-1, N)
+        s = np.empty(p1.y_shape, F32)    # the unfused order: scores, softmax in place, then the second product
+        _kernels.sgemm_batched_f32(q.reshape(-1), k.reshape(-1), s.reshape(-1), p1.a_off, p1.b_off, p1.c_off,
+                                   p1.M, p1.N, p1.K, p1.rsa, p1.csa, p1.rsb, p1.csb, p1.rsc, p1.csc,
+                                   float(self.alpha), nt)
+        s2 = s.reshape(-1, p1.N)
         if mask is None:
             _kernels.softmax_lastaxis_f32(s2, s2, False, nt)
         else:
             _kernels.softmax_mask_lastaxis_f32(s2, s2, flat_mask, m_off, m_cs, False, nt)
-        _kernels.sgemm_batched_f32(s.reshape(-1), v.reshape(-1), y.reshape(-1), p2[4], v_off, y_off, M, D, N,
-                                   p2[7], p2[8], rsv, csv, rsy, csy, 1.0, nt)
+        _kernels.sgemm_batched_f32(s.reshape(-1), v.reshape(-1), y.reshape(-1), p2.a_off, p2.b_off, p2.c_off,
+                                   p2.M, p2.N, p2.K, p2.rsa, p2.csa, p2.rsb, p2.csb, p2.rsc, p2.csc, 1.0, nt)

@@ -5,6 +5,8 @@ copied: each operand is read in place through its permuted strides and the produ
 batched SGEMM (_kernels.sgemm_batched_f32: per-item offsets, arbitrary row / column strides). The transposed
 operands have the same rank >= 2; their batch dims broadcast (numpy.matmul). Written by passes, never by users.
 Attributes: perm_a, perm_b, perm_y (ints; absent: no transpose), alpha (float, default 1)."""
+from typing import NamedTuple
+
 import numpy as np
 
 from onnxep import _kernels
@@ -35,10 +37,27 @@ def _offsets(shape, strides, batch):
     return np.ascontiguousarray(off.reshape(-1))
 
 
-def strided_plan(a_shape, b_shape, perm_a=None, perm_b=None, perm_y=None, op="StridedMatMul"):
+class StridedPlan(NamedTuple):
+    """sgemm_batched_f32's arguments for one product: Y's shape, M, N, K, the A / B / Y element offsets of every
+    batch item, and A's, B's and the product's (in Y) row / column strides."""
+    y_shape: tuple
+    M: int
+    N: int
+    K: int
+    a_off: np.ndarray
+    b_off: np.ndarray
+    c_off: np.ndarray
+    rsa: int
+    csa: int
+    rsb: int
+    csb: int
+    rsc: int
+    csc: int
+
+
+def strided_plan(a_shape, b_shape, perm_a=None, perm_b=None, perm_y=None, op="StridedMatMul") -> StridedPlan:
     """How sgemm_batched_f32 computes Transpose(MatMul(Transpose(A, perm_a), Transpose(B, perm_b)), perm_y) for
-    C-contiguous A, B and Y: (Y shape, M, N, K, A / B / Y offsets per batch item, A's row / column strides, B's, the
-    product's in Y). Absent perms: no transpose; `op` names the caller in errors."""
+    C-contiguous A, B and Y. Absent perms: no transpose; `op` names the caller in errors."""
     r = len(a_shape)
     ident = tuple(range(r))
     pa, pb, py = (tuple(int(i) for i in p) if p is not None else ident for p in (perm_a, perm_b, perm_y))
@@ -57,8 +76,9 @@ def strided_plan(a_shape, b_shape, perm_a=None, perm_b=None, perm_y=None, op="St
     z_str = [0] * r
     for j, i in enumerate(py):                                                # Z dim py[j] is Y dim j
         z_str[i] = y_str[j]
-    return (y_shape, M, N, K, _offsets(at_shape, at_str, batch), _offsets(bt_shape, bt_str, batch),
-            _offsets(z_shape, z_str, batch), at_str[-2], at_str[-1], bt_str[-2], bt_str[-1], z_str[-2], z_str[-1])
+    return StridedPlan(y_shape, M, N, K, _offsets(at_shape, at_str, batch), _offsets(bt_shape, bt_str, batch),
+                       _offsets(z_shape, z_str, batch), at_str[-2], at_str[-1], bt_str[-2], bt_str[-1], z_str[-2],
+                       z_str[-1])
 
 
 class StridedMatMul_1(OpKernel):

@@ -367,6 +367,15 @@ def test_attention_not_fused_when_probabilities_are_read():
     assert "FusedAttention" not in ops and ops["StridedMatMul"] == 2 and ops["Softmax"] == 1
 
 
+def _softmax_attention_nodes(v_perm):
+    """y = Softmax(q @ Transpose(k, (0, 1, 3, 2))) @ Transpose(v, v_perm): no scale, no mask."""
+    return [helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 1, 3, 2]),
+            helper.make_node("MatMul", ["q", "kt"], ["sc"]),
+            helper.make_node("Softmax", ["sc"], ["p"], axis=-1),
+            helper.make_node("Transpose", ["v"], ["vt"], perm=list(v_perm)),
+            helper.make_node("MatMul", ["p", "vt"], ["y"])]
+
+
 def test_attention_fused_values_broadcast_over_more_heads():
     """One query / key head against four value heads (the second product broadcasts batch dims the scores do not
     have): the op computes the scores once and broadcasts them, its unfused order. Oracle: onnxruntime."""
@@ -374,14 +383,8 @@ def test_attention_fused_values_broadcast_over_more_heads():
     feeds = {"q": RNG.standard_normal((1, 1, s, d)).astype(np.float32),
              "k": RNG.standard_normal((1, 1, s, d)).astype(np.float32),
              "v": RNG.standard_normal((1, s, h, d)).astype(np.float32)}
-    nodes = [helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 1, 3, 2]),
-             helper.make_node("MatMul", ["q", "kt"], ["sc"]),
-             helper.make_node("Softmax", ["sc"], ["p"], axis=-1),
-             helper.make_node("Transpose", ["v"], ["vt"], perm=[0, 2, 1, 3]),
-             helper.make_node("MatMul", ["p", "vt"], ["y"])]
-    m = make_model(nodes, feeds, ["y"])
+    m = make_model(_softmax_attention_nodes([0, 2, 1, 3]), feeds, ["y"])
     assert _check(m, feeds, rtol=1e-5) == {"FusedAttention": 1}
-
 
 
 def test_attention_fused_with_no_keys():
@@ -389,17 +392,13 @@ def test_attention_fused_with_no_keys():
     the unfused ops give. Oracle: numpy."""
     feeds = {"q": RNG.standard_normal((1, 2, 3, 4)).astype(np.float32),
              "k": np.zeros((1, 2, 0, 4), np.float32), "v": np.zeros((1, 2, 0, 4), np.float32)}
-    nodes = [helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 1, 3, 2]),
-             helper.make_node("MatMul", ["q", "kt"], ["sc"]),
-             helper.make_node("Softmax", ["sc"], ["p"], axis=-1),
-             helper.make_node("Transpose", ["v"], ["vt"], perm=[0, 1, 2, 3]),
-             helper.make_node("MatMul", ["p", "vt"], ["y"])]
-    m = make_model(nodes, feeds, ["y"])
+    m = make_model(_softmax_attention_nodes([0, 1, 2, 3]), feeds, ["y"])
     sess = _session(m)
     assert _ops(sess) == {"FusedAttention": 1}
     got = sess.run(None, feeds)[0]
     np.testing.assert_array_equal(got, np.zeros((1, 2, 3, 4), np.float32))
     np.testing.assert_array_equal(_session(m, onnxep.GraphOptimizationLevel.ORT_DISABLE_ALL).run(None, feeds)[0], got)
+
 
 # ---------------------------------------------------------------------------------------------------- the encoder
 def test_bert_encoder_end_to_end():

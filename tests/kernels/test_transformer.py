@@ -298,7 +298,7 @@ def test_attention_kernel(S, N, H, D, masked):
     xq = rng.standard_normal((S, H * D)).astype(np.float32)
     xk, xv = (rng.standard_normal((N, H * D)).astype(np.float32) for _ in range(2))
     alpha = float(1 / np.sqrt(D))
-    mask, m_off, m_cs, mw = None, _offsets(H * S, 0), 0, None
+    mask, m_off, m_cs, mw = None, None, 0, None
     if masked == "row":            # one additive mask row of N keys, shared by every head and query
         mask = np.where(rng.uniform(size=N) < 0.3, -10000.0, 0.0).astype(np.float32)
         m_off, m_cs, mw = np.zeros(H * S, np.int64), 1, mask
@@ -331,6 +331,8 @@ def test_attention_kernel_checks():
         _kernels.attention_f32(x, x, x, None, y, o, o, o, _offsets(2, 9), o, 0, *args)
     with pytest.raises(ValueError, match="mask offsets"):
         _kernels.attention_f32(x, x, x, x, y, o, o, o, o, _offsets(3, 0), 1, *args)
+    with pytest.raises(ValueError, match="0 mask offsets"):
+        _kernels.attention_f32(x, x, x, x, y, o, o, o, o, None, 1, *args)
     with pytest.raises(ValueError, match="mask"):
         _kernels.attention_f32(x, x, x, x, y, o, o, o, o, _offsets(4, 11), 1, *args)
     with pytest.raises(ValueError, match="no keys"):

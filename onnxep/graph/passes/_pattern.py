@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from onnxep.graph.ir import Graph
-from onnxep.graph.passes._edit import Names, drop_unused_initializers, producers, reads
+from onnxep.graph.passes._edit import INTERNAL_DOMAIN, Names, drop_unused_initializers, producers, reads
 
 
 def keeps_any(ctx, ops) -> bool:
@@ -62,6 +62,11 @@ def is_f32(graph: Graph, name) -> bool:
 
 def default_op(node, op_type) -> bool:
     return node is not None and node.domain == "" and node.op_type == op_type
+
+
+def internal_op(node, op_type) -> bool:
+    """`node` is one of onnxep's own com.onnxep ops of this type (what an earlier pass wrote)."""
+    return node is not None and node.domain == INTERNAL_DOMAIN and node.op_type == op_type
 
 
 class Fusion:

@@ -13,12 +13,8 @@ from __future__ import annotations
 
 from onnxep.graph.ir import Graph
 from onnxep.graph.passes._edit import INTERNAL_DOMAIN, make_node
-from onnxep.graph.passes._pattern import Fusion, default_op, is_f32, keeps_any, only_consumer
+from onnxep.graph.passes._pattern import Fusion, default_op, internal_op, is_f32, keeps_any, only_consumer
 from onnxep.graph.passes.fuse_softmax_mask import _last_axis
-
-
-def _internal(node, op_type) -> bool:
-    return node is not None and node.domain == INTERNAL_DOMAIN and node.op_type == op_type
 
 
 def _identity(perm, rank) -> bool:
@@ -31,20 +27,20 @@ def fuse_attention(graph: Graph, ctx=None) -> Graph:
     f = Fusion(graph)
     producer, cons, outputs, names = f.producer, f.cons, f.outputs, f.names
     for mm2 in graph.nodes:
-        if not _internal(mm2, "StridedMatMul") or len(mm2.inputs) != 2 or f.taken((mm2,)):
+        if not internal_op(mm2, "StridedMatMul") or len(mm2.inputs) != 2 or f.taken((mm2,)):
             continue
         probs, v = mm2.inputs
         sm = producer.get(probs)
         if sm is None or only_consumer(cons, outputs, probs) is not mm2 or probs == v:
             continue
-        if _internal(sm, "MaskedSoftmax") and len(sm.inputs) == 2:
+        if internal_op(sm, "MaskedSoftmax") and len(sm.inputs) == 2:
             scores, mask = sm.inputs
         elif default_op(sm, "Softmax") and len(sm.inputs) == 1:
             scores, mask = sm.inputs[0], None
         else:
             continue
         mm1 = producer.get(scores)
-        if not _internal(mm1, "StridedMatMul") or len(mm1.inputs) != 2 or f.taken((mm1, sm)):
+        if not internal_op(mm1, "StridedMatMul") or len(mm1.inputs) != 2 or f.taken((mm1, sm)):
             continue
         if only_consumer(cons, outputs, scores) is not sm or mask == scores:
             continue

@@ -9,7 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from onnxep.graph.ir import Graph
-from onnxep.graph.passes._edit import INTERNAL_DOMAIN, Names, absorb, consumer_counts, producers, remove_nodes
+from onnxep.graph.passes._edit import Names, absorb, consumer_counts, producers, remove_nodes
+from onnxep.graph.passes._pattern import internal_op
 
 
 def fuse_channel_affine(graph: Graph, ctx=None) -> Graph:
@@ -23,7 +24,7 @@ def fuse_channel_affine(graph: Graph, ctx=None) -> Graph:
             continue
         x = next((i for i in node.inputs if i and i not in consts), None)
         aff = producer.get(x)
-        if aff is None or aff.domain != INTERNAL_DOMAIN or aff.op_type != "ChannelAffine" or counts.get(x, 0) != 1 \
+        if not internal_op(aff, "ChannelAffine") or counts.get(x, 0) != 1 \
                 or aff.attrs.get("activation") or len([o for o in node.outputs if o]) != 1:
             continue
         a, b = consts[aff.inputs[1]].astype(np.float64), consts[aff.inputs[2]].astype(np.float64)

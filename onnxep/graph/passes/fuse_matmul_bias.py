@@ -13,7 +13,7 @@ import numpy as np
 
 from onnxep.graph.ir import Graph
 from onnxep.graph.passes._edit import INTERNAL_DOMAIN, make_node
-from onnxep.graph.passes._pattern import Fusion, default_op, is_f32, keeps_any, only_consumer, other_input
+from onnxep.graph.passes._pattern import Fusion, default_op, internal_op, is_f32, keeps_any, only_consumer, other_input
 
 
 def _bias_vector(v, n, out_rank):
@@ -105,7 +105,7 @@ def fuse_matmul_bias(graph: Graph, ctx=None) -> Graph:
             last = nxt
             nxt = only_consumer(cons, outputs, nxt.outputs[0])
         if nxt is not None and len(nxt.inputs) == 1 and len(nxt.outputs) == 1 and (
-                default_op(nxt, "Relu") or (nxt.domain == INTERNAL_DOMAIN and nxt.op_type == "Gelu")):
+                default_op(nxt, "Relu") or internal_op(nxt, "Gelu")):
             pattern.append(nxt)
             last, act = nxt, nxt.op_type
         if len(pattern) == 1:   # a lone Gemm: nothing to fuse
