@@ -16,6 +16,7 @@ _MODULES = (
     "leaky_relu", "sigmoid", "tanh", "clip", "exp", "sqrt", "neg", "abs",
     "reshape", "flatten", "transpose", "concat", "unsqueeze", "squeeze", "identity", "dropout",
     "constant_of_shape", "shape", "gather", "constant",
+    "scatter",
     # -- gemm, matmul, conv
     "gemm",
     "mat_mul",
