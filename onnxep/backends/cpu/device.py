@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from onnxep.contracts.backend import Backend, Device, GraphPlan
 from onnxep.contracts.compile import load_prepacked_kernel, prepack_kernel
 from onnxep.contracts.kernel import KernelContext
-from onnxep.errors import InvalidGraph, OnnxepError, RuntimeException
+from onnxep.errors import EPFail, InvalidGraph, OnnxepError, RuntimeException
 from onnxep.graph.ir import OpInfo
 from onnxep.ops import _registry
 
@@ -48,13 +48,20 @@ class CpuDevice(Device):
     description = "onnxep native kernels (float32, nogil Cython)"
 
     def supports_op(self, op: OpInfo) -> bool:
+        """A kernel's check_types / supports either answers or raises: a crash there is a bug in the kernel, not a
+        "no", so it surfaces (EPFail naming node, op and class, the crash chained) instead of quietly sending the node
+        to the reference backend."""
         cls = _registry.lookup(op.node.domain, op.node.op_type, op.node.opset)
-        if cls is None or not cls.check_types(op):
+        if cls is None:
             return False
         try:
-            return bool(cls.supports(op))
-        except Exception:
-            return False
+            return bool(cls.check_types(op) and cls.supports(op))
+        except Exception as e:
+            node = op.node
+            raise EPFail(f"cpu backend: {cls.__module__}.{cls.__qualname__} (check_types / supports) raised on "
+                         f"node {node.name!r} (op {node.domain + '.' if node.domain else ''}{node.op_type}, opset "
+                         f"{node.opset}): "
+                         f"{type(e).__name__}: {e}") from e
 
     def init_backend(self, stream, **options):
         return CpuBackend(self, stream, **options)
