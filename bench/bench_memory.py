@@ -2,8 +2,11 @@
 the same model adds, with and without a shared PrePackedWeightsContainer. Every number comes from a fresh process.
 
     python bench/bench_memory.py [MODEL.onnx ...] [--threads 2] [--repeat 3] [--only resnet50 vgg19]
+                                 [--weights random|shipped]
 
-Models: the nine light model-zoo models inside the onnx wheel (onnx/backend/test/data/light), or the paths given.
+Models: the nine light model-zoo models inside the onnx wheel (onnx/backend/test/data/light), with seeded random
+weights of the same shapes written to a temporary folder (onnxep/_light.py; `--weights shipped`: the files' own
+ConstantOfShape(0.02), which merge in the weight cache as real weights never do), or the paths given.
 Both libraries run with intra_op_num_threads = --threads (default 2). Each cell is the median over --repeat fresh
 processes; the processes of one model run one at a time, interleaved between the libraries and modes.
 
@@ -39,6 +42,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)  # this checkout's onnxep first
@@ -47,7 +51,7 @@ import numpy as np  # noqa: E402
 import onnx  # noqa: E402
 from onnx import numpy_helper  # noqa: E402
 
-from onnxep._bench import light_models  # noqa: E402
+from onnxep._light import light_model, light_models  # noqa: E402
 
 CHILD = r"""
 import ctypes, gc, json, os, resource, sys
@@ -160,17 +164,34 @@ def main():
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--only", nargs="*", help="light model names (e.g. resnet50 vgg19)")
     ap.add_argument("--skip", nargs="*", default=[], choices=["peak", "second"])
+    ap.add_argument("--weights", choices=["random", "shipped"], default="random",
+                    help="the light models' weights (default: seeded random ones of the same shapes)")
     args = ap.parse_args()
-    models = args.models or light_models()
-    if args.only:
-        models = [p for p in models if any(os.path.basename(p) in (f"light_{n}.onnx", n, f"{n}.onnx")
-                                           for n in args.only)]
+    with tempfile.TemporaryDirectory(prefix="onnxep-bench-memory-") as tmp:
+        models = args.models
+        if not models:
+            models = light_models()
+            if args.only:
+                models = [p for p in models if any(os.path.basename(p) in (f"light_{n}.onnx", n, f"{n}.onnx")
+                                                   for n in args.only)]
+            if args.weights == "random":
+                models = [_written(light_model(p), os.path.join(tmp, os.path.basename(p))) for p in models]
+        _tables(args, models)
+
+
+def _written(model, path) -> str:
+    onnx.save(model, path)
+    return path
+
+
+def _tables(args, models):
     import onnxruntime
     import onnxep
     from onnxep import _kernels
     mb = 1e6
     print(f"onnxep {onnxep.__version__} (ISA {_kernels.ISA}) vs onnxruntime {onnxruntime.__version__}; "
-          f"{args.threads} thread(s); median of {args.repeat} fresh processes per cell; MB = 1e6 bytes")
+          f"{args.threads} thread(s); median of {args.repeat} fresh processes per cell; MB = 1e6 bytes"
+          f"{'' if args.models else f'; light models with {args.weights} weights'}")
     if "peak" not in args.skip:
         print("\npeak RSS (create + 5 runs); + = increase over the RSS right after the imports")
         print(f"{'model':<22}{'onnxep MB':>10}{'ort MB':>9}{'ratio':>7}{'+onnxep MB':>12}{'+ort MB':>9}{'ratio+':>8}")

@@ -1,6 +1,7 @@
 """onnxep command line.
 
-    python -m onnxep bench [MODEL ...]   latency beside onnxruntime (default: the light models inside the onnx wheel)
+    python -m onnxep bench [MODEL ...]   latency beside onnxruntime (default: the light models inside the onnx wheel,
+                                         with seeded random weights; --weights shipped for the files' own)
     python -m onnxep bench --suite models   the same for a BERT-like encoder and an MLP built in memory
     python -m onnxep run MODEL           run once on random inputs, print the outputs' shapes and the latency
     python -m onnxep check MODEL         which backend runs each node
@@ -24,6 +25,9 @@ def main(argv=None) -> int:
     b.add_argument("--warmup", type=int, default=3)
     b.add_argument("--repeat", type=int, default=10)
     b.add_argument("--no-ort", action="store_true", help="time onnxep only")
+    b.add_argument("--weights", choices=("random", "shipped"), default="random",
+                   help="the light models' weights: seeded random ones of the same shapes (default), or the files' "
+                        "own ConstantOfShape(0.02), whose logits are one repeated number")
     b.add_argument("--suite", choices=("light", "models"), default="light",
                    help="light: the model-zoo models in the onnx wheel (default); models: the synthetic BERT-like "
                         "encoder and MLPs of onnxep/_models.py, timed in alternating rounds (--repeat: runs of each)")
@@ -43,7 +47,7 @@ def main(argv=None) -> int:
         from onnxep._bench import bench
         rows = bench(getattr(args, "models", None) or None, threads=getattr(args, "threads", 0),
                      warmup=getattr(args, "warmup", 3), repeat=getattr(args, "repeat", 10),
-                     use_ort=not getattr(args, "no_ort", False))
+                     use_ort=not getattr(args, "no_ort", False), weights=getattr(args, "weights", "random"))
         return 1 if any(r["check"].startswith("MISMATCH") for r in rows) else 0
     import onnxep
     if cmd == "info":

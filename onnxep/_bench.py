@@ -1,14 +1,14 @@
 """Side-by-side latency of onnxep and onnxruntime on ONNX models (the `python -m onnxep bench` command).
 
-Default models: the nine light model-zoo models shipped inside the onnx wheel (onnx/backend/test/data/light). Their
-weights are all 0.02 (ConstantOfShape), so the softmax output is constant; the check compares the tensor feeding the
-final Softmax, added as an extra graph output, against onnxruntime (rtol 1e-4, atol 1e-5).
+Default models: the nine light model-zoo models shipped inside the onnx wheel (onnx/backend/test/data/light), with
+seeded random weights in place of the files' ConstantOfShape(0.02) ones (onnxep/_light.py; `weights="shipped"` keeps
+the files' own). The check compares the tensor feeding the final Softmax, added as an extra graph output, against
+onnxruntime: max |diff| / max |ort| <= 1e-5.
 
 `--suite models`: the synthetic models of onnxep/_models.py (a BERT-like encoder, an MLP), built in memory; the check
 compares the model output against onnxruntime. Both tables time the two libraries in alternating rounds (_alternate)."""
 from __future__ import annotations
 
-import glob
 import os
 import statistics
 import sys
@@ -18,12 +18,21 @@ import numpy as np
 import onnx
 from onnx import helper
 
+from onnxep._light import light_model, light_models  # noqa: F401 (light_models: re-exported for the benches)
+
 RTOL, ATOL = 1e-4, 1e-5
+#: max |onnxep - onnxruntime| / max |onnxruntime| a light model's logits may show
+REL_ERR = 1e-5
 
 
-def light_models() -> list:
-    d = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "light")
-    return sorted(glob.glob(os.path.join(d, "*.onnx")))
+def rel_err(a, b) -> float:
+    """max |a - b| / max |b| (inf if the shapes differ; 0 for empty tensors)."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.shape != b.shape:
+        return float("inf")
+    if not a.size:
+        return 0.0
+    return float(np.max(np.abs(a.astype(np.float64) - b)) / max(float(np.max(np.abs(b))), 1e-30))
 
 
 def with_presoftmax_output(model: onnx.ModelProto):
@@ -78,9 +87,11 @@ def _alternate(sessions, feeds, warmup, repeat, round_size, pause) -> list:
 
 
 def bench(models=None, threads=0, warmup=3, repeat=10, use_ort=True, out=sys.stdout, round_size=5,
-          pause=0.1) -> list:
+          pause=0.1, weights="random") -> list:
     """The light-model table: per model both sessions are created and their pre-softmax outputs compared, then both
-    are timed in alternating rounds (_alternate); the table shows the median run of each library."""
+    are timed in alternating rounds (_alternate); the table shows the median run of each library. `models`: ONNX
+    files (run as they are) or light model names ("resnet50"); default the nine light models. Light models get
+    `weights` "random" (seeded, onnxep/_light.py) or "shipped"."""
     import onnxep
 
     try:
@@ -89,18 +100,20 @@ def bench(models=None, threads=0, warmup=3, repeat=10, use_ort=True, out=sys.std
         ort = None
     if not use_ort:
         ort = None
-    models = models or light_models()
+    models = models or [os.path.basename(p)[6:-5] for p in light_models()]
     threads = threads or os.cpu_count() or 1
     rows = []
     print(f"onnxep {onnxep.__version__} (ISA {_isa()}) vs onnxruntime "
           f"{ort.__version__ if ort else '(not installed)'}; {threads} thread(s), median of {repeat} runs after "
-          f"{warmup} warm-up, alternating rounds of {round_size}", file=out)
+          f"{warmup} warm-up, alternating rounds of {round_size}"
+          f"; light models with {weights} weights", file=out)
     hdr = f"{'model':<22}{'onnxep ms':>11}{'ort ms':>10}{'ratio':>8}  {'fallback':>8}  check"
     print(hdr, file=out)
     print("-" * len(hdr), file=out)
     for path in models:
-        name = os.path.splitext(os.path.basename(path))[0]
-        model, pre = with_presoftmax_output(onnx.load(path))
+        is_file = os.path.isfile(path)
+        name = os.path.splitext(os.path.basename(path))[0] if is_file else f"light_{path}"
+        model, pre = with_presoftmax_output(onnx.load(path) if is_file else light_model(path, weights))
         data = model.SerializeToString()
         so = onnxep.SessionOptions()
         so.intra_op_num_threads = threads
@@ -120,10 +133,8 @@ def bench(models=None, threads=0, warmup=3, repeat=10, use_ort=True, out=sys.std
             theirs = ort.InferenceSession(data, oso, providers=["CPUExecutionProvider"])
             res_ort = theirs.run(names, feeds)
             sessions.append(theirs)
-            a, b = res_ours[0], res_ort[0]
-            ok = a.shape == b.shape and np.allclose(a, b, rtol=RTOL, atol=ATOL)
-            err = (float(np.max(np.abs(a - b)) / max(float(np.max(np.abs(b))), 1e-30))
-                   if a.shape == b.shape and a.size else 0.0)
+            err = rel_err(res_ours[0], res_ort[0])
+            ok = err <= REL_ERR and res_ours[0].dtype == res_ort[0].dtype
             check = f"{'ok' if ok else 'MISMATCH'} (max diff / max |ort| = {err:.1e})"
         medians = _alternate(sessions, feeds, warmup, repeat, round_size, pause)
         del sessions, ours
@@ -170,8 +181,7 @@ def bench_models(threads=0, warmup=3, repeat=20, round_size=5, pause=0.1, out=sy
         oso.intra_op_num_threads = threads
         oso.log_severity_level = 3
         theirs = ort.InferenceSession(data, oso, providers=["CPUExecutionProvider"])
-        a, b = ours.run(None, feeds)[0], theirs.run(None, feeds)[0]
-        err = float(np.max(np.abs(a - b)) / max(float(np.max(np.abs(b))), 1e-30)) if a.shape == b.shape else np.inf
+        err = rel_err(ours.run(None, feeds)[0], theirs.run(None, feeds)[0])
         check = f"{'ok' if err <= 1e-4 else 'MISMATCH'} (max diff / max |ort| = {err:.1e})"
         t_ours, t_ort = _alternate([ours, theirs], feeds, warmup, repeat, round_size, pause)
         del ours, theirs

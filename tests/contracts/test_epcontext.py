@@ -2,11 +2,10 @@
 config entry `ep.context_enable=1` the session writes an EPContext model whose nodes carry the compiled plan and
 packed weights; loading it skips compiling and packing").
 
-Oracles: the session that compiled (outputs bit for bit), onnxruntime's CPU provider (light ResNet-50 logits, rtol
-1e-4 / atol 1e-5), counters on the packing / hashing / optimizing functions (monkeypatched), and the exception types
+Oracles: the session that compiled (outputs bit for bit), onnxruntime's CPU provider (light ResNet-50 logits with
+seeded random weights, max diff / max |ort| <= 1e-5), counters on the packing / hashing / optimizing functions (monkeypatched), and the exception types
 of onnxep.errors (a bad blob is InvalidGraph, never wrong numbers)."""
 import os
-import struct
 import subprocess
 import sys
 
@@ -21,7 +20,8 @@ from onnxep.errors import Fail, InvalidArgument, InvalidGraph, NoSuchFile
 from onnxep.graph import epcontext
 from onnxep.ops import _registry
 from onnxep.ops._base import OpKernel
-from onnxep._bench import ATOL, RTOL, light_models, random_feeds, with_presoftmax_output
+from onnxep._bench import REL_ERR, random_feeds, rel_err, with_presoftmax_output
+from onnxep._light import light_model
 
 SEED = "seed 003_a6c6328fd6e65493.txt"
 
@@ -213,15 +213,12 @@ def test_embedded_model_loads_from_bytes_and_side_file_model_does_not(tmp_path):
         onnxep.InferenceSession(f.read())
 
 
-LIGHT = {os.path.basename(p)[6:-5]: p for p in light_models()}
-
-
 @pytest.mark.parametrize("name,embed", [("resnet50", "0"), ("resnet50", "1"), ("vgg19", "0")])
 def test_light_models_reload_bit_identical(tmp_path, name, embed):
     # seed 003: "Each EPContext node encapsulates the pre-compiled binary data for a OrtGraph compiled for a specific
     # execution provider." Oracle: the compiling session (bit for bit), and for ResNet-50 onnxruntime on the
-    # pre-softmax logits (their weights are all 0.02: the softmax is constant).
-    model, pre = with_presoftmax_output(onnx.load(LIGHT[name]))
+    # pre-softmax logits (seeded random weights: the shipped ones are all 0.02 and give one repeated logit).
+    model, pre = with_presoftmax_output(light_model(name))
     sess, _, ctx = _export(model, str(tmp_path), embed, name=name)
     feeds = random_feeds(sess, seed=1)
     want = sess.run(None, feeds)
@@ -237,7 +234,7 @@ def test_light_models_reload_bit_identical(tmp_path, name, embed):
         ref = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
         (theirs,) = ref.run([pre], feeds)
         (ours,) = loaded.run([pre], feeds)
-        np.testing.assert_allclose(ours, theirs, rtol=RTOL, atol=ATOL)
+        assert rel_err(ours, theirs) <= REL_ERR
 
 
 def test_loading_runs_no_passes_no_packing_no_weight_hash(tmp_path, monkeypatch):
@@ -263,7 +260,7 @@ def test_loading_runs_no_passes_no_packing_no_weight_hash(tmp_path, monkeypatch)
     monkeypatch.setattr(session_mod, "optimize", counting("optimize", session_mod.optimize))
     monkeypatch.setattr(onnx.shape_inference, "infer_shapes", counting("infer", onnx.shape_inference.infer_shapes))
 
-    model, _ = with_presoftmax_output(onnx.load(LIGHT["resnet50"]))
+    model, _ = with_presoftmax_output(light_model("resnet50"))
     sess, _, ctx = _export(model, str(tmp_path), "0", name="resnet50")
     assert all(calls.get(k, 0) > 0 for k in ("prepack_weight", "pack", "hash", "optimize", "infer")), calls
     feeds = random_feeds(sess, seed=2)
