@@ -1,26 +1,17 @@
-"""Cases of the ONNX backend suite that cannot pass, each with a one-line reason.
+"""Cases of the ONNX backend suite that no implementation can pass, each with a one-line reason.
 
-Keys are regular expressions searched in the test name (`test_<case>_cpu`). Only list a case that cannot pass for the
-stated reason: every case here also fails with onnx.reference alone (the fallback) and no cpu kernel covers it.
-A case that fails for a fixable reason in onnxep stays in the suite and counts as failed (e.g. until the cpu
-backend owns BatchNormalization < 14 and Softmax < 13, see test_onnx_backend.py)."""
-
-_REF = "onnx.reference (the fallback) fails it and onnxep has no cpu kernel for it: "
+Keys are regular expressions searched in the test name (`test_<case>_cpu`). Only list a case that no runtime can pass
+(onnxruntime fails it too): a case that fails for a reason fixable in onnxep stays in the suite and counts as failed.
+KNOWN_FAILING is empty: every case not excluded here passes with the fallback on."""
 
 #: Excluded in every run.
 EXCLUDE: dict[str, str] = {
     r"^test_bernoulli": "Bernoulli's output is random; the expected data is one numpy draw no runtime reproduces",
-    r"^test_image_decoder_": _REF + "its ImageDecoder needs Pillow, which is not a test dependency",
-    r"^test_if_opt_": _REF + "If with an optional(sequence) output comes back as 1 element instead of 5",
-    r"^test_loop16_seq_none_": _REF + "Loop over an empty optional sequence returns an array, not a sequence",
-    r"^test_range_.*_expanded_": _REF + "the Range function body's Loop stacks scan outputs with an extra axis",
-    r"^test_scan_sum_": _REF + "Scan-8 (with the batch axis and sequence_lens) is not implemented there",
-    r"^test_scatter_with(out)?_axis_": _REF + "Scatter (deprecated, opset 9-10) is not implemented there",
-    r"^test_gradient_of_add": _REF + "ai.onnx.preview.training Gradient is not implemented there",
+    r"^test_gradient_of_add": "ai.onnx.preview.training Gradient: neither onnx.reference nor onnxruntime implements it",
 }
 
-#: Expected to fail until a cpu kernel lands (other groups' ops); applied as strict expected failures, so the run stays
-#: green now and a case that starts passing fails loudly ("unexpected success"): then delete its line here.
+#: Expected to fail until a cpu kernel lands; applied as strict expected failures (fallback on only), so the run stays
+#: green and a case that starts passing fails loudly ("unexpected success"): then delete its line here.
 KNOWN_FAILING: dict[str, str] = {
 }
 
