@@ -51,7 +51,7 @@ import numpy as np  # noqa: E402
 import onnx  # noqa: E402
 from onnx import numpy_helper  # noqa: E402
 
-from onnxep._light import light_model, light_models  # noqa: E402
+from onnxep._light import light_models  # noqa: E402
 
 CHILD = r"""
 import ctypes, gc, json, os, resource, sys
@@ -175,13 +175,18 @@ def main():
                 models = [p for p in models if any(os.path.basename(p) in (f"light_{n}.onnx", n, f"{n}.onnx")
                                                    for n in args.only)]
             if args.weights == "random":
-                models = [_written(light_model(p), os.path.join(tmp, os.path.basename(p))) for p in models]
+                models = _write_random(models, tmp)
         _tables(args, models)
 
 
-def _written(model, path) -> str:
-    onnx.save(model, path)
-    return path
+def _write_random(paths, folder) -> list:
+    """The random-weight copies, written by a child process: the children this script times inherit its peak RSS
+    (ru_maxrss survives fork + exec), so this process must never hold the models' weights."""
+    out = [os.path.join(folder, os.path.basename(p)) for p in paths]
+    code = ("import sys, onnx; sys.path.insert(0, sys.argv[1]); from onnxep._light import light_model\n"
+            "for src, dst in zip(sys.argv[2::2], sys.argv[3::2]): onnx.save(light_model(src), dst)")
+    subprocess.run([sys.executable, "-c", code, ROOT, *[x for pair in zip(paths, out) for x in pair]], check=True)
+    return out
 
 
 def _tables(args, models):

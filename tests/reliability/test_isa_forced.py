@@ -3,8 +3,8 @@ whole models whose shapes include 1, primes and sizes just off the micro-kernel 
 16 / 8 columns, runs of 16 channels): channel-last conv blocks with folded BatchNormalization and fused residual /
 activation epilogues, depthwise + pointwise blocks, pooling, Gemm and batched MatMul with constant weights.
 
-Oracle: the generic variant (ONNXEP_ISA=generic), within the float32 GEMM error bound (rtol 1e-4 on these sizes);
-onnxruntime checks the generic variant itself."""
+Oracles: onnxruntime's CPU provider for every variant, the generic one included, and the generic variant
+(ONNXEP_ISA=generic) for the others; both within the float32 GEMM error bound (rtol 1e-4, atol 1e-5 on these sizes)."""
 import os
 import subprocess
 import sys
@@ -15,7 +15,7 @@ import pytest
 
 from onnxep import _kernels
 
-SCRIPT = r'''
+MODELS = r'''
 import sys
 import numpy as np
 import onnx
@@ -57,7 +57,9 @@ def models():
                               [numpy_helper.from_array(B, "B")])
         yield helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), \
             {"a": rng.uniform(-1, 1, (b, m_, k)).astype(np.float32)}
+'''
 
+SCRIPT = MODELS + r'''
 out = {}
 for i, (m, feeds) in enumerate(models()):
     s = onnxep.InferenceSession(m.SerializeToString())
@@ -68,6 +70,27 @@ np.savez(sys.argv[1], **out)
 '''
 
 
+def _onnxruntime_outputs():
+    ort = pytest.importorskip("onnxruntime")
+    ns = {}
+    exec(MODELS, ns)
+    out = {}
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    for i, (m, feeds) in enumerate(ns["models"]()):
+        s = ort.InferenceSession(m.SerializeToString(), so, providers=["CPUExecutionProvider"])
+        for j, v in enumerate(s.run(None, feeds)):
+            out[f"{i}_{j}"] = v
+    return out
+
+
+def _compare(got, want, what):
+    assert set(got) == set(want) and len(want) >= 10, (sorted(got), sorted(want))
+    for k in want:
+        assert got[k].shape == want[k].shape and got[k].dtype == want[k].dtype, (what, k)
+        np.testing.assert_allclose(got[k], want[k], rtol=1e-4, atol=1e-5, err_msg=f"{what}: {k}")
+
+
 def _run(isa, path):
     r = subprocess.run([sys.executable, "-c", SCRIPT, path], capture_output=True, text=True,
                        env={**os.environ, "ONNXEP_ISA": isa})
@@ -75,13 +98,14 @@ def _run(isa, path):
     return dict(np.load(path))
 
 
-@pytest.mark.parametrize("isa", [i for i in _kernels.AVAILABLE if i != "generic"])
-def test_forced_isa_matches_generic_on_models(isa):
+@pytest.mark.parametrize("isa", list(_kernels.AVAILABLE))
+def test_forced_isa_matches_onnxruntime_and_generic_on_models(isa):
+    want = _onnxruntime_outputs()
     with tempfile.TemporaryDirectory() as d:
-        gen = _run("generic", os.path.join(d, "g.npz"))
         got = _run(isa, os.path.join(d, "v.npz"))
-    assert str(gen.pop("isa")) == "generic" and str(got.pop("isa")) == isa
-    assert set(gen) == set(got) and len(gen) >= 10
-    for k in gen:
-        assert got[k].shape == gen[k].shape, k
-        np.testing.assert_allclose(got[k], gen[k], rtol=1e-4, atol=1e-5, err_msg=k)
+        gen = _run("generic", os.path.join(d, "g.npz")) if isa != "generic" else None
+    assert str(got.pop("isa")) == isa
+    _compare(got, want, f"{isa} vs onnxruntime")
+    if gen is not None:
+        assert str(gen.pop("isa")) == "generic"
+        _compare(got, gen, f"{isa} vs generic")
