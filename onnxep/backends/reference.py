@@ -42,10 +42,11 @@ REFERENCE_DEVICE = ReferenceDevice()
 class ReferencePlan(GraphPlan):
     backend_name = "reference"
 
-    def __init__(self, inputs, outputs, evaluator, n_nodes):
+    def __init__(self, inputs, outputs, evaluator, n_nodes, op_types=()):
         super().__init__(inputs, outputs)
         self.evaluator = evaluator
         self.n_nodes = n_nodes
+        self.op_types = op_types  # per node, "domain:OpType" outside the default domain (for inspection and tests)
 
     def describe(self):
         return f"ReferencePlan({self.n_nodes} nodes)"
@@ -83,7 +84,9 @@ class ReferenceBackend(Backend):
                     raise NotImplemented(f"ImageDecoder node '{n.proto.name}' runs on the reference backend, which "
                                          f"decodes images with Pillow: pip install pillow") from None
         evaluator = ReferenceEvaluator(model, new_ops=_FIXED_OPS)
-        return ReferencePlan(partition.inputs, partition.outputs, evaluator, len(partition.nodes))
+        op_types = tuple(n.op_type if n.domain in ("", "ai.onnx") else f"{n.domain}:{n.op_type}"
+                         for n in partition.nodes)
+        return ReferencePlan(partition.inputs, partition.outputs, evaluator, len(partition.nodes), op_types)
 
     def graph_plan_compute(self, plan: ReferencePlan, values: dict, run_ctx):
         feeds = {x: values[x] for x in plan.inputs}

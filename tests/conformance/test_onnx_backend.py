@@ -15,6 +15,11 @@ Fallback: by default nodes the cpu backend does not support run on the reference
 ONNXEP_CONFORMANCE_NO_FALLBACK=1) sets session.disable_cpu_ep_fallback=1, so a case passes only if every node runs on
 the cpu backend. `python -m tests.conformance.count [--no-fallback|--both]` prints the totals.
 
+Passes on the reference backend: onnx computes most node cases' expected outputs with numpy code of its own or with
+onnx.reference itself, so a case whose nodes ran on onnx.reference says little about onnxep. ConformanceBackend records
+per case which nodes the session placed there (_placement.py); the summary (conftest.py) counts those passes (any
+node, not _expanded, every node) and tabulates their op types.
+
 exclusions.py lists the excluded cases: only those no runtime can pass (Bernoulli's random output; Gradient, which
 neither onnx.reference nor onnxruntime implements), each with its reason. Its KNOWN_FAILING (strict expected failures)
 is empty: every other case passes with the fallback on.
@@ -35,7 +40,7 @@ from onnx.backend.test.loader import load_model_tests
 
 from onnxep.onnx_backend import OnnxepBackend
 
-from . import _data
+from . import _data, _placement
 from .exclusions import EXCLUDE, KNOWN_FAILING, NO_FALLBACK_EXCLUDE
 
 NO_FALLBACK = os.environ.get("ONNXEP_CONFORMANCE_NO_FALLBACK", "").strip() == "1"
@@ -50,7 +55,9 @@ class ConformanceBackend(OnnxepBackend):
     def prepare(cls, model, device="CPU", **kwargs):
         if NO_FALLBACK:
             kwargs.setdefault("session.disable_cpu_ep_fallback", "1")
-        return super().prepare(model, device, **kwargs)
+        rep = super().prepare(model, device, **kwargs)
+        _placement.record(rep.session)  # for the summary: did this case run nodes on onnx.reference?
+        return rep
 
 
 def _node_cases(path: str) -> list[TestCase]:

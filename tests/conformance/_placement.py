@@ -1,0 +1,36 @@
+"""Which conformance cases ran nodes on the reference backend (onnx.reference), and which op types.
+
+ConformanceBackend.prepare calls record(session) for every session a case creates; the entry is keyed by the running
+test's node id (PYTEST_CURRENT_TEST). conftest.py moves it onto the test's report (user_properties, which pytest-xdist
+carries from a worker to the controller), so the summary can say how many passes did not test onnxep alone."""
+from __future__ import annotations
+
+import os
+from collections import Counter
+
+#: pytest node id -> Counter(op type -> nodes of that type placed on the reference backend, and CPU_NODES -> nodes
+#: placed on the cpu backend)
+ON_REFERENCE: dict[str, Counter] = {}
+#: the key that counts a case's nodes on the cpu backend (not an op type)
+CPU_NODES = "(cpu nodes)"
+
+
+def current_test() -> str:
+    return os.environ.get("PYTEST_CURRENT_TEST", "").rsplit(" (", 1)[0]
+
+
+def record(session) -> None:
+    ops = Counter()
+    for plan in session.plans:
+        if plan.backend_name == "reference":
+            ops.update(plan.op_types)
+    n_ref = sum(1 for b in session.node_assignment.values() if b == "reference")
+    if sum(ops.values()) != n_ref:  # the plans and node_assignment disagree: count the nodes without an op type
+        ops["?"] += n_ref - sum(ops.values())
+    ops[CPU_NODES] += len(session.node_assignment) - n_ref
+    ON_REFERENCE.setdefault(current_test(), Counter()).update(ops)
+
+
+def pop(nodeid: str):
+    """The op-type counts recorded for a test (None if it created no session), removed from the registry."""
+    return ON_REFERENCE.pop(nodeid, None)
