@@ -3,7 +3,7 @@ for onnxruntime catches the same names. Every message says what was wrong and wh
 
 __all__ = [
     "OnnxepError", "Fail", "InvalidArgument", "NoSuchFile", "NoModel", "EngineError", "RuntimeException",
-    "InvalidProtobuf", "ModelLoaded", "NotImplemented", "InvalidGraph", "EPFail", "NotFound",
+    "InvalidProtobuf", "ModelLoaded", "NotImplemented", "InvalidGraph", "EPFail", "NotFound", "OptionWarning",
 ]
 
 
@@ -62,3 +62,7 @@ class EPFail(OnnxepError):
 
 class NotFound(OnnxepError):
     code = "NOT_FOUND"
+
+
+class OptionWarning(UserWarning):
+    """An option onnxep accepts but cannot apply as asked on a CPU provider (said once per process per option)."""

@@ -4,9 +4,15 @@
 `InferenceSession.__init__` runs load..plan; `run` runs the last stage only."""
 from __future__ import annotations
 
+import collections.abc
 import enum
+import json
+import logging
 import os
+import sys
 import threading
+import time
+import warnings
 import weakref
 
 import numpy as np
@@ -17,19 +23,17 @@ from onnxep.contracts.allocator import HostBlockPool, Stream, trim_host_heap
 from onnxep.contracts.backend import BufferType
 from onnxep.contracts.compile import CompileContext, compile as compile_partitions
 from onnxep.contracts.weight_cache import PrePackedWeightsContainer
-from onnxep.errors import InvalidArgument
+from onnxep.errors import Fail, InvalidArgument, NotImplemented as OnnxepNotImplemented, OptionWarning
 from onnxep.graph import epcontext
 from onnxep.graph import model as model_mod
-from onnxep.graph.executor import Executor, RunContext
+from onnxep.graph.executor import TERMINATED, Executor, RunContext, StepTrace
 from onnxep.graph.planner import ArenaPlanner
 from onnxep.graph.ir import ValueType
 from onnxep.graph.partition import partition as make_partitions
-from onnxep.graph.passes import optimize
+from onnxep.graph.passes import disabled_passes, optimize
 
 PROVIDER = "OnnxepExecutionProvider"
 REFERENCE_PROVIDER = "OnnxReferenceExecutionProvider"
-#: Names a script written for onnxruntime may pass; they select onnxep's default provider list.
-_PROVIDER_ALIASES = {"CPUExecutionProvider", PROVIDER, REFERENCE_PROVIDER}
 
 #: ORT's key: "1" refuses nodes the main provider cannot run instead of falling back.
 CONFIG_DISABLE_FALLBACK = "session.disable_cpu_ep_fallback"
@@ -59,27 +63,107 @@ class ExecutionMode(enum.IntEnum):
     ORT_PARALLEL = 1
 
 
+class ExecutionOrder(enum.IntEnum):
+    DEFAULT = 0
+    PRIORITY_BASED = 1
+    MEMORY_EFFICIENT = 2
+
+
+# ------------------------------------------------------------------------------------------ warnings and logging
+LOGGER = logging.getLogger("onnxep")
+#: onnxruntime's log severities 0 verbose, 1 info, 2 warning, 3 error, 4 fatal, as logging levels
+SEVERITY_LEVELS = (logging.DEBUG, logging.INFO, logging.WARNING, logging.ERROR, logging.CRITICAL)
+_WARNED = set()
+_WARNED_LOCK = threading.Lock()
+_RUNS_LOCK = threading.Lock()          # RunOptions._runs, between a run starting or ending and terminate being set
+
+
+def warn_once(key, message: str) -> None:
+    """An OptionWarning the first time `key` (an option, an option and value) comes up in this process, pointing at
+    the caller's line outside onnxep."""
+    with _WARNED_LOCK:
+        if key in _WARNED:
+            return
+        _WARNED.add(key)
+    level, frame = 2, sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        level, frame = level + 1, frame.f_back
+    warnings.warn(message, OptionWarning, stacklevel=level)
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+class _Log:
+    """Records to the "onnxep" logger, tagged with a logid (the record's `logid`, and the message's "[logid]"). A
+    severity >= 0 (onnxruntime's log_severity_level) is the session's or run's own gate, as onnxruntime's session
+    logger is its own: records at or above it go to the logger's handlers whatever the logger's level; -1 (the
+    default) leaves the choice to the logger's level. Verbose records need severity 0 set explicitly."""
+
+    __slots__ = ("level", "verbosity", "logid")
+
+    def __init__(self, severity, verbosity, logid):
+        severity = int(severity)
+        self.level = None if severity < 0 else SEVERITY_LEVELS[min(severity, 4)]
+        self.verbosity = int(verbosity)
+        self.logid = str(logid)
+
+    @property
+    def verbose(self) -> bool:
+        return self.level == logging.DEBUG
+
+    def enabled(self, level) -> bool:
+        return LOGGER.isEnabledFor(level) if self.level is None else level >= self.level
+
+    def log(self, level, msg, *args) -> None:
+        if self.enabled(level):
+            record = LOGGER.makeRecord(LOGGER.name, level, __file__, 0, "[%s] " + msg, (self.logid, *args), None,
+                                       extra={"logid": self.logid})
+            LOGGER.handle(record)
+
+
+def _not_in_onnxep(what, instead=""):
+    def refuse(self, *args, **kwargs):
+        raise OnnxepNotImplemented(f"{type(self).__name__}.{what} is not supported by onnxep{instead}")
+    refuse.__name__ = what
+    refuse.__doc__ = f"onnxruntime's {what}: refused (NotImplemented){instead}."
+    return refuse
+
+
 class SessionOptions:
+    """onnxruntime.SessionOptions: the same attributes (a misspelt one raises AttributeError, as onnxruntime's does).
+    What each does in onnxep is in the README's "Session options that matter" table; the methods onnxep has no
+    meaning for raise NotImplemented."""
+
+    __slots__ = ("intra_op_num_threads", "inter_op_num_threads", "graph_optimization_level", "execution_mode",
+                 "execution_order", "optimized_model_filepath", "log_severity_level", "log_verbosity_level", "logid",
+                 "enable_profiling", "profile_file_prefix", "enable_cpu_mem_arena", "enable_mem_pattern",
+                 "enable_mem_reuse", "use_deterministic_compute", "use_per_session_threads", "_config",
+                 "__weakref__")
+
     def __init__(self):
         self.intra_op_num_threads = 0
         self.inter_op_num_threads = 0
         self.graph_optimization_level = GraphOptimizationLevel.ORT_ENABLE_ALL
         self.execution_mode = ExecutionMode.ORT_SEQUENTIAL
+        self.execution_order = ExecutionOrder.DEFAULT
         self.optimized_model_filepath = ""
-        self.log_severity_level = 2
+        self.log_severity_level = -1
         self.log_verbosity_level = 0
         self.logid = ""
         self.enable_profiling = False
+        self.profile_file_prefix = "onnxep_profile_"
         self.enable_cpu_mem_arena = True
         self.enable_mem_pattern = True
         self.enable_mem_reuse = True
         self.use_deterministic_compute = False
+        self.use_per_session_threads = True
         self._config = {}
 
     def add_session_config_entry(self, key: str, value: str):
         if not isinstance(key, str) or not isinstance(value, str):
-            raise InvalidArgument(f"session config entries are strings; got {type(key).__name__}: "
-                                  f"{type(value).__name__}")
+            raise TypeError(f"add_session_config_entry(): incompatible function arguments: keys and values are str, "
+                            f"got {type(key).__name__}, {type(value).__name__}")
         self._config[key] = value
 
     def get_session_config_entry(self, key: str) -> str:
@@ -90,23 +174,76 @@ class SessionOptions:
     def _flag(self, key) -> bool:
         return self._config.get(key, "0").strip() == "1"
 
+    def has_providers(self) -> bool:
+        return False            # providers are given to InferenceSession (add_provider is refused)
+
+    add_external_initializers = _not_in_onnxep("add_external_initializers", ": keep initializers in the model")
+    add_external_initializers_from_files_in_memory = _not_in_onnxep("add_external_initializers_from_files_in_memory")
+    add_free_dimension_override_by_denotation = _not_in_onnxep("add_free_dimension_override_by_denotation")
+    add_free_dimension_override_by_name = _not_in_onnxep("add_free_dimension_override_by_name")
+    add_initializer = _not_in_onnxep("add_initializer", ": keep initializers in the model")
+    add_provider = _not_in_onnxep("add_provider", ": pass providers= to InferenceSession")
+    add_provider_for_devices = _not_in_onnxep("add_provider_for_devices", ": pass providers= to InferenceSession")
+    clear_ep_context_data_read_func = _not_in_onnxep("clear_ep_context_data_read_func")
+    register_custom_ops_library = _not_in_onnxep("register_custom_ops_library",
+                                                 ": register an OpKernel with onnxep.ops._registry.register")
+    set_ep_context_data_read_func = _not_in_onnxep("set_ep_context_data_read_func")
+    set_load_cancellation_flag = _not_in_onnxep("set_load_cancellation_flag")
+    set_provider_selection_policy = _not_in_onnxep("set_provider_selection_policy",
+                                                   ": pass providers= to InferenceSession")
+    set_provider_selection_policy_delegate = _not_in_onnxep("set_provider_selection_policy_delegate",
+                                                            ": pass providers= to InferenceSession")
+
+
+#: onnxruntime's run config key; a value naming "cpu" hands the session's pooled memory back after the run
+CONFIG_ARENA_SHRINKAGE = "memory.enable_memory_arena_shrinkage"
+#: run config keys onnxruntime documents that have nothing to act on in a CPU-only, synchronous run
+_RUN_KEYS_NOT_FOR_CPU = ("run.disable_synchronize_execution_providers", "gpu_graph_id")
+_RUN_KEY_PREFIXES_NOT_FOR_CPU = ("qnn.", "dml.", "nv.", "cuda.", "trt.", "webgpu.")
+
 
 class RunOptions:
+    """onnxruntime.RunOptions. `terminate = True` -- set before a run, or from another thread during one -- stops the
+    run (Fail, onnxruntime's message) at the next node that allocates, plan boundary or traced step; the session
+    stays usable."""
+
+    __slots__ = ("log_severity_level", "log_verbosity_level", "logid", "_terminate", "only_execute_path_to_fetches",
+                 "_config", "_runs", "__weakref__")
+
     def __init__(self):
-        self.log_severity_level = 2
+        self.log_severity_level = -1
         self.log_verbosity_level = 0
         self.logid = ""
-        self.terminate = False
+        self._terminate = False
         self.only_execute_path_to_fetches = False
         self._config = {}
+        self._runs = set()                  # RunContexts of the runs under way with these options
+
+    @property
+    def terminate(self) -> bool:
+        return self._terminate
+
+    @terminate.setter
+    def terminate(self, value):
+        value = bool(value)
+        with _RUNS_LOCK:
+            self._terminate = value
+            if value:
+                for run_ctx in self._runs:
+                    run_ctx.stop = True
 
     def add_run_config_entry(self, key: str, value: str):
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise TypeError(f"add_run_config_entry(): incompatible function arguments: keys and values are str, "
+                            f"got {type(key).__name__}, {type(value).__name__}")
         self._config[key] = value
 
     def get_run_config_entry(self, key: str) -> str:
         if key not in self._config:
             raise InvalidArgument(f"RunOptions: config key {key!r} is not set")
         return self._config[key]
+
+    add_active_adapter = _not_in_onnxep("add_active_adapter")
 
 
 class NodeArg:
@@ -149,19 +286,39 @@ class InferenceSession:
     def __init__(self, path_or_bytes, sess_options=None, providers=None, provider_options=None, **kwargs):
         self._sess_options = sess_options if sess_options is not None else SessionOptions()
         so = self._sess_options
-        self._providers = self._check_providers(providers)
+        if not isinstance(so, SessionOptions):
+            raise TypeError(f"sess_options must be an onnxep.SessionOptions, got {type(so).__name__}")
         unknown = set(kwargs) - {"prepacked_weights_container", "stream", "disabled_optimizers"}
         if unknown:
             raise TypeError(f"InferenceSession got unexpected keyword arguments {sorted(unknown)}")
+        self._log = _Log(so.log_severity_level, so.log_verbosity_level, so.logid)
+        self._severity = int(so.log_severity_level)
+        self._profiler = _Profiler(so.profile_file_prefix) if so.enable_profiling else None
+        t_start = time.perf_counter_ns()
+        fallback = not so._flag(CONFIG_DISABLE_FALLBACK)
+        devices, self._providers, self._provider_options = _select_providers(providers, provider_options, fallback)
+        _check_session_options(so)
+        disabled, unknown_passes = disabled_passes(kwargs.get("disabled_optimizers"))
+        for name in unknown_passes:
+            warn_once(("disabled_optimizers", name), f"disabled_optimizers: {name!r} names no onnxep pass nor an "
+                      f"onnxruntime optimizer one stands in for; ignored (onnxep.graph.passes.PASS_NAMES lists them)")
         self._stream = kwargs.get("stream") or Stream("session")
         container = kwargs.get("prepacked_weights_container")
         self._container = container if container is not None else PrePackedWeightsContainer()
         self._lock = threading.Lock()
-        self._pool = HostBlockPool()
+        # enable_cpu_mem_arena (or the provider option use_arena=0) off: no memory kept between runs -- no host block
+        # pool, and a planned run's arena is allocated for that run and dropped after it; enable_mem_reuse off: no
+        # tensor takes a freed one's memory -- no pool either, and the planner gives each tensor its own region
+        arena = so.enable_cpu_mem_arena and self._provider_options.get(PROVIDER, {}).get("use_arena", "1") == "1"
+        self._pool = HostBlockPool() if arena and so.enable_mem_reuse else None
 
         export = epcontext.export_options(so._config, path_or_bytes)   # ep.context_* (checked before any work)
         # load; an EPContext model's blobs are read and verified here (graph/epcontext.py)
         model, self._model_dir = model_mod.load_model(path_or_bytes)
+        if self._profiler is not None:
+            self._profiler.session_event("model_loading_uri" if isinstance(path_or_bytes, (str, os.PathLike))
+                                         else "model_loading_array", t_start, time.perf_counter_ns())
+        t_init = time.perf_counter_ns()
         if model is path_or_bytes and any(epcontext.is_context_node(n) for n in model.graph.node):
             model = model.__class__.FromString(model.SerializeToString())   # extract drops blobs: not from the caller's
         weights = BufferType("weights", Stream("weights"))   # packed weights (compiled, or read from EPContext blobs)
@@ -171,9 +328,17 @@ class InferenceSession:
                                   f"({sorted(contexts)[:3]}): export from the original model")
         graph = model_mod.build_graph(model, infer_shapes=not contexts)
         forced = frozenset(t.strip() for t in so._config.get(CONFIG_FALLBACK_OP_TYPES, "").split(",") if t.strip())
+        level = int(so.graph_optimization_level)
+        if CPU_DEVICE not in devices:
+            if contexts:
+                raise InvalidArgument(f"an EPContext model ({sorted(contexts)[:3]}) runs on {PROVIDER}, which the "
+                                      f"providers given ({self._providers}) leave out")
+            # the reference backend alone: no pass may leave com.onnxep ops (those come from level 2 on), and no op
+            # type is forced off the cpu backend
+            level, forced = min(level, int(GraphOptimizationLevel.ORT_ENABLE_BASIC)), frozenset()
         # optimize (an EPContext model holds the optimized graph already: no passes)
         if not contexts:
-            graph = optimize(graph, int(so.graph_optimization_level), so.optimized_model_filepath, model, forced)
+            graph = optimize(graph, level, so.optimized_model_filepath, model, forced, disabled)
         del model
         self._inputs = [NodeArg(n, vt) for n, vt in graph.inputs]
         self._outputs = [NodeArg(n, vt) for n, vt in graph.outputs]
@@ -191,8 +356,6 @@ class InferenceSession:
                        and vt.shape is not None and all(isinstance(d, int) for d in vt.shape)}
         self._meta = ModelMetadata(graph.metadata)
         # partition
-        fallback = not so._flag(CONFIG_DISABLE_FALLBACK)
-        devices = [CPU_DEVICE, REFERENCE_DEVICE]
         partitions = make_partitions(graph, devices, fallback, forced, pinned={n: CPU_DEVICE.name for n in contexts})
         for p in partitions:
             if len(p.nodes) == 1 and p.nodes[0].name in contexts:
@@ -202,7 +365,17 @@ class InferenceSession:
                                 for n in (p.context.nodes if p.context is not None else p.nodes)}
         nthreads = int(so.intra_op_num_threads or 0)
         self._backends = {d.name: d.init_backend(self._stream, **({"num_threads": nthreads} if d is CPU_DEVICE else {}))
-                          for d in devices}
+                          for d in (CPU_DEVICE, REFERENCE_DEVICE)}
+        log = self._log
+        if log.enabled(logging.DEBUG):
+            for n, b in self.node_assignment.items():
+                log.log(logging.DEBUG, "node %r -> %s backend (%s)", n, b, _BACKEND_PROVIDERS[b])
+        # per plan, its nodes as (name, op type, index in the session's node order): profile events and traces
+        order = {}
+        plan_nodes = []
+        for p in partitions:
+            nodes = p.context.nodes if p.context is not None else p.nodes
+            plan_nodes.append([(n.name, n.op_type, order.setdefault(n.name, len(order))) for n in nodes])
         # compile (kernels + pre-packing); graph objects are not kept past this call
         exporter = epcontext.Exporter(export, [n.name for n in graph.nodes]) if export is not None else None
         ctx = CompileContext(weight_allocator=weights, container=self._container,
@@ -231,15 +404,25 @@ class InferenceSession:
         # memory: with enable_mem_pattern (onnxruntime's name, on by default) each input signature's first run is
         # recorded and later ones take their activations from one planned arena (graph/planner.py), borrowed from the
         # pool of the sessions on the stream this one was given, else of those sharing its container
-        memory = ArenaPlanner(self._backends[CPU_DEVICE.name], kwargs.get("stream") or self._container) \
-            if so.enable_mem_pattern else None
+        memory = ArenaPlanner(self._backends[CPU_DEVICE.name], kwargs.get("stream") or self._container,
+                              reuse=bool(so.enable_mem_reuse), pooled=arena) if so.enable_mem_pattern else None
         self._executor = Executor(plans, self._backends, [n for n, _ in graph.outputs], out_consts, overridable,
-                                  memory)
+                                  memory, plan_nodes, _BACKEND_PROVIDERS)
+        # a run takes the plain path unless profiled or logged verbosely (RunOptions may ask for either)
+        self._plain = self._profiler is None and not log.verbose
         self._limit = _memory_limit()
         # graph_plan_free for every plan (kernels' release()) when the session goes away
         self._finalizer = weakref.finalize(self, _free_plans, self._backends, plans)
+        if log.enabled(logging.INFO):
+            counts = {}
+            for b in self.node_assignment.values():
+                counts[b] = counts.get(b, 0) + 1
+            log.log(logging.INFO, "session ready: %d nodes (%s) in %d plans, providers %s", len(self.node_assignment),
+                    ", ".join(f"{k} {v}" for k, v in counts.items()), len(plans), self._providers)
         del graph, partitions
         trim_host_heap()     # loading, folding and packing freed more than the session keeps
+        if self._profiler is not None:
+            self._profiler.session_event("session_initialization", t_init, time.perf_counter_ns())
 
     # ------------------------------------------------------------------ introspection (onnxruntime names)
     def get_inputs(self):
@@ -258,7 +441,21 @@ class InferenceSession:
         return list(self._providers)
 
     def get_provider_options(self):
-        return {p: {} for p in self._providers}
+        """Per provider in use, the options it took (string values, as onnxruntime returns them)."""
+        return {p: dict(self._provider_options.get(p, {})) for p in self._providers}
+
+    # ------------------------------------------------------------------ profiling (onnxruntime names)
+    def end_profiling(self) -> str:
+        """Write the profile (enable_profiling) to profile_file_prefix + timestamp + ".json" and return its name;
+        profiling stops. "" when the session is not profiling (onnxruntime's answer too)."""
+        profiler, self._profiler = self._profiler, None
+        self._plain = not self._log.verbose
+        return "" if profiler is None else profiler.write()
+
+    def get_profiling_start_time_ns(self) -> int:
+        """When profiling started, comparable to time.monotonic_ns() (0 when not profiling)."""
+        profiler = self._profiler
+        return 0 if profiler is None else profiler.start_ns
 
     def get_session_options(self):
         return self._sess_options
@@ -282,7 +479,64 @@ class InferenceSession:
                                           f"{sorted(valid_out)})")
         feeds = self._check_feeds(input_feed)
         run_ctx = RunContext(self._stream, self._limit, run_options, self._pool)
-        return self._executor.run(feeds, list(output_names), run_ctx)
+        if run_options is None and self._plain:
+            return self._executor.run(feeds, list(output_names), run_ctx)
+        return self._run_with_options(feeds, list(output_names), run_ctx, run_options)
+
+    def _run_with_options(self, feeds, output_names, run_ctx, ro):
+        """A run with RunOptions, or profiled, or logged verbosely."""
+        log = self._log
+        shrink = False
+        if ro is not None:
+            if not isinstance(ro, RunOptions):
+                raise TypeError(f"run_options must be an onnxep.RunOptions, got {type(ro).__name__}")
+            if ro._terminate:
+                raise Fail(TERMINATED)
+            if ro._config:
+                shrink = _run_config(ro._config)
+            severity = int(ro.log_severity_level)
+            if severity >= 0 or ro.logid or ro.log_verbosity_level:
+                log = _Log(severity if severity >= 0 else self._severity, ro.log_verbosity_level,
+                           ro.logid or log.logid)
+            run_ctx.prune = bool(ro.only_execute_path_to_fetches)
+        profiler = self._profiler
+        verbose = log.verbose
+        if profiler is not None or (verbose and log.verbosity >= 1):
+            run_ctx.trace = StepTrace(run_ctx, None if profiler is None else [],
+                                      log if verbose and log.verbosity >= 1 else None,
+                                      0 if profiler is None else profiler.origin, os.getpid(), threading.get_native_id())
+        if verbose:
+            log.log(logging.DEBUG, "run: outputs %s%s", output_names,
+                    " (only the nodes they need)" if run_ctx.prune else "")
+        t0 = time.perf_counter_ns()
+        if ro is not None:
+            with _RUNS_LOCK:
+                ro._runs.add(run_ctx)
+                run_ctx.stop = ro._terminate      # (set between the check above and here)
+        try:
+            out = self._executor.run(feeds, output_names, run_ctx)
+        finally:
+            if ro is not None:
+                with _RUNS_LOCK:
+                    ro._runs.discard(run_ctx)
+        t1 = time.perf_counter_ns()
+        if profiler is not None:
+            profiler.run_events(run_ctx.trace.events, t0, t1)
+        if verbose:
+            log.log(logging.DEBUG, "run done in %.1f us", (t1 - t0) / 1000)
+        if shrink:
+            self._shrink()
+        return out
+
+    def _shrink(self):
+        """memory.enable_memory_arena_shrinkage: hand back the memory kept between runs -- the host block pool's
+        blocks no tensor uses, the arena pool's buffers no run holds -- and trim the heap."""
+        if self._pool is not None:
+            self._pool = HostBlockPool()
+        memory = self._executor.memory
+        if memory is not None:
+            memory.shrink()
+        trim_host_heap()
 
     def _check_feeds(self, input_feed):
         required = self._required
@@ -304,16 +558,147 @@ class InferenceSession:
             feeds[name] = _check_value(name, value, vt)
         return feeds
 
-    @staticmethod
-    def _check_providers(providers):
-        if not providers:
-            return [PROVIDER, REFERENCE_PROVIDER]
-        names = [p[0] if isinstance(p, tuple) else p for p in providers]
-        for p in names:
-            if p not in _PROVIDER_ALIASES:
-                raise ValueError(f"Specified provider '{p}' is not in available provider names. Available providers: "
-                                 f"'{', '.join(get_available_providers())}'")
-        return [PROVIDER, REFERENCE_PROVIDER]
+
+
+_BACKEND_PROVIDERS = {CPU_DEVICE.name: PROVIDER, REFERENCE_DEVICE.name: REFERENCE_PROVIDER}
+_PROVIDER_DEVICES = {PROVIDER: CPU_DEVICE, "CPUExecutionProvider": CPU_DEVICE, REFERENCE_PROVIDER: REFERENCE_DEVICE}
+#: provider option keys each provider reads ("use_arena": "0" is enable_cpu_mem_arena = False for this session)
+_PROVIDER_OPTION_KEYS = {PROVIDER: {"use_arena": ("0", "1")}, REFERENCE_PROVIDER: {}}
+
+
+def _select_providers(providers, provider_options, fallback: bool):
+    """(devices in order, provider names in use, {provider: {key: str value}}) from InferenceSession's providers and
+    provider_options, read as onnxruntime reads them (names, or (name, options) tuples; or names and a parallel list
+    of option dicts). "CPUExecutionProvider" is onnxep's native provider. As onnxruntime appends its CPU provider, the
+    reference provider is appended as the fallback unless session.disable_cpu_ep_fallback is "1"; the reference
+    provider alone runs every node on the reference backend."""
+    if providers is None or (not providers and provider_options is None):
+        names, options = [PROVIDER], [{}]
+    else:
+        if not isinstance(providers, collections.abc.Sequence):
+            raise ValueError("'providers' should be a sequence.")
+        if provider_options is not None:
+            if not isinstance(provider_options, collections.abc.Sequence):
+                raise ValueError("'provider_options' should be a sequence.")
+            if len(providers) != len(provider_options):
+                raise ValueError("'providers' and 'provider_options' should be the same length if both are given.")
+            if not all(isinstance(p, str) for p in providers):
+                raise ValueError("Only string values for 'providers' are supported if 'provider_options' is given.")
+            if not all(isinstance(o, dict) for o in provider_options):
+                raise ValueError("'provider_options' values must be dicts.")
+            names, options = list(providers), list(provider_options)
+        else:
+            names, options = [], []
+            for p in providers:
+                if isinstance(p, str):
+                    names.append(p)
+                    options.append({})
+                elif isinstance(p, tuple) and len(p) == 2 and isinstance(p[0], str) and isinstance(p[1], dict):
+                    names.append(p[0])
+                    options.append(p[1])
+                else:
+                    raise ValueError("'providers' values must be either strings or (string, dict) tuples.")
+    devices, used, used_options = [], [], {}
+    for pos, (name, opts) in enumerate(zip(names, options)):
+        dev = _PROVIDER_DEVICES.get(name)
+        if dev is None:
+            raise ValueError(f"Specified provider '{name}' is not in available provider names. Available providers: "
+                             f"'{', '.join(get_available_providers())}'")
+        provider = _BACKEND_PROVIDERS[dev.name]
+        if dev in devices:          # a repeat, or both spellings of the native provider: the first one counts
+            if name in names[:pos]:
+                warnings.warn(f"Duplicate provider '{name}' encountered, ignoring.")
+            continue
+        known = _PROVIDER_OPTION_KEYS[provider]
+        taken = {}
+        for key, value in opts.items():
+            key, value = str(key), str(value)
+            if key not in known:
+                warn_once((provider, key), f"provider option {key!r} is not one {provider} knows "
+                          f"({sorted(known) or 'it takes none'}); ignored")
+                continue
+            if value not in known[key]:
+                raise InvalidArgument(f"provider option {key!r} of {provider}: {value!r} is not one of {known[key]}")
+            taken[key] = value
+        devices.append(dev)
+        used.append(provider)
+        used_options[provider] = taken
+    if fallback and REFERENCE_DEVICE not in devices:
+        devices.append(REFERENCE_DEVICE)
+        used.append(REFERENCE_PROVIDER)
+        used_options[REFERENCE_PROVIDER] = {}
+    return devices, used, used_options
+
+
+def _check_session_options(so: SessionOptions) -> None:
+    """The session options onnxep accepts but cannot apply as asked: a one-time warning each."""
+    if int(so.inter_op_num_threads) > 1:
+        warn_once("inter_op_num_threads", f"inter_op_num_threads={so.inter_op_num_threads}: onnxep has no inter-op "
+                  f"thread pool (nodes run one after another, each on intra_op_num_threads threads); ignored")
+    if int(so.execution_mode) == ExecutionMode.ORT_PARALLEL:
+        warn_once("execution_mode", "execution_mode ORT_PARALLEL: onnxep runs nodes sequentially (each node uses "
+                  "intra_op_num_threads threads); running as ORT_SEQUENTIAL")
+    if int(so.execution_order) != ExecutionOrder.DEFAULT:
+        warn_once("execution_order", f"execution_order {ExecutionOrder(int(so.execution_order)).name}: onnxep runs "
+                  f"nodes in the model's topological order; running as DEFAULT")
+    if not so.use_per_session_threads:
+        warn_once("use_per_session_threads", "use_per_session_threads=False: onnxep's kernels use the process's "
+                  "OpenMP pool either way (intra_op_num_threads still limits each session's calls)")
+
+
+def _run_config(config: dict) -> bool:
+    """Reads a run's config entries: True when memory.enable_memory_arena_shrinkage names the cpu device; a one-time
+    warning for a key that has nothing to act on in onnxep, or that onnxep does not know."""
+    shrink = False
+    for key, value in config.items():
+        if key == CONFIG_ARENA_SHRINKAGE:
+            devices = [d.split(":")[0].strip().lower() for d in value.split(";") if d.strip()]
+            if "cpu" in devices:
+                shrink = True
+            else:
+                warn_once((key, value), f"run config {key}={value!r}: onnxep has only cpu memory; nothing to shrink")
+        elif key in _RUN_KEYS_NOT_FOR_CPU or key.startswith(_RUN_KEY_PREFIXES_NOT_FOR_CPU):
+            warn_once(("run config", key), f"run config entry {key!r} has nothing to act on in onnxep's CPU runs "
+                      f"(synchronous, no device graphs); ignored")
+        else:
+            warn_once(("run config", key), f"run config entry {key!r} is not one onnxep knows; ignored")
+    return shrink
+
+
+class _Profiler:
+    """enable_profiling: onnxruntime's trace format -- a JSON list of Chrome-trace "X" events, "Session" events for
+    loading, initialization and each run ("model_run", "SequentialExecutor::Execute") and a "Node" event per kernel
+    ("<node>_kernel_time", args op_name, provider, node_index, input / output type and shape), ts and dur in
+    microseconds from the start -- written by end_profiling to profile_file_prefix + "_" + date and time + ".json"."""
+
+    def __init__(self, prefix):
+        self.prefix = str(prefix)
+        self.start_ns = time.monotonic_ns()
+        self.origin = time.perf_counter_ns()
+        self.started = time.time()
+        self.pid = os.getpid()
+        self.events = []
+
+    def session_event(self, name, t0, t1) -> None:
+        self.events.append({"cat": "Session", "pid": self.pid, "tid": threading.get_native_id(),
+                            "dur": (t1 - t0) // 1000, "ts": (t0 - self.origin) // 1000, "ph": "X", "name": name,
+                            "args": {}})
+
+    def run_events(self, node_events, t0, t1) -> None:
+        t_first = min((e["ts"] for e in node_events), default=(t0 - self.origin) // 1000)
+        t_last = max((e["ts"] + e["dur"] for e in node_events), default=(t1 - self.origin) // 1000)
+        events = list(node_events)
+        events.append({"cat": "Session", "pid": self.pid, "tid": threading.get_native_id(), "dur": t_last - t_first,
+                       "ts": t_first, "ph": "X", "name": "SequentialExecutor::Execute", "args": {}})
+        self.events.extend(events)        # (one extend: runs on other threads interleave whole runs)
+        self.session_event("model_run", t0, t1)
+
+    def write(self) -> str:
+        stamp = time.strftime("%Y-%m-%d_%H-%M-%S", time.localtime(self.started))
+        path = f"{self.prefix}_{stamp}_{int(self.started * 1000) % 1000:03d}.json"
+        with open(path, "w") as f:
+            f.write("[\n" + ",\n".join(json.dumps(e) for e in self.events) + "\n]\n")
+        return path
 
 
 def _free_plans(backends, plans):

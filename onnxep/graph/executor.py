@@ -2,23 +2,32 @@
 its last reader, return the requested outputs."""
 from __future__ import annotations
 
+import logging
 import math
+from time import perf_counter_ns
 
 import numpy as np
 
 from onnxep.contracts.allocator import host_bytes
 
 from onnxep.contracts.backend import Buffer, Tensor, cpy_tensor
+from onnxep.errors import Fail
 from onnxep.graph.model import check_size
 from onnxep.graph.planner import signature
+
+#: onnxruntime's message when RunOptions.terminate stops a run (its error type: Fail)
+TERMINATED = "Exiting due to terminate flag being set to true."
 
 
 class RunContext:
     """Per-run state handed to backends: the allocator for kernel outputs. A planned run (graph/planner.py) takes
     them from its arena (`arena`); the rest come from the stream's registered allocator, or else the session's
-    HostBlockPool. A recording run (`recorder`) reports every allocation to the planner."""
+    HostBlockPool (None: each on its own). A recording run (`recorder`) reports every allocation to the planner.
+    `stop` (RunOptions.terminate, possibly set from another thread) ends the run at the next allocation, plan or
+    traced step; `trace` (a StepTrace) sees every step of a profiled or per-node-logged run; `prune` runs only the
+    nodes the requested outputs need (RunOptions.only_execute_path_to_fetches)."""
 
-    __slots__ = ("stream", "limit", "run_options", "pool", "recorder", "arena")
+    __slots__ = ("stream", "limit", "run_options", "pool", "recorder", "arena", "stop", "trace", "prune")
 
     def __init__(self, stream, limit, run_options=None, pool=None):
         self.stream = stream
@@ -27,9 +36,14 @@ class RunContext:
         self.pool = pool
         self.recorder = None
         self.arena = None
+        self.stop = False
+        self.trace = None
+        self.prune = False
 
     def alloc(self, shape, dtype=np.float32) -> np.ndarray:
         """An uninitialised array from the stream's allocator (size checked before allocating)."""
+        if self.stop:
+            raise Fail(TERMINATED)
         arena = self.arena
         if arena is not None:
             arr = arena.cached(shape, dtype)    # this request's array of the last run in this arena buffer
@@ -54,14 +68,15 @@ class RunContext:
                 arr = mem.view(dt).reshape(shape)
                 arena.keep(k, shape, dtype, arr)
                 return arr
+        rec = self.recorder
         if not self.stream.uses_default_allocator:
             mem = self.stream.alloc(nbytes)
-        elif self.pool is None or self.recorder is not None:
+        elif self.pool is None or (rec is not None and (rec.__class__ is not StepTrace or rec.inner is not None)):
             mem = host_bytes(nbytes)        # a recording run keeps no pool: each tensor goes after its last reader
         else:
             mem = self.pool.take(nbytes)
-        if self.recorder is not None:
-            self.recorder.on_alloc(nbytes, mem)
+        if rec is not None:
+            rec.on_alloc(nbytes, mem)
         return mem.view(dt).reshape(shape)
 
 
@@ -69,9 +84,88 @@ _SIZES = {}          # (shape, dtype) -> (bytes, numpy dtype) of valid shapes: a
 _SIZES_MAX = 65536
 
 
+class StepTrace:
+    """run_ctx.recorder while a run is profiled or logged per node. The cpu backend reports each kernel to its
+    recorder (Backend.records_steps); the executor reports any other plan as one step. It stops the run before a step
+    when `run_ctx.stop` is set, times each step into Chrome-trace events like onnxruntime's profiler
+    ("<node>_kernel_time", cat "Node"), and passes on to the planner's recorder (`inner`, on a recording run) all it
+    would have seen."""
+
+    __slots__ = ("inner", "run_ctx", "events", "log", "origin", "pid", "tid", "names", "k", "t0")
+
+    def __init__(self, run_ctx, events=None, log=None, origin=0, pid=0, tid=0):
+        self.inner = None
+        self.run_ctx = run_ctx
+        self.events = events      # list the events are appended to, or None (not profiled)
+        self.log = log            # the run's _Log (session.py) for one verbose record per step, or None
+        self.origin = origin      # perf_counter_ns of the profile's start (events' ts are microseconds from it)
+        self.pid = pid
+        self.tid = tid
+        self.names = ()           # the plan's steps: (node name, op, provider, node index)
+        self.k = 0
+        self.t0 = 0
+
+    def enter(self, names) -> None:
+        self.names = names
+        self.k = 0
+
+    def on_alloc(self, nbytes, mem) -> None:
+        if self.inner is not None:
+            self.inner.on_alloc(nbytes, mem)
+
+    def begin_step(self, ins, values) -> None:
+        if self.run_ctx.stop:
+            raise Fail(TERMINATED)
+        if self.inner is not None:
+            self.inner.begin_step(ins, values)
+        self.t0 = perf_counter_ns()
+
+    def end_step(self, ins, outs, values, inplace=()) -> None:
+        t1 = perf_counter_ns()
+        if self.inner is not None:
+            self.inner.end_step(ins, outs, values, inplace)
+        k = self.k
+        self.k = k + 1
+        names = self.names
+        name, op, provider, index = names[k] if k < len(names) else ("?", "?", "?", -1)
+        t0 = self.t0
+        if self.events is not None:
+            self.events.append({
+                "cat": "Node", "pid": self.pid, "tid": self.tid, "dur": (t1 - t0) // 1000,
+                "ts": (t0 - self.origin) // 1000, "ph": "X", "name": f"{name}_kernel_time",
+                "args": {"op_name": op, "provider": provider, "node_index": str(index),
+                         "input_type_shape": _type_shapes(ins, values),
+                         "output_type_shape": _type_shapes(outs, values)}})
+        if self.log is not None:
+            self.log.log(logging.DEBUG, "node %r (%s) on %s: %.1f us", name, op, provider, (t1 - t0) / 1000)
+
+    def bind(self, name, values) -> None:
+        if self.inner is not None:
+            self.inner.bind(name, values)
+
+
+def _type_shapes(names, values) -> list:
+    """onnxruntime's profile notation of tensors: [{"float": [2, 3]}, ...]."""
+    out = []
+    for x in names:
+        v = values.get(x) if x else None
+        if isinstance(v, np.ndarray):
+            out.append({_ORT_TYPE_NAMES.get(v.dtype.name, v.dtype.name): list(v.shape)})
+    return out
+
+
+_ORT_TYPE_NAMES = {"float32": "float", "float64": "double", "object": "string", "float16": "float16"}
+
+
 class Executor:
-    def __init__(self, plans, backends, graph_outputs, constants, overridable, memory=None):
+    def __init__(self, plans, backends, graph_outputs, constants, overridable, memory=None, plan_nodes=None,
+                 providers=None):
         self.plans = plans
+        # for traces: per plan, its nodes as (name, op type, node index); backend name -> provider name
+        self.plan_nodes = plan_nodes if plan_nodes is not None else [() for _ in plans]
+        self.providers = providers or {}
+        self._trace_names = None
+        self._pruned = {}
         self.memory = memory                  # ArenaPlanner, or None: every allocation on its own
         self.backends = backends              # device name -> Backend
         self.constants = constants            # non-overridable initializers that are graph outputs
@@ -94,8 +188,14 @@ class Executor:
         self.frees = [tuple(x for x in p.inputs if last.get(x) == i and x not in keep) for i, p in enumerate(plans)]
 
     def run(self, feeds: dict, output_names, run_ctx) -> list:
+        if run_ctx.prune:
+            run_ctx.prune = False
+            return self.pruned(output_names).run(feeds, output_names, run_ctx)
         memory = self.memory
         token = None if memory is None else memory.start(signature(feeds), run_ctx)
+        trace = run_ctx.trace
+        if trace is not None:
+            trace.inner, run_ctx.recorder = run_ctx.recorder, trace
         ok = False
         try:
             if run_ctx.stream.uses_default_allocator:   # (running() checks nothing for it)
@@ -105,6 +205,8 @@ class Executor:
                     out = self._run(feeds, output_names, run_ctx)
             ok = True
         finally:
+            if trace is not None:
+                run_ctx.recorder, trace.inner = trace.inner, None
             if memory is not None:
                 memory.finish(token, run_ctx, self.graph_outputs, ok)
         return out
@@ -113,7 +215,13 @@ class Executor:
         values = dict(self.overridable)
         values.update(feeds)
         rec = run_ctx.recorder
+        trace = run_ctx.trace
+        names = None if trace is None else self.trace_names()
         for i, plan in enumerate(self.plans):
+            if run_ctx.stop:
+                raise Fail(TERMINATED)
+            if trace is not None:
+                trace.enter(names[i])
             backend = self.backends[plan.backend_name]
             for x, src_name in self.copies[i]:
                 v = values[x]
@@ -149,12 +257,78 @@ class Executor:
             out.append(v)
         return out
 
+    def trace_names(self) -> list:
+        """Per plan, the (node name, op, provider, node index) of each step a StepTrace sees: a cpu plan's kernels
+        (from its steps), any other plan as one step named after its nodes."""
+        names = self._trace_names
+        if names is None:
+            names = []
+            for plan, nodes in zip(self.plans, self.plan_nodes):
+                provider = self.providers.get(plan.backend_name, plan.backend_name)
+                index = {n: i for n, _, i in nodes}
+                steps = getattr(plan, "steps", None)
+                if steps is not None and self.backends[plan.backend_name].records_steps:
+                    names.append(tuple((s[5], s[6], provider, index.get(s[5], -1)) for s in steps))
+                elif nodes:
+                    label = nodes[0][0] if len(nodes) == 1 else f"{nodes[0][0]}..{nodes[-1][0]}"
+                    ops = "+".join(dict.fromkeys(op for _, op, _ in nodes))
+                    names.append(((label, ops, provider, nodes[0][2]),))
+                else:
+                    names.append(((plan.describe(), "?", provider, -1),))
+            self._trace_names = names
+        return names
+
+    def pruned(self, output_names) -> "Executor":
+        """An executor over only the nodes `output_names` need (RunOptions.only_execute_path_to_fetches): a cpu plan
+        keeps the kernels whose outputs lead there, another plan is kept whole or dropped. No memory planner (its
+        record is of whole runs). Made once per set of outputs."""
+        key = tuple(output_names)
+        ex = self._pruned.get(key)
+        if ex is not None:
+            return ex
+        from onnxep.backends.cpu.device import CpuPlan      # (the one backend whose plans are cut per kernel)
+        need = set(output_names)
+        plans, nodes = [], []
+        for plan, plan_nodes in zip(reversed(self.plans), reversed(self.plan_nodes)):
+            outs = [o for o in plan.outputs if o in need]
+            if not outs:
+                continue
+            steps = getattr(plan, "steps", None)
+            if type(plan) is CpuPlan and not any(_has_subgraph(s[0]) for s in steps):
+                live, kept = set(outs), []
+                for j in range(len(steps) - 1, -1, -1):
+                    s = steps[j]
+                    if any(o in live for o in s[2] if o):
+                        kept.append(j)
+                        live.update(x for x in s[1] if x)
+                kept.reverse()
+                new_index = {j: n for n, j in enumerate(kept)}
+                slots = {new_index[j]: slot for j, slot in plan.slots.items() if j in new_index}
+                inputs = [x for x in plan.inputs if x in live]
+                plan = CpuPlan(inputs, outs, [steps[j] for j in kept], plan.constants, None, slots)
+            need.update(plan.inputs)
+            plans.append(plan)
+            nodes.append(plan_nodes)
+        plans.reverse()
+        nodes.reverse()
+        ex = Executor(plans, self.backends, self.graph_outputs, self.constants, self.overridable, None, nodes,
+                      self.providers)
+        if len(self._pruned) < 64:
+            self._pruned[key] = ex
+        return ex
+
     def _boundary_copy(self, name, v, src_backend, dst_backend, run_ctx):
         src = Tensor(name, v.dtype, v.shape, _HostView(v), 0)
         dst_arr = run_ctx.alloc(v.shape, v.dtype)
         dst = Tensor(name, v.dtype, v.shape, _HostView(dst_arr), 0)
         cpy_tensor(src_backend, src, dst_backend, dst)
         return dst_arr
+
+
+def _has_subgraph(kernel) -> bool:
+    """A kernel whose node carries a graph attribute may read outer-scope values its inputs do not name."""
+    info = getattr(kernel, "info", None)
+    return info is not None and any(hasattr(v, "node") and hasattr(v, "initializer") for v in info.attrs.values())
 
 
 class _HostView(Buffer):

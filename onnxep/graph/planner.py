@@ -127,7 +127,7 @@ class AllocRecorder:
         """`values[name]` was replaced by an allocation made just now (a boundary copy)."""
         self.end_step((), (name,), values)
 
-    def finish(self, output_names, alloc_size) -> "MemoryPlan":
+    def finish(self, output_names, alloc_size, reuse: bool = True) -> "MemoryPlan":
         """The plan, once the run is over and its values are dropped: what the outputs live in, and anything still
         referenced, is external."""
         n = len(self.nbytes)
@@ -139,7 +139,7 @@ class AllocRecorder:
         for aid, ref in enumerate(self.refs):
             if ref is None or ref() is not None:
                 external[aid] = True
-        return plan_memory(self.nbytes, self.start, self.end, external, self.inplace, alloc_size)
+        return plan_memory(self.nbytes, self.start, self.end, external, self.inplace, alloc_size, reuse)
 
 
 class MemoryPlan:
@@ -159,11 +159,19 @@ class MemoryPlan:
                 f"{sum(placed)} bytes of tensors)")
 
 
-def plan_memory(nbytes, start, end, external, inplace, alloc_size) -> MemoryPlan:
+def plan_memory(nbytes, start, end, external, inplace, alloc_size, reuse: bool = True) -> MemoryPlan:
     """Offsets for allocations with lifetimes [start, end] (steps, both ends live). `alloc_size(nbytes)` is the
-    buffer type's rounded size (a multiple of its alignment), so every offset stays aligned."""
+    buffer type's rounded size (a multiple of its alignment), so every offset stays aligned. Without `reuse`
+    (SessionOptions.enable_mem_reuse = False) every allocation has a region of its own, one after another."""
     n = len(nbytes)
     size = [alloc_size(b) for b in nbytes]
+    if not reuse:
+        offset, arena = [-1] * n, 0
+        for i in range(n):
+            if not external[i] and size[i] > 0:
+                offset[i] = arena
+                arena += size[i]
+        return MemoryPlan(nbytes, offset, arena)
     parent = list(range(n))
     end = list(end)
     taken_at = {}
@@ -326,6 +334,19 @@ class ArenaPool:
     def give_back(self, buf) -> None:
         self._free.append(buf)
 
+    def shrink(self) -> None:
+        """Free every buffer no run holds (the run config memory.enable_memory_arena_shrinkage)."""
+        while True:
+            try:
+                buf = self._free.pop()
+            except IndexError:
+                break
+            with self._lock:
+                self.nbytes -= buf.size
+                self.nbuffers -= 1
+            self._views.pop(buf, None)
+            buf.free_buffer()
+
     def views(self, buf, plan: MemoryPlan) -> list:
         """The ArenaRun views of `plan` in `buf` (lent to the caller: no other run uses them meanwhile). They go with
         the plan, or with the buffer when the pool frees it (they would otherwise keep its memory)."""
@@ -367,8 +388,10 @@ class ArenaPlanner:
     MAX_SIGNATURES = 16
     MAX_DIVERGENCES = 2          # a signature whose runs leave the record this often is no longer planned
 
-    def __init__(self, backend, share_with=None):
+    def __init__(self, backend, share_with=None, reuse: bool = True, pooled: bool = True):
         self.backend = backend                   # arenas come from its buffer type (so from its stream)
+        self.reuse = reuse                       # False: no two allocations share memory (enable_mem_reuse)
+        self.pooled = pooled                     # False: a run's arena is its own, dropped after it (no cpu arena)
         self.stream = backend.buffer_type.stream
         self.alloc_size = tensor_alloc_size(backend.buffer_type)
         self.plans = {}                          # signature -> MemoryPlan | None (not planned)
@@ -383,7 +406,7 @@ class ArenaPlanner:
             return (key, None, None)
         if plan is None or plan.arena_size == 0:
             return (key, None, None)
-        if self.stream.uses_default_allocator:
+        if self.pooled and self.stream.uses_default_allocator:
             buf = self._pool.borrow(plan.arena_size, self.backend)
             run_ctx.arena = ArenaRun(plan, buf.memory(), self._pool.views(buf, plan))
             return (key, run_ctx.arena, buf)
@@ -399,7 +422,7 @@ class ArenaPlanner:
         if rec is not None and ok:
             if len(self.plans) >= self.MAX_SIGNATURES:
                 self.plans.clear()
-            self.plans[key] = rec.finish(output_names, self.alloc_size)
+            self.plans[key] = rec.finish(output_names, self.alloc_size, self.reuse)
             trim_host_heap()                       # the recorded run's tensors are freed; the arena replaces them
         if arena is not None and arena.diverged:
             n = self._divergences[key] = self._divergences.get(key, 0) + 1
@@ -407,6 +430,9 @@ class ArenaPlanner:
                 self.plans[key] = None
             else:
                 self.plans.pop(key, None)          # record it again next time
+
+    def shrink(self) -> None:
+        self._pool.shrink()
 
     @property
     def arena_bytes(self) -> int:

@@ -12,7 +12,8 @@
            meet), then the NhwcConv epilogue fusions (residual Add, activations) and ChannelAffine chains (the
            per-channel Mul / Add and Relu after a BatchNormalization folded into it)
 
-ORT_ENABLE_ALL (99, the default) runs them all. `optimized_model_filepath` writes the optimized graph (with onnxep's
+ORT_ENABLE_ALL (99, the default) runs them all; InferenceSession(disabled_optimizers=[...]) leaves out the passes named
+(PASS_NAMES: onnxep's pass names and the onnxruntime transformer names each stands in for). `optimized_model_filepath` writes the optimized graph (with onnxep's
 own com.onnxep ops where the passes put them, so only onnxep runs it -- as onnxruntime's optimized models carry its
 com.microsoft ops)."""
 from __future__ import annotations
@@ -61,11 +62,47 @@ PASSES: list = [
 ]
 
 
+#: pass -> the names InferenceSession(disabled_optimizers=[...]) knows it by: its function, its module (file) and the
+#: onnxruntime graph transformers it stands in for, as onnxruntime 1.32 registers them (GeluFusionL1 / L2) and by
+#: their class names (GeluFusion); disabling any one of them disables the whole onnxep pass.
+PASS_NAMES: dict = {
+    remove_identity: ("remove_identity", "EliminateIdentity", "EliminateDropout"),
+    fold_constants: ("fold_constants", "constant_folding", "ConstantFolding"),
+    fuse_conv_affine: ("fuse_conv_affine", "ConvBNFusion", "ConvMulFusion", "ConvAddFusion"),
+    fuse_layernorm: ("fuse_layernorm", "LayerNormFusion", "LayerNormFusionL1", "LayerNormFusionL2",
+                     "SimplifiedLayerNormFusion"),
+    fuse_gelu: ("fuse_gelu", "GeluFusion", "GeluFusionL1", "GeluFusionL2"),
+    fuse_matmul_bias: ("fuse_matmul_bias", "MatMulAddFusion", "BiasGeluFusion", "GemmActivationFusion",
+                       "MatMulActivationFusion"),
+    fuse_matmul_transpose: ("fuse_matmul_transpose", "MatmulTransposeFusion", "MatMulScaleFusion"),
+    fuse_softmax_mask: ("fuse_softmax_mask",),
+    fuse_attention: ("fuse_attention", "AttentionFusion"),
+    layout_nhwc: ("layout_nhwc", "NhwcTransformer", "NchwcTransformer"),
+    fuse_nhwc_conv: ("fuse_nhwc_conv", "ConvActivationFusion", "ConvAddActivationFusion"),
+    fuse_channel_affine: ("fuse_channel_affine",),
+}
+
+
+def disabled_passes(names) -> tuple:
+    """(the passes `names` disable, the names that match no pass) -- onnxruntime accepts any name and ignores one it
+    does not know; the caller warns about those."""
+    by_name = {n: fn for fn, ns in PASS_NAMES.items() for n in ns}
+    passes, unknown = set(), []
+    for name in names or ():
+        fn = by_name.get(name)
+        if fn is None:
+            unknown.append(name)
+        else:
+            passes.add(fn)
+    return frozenset(passes), unknown
+
+
 def optimize(graph: Graph, level: int, optimized_model_filepath: str = "", model: onnx.ModelProto | None = None,
-             keep_ops=frozenset()):
+             keep_ops=frozenset(), disabled=frozenset()):
+    """The passes of `level` in order, but those in `disabled` (pass functions, see disabled_passes)."""
     ctx = PassContext(frozenset(keep_ops))
     for min_level, fn in PASSES:
-        if level >= min_level:
+        if level >= min_level and fn not in disabled:
             graph = fn(graph, ctx)
     if optimized_model_filepath and model is not None:
         save_graph(graph, model, optimized_model_filepath)
