@@ -642,8 +642,8 @@ def _check_session_options(so: SessionOptions) -> None:
         warn_once("execution_order", f"execution_order {ExecutionOrder(int(so.execution_order)).name}: onnxep runs "
                   f"nodes in the model's topological order; running as DEFAULT")
     if not so.use_per_session_threads:
-        warn_once("use_per_session_threads", "use_per_session_threads=False: onnxep's kernels use the process's "
-                  "OpenMP pool either way (intra_op_num_threads still limits each session's calls)")
+        warn_once("use_per_session_threads", "use_per_session_threads=False: onnxep's kernels use its one "
+                  "process-wide thread pool either way (intra_op_num_threads still limits each session's calls)")
 
 
 def _run_config(config: dict) -> bool:
