@@ -75,7 +75,7 @@ LOGGER = logging.getLogger("onnxep")
 SEVERITY_LEVELS = (logging.DEBUG, logging.INFO, logging.WARNING, logging.ERROR, logging.CRITICAL)
 _WARNED = set()
 _WARNED_LOCK = threading.Lock()
-_RUNS_LOCK = threading.Lock()          # RunOptions._runs, between a run starting or ending and terminate being set
+_RUNS_LOCK = threading.Lock()          # between threads setting RunOptions.terminate
 
 
 def warn_once(key, message: str) -> None:
@@ -229,7 +229,7 @@ class RunOptions:
         with _RUNS_LOCK:
             self._terminate = value
             if value:
-                for run_ctx in self._runs:
+                for run_ctx in tuple(self._runs):
                     run_ctx.stop = True
 
     def add_run_config_entry(self, key: str, value: str):
@@ -333,9 +333,10 @@ class InferenceSession:
             if contexts:
                 raise InvalidArgument(f"an EPContext model ({sorted(contexts)[:3]}) runs on {PROVIDER}, which the "
                                       f"providers given ({self._providers}) leave out")
-            # the reference backend alone: no pass may leave com.onnxep ops (those come from level 2 on), and no op
-            # type is forced off the cpu backend
-            level, forced = min(level, int(GraphOptimizationLevel.ORT_ENABLE_BASIC)), frozenset()
+            # the reference backend alone: no pass may leave com.onnxep ops (those come from level 2 on)
+            level = min(level, int(GraphOptimizationLevel.ORT_ENABLE_BASIC))
+        if devices[0] is not CPU_DEVICE:
+            forced = frozenset()      # (onnxep.fallback_op_types moves op types off the cpu backend when it is first)
         # optimize (an EPContext model holds the optimized graph already: no passes)
         if not contexts:
             graph = optimize(graph, level, so.optimized_model_filepath, model, forced, disabled)
@@ -508,22 +509,26 @@ class InferenceSession:
         if verbose:
             log.log(logging.DEBUG, "run: outputs %s%s", output_names,
                     " (only the nodes they need)" if run_ctx.prune else "")
-        t0 = time.perf_counter_ns()
+        timed = profiler is not None or verbose
+        t0 = time.perf_counter_ns() if timed else 0
         if ro is not None:
-            with _RUNS_LOCK:
-                ro._runs.add(run_ctx)
-                run_ctx.stop = ro._terminate      # (set between the check above and here)
+            runs = ro._runs
+            # no lock: the run adds itself, then reads the flag; the setter writes the flag, then reads the runs --
+            # one of the two sees the other (and stop is only ever set to True, so no stale write undoes it)
+            runs.add(run_ctx)
+            if ro._terminate:
+                run_ctx.stop = True
         try:
             out = self._executor.run(feeds, output_names, run_ctx)
         finally:
             if ro is not None:
-                with _RUNS_LOCK:
-                    ro._runs.discard(run_ctx)
-        t1 = time.perf_counter_ns()
-        if profiler is not None:
-            profiler.run_events(run_ctx.trace.events, t0, t1)
-        if verbose:
-            log.log(logging.DEBUG, "run done in %.1f us", (t1 - t0) / 1000)
+                runs.discard(run_ctx)
+        if timed:
+            t1 = time.perf_counter_ns()
+            if profiler is not None:
+                profiler.run_events(run_ctx.trace.events, t0, t1)
+            if verbose:
+                log.log(logging.DEBUG, "run done in %.1f us", (t1 - t0) / 1000)
         if shrink:
             self._shrink()
         return out

@@ -150,11 +150,16 @@ def _type_shapes(names, values) -> list:
     for x in names:
         v = values.get(x) if x else None
         if isinstance(v, np.ndarray):
-            out.append({_ORT_TYPE_NAMES.get(v.dtype.name, v.dtype.name): list(v.shape)})
+            dt = v.dtype
+            name = _TYPE_NAMES.get(dt)
+            if name is None:     # (dtype.name is slow: once per dtype)
+                name = _TYPE_NAMES[dt] = _ORT_TYPE_NAMES.get(dt.name, dt.name)
+            out.append({name: list(v.shape)})
     return out
 
 
-_ORT_TYPE_NAMES = {"float32": "float", "float64": "double", "object": "string", "float16": "float16"}
+_ORT_TYPE_NAMES = {"float32": "float", "float64": "double", "object": "string"}
+_TYPE_NAMES = {}
 
 
 class Executor:
