@@ -505,7 +505,8 @@ class InferenceSession:
         if profiler is not None or (verbose and log.verbosity >= 1):
             run_ctx.trace = StepTrace(run_ctx, None if profiler is None else [],
                                       log if verbose and log.verbosity >= 1 else None,
-                                      0 if profiler is None else profiler.origin, os.getpid(), threading.get_native_id())
+                                      0 if profiler is None else profiler.origin, os.getpid(),
+                                      threading.get_native_id())
         if verbose:
             log.log(logging.DEBUG, "run: outputs %s%s", output_names,
                     " (only the nodes they need)" if run_ctx.prune else "")

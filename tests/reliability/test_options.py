@@ -31,7 +31,8 @@ def fresh_warnings(monkeypatch):
 def _chain(n=6, shape=(4,)):
     nodes = [helper.make_node("Add", ["x" if i == 0 else f"t{i - 1}", "one"], [f"t{i}" if i < n - 1 else "y"],
                               name=f"add{i}") for i in range(n)]
-    return make_model(nodes, {"x": np.zeros(shape, np.float32)}, ["y"], initializers={"one": np.ones(shape, np.float32)})
+    return make_model(nodes, {"x": np.zeros(shape, np.float32)}, ["y"],
+                      initializers={"one": np.ones(shape, np.float32)})
 
 
 def _ort_session(model, so=None, **kw):

@@ -13,9 +13,9 @@
            per-channel Mul / Add and Relu after a BatchNormalization folded into it)
 
 ORT_ENABLE_ALL (99, the default) runs them all; InferenceSession(disabled_optimizers=[...]) leaves out the passes named
-(PASS_NAMES: onnxep's pass names and the onnxruntime transformer names each stands in for). `optimized_model_filepath` writes the optimized graph (with onnxep's
-own com.onnxep ops where the passes put them, so only onnxep runs it -- as onnxruntime's optimized models carry its
-com.microsoft ops)."""
+(PASS_NAMES: onnxep's pass names and the onnxruntime transformer names each stands in for).
+`optimized_model_filepath` writes the optimized graph (with onnxep's own com.onnxep ops where the passes put them, so
+only onnxep runs it -- as onnxruntime's optimized models carry its com.microsoft ops)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
