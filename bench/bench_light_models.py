@@ -1,22 +1,23 @@
-"""pytest-benchmark: each light model through onnxep and onnxruntime, grouped per model.
+"""pytest-benchmark: each light model (seeded random weights, onnxep/_light.py) through onnxep and onnxruntime, grouped
+per model.
 
     python -m pytest bench/bench_light_models.py --benchmark-only --benchmark-group-by=group
 """
 import os
 
-import onnx
 import pytest
 
 import onnxep
-from onnxep._bench import light_models, random_feeds
+from onnxep._bench import random_feeds
+from onnxep._light import light_model, light_models
 
-MODELS = light_models()
+NAMES = [os.path.basename(p)[6:-5] for p in light_models()]
 
 
-@pytest.mark.parametrize("path", MODELS, ids=[os.path.basename(p)[:-5] for p in MODELS])
+@pytest.mark.parametrize("name", NAMES)
 @pytest.mark.parametrize("runtime", ["onnxep", "onnxruntime"])
-def bench_light_model(benchmark, path, runtime):
-    data = onnx.load(path).SerializeToString()
+def bench_light_model(benchmark, name, runtime):
+    data = light_model(name).SerializeToString()
     if runtime == "onnxep":
         sess = onnxep.InferenceSession(data)
     else:
@@ -26,5 +27,5 @@ def bench_light_model(benchmark, path, runtime):
         sess = ort.InferenceSession(data, so, providers=["CPUExecutionProvider"])
     feeds = random_feeds(sess)
     sess.run(None, feeds)
-    benchmark.group = os.path.basename(path)
+    benchmark.group = name
     benchmark.pedantic(sess.run, args=(None, feeds), rounds=10, warmup_rounds=2)
