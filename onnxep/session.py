@@ -198,7 +198,7 @@ class SessionOptions:
 #: onnxruntime's run config key; a value naming "cpu" hands the session's pooled memory back after the run
 CONFIG_ARENA_SHRINKAGE = "memory.enable_memory_arena_shrinkage"
 #: run config keys onnxruntime documents that have nothing to act on in a CPU-only, synchronous run
-_RUN_KEYS_NOT_FOR_CPU = ("run.disable_synchronize_execution_providers", "gpu_graph_id")
+_RUN_KEYS_NOT_FOR_CPU = ("disable_synchronize_execution_providers", "gpu_graph_id")
 _RUN_KEY_PREFIXES_NOT_FOR_CPU = ("qnn.", "dml.", "nv.", "cuda.", "trt.", "webgpu.")
 
 
