@@ -159,7 +159,7 @@ def abs_f32(const float[::1] x, float[::1] y, int nthreads=0):
 # ---------------------------------------------------------------------------------------------------------------
 # Binary float32 kernels with broadcasting: z[i] := a[ia] op b[ib] over the output's index space.
 #
-# The caller (onnxep.ops._broadcast) collapses the broadcast into `ndim` dims of the output, each with an element
+# The caller (onnxep.ops.math._broadcast) collapses the broadcast into `ndim` dims of the output, each with an element
 # stride per operand (0 where it broadcasts); adjacent dims with the same pattern are merged, so the innermost dim has
 # stride 1 or 0 in each operand and is as long as possible: same shape -> one dim; scalar -> one dim with stride 0;
 # per-channel NCHW + [C,1,1] -> dims (C, HW) with b strides (1, 0); trailing [M,N] + [N] -> (M, N), b strides (0, 1).

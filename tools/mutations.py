@@ -31,12 +31,12 @@ MUTATIONS = {
         ["tests/models/test_light_models.py", "tests/contracts/test_epcontext.py::test_light_models_reload_bit_identical"]),
     "channel_shuffle_order": (
         "ChannelShuffle reads the channels in the inverse order (groups and channels per group swapped)",
-        "onnxep/ops/channel_shuffle.py", "(np.ascontiguousarray(x).reshape(-1).view(np.float32), P, G, Cg,",
+        "onnxep/ops/onnxep/channel_shuffle.py", "(np.ascontiguousarray(x).reshape(-1).view(np.float32), P, G, Cg,",
         "(np.ascontiguousarray(x).reshape(-1).view(np.float32), P, Cg, G,",
         ["tests/models/test_light_models.py"]),
     "conv_unclaimed": (
         "the cpu backend stops claiming Conv (every conv goes to the reference fallback)",
-        "onnxep/ops/conv.py", "    def supports(cls, op):\n        a = op.node.attrs\n",
+        "onnxep/ops/nn/conv.py", "    def supports(cls, op):\n        a = op.node.attrs\n",
         "    def supports(cls, op):\n        return False\n",
         ["tests/ops/test_light_zoo_ops.py"]),
     "bn_fold_epsilon": (

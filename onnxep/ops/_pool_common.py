@@ -1,4 +1,5 @@
-"""Window-pooling geometry shared by MaxPool and AveragePool (not an op module: not listed in the registry).
+"""Window-pooling geometry shared by MaxPool, AveragePool and com.onnxep NhwcPool (not an op module: not listed in
+the registry).
 
 Semantics (the ONNX spec, as onnxruntime implements it): window o of a spatial dim covers taps o*s - pb + k*d,
 k in [0, kernel). Explicit pads: out = floor((in + pb + pe - sw) / s) + 1 with sw = (kernel - 1) * d + 1, or ceil(...)

@@ -1,6 +1,7 @@
 """The op registry: the explicit list of op modules, and lookup by (domain, op_type, opset).
 
-Adding an op: write ops/<snake_op>.py with OpKernel subclasses, add its module name to _MODULES, add a test."""
+Adding an op: write onnxep/ops/<family>/<op>.py with OpKernel subclasses, add "<family>.<op>" to _MODULES, add
+tests/ops/test_<op>.py. The families follow onnx/defs and onnxruntime's providers/cpu folders."""
 from __future__ import annotations
 
 import importlib
@@ -10,26 +11,24 @@ from onnxep.contracts.kernel import API_VERSION
 from onnxep.ops._base import OpKernel
 
 _MODULES = (
-    # -- elementwise, shape and tensor ops
-    "relu",
-    "add", "sub", "mul", "div", "sum", "max", "min",
-    "leaky_relu", "sigmoid", "tanh", "clip", "exp", "sqrt", "neg", "abs",
-    "reshape", "flatten", "transpose", "concat", "unsqueeze", "squeeze", "identity", "dropout",
-    "constant_of_shape", "shape", "gather", "constant",
-    "scatter",
-    # -- gemm, matmul, conv
-    "gemm",
-    "mat_mul",
-    "conv", "nhwc_conv",
-    # -- pooling, normalization, softmax
-    "max_pool", "average_pool", "global_average_pool", "global_max_pool", "lrn", "batch_normalization",
-    "softmax", "log_softmax",
-    # -- internal channel-last ops (domain com.onnxep)
-    "nhwc_pool", "channel_affine", "nhwc_lrn", "channel_shuffle",
-    # -- transformer ops: LayerNormalization, Erf, and the com.onnxep ops of the transformer fusions
-    "layer_normalization", "erf", "gelu", "fused_mat_mul", "strided_mat_mul",
-    "masked_softmax", "fused_attention",
-    # -- (more groups go here)
+    # -- math: elementwise arithmetic and activations, Gemm / MatMul, Softmax
+    "math.abs", "math.add", "math.sub", "math.mul", "math.div", "math.sum", "math.max", "math.min",
+    "math.neg", "math.exp", "math.sqrt", "math.erf", "math.tanh", "math.sigmoid",
+    "math.relu", "math.leaky_relu", "math.clip",
+    "math.gemm", "math.mat_mul",
+    "math.softmax", "math.log_softmax",
+    # -- tensor: shape and data movement
+    "tensor.reshape", "tensor.flatten", "tensor.transpose", "tensor.concat", "tensor.unsqueeze", "tensor.squeeze",
+    "tensor.identity", "tensor.shape", "tensor.gather", "tensor.scatter",
+    "tensor.constant", "tensor.constant_of_shape",
+    # -- nn: convolution, pooling, normalization, dropout
+    "nn.conv",
+    "nn.max_pool", "nn.average_pool", "nn.global_average_pool", "nn.global_max_pool",
+    "nn.lrn", "nn.batch_normalization", "nn.dropout", "nn.layer_normalization",
+    # -- onnxep: com.onnxep internal ops written by the graph passes (channel-last, transformer fusions)
+    "onnxep.nhwc_conv", "onnxep.nhwc_pool", "onnxep.nhwc_lrn", "onnxep.channel_affine", "onnxep.channel_shuffle",
+    "onnxep.gelu", "onnxep.fused_mat_mul", "onnxep.strided_mat_mul", "onnxep.masked_softmax",
+    "onnxep.fused_attention",
 )
 
 _REGISTRY: dict[tuple[str, str], list[type[OpKernel]]] = {}

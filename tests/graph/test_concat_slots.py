@@ -91,7 +91,7 @@ def _concat_step(values, ins, slots):
     (name -> (target, offset, channels)), as a plan's steps would: returns the Concat's output."""
     from onnxep.backends.cpu.device import KernelInfo
     from onnxep.contracts.kernel import KernelContext
-    from onnxep.ops.concat import Concat_4
+    from onnxep.ops.tensor.concat import Concat_4
 
     def alloc(shape, dtype):
         return np.empty(shape, dtype)

@@ -177,7 +177,7 @@ def test_conv_with_residual_takes_the_residuals_slot(monkeypatch, same_input):
     arena is smaller than without the declaration, and planned runs still equal onnx.reference. Not when Z is also
     the conv's X (the 3x3 window reads neighbours of an element after its output is written): the planner skips an
     in-place pair whose input memory another input of the step also reads."""
-    from onnxep.ops.nhwc_conv import NhwcConv_1
+    from onnxep.ops.onnxep.nhwc_conv import NhwcConv_1
     m = _residual_block_model(same_input)
     x = np.random.default_rng(4).standard_normal((1, 16, 9, 9)).astype(np.float32)
     want = run_reference(m, {"x": x})[0]

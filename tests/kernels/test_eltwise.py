@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from onnxep import _kernels
-from onnxep.ops._broadcast import collapse
+from onnxep.ops.math._broadcast import collapse
 
 VARIANTS = {isa: importlib.import_module(f"onnxep._kernels_{isa}") for isa in _kernels.AVAILABLE}
 GENERIC = importlib.import_module("onnxep._kernels_generic")

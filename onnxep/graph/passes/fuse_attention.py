@@ -5,7 +5,7 @@ have run, an exported attention block is
         StridedMatMul(., v; perm_b=pv, perm_y=py)
 
 and becomes one com.onnxep FusedAttention(q, k, v [, mask]; perm_q=pq, perm_k=pk, perm_v=pv, perm_y=py, alpha)
-(ops/fused_attention.py): per head, the scores and probabilities stay in a cache-sized workspace instead of being
+(ops/onnxep/fused_attention.py): per head, the scores and probabilities stay in a cache-sized workspace instead of being
 written as two (batch, heads, seq, seq) tensors. Only when the first product has no output transpose, the second
 none on its first operand, the scores and probabilities are read by the pattern only (not graph outputs), and q, k,
 v (and the mask) are float32 values of known rank, the three of one rank."""

@@ -1,5 +1,5 @@
 """Gelu (ORT_ENABLE_EXTENDED): the Erf form exporters write for x * 0.5 * (1 + erf(x / sqrt(2))) becomes one
-com.onnxep Gelu node (ops/gelu.py, one native loop instead of five elementwise passes):
+com.onnxep Gelu node (ops/onnxep/gelu.py, one native loop instead of five elementwise passes):
 
     Div(x, sqrt(2)) | Mul(x, 1/sqrt(2))  ->  Erf  ->  Add(., 1)  ->  then one of
         Mul(x, .) -> Mul(., 0.5)          (torch.onnx's order)

@@ -8,7 +8,7 @@ where `axes` are the trailing dims of x (axis .. rank-1, as the spec's normalize
 constant input from opset 18), both ReduceMeans keep dims, eps / 2 are float32 single values, scale / bias float32
 constants that broadcast to x (the spec: "Scale and B should be unidirectional broadcastable to tensor X"). With
 default-domain opset >= 17 the node is the standard LayerNormalization (the saved optimized model stays standard
-ONNX); below it, onnxep's com.onnxep LayerNormalization (ops/layer_normalization.py), the same kernel. Every
+ONNX); below it, onnxep's com.onnxep LayerNormalization (ops/nn/layer_normalization.py), the same kernel. Every
 intermediate must be read by the pattern only."""
 from __future__ import annotations
 

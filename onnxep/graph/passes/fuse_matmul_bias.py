@@ -3,7 +3,7 @@ Gemm of a 2-D A by a constant weight (transA 0, alpha 1, transB either, C absent
 output only feeds an Add of a constant bias with N values along the last axis (shape (N,), (1, N), ...: one that
 does not change the product's shape), optionally followed by an Add of a computed tensor of the product's (static
 or symbolic) shape -- a residual -- and then optionally by Relu or a com.onnxep Gelu (fuse_gelu runs first),
-becomes one com.onnxep FusedMatMul (ops/fused_mat_mul.py): the bias, the residual and Relu go into the packed SGEMM's
+becomes one com.onnxep FusedMatMul (ops/onnxep/fused_mat_mul.py): the bias, the residual and Relu go into the packed SGEMM's
 epilogue, Gelu runs over the product in place right after it -- one node and one output buffer instead of up to
 three elementwise passes over it. The MatMul's A must be a float32 tensor of known rank >= 1. A Gemm is rewritten
 only when a residual or an activation joins it."""

@@ -1,7 +1,7 @@
 """Transposes around a MatMul of two computed operands (ORT_ENABLE_EXTENDED): attention's head split (Reshape ->
 Transpose(0, 2, 1, 3) of Q and V, Transpose(0, 2, 3, 1) of K), the scale after Q @ K^T (Mul / Div by a single
 float32 constant) and the merge Transpose(0, 2, 1, 3) of the context become attributes of one com.onnxep
-StridedMatMul (ops/strided_mat_mul.py), which reads the operands in place through permuted strides and writes the
+StridedMatMul (ops/onnxep/strided_mat_mul.py), which reads the operands in place through permuted strides and writes the
 product through the output's: no transposed copy is made.
 
     MatMul(Transpose(a, pa) | a, Transpose(b, pb) | b) [-> Mul(., s) | Div(., s)] [-> Transpose(., py)]

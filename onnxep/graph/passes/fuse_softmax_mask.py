@@ -1,5 +1,5 @@
 """Additive mask + Softmax (ORT_ENABLE_EXTENDED): Add(scores, mask) whose only reader is a Softmax along the last
-axis becomes one com.onnxep MaskedSoftmax(scores, mask) (ops/masked_softmax.py): the mask is added to each row while
+axis becomes one com.onnxep MaskedSoftmax(scores, mask) (ops/onnxep/masked_softmax.py): the mask is added to each row while
 it is in L1, no masked-scores tensor is written. `scores` is the Add input with the Add's shape (static, or with
 named symbolic dims), the mask the other one, which broadcasts to it (either may be a constant). Softmax from
 opset 13 with axis -1 / rank-1, or opset 1 / 11 with axis rank-1 (there the 2-D coercion at the last axis is the

@@ -1,7 +1,7 @@
 import numpy as np
 
 from onnxep import _kernels
-from onnxep.ops._broadcast import BinaryF32
+from onnxep.ops.math._broadcast import BinaryF32
 
 
 class Sub_7(BinaryF32):

@@ -13,7 +13,7 @@ import numpy as np
 from onnxep import _kernels
 from onnxep.ops._base import F32, OpKernel, f32_shape
 from onnxep.ops._packed import PackedWeightMixin
-from onnxep.ops.conv import ConvAttrs, conv_geometry
+from onnxep.ops.nn.conv import ConvAttrs, conv_geometry
 
 DOMAIN = "com.onnxep"
 ACTIVATIONS = _kernels.ACTIVATIONS      # name -> (code, number of activation_params)

@@ -1,5 +1,5 @@
 from onnxep import _kernels
-from onnxep.ops._unary import UnaryF32
+from onnxep.ops.math._unary import UnaryF32
 
 
 class Abs_6(UnaryF32):

@@ -14,8 +14,8 @@ import numpy as np
 
 from onnxep import _kernels
 from onnxep.ops._base import F32, OpKernel, f32_shape
-from onnxep.ops.masked_softmax import mask_rows
-from onnxep.ops.strided_mat_mul import strided_plan
+from onnxep.ops.onnxep.masked_softmax import mask_rows
+from onnxep.ops.onnxep.strided_mat_mul import strided_plan
 
 DOMAIN = "com.onnxep"
 

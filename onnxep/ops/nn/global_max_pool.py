@@ -1,5 +1,5 @@
 """GlobalMaxPool (float32, any rank >= 3)."""
-from onnxep.ops.global_average_pool import GlobalAveragePool_1
+from onnxep.ops.nn.global_average_pool import GlobalAveragePool_1
 
 
 class GlobalMaxPool_1(GlobalAveragePool_1):

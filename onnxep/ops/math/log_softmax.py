@@ -1,5 +1,5 @@
 """LogSoftmax (float32): the Softmax kernel in log mode, y := x - max - log(sum exp(x - max))."""
-from onnxep.ops.softmax import _Softmax
+from onnxep.ops.math.softmax import _Softmax
 
 
 class LogSoftmax_1(_Softmax):

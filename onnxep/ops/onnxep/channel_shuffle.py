@@ -6,7 +6,7 @@ import numpy as np
 
 from onnxep import _kernels
 from onnxep.ops._base import OpKernel
-from onnxep.ops.transpose import _NATIVE_ITEMSIZES
+from onnxep.ops.tensor.transpose import _NATIVE_ITEMSIZES
 
 DOMAIN = "com.onnxep"
 

@@ -1,7 +1,7 @@
 import numpy as np
 
 from onnxep import _kernels
-from onnxep.ops._broadcast import VariadicF32
+from onnxep.ops.math._broadcast import VariadicF32
 
 
 class Min_6(VariadicF32):

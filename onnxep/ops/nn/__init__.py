@@ -1,0 +1,1 @@
+"""ai.onnx nn ops (onnx/defs/nn): convolution, pooling, normalization and dropout."""

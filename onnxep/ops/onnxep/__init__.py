@@ -1,0 +1,1 @@
+"""com.onnxep internal ops: the channel-last and fused ops that onnxep's graph passes write."""

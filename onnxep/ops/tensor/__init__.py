@@ -1,0 +1,1 @@
+"""ai.onnx tensor ops (onnx/defs/tensor): shape, data movement, indexing and constants."""
