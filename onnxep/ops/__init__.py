@@ -1,2 +1,3 @@
 """The cpu backend's op kernels: one op per file in a family subpackage (math, tensor, nn, onnxep for com.onnxep),
-listed once in _registry._MODULES; shared helpers are the _*.py modules here and beside the ops that use them."""
+each family listing its op modules in its OPS, read once by _registry; shared helpers are the _*.py modules here and
+beside the ops that use them."""

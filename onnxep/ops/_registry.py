@@ -1,7 +1,8 @@
 """The op registry: the explicit list of op modules, and lookup by (domain, op_type, opset).
 
-Adding an op: write onnxep/ops/<family>/<op>.py with OpKernel subclasses, add "<family>.<op>" to _MODULES, add
-tests/ops/test_<op>.py. The families follow onnx/defs and onnxruntime's providers/cpu folders."""
+Adding an op: write onnxep/ops/<family>/<op>.py with OpKernel subclasses, add "<op>" to OPS in
+onnxep/ops/<family>/__init__.py, add tests/ops/test_<op>.py. The families (_FAMILIES) follow onnx/defs and
+onnxruntime's providers/cpu folders."""
 from __future__ import annotations
 
 import importlib
@@ -10,26 +11,9 @@ import inspect
 from onnxep.contracts.kernel import API_VERSION
 from onnxep.ops._base import OpKernel
 
-_MODULES = (
-    # -- math: elementwise arithmetic and activations, Gemm / MatMul, Softmax
-    "math.abs", "math.add", "math.sub", "math.mul", "math.div", "math.sum", "math.max", "math.min",
-    "math.neg", "math.exp", "math.sqrt", "math.erf", "math.tanh", "math.sigmoid",
-    "math.relu", "math.leaky_relu", "math.clip",
-    "math.gemm", "math.mat_mul",
-    "math.softmax", "math.log_softmax",
-    # -- tensor: shape and data movement
-    "tensor.reshape", "tensor.flatten", "tensor.transpose", "tensor.concat", "tensor.unsqueeze", "tensor.squeeze",
-    "tensor.identity", "tensor.shape", "tensor.gather", "tensor.scatter",
-    "tensor.constant", "tensor.constant_of_shape",
-    # -- nn: convolution, pooling, normalization, dropout
-    "nn.conv",
-    "nn.max_pool", "nn.average_pool", "nn.global_average_pool", "nn.global_max_pool",
-    "nn.lrn", "nn.batch_normalization", "nn.dropout", "nn.layer_normalization",
-    # -- onnxep: com.onnxep internal ops written by the graph passes (channel-last, transformer fusions)
-    "onnxep.nhwc_conv", "onnxep.nhwc_pool", "onnxep.nhwc_lrn", "onnxep.channel_affine", "onnxep.channel_shuffle",
-    "onnxep.gelu", "onnxep.fused_mat_mul", "onnxep.strided_mat_mul", "onnxep.masked_softmax",
-    "onnxep.fused_attention",
-)
+#: The op families, each a subpackage whose __init__ lists its op modules in OPS (one op per module). Ordered as
+#: onnx/defs; the registry is the union of their OPS.
+_FAMILIES = ("math", "tensor", "nn", "onnxep")
 
 _REGISTRY: dict[tuple[str, str], list[type[OpKernel]]] = {}
 #: (domain, op_type) -> [(since, until, cls)], until exclusive (None: open-ended). Computed here, never written onto
@@ -74,9 +58,15 @@ def unregister(cls):
         _index(cls.domain, cls.op_type)
 
 
+def modules() -> list:
+    """Every op module's dotted name, family by family."""
+    return [f"onnxep.ops.{fam}.{op}" for fam in _FAMILIES
+            for op in importlib.import_module(f"onnxep.ops.{fam}").OPS]
+
+
 def _load():
-    for mod_name in _MODULES:
-        mod = importlib.import_module(f"onnxep.ops.{mod_name}")
+    for mod_name in modules():
+        mod = importlib.import_module(mod_name)
         for _, cls in inspect.getmembers(mod, inspect.isclass):
             if issubclass(cls, OpKernel) and cls is not OpKernel and cls.__module__ == mod.__name__ and cls.op_type:
                 _register(cls)

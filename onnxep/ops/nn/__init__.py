@@ -1,1 +1,7 @@
 """ai.onnx nn ops (onnx/defs/nn): convolution, pooling, normalization and dropout."""
+
+#: this family's op modules (one op per module), read by ops/_registry.py
+OPS = (
+    "conv", "max_pool", "average_pool", "global_average_pool", "global_max_pool", "lrn", "batch_normalization",
+    "dropout", "layer_normalization",
+)

@@ -1,1 +1,7 @@
 """com.onnxep internal ops: the channel-last and fused ops that onnxep's graph passes write."""
+
+#: this family's op modules (one op per module), read by ops/_registry.py
+OPS = (
+    "nhwc_conv", "nhwc_pool", "nhwc_lrn", "channel_affine", "channel_shuffle", "gelu", "fused_mat_mul",
+    "strided_mat_mul", "masked_softmax", "fused_attention",
+)
