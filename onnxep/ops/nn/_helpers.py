@@ -1,0 +1,42 @@
+"""Shared helpers of the numpy-vectorized nn ops (normalizations, ConvTranspose, Resize, LpPool, ...)."""
+from __future__ import annotations
+
+import numpy as np
+
+from onnxep.errors import InvalidArgument
+
+#: float types these ops compute in numpy (bfloat16 has no numpy arithmetic; float8 / int4 are not numeric here)
+FLOATS = ("float16", "float32", "float64")
+
+
+def acc_dtype(dtype):
+    """The type statistics are accumulated in: float64 for float64 input, else float32 (float16 input included)."""
+    return np.float64 if np.dtype(dtype) == np.float64 else np.float32
+
+
+def bad(op, msg):
+    """InvalidArgument saying which op and what was wrong (the executor adds the node name)."""
+    return InvalidArgument(f"{op}: {msg}")
+
+
+def ints(v, n=None, fill=None):
+    """An attribute's ints as a tuple; `fill` repeated n times when the attribute is absent or empty."""
+    if v is None or len(v) == 0:
+        return None if fill is None else (fill,) * n
+    return tuple(int(i) for i in v)
+
+
+def rank_of(vt):
+    return None if vt is None or vt.shape is None else len(vt.shape)
+
+
+def inputs_typed(op, allowed, indices) -> bool:
+    """Inputs `indices` (present ones) are tensors of one of the `allowed` dtype names: the type check of ops whose
+    output type onnx's shape inference leaves unknown (function ops such as GroupNormalization-18)."""
+    for i in indices:
+        if i >= len(op.node.inputs) or not op.node.inputs[i]:
+            continue
+        vt = op.input_types[i] if i < len(op.input_types) else None
+        if vt is None or vt.kind != "tensor" or vt.dtype is None or vt.dtype.name not in allowed:
+            return False
+    return True

@@ -1,0 +1,42 @@
+"""RMSNormalization (opset 23): y := x / sqrt(mean(x^2 over the dims from `axis` on) + epsilon) * scale (scale
+unidirectionally broadcast to x). Stage one in float32 (stash_type 1; float64 input keeps float64), cast back to x's
+type, then the scale product. X and scale of one type (the spec's Mul needs it)."""
+import numpy as np
+
+from onnxep.ops._base import OpKernel
+from onnxep.ops._data import norm_axis
+from onnxep.ops.nn._helpers import FLOATS, acc_dtype, bad
+
+
+class RMSNormalization_23(OpKernel):
+    domain, op_type, since = "", "RMSNormalization", 23
+    type_constraints = {"T": FLOATS, "V": FLOATS}
+    axis = -1
+    epsilon = 1e-5
+    stash_type = 1
+
+    @classmethod
+    def supports(cls, op):
+        if int(op.node.attrs.get("stash_type", 1)) != 1:
+            return False
+        t = [vt.type_str if vt is not None else None for vt in op.input_types[:2]]
+        return t[0] == t[1]
+
+    def compute(self, ctx):
+        x, scale = ctx.input(0), ctx.input(1)
+        try:
+            axis = norm_axis(self.axis, x.ndim, "RMSNormalization")
+        except ValueError as e:
+            raise bad("RMSNormalization", f"{e} (input shape {x.shape})") from None
+        if scale.ndim > x.ndim or any(s not in (1, d) for s, d in zip(scale.shape[::-1], x.shape[::-1])):
+            raise bad("RMSNormalization", f"scale of shape {scale.shape} does not broadcast to X {x.shape}")
+        y = ctx.output(0, x.shape, x.dtype)
+        if y.size == 0:
+            return
+        acc = acc_dtype(x.dtype)
+        axes = tuple(range(axis, x.ndim))
+        ms = np.mean(np.square(x, dtype=acc), axis=axes, keepdims=True)
+        ms += self.epsilon
+        np.sqrt(ms, out=ms)
+        np.divide(x, ms, out=y, casting="same_kind")
+        np.multiply(y, scale, out=y)
