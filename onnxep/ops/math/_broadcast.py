@@ -1,10 +1,12 @@
 """Multidirectional (numpy-style) broadcasting for the elementwise ops: collapse a broadcast into the few dims the
-native binary kernels walk, and the shared kernel class of Add/Sub/Mul/Div/Max/Min/Sum."""
+native binary kernels walk, and the shared kernel classes of Add/Sub/Mul/Div/Max/Min/Sum (Binary, Variadic: the
+native float32 kernel, numpy ufuncs for the other dtypes)."""
 from __future__ import annotations
 
 import numpy as np
 
 from onnxep.ops._base import OpKernel
+from onnxep.ops.math._numpy import NUMERIC, NativeOrNumpy, broadcast_shape, fold
 
 #: Collapsed dims the native kernels accept (BCAST_MAX_DIMS in _k_eltwise.pxi); beyond it numpy ufuncs run instead.
 MAX_DIMS = 16
@@ -100,3 +102,39 @@ class VariadicF32(BinaryF32):
             self.apply(y, x, y, ctx.num_threads)
 
 
+
+class Binary(NativeOrNumpy, BinaryF32):
+    """BinaryF32 for float32 nodes; every other dtype through `ufunc` with out= (`apply_numpy` when the op needs more
+    than the ufunc, e.g. integer Div)."""
+
+    type_constraints = {"T": NUMERIC}
+
+    def __init__(self, info):
+        super().__init__(info)
+        self.bind_compute(info)
+
+    def compute_numpy(self, ctx):
+        a, b = ctx.input(0), ctx.input(1)
+        z = ctx.output(0, broadcast_shape(self.op_type, a.shape, b.shape), a.dtype)
+        if z.size:
+            with np.errstate(all="ignore"):
+                self.apply_numpy(a, b, z)
+
+    def apply_numpy(self, a, b, z):
+        self.ufunc(a, b, out=z)
+
+
+class Variadic(NativeOrNumpy, VariadicF32):
+    """VariadicF32 for float32 nodes; every other dtype folded with `ufunc`."""
+
+    type_constraints = {"T": NUMERIC}
+
+    def __init__(self, info):
+        super().__init__(info)
+        self.bind_compute(info)
+
+    def compute_numpy(self, ctx):
+        fold(self.op_type, [ctx.input(i) for i in range(ctx.input_count)], ctx, self._apply_numpy)
+
+    def _apply_numpy(self, a, b, y):
+        self.ufunc(a, b, out=y)

@@ -1,9 +1,11 @@
-"""Shared kernel class of the float32 elementwise unary ops (one native loop each)."""
+"""Shared kernel classes of the elementwise unary ops with a native float32 loop (UnaryF32; Unary adds the other
+dtypes through numpy)."""
 from __future__ import annotations
 
 import numpy as np
 
 from onnxep.ops._base import OpKernel
+from onnxep.ops.math._numpy import FLOATS, NativeOrNumpy
 
 
 class UnaryF32(OpKernel):
@@ -17,3 +19,25 @@ class UnaryF32(OpKernel):
         x = ctx.input(0)
         y = ctx.output(0, x.shape, np.float32)
         self.kernel(x.reshape(-1), y.reshape(-1), ctx.num_threads)
+
+
+class Unary(NativeOrNumpy, UnaryF32):
+    """UnaryF32 for float32 nodes; every other dtype through `ufunc(x, out=y)` (`apply_numpy` when the op needs more
+    than one ufunc)."""
+
+    type_constraints = {"T": FLOATS}
+    ufunc = None
+
+    def __init__(self, info):
+        super().__init__(info)
+        self.bind_compute(info)
+
+    def compute_numpy(self, ctx):
+        x = ctx.input(0)
+        y = ctx.output(0, x.shape, x.dtype)
+        if y.size:
+            with np.errstate(all="ignore"):
+                self.apply_numpy(x, y)
+
+    def apply_numpy(self, x, y):
+        self.ufunc(x, out=y)

@@ -1,11 +1,12 @@
 import numpy as np
 
 from onnxep import _kernels
-from onnxep.ops.math._broadcast import BinaryF32
+from onnxep.ops.math._broadcast import Binary
 
 
-class Add_7(BinaryF32):
-    """C := A + B with multidirectional broadcasting (opsets 7, 13, 14: same semantics, float32 here)"""
+class Add_7(Binary):
+    """C := A + B with multidirectional broadcasting (opsets 7, 13, 14: same semantics; the dtypes grow). float32:
+    the native kernel; the other numeric dtypes: numpy (integers wrap around)."""
 
     domain, op_type, since = "", "Add", 7
     kernel = staticmethod(_kernels.add_f32)

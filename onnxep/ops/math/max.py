@@ -1,11 +1,12 @@
 import numpy as np
 
 from onnxep import _kernels
-from onnxep.ops.math._broadcast import VariadicF32
+from onnxep.ops.math._broadcast import Variadic
 
 
-class Max_6(VariadicF32):
-    """Y := maximum(X0, X1, ...) elementwise; broadcasting from opset 8 (opsets 6, 8, 12, 13; float32)"""
+class Max_6(Variadic):
+    """Y := maximum(X0, X1, ...) elementwise; broadcasting from opset 8 (opsets 6, 8, 12, 13;
+    float32 native, the other dtypes numpy; NaN propagates)"""
 
     domain, op_type, since = "", "Max", 6
     kernel = staticmethod(_kernels.max_f32)

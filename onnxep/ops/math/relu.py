@@ -1,15 +1,28 @@
+import numpy as np
+
 from onnxep import _kernels
 from onnxep.ops._base import OpKernel
+from onnxep.ops.math._numpy import FLOATS, SIGNED, NativeOrNumpy
 
 
-class Relu_6(OpKernel):
-    """Y := max(X, 0)"""
+class Relu_6(NativeOrNumpy, OpKernel):
+    """Y := max(X, 0) (opsets 6, 13, 14; float32 native, float16/64 and (opset 14) signed ints numpy)"""
 
     domain, op_type, since = "", "Relu", 6
-    type_constraints = {"T": ("float32",)}
+    type_constraints = {"T": FLOATS + SIGNED}
     inplace = ((0, 0),)
+
+    def __init__(self, info):
+        super().__init__(info)
+        self.bind_compute(info)
 
     def compute(self, ctx):
         x = ctx.input(0)
         y = ctx.output(0, x.shape, x.dtype)
         _kernels.relu_f32(x.reshape(-1), y.reshape(-1), ctx.num_threads)
+
+    def compute_numpy(self, ctx):
+        x = ctx.input(0)
+        y = ctx.output(0, x.shape, x.dtype)
+        if y.size:
+            np.maximum(x, x.dtype.type(0), out=y)

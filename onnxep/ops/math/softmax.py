@@ -1,18 +1,24 @@
-"""Softmax (float32): opsets 1/11 coerce the input to 2-D at `axis` (default 1), opset 13 works along `axis`
-(default -1). Numerically stable: the max is subtracted before exp. Along contiguous rows (the last axis, or the
-2-D coercion) the exp is vectorised (_kernels.softmax_lastaxis_f32); otherwise expf per element (softmax_f32)."""
+"""Softmax: opsets 1/11 coerce the input to 2-D at `axis` (default 1), opset 13 works along `axis` (default -1).
+Numerically stable: the max is subtracted before exp. float32: along contiguous rows (the last axis, or the 2-D
+coercion) the exp is vectorised (_kernels.softmax_lastaxis_f32); otherwise expf per element (softmax_f32).
+float16 / float64: numpy on the (outer, k, inner) view, float16 computed in float32 and rounded once."""
 import math
 
 import numpy as np
 
 from onnxep import _kernels
 from onnxep.ops._base import OpKernel
+from onnxep.ops.math._numpy import FLOATS, NativeOrNumpy
 
 
-class _Softmax(OpKernel):
-    type_constraints = {"T": ("float32",)}
+class _Softmax(NativeOrNumpy, OpKernel):
+    type_constraints = {"T": FLOATS}
     coerce_2d = True
     log = False
+
+    def __init__(self, info):
+        super().__init__(info)
+        self.bind_compute(info)
 
     @classmethod
     def supports(cls, op):
@@ -38,6 +44,25 @@ class _Softmax(OpKernel):
             _kernels.softmax_lastaxis_f32(x.reshape(outer, k), y.reshape(outer, k), self.log, ctx.num_threads)
             return
         _kernels.softmax_f32(x.reshape(-1), y.reshape(-1), outer, k, inner, self.log, ctx.num_threads)
+
+    def compute_numpy(self, ctx):
+        x = ctx.input(0)
+        outer, k, inner = self._geometry(x.shape)
+        y = ctx.output(0, x.shape, x.dtype)
+        if not y.size:
+            return
+        x3 = x.reshape(outer, k, inner)
+        if x.dtype == np.float16:
+            x3 = x3.astype(np.float32)
+        with np.errstate(all="ignore"):
+            z = x3 - x3.max(axis=1, keepdims=True)
+            if self.log:
+                e = np.exp(z)
+                z -= np.log(e.sum(axis=1, keepdims=True))
+            else:
+                np.exp(z, out=z)
+                z /= z.sum(axis=1, keepdims=True)
+        y.reshape(outer, k, inner)[...] = z
 
     def _geometry(self, shape):
         """(outer, k, inner) of X's shape: the rows softmax runs along, checked against axis."""

@@ -1,0 +1,133 @@
+"""The any-dtype path of the elementwise ops: numpy ufuncs on whole arrays with out= (multidirectional broadcasting is
+numpy's), and the per-node dtype dispatch that lets an op with a tuned native float32 kernel keep it.
+
+    class Add_7(Binary):          # _broadcast.Binary = BinaryF32 + NativeOrNumpy: float32 native, the rest numpy
+        ufunc = staticmethod(np.add)
+
+An op without a native kernel subclasses NumpyBinary / NumpyUnary directly (the tables in binary_table.py,
+unary_table.py, activations.py)."""
+from __future__ import annotations
+
+import numpy as np
+
+from onnxep.errors import InvalidArgument
+from onnxep.ops._base import _DTYPE_NAMES, OpKernel
+
+FLOATS = ("float16", "float32", "float64")
+SIGNED = ("int8", "int16", "int32", "int64")
+UNSIGNED = ("uint8", "uint16", "uint32", "uint64")
+INTS = SIGNED + UNSIGNED
+NUMERIC = FLOATS + INTS
+ALL = NUMERIC + ("bool",)
+
+_F32 = np.dtype(np.float32)
+
+
+def static_dtype(info, i=0):
+    """The numpy dtype of input i as the graph declares it (KernelInfo), or None when unknown / not numpy-native."""
+    types = info.input_types
+    vt = types[i] if i < len(types) else None
+    name = _DTYPE_NAMES.get(vt.type_str) if vt is not None else None
+    return np.dtype(name) if name and name not in ("string", "bfloat16") else None
+
+
+def broadcast_shape(op_type, *shapes):
+    """numpy's multidirectional broadcast of the shapes, else InvalidArgument naming them."""
+    try:
+        return np.broadcast_shapes(*shapes)
+    except ValueError:
+        raise InvalidArgument(f"{op_type}: input shapes {', '.join(str(tuple(s)) for s in shapes)} cannot be "
+                              f"broadcast together") from None
+
+
+class NativeOrNumpy:
+    """Mixin of an op class whose `compute` is a tuned native float32 kernel: a node of any other dtype gets
+    `compute_numpy` bound as its compute once, at construction, so the float32 path pays no per-call dtype test.
+    When the graph does not say the dtype, the call tests it."""
+
+    def bind_compute(self, info):
+        dt = static_dtype(info)
+        if dt is None:
+            self.compute = self._compute_by_dtype
+        elif dt != _F32:
+            self.compute = self.compute_numpy
+
+    def _compute_by_dtype(self, ctx):
+        x = ctx.input(0)
+        if x is not None and x.dtype == _F32:
+            type(self).compute(self, ctx)
+        else:
+            self.compute_numpy(ctx)
+
+    def compute_numpy(self, ctx):
+        raise NotImplementedError
+
+
+class NumpyBinary(OpKernel):
+    """Z := f(A, B) elementwise with broadcasting. `ufunc(a, b, out=z)`; `out_dtype` None: the inputs' dtype.
+    In place is safe for one ufunc call (numpy copies when out overlaps an input in a way that matters); a subclass
+    whose `apply` writes Z before it has read all of A and B sets inplace = ()."""
+
+    type_constraints = {"T": NUMERIC}
+    inplace = ((0, 0), (0, 1))
+    ufunc = None
+    out_dtype = None
+
+    def compute(self, ctx):
+        a, b = ctx.input(0), ctx.input(1)
+        z = ctx.output(0, broadcast_shape(self.op_type, a.shape, b.shape),
+                       a.dtype if self.out_dtype is None else self.out_dtype)
+        if z.size:
+            with np.errstate(all="ignore"):
+                self.apply(a, b, z)
+
+    def apply(self, a, b, z):
+        self.ufunc(a, b, out=z)
+
+
+class NumpyUnary(OpKernel):
+    """Y := f(X) elementwise. `ufunc(x, out=y)`; `out_dtype` None: X's dtype. In place as NumpyBinary."""
+
+    type_constraints = {"T": NUMERIC}
+    inplace = ((0, 0),)
+    ufunc = None
+    out_dtype = None
+
+    def compute(self, ctx):
+        x = ctx.input(0)
+        y = ctx.output(0, x.shape, x.dtype if self.out_dtype is None else self.out_dtype)
+        if y.size:
+            with np.errstate(all="ignore"):
+                self.apply(x, y)
+
+    def apply(self, x, y):
+        self.ufunc(x, out=y)
+
+
+def fold(op_type, xs, ctx, apply, dtype=None):
+    """Y := X0 op X1 op ... (Sum/Max/Min/Mean) folded left to right into the output with `apply(a, b, y)`."""
+    if not xs or any(x is None for x in xs):
+        raise InvalidArgument(f"{op_type} needs at least one input and no omitted ones")
+    y = ctx.output(0, broadcast_shape(op_type, *(x.shape for x in xs)), xs[0].dtype if dtype is None else dtype)
+    if y.size == 0:
+        return y
+    if len(xs) == 1:
+        np.copyto(y, xs[0])
+        return y
+    with np.errstate(all="ignore"):
+        apply(xs[0], xs[1], y)
+        for x in xs[2:]:
+            apply(y, x, y)
+    return y
+
+
+def make_classes(namespace, base, table, doc):
+    """One class per table row (op, since, dtypes, then the fields of `row_fields`), named <op>_<since>, defined in
+    the module whose globals are `namespace` (the registry takes the classes a module defines). `doc(row)` -> the
+    class docstring."""
+    for row in table:
+        op, since, dtypes, fields = row[0], row[1], row[2], row[3]
+        name = f"{op}_{since}"
+        namespace[name] = type(name, (base,), {"__module__": namespace["__name__"], "__qualname__": name,
+                                               "__doc__": doc(row), "domain": "", "op_type": op, "since": since,
+                                               "type_constraints": {"T": dtypes}, **fields})

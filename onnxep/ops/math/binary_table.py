@@ -1,0 +1,26 @@
+"""Binary elementwise ops that are one numpy ufunc each, with multidirectional broadcasting: the comparisons, the
+logical and the bitwise ops. One class per row, <op>_<since> (ops/_registry.py registers each); a new schema version
+that only widens the dtypes needs no new row (the class covers every later opset)."""
+import numpy as np
+
+from onnxep.ops.math._numpy import ALL, INTS, NUMERIC, NumpyBinary, make_classes
+
+_BOOL = np.dtype(bool)
+
+#: (op, since, dtypes of T, {ufunc, out_dtype}); out_dtype None: T
+TABLE = (
+    ("Equal", 7, ALL + ("string",), {"ufunc": staticmethod(np.equal), "out_dtype": _BOOL}),
+    ("Less", 7, NUMERIC, {"ufunc": staticmethod(np.less), "out_dtype": _BOOL}),
+    ("LessOrEqual", 12, NUMERIC, {"ufunc": staticmethod(np.less_equal), "out_dtype": _BOOL}),
+    ("Greater", 7, NUMERIC, {"ufunc": staticmethod(np.greater), "out_dtype": _BOOL}),
+    ("GreaterOrEqual", 12, NUMERIC, {"ufunc": staticmethod(np.greater_equal), "out_dtype": _BOOL}),
+    ("And", 7, ("bool",), {"ufunc": staticmethod(np.logical_and)}),
+    ("Or", 7, ("bool",), {"ufunc": staticmethod(np.logical_or)}),
+    ("Xor", 7, ("bool",), {"ufunc": staticmethod(np.logical_xor)}),
+    ("BitwiseAnd", 18, INTS, {"ufunc": staticmethod(np.bitwise_and)}),
+    ("BitwiseOr", 18, INTS, {"ufunc": staticmethod(np.bitwise_or)}),
+    ("BitwiseXor", 18, INTS, {"ufunc": staticmethod(np.bitwise_xor)}),
+)
+
+make_classes(globals(), NumpyBinary, TABLE,
+             lambda r: f"C := {r[3]['ufunc'].__name__}(A, B) elementwise, broadcasting (opsets {r[1]}+; numpy)")

@@ -1,0 +1,47 @@
+import numpy as np
+
+from onnxep import _kernels
+from onnxep.ops._base import OpKernel
+
+
+class Gelu_20(OpKernel):
+    """Y := X * (1 + erf(X / sqrt 2)) / 2 (approximate "none"), or X * (1 + tanh(sqrt(2/pi) (X + 0.044715 X^3))) / 2
+    ("tanh") (opset 20). "none": float32 the native kernel, float16 through it (float32, rounded once); float64 is
+    left to another backend (numpy has no erf). "tanh": numpy, every float type."""
+
+    domain, op_type, since = "", "Gelu", 20
+    type_constraints = {"T": ("float16", "float32", "float64")}
+    approximate = "none"
+
+    @classmethod
+    def supports(cls, op):
+        a = op.node.attrs.get("approximate", "none")
+        a = a.decode() if isinstance(a, bytes) else a
+        if a == "tanh":
+            return True
+        return a == "none" and op.input_types[0].type_str in ("tensor(float)", "tensor(float16)")
+
+    def compute(self, ctx):
+        x = ctx.input(0)
+        y = ctx.output(0, x.shape, x.dtype)
+        if not y.size:
+            return
+        if self.approximate != "tanh":
+            if x.dtype == np.float32:
+                _kernels.gelu_f32(x.reshape(-1), y.reshape(-1), ctx.num_threads)
+            else:
+                t = x.astype(np.float32).reshape(-1)
+                _kernels.gelu_f32(t, t, ctx.num_threads)
+                y.reshape(-1)[...] = t
+            return
+        c = x.dtype.type(np.sqrt(2 / np.pi))
+        with np.errstate(all="ignore"):
+            np.multiply(x, x, out=y)
+            y *= x.dtype.type(0.044715)
+            y += 1
+            y *= x
+            y *= c
+            np.tanh(y, out=y)
+            y += 1
+            y *= x
+            y *= x.dtype.type(0.5)

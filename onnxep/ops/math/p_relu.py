@@ -1,0 +1,23 @@
+import numpy as np
+
+from onnxep.errors import InvalidArgument
+from onnxep.ops._base import OpKernel
+from onnxep.ops.math._numpy import FLOATS, broadcast_shape
+
+
+class PRelu_7(OpKernel):
+    """Y := X if X >= 0 else slope * X, slope broadcast to X's shape (unidirectional) (opsets 7, 9, 16; numpy; the
+    integer types from opset 9)."""
+
+    domain, op_type, since = "", "PRelu", 7
+    type_constraints = {"T": FLOATS + ("int32", "int64", "uint32", "uint64")}
+
+    def compute(self, ctx):
+        x, slope = ctx.input(0), ctx.input(1)
+        if broadcast_shape(self.op_type, x.shape, slope.shape) != x.shape:
+            raise InvalidArgument(f"PRelu: slope of shape {slope.shape} does not broadcast to X's shape {x.shape}")
+        y = ctx.output(0, x.shape, x.dtype)
+        if y.size:
+            neg = x < 0                 # before Y is written
+            np.copyto(y, x)
+            np.multiply(x, slope, out=y, where=neg)
