@@ -1,7 +1,8 @@
 import numpy as np
 
 from onnxep.ops._base import OpKernel
-from onnxep.ops._data import DATA_TYPES, norm_axis
+from onnxep.ops._data import norm_axis
+from onnxep.ops.tensor._helpers import WITH_STRING, new_output
 
 
 class Gather_1(OpKernel):
@@ -9,7 +10,7 @@ class Gather_1(OpKernel):
     raise."""
 
     domain, op_type, since = "", "Gather", 1
-    type_constraints = {"T": DATA_TYPES, "Tind": ("int32", "int64")}
+    type_constraints = {"T": WITH_STRING, "Tind": ("int32", "int64")}
     axis = 0
 
     def compute(self, ctx):
@@ -19,6 +20,8 @@ class Gather_1(OpKernel):
         if idx.size and (idx.min() < -n or idx.max() >= n):
             raise ValueError(f"Gather: indices must be in [{-n}, {n - 1}] for axis {axis} of data shape {x.shape}, "
                              f"got values in [{idx.min()}, {idx.max()}]")
-        y = ctx.output(0, x.shape[:axis] + idx.shape + x.shape[axis + 1:], x.dtype)
+        shape = x.shape[:axis] + idx.shape + x.shape[axis + 1:]
+        y = new_output(ctx, 0, shape, x.dtype, f"Gather node {self.name!r}") if x.dtype.hasobject else \
+            ctx.output(0, shape, x.dtype)
         if y.size:
             np.take(x, idx, axis=axis, out=y)

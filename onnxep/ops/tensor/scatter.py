@@ -2,7 +2,8 @@ import numpy as np
 
 from onnxep.errors import InvalidArgument
 from onnxep.ops._base import OpKernel
-from onnxep.ops._data import DATA_TYPES, norm_axis
+from onnxep.ops._data import norm_axis
+from onnxep.ops.tensor._helpers import WITH_STRING, new_output
 
 
 class Scatter_9(OpKernel):
@@ -11,7 +12,7 @@ class Scatter_9(OpKernel):
     index keeps the last update in C order (the spec leaves it undefined)."""
 
     domain, op_type, since, until = "", "Scatter", 9, 11
-    type_constraints = {"T": DATA_TYPES, "Tind": ("int32", "int64")}
+    type_constraints = {"T": WITH_STRING, "Tind": ("int32", "int64")}
     axis = 0
 
     def compute(self, ctx):
@@ -24,7 +25,7 @@ class Scatter_9(OpKernel):
         if idx.size and (idx.min() < -n or idx.max() >= n):
             raise InvalidArgument(f"Scatter: indices must be in [{-n}, {n - 1}] for axis {axis} of data shape "
                                   f"{x.shape}, got values in [{idx.min()}, {idx.max()}]")
-        y = ctx.output(0, x.shape, x.dtype)
+        y = new_output(ctx, 0, x.shape, x.dtype, f"Scatter node {self.name!r}")
         y[...] = x
         if idx.size:
             # the element (i0, .., ik, ..) of updates goes to y[i0, .., indices[i0, .., ik, ..], ..]: open-grid aranges

@@ -2,7 +2,7 @@ import numpy as np
 
 from onnxep import _kernels
 from onnxep.ops._base import OpKernel
-from onnxep.ops._data import DATA_TYPES
+from onnxep.ops.tensor._helpers import WITH_STRING, new_output
 
 _NATIVE_ITEMSIZES = (1, 2, 4, 8)
 _NATIVE_MAX_DIMS = 32   # transpose_copy's TR_MAX_DIMS
@@ -12,7 +12,7 @@ class Transpose_1(OpKernel):
     """Y := X with its dims permuted by perm (default: reversed) (opsets 1, 13, 21). Copied into a new tensor."""
 
     domain, op_type, since = "", "Transpose", 1
-    type_constraints = {"T": DATA_TYPES}
+    type_constraints = {"T": WITH_STRING}
     perm = None
 
     _last = None   # (input shape, perm, output shape) of the last input shape seen
@@ -27,6 +27,9 @@ class Transpose_1(OpKernel):
                                  f"{x.shape}")
             last = self._last = (x.shape, perm, tuple(x.shape[p] for p in perm))
         _, perm, yshape = last
+        if x.dtype.hasobject:   # strings: object arrays live outside the arena
+            np.copyto(new_output(ctx, 0, yshape, x.dtype, f"Transpose node {self.name!r}"), x.transpose(perm))
+            return
         y = ctx.output(0, yshape, x.dtype)
         if (x.dtype.hasobject or x.itemsize not in _NATIVE_ITEMSIZES or x.ndim > _NATIVE_MAX_DIMS
                 or not x.flags.c_contiguous or not y.flags.c_contiguous):

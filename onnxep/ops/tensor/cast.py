@@ -1,0 +1,66 @@
+import numpy as np
+from onnx import TensorProto, helper
+
+from onnxep.ops._base import OpKernel
+from onnxep.ops.tensor._helpers import WITH_STRING, new_output
+
+#: TensorProto element types Cast handles here (float8 / int4 / bfloat16 / complex go to the reference backend)
+_TO = {getattr(TensorProto, n): np.dtype(d) for n, d in (
+    ("FLOAT", np.float32), ("DOUBLE", np.float64), ("FLOAT16", np.float16), ("INT8", np.int8), ("INT16", np.int16),
+    ("INT32", np.int32), ("INT64", np.int64), ("UINT8", np.uint8), ("UINT16", np.uint16), ("UINT32", np.uint32),
+    ("UINT64", np.uint64), ("BOOL", np.bool_), ("STRING", np.dtype(object)))}
+
+
+def cast_into(x, y):
+    """y := x converted as ONNX Cast says: float -> int truncates toward zero (NaN / out of range: undefined, what
+    numpy gives), anything -> bool is x != 0, numbers -> string print like numpy's str (onnx.reference's astype(str)),
+    string -> number parses (float() / int() of each string)."""
+    if y.dtype.hasobject:
+        if x.dtype.hasobject:
+            y[...] = x
+        else:
+            y[...] = x.astype(np.str_)   # numbers as text: onnx.reference's format (shortest repr)
+        return
+    if x.dtype.hasobject:
+        # text to numbers: through float64 for floats and bool ("1.5e3", "NaN", "INF"), int() for integers
+        y[...] = x.astype(np.float64 if y.dtype.kind in "fb" else y.dtype)
+        return
+    with np.errstate(invalid="ignore", over="ignore"):
+        np.copyto(y, x, casting="unsafe")
+
+
+class Cast_6(OpKernel):
+    """Y := X converted to the type `to` (opsets 6, 9, 13, 19 (saturate: float8 only, not here), 21, 23-25). Numeric,
+    bool and string types; float8, int4/uint4, int2/uint2, float4 and bfloat16 go to the reference backend."""
+
+    domain, op_type, since = "", "Cast", 6
+    type_constraints = {"T1": WITH_STRING, "T2": WITH_STRING}
+
+    @classmethod
+    def supports(cls, op):
+        return op.node.attrs.get("to") in _TO
+
+    def compute(self, ctx):
+        x = ctx.input(0)
+        dt = _TO[self.to]
+        if x.dtype == dt:
+            ctx.set_output(0, x)
+            return
+        cast_into(x, new_output(ctx, 0, x.shape, dt, f"Cast node {self.name!r}"))
+
+
+class CastLike_15(OpKernel):
+    """Y := X converted to the type of target_type (opsets 15, 19, 21, 23-25), as Cast."""
+
+    domain, op_type, since = "", "CastLike", 15
+    type_constraints = {"T1": WITH_STRING, "T2": WITH_STRING}
+
+    def compute(self, ctx):
+        x, like = ctx.input(0), ctx.input(1)
+        if x.dtype == like.dtype:
+            ctx.set_output(0, x)
+            return
+        cast_into(x, new_output(ctx, 0, x.shape, like.dtype, f"CastLike node {self.name!r}"))
+
+
+assert all(helper.tensor_dtype_to_np_dtype(k) == v for k, v in _TO.items() if k != TensorProto.STRING)

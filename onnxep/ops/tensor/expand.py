@@ -1,0 +1,26 @@
+import numpy as np
+
+from onnxep.errors import InvalidArgument
+from onnxep.ops._base import OpKernel
+from onnxep.ops.tensor._helpers import WITH_STRING, ints, new_output
+
+
+class Expand_8(OpKernel):
+    """Y := X broadcast with the shape input, both ways (a 1 in shape keeps X's dim) (opsets 8, 13). The output size
+    is checked before it is allocated."""
+
+    domain, op_type, since = "", "Expand", 8
+    type_constraints = {"T": WITH_STRING}
+
+    def compute(self, ctx):
+        x = ctx.input(0)
+        shape = ints(ctx.input(1), "Expand shape")
+        if any(d < 0 for d in shape):
+            raise InvalidArgument(f"Expand: negative dim in shape {shape}")
+        try:
+            out = np.broadcast_shapes(x.shape, tuple(shape))
+        except ValueError:
+            raise InvalidArgument(f"Expand: input shape {x.shape} cannot be broadcast with shape {shape}") from None
+        y = new_output(ctx, 0, out, x.dtype, f"Expand node {self.name!r}")
+        if y.size:
+            np.copyto(y, x)

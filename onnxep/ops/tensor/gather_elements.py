@@ -1,0 +1,36 @@
+import numpy as np
+
+from onnxep.errors import InvalidArgument
+from onnxep.ops._base import OpKernel
+from onnxep.ops._data import norm_axis
+from onnxep.ops.tensor._helpers import INDEX_TYPES, WITH_STRING, new_output, normalize_indices
+
+
+def along_axis_checks(op, x, idx, axis):
+    """The axis normalised, and indices of data's rank, no dim above data's (others than axis), else raise."""
+    try:
+        axis = norm_axis(axis, x.ndim, op)
+    except ValueError as e:
+        raise InvalidArgument(str(e)) from None
+    if idx.ndim != x.ndim or any(i > d for a, (i, d) in enumerate(zip(idx.shape, x.shape)) if a != axis):
+        raise InvalidArgument(f"{op}: indices {idx.shape} must have data's rank, no dim but axis {axis}'s larger "
+                              f"than data's {x.shape}")
+    return axis
+
+
+class GatherElements_11(OpKernel):
+    """Y[i..] := data[.., indices[i..], ..] with indices in place of the axis coordinate (opsets 11, 13). Negative
+    indices count from the end; out-of-range ones raise."""
+
+    domain, op_type, since = "", "GatherElements", 11
+    type_constraints = {"T": WITH_STRING, "Tind": INDEX_TYPES}
+    axis = 0
+
+    def compute(self, ctx):
+        x, idx = ctx.input(0), ctx.input(1)
+        axis = along_axis_checks("GatherElements", x, idx, self.axis)
+        idx = normalize_indices(idx, x.shape[axis], "GatherElements", f" for axis {axis} of data shape {x.shape}")
+        y = new_output(ctx, 0, idx.shape, x.dtype, f"GatherElements node {self.name!r}")
+        if y.size:
+            sub = x[tuple(slice(None) if a == axis else slice(0, n) for a, n in enumerate(idx.shape))]
+            np.copyto(y, np.take_along_axis(sub, idx, axis=axis))
