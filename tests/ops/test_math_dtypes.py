@@ -90,8 +90,11 @@ def check(op, feeds, opset, *, ort=True, ref=True, rtol=None, atol=None, initial
             so.log_severity_level = 4
             want = onnxruntime.InferenceSession(m.SerializeToString(), so,
                                                 providers=["CPUExecutionProvider"]).run(None, feeds)
-        except Exception as e:   # onnxruntime has no kernel for this op / dtype
-            if "NOT_IMPLEMENTED" not in str(e) and "Could not find an implementation" not in str(e):
+        except Exception as e:
+            # onnxruntime has no kernel for this op / dtype, or (1.32, some float16 activations) its own
+            # graph rewrite breaks the model
+            if not any(s in str(e) for s in ("NOT_IMPLEMENTED", "Could not find an implementation",
+                                             "InsertedPrecisionFreeCast")):
                 raise
         else:
             _same(got, want, rtol, atol, "onnxruntime")
