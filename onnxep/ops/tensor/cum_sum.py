@@ -7,7 +7,7 @@ from onnxep.ops._data import norm_axis
 
 class CumSum_11(OpKernel):
     """Y := running sums of X along the axis input, optionally exclusive (each excluding its own element) and/or
-    reverse (from the end) (opsets 11, 14). Accumulates in X's type, as onnxruntime does."""
+    reverse (from the end) (opsets 11, 14). Accumulates in X's type, float16 in float32 (as onnxruntime)."""
 
     domain, op_type, since = "", "CumSum", 11
     type_constraints = {"T": ("float32", "float64", "float16", "int32", "int64", "uint32", "uint64"),
@@ -28,6 +28,7 @@ class CumSum_11(OpKernel):
         y = ctx.output(0, x.shape, x.dtype)
         if not y.size:
             return
+        acc = np.float32 if x.dtype == np.float16 else x.dtype
         xv, yv = x, y
         if self.reverse:
             flip = (slice(None),) * axis + (slice(None, None, -1),)
@@ -36,6 +37,9 @@ class CumSum_11(OpKernel):
             lead = (slice(None),) * axis
             yv[lead + (0,)] = 0
             if x.shape[axis] > 1:
-                np.cumsum(xv[lead + (slice(0, -1),)], axis=axis, dtype=x.dtype, out=yv[lead + (slice(1, None),)])
+                part = yv[lead + (slice(1, None),)]
+                np.copyto(part, np.cumsum(xv[lead + (slice(0, -1),)], axis=axis, dtype=acc), casting="unsafe")
+        elif acc is x.dtype:
+            np.cumsum(xv, axis=axis, dtype=acc, out=yv)
         else:
-            np.cumsum(xv, axis=axis, dtype=x.dtype, out=yv)
+            np.copyto(yv, np.cumsum(xv, axis=axis, dtype=acc), casting="unsafe")
