@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from onnxep.errors import InvalidArgument
+from onnxep.ops._base import _DTYPE_NAMES
 
 #: float types these ops compute in numpy (bfloat16 has no numpy arithmetic; float8 / int4 are not numeric here)
 FLOATS = ("float16", "float32", "float64")
@@ -37,6 +38,6 @@ def inputs_typed(op, allowed, indices) -> bool:
         if i >= len(op.node.inputs) or not op.node.inputs[i]:
             continue
         vt = op.input_types[i] if i < len(op.input_types) else None
-        if vt is None or vt.kind != "tensor" or vt.dtype is None or vt.dtype.name not in allowed:
+        if vt is None or vt.kind != "tensor" or _DTYPE_NAMES.get(vt.type_str) not in allowed:
             return False
     return True

@@ -1,0 +1,349 @@
+"""Resize (opsets 10, 11, 13, 18, 19): nearest (every nearest_mode), linear and cubic (cubic_coeff_a,
+exclude_outside, antialias), every coordinate_transformation_mode, scales or sizes, roi, axes, keep_aspect_ratio_policy.
+
+Separable: per resized axis, each output index gets its source taps (index array) and weights, computed for the whole
+axis at once; nearest gathers every axis in one fancy-indexing call (exact in every dtype, strings too), linear and
+cubic apply one axis after the other as a loop over the taps (2 or 4; more with antialias when downsampling) of
+np.take and a multiply-add. float16 / float32 interpolate in float32, the other types in float64; integer results are
+rounded half to even and saturated, as onnx.reference does.
+
+Source coordinates follow onnx.reference (the oracle of the conformance cases): the "output length" that
+align_corners, pytorch_half_pixel and half_pixel_symmetric read is scale * input length, as a float. Opset 10 (and
+Upsample) has no coordinate attribute: asymmetric, and nearest rounds like onnxruntime (floor when upsampling, ceil
+when downsampling)."""
+import math
+
+import numpy as np
+
+from onnxep.graph.model import check_size
+from onnxep.ops._base import OpKernel
+from onnxep.ops._data import DATA_TYPES
+from onnxep.ops.nn._helpers import bad, inputs_typed
+
+_OP = "Resize"
+_T1 = DATA_TYPES + ("string",)
+_COORD_MODES = ("half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric",
+                "tf_half_pixel_for_nn", "tf_crop_and_resize")
+_NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil", "simple")
+
+
+def _attr_str(v, default):
+    if v is None:
+        return default
+    return v.decode() if isinstance(v, bytes) else str(v)
+
+
+def _source_coords(ctm, n_out, scale, n_in, roi):
+    """(x_original float64 (n_out,), extrapolated mask or None) of one axis."""
+    y = np.arange(n_out, dtype=np.float64)
+    out_len = scale * n_in
+    if ctm == "align_corners":
+        x = np.zeros(n_out) if out_len == 1 else y * ((n_in - 1) / (out_len - 1))
+    elif ctm == "asymmetric":
+        x = y / scale
+    elif ctm == "tf_half_pixel_for_nn":
+        x = (y + 0.5) / scale
+    elif ctm == "pytorch_half_pixel":
+        x = np.full(n_out, -0.5) if out_len == 1 else (y + 0.5) / scale - 0.5
+    elif ctm == "half_pixel":
+        x = (y + 0.5) / scale - 0.5
+    elif ctm == "half_pixel_symmetric":
+        offset = (n_in / 2) * (1 - n_out / out_len)
+        x = offset + (y + 0.5) / scale - 0.5
+    else:   # tf_crop_and_resize
+        r0, r1 = roi
+        if out_len == 1:
+            x = np.full(n_out, (r1 - r0) * (n_in - 1) / 2)
+        else:
+            x = y * ((r1 - r0) * (n_in - 1) / (out_len - 1))
+        x = x + r0 * (n_in - 1)
+        return x, (x < 0) | (x > n_in - 1)
+    return x, None
+
+
+def _nearest_index(x, nearest_mode, scale, n_in):
+    """Index of the nearest input pixel of each source coordinate, clamped to the axis."""
+    fl = np.floor(x)
+    frac = x - fl
+    if nearest_mode == "round_prefer_floor":
+        idx = np.where(frac <= 0.5, fl, fl + 1)
+    elif nearest_mode == "round_prefer_ceil":
+        idx = np.where(frac < 0.5, fl, fl + 1)
+    elif nearest_mode == "floor":
+        idx = fl
+    elif nearest_mode == "ceil":
+        idx = np.ceil(x)
+    else:  # simple (opset 10 / Upsample, onnxruntime): ceil when downsampling, floor (truncation) when upsampling
+        idx = np.ceil(x) if scale < 1 else np.trunc(x)
+    return np.clip(idx, 0, n_in - 1).astype(np.intp)
+
+
+def _cubic(t, a):
+    """The cubic convolution kernel of |t| (Keys, coefficient a)."""
+    t = np.abs(t)
+    t2, t3 = t * t, t * t * t
+    near = (a + 2) * t3 - (a + 3) * t2 + 1
+    far = a * t3 - 5 * a * t2 + 8 * a * t - 4 * a
+    return np.where(t <= 1, near, np.where(t < 2, far, 0.0))
+
+
+def _taps(x, n_in, mode, scale, cubic_a, antialias, exclude_outside):
+    """(indices (n_out, n) clamped to the axis, weights (n_out, n)) of linear / cubic interpolation, as
+    onnx.reference picks its n neighbours and coefficients."""
+    x_int = np.floor(x)
+    ratio = np.where(x == x_int, 1.0, x - x_int)
+    s = min(scale, 1.0)
+    if not antialias:
+        if mode == "linear":
+            w = np.stack([1 - ratio, ratio], axis=1)
+        else:
+            w = _cubic(np.array([-1.0, 0.0, 1.0, 2.0])[None, :] - ratio[:, None], cubic_a)
+    else:   # the kernel stretched by 1 / scale when downsampling, normalized
+        support = 1 if mode == "linear" else 2
+        start = int(math.floor(-support / s) + 1)
+        t = (np.arange(start, 2 - start, dtype=np.float64)[None, :] - ratio[:, None]) * s
+        w = np.clip(1 - np.abs(t), 0, 1) if mode == "linear" else _cubic(t, cubic_a)
+        w = w / w.sum(axis=1, keepdims=True)
+    n = w.shape[1]
+    # onnx.reference's neighbour choice: the n nearest indices, ties to the smaller ones
+    pad = -(-n // 2)
+    xp = x + pad
+    p = np.floor(xp)
+    frac = xp - p
+    if n % 2 == 0:
+        off = np.where(frac == 0, -(n // 2), -(n // 2) + 1)
+    else:
+        base = -((n - 1) // 2)
+        off = np.where(frac <= 0.5, base, base + 1)
+    idx = (p + off).astype(np.int64)[:, None] + np.arange(n)[None, :] - pad
+    if exclude_outside:
+        w = np.where((idx < 0) | (idx >= n_in), 0.0, w)
+        tot = w.sum(axis=1, keepdims=True)
+        w = w / np.where(tot == 0, 1.0, tot)
+    return np.clip(idx, 0, n_in - 1).astype(np.intp), w
+
+
+def resize(x, out_shape, scales, axes, mode, ctm, nearest_mode, cubic_a, exclude_outside, extrapolation, antialias,
+           roi, out):
+    """x resized to out_shape, written to `out` (None: a new array, for strings) and returned; scales: per axis
+    (all axes); axes: the axes that change; roi: per axis (start, end) or None."""
+    if mode == "nearest":
+        cur = x
+        extrap = None
+        for i, ax in enumerate(axes):
+            xs, ext = _source_coords(ctm, out_shape[ax], scales[ax], x.shape[ax], roi[ax] if roi else None)
+            idx = _nearest_index(xs, nearest_mode, scales[ax], x.shape[ax])
+            if ext is not None and ext.any():
+                shape = [1] * x.ndim
+                shape[ax] = -1
+                m = ext.reshape(shape)
+                extrap = m if extrap is None else (extrap | m)
+            if i == len(axes) - 1 and out is not None:
+                np.take(cur, idx, axis=ax, out=out, mode="clip")
+                cur = out
+            else:
+                shape = list(cur.shape)
+                shape[ax] = out_shape[ax]
+                check_size(shape, x.dtype, f"{_OP} intermediate")
+                cur = np.take(cur, idx, axis=ax, mode="clip")
+        if extrap is not None:
+            np.copyto(cur, np.asarray(extrapolation).astype(cur.dtype), where=np.broadcast_to(extrap, cur.shape))
+        return cur
+    work = np.float32 if x.dtype in (np.float16, np.float32) else np.float64
+    cur = x.astype(work, copy=False)
+    extrap = None
+    for ax in axes:
+        n_in = cur.shape[ax]
+        xs, ext = _source_coords(ctm, out_shape[ax], scales[ax], n_in, roi[ax] if roi else None)
+        idx, w = _taps(xs, n_in, mode, scales[ax], cubic_a, antialias, exclude_outside)
+        shape = list(cur.shape)
+        shape[ax] = out_shape[ax]
+        check_size(shape, work, f"{_OP} intermediate")
+        wshape = [1] * cur.ndim
+        wshape[ax] = -1
+        w = w.astype(work)
+        nxt = np.empty(shape, work)
+        tmp = np.empty(shape, work)
+        np.take(cur, idx[:, 0], axis=ax, out=nxt, mode="clip")
+        nxt *= w[:, 0].reshape(wshape)
+        for j in range(1, idx.shape[1]):     # the taps (2 linear, 4 cubic; more when antialiasing a downsample)
+            np.take(cur, idx[:, j], axis=ax, out=tmp, mode="clip")
+            tmp *= w[:, j].reshape(wshape)
+            nxt += tmp
+        if ext is not None and ext.any():
+            m = ext.reshape(wshape)
+            extrap = m if extrap is None else (extrap | m)
+        cur = nxt
+    if extrap is not None:
+        np.copyto(cur, work(extrapolation), where=np.broadcast_to(extrap, cur.shape))
+    if out.dtype.kind in "iu":
+        info = np.iinfo(out.dtype)
+        np.rint(cur, out=cur)
+        np.clip(cur, info.min, info.max, out=cur)
+        np.copyto(out, cur, casting="unsafe")
+    else:
+        np.copyto(out, cur, casting="same_kind")
+    return out
+
+
+class _ResizeBase(OpKernel):
+    domain, op_type = "", "Resize"
+    type_constraints = {"T1": _T1, "T": _T1}
+    mode = "nearest"
+    coordinate_transformation_mode = "half_pixel"
+    nearest_mode = "round_prefer_floor"
+    cubic_coeff_a = -0.75
+    exclude_outside = 0
+    extrapolation_value = 0.0
+    antialias = 0
+    axes = None
+    keep_aspect_ratio_policy = "stretch"
+    _modes = ("nearest", "linear", "cubic")
+
+    @classmethod
+    def check_types(cls, op):
+        # X alone (Y has its type): onnx's shape inference gives up on some valid nodes (sizes from a graph input)
+        # and on the invalid ones compute must report
+        return inputs_typed(op, _T1, (0,))
+
+    @classmethod
+    def supports(cls, op):
+        a = op.node.attrs
+        mode = _attr_str(a.get("mode"), "nearest")
+        if mode not in cls._modes:
+            return False
+        if _attr_str(a.get("coordinate_transformation_mode"), "half_pixel") not in _COORD_MODES:
+            return False
+        if _attr_str(a.get("nearest_mode"), "round_prefer_floor") not in _NEAREST_MODES[:4]:
+            return False
+        if _attr_str(a.get("keep_aspect_ratio_policy"), "stretch") not in ("stretch", "not_larger", "not_smaller"):
+            return False
+        vt = op.input_types[0] if op.input_types else None
+        if mode != "nearest" and vt is not None and vt.type_str in ("tensor(string)", "tensor(bool)"):
+            return False
+        return True
+
+    # --------------------------------------------------------------------------------------------- plan
+    def _inputs(self, ctx):
+        """(x, roi, scales, sizes) of this opset's input layout."""
+        return ctx.input(0), ctx.input(1), ctx.input(2), ctx.input(3)
+
+    def _ctm(self):
+        return _attr_str(self.coordinate_transformation_mode, "half_pixel")
+
+    def _nearest_mode(self):
+        return _attr_str(self.nearest_mode, "round_prefer_floor")
+
+    def compute(self, ctx):
+        x, roi, scales, sizes = self._inputs(ctx)
+        r = x.ndim
+        axes = list(range(r))
+        if self.axes is not None and len(self.axes):
+            axes = []
+            for a in self.axes:
+                a = int(a)
+                if not -r <= a < r:
+                    raise bad(_OP, f"axis {a} out of range for X of rank {r}")
+                axes.append(a % r)
+            if len(set(axes)) != len(axes):
+                raise bad(_OP, f"repeated axis in axes {list(self.axes)}")
+        na = len(axes)
+        has_scales = scales is not None and scales.size > 0
+        has_sizes = sizes is not None and sizes.size > 0
+        if has_scales == has_sizes:
+            raise bad(_OP, "exactly one of scales and sizes must be given (non-empty)")
+        full_scales = [1.0] * r
+        out_shape = list(x.shape)
+        if has_scales:
+            if scales.shape != (na,):
+                raise bad(_OP, f"scales has shape {scales.shape}, expected ({na},) for X {x.shape}")
+            sv = [float(s) for s in scales.astype(np.float32)]
+            if not all(s > 0 and math.isfinite(s) for s in sv):
+                raise bad(_OP, f"scales must be positive and finite, got {sv}")
+            for a, s in zip(axes, sv):
+                full_scales[a] = s
+                d = s * x.shape[a]
+                if d >= 2.0 ** 62:
+                    raise bad(_OP, f"scale {s} gives an output dimension of {d:.3g} on axis {a}")
+                out_shape[a] = int(d)
+        else:
+            if sizes.shape != (na,):
+                raise bad(_OP, f"sizes has shape {sizes.shape}, expected ({na},) for X {x.shape}")
+            sz = [int(v) for v in sizes]
+            if min(sz) < 0:
+                raise bad(_OP, f"sizes must be >= 0, got {sz}")
+            policy = _attr_str(self.keep_aspect_ratio_policy, "stretch")
+            if any(x.shape[a] == 0 for a in axes):
+                raise bad(_OP, f"cannot resize an empty axis to sizes {sz} (X {x.shape})")
+            if policy == "stretch":
+                for a, n in zip(axes, sz):
+                    out_shape[a] = n
+                    full_scales[a] = n / x.shape[a]
+            else:
+                ratios = [n / x.shape[a] for a, n in zip(axes, sz)]
+                s = min(ratios) if policy == "not_larger" else max(ratios)
+                for a in axes:
+                    full_scales[a] = s
+                    out_shape[a] = int(s * x.shape[a] + 0.5)
+        check_size(out_shape, x.dtype, f"{_OP} output")
+        ctm = self._ctm()
+        roi_pairs = None
+        if ctm == "tf_crop_and_resize":
+            if roi is None or roi.size == 0:
+                raise bad(_OP, "coordinate_transformation_mode tf_crop_and_resize needs the roi input")
+            rv = [float(v) for v in roi.reshape(-1)]
+            if len(rv) != 2 * na:
+                raise bad(_OP, f"roi has {len(rv)} values, expected {2 * na}")
+            roi_pairs = [(0.0, 1.0)] * r
+            for i, a in enumerate(axes):
+                roi_pairs[a] = (rv[i], rv[na + i])
+        # axes that change (onnx.reference skips an axis of scale 1, same length and a full roi)
+        moving = [a for a in axes if not (math.isclose(full_scales[a], 1.0) and out_shape[a] == x.shape[a]
+                                          and (roi_pairs is None or (math.isclose(roi_pairs[a][0], 0.0)
+                                                                     and math.isclose(roi_pairs[a][1], 1.0))))]
+        if x.dtype == object:    # strings: not arena memory
+            y = None
+            if not moving or math.prod(out_shape) == 0:
+                ctx.set_output(0, np.empty(out_shape, object) if math.prod(out_shape) == 0 else x.copy())
+                return
+        else:
+            y = ctx.output(0, out_shape, x.dtype)
+            if y.size == 0:
+                return
+            if not moving:
+                np.copyto(y, x)
+                return
+        mode = _attr_str(self.mode, "nearest")
+        res = resize(x, out_shape, full_scales, moving, mode, ctm, self._nearest_mode(), float(self.cubic_coeff_a),
+                     bool(self.exclude_outside), float(self.extrapolation_value), bool(self.antialias), roi_pairs, y)
+        if y is None:
+            ctx.set_output(0, res)
+
+
+class Resize_10(_ResizeBase):
+    """Resize-10: Resize(X, scales), nearest or linear, asymmetric coordinates."""
+
+    since = 10
+    type_constraints = {"T": _T1}
+    _modes = ("nearest", "linear")
+
+    def _inputs(self, ctx):
+        return ctx.input(0), None, ctx.input(1), None
+
+    def _ctm(self):
+        return "asymmetric"
+
+    def _nearest_mode(self):
+        return "simple"
+
+
+class Resize_11(_ResizeBase):
+    since = 11
+    type_constraints = {"T1": _T1}
+
+
+class Resize_18(_ResizeBase):
+    """Resize-18 and -19 (19 adds half_pixel_symmetric): antialias, axes, keep_aspect_ratio_policy."""
+
+    since = 18
+    type_constraints = {"T1": _T1}
