@@ -5,5 +5,6 @@ OPS = (
     "conv", "max_pool", "average_pool", "global_average_pool", "global_max_pool", "lrn", "batch_normalization",
     "dropout", "layer_normalization",
     "instance_normalization", "group_normalization", "mean_variance_normalization", "lp_normalization",
-    "rms_normalization", "conv_transpose", "resize", "upsample",
+    "rms_normalization", "conv_transpose", "resize", "upsample", "lp_pool", "global_lp_pool",
+    "max_unpool", "col2im",
 )
