@@ -10,6 +10,11 @@ from onnxep.ops._data import DATA_TYPES
 
 #: DATA_TYPES and string (numpy object arrays of str, as onnxruntime's Python API gives them).
 WITH_STRING = DATA_TYPES + ("string",)
+#: WITH_STRING and bfloat16 (ml_dtypes.bfloat16 arrays, as onnx's numpy_helper reads them): every type numpy can
+#: hold that the data-movement schemas allow (float8, int4/int2 and float4 are left to the reference backend)
+ALL_TYPES = WITH_STRING + ("bfloat16",)
+#: DATA_TYPES and bfloat16 (the ops whose schemas have no string)
+NUMERIC_BOOL_BF16 = DATA_TYPES + ("bfloat16",)
 #: the numeric types (no bool, no string)
 NUMERIC = tuple(t for t in DATA_TYPES if t != "bool")
 INDEX_TYPES = ("int32", "int64")
@@ -51,3 +56,11 @@ def ints(v, what) -> list:
     if a.ndim > 1:
         raise InvalidArgument(f"{what}: must be 1-D, got shape {a.shape}")
     return [int(d) for d in a.reshape(-1)]
+
+
+def first_input_type_ok(op, allowed) -> bool:
+    """check_types for opset-1 forms whose outputs shape inference leaves untyped (Split-1, Pad-1): input 0's type is
+    one of allowed (the outputs take it)."""
+    from onnxep.ops._base import _DTYPE_NAMES
+    vt = op.input_types[0] if op.input_types else None
+    return vt is not None and vt.kind == "tensor" and _DTYPE_NAMES.get(vt.type_str) in allowed

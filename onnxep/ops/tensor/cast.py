@@ -1,14 +1,16 @@
+import ml_dtypes
 import numpy as np
 from onnx import TensorProto, helper
 
 from onnxep.ops._base import OpKernel
-from onnxep.ops.tensor._helpers import WITH_STRING, new_output
+from onnxep.ops.tensor._helpers import ALL_TYPES, new_output
 
-#: TensorProto element types Cast handles here (float8 / int4 / bfloat16 / complex go to the reference backend)
+#: TensorProto element types Cast handles here (float8, int4/uint4, int2/uint2, float4 and complex go to the reference
+#: backend)
 _TO = {getattr(TensorProto, n): np.dtype(d) for n, d in (
     ("FLOAT", np.float32), ("DOUBLE", np.float64), ("FLOAT16", np.float16), ("INT8", np.int8), ("INT16", np.int16),
     ("INT32", np.int32), ("INT64", np.int64), ("UINT8", np.uint8), ("UINT16", np.uint16), ("UINT32", np.uint32),
-    ("UINT64", np.uint64), ("BOOL", np.bool_), ("STRING", np.dtype(object)))}
+    ("UINT64", np.uint64), ("BOOL", np.bool_), ("STRING", np.dtype(object)), ("BFLOAT16", ml_dtypes.bfloat16))}
 
 
 def cast_into(x, y):
@@ -23,7 +25,7 @@ def cast_into(x, y):
         return
     if x.dtype.hasobject:
         # text to numbers: through float64 for floats and bool ("1.5e3", "NaN", "INF"), int() for integers
-        y[...] = x.astype(np.float64 if y.dtype.kind in "fb" else y.dtype)
+        y[...] = x.astype(y.dtype if y.dtype.kind in "iu" else np.float64)
         return
     with np.errstate(invalid="ignore", over="ignore"):
         np.copyto(y, x, casting="unsafe")
@@ -31,10 +33,11 @@ def cast_into(x, y):
 
 class Cast_6(OpKernel):
     """Y := X converted to the type `to` (opsets 6, 9, 13, 19 (saturate: float8 only, not here), 21, 23-25). Numeric,
-    bool and string types; float8, int4/uint4, int2/uint2, float4 and bfloat16 go to the reference backend."""
+    bool, string and bfloat16 (round to nearest even, as ml_dtypes and onnx.reference); float8, int4/uint4,
+    int2/uint2 and float4 go to the reference backend."""
 
     domain, op_type, since = "", "Cast", 6
-    type_constraints = {"T1": WITH_STRING, "T2": WITH_STRING}
+    type_constraints = {"T1": ALL_TYPES, "T2": ALL_TYPES}
 
     @classmethod
     def supports(cls, op):
@@ -53,7 +56,7 @@ class CastLike_15(OpKernel):
     """Y := X converted to the type of target_type (opsets 15, 19, 21, 23-25), as Cast."""
 
     domain, op_type, since = "", "CastLike", 15
-    type_constraints = {"T1": WITH_STRING, "T2": WITH_STRING}
+    type_constraints = {"T1": ALL_TYPES, "T2": ALL_TYPES}
 
     def compute(self, ctx):
         x, like = ctx.input(0), ctx.input(1)

@@ -3,7 +3,7 @@ import numpy as np
 from onnxep.errors import InvalidArgument
 from onnxep.ops._base import OpKernel
 from onnxep.ops._data import norm_axis
-from onnxep.ops.tensor._helpers import WITH_STRING, new_output
+from onnxep.ops.tensor._helpers import ALL_TYPES, new_output
 
 
 class Compress_9(OpKernel):
@@ -11,7 +11,7 @@ class Compress_9(OpKernel):
     shorter than the axis drops the rest (opsets 9, 11 (negative axis), 28)."""
 
     domain, op_type, since = "", "Compress", 9
-    type_constraints = {"T": WITH_STRING, "T1": ("bool",)}
+    type_constraints = {"T": ALL_TYPES, "T1": ("bool",)}
     axis = None
 
     def compute(self, ctx):

@@ -5,14 +5,14 @@ import numpy as np
 from onnxep import _kernels
 from onnxep.ops._base import OpKernel
 from onnxep.ops._data import norm_axis
-from onnxep.ops.tensor._helpers import WITH_STRING, new_output
+from onnxep.ops.tensor._helpers import ALL_TYPES, new_output
 
 
 class Concat_4(OpKernel):
     """Y := the inputs joined along axis (opsets 4, 11 (negative axis), 13)."""
 
     domain, op_type, since = "", "Concat", 4
-    type_constraints = {"T": WITH_STRING}
+    type_constraints = {"T": ALL_TYPES}
 
     def compute(self, ctx):
         y = ctx.preallocated(0)

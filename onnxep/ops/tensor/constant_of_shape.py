@@ -2,7 +2,7 @@ import numpy as np
 
 from onnxep.graph.model import check_size
 from onnxep.ops._base import OpKernel
-from onnxep.ops._data import DATA_TYPES
+from onnxep.ops.tensor._helpers import NUMERIC_BOOL_BF16
 
 
 class ConstantOfShape_9(OpKernel):
@@ -10,13 +10,13 @@ class ConstantOfShape_9(OpKernel):
     (opsets 9, 20, 21). The size is checked before anything is allocated."""
 
     domain, op_type, since = "", "ConstantOfShape", 9
-    type_constraints = {"T2": DATA_TYPES}
+    type_constraints = {"T2": NUMERIC_BOOL_BF16}
     value = None
 
     @classmethod
     def supports(cls, op):
         v = op.node.attrs.get("value")
-        return v is None or (isinstance(v, np.ndarray) and v.size == 1 and v.dtype.name in DATA_TYPES)
+        return v is None or (isinstance(v, np.ndarray) and v.size == 1 and v.dtype.name in NUMERIC_BOOL_BF16)
 
     def compute(self, ctx):
         shape = ctx.input(0)

@@ -7,10 +7,11 @@ from onnxep.ops._data import norm_axis
 
 class CumSum_11(OpKernel):
     """Y := running sums of X along the axis input, optionally exclusive (each excluding its own element) and/or
-    reverse (from the end) (opsets 11, 14). Accumulates in X's type, float16 in float32 (as onnxruntime)."""
+    reverse (from the end) (opsets 11, 14). Accumulates in X's type, float16 and bfloat16 in float32 (as
+    onnxruntime)."""
 
     domain, op_type, since = "", "CumSum", 11
-    type_constraints = {"T": ("float32", "float64", "float16", "int32", "int64", "uint32", "uint64"),
+    type_constraints = {"T": ("float32", "float64", "float16", "bfloat16", "int32", "int64", "uint32", "uint64"),
                         "T2": ("int32", "int64")}
     exclusive = 0
     reverse = 0
@@ -28,7 +29,7 @@ class CumSum_11(OpKernel):
         y = ctx.output(0, x.shape, x.dtype)
         if not y.size:
             return
-        acc = np.float32 if x.dtype == np.float16 else x.dtype
+        acc = np.dtype(np.float32) if x.dtype.name in ("float16", "bfloat16") else x.dtype
         xv, yv = x, y
         if self.reverse:
             flip = (slice(None),) * axis + (slice(None, None, -1),)
@@ -39,7 +40,7 @@ class CumSum_11(OpKernel):
             if x.shape[axis] > 1:
                 part = yv[lead + (slice(1, None),)]
                 np.copyto(part, np.cumsum(xv[lead + (slice(0, -1),)], axis=axis, dtype=acc), casting="unsafe")
-        elif acc is x.dtype:
+        elif acc == x.dtype:
             np.cumsum(xv, axis=axis, dtype=acc, out=yv)
         else:
             np.copyto(yv, np.cumsum(xv, axis=axis, dtype=acc), casting="unsafe")

@@ -2,7 +2,7 @@ import numpy as np
 
 from onnxep.errors import InvalidArgument
 from onnxep.ops._base import OpKernel
-from onnxep.ops.tensor._helpers import WITH_STRING, new_output
+from onnxep.ops.tensor._helpers import ALL_TYPES, new_output
 
 
 class DepthToSpace_1(OpKernel):
@@ -10,7 +10,7 @@ class DepthToSpace_1(OpKernel):
     mode DCR (depth-column-row, the default) or CRD (opsets 1, 11 (mode), 13, 28). One transposing copy."""
 
     domain, op_type, since = "", "DepthToSpace", 1
-    type_constraints = {"T": WITH_STRING}
+    type_constraints = {"T": ALL_TYPES}
     mode = "DCR"
 
     def compute(self, ctx):

@@ -2,7 +2,7 @@ import numpy as np
 
 from onnxep.errors import InvalidArgument
 from onnxep.ops._base import OpKernel
-from onnxep.ops.tensor._helpers import WITH_STRING, ints, new_output
+from onnxep.ops.tensor._helpers import ALL_TYPES, ints, new_output
 
 
 class Expand_8(OpKernel):
@@ -10,7 +10,7 @@ class Expand_8(OpKernel):
     is checked before it is allocated."""
 
     domain, op_type, since = "", "Expand", 8
-    type_constraints = {"T": WITH_STRING}
+    type_constraints = {"T": ALL_TYPES}
 
     def compute(self, ctx):
         x = ctx.input(0)

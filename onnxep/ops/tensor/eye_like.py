@@ -3,14 +3,14 @@ from onnx import helper
 
 from onnxep.errors import InvalidArgument
 from onnxep.ops._base import OpKernel
-from onnxep.ops._data import DATA_TYPES
+from onnxep.ops.tensor._helpers import NUMERIC_BOOL_BF16
 
 
 class EyeLike_9(OpKernel):
     """Y := zeros of X's 2-D shape with ones on the k-th diagonal, of type dtype (default X's) (opsets 9, 22)."""
 
     domain, op_type, since = "", "EyeLike", 9
-    type_constraints = {"T1": DATA_TYPES, "T2": DATA_TYPES}
+    type_constraints = {"T1": NUMERIC_BOOL_BF16, "T2": NUMERIC_BOOL_BF16}
     dtype = None
     k = 0
 
@@ -20,7 +20,7 @@ class EyeLike_9(OpKernel):
         if dt is None:
             return True
         try:
-            return helper.tensor_dtype_to_np_dtype(dt).name in DATA_TYPES
+            return helper.tensor_dtype_to_np_dtype(dt).name in NUMERIC_BOOL_BF16
         except Exception:
             return False
 

@@ -1,14 +1,14 @@
 import numpy as np
 
 from onnxep.ops._base import OpKernel
-from onnxep.ops.tensor._helpers import WITH_STRING
+from onnxep.ops.tensor._helpers import ALL_TYPES
 
 
 class Flatten_1(OpKernel):
     """Y := X viewed as [prod(dims[:axis]), prod(dims[axis:])] (opsets 1, 9, 11 (negative axis), 13, 21)."""
 
     domain, op_type, since = "", "Flatten", 1
-    type_constraints = {"T": WITH_STRING}
+    type_constraints = {"T": ALL_TYPES}
     axis = 1
 
     def compute(self, ctx):

@@ -2,7 +2,7 @@ import numpy as np
 
 from onnxep.ops._base import OpKernel
 from onnxep.ops._data import norm_axis
-from onnxep.ops.tensor._helpers import WITH_STRING, new_output
+from onnxep.ops.tensor._helpers import ALL_TYPES, new_output
 
 
 class Gather_1(OpKernel):
@@ -10,7 +10,7 @@ class Gather_1(OpKernel):
     raise."""
 
     domain, op_type, since = "", "Gather", 1
-    type_constraints = {"T": WITH_STRING, "Tind": ("int32", "int64")}
+    type_constraints = {"T": ALL_TYPES, "Tind": ("int32", "int64")}
     axis = 0
 
     def compute(self, ctx):

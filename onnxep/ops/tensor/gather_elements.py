@@ -3,7 +3,7 @@ import numpy as np
 from onnxep.errors import InvalidArgument
 from onnxep.ops._base import OpKernel
 from onnxep.ops._data import norm_axis
-from onnxep.ops.tensor._helpers import INDEX_TYPES, WITH_STRING, new_output, normalize_indices
+from onnxep.ops.tensor._helpers import INDEX_TYPES, ALL_TYPES, new_output, normalize_indices
 
 
 def along_axis_checks(op, x, idx, axis):
@@ -23,7 +23,7 @@ class GatherElements_11(OpKernel):
     indices count from the end; out-of-range ones raise."""
 
     domain, op_type, since = "", "GatherElements", 11
-    type_constraints = {"T": WITH_STRING, "Tind": INDEX_TYPES}
+    type_constraints = {"T": ALL_TYPES, "Tind": INDEX_TYPES}
     axis = 0
 
     def compute(self, ctx):

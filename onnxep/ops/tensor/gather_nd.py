@@ -4,7 +4,7 @@ import numpy as np
 
 from onnxep.errors import InvalidArgument
 from onnxep.ops._base import OpKernel
-from onnxep.ops.tensor._helpers import WITH_STRING, new_output
+from onnxep.ops.tensor._helpers import ALL_TYPES, new_output
 
 
 def nd_rows(data_shape, idx, b, what):
@@ -38,7 +38,7 @@ class GatherND_11(OpKernel):
     (opsets 11, 12 (batch_dims), 13). One take over data's rows."""
 
     domain, op_type, since = "", "GatherND", 11
-    type_constraints = {"T": WITH_STRING}
+    type_constraints = {"T": ALL_TYPES}
     batch_dims = 0
 
     def compute(self, ctx):

@@ -1,7 +1,7 @@
 import numpy as np
 
 from onnxep.ops._base import OpKernel
-from onnxep.ops.tensor._helpers import WITH_STRING
+from onnxep.ops.tensor._helpers import ALL_TYPES
 
 
 class NonZero_9(OpKernel):
@@ -9,7 +9,7 @@ class NonZero_9(OpKernel):
     as shape [1], as onnxruntime does."""
 
     domain, op_type, since = "", "NonZero", 9
-    type_constraints = {"T": WITH_STRING}
+    type_constraints = {"T": ALL_TYPES}
 
     def compute(self, ctx):
         x = ctx.input(0)

@@ -2,7 +2,7 @@ import numpy as np
 
 from onnxep.errors import InvalidArgument
 from onnxep.ops._base import OpKernel
-from onnxep.ops.tensor._helpers import NUMERIC, WITH_STRING, new_output
+from onnxep.ops.tensor._helpers import NUMERIC, ALL_TYPES, new_output
 
 
 class OneHot_9(OpKernel):
@@ -10,7 +10,7 @@ class OneHot_9(OpKernel):
     depth) give an all-off row) (opset 9). Output size checked before allocating."""
 
     domain, op_type, since = "", "OneHot", 9
-    type_constraints = {"T1": NUMERIC, "T2": NUMERIC, "T3": WITH_STRING}
+    type_constraints = {"T1": NUMERIC, "T2": NUMERIC, "T3": ALL_TYPES}
     axis = -1
     wrap_negative = False
 

@@ -4,7 +4,7 @@ from onnxep.errors import InvalidArgument
 from onnxep.graph.model import check_size
 from onnxep.ops._base import OpKernel
 from onnxep.ops._data import norm_axes
-from onnxep.ops.tensor._helpers import WITH_STRING, fill_value, ints, new_output
+from onnxep.ops.tensor._helpers import ALL_TYPES, fill_value, first_input_type_ok, ints, new_output
 
 _MODES = ("constant", "reflect", "edge", "wrap")
 
@@ -56,9 +56,14 @@ class Pad_1(OpKernel):
     edge (opsets 1 (attribute paddings), 2)."""
 
     domain, op_type, since = "", "Pad", 1
-    type_constraints = {"T": WITH_STRING}
+    type_constraints = {"T": ALL_TYPES}
     mode = "constant"
     value = 0.0
+
+    @classmethod
+    def check_types(cls, op):
+        return super().check_types(op) if op.node.opset >= 2 else first_input_type_ok(op, ("float16", "float32",
+                                                                                               "float64"))
 
     @classmethod
     def supports(cls, op):
@@ -83,7 +88,7 @@ class Pad_11(OpKernel):
     21, 23-25)."""
 
     domain, op_type, since = "", "Pad", 11
-    type_constraints = {"T": WITH_STRING, "Tind": ("int32", "int64")}
+    type_constraints = {"T": ALL_TYPES, "Tind": ("int32", "int64")}
     mode = "constant"
 
     @classmethod

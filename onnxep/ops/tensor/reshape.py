@@ -1,7 +1,7 @@
 import numpy as np
 
 from onnxep.ops._base import OpKernel
-from onnxep.ops.tensor._helpers import WITH_STRING
+from onnxep.ops.tensor._helpers import ALL_TYPES
 
 
 def reshape_target(in_shape, shape, allowzero: int) -> tuple:
@@ -41,7 +41,7 @@ class Reshape_5(OpKernel):
     """Y := X viewed with the shape input (opsets 5, 13, 14 (allowzero), 19, 21: same semantics). A view, no copy."""
 
     domain, op_type, since = "", "Reshape", 5
-    type_constraints = {"T": WITH_STRING}
+    type_constraints = {"T": ALL_TYPES}
     allowzero = 0
 
     def __init__(self, info):

@@ -2,7 +2,7 @@ import numpy as np
 
 from onnxep.errors import InvalidArgument
 from onnxep.ops._base import OpKernel
-from onnxep.ops.tensor._helpers import WITH_STRING, new_output
+from onnxep.ops.tensor._helpers import ALL_TYPES, new_output
 
 
 class ReverseSequence_10(OpKernel):
@@ -10,7 +10,7 @@ class ReverseSequence_10(OpKernel):
     (opsets 10, 28). One gather along the time axis."""
 
     domain, op_type, since = "", "ReverseSequence", 10
-    type_constraints = {"T": WITH_STRING}
+    type_constraints = {"T": ALL_TYPES}
     batch_axis = 1
     time_axis = 0
 

@@ -3,7 +3,7 @@ import numpy as np
 from onnxep.errors import InvalidArgument
 from onnxep.ops._base import OpKernel
 from onnxep.ops._data import norm_axis
-from onnxep.ops.tensor._helpers import WITH_STRING, new_output
+from onnxep.ops.tensor._helpers import ALL_TYPES, new_output
 
 
 class Scatter_9(OpKernel):
@@ -12,7 +12,7 @@ class Scatter_9(OpKernel):
     index keeps the last update in C order (the spec leaves it undefined)."""
 
     domain, op_type, since, until = "", "Scatter", 9, 11
-    type_constraints = {"T": WITH_STRING, "Tind": ("int32", "int64")}
+    type_constraints = {"T": ALL_TYPES, "Tind": ("int32", "int64")}
     axis = 0
 
     def compute(self, ctx):

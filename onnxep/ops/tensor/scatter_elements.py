@@ -2,7 +2,7 @@ import numpy as np
 
 from onnxep.errors import InvalidArgument
 from onnxep.ops._base import OpKernel
-from onnxep.ops.tensor._helpers import INDEX_TYPES, WITH_STRING, new_output, normalize_indices
+from onnxep.ops.tensor._helpers import INDEX_TYPES, ALL_TYPES, new_output, normalize_indices
 from onnxep.ops.tensor.gather_elements import along_axis_checks
 
 #: reduction -> numpy ufunc applied unbuffered at repeated indices (ufunc.at), per ONNX the updates combine in order
@@ -32,7 +32,7 @@ class ScatterElements_11(OpKernel):
     Without reduction a repeated index keeps the last update in C order (the spec leaves it undefined)."""
 
     domain, op_type, since = "", "ScatterElements", 11
-    type_constraints = {"T": WITH_STRING, "Tind": INDEX_TYPES}
+    type_constraints = {"T": ALL_TYPES, "Tind": INDEX_TYPES}
     axis = 0
     reduction = "none"
 

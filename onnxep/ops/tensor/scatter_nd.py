@@ -2,7 +2,7 @@ import numpy as np
 
 from onnxep.errors import InvalidArgument
 from onnxep.ops._base import OpKernel
-from onnxep.ops.tensor._helpers import WITH_STRING, new_output
+from onnxep.ops.tensor._helpers import ALL_TYPES, new_output
 from onnxep.ops.tensor.gather_nd import nd_rows
 from onnxep.ops.tensor.scatter_elements import reduction_ok, scatter_into
 
@@ -13,7 +13,7 @@ class ScatterND_11(OpKernel):
     reduction a repeated index keeps the last update (the spec leaves it undefined)."""
 
     domain, op_type, since = "", "ScatterND", 11
-    type_constraints = {"T": WITH_STRING}
+    type_constraints = {"T": ALL_TYPES}
     reduction = "none"
 
     @classmethod

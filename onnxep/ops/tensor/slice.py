@@ -3,7 +3,7 @@ import numpy as np
 from onnxep.errors import InvalidArgument
 from onnxep.ops._base import OpKernel
 from onnxep.ops._data import norm_axes
-from onnxep.ops.tensor._helpers import INDEX_TYPES, WITH_STRING, ints, new_output
+from onnxep.ops.tensor._helpers import INDEX_TYPES, ALL_TYPES, ints, new_output
 
 
 def slices(shape, starts, ends, axes, steps) -> tuple:
@@ -40,7 +40,7 @@ class Slice_1(OpKernel):
     """Y := X[starts:ends] on the axes attribute (opset 1: starts, ends, axes are attributes, step 1)."""
 
     domain, op_type, since = "", "Slice", 1
-    type_constraints = {"T": WITH_STRING}
+    type_constraints = {"T": ALL_TYPES}
     axes = None
 
     def compute(self, ctx):
@@ -55,7 +55,7 @@ class Slice_10(OpKernel):
     """Y := X[starts:ends:steps] on axes, all inputs (opsets 10, 11 (negative axes), 13). Copied out of a view."""
 
     domain, op_type, since = "", "Slice", 10
-    type_constraints = {"T": WITH_STRING, "Tind": INDEX_TYPES}
+    type_constraints = {"T": ALL_TYPES, "Tind": INDEX_TYPES}
 
     def compute(self, ctx):
         x = ctx.input(0)

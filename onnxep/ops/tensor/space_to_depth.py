@@ -2,7 +2,7 @@ import numpy as np
 
 from onnxep.errors import InvalidArgument
 from onnxep.ops._base import OpKernel
-from onnxep.ops.tensor._helpers import WITH_STRING, new_output
+from onnxep.ops.tensor._helpers import ALL_TYPES, new_output
 
 
 class SpaceToDepth_1(OpKernel):
@@ -11,7 +11,7 @@ class SpaceToDepth_1(OpKernel):
     transposing copy."""
 
     domain, op_type, since = "", "SpaceToDepth", 1
-    type_constraints = {"T": WITH_STRING}
+    type_constraints = {"T": ALL_TYPES}
     mode = "DCR"
 
     def compute(self, ctx):

@@ -3,7 +3,7 @@ import numpy as np
 from onnxep.errors import InvalidArgument
 from onnxep.ops._base import OpKernel
 from onnxep.ops._data import norm_axis
-from onnxep.ops.tensor._helpers import WITH_STRING, ints, new_output
+from onnxep.ops.tensor._helpers import ALL_TYPES, first_input_type_ok, ints, new_output
 
 
 def split_sizes(n, split, outputs, num_outputs=None, what="Split") -> list:
@@ -27,7 +27,7 @@ def split_sizes(n, split, outputs, num_outputs=None, what="Split") -> list:
 
 
 class _Split(OpKernel):
-    type_constraints = {"T": WITH_STRING}
+    type_constraints = {"T": ALL_TYPES}
     axis = 0
     split = None
     num_outputs = None
@@ -56,6 +56,11 @@ class Split_1(_Split):
     else equal (opsets 1, 2, 11 (negative axis))."""
 
     domain, op_type, since = "", "Split", 1
+
+    @classmethod
+    def check_types(cls, op):
+        return super().check_types(op) if op.node.opset >= 2 else first_input_type_ok(op, ("float16", "float32",
+                                                                                               "float64"))
 
     def split_input(self, ctx):
         if self.split is None and ctx.input(1) is not None:

@@ -2,7 +2,7 @@ import numpy as np
 
 from onnxep.ops._base import OpKernel
 from onnxep.ops._data import norm_axes
-from onnxep.ops.tensor._helpers import WITH_STRING
+from onnxep.ops.tensor._helpers import ALL_TYPES
 
 
 def squeeze_shape(shape, axes) -> tuple:
@@ -20,7 +20,7 @@ class Squeeze_1(OpKernel):
     """Y := X viewed without the size-1 dims of the axes attribute (all size-1 dims if absent) (opsets 1, 11)."""
 
     domain, op_type, since = "", "Squeeze", 1
-    type_constraints = {"T": WITH_STRING}
+    type_constraints = {"T": ALL_TYPES}
     axes = None
 
     def compute(self, ctx):
@@ -32,7 +32,7 @@ class Squeeze_13(OpKernel):
     """Y := X viewed without the size-1 dims of the optional axes input (opsets 13, 21)."""
 
     domain, op_type, since = "", "Squeeze", 13
-    type_constraints = {"T": WITH_STRING}
+    type_constraints = {"T": ALL_TYPES}
 
     def compute(self, ctx):
         x = ctx.input(0)

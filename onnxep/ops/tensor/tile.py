@@ -2,7 +2,7 @@ import numpy as np
 
 from onnxep.errors import InvalidArgument
 from onnxep.ops._base import OpKernel
-from onnxep.ops.tensor._helpers import WITH_STRING, ints, new_output
+from onnxep.ops.tensor._helpers import ALL_TYPES, ints, new_output
 
 
 def tile(ctx, x, reps, what):
@@ -20,7 +20,7 @@ class Tile_1(OpKernel):
     """Y := X repeated `tiles` times along `axis` (opset 1: both scalar inputs)."""
 
     domain, op_type, since = "", "Tile", 1
-    type_constraints = {"T": WITH_STRING}
+    type_constraints = {"T": ALL_TYPES}
 
     def compute(self, ctx):
         x = ctx.input(0)
@@ -36,7 +36,7 @@ class Tile_6(OpKernel):
     """Y := X repeated repeats[d] times along each dim d (opsets 6, 13)."""
 
     domain, op_type, since = "", "Tile", 6
-    type_constraints = {"T": WITH_STRING, "T1": ("int64",)}
+    type_constraints = {"T": ALL_TYPES, "T1": ("int64",)}
 
     def compute(self, ctx):
         x = ctx.input(0)

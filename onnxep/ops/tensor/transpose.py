@@ -2,7 +2,7 @@ import numpy as np
 
 from onnxep import _kernels
 from onnxep.ops._base import OpKernel
-from onnxep.ops.tensor._helpers import WITH_STRING, new_output
+from onnxep.ops.tensor._helpers import ALL_TYPES, new_output
 
 _NATIVE_ITEMSIZES = (1, 2, 4, 8)
 _NATIVE_MAX_DIMS = 32   # transpose_copy's TR_MAX_DIMS
@@ -12,7 +12,7 @@ class Transpose_1(OpKernel):
     """Y := X with its dims permuted by perm (default: reversed) (opsets 1, 13, 21). Copied into a new tensor."""
 
     domain, op_type, since = "", "Transpose", 1
-    type_constraints = {"T": WITH_STRING}
+    type_constraints = {"T": ALL_TYPES}
     perm = None
 
     _last = None   # (input shape, perm, output shape) of the last input shape seen

@@ -2,7 +2,7 @@ import numpy as np
 
 from onnxep.errors import InvalidArgument
 from onnxep.ops._base import OpKernel
-from onnxep.ops.tensor._helpers import WITH_STRING, fill_value, new_output
+from onnxep.ops.tensor._helpers import ALL_TYPES, fill_value, new_output
 
 
 class Trilu_14(OpKernel):
@@ -10,7 +10,7 @@ class Trilu_14(OpKernel):
     zero elsewhere; k is the optional scalar input (default 0) (opset 14)."""
 
     domain, op_type, since = "", "Trilu", 14
-    type_constraints = {"T": WITH_STRING}
+    type_constraints = {"T": ALL_TYPES}
     upper = 1
 
     def compute(self, ctx):

@@ -2,7 +2,7 @@ import numpy as np
 
 from onnxep.ops._base import OpKernel
 from onnxep.ops._data import norm_axes
-from onnxep.ops.tensor._helpers import WITH_STRING
+from onnxep.ops.tensor._helpers import ALL_TYPES
 
 
 def unsqueeze_shape(shape, axes) -> tuple:
@@ -18,7 +18,7 @@ class Unsqueeze_1(OpKernel):
     """Y := X viewed with size-1 dims inserted at the axes attribute (opsets 1, 11 (negative axes)). A view."""
 
     domain, op_type, since = "", "Unsqueeze", 1
-    type_constraints = {"T": WITH_STRING}
+    type_constraints = {"T": ALL_TYPES}
 
     def compute(self, ctx):
         x = ctx.input(0)
@@ -29,7 +29,7 @@ class Unsqueeze_13(OpKernel):
     """Y := X viewed with size-1 dims inserted at the axes input (opsets 13, 21). A view."""
 
     domain, op_type, since = "", "Unsqueeze", 13
-    type_constraints = {"T": WITH_STRING}
+    type_constraints = {"T": ALL_TYPES}
 
     def compute(self, ctx):
         x = ctx.input(0)

@@ -1,15 +1,15 @@
 import numpy as np
 
 from onnxep.ops._base import OpKernel
-from onnxep.ops.tensor._helpers import WITH_STRING, new_output
+from onnxep.ops.tensor._helpers import ALL_TYPES, new_output
 
 
 class Where_9(OpKernel):
-    """Y := X where condition else Z, the three broadcast together (opsets 9, 16 (bfloat16: not here)). Two
+    """Y := X where condition else Z, the three broadcast together (opsets 9, 16 (bfloat16)). Two
     broadcasting copies into the output, no temporaries."""
 
     domain, op_type, since = "", "Where", 9
-    type_constraints = {"B": ("bool",), "T": WITH_STRING}
+    type_constraints = {"B": ("bool",), "T": ALL_TYPES}
 
     def compute(self, ctx):
         c, x, z = ctx.input(0), ctx.input(1), ctx.input(2)
