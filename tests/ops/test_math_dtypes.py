@@ -239,3 +239,41 @@ def test_hardmax(dtype, opset, shape, axis):
     if x3.size:
         np.put_along_axis(want, x3.argmax(axis=1)[:, None], 1, axis=1)
     _same(got, [want.reshape(x.shape)], 0, 0, "numpy")
+
+
+LEGACY = [((2, 3), (3,), {"broadcast": 1}), ((2, 3), (2,), {"broadcast": 1, "axis": 0}),
+          ((2, 3, 4), (3, 1), {"broadcast": 1, "axis": 1}), ((2, 3), (1, 3), {"broadcast": 1, "axis": 0}),
+          ((2, 3), (2, 3), {}), ((2, 3, 4), (), {"broadcast": 1})]
+
+
+@pytest.mark.parametrize("op,dtype", [(op, dt) for op in ("Add", "Sub", "Mul", "Div", "Pow")
+                                      for dt in (np.float32, np.float64, np.int64) if op != "Pow" or dt != np.int64])
+@pytest.mark.parametrize("sa,sb,attrs", LEGACY)
+def test_opset6_broadcast_attribute(op, dtype, sa, sb, attrs):
+    """Opset 6 (Pow: 1): B broadcasts to A only with broadcast=1, aligned at `axis`. Oracle: onnxruntime (onnx
+    1.23.2's reference ignores `axis`), and numpy with B reshaped at `axis`."""
+    a = sample(dtype, sa, 1, low=1)
+    b = sample(dtype, sb, 2, low=1, high=3)
+    if dtype != np.int64:
+        a, b = np.abs(a) + 1, np.abs(b) + 1
+    got = check(op, {"a": a, "b": b}, 6, ref=False, **attrs)
+    axis = attrs.get("axis", len(sa) - len(sb))
+    b2 = b.reshape((1,) * axis + b.shape + (1,) * (len(sa) - axis - len(sb)))
+    fn = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": np.divide if dtype != np.int64 else
+          np.floor_divide, "Pow": np.power}[op]
+    _same(got, [fn(a, b2).astype(dtype)], 1e-6, 1e-6, "numpy")
+
+
+def test_opset6_without_broadcast_needs_same_shapes():
+    """Oracle: none -- InvalidArgument naming the node."""
+    m = one_node("Add", {"a": np.ones((2, 3), np.float32), "b": np.ones(3, np.float32)}, 6)
+    sess = onnxep.InferenceSession(m.SerializeToString(), cpu_only_options())
+    with pytest.raises(onnxep.errors.InvalidArgument, match="add_0.*broadcast"):
+        sess.run(None, {"a": np.ones((2, 3), np.float32), "b": np.ones(3, np.float32)})
+
+
+@pytest.mark.parametrize("x_shape,s_shape", [((2, 3, 4), (3,)), ((2, 3, 4, 5), (1,)), ((2, 4, 4), (4,))])
+def test_prelu_opset6_per_channel(x_shape, s_shape):
+    """A 1-D slope of C values is per channel (axis 1) at opset 6, as the PyTorch exporter wrote it. Oracles:
+    onnxruntime, onnx.reference (which finds the channel dim the same way)."""
+    check("PRelu", {"x": sample(np.float32, x_shape, 1), "s": sample(np.float32, s_shape, 2)}, 6)

@@ -203,3 +203,10 @@ def test_einsum_size_bomb_and_bad_equation():
     with pytest.raises(onnxep.errors.OnnxepError, match="Einsum"):
         onnxep.InferenceSession(m.SerializeToString(), cpu_only_options()).run(None, {"a": np.ones((2, 3),
                                                                                                    np.float32)})
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_swish_swiglu(dtype):
+    r = 4e-3 if dtype == np.float16 else None
+    check("Swish", {"x": sample(dtype, (3, 7), 1)}, 24, rtol=r, atol=r, alpha=0.7)
+    check("SwiGLU", {"a": sample(dtype, (3, 7), 1), "b": sample(dtype, (3, 7), 2)}, 28, rtol=r, atol=r, ort=False)

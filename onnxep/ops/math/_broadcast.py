@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from onnxep.errors import InvalidArgument
 from onnxep.ops._base import OpKernel
 from onnxep.ops.math._numpy import NUMERIC, NativeOrNumpy, broadcast_shape, fold
 
@@ -138,3 +139,45 @@ class Variadic(NativeOrNumpy, VariadicF32):
 
     def _apply_numpy(self, a, b, y):
         self.ufunc(a, b, out=y)
+
+
+def legacy_operand(kernel, a, b):
+    """B as it broadcasts to A in the opset-1/6 binary ops (attributes `broadcast`, `axis`): broadcast=0, the same
+    shape; broadcast=1, B's dims match A's from `axis` on (A's trailing dims when no axis), size-1 dims of B stretch.
+    B comes back reshaped to A's rank, so numpy / the native kernels broadcast it; Z has A's shape."""
+    op = kernel.op_type
+    if not int(kernel.broadcast or 0):
+        if a.shape != b.shape:
+            raise InvalidArgument(f"{op}: without broadcast=1 (opset < 7) A and B must have the same shape, got "
+                                  f"{a.shape} and {b.shape}")
+        return b
+    axis = a.ndim - b.ndim if kernel.axis is None else int(kernel.axis)
+    if axis < 0:
+        axis += a.ndim
+    if not 0 <= axis <= a.ndim - b.ndim or any(d not in (1, a.shape[axis + i]) for i, d in enumerate(b.shape)):
+        raise InvalidArgument(f"{op}: B of shape {b.shape} does not broadcast to A's shape {a.shape} at axis "
+                              f"{kernel.axis}")
+    return b.reshape((1,) * axis + b.shape + (1,) * (a.ndim - axis - b.ndim))
+
+
+class LegacyBinary(Binary):
+    """Binary for opset 6 (onnx's `broadcast` / `axis` attributes, see legacy_operand). Subclass it together with
+    the op's opset-7 class: class Add_6(LegacyBinary, Add_7)."""
+
+    broadcast = 0
+    axis = None
+
+    def _operands(self, ctx):
+        a = ctx.input(0)
+        b = legacy_operand(self, a, ctx.input(1))
+        return a, b, ctx.output(0, a.shape, a.dtype)
+
+    def compute(self, ctx):
+        a, b, z = self._operands(ctx)
+        self.apply(a, b, z, ctx.num_threads)
+
+    def compute_numpy(self, ctx):
+        a, b, z = self._operands(ctx)
+        if z.size:
+            with np.errstate(all="ignore"):
+                self.apply_numpy(a, b, z)

@@ -84,6 +84,14 @@ def _thresholded_relu(k, x, y):
     np.copyto(y, x, where=x > float(k.alpha))
 
 
+def _swish(k, x, y):
+    """x * sigmoid(alpha * x)"""
+    np.multiply(x, x.dtype.type(-k.alpha), out=y)
+    np.exp(y, out=y)
+    y += 1
+    np.divide(x, y, out=y)
+
+
 #: (op, since, dtypes of T, {apply, attribute defaults beside the schema's})
 TABLE = (
     ("Selu", 6, FLOATS, {"fn": staticmethod(_selu)}),
@@ -96,6 +104,7 @@ TABLE = (
     ("Softsign", 1, FLOATS, {"fn": staticmethod(_softsign)}),
     ("Shrink", 9, NUMERIC, {"fn": staticmethod(_shrink)}),
     ("ThresholdedRelu", 10, FLOATS, {"fn": staticmethod(_thresholded_relu)}),
+    ("Swish", 24, FLOATS, {"fn": staticmethod(_swish)}),
 )
 
 

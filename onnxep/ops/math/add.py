@@ -1,7 +1,7 @@
 import numpy as np
 
 from onnxep import _kernels
-from onnxep.ops.math._broadcast import Binary
+from onnxep.ops.math._broadcast import Binary, LegacyBinary
 
 
 class Add_7(Binary):
@@ -11,3 +11,9 @@ class Add_7(Binary):
     domain, op_type, since = "", "Add", 7
     kernel = staticmethod(_kernels.add_f32)
     ufunc = staticmethod(np.add)
+
+
+class Add_6(LegacyBinary, Add_7):
+    """opset 6: B broadcasts to A only with broadcast=1, aligned at `axis` (legacy_operand)"""
+
+    since = 6

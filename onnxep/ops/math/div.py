@@ -2,7 +2,7 @@ import numpy as np
 
 from onnxep import _kernels
 from onnxep.errors import InvalidArgument
-from onnxep.ops.math._broadcast import Binary
+from onnxep.ops.math._broadcast import Binary, LegacyBinary
 
 
 class Div_7(Binary):
@@ -29,3 +29,9 @@ class Div_7(Binary):
         fix &= (a < 0) != (b < 0)
         np.floor_divide(a, b, out=z)
         np.add(z, fix, out=z, casting="unsafe")
+
+
+class Div_6(LegacyBinary, Div_7):
+    """opset 6: B broadcasts to A only with broadcast=1, aligned at `axis` (legacy_operand)"""
+
+    since = 6

@@ -1,6 +1,7 @@
 import numpy as np
 
 from onnxep.ops._base import OpKernel
+from onnxep.ops.math._broadcast import legacy_operand
 from onnxep.ops.math._numpy import FLOATS, NUMERIC, broadcast_shape
 
 _F64 = np.dtype(np.float64)
@@ -17,7 +18,10 @@ class Pow_7(OpKernel):
 
     def compute(self, ctx):
         a, b = ctx.input(0), ctx.input(1)
-        z = ctx.output(0, broadcast_shape(self.op_type, a.shape, b.shape), a.dtype)
+        self.power(a, b, ctx.output(0, broadcast_shape(self.op_type, a.shape, b.shape), a.dtype))
+
+    @staticmethod
+    def power(a, b, z):
         if not z.size:
             return
         with np.errstate(all="ignore"):
@@ -28,3 +32,16 @@ class Pow_7(OpKernel):
             else:
                 dt = a.dtype
             np.power(a, b, out=z, dtype=dt, casting="unsafe")
+
+
+class Pow_1(Pow_7):
+    """opsets 1-6: B broadcasts to A only with broadcast=1, aligned at `axis` (legacy_operand); float types"""
+
+    since = 1
+    type_constraints = {"T": FLOATS}
+    broadcast = 0
+    axis = None
+
+    def compute(self, ctx):
+        a = ctx.input(0)
+        self.power(a, legacy_operand(self, a, ctx.input(1)), ctx.output(0, a.shape, a.dtype))
