@@ -189,3 +189,19 @@ def test_tile_opset1():
     m = model("Tile", {"x": x, "t": np.array(3, np.int64), "a": np.array(1, np.int64)}, opset=1)
     got = cpu_session(m).run(None, {"x": x, "t": np.array(3, np.int64), "a": np.array(1, np.int64)})
     np.testing.assert_array_equal(got[0], np.tile(x, (1, 3)))
+
+
+def test_cast_string_to_int_and_bool():
+    """Oracle: the spec -- "100.5" to an integer may give 100; big integers stay exact; to bool as onnxruntime
+    ("0" is False; onnx.reference's astype(bool) makes every non-empty string True)."""
+    x = np.array(["100.5", "-7", "9007199254740993"], object)
+    m = model("Cast", {"x": x}, opset=13, to=7)
+    got = cpu_session(m).run(None, {"x": x})[0]
+    assert got.dtype == np.int64 and got[0] == 100 and got[1] == -7
+    check("Cast", {"x": np.array(["0", "1", "2", "0"], object)}, to=9, opset=13, with_ref=False)
+    x = np.array(["0", "1", "2.5", "-0.0", "+INF", "nan"], object)
+    got = cpu_session(model("Cast", {"x": x}, opset=13, to=9)).run(None, {"x": x})[0]
+    np.testing.assert_array_equal(got, [False, True, True, False, True, True])
+    x = np.array(["9007199254740993", "-3"], object)
+    np.testing.assert_array_equal(cpu_session(model("Cast", {"x": x}, opset=13, to=7)).run(None, {"x": x})[0],
+                                  [9007199254740993, -3])

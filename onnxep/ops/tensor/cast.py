@@ -15,8 +15,8 @@ _TO = {getattr(TensorProto, n): np.dtype(d) for n, d in (
 
 def cast_into(x, y):
     """y := x converted as ONNX Cast says: float -> int truncates toward zero (NaN / out of range: undefined, what
-    numpy gives), anything -> bool is x != 0, numbers -> string print like numpy's str (onnx.reference's astype(str)),
-    string -> number parses (float() / int() of each string)."""
+    numpy gives), numbers -> bool is x != 0, numbers -> string print like numpy's str (onnx.reference's astype(str):
+    'True' / 'False' for bools), string -> number parses each string."""
     if y.dtype.hasobject:
         if x.dtype.hasobject:
             y[...] = x
@@ -24,8 +24,17 @@ def cast_into(x, y):
             y[...] = x.astype(np.str_)   # numbers as text: onnx.reference's format (shortest repr)
         return
     if x.dtype.hasobject:
-        # text to numbers: through float64 for floats and bool ("1.5e3", "NaN", "INF"), int() for integers
-        y[...] = x.astype(y.dtype if y.dtype.kind in "iu" else np.float64)
+        # text to numbers: int() for integers (exact beyond 2**53), else float() ("1.5e3", "NaN", "+INF"; "100.5"
+        # to an integer gives 100, as the spec allows); to bool through float as onnxruntime ("0" is False, where
+        # onnx.reference's astype(bool) makes every non-empty string True)
+        if y.dtype.kind in "iu":
+            try:
+                y[...] = x.astype(y.dtype)
+                return
+            except ValueError:
+                pass
+        with np.errstate(invalid="ignore", over="ignore"):
+            np.copyto(y, x.astype(np.float64), casting="unsafe")
         return
     with np.errstate(invalid="ignore", over="ignore"):
         np.copyto(y, x, casting="unsafe")
