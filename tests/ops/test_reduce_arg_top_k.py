@@ -162,3 +162,22 @@ def test_top_k_bad_k_raises_before_allocating(k):
         sess.run(None, {"x": x, "k": np.array([k], np.int64)})
     v, i = sess.run(None, {"x": x, "k": np.array([2], np.int64)})
     check([v, i], run_reference(m, {"x": x, "k": np.array([2], np.int64)}))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int32", "uint8", "float16"])
+@pytest.mark.parametrize("largest", [1, 0])
+@pytest.mark.parametrize("axis", [-1, 0])
+def test_top_k_small_k_of_a_long_axis(dtype, largest, axis):
+    """k much smaller than the axis takes the partition path (ties at the k-th value: the lowest indices); with NaN
+    present it sorts fully. Oracle: onnx.reference."""
+    rng = np.random.default_rng(7)
+    shape = (600, 3) if axis == 0 else (3, 600)
+    x = rng.integers(0, 40, shape).astype(dtype)   # many ties, also at the k-th value
+    for k in (1, 17, 150):
+        m = make("TopK", x, 11, k_in=k, outputs=("v", "i"), axis=axis, largest=largest)
+        check(session(m).run(None, {"x": x}), run_reference(m, {"x": x}))
+    if dtype == "float32":
+        x = rng.standard_normal(shape).astype(np.float32)
+        x[(slice(None), 1) if axis == -1 else (1, slice(None))] = np.nan   # one NaN per row: the full sort
+        m = make("TopK", x, 11, k_in=5, outputs=("v", "i"), axis=axis, largest=largest)
+        check(session(m).run(None, {"x": x}), run_reference(m, {"x": x}))
