@@ -94,6 +94,7 @@ class Reduce(OpKernel):
     def __init__(self, info):
         super().__init__(info)
         self._plans = {}
+        self._axes_attr = () if self.axes is None else tuple(int(v) for v in self.axes)
 
     # ------------------------------------------------------------------ axes and output shape
     def reduce_axes(self, ctx, shape):
@@ -101,9 +102,9 @@ class Reduce(OpKernel):
         InvalidArgument on a bad axis."""
         if self.axes_input:
             a = ctx.input(1)
-            raw = () if a is None else tuple(int(v) for v in np.asarray(a).reshape(-1))
+            raw = () if a is None else tuple(np.asarray(a).reshape(-1).tolist())
         else:
-            raw = () if self.axes is None else tuple(int(v) for v in self.axes)
+            raw = self._axes_attr
         key = (shape, raw)
         plan = self._plans.get(key)
         if plan is None:
