@@ -277,3 +277,47 @@ def test_prelu_opset6_per_channel(x_shape, s_shape):
     """A 1-D slope of C values is per channel (axis 1) at opset 6, as the PyTorch exporter wrote it. Oracles:
     onnxruntime, onnx.reference (which finds the channel dim the same way)."""
     check("PRelu", {"x": sample(np.float32, x_shape, 1), "s": sample(np.float32, s_shape, 2)}, 6)
+
+
+MATMUL_SHAPES = [((3, 4), (4, 5)), ((2, 3, 4), (4, 5)), ((2, 1, 3, 4), (5, 4, 2)), ((4,), (4, 3)), ((3, 4), (4,)),
+                 ((4,), (4,)), ((0, 4), (4, 3)), ((3, 0), (0, 2))]
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float64, np.int32, np.int64, np.uint32, np.uint64])
+@pytest.mark.parametrize("sa,sb", MATMUL_SHAPES)
+def test_matmul_dtypes(dtype, sa, sb):
+    """float16 is multiplied in float32 (onnxruntime's MLAS accumulates in float32 too). onnxruntime 1.32 fails
+    an unsigned product with K = 0 (a tensor type mismatch of its own): compared with onnx.reference only."""
+    r = (2e-2, 2e-2) if dtype == np.float16 else (None, None)
+    ort = not (sa[-1] == 0 and np.dtype(dtype).kind == "u")
+    check("MatMul", {"a": sample(dtype, sa, 1), "b": sample(dtype, sb, 2)}, 13, rtol=r[0], atol=r[1], ort=ort)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float64, np.int32, np.int64, np.uint32, np.uint64])
+@pytest.mark.parametrize("ta,tb", [(0, 0), (1, 0), (0, 1), (1, 1)])
+@pytest.mark.parametrize("c_shape", [None, (), (5,), (3, 1), (3, 5)])
+def test_gemm_dtypes(dtype, ta, tb, c_shape):
+    a = sample(dtype, (4, 3) if ta else (3, 4), 1)
+    b = sample(dtype, (5, 4) if tb else (4, 5), 2)
+    feeds = {"a": a, "b": b}
+    if c_shape is not None:
+        feeds["c"] = sample(dtype, c_shape, 3)
+    integer = np.dtype(dtype).kind in "iu"
+    r = (2e-2, 2e-2) if dtype == np.float16 else (None, None)
+    check("Gemm", feeds, 13, rtol=r[0], atol=r[1], transA=ta, transB=tb, alpha=1.0 if integer else 0.5,
+          beta=2.0 if integer else 1.5)
+
+
+def test_gemm_opset6_broadcast():
+    check("Gemm", {"a": sample(np.float32, (3, 4), 1), "b": sample(np.float32, (4, 5), 2),
+                   "c": sample(np.float32, (5,), 3)}, 6, broadcast=1, rtol=1e-5)
+    check("Gemm", {"a": sample(np.float64, (3, 4), 1), "b": sample(np.float64, (4, 5), 2),
+                   "c": sample(np.float64, (3, 5), 3)}, 6)
+
+
+def test_matmul_bad_shapes_raise():
+    m = one_node("MatMul", {"a": np.ones((2, 3)), "b": np.ones((3, 2))}, 13)
+    m.graph.input[0].type.tensor_type.shape.dim[1].dim_param = "K"
+    sess = onnxep.InferenceSession(m.SerializeToString(), cpu_only_options())
+    with pytest.raises(onnxep.errors.InvalidArgument, match="matmul_0.*inner"):
+        sess.run(None, {"a": np.ones((2, 4)), "b": np.ones((3, 2))})

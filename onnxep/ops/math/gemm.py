@@ -1,15 +1,27 @@
-"""Gemm: Y := alpha * op(A) @ op(B) + beta * C, C unidirectionally broadcast to (M, N). Constant B is pre-packed."""
+"""Gemm: Y := alpha * op(A) @ op(B) + beta * C, C unidirectionally broadcast to (M, N). float32: constant B is
+pre-packed, the native kernel. The other dtypes: numpy (float16 multiplied in float32; integers: alpha and beta
+applied in float64 and truncated back, as onnx.reference)."""
 import numpy as np
 
 from onnxep import _kernels
 from onnxep.ops._base import OpKernel
+from onnxep.errors import InvalidArgument
 from onnxep.ops._packed import PackedWeightMixin
+from onnxep.ops.math._numpy import NativeOrNumpy
+from onnxep.ops.math.mat_mul import matmul_into
 
 F32 = np.float32
 
 
 def _rank_ok(vt, ranks):
     return vt is None or vt.shape is None or len(vt.shape) in ranks
+
+
+def _broadcasts_to(shape, target):
+    try:
+        return np.broadcast_shapes(shape, target) == target
+    except ValueError:
+        return False
 
 
 def gemm_bias(C, M, N, beta):
@@ -26,13 +38,38 @@ def gemm_bias(C, M, N, beta):
     return None, None, C
 
 
-class Gemm_7(PackedWeightMixin, OpKernel):
+class Gemm_7(NativeOrNumpy, PackedWeightMixin, OpKernel):
     domain, op_type, since = "", "Gemm", 7
-    type_constraints = {"T": ("float32",)}
+    type_constraints = {"T": ("float32", "float16", "float64", "int32", "int64", "uint32", "uint64")}
     alpha = 1.0
     beta = 1.0
     transA = 0
     transB = 0
+
+    def __init__(self, info):
+        super().__init__(info)
+        self.bind_compute(info)
+
+    def compute_numpy(self, ctx):
+        A, B, C = ctx.input(0), ctx.input(1), ctx.input(2)
+        if A.ndim != 2 or B.ndim != 2:
+            raise InvalidArgument(f"Gemm: A and B must be 2-D, got shapes {A.shape} and {B.shape}")
+        A = A.T if self.transA else A
+        B = B.T if self.transB else B
+        if A.shape[1] != B.shape[0]:
+            raise InvalidArgument(f"Gemm: op(A) is {A.shape[0]}x{A.shape[1]} but op(B) is {B.shape[0]}x{B.shape[1]}")
+        M, N = A.shape[0], B.shape[1]
+        if C is not None and not _broadcasts_to(C.shape, (M, N)):
+            raise InvalidArgument(f"Gemm: C of shape {C.shape} does not broadcast to ({M}, {N})")
+        Y = ctx.output(0, (M, N), A.dtype)
+        if not Y.size:
+            return
+        matmul_into(A, B, Y)
+        with np.errstate(all="ignore"):
+            if self.alpha != 1.0:
+                np.multiply(Y, self.alpha, out=Y, casting="unsafe")
+            if C is not None and self.beta != 0.0:
+                np.add(Y, C if self.beta == 1.0 else C * self.beta, out=Y, casting="unsafe")
 
     @classmethod
     def supports(cls, op):
@@ -81,6 +118,12 @@ class Gemm_7(PackedWeightMixin, OpKernel):
         else:
             _kernels.sgemm_f32(bool(self.transA), bool(self.transB), self.alpha, A, B, beta, Y, ctx.num_threads,
                                bias_col, bias_row, False)
+
+
+class Gemm_6(Gemm_7):
+    """opset 6: C broadcasts only with broadcast=1 -- a case of opset 7's unidirectional broadcast"""
+
+    since = 6
 
 
 class Gemm_9(Gemm_7):

@@ -1,17 +1,52 @@
 """MatMul (numpy.matmul semantics): N-D batched with broadcasting, 1-D operands promoted then squeezed.
-A constant 2-D B is pre-packed; A's leading dims then fold into M and the product is one GEMM."""
+float32: a constant 2-D B is pre-packed; A's leading dims then fold into M and the product is one GEMM. The other
+dtypes: np.matmul (float16 through float32 -- BLAS, float32 accumulation -- rounded once; integers wrap around)."""
 import numpy as np
 
 from onnxep import _kernels
 from onnxep.ops._base import OpKernel
+from onnxep.errors import InvalidArgument
 from onnxep.ops._packed import PackedWeightMixin
+from onnxep.ops.math._numpy import NativeOrNumpy, broadcast_shape
 
 F32 = np.float32
 
 
-class MatMul_1(PackedWeightMixin, OpKernel):
+def matmul_shape(a_shape, b_shape):
+    """np.matmul's output shape, else InvalidArgument."""
+    if not a_shape or not b_shape:
+        raise InvalidArgument(f"MatMul operands must have at least 1 dimension, got {a_shape} and {b_shape}")
+    ae = (1,) + a_shape if len(a_shape) == 1 else a_shape
+    be = b_shape + (1,) if len(b_shape) == 1 else b_shape
+    if ae[-1] != be[-2]:
+        raise InvalidArgument(f"MatMul: A {a_shape} and B {b_shape} have different inner dimensions")
+    batch = broadcast_shape("MatMul", ae[:-2], be[:-2])
+    return batch + ((ae[-2],) if len(a_shape) > 1 else ()) + ((be[-1],) if len(b_shape) > 1 else ())
+
+
+def matmul_into(A, B, Y):
+    """Y := A @ B in Y's dtype; float16 multiplied in float32."""
+    if Y.size == 0:
+        return
+    if Y.dtype == np.float16:
+        Y[...] = np.matmul(A.astype(F32), B.astype(F32))
+    elif A.shape[-1] == 0:
+        Y[...] = 0
+    else:
+        np.matmul(A, B, out=Y)
+
+
+class MatMul_1(NativeOrNumpy, PackedWeightMixin, OpKernel):
     domain, op_type, since = "", "MatMul", 1
-    type_constraints = {"T": ("float32",)}
+    type_constraints = {"T": ("float32", "float16", "float64", "int32", "int64", "uint32", "uint64")}
+
+    def __init__(self, info):
+        super().__init__(info)
+        self.bind_compute(info)
+
+    def compute_numpy(self, ctx):
+        A, B = ctx.input(0), ctx.input(1)
+        matmul_into(A, B, ctx.output(0, matmul_shape(A.shape, B.shape), A.dtype))
 
     @classmethod
     def supports(cls, op):
