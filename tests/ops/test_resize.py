@@ -160,7 +160,8 @@ def test_resize_matches_onnxruntime(attrs, kw):
 def _ort_only(op, opset, x, scales, mode, attr_scales=False):
     feeds = {"x": x}
     if attr_scales:
-        m = make_model([node(op, ["x"], ["y"], mode=mode, scales=[float(v) for v in scales])], feeds, ["y"], opset=opset)
+        n = node(op, ["x"], ["y"], mode=mode, scales=[float(v) for v in scales])
+        m = make_model([n], feeds, ["y"], opset=opset)
     else:
         m = make_model([node(op, ["x", "s"], ["y"], mode=mode)], feeds, ["y"], opset=opset,
                        initializers={"s": np.asarray(scales, np.float32)})

@@ -65,7 +65,8 @@ class LpPool_2(OpKernel):
         acc = acc_dtype(x.dtype)
         k, s, d = pa.kernel, pa.strides, pa.dilations
         # zero-padded |x|^p, long enough for every window (ceil_mode's overhang included)
-        ext = [max(b + n, (o - 1) * st + (kk - 1) * dd + 1) for b, n, o, st, kk, dd in zip(pb, x.shape[2:], out, s, k, d)]
+        ext = [max(b + n, (o - 1) * st + (kk - 1) * dd + 1)
+               for b, n, o, st, kk, dd in zip(pb, x.shape[2:], out, s, k, d)]
         check_size(x.shape[:2] + tuple(ext), acc, "LpPool padded input")
         xp = np.zeros(x.shape[:2] + tuple(ext), acc)
         lead = (slice(None), slice(None))
