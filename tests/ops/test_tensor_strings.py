@@ -1,5 +1,5 @@
 """The data-movement ops that existed before on numeric types, now on strings (object arrays) and every numeric type
-too: Reshape, Flatten, Squeeze, Unsqueeze, Identity, Transpose, Concat, Gather, Shape, Scatter. Oracles:
+too: Reshape, Flatten, Squeeze, Unsqueeze, Identity, Transpose, Gather, Shape, Scatter (Concat: every type but strings). Oracles:
 onnx.reference, onnxruntime (where it has the kernel)."""
 import numpy as np
 import pytest
@@ -26,8 +26,9 @@ def test_view_ops(dtype):
 def test_copy_ops(dtype):
     x = data((2, 3, 4), dtype)
     check("Transpose", {"x": x}, opset=13, perm=[2, 0, 1])
-    check("Concat", {"a": x, "b": data((2, 1, 4), dtype, 1), "c": data((2, 2, 4), dtype, 2)}, opset=13, axis=1)
-    check("Concat", {"a": x, "b": data((2, 3, 2), dtype, 1)}, opset=13, axis=-1)
+    if dtype is not object:   # string Concat stays on the reference backend (tests/contracts/test_backend.py)
+        check("Concat", {"a": x, "b": data((2, 1, 4), dtype, 1), "c": data((2, 2, 4), dtype, 2)}, opset=13, axis=1)
+        check("Concat", {"a": x, "b": data((2, 3, 2), dtype, 1)}, opset=13, axis=-1)
     # onnxruntime 1.32's string Gather on axis 1 copies only the first element of each row: onnx.reference only
     check("Gather", {"x": x, "i": np.array([[2, -1], [0, 1]], I64)}, opset=13, axis=1, with_ort=dtype is not object)
     check("Scatter", {"x": x[0], "i": np.array([[1, 0, 2, 0]], I64), "u": data((1, 4), dtype, 3)}, opset=10,
