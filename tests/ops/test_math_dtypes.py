@@ -5,6 +5,7 @@ the helpers the other math test files share (any-dtype one-node models, oracle c
 Oracles: onnx.reference (every case), onnxruntime's CPU provider where it implements the op for the dtype (cases it
 refuses are compared with onnx.reference only). Every session runs with session.disable_cpu_ep_fallback=1, so a node
 the cpu backend refused would fail the test."""
+import ml_dtypes
 import numpy as np
 import onnx
 import pytest
@@ -17,6 +18,7 @@ FLOATS = (np.float16, np.float32, np.float64)
 SIGNED = (np.int8, np.int16, np.int32, np.int64)
 UNSIGNED = (np.uint8, np.uint16, np.uint32, np.uint64)
 NUMERIC = FLOATS + SIGNED + UNSIGNED
+BF16 = np.dtype(ml_dtypes.bfloat16)
 
 
 def tensor_type(a):
@@ -40,7 +42,7 @@ def sample(dtype, shape, seed=0, low=None, high=None):
     leaves room for + and * without wrapping in the narrow types, negatives for the signed ones)."""
     rng = np.random.default_rng(seed)
     dt = np.dtype(dtype)
-    if dt.kind == "f":
+    if dt.kind == "f" or dt == BF16:
         return np.asarray((rng.standard_normal(shape) * 3).astype(dt))
     if dt.kind == "b":
         return np.asarray(rng.random(shape) < 0.5)
@@ -57,7 +59,7 @@ def _same(got, want, rtol, atol, who):
             w = w.astype(object)
         assert g.dtype == w.dtype, (who, g.dtype, w.dtype)
         assert g.shape == w.shape, (who, g.shape, w.shape)
-        if g.dtype.kind == "f":
+        if g.dtype.kind == "f" or g.dtype == BF16:
             np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64), rtol=rtol, atol=atol,
                                        equal_nan=True, err_msg=who)
         else:
@@ -66,7 +68,8 @@ def _same(got, want, rtol, atol, who):
 
 def tol(dtype):
     """(rtol, atol) per float type: a few ulp of the type."""
-    return {np.dtype(np.float16): (4e-3, 2e-3), np.dtype(np.float32): (2e-6, 1e-6)}.get(np.dtype(dtype), (1e-12, 1e-14))
+    return {np.dtype(np.float16): (4e-3, 2e-3), np.dtype(np.float32): (2e-6, 1e-6),
+            BF16: (3e-2, 2e-2)}.get(np.dtype(dtype), (1e-12, 1e-14))
 
 
 def check(op, feeds, opset, *, ort=True, ref=True, rtol=None, atol=None, initializers=None, n_out=1, **attrs):
@@ -321,3 +324,58 @@ def test_matmul_bad_shapes_raise():
     sess = onnxep.InferenceSession(m.SerializeToString(), cpu_only_options())
     with pytest.raises(onnxep.errors.InvalidArgument, match="matmul_0.*inner"):
         sess.run(None, {"a": np.ones((2, 4)), "b": np.ones((3, 2))})
+
+
+BF16_CASES = [("Add", 14, 2, {}), ("Sub", 14, 2, {}), ("Mul", 14, 2, {}), ("Div", 14, 2, {}), ("Max", 13, 3, {}),
+              ("Min", 13, 2, {}), ("Sum", 13, 3, {}), ("Mean", 13, 2, {}), ("Neg", 13, 1, {}), ("Abs", 13, 1, {}),
+              ("Exp", 13, 1, {}), ("Sqrt", 13, 1, {}), ("Tanh", 13, 1, {}), ("Sigmoid", 13, 1, {}),
+              ("Relu", 14, 1, {}), ("LeakyRelu", 16, 1, {}), ("Erf", 13, 1, {}), ("Equal", 13, 2, {}),
+              ("Less", 13, 2, {}), ("GreaterOrEqual", 16, 2, {}), ("IsNaN", 13, 1, {}), ("IsInf", 20, 1, {}),
+              ("Sign", 13, 1, {}), ("Floor", 13, 1, {}), ("Reciprocal", 13, 1, {}), ("Sin", 22, 1, {}),
+              ("Selu", 22, 1, {}), ("HardSwish", 22, 1, {}), ("Softplus", 22, 1, {}), ("PRelu", 16, 2, {}),
+              ("Gelu", 20, 1, {}), ("Gelu", 20, 1, {"approximate": "tanh"}), ("Softmax", 13, 1, {}),
+              ("LogSoftmax", 13, 1, {"axis": 0}), ("Hardmax", 13, 1, {}), ("MatMul", 13, 2, {}),
+              ("Einsum", 28, 2, {"equation": "ij,j->i"}), ("Mod", 13, 2, {"fmod": 1}), ("Clip", 13, 1, {})]
+
+
+@pytest.mark.parametrize("op,opset,n_in,attrs", BF16_CASES)
+def test_bfloat16(op, opset, n_in, attrs):
+    """bfloat16 runs the float32 code and rounds each output once. Oracles: onnx.reference (ml_dtypes ufuncs,
+    rounding after every step: hence a tolerance of a few bfloat16 ulp) and numpy in float32 rounded once;
+    onnxruntime where it has the kernel."""
+    x = sample(BF16, (3, 4), 1)
+    if op in ("Sqrt", "Reciprocal", "Mod"):
+        x = np.abs(x) + BF16.type(0.5)
+    feeds = {"x": x, "b": np.abs(sample(BF16, (4,), 2)) + BF16.type(0.5)} if n_in == 2 else {"x": x}
+    if n_in == 3:
+        feeds["c"] = sample(BF16, (3, 1), 3)
+    check(op, feeds, opset, ort=False, **attrs)
+
+
+def test_bfloat16_gemm_and_pow_mixed():
+    a, b, c = sample(BF16, (3, 4), 1), sample(BF16, (5, 4), 2), sample(BF16, (5,), 3)
+    got, = check("Gemm", {"a": a, "b": b, "c": c}, 13, ort=False, transB=1, alpha=0.5)
+    want = (0.5 * a.astype(np.float32) @ b.astype(np.float32).T + c.astype(np.float32)).astype(BF16)   # numpy
+    np.testing.assert_array_equal(got.astype(np.float32), want.astype(np.float32))
+    base = np.abs(sample(BF16, (3, 4), 4)) + BF16.type(0.5)
+    check("Pow", {"a": base, "e": sample(np.float32, (4,), 5)}, 15, ort=False)          # Z: bfloat16
+    f32 = np.abs(sample(np.float32, (3, 4), 4)) + np.float32(0.5)
+    y, = check("Pow", {"a": f32, "e": sample(BF16, (4,), 5)}, 15, ort=False, rtol=1e-5)  # Z: float32
+    assert y.dtype == np.float32
+
+
+@pytest.mark.parametrize("op", ["Add", "Div", "Max", "Sum", "Exp", "Sigmoid", "Relu", "LeakyRelu", "Clip",
+                                "Softmax", "MatMul", "Gemm", "Erf"])
+def test_float32_keeps_the_native_compute(op):
+    """Oracle: none -- a float32 node's kernel runs its class's native compute (no per-node rebinding, no dtype
+    test per call); a float64 / bfloat16 node gets its own."""
+    from onnxep.backends.cpu.device import KernelInfo
+    from onnxep.graph.ir import ValueType
+    from onnxep.ops import _registry
+    cls = _registry.lookup("", op, 13)
+    for dt, rebound in ((np.float32, False), (np.float64, True), (BF16, True)):
+        if op == "Erf" and dt == np.float64:
+            continue
+        vt = ValueType.of_array(np.zeros((2, 2), dt))
+        k = cls(KernelInfo("n", op, "", 13, {}, (vt, vt), (vt,), {}))
+        assert ("compute" in k.__dict__) == rebound, (op, dt)

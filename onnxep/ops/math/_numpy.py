@@ -8,12 +8,22 @@ An op without a native kernel subclasses NumpyBinary / NumpyUnary directly (the 
 unary_table.py, activations.py)."""
 from __future__ import annotations
 
+import types
+
 import numpy as np
 
 from onnxep.errors import InvalidArgument
+from onnxep.graph.model import check_size
 from onnxep.ops._base import _DTYPE_NAMES, OpKernel
 
-FLOATS = ("float16", "float32", "float64")
+try:  # onnx >= 1.17 reads bfloat16 tensors as ml_dtypes arrays; without it the sessions never see one
+    from ml_dtypes import bfloat16 as _BF16
+    _BF16 = np.dtype(_BF16)
+except ImportError:  # pragma: no cover
+    _BF16 = None
+
+#: bfloat16 nodes compute in float32 (inputs widened, each output rounded once): see Float32Context.
+FLOATS = ("float16", "float32", "float64", "bfloat16")
 SIGNED = ("int8", "int16", "int32", "int64")
 UNSIGNED = ("uint8", "uint16", "uint32", "uint64")
 INTS = SIGNED + UNSIGNED
@@ -40,12 +50,93 @@ def broadcast_shape(op_type, *shapes):
                               f"broadcast together") from None
 
 
+def _reads_bfloat16(info):
+    return any(vt is not None and vt.type_str == "tensor(bfloat16)" for vt in info.input_types)
+
+
+class Float32Context:
+    """A KernelContext over `ctx` whose bfloat16 inputs read as float32, and whose float32 outputs are temporaries
+    rounded to bfloat16 into ctx's outputs by finish() when their index is in `to_bf16` (the node's bfloat16
+    outputs): how a bfloat16 node runs the op's float32 code (onnxruntime computes bfloat16 in float32 too). Other
+    outputs (bool, int64, a float32 Pow of a float32 base) pass through unchanged."""
+
+    __slots__ = ("ctx", "values", "ins", "outs", "num_threads", "node", "packed", "slot", "made", "to_bf16")
+
+    def __init__(self, ctx, to_bf16):
+        self.ctx, self.ins, self.outs, self.num_threads, self.node = ctx, ctx.ins, ctx.outs, ctx.num_threads, ctx.node
+        self.packed, self.slot, self.made, self.to_bf16 = (), None, {}, to_bf16
+        self.values = {}
+        for i, name in enumerate(ctx.ins):
+            x = ctx.input(i) if name else None
+            if x is not None:
+                self.values[name] = x.astype(np.float32) if x.dtype == _BF16 else x
+
+    input_count = property(lambda self: len(self.ins))
+    output_count = property(lambda self: len(self.outs))
+
+    def input(self, i):
+        return self.values[self.ins[i]] if i < len(self.ins) and self.ins[i] else None
+
+    def has_input(self, i):
+        return i < len(self.ins) and bool(self.ins[i])
+
+    def has_output(self, i):
+        return i < len(self.outs) and bool(self.outs[i])
+
+    def output(self, i, shape, dtype=np.float32):
+        shape = tuple(shape)
+        check_size(shape, dtype, f"{self.node}: output {i}")
+        arr = self.made[i] = np.empty(shape, dtype)
+        return arr
+
+    def set_output(self, i, value):
+        self.made[i] = value
+
+    def finish(self):
+        for i, arr in self.made.items():
+            if isinstance(arr, np.ndarray) and arr.dtype == np.float32 and i in self.to_bf16:
+                self.ctx.output(i, arr.shape, _BF16)[...] = arr
+            elif isinstance(arr, np.ndarray):
+                self.ctx.output(i, arr.shape, arr.dtype)[...] = arr
+            else:
+                self.ctx.set_output(i, arr)
+
+
+def _compute_bfloat16(kernel, ctx):
+    c = Float32Context(ctx, kernel._bf16_outputs)
+    type(kernel).compute(kernel, c)
+    c.finish()
+
+
+def bind_bfloat16(kernel, info):
+    """A node reading bfloat16 gets as compute (a bound method: the run loop reads compute.__self__) the class's
+    own compute run on a Float32Context. True if so."""
+    if _BF16 is None or not _reads_bfloat16(info):
+        return False
+    # the outputs typed bfloat16 (or untyped: they follow input 0, which is bfloat16 in every op here but Pow)
+    kernel._bf16_outputs = frozenset(i for i, vt in enumerate(info.output_types)
+                                     if vt is None or vt.type_str in ("tensor(bfloat16)", "unknown"))
+    kernel.compute = types.MethodType(_compute_bfloat16, kernel)
+    return True
+
+
+class NumpyKernel(OpKernel):
+    """OpKernel whose compute is written for float32 and the numpy dtypes; bfloat16 nodes run it in float32."""
+
+    def __init__(self, info):
+        super().__init__(info)
+        bind_bfloat16(self, info)
+
+
 class NativeOrNumpy:
     """Mixin of an op class whose `compute` is a tuned native float32 kernel: a node of any other dtype gets
     `compute_numpy` bound as its compute once, at construction, so the float32 path pays no per-call dtype test.
-    When the graph does not say the dtype, the call tests it."""
+    When the graph does not say the dtype, the call tests it. bfloat16: the native float32 compute on a
+    Float32Context."""
 
     def bind_compute(self, info):
+        if bind_bfloat16(self, info):
+            return
         dt = static_dtype(info)
         if dt is None:
             self.compute = self._compute_by_dtype
@@ -63,7 +154,7 @@ class NativeOrNumpy:
         raise NotImplementedError
 
 
-class NumpyBinary(OpKernel):
+class NumpyBinary(NumpyKernel):
     """Z := f(A, B) elementwise with broadcasting. `ufunc(a, b, out=z)`; `out_dtype` None: the inputs' dtype.
     In place is safe for one ufunc call (numpy copies when out overlaps an input in a way that matters); a subclass
     whose `apply` writes Z before it has read all of A and B sets inplace = ()."""
@@ -85,7 +176,7 @@ class NumpyBinary(OpKernel):
         self.ufunc(a, b, out=z)
 
 
-class NumpyUnary(OpKernel):
+class NumpyUnary(NumpyKernel):
     """Y := f(X) elementwise. `ufunc(x, out=y)`; `out_dtype` None: X's dtype. In place as NumpyBinary."""
 
     type_constraints = {"T": NUMERIC}

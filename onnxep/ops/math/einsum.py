@@ -1,8 +1,7 @@
 import numpy as np
 
 from onnxep.errors import InvalidArgument
-from onnxep.ops._base import OpKernel
-from onnxep.ops.math._numpy import NUMERIC
+from onnxep.ops.math._numpy import NUMERIC, NumpyKernel
 
 
 def einsum_shape(equation: str, shapes) -> tuple:
@@ -43,7 +42,7 @@ def einsum_shape(equation: str, shapes) -> tuple:
     return tuple(dims[:head]) + (tuple(ell_shape) if "..." in rhs else ()) + tuple(dims[head:])
 
 
-class Einsum_12(OpKernel):
+class Einsum_12(NumpyKernel):
     """Y := einsum(equation, X0, X1, ...) (opsets 12, 28; np.einsum, contraction order optimised when there are more
     than two operands). The output shape is worked out from the equation and checked before anything is allocated."""
 

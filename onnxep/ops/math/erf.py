@@ -10,7 +10,7 @@ class Erf_9(Unary):
     another backend: numpy has no erf."""
 
     domain, op_type, since = "", "Erf", 9
-    type_constraints = {"T": ("float32", "float16")}
+    type_constraints = {"T": ("float32", "float16", "bfloat16")}
     kernel = staticmethod(_kernels.erf_f32)
 
     def compute_numpy(self, ctx):

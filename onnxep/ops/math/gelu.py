@@ -1,16 +1,16 @@
 import numpy as np
 
 from onnxep import _kernels
-from onnxep.ops._base import OpKernel
+from onnxep.ops.math._numpy import NumpyKernel
 
 
-class Gelu_20(OpKernel):
+class Gelu_20(NumpyKernel):
     """Y := X * (1 + erf(X / sqrt 2)) / 2 (approximate "none"), or X * (1 + tanh(sqrt(2/pi) (X + 0.044715 X^3))) / 2
     ("tanh") (opset 20). "none": float32 the native kernel, float16 through it (float32, rounded once); float64 is
     left to another backend (numpy has no erf). "tanh": numpy, every float type."""
 
     domain, op_type, since = "", "Gelu", 20
-    type_constraints = {"T": ("float16", "float32", "float64")}
+    type_constraints = {"T": ("float16", "float32", "float64", "bfloat16")}
     approximate = "none"
 
     @classmethod
@@ -19,7 +19,7 @@ class Gelu_20(OpKernel):
         a = a.decode() if isinstance(a, bytes) else a
         if a == "tanh":
             return True
-        return a == "none" and op.input_types[0].type_str in ("tensor(float)", "tensor(float16)")
+        return a == "none" and op.input_types[0].type_str in ("tensor(float)", "tensor(float16)", "tensor(bfloat16)")
 
     def compute(self, ctx):
         x = ctx.input(0)

@@ -40,7 +40,7 @@ def gemm_bias(C, M, N, beta):
 
 class Gemm_7(NativeOrNumpy, PackedWeightMixin, OpKernel):
     domain, op_type, since = "", "Gemm", 7
-    type_constraints = {"T": ("float32", "float16", "float64", "int32", "int64", "uint32", "uint64")}
+    type_constraints = {"T": ("float32", "float16", "float64", "bfloat16", "int32", "int64", "uint32", "uint64")}
     alpha = 1.0
     beta = 1.0
     transA = 0

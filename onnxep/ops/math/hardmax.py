@@ -3,11 +3,10 @@ import math
 import numpy as np
 
 from onnxep.errors import InvalidArgument
-from onnxep.ops._base import OpKernel
-from onnxep.ops.math._numpy import FLOATS
+from onnxep.ops.math._numpy import FLOATS, NumpyKernel
 
 
-class _Hardmax(OpKernel):
+class _Hardmax(NumpyKernel):
     """Y := 1 at the first maximum along the axis, 0 elsewhere. Opsets 1/11 coerce X to 2-D at `axis` (default 1),
     opset 13 works along `axis` (default -1). numpy: argmax, then one put_along_axis."""
 

@@ -38,7 +38,7 @@ def matmul_into(A, B, Y):
 
 class MatMul_1(NativeOrNumpy, PackedWeightMixin, OpKernel):
     domain, op_type, since = "", "MatMul", 1
-    type_constraints = {"T": ("float32", "float16", "float64", "int32", "int64", "uint32", "uint64")}
+    type_constraints = {"T": ("float32", "float16", "float64", "bfloat16", "int32", "int64", "uint32", "uint64")}
 
     def __init__(self, info):
         super().__init__(info)

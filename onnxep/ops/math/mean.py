@@ -1,10 +1,9 @@
 import numpy as np
 
-from onnxep.ops._base import OpKernel
-from onnxep.ops.math._numpy import FLOATS, fold
+from onnxep.ops.math._numpy import FLOATS, NumpyKernel, fold
 
 
-class Mean_6(OpKernel):
+class Mean_6(NumpyKernel):
     """Y := (X0 + X1 + ...) / n elementwise; broadcasting from opset 8 (opsets 6, 8, 13; numpy)"""
 
     domain, op_type, since = "", "Mean", 6

@@ -1,11 +1,10 @@
 import numpy as np
 
 from onnxep.errors import InvalidArgument
-from onnxep.ops._base import OpKernel
-from onnxep.ops.math._numpy import FLOATS, broadcast_shape
+from onnxep.ops.math._numpy import FLOATS, NumpyKernel, broadcast_shape
 
 
-class PRelu_7(OpKernel):
+class PRelu_7(NumpyKernel):
     """Y := X if X >= 0 else slope * X, slope broadcast to X's shape (unidirectional) (opsets 7, 9, 16; numpy; the
     integer types from opset 9)."""
 

@@ -1,13 +1,12 @@
 import numpy as np
 
-from onnxep.ops._base import OpKernel
 from onnxep.ops.math._broadcast import legacy_operand
-from onnxep.ops.math._numpy import FLOATS, NUMERIC, broadcast_shape
+from onnxep.ops.math._numpy import FLOATS, NUMERIC, NumpyKernel, broadcast_shape
 
 _F64 = np.dtype(np.float64)
 
 
-class Pow_7(OpKernel):
+class Pow_7(NumpyKernel):
     """Z := A ** B with multidirectional broadcasting (opsets 7, 12, 13, 15), Z of A's dtype. B's dtype may differ
     from A's (opset 12): the power is computed in numpy's common type of the two (float64 for an integer base with a
     float exponent, as onnxruntime's std::pow) and cast to A's dtype; an integer base with a negative integer

@@ -1,11 +1,10 @@
 import numpy as np
 
 from onnxep.errors import InvalidArgument
-from onnxep.ops._base import OpKernel
-from onnxep.ops.math._numpy import FLOATS
+from onnxep.ops.math._numpy import FLOATS, NumpyKernel
 
 
-class SwiGLU_28(OpKernel):
+class SwiGLU_28(NumpyKernel):
     """Y := A * sigmoid(alpha * A) * B, A and B of one shape, no broadcasting (opset 28; numpy)"""
 
     domain, op_type, since = "", "SwiGLU", 28
