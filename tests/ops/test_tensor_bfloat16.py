@@ -94,3 +94,11 @@ def test_pad_opset1(mode):
     got = cpu_session(m).run(None, {"x": x})[0]
     kw = {"constant_values": 0.5} if mode == "constant" else {}
     np.testing.assert_array_equal(got, np.pad(x, [(1, 2), (0, 2)], mode=mode, **kw))
+
+
+@pytest.mark.parametrize("value", [np.array([1.5], BF16), np.array([3], np.uint16), np.array([True]),
+                                   np.array([-2], np.int8), np.array([0.25], np.float16)])
+def test_constant_of_shape_types(value):
+    import onnx
+    check("ConstantOfShape", {"s": np.array([2, 3], I64)}, opset=21, value=onnx.numpy_helper.from_array(value),
+          with_ort=value.dtype != BF16)

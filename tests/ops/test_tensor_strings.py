@@ -33,3 +33,32 @@ def test_copy_ops(dtype):
     check("Gather", {"x": x, "i": np.array([[2, -1], [0, 1]], I64)}, opset=13, axis=1, with_ort=dtype is not object)
     check("Scatter", {"x": x[0], "i": np.array([[1, 0, 2, 0]], I64), "u": data((1, 4), dtype, 3)}, opset=10,
           with_ref=False)
+
+
+def test_identity_sequence_and_optional():
+    """Oracle: onnx.reference for the sequence, the input itself for the optional (onnx.reference's
+    OptionalGetElement adds a leading 1) -- Identity passes a sequence (opset 14) and an optional (opset 16) on
+    natively."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    import onnxep
+    from tests.ops._tensor_cases import reference
+    x = data((2, 3), np.float32)
+    seq = helper.make_sequence_type_proto(helper.make_tensor_type_proto(TensorProto.FLOAT, None))
+    nodes = [helper.make_node("SequenceConstruct", ["x", "x"], ["s"]), helper.make_node("Identity", ["s"], ["t"],
+                                                                                      name="id_seq"),
+             helper.make_node("Optional", ["x"], ["o"]), helper.make_node("Identity", ["o"], ["p"], name="id_opt"),
+             helper.make_node("OptionalGetElement", ["p"], ["y"])]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                          [helper.make_value_info("t", seq), helper.make_tensor_value_info("y", TensorProto.FLOAT,
+                                                                                           [2, 3])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)], ir_version=8)
+    onnx.checker.check_model(m)
+    sess = onnxep.InferenceSession(m.SerializeToString())
+    assert sess.node_assignment["id_seq"] == "cpu" and sess.node_assignment["id_opt"] == "cpu"
+    got, want = sess.run(None, {"x": x}), reference(m, {"x": x})
+    assert len(got[0]) == len(want[0]) == 2
+    for a, b in zip(got[0], want[0]):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(got[1], x)
