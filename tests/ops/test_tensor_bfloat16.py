@@ -102,3 +102,17 @@ def test_constant_of_shape_types(value):
     import onnx
     check("ConstantOfShape", {"s": np.array([2, 3], I64)}, opset=21, value=onnx.numpy_helper.from_array(value),
           with_ort=value.dtype != BF16)
+
+
+def test_cast_reshape_concat_opset1():
+    """Oracle: numpy -- the opset-1 forms: Cast's `to` a type name, Reshape's shape an attribute, Concat's axis 1 by
+    default (onnx.reference does not run them all)."""
+    x = data((2, 3), np.float32)
+    got = cpu_session(model("Cast", {"x": x}, opset=1, to="INT32")).run(None, {"x": x})[0]
+    assert got.dtype == np.int32
+    np.testing.assert_array_equal(got, x.astype(np.int32))
+    got = cpu_session(model("Reshape", {"x": x}, opset=1, shape=[0, 3, -1])).run(None, {"x": x})[0]
+    np.testing.assert_array_equal(got, x.reshape(2, 3, 1))
+    feeds = {"a": x, "b": data((2, 1), np.float32, 1)}
+    got = cpu_session(model("Concat", feeds, opset=1)).run(None, feeds)[0]
+    np.testing.assert_array_equal(got, np.concatenate([feeds["a"], feeds["b"]], axis=1))

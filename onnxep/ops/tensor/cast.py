@@ -3,7 +3,7 @@ import numpy as np
 from onnx import TensorProto, helper
 
 from onnxep.ops._base import OpKernel
-from onnxep.ops.tensor._helpers import ALL_TYPES, new_output
+from onnxep.ops.tensor._helpers import ALL_TYPES, first_input_type_ok, new_output
 
 #: TensorProto element types Cast handles here (float8, int4/uint4, int2/uint2, float4 and complex go to the reference
 #: backend)
@@ -38,6 +38,35 @@ def cast_into(x, y):
         return
     with np.errstate(invalid="ignore", over="ignore"):
         np.copyto(y, x, casting="unsafe")
+
+
+class Cast_1(OpKernel):
+    """Y := X converted to the type named by the string `to` ("FLOAT", "INT64", ...) (opset 1)."""
+
+    domain, op_type, since = "", "Cast", 1
+
+    @classmethod
+    def check_types(cls, op):   # shape inference leaves opset-1 outputs untyped
+        return first_input_type_ok(op, ALL_TYPES)
+
+    @classmethod
+    def supports(cls, op):
+        return _named(op.node.attrs.get("to")) in _TO
+
+    def compute(self, ctx):
+        x = ctx.input(0)
+        dt = _TO[_named(self.to)]
+        if x.dtype == dt:
+            ctx.set_output(0, x)
+            return
+        cast_into(x, new_output(ctx, 0, x.shape, dt, f"Cast node {self.name!r}"))
+
+
+def _named(to):
+    """TensorProto's number for an opset-1 type name (bytes or str), else None."""
+    name = to.decode() if isinstance(to, bytes) else to
+    return TensorProto.DataType.Value(name.upper()) if isinstance(name, str) and name.upper() in \
+        TensorProto.DataType.keys() else None
 
 
 class Cast_6(OpKernel):

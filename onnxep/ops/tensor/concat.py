@@ -5,7 +5,7 @@ import numpy as np
 from onnxep import _kernels
 from onnxep.ops._base import OpKernel
 from onnxep.ops._data import norm_axis
-from onnxep.ops.tensor._helpers import NUMERIC_BOOL_BF16
+from onnxep.ops.tensor._helpers import NUMERIC_BOOL_BF16, first_input_type_ok
 
 
 class Concat_4(OpKernel):
@@ -78,3 +78,14 @@ def _all_placed(ctx, y, axis) -> bool:
         o += ctx.values[name].shape[-1]
     return o == y.shape[-1]
 
+
+
+class Concat_1(Concat_4):
+    """As opset 4, with axis 1 when the attribute is absent (opsets 1-3)."""
+
+    since, until = 1, 4
+    axis = 1
+
+    @classmethod
+    def check_types(cls, op):   # shape inference may leave opset-1 outputs untyped
+        return first_input_type_ok(op, ("float16", "float32", "float64"))

@@ -1,7 +1,7 @@
 import numpy as np
 
 from onnxep.ops._base import OpKernel
-from onnxep.ops.tensor._helpers import ALL_TYPES
+from onnxep.ops.tensor._helpers import ALL_TYPES, first_input_type_ok
 
 
 def reshape_target(in_shape, shape, allowzero: int) -> tuple:
@@ -35,6 +35,21 @@ def reshape_target(in_shape, shape, allowzero: int) -> tuple:
         raise ValueError(f"Reshape: input of shape {tuple(in_shape)} ({total} elements) cannot become shape "
                          f"{tuple(out)} (requested {dims})")
     return tuple(out)
+
+
+class Reshape_1(OpKernel):
+    """Y := X viewed with the shape attribute (opsets 1-4: 0 copies the input dim, one -1 is inferred). A view."""
+
+    domain, op_type, since = "", "Reshape", 1
+    type_constraints = {"T": ALL_TYPES}
+
+    @classmethod
+    def check_types(cls, op):   # shape inference may leave opset-1 outputs untyped
+        return first_input_type_ok(op, ("float16", "float32", "float64"))
+
+    def compute(self, ctx):
+        x = ctx.input(0)
+        ctx.set_output(0, x.reshape(reshape_target(x.shape, np.asarray(self.shape, np.int64), 0)))
 
 
 class Reshape_5(OpKernel):
