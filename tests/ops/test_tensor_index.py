@@ -227,3 +227,18 @@ def test_space_to_depth(dtype):
 
 def test_space_to_depth_crd():
     check("SpaceToDepth", {"x": data((1, 2, 4, 4), np.float32)}, opset=28, blocksize=2, mode="CRD", with_ort=False)
+
+
+def test_gather_scatter_elements_smaller_indices():
+    """Oracles: numpy (take_along_axis on data cut to indices' shape; onnx.reference wants equal dims) and
+    onnxruntime -- indices may be smaller than data on the other axes."""
+    x = data((4, 5, 6), np.float32)
+    idx = np.random.default_rng(2).integers(-5, 5, size=(3, 7, 2)).astype(I64)
+    got = check("GatherElements", {"x": x, "i": idx}, axis=1, with_ref=False)
+    np.testing.assert_array_equal(got[0], np.take_along_axis(x[:3, :, :2], idx % 5, axis=1))
+    idx = np.array([[[1, 0], [3, 2]], [[0, 4], [-1, 1]]], I64)
+    upd = data(idx.shape, np.float32, 3)
+    got = check("ScatterElements", {"x": x, "i": idx, "u": upd}, axis=1, opset=18, reduction="add", with_ref=False)
+    want = x.copy()
+    np.add.at(want, (np.arange(2)[:, None, None], idx % 5, np.arange(2)[None, None, :]), upd)
+    np.testing.assert_allclose(got[0], want, rtol=1e-6)

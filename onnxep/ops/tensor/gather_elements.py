@@ -18,6 +18,19 @@ def along_axis_checks(op, x, idx, axis):
     return axis
 
 
+def flat_positions(data_shape, idx, axis):
+    """Flat (C order) positions in data of shape data_shape of the elements indices address along axis: indices
+    (already non-negative) on axis, their own coordinate on every other axis. One broadcasting add per dim."""
+    strides = [1] * len(data_shape)
+    for d in range(len(data_shape) - 2, -1, -1):
+        strides[d] = strides[d + 1] * data_shape[d + 1]
+    flat = idx.astype(np.int64) * strides[axis]
+    for d, n in enumerate(idx.shape):
+        if d != axis and n > 1:
+            flat += (np.arange(n, dtype=np.int64) * strides[d]).reshape((n,) + (1,) * (idx.ndim - 1 - d))
+    return flat
+
+
 class GatherElements_11(OpKernel):
     """Y[i..] := data[.., indices[i..], ..] with indices in place of the axis coordinate (opsets 11, 13). Negative
     indices count from the end; out-of-range ones raise."""
@@ -32,5 +45,4 @@ class GatherElements_11(OpKernel):
         idx = normalize_indices(idx, x.shape[axis], "GatherElements", f" for axis {axis} of data shape {x.shape}")
         y = new_output(ctx, 0, idx.shape, x.dtype, f"GatherElements node {self.name!r}")
         if y.size:
-            sub = x[tuple(slice(None) if a == axis else slice(0, n) for a, n in enumerate(idx.shape))]
-            np.copyto(y, np.take_along_axis(sub, idx, axis=axis))
+            np.take(x.reshape(-1), flat_positions(x.shape, idx, axis), out=y)

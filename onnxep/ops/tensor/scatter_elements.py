@@ -3,7 +3,7 @@ import numpy as np
 from onnxep.errors import InvalidArgument
 from onnxep.ops._base import OpKernel
 from onnxep.ops.tensor._helpers import INDEX_TYPES, ALL_TYPES, new_output, normalize_indices
-from onnxep.ops.tensor.gather_elements import along_axis_checks
+from onnxep.ops.tensor.gather_elements import along_axis_checks, flat_positions
 
 #: reduction -> numpy ufunc applied unbuffered at repeated indices (ufunc.at), per ONNX the updates combine in order
 REDUCE = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}
@@ -52,8 +52,5 @@ class ScatterElements_11(OpKernel):
         y = new_output(ctx, 0, x.shape, x.dtype, f"ScatterElements node {self.name!r}")
         y[...] = x
         if idx.size:
-            # the element (i0, .., ik, ..) of updates goes to y[i0, .., indices[i0, .., ik, ..], ..]: open-grid
-            # aranges over indices' shape on every other axis
-            pos = list(np.ogrid[tuple(slice(0, d) for d in idx.shape)])
-            pos[axis] = idx
-            scatter_into(y, tuple(pos), upd, red)
+            # the element (i0, .., ik, ..) of updates goes to y[i0, .., indices[i0, .., ik, ..], ..]
+            scatter_into(y.reshape(-1), flat_positions(x.shape, idx, axis).reshape(-1), upd.reshape(-1), red)
