@@ -1,16 +1,18 @@
-"""AveragePool (float32, NCHW, 1-3 spatial dims)."""
+"""AveragePool (float32 native, float16 / float64 through numpy; NCHW, 1-3 spatial dims)."""
 import numpy as np
 
 from onnxep import _kernels
 from onnxep.ops._base import OpKernel
 from onnxep.ops._pool_common import PoolAttrs, supports_pool
+from onnxep.ops.nn import _numpy_paths
+from onnxep.ops.nn._numpy_paths import static_dtype
 
 
 class _AveragePool(OpKernel):
     """Y[n, c, o] := mean over window o of X[n, c]; the divisor counts the taps inside the input, or inside the
     padded input when count_include_pad (never the ceil_mode overhang past the end pad)."""
 
-    type_constraints = {"T": ("float32",)}
+    type_constraints = {"T": ("float32", "float16", "float64")}
     auto_pad = "NOTSET"
     ceil_mode = 0
     count_include_pad = 0
@@ -27,6 +29,18 @@ class _AveragePool(OpKernel):
         self.pool = PoolAttrs(self.kernel_shape, self.strides, self.pads, self.dilations, self.auto_pad,
                               self.ceil_mode)
         self._geom = {}
+        dt = static_dtype(info)
+        if dt is not None and dt != np.float32:   # float16 / float64: numpy (the float32 path is untouched)
+            self.compute = self._compute_numpy
+
+    def _compute_numpy(self, ctx):
+        x = ctx.input(0)
+        if x.ndim != self.pool.rank + 2:
+            raise ValueError(f"AveragePool: input rank {x.ndim}, kernel_shape has {self.pool.rank} dims")
+        out, _, _ = self.pool.geometry(x.shape[2:])
+        y = ctx.output(0, x.shape[:2] + tuple(out), x.dtype)
+        if y.size:
+            _numpy_paths.avg_pool(x, self.pool, y, int(self.count_include_pad))
 
     def compute(self, ctx):
         x = ctx.input(0)

@@ -1,4 +1,5 @@
-"""BatchNormalization in inference mode (float32, any rank >= 2: N, C, ...).
+"""BatchNormalization in inference mode (float32 native; float16 / float64 / mixed types through numpy; any rank
+>= 2: N, C, ...).
 
 The cpu backend owns this op below opset 14: onnx.reference computes those versions with the training formula, so
 the reference backend refuses them and this kernel is the only path (DESIGN.md, "Correctness and fallback")."""
@@ -6,13 +7,31 @@ import numpy as np
 
 from onnxep import _kernels
 from onnxep.ops._base import OpKernel
+from onnxep.ops.nn import _numpy_paths
+from onnxep.ops.nn._numpy_paths import static_dtype
+
+_FLOATS = ("float32", "float16", "float64")    # float32 native; float16 / float64 (and mixed types) through numpy
 
 
 class _BatchNormalization(OpKernel):
     """Y := (X - mean[c]) / sqrt(var[c] + epsilon) * scale[c] + B[c]"""
 
-    type_constraints = {"T": ("float32",)}
+    type_constraints = {"T": _FLOATS}
     epsilon = 1e-5
+
+    def __init__(self, info):
+        super().__init__(info)
+        dt = static_dtype(info)
+        if dt is not None and dt != np.float32 or any(static_dtype(info, i) not in (None, np.float32)
+                                                      for i in range(1, 5)):
+            self.compute = self._compute_numpy     # float16 / float64 (or mixed, opset 15): numpy
+
+    def _compute_numpy(self, ctx):
+        x = ctx.input(0)
+        if x.ndim < 2:
+            raise ValueError(f"BatchNormalization: input rank {x.ndim} < 2")
+        y = ctx.output(0, x.shape, x.dtype)
+        _numpy_paths.batch_norm(x, *(ctx.input(i) for i in range(1, 5)), self.epsilon, y)
 
     @classmethod
     def supports(cls, op):
@@ -74,9 +93,9 @@ class BatchNormalization_9(_BatchNormalization):
 
 class BatchNormalization_14(_BatchNormalization):
     domain, op_type, since = "", "BatchNormalization", 14
-    type_constraints = {"T": ("float32",), "U": ("float32",)}
+    type_constraints = {"T": _FLOATS, "U": _FLOATS}
 
 
 class BatchNormalization_15(_BatchNormalization):
     domain, op_type, since = "", "BatchNormalization", 15
-    type_constraints = {"T": ("float32",), "T1": ("float32",), "T2": ("float32",)}
+    type_constraints = {"T": _FLOATS, "T1": _FLOATS, "T2": _FLOATS}

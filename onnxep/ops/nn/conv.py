@@ -1,12 +1,14 @@
-"""Conv, float32, NCW / NCHW / NCDHW (1-, 2- and 3-D): groups (incl. depthwise), strides, pads incl. asymmetric,
-auto_pad, dilations, bias. im2col + packed GEMM (the weight is the packed operand, pre-packed when constant); one input
-channel per group (depthwise) runs a direct loop."""
+"""Conv, float32 native (float16 / float64 through numpy, nn/_numpy_paths.py), NCW / NCHW / NCDHW (1-, 2- and 3-D):
+groups (incl. depthwise), strides, pads incl. asymmetric, auto_pad, dilations, bias. im2col + packed GEMM (the weight
+is the packed operand, pre-packed when constant); one input channel per group (depthwise) runs a direct loop."""
 
 import numpy as np
 
 from onnxep import _kernels
 from onnxep.ops._base import OpKernel
 from onnxep.ops._packed import PackedWeightMixin
+from onnxep.ops.nn import _numpy_paths
+from onnxep.ops.nn._numpy_paths import static_dtype
 
 F32 = np.float32
 _AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
@@ -78,7 +80,25 @@ class ConvAttrs:
 
 class Conv_1(ConvAttrs, PackedWeightMixin, OpKernel):
     domain, op_type, since = "", "Conv", 1
-    type_constraints = {"T": ("float32",)}
+    type_constraints = {"T": ("float32", "float16", "float64")}
+
+    def __init__(self, info):
+        super().__init__(info)
+        dt = static_dtype(info)
+        if dt is not None and dt != F32:      # float16 / float64: numpy (the float32 path below is untouched)
+            self.compute = self._compute_numpy
+
+    def _compute_numpy(self, ctx):
+        X, W, B = ctx.input(0), ctx.input(1), ctx.input(2)
+        nsp = X.ndim - 2
+        (_, yshape, _, _) = self._plan_for(X.shape, tuple(W.shape), int(self.group))
+        self._check_bias(B, W.shape[0])
+        pb, outs = conv_geometry(X.shape, W.shape, self.auto_pad, self.kernel_shape, self.strides, self.dilations,
+                                 self.pads)
+        Y = ctx.output(0, yshape, X.dtype)
+        if Y.size:
+            _numpy_paths.conv(X, W, B, int(self.group), pb, outs, tuple(self.strides or (1,) * nsp),
+                              tuple(self.dilations or (1,) * nsp), Y)
 
     @classmethod
     def supports(cls, op):

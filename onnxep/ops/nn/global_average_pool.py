@@ -1,16 +1,32 @@
-"""GlobalAveragePool (float32, any rank >= 3)."""
+"""GlobalAveragePool (float32 native, float16 / float64 through numpy; any rank >= 3)."""
 import numpy as np
 
 from onnxep import _kernels
 from onnxep.ops._base import OpKernel
+from onnxep.ops.nn import _numpy_paths
+from onnxep.ops.nn._numpy_paths import static_dtype
 
 
 class GlobalAveragePool_1(OpKernel):
     """Y[n, c, 1, ...] := mean(X[n, c, ...]) (accumulated in double)"""
 
     domain, op_type, since = "", "GlobalAveragePool", 1
-    type_constraints = {"T": ("float32",)}
+    type_constraints = {"T": ("float32", "float16", "float64")}
     is_max = False
+
+    def __init__(self, info):
+        super().__init__(info)
+        dt = static_dtype(info)
+        if dt is not None and dt != np.float32:   # float16 / float64: numpy (the float32 path is untouched)
+            self.compute = self._compute_numpy
+
+    def _compute_numpy(self, ctx):
+        x = ctx.input(0)
+        if x.ndim < 3:
+            raise ValueError(f"{self.op_type}: input rank {x.ndim} < 3")
+        y = ctx.output(0, x.shape[:2] + (1,) * (x.ndim - 2), x.dtype)
+        if y.size:
+            _numpy_paths.global_pool(x, y, self.is_max)
 
     @classmethod
     def supports(cls, op):

@@ -1,4 +1,4 @@
-"""GlobalMaxPool (float32, any rank >= 3)."""
+"""GlobalMaxPool (float32 native, float16 / float64 through numpy; any rank >= 3)."""
 from onnxep.ops.nn.global_average_pool import GlobalAveragePool_1
 
 

@@ -1,4 +1,5 @@
-"""LayerNormalization (opset 17, float32, stash_type 1): normalize over the dims from `axis` on, then scale and shift.
+"""LayerNormalization (opset 17, float32 native, float16 / float64 through numpy; stash_type 1): normalize over the
+dims from `axis` on, then scale and shift.
 
 Spec: "Mean = ReduceMean<axes=normalized_axes>(X) ... Var = ReduceMean(D*D) ... InvStdDev = Reciprocal(Sqrt(Var +
 epsilon)) ... Y = Normalized * Scale + B", "the shape of Mean and InvStdDev is [d[0], ..., d[axis-1], 1, ..., 1]",
@@ -9,6 +10,8 @@ import numpy as np
 
 from onnxep import _kernels
 from onnxep.ops._base import F32, OpKernel, f32_shape
+from onnxep.ops.nn import _numpy_paths
+from onnxep.ops.nn._numpy_paths import static_dtype
 
 
 def _row_operand(v, x_shape, axis):
@@ -22,10 +25,32 @@ def _row_operand(v, x_shape, axis):
 
 class LayerNormalization_17(OpKernel):
     domain, op_type, since = "", "LayerNormalization", 17
-    type_constraints = {"T": ("float32",), "U": ("float32",)}
+    type_constraints = {"T": ("float32", "float16", "float64"), "U": ("float32",)}
     axis = -1
     epsilon = 1e-5
     stash_type = 1
+
+    def __init__(self, info):
+        super().__init__(info)
+        dt = static_dtype(info)
+        if dt is not None and dt != F32:       # float16 / float64: numpy (the float32 path is untouched)
+            self.compute = self._compute_numpy
+
+    def _compute_numpy(self, ctx):
+        x, scale, bias = ctx.input(0), ctx.input(1), ctx.input(2)
+        r = x.ndim
+        axis = int(self.axis)
+        if not -r <= axis < r:
+            raise ValueError(f"LayerNormalization: axis {axis} out of range for X of rank {r}")
+        axis %= r
+        for name, v in (("Scale", scale), ("B", bias)):
+            if v is not None and (v.ndim > r or np.broadcast_shapes(v.shape, x.shape) != x.shape):
+                raise ValueError(f"LayerNormalization: {name} of shape {v.shape} does not broadcast to X {x.shape}")
+        stat = x.shape[:axis] + (1,) * (r - axis)
+        y = ctx.output(0, x.shape, x.dtype)
+        mean = ctx.output(1, stat, F32) if ctx.has_output(1) else None
+        inv = ctx.output(2, stat, F32) if ctx.has_output(2) else None
+        _numpy_paths.layer_norm(x, scale, bias, axis, float(self.epsilon), y, mean, inv)
 
     @classmethod
     def supports(cls, op):

@@ -1,14 +1,17 @@
-"""MaxPool (float32, NCHW, 1-3 spatial dims), with the optional Indices output (storage_order 0 or 1)."""
+"""MaxPool (float32 native; float16 / float64 / int8 / uint8 through numpy; NCHW, 1-3 spatial dims), with the
+optional Indices output (storage_order 0 or 1)."""
 from onnxep import _kernels
 from onnxep.ops._base import OpKernel
 from onnxep.ops._pool_common import PoolAttrs, supports_pool
+from onnxep.ops.nn import _numpy_paths
+from onnxep.ops.nn._numpy_paths import static_dtype
 import numpy as np
 
 
 class _MaxPool(OpKernel):
     """Y[n, c, o] := max over window o of X[n, c]; Indices := flat index of that max in X (first one wins)."""
 
-    type_constraints = {"T": ("float32",)}
+    type_constraints = {"T": ("float32", "float16", "float64", "int8", "uint8")}
     auto_pad = "NOTSET"
     ceil_mode = 0
     dilations = None
@@ -32,6 +35,20 @@ class _MaxPool(OpKernel):
         self.pool = PoolAttrs(self.kernel_shape, self.strides, self.pads, self.dilations, self.auto_pad,
                               self.ceil_mode)
         self._geom = {}
+        dt = static_dtype(info)
+        if dt is not None and dt != np.float32:   # numpy (the float32 path below is untouched)
+            self.compute = self._compute_numpy
+
+    def _compute_numpy(self, ctx):
+        x = ctx.input(0)
+        if x.ndim != self.pool.rank + 2:
+            raise ValueError(f"MaxPool: input rank {x.ndim}, kernel_shape has {self.pool.rank} dims")
+        out, _, _ = self.pool.geometry(x.shape[2:])
+        shape = x.shape[:2] + tuple(out)
+        y = ctx.output(0, shape, x.dtype)
+        ind = ctx.output(1, shape, np.int64) if ctx.has_output(1) else None
+        if y.size:
+            _numpy_paths.max_pool(x, self.pool, y, ind, int(self.storage_order))
 
     def compute(self, ctx):
         x = ctx.input(0)
