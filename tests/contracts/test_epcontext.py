@@ -29,8 +29,8 @@ SEED = "seed 003_a6c6328fd6e65493.txt"
 # ----------------------------------------------------------------------------------------------- helpers
 def _synthetic():
     """Conv -> Relu -> Flatten -> [Sin -> Pow(p)] -> Gemm(w2, b2) -> y, plus MatMul(f, w3) -> z.
-    Sin and Pow have no cpu kernel: they run on the reference backend (a partition between two cpu partitions, reading
-    the constant p). b2 is an overridable initializer (listed as a graph input, IR 8). w3 holds the same bytes as w2
+    Sin and Pow are forced onto the reference backend by _options (onnxep.fallback_op_types): a partition between two
+    cpu partitions, reading the constant p. b2 is an overridable initializer (listed as a graph input, IR 8). w3 holds the same bytes as w2
     (Gemm transB=0 and MatMul pack to the same format) so the container shares one packing."""
     rng = np.random.default_rng(0)
     w1 = rng.uniform(-0.5, 0.5, (8, 3, 3, 3)).astype(np.float32)
@@ -58,6 +58,7 @@ def _synthetic():
 
 def _options(enable="1", embed=None, path=None, **extra):
     so = onnxep.SessionOptions()
+    so.add_session_config_entry("onnxep.fallback_op_types", "Sin,Pow")   # the synthetic model's reference partition
     so.add_session_config_entry("ep.context_enable", enable)
     if embed is not None:
         so.add_session_config_entry("ep.context_embed_mode", embed)
@@ -186,7 +187,7 @@ def test_reload_is_bit_identical_to_the_compiling_session(tmp_path, embed):
     # execution provider." Oracle: the session that compiled, bit for bit (incl. an overridden initializer).
     model, feeds = _synthetic()
     sess, _, ctx = _export(model, str(tmp_path), embed)
-    loaded = onnxep.InferenceSession(ctx)
+    loaded = onnxep.InferenceSession(ctx, _options(enable="0"))   # the same placement: Sin, Pow on the reference
     _assert_bit_identical(loaded.run(None, feeds), sess.run(None, feeds))
     b2 = np.full((5,), 3.0, np.float32)
     _assert_bit_identical(loaded.run(None, dict(feeds, b2=b2)), sess.run(None, dict(feeds, b2=b2)))

@@ -118,13 +118,27 @@ def test_session_options_and_config_entries():
     np.testing.assert_array_equal(s.run(None, {"x": np.ones((1, 3), np.float32)}, ro)[0], np.ones((1, 3)))
 
 
-def test_fallback_off_names_the_node_and_op():
-    m = make_model([helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Hardmax", ["a"], ["y"], name="hm")],
+def _with_local_function():
+    """Relu -> a node of a model-local function (domain "local", body: Neg): no cpu kernel claims it, and
+    onnx.reference runs it by evaluating the function's body."""
+    fn = helper.make_function("local", "Negate", ["v"], ["w"], [helper.make_node("Neg", ["v"], ["w"])],
+                              [helper.make_opsetid("", 17)])
+    m = make_model([helper.make_node("Relu", ["x"], ["a"]),
+                    helper.make_node("Negate", ["a"], ["y"], name="fn", domain="local")],
                    {"x": np.zeros((2, 3), np.float32)}, ["y"])
-    with pytest.raises(onnxep.NotImplemented, match="'hm'.*Hardmax"):
+    m.opset_import.append(helper.make_opsetid("local", 1))
+    m.functions.append(fn)
+    return m
+
+
+def test_fallback_off_names_the_node_and_op():
+    m = _with_local_function()
+    with pytest.raises(onnxep.NotImplemented, match="'fn'.*Negate"):
         onnxep.InferenceSession(m.SerializeToString(), cpu_only_options())
     s = onnxep.InferenceSession(m.SerializeToString())  # fallback on: the reference backend runs it
-    assert s.node_assignment == {"Relu_0": "cpu", "hm": "reference"}
+    assert s.node_assignment == {"Relu_0": "cpu", "fn": "reference"}
+    x = np.array([[-1, 2, -3], [4, -5, 6]], np.float32)
+    np.testing.assert_array_equal(s.run(None, {"x": x})[0], -np.maximum(x, 0))   # oracle: numpy
 
 
 def test_optimized_model_filepath_is_written(tmp_path):
