@@ -158,7 +158,8 @@ def test_prelu_slope_too_big_raises():
         sess.run(None, {"x": np.ones((3,), np.float64), "s": np.ones((2, 3), np.float64)})
 
 
-@pytest.mark.parametrize("approximate,dtype", [("none", np.float32), ("none", np.float16), ("tanh", np.float16),
+@pytest.mark.parametrize("approximate,dtype", [("none", np.float32), ("none", np.float16), ("none", np.float64),
+                                               ("tanh", np.float16),
                                                ("tanh", np.float32), ("tanh", np.float64)])
 def test_gelu(approximate, dtype):
     r = 4e-3 if dtype == np.float16 else 1e-6    # float64: the oracles' constants are float32
@@ -210,3 +211,17 @@ def test_swish_swiglu(dtype):
     r = 4e-3 if dtype == np.float16 else None
     check("Swish", {"x": sample(dtype, (3, 7), 1)}, 24, rtol=r, atol=r, alpha=0.7)
     check("SwiGLU", {"a": sample(dtype, (3, 7), 1), "b": sample(dtype, (3, 7), 2)}, 28, rtol=r, atol=r, ort=False)
+
+
+def test_erf_float64_against_math_erf():
+    """Oracle: math.erf element by element (correctly rounded to ~1 ulp); onnx.reference computes float64 Erf in
+    float32, so it is only a loose second oracle. Tails, signed zeros, infinities and NaN included."""
+    import math
+    x = np.concatenate([np.linspace(-7, 7, 4001), [0.0, -0.0, 1e-300, -1e-20, 2.9999999, 3.0, 3.0000001, 5.9,
+                                                   27.0, np.inf, -np.inf, np.nan]])
+    m = one_node("Erf", {"x": x}, 13)
+    y, = onnxep.InferenceSession(m.SerializeToString(), cpu_only_options()).run(None, {"x": x})
+    want = np.array([math.erf(v) for v in x])
+    assert y.dtype == np.float64 and np.isnan(y[-1]) and np.signbit(y[-11])
+    np.testing.assert_allclose(y, want, rtol=8 * np.finfo(np.float64).eps, atol=0, equal_nan=True)
+    check("Erf", {"x": sample(np.float64, (4, 5), 3)}, 13, rtol=1e-6, atol=1e-7)

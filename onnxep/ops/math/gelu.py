@@ -1,13 +1,14 @@
 import numpy as np
 
 from onnxep import _kernels
+from onnxep.ops.math._erf import erf_f64
 from onnxep.ops.math._numpy import NumpyKernel
 
 
 class Gelu_20(NumpyKernel):
     """Y := X * (1 + erf(X / sqrt 2)) / 2 (approximate "none"), or X * (1 + tanh(sqrt(2/pi) (X + 0.044715 X^3))) / 2
-    ("tanh") (opset 20). "none": float32 the native kernel, float16 through it (float32, rounded once); float64 is
-    left to another backend (numpy has no erf). "tanh": numpy, every float type."""
+    ("tanh") (opset 20). "none": float32 the native kernel, float16 / bfloat16 through it (float32, rounded once),
+    float64 with _erf.erf_f64. "tanh": numpy, every float type."""
 
     domain, op_type, since = "", "Gelu", 20
     type_constraints = {"T": ("float16", "float32", "float64", "bfloat16")}
@@ -16,10 +17,7 @@ class Gelu_20(NumpyKernel):
     @classmethod
     def supports(cls, op):
         a = op.node.attrs.get("approximate", "none")
-        a = a.decode() if isinstance(a, bytes) else a
-        if a == "tanh":
-            return True
-        return a == "none" and op.input_types[0].type_str in ("tensor(float)", "tensor(float16)", "tensor(bfloat16)")
+        return (a.decode() if isinstance(a, bytes) else a) in ("none", "tanh")
 
     def compute(self, ctx):
         x = ctx.input(0)
@@ -29,6 +27,12 @@ class Gelu_20(NumpyKernel):
         if self.approximate != "tanh":
             if x.dtype == np.float32:
                 _kernels.gelu_f32(x.reshape(-1), y.reshape(-1), ctx.num_threads)
+            elif x.dtype == np.float64:
+                t = x * (1 / np.sqrt(2.0))
+                erf_f64(t, t)
+                t += 1
+                t *= x
+                np.multiply(t, 0.5, out=y)
             else:
                 t = x.astype(np.float32).reshape(-1)
                 _kernels.gelu_f32(t, t, ctx.num_threads)
