@@ -117,9 +117,13 @@ class Binary(NativeOrNumpy, BinaryF32):
     def compute_numpy(self, ctx):
         a, b = ctx.input(0), ctx.input(1)
         z = ctx.output(0, broadcast_shape(self.op_type, a.shape, b.shape), a.dtype)
-        if z.size:
+        if not z.size:
+            return
+        if a.dtype.kind == "f":        # no overflow / invalid warnings (onnxruntime gives none either)
             with np.errstate(all="ignore"):
                 self.apply_numpy(a, b, z)
+        else:
+            self.apply_numpy(a, b, z)
 
     def apply_numpy(self, a, b, z):
         self.ufunc(a, b, out=z)

@@ -43,6 +43,8 @@ def static_dtype(info, i=0):
 
 def broadcast_shape(op_type, *shapes):
     """numpy's multidirectional broadcast of the shapes, else InvalidArgument naming them."""
+    if len(shapes) == 2 and shapes[0] == shapes[1]:   # the common case, without numpy's 2 us
+        return tuple(shapes[0])
     try:
         return np.broadcast_shapes(*shapes)
     except ValueError:
@@ -168,9 +170,13 @@ class NumpyBinary(NumpyKernel):
         a, b = ctx.input(0), ctx.input(1)
         z = ctx.output(0, broadcast_shape(self.op_type, a.shape, b.shape),
                        a.dtype if self.out_dtype is None else self.out_dtype)
-        if z.size:
+        if not z.size:
+            return
+        if a.dtype.kind in "fV":       # floats: no overflow / invalid warnings (onnxruntime gives none either)
             with np.errstate(all="ignore"):
                 self.apply(a, b, z)
+        else:
+            self.apply(a, b, z)
 
     def apply(self, a, b, z):
         self.ufunc(a, b, out=z)
@@ -187,9 +193,13 @@ class NumpyUnary(NumpyKernel):
     def compute(self, ctx):
         x = ctx.input(0)
         y = ctx.output(0, x.shape, x.dtype if self.out_dtype is None else self.out_dtype)
-        if y.size:
+        if not y.size:
+            return
+        if x.dtype.kind in "fV":
             with np.errstate(all="ignore"):
                 self.apply(x, y)
+        else:
+            self.apply(x, y)
 
     def apply(self, x, y):
         self.ufunc(x, out=y)
