@@ -106,3 +106,20 @@ def test_attention_bad_heads():
     sess = onnxep.InferenceSession(m.SerializeToString(), cpu_only_options())
     with pytest.raises(InvalidArgument, match="attention_0.*multiple of the key"):
         sess.run(None, feeds)
+
+
+@pytest.mark.parametrize("causal", [0, 1])
+def test_attention_bfloat16(causal):
+    """Oracle: onnx.reference (bfloat16 through ml_dtypes), every step rounded to bfloat16 as the spec's graph."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    from onnx import TensorProto, helper
+    feeds = {k: v.astype(ml_dtypes.bfloat16) for k, v in _qkv(np.float32).items()}
+    ins = [helper.make_tensor_value_info(k, TensorProto.BFLOAT16, v.shape) for k, v in feeds.items()]
+    g = helper.make_graph([node("Attention", ["q", "k", "v"], ["y"], is_causal=causal)], "t", ins,
+                          [helper.make_tensor_value_info("y", TensorProto.BFLOAT16, None)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 23)], ir_version=10)
+    got, sess = run_onnxep(m, feeds, sess_options=cpu_only_options())
+    assert fallback_nodes(sess) == []
+    want = run_reference(m, feeds)[0]
+    assert got[0].dtype == want.dtype and got[0].shape == want.shape
+    np.testing.assert_allclose(got[0].astype(np.float32), want.astype(np.float32), rtol=2e-2, atol=2e-2)

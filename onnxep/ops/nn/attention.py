@@ -1,5 +1,5 @@
-"""Attention (opsets 23, 24, 25): Y := softmax(Q K^T * scale (softcapped) + bias) V per head, float16 / float32 /
-float64 (float16 computed in float32). 3-D inputs are split into heads (q_num_heads / kv_num_heads); grouped-query
+"""Attention (opsets 23, 24, 25): Y := softmax(Q K^T * scale (softcapped) + bias) V per head, float16 / bfloat16 /
+float32 / float64 (the 16-bit types accumulate in float32, rounded to their type at each step of the spec's graph). 3-D inputs are split into heads (q_num_heads / kv_num_heads); grouped-query
 heads share their K / V head (no repeat copy); past_key / past_value are prepended (present_key / present_value);
 the bias is the attention mask (bool: -inf where false; numeric: added; padded with masked columns up to the total
 key length), is_causal (bottom-right aligned: query i sees key j <= i + past length, or + nonpad_kv_seqlen - q_len),
@@ -28,7 +28,7 @@ def _heads(t, n, name):
 
 class Attention_23(OpKernel):
     domain, op_type, since = "", "Attention", 23
-    type_constraints = {"T1": FLOATS, "T2": FLOATS, "U": _MASK_TYPES}
+    type_constraints = {"T1": FLOATS + ("bfloat16",), "T2": FLOATS + ("bfloat16",), "U": _MASK_TYPES + ("bfloat16",)}
     is_causal = 0
     q_num_heads = None
     kv_num_heads = None
@@ -81,9 +81,9 @@ class Attention_23(OpKernel):
         acc = np.float64 if Q.dtype == np.float64 else np.float32
         # float16: the products accumulate in float32, but every step of the spec's graph (Q and K times
         # sqrt(scale), the product, the bias, the softmax) rounds to float16 as its float16 nodes would
-        half = Q.dtype == np.float16
+        half = Q.dtype.itemsize == 2          # float16 / bfloat16
         prec = _PRECISIONS.get(None if self.softmax_precision is None else int(self.softmax_precision),
-                               np.float16 if half else acc)
+                               Q.dtype.type if half else acc)
         bias = self._bias(mask, nonpad, B, Sq, Skv, past, acc)
         scale = float(self.scale) if self.scale is not None else 1.0 / np.sqrt(D)
         rep = Hq // Hk
@@ -94,7 +94,7 @@ class Attention_23(OpKernel):
         mode = int(self.qk_matmul_output_mode)
         softcap = float(self.softcap or 0.0)
         if half:
-            root = np.float16(np.sqrt(scale))
+            root = Q.dtype.type(np.sqrt(scale))
             qa, ka = (q * root).astype(acc), (kk * root).astype(acc)
             scale = 1.0
         else:
@@ -105,7 +105,7 @@ class Attention_23(OpKernel):
             for h in range(Hq):
                 np.matmul(qa[b, h], ka[b, h // rep].T, out=s)
                 if half:
-                    s[...] = s.astype(np.float16)
+                    s[...] = s.astype(Q.dtype)
                 else:
                     s *= scale
                 if qk_out is not None and mode == 0:
@@ -118,7 +118,7 @@ class Attention_23(OpKernel):
                     qk_out[b, h] = s
                 sb = s if bias is None else s + bias[min(b, bias.shape[0] - 1), min(h, bias.shape[1] - 1)]
                 if half:
-                    sb = sb.astype(np.float16)
+                    sb = sb.astype(Q.dtype)
                 if qk_out is not None and mode == 2:
                     qk_out[b, h] = sb
                 p = _softmax(sb.astype(prec, copy=False))
