@@ -1,11 +1,12 @@
 """Attention (opsets 23, 24, 25): Y := softmax(Q K^T * scale (softcapped) + bias) V per head, float16 / bfloat16 /
-float32 / float64 (the 16-bit types accumulate in float32, rounded to their type at each step of the spec's graph). 3-D inputs are split into heads (q_num_heads / kv_num_heads); grouped-query
-heads share their K / V head (no repeat copy); past_key / past_value are prepended (present_key / present_value);
-the bias is the attention mask (bool: -inf where false; numeric: added; padded with masked columns up to the total
-key length), is_causal (bottom-right aligned: query i sees key j <= i + past length, or + nonpad_kv_seqlen - q_len),
-sliding windows (25), and nonpad_kv_seqlen padding (24). A fully masked row gives zeros. qk_matmul_output: mode 0 the
-scaled product, 1 after softcap, 2 with the bias, 3 the softmax. The products are one BLAS GEMM per (batch, head)
-pair: numpy's stacked matmul does not call BLAS (a thousand times slower here)."""
+float32 / float64 (the 16-bit types accumulate in float32, rounded to their type at each step of the spec's graph).
+3-D inputs are split into heads (q_num_heads / kv_num_heads); grouped-query heads share their K / V head (no repeat
+copy); past_key / past_value are prepended (present_key / present_value); the bias is the attention mask (bool: -inf
+where false; numeric: added; padded with masked columns up to the total key length), is_causal (bottom-right
+aligned: query i sees key j <= i + past length, or + nonpad_kv_seqlen - q_len), sliding windows (25), and
+nonpad_kv_seqlen padding (24). A fully masked row gives zeros. qk_matmul_output: mode 0 the scaled product, 1 after
+softcap, 2 with the bias, 3 the softmax. The products are one BLAS GEMM per (batch, head) pair: numpy's stacked
+matmul does not call BLAS (a thousand times slower here)."""
 import numpy as np
 
 from onnxep.ops._base import OpKernel
