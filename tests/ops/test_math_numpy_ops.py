@@ -170,12 +170,15 @@ EINSUM = [("ij,jk->ik", [(2, 3), (3, 4)]), ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5
           ("ii", [(3, 3)]), ("ij->ji", [(2, 5)]), ("i,i", [(4,), (4,)]), ("i,j->ij", [(3,), (2,)]),
           ("...ij,...jk->...ik", [(2, 1, 3, 4), (1, 5, 4, 2)]), ("ij,jk,kl->il", [(2, 3), (3, 4), (4, 2)]),
           ("bhqd,bhkd->bhqk", [(1, 2, 3, 4), (1, 2, 5, 4)]), ("ij", [(2, 3)]), ("ba", [(2, 3)]), ("->", [()]),
-          ("ij->", [(0, 3)])]
+          ("ij->", [(0, 3)]), ("bqhd,bkhd->bhqk", [(2, 3, 4, 5), (2, 6, 4, 5)]), ("ij,kj->ki", [(2, 3), (4, 3)]),
+          ("abc,cd->da", [(2, 3, 4), (4, 5)]), ("ij,jk->", [(2, 3), (3, 4)]), ("ijk,k->ij", [(2, 3, 4), (4,)]),
+          ("i,i->i", [(4,), (4,)]), ("abcd,bd->ca", [(2, 3, 4, 5), (3, 5)]), ("ij,j->", [(2, 3), (1,)])]
 
 
 @pytest.mark.parametrize("eq,shapes", EINSUM)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64, np.int32])
 def test_einsum(eq, shapes, dtype):
+    """Two-operand products run as one batched matmul (einsum.matmul_plan), the rest as np.einsum: both here."""
     feeds = {f"x{i}": sample(dtype, s, i) for i, s in enumerate(shapes)}
     check("Einsum", feeds, 12, rtol=1e-5 if dtype == np.float32 else None, equation=eq)
 
