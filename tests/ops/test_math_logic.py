@@ -120,3 +120,20 @@ def test_compare_bad_shapes_raise():
         sess.run(None, {"a": np.ones(4, np.int64), "b": np.ones(3, np.int64)})
     y, = sess.run(None, {"a": np.array([0, 5, 1], np.int64), "b": np.ones(3, np.int64)})
     np.testing.assert_array_equal(y, [True, False, False])
+
+
+@pytest.mark.parametrize("op,dtype", [("Equal", np.int64), ("Equal", bool), ("Less", np.float32),
+                                      ("Greater", np.float64), ("And", bool), ("Or", bool), ("Xor", bool)])
+@pytest.mark.parametrize("sb,attrs", [((3, 4), {}), ((4,), {"broadcast": 1}), ((3,), {"broadcast": 1, "axis": 0}),
+                                      ((1, 4), {"broadcast": 1, "axis": 0})])
+def test_opset1_broadcast_attribute(op, dtype, sb, attrs):
+    """Opset 1: B broadcasts to A only with broadcast=1, aligned at `axis`. Oracle: numpy with B reshaped at
+    `axis` (onnx.reference ignores `axis`; onnxruntime has no opset-1 kernels)."""
+    a = sample(dtype, (3, 4), 1, low=0, high=2)
+    b = sample(dtype, sb, 2, low=0, high=2)
+    got = check(op, {"a": a, "b": b}, 1, ref=False, ort=False, **attrs)
+    axis = attrs.get("axis", 2 - len(sb))
+    b2 = b.reshape((1,) * axis + b.shape + (1,) * (2 - axis - len(sb)))
+    fn = {"Equal": np.equal, "Less": np.less, "Greater": np.greater, "And": np.logical_and, "Or": np.logical_or,
+          "Xor": np.logical_xor}[op]
+    np.testing.assert_array_equal(got[0], fn(a, b2))
