@@ -163,7 +163,8 @@ def test_max_min_nan_propagates():
 
 @pytest.mark.parametrize("op,dtypes", [("Neg", FLOATS + SIGNED), ("Abs", NUMERIC), ("Exp", FLOATS),
                                        ("Sqrt", FLOATS), ("Tanh", FLOATS), ("Sigmoid", FLOATS),
-                                       ("Relu", FLOATS + SIGNED), ("LeakyRelu", FLOATS), ("Erf", (np.float16, np.float64))])
+                                       ("Relu", FLOATS + SIGNED), ("LeakyRelu", FLOATS),
+                                       ("Erf", (np.float16, np.float64))])
 @pytest.mark.parametrize("shape", [(3, 7), (0,)])
 def test_unary_dtypes(op, dtypes, shape):
     for dt in dtypes:

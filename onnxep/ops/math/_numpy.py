@@ -4,8 +4,9 @@ numpy's), and the per-node dtype dispatch that lets an op with a tuned native fl
     class Add_7(Binary):          # _broadcast.Binary = BinaryF32 + NativeOrNumpy: float32 native, the rest numpy
         ufunc = staticmethod(np.add)
 
-An op without a native kernel subclasses NumpyBinary / NumpyUnary directly (the tables in binary_table.py,
-unary_table.py, activations.py)."""
+An op without a native kernel subclasses NumpyBinary / NumpyUnary (the tables in binary_table.py, unary_table.py,
+activations.py) or NumpyKernel. bfloat16 nodes of either kind run the op's float32 code on a Float32Context (inputs
+widened, outputs rounded once), bound per node at construction like the numpy path."""
 from __future__ import annotations
 
 import types
@@ -35,8 +36,8 @@ _F32 = np.dtype(np.float32)
 
 def static_dtype(info, i=0):
     """The numpy dtype of input i as the graph declares it (KernelInfo), or None when unknown / not numpy-native."""
-    types = info.input_types
-    vt = types[i] if i < len(types) else None
+    vts = info.input_types
+    vt = vts[i] if i < len(vts) else None
     name = _DTYPE_NAMES.get(vt.type_str) if vt is not None else None
     return np.dtype(name) if name and name not in ("string", "bfloat16") else None
 
