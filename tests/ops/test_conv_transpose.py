@@ -25,6 +25,10 @@ CASES = [  # x shape, w shape, attributes
     ((1, 4, 3, 4), (4, 1, 3, 3), {"group": 4, "pads": [1, 1, 1, 1]}),
     ((2, 20, 3, 3), (20, 1, 3, 3), {"group": 20, "strides": [2, 2]}),      # many groups: the stacked product
     ((2, 3, 7), (3, 2, 3), {"strides": [2], "pads": [1, 2]}),
+    ((2, 4, 5, 6), (4, 3, 2, 2), {"strides": [2, 2]}),                  # kernel == stride: the transpose path
+    ((1, 4, 5, 6), (4, 3, 2, 3), {"strides": [2, 3], "group": 2, "pads": [0, 1, 1, 0]}),
+    ((1, 2, 3, 2, 2), (2, 2, 2, 2, 2), {"strides": [2, 2, 2]}),
+    ((1, 2, 3, 3), (2, 2, 2, 2), {"strides": [2, 2], "output_padding": [1, 0]}),   # padding past the taps
     ((1, 2, 3, 4, 3), (2, 2, 2, 3, 2), {"strides": [1, 2, 2]}),
 ]
 
