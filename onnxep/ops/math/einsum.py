@@ -82,8 +82,8 @@ def matmul_plan(equation: str, shapes):
 class Einsum_12(NumpyKernel):
     """Y := einsum(equation, X0, X1, ...) (opsets 12, 28). Two operands that make one batched matmul (matmul_plan:
     attention's 'bhqd,bhkd->bhqk' and the like) run as np.matmul (BLAS for floats; float16 in float32); the rest
-    np.einsum, its contraction order optimised beyond two operands. The output shape is worked out from the equation
-    and checked before anything is allocated."""
+    np.einsum, its contraction order optimised beyond two operands (intermediates no larger than an operand or the
+    output). The output shape is worked out from the equation and checked before anything is allocated."""
 
     domain, op_type, since = "", "Einsum", 12
     type_constraints = {"T": NUMERIC}
@@ -106,7 +106,10 @@ class Einsum_12(NumpyKernel):
                 self._plans.clear()
             plan = self._plans[key] = matmul_plan(eq, key) if len(xs) == 2 else None
         if plan is None:
-            np.einsum(eq.replace(" ", ""), *xs, out=y, optimize=len(xs) > 2)
+            # beyond two operands numpy picks the contraction order; its intermediates are capped at the largest of
+            # the operands and the output, whose sizes are checked already
+            cap = max([y.size] + [x.size for x in xs])
+            np.einsum(eq.replace(" ", ""), *xs, out=y, optimize=("greedy", cap) if len(xs) > 2 else False)
             return
         sum_a, perm_a, sum_b, perm_b, (nb, nl, nk, nr), prod_shape, perm_y = plan
         a = xs[0].sum(axis=sum_a) if sum_a else xs[0]
