@@ -137,3 +137,11 @@ def test_opset1_broadcast_attribute(op, dtype, sb, attrs):
     fn = {"Equal": np.equal, "Less": np.less, "Greater": np.greater, "And": np.logical_and, "Or": np.logical_or,
           "Xor": np.logical_xor}[op]
     np.testing.assert_array_equal(got[0], fn(a, b2))
+
+
+@pytest.mark.parametrize("direction", ["LEFT", "RIGHT"])
+@pytest.mark.parametrize("dtype", SIGNED)
+def test_bit_shift_signed_opset28(direction, dtype):
+    """Opset 28 adds the signed types (a right shift keeps the sign, as numpy and C++)."""
+    x = sample(dtype, (3, 4), 1, low=-100, high=100)
+    check("BitShift", {"x": x, "s": sample(dtype, (4,), 2, low=0, high=5)}, 28, direction=direction)
