@@ -11,6 +11,7 @@ Source coordinates follow onnx.reference (the oracle of the conformance cases): 
 align_corners, pytorch_half_pixel and half_pixel_symmetric read is scale * input length, as a float. Opset 10 (and
 Upsample) has no coordinate attribute: asymmetric, and nearest rounds like onnxruntime (floor when upsampling, ceil
 when downsampling)."""
+import itertools
 import math
 
 import numpy as np
@@ -78,6 +79,34 @@ def _nearest_index(x, nearest_mode, scale, n_in):
     return np.clip(idx, 0, n_in - 1).astype(np.intp)
 
 
+def _repeat_factor(idx, n_in):
+    """r when the nearest indices repeat every input pixel r times in order (idx == arange(r * n_in) // r), else 0."""
+    n = len(idx)
+    if n_in == 0 or n % n_in:
+        return 0
+    r = n // n_in
+    return r if np.array_equal(idx, np.arange(n) // r) else 0
+
+
+def _repeat_into(x, reps, out):
+    """out := x with axis a repeated reps[a] times, as one strided copy per phase (an integer-factor nearest
+    upsampling: 4 copies for 2x2, ~3x faster than a gather per axis)."""
+    split = []
+    for a, n in enumerate(x.shape):
+        split += [n, reps[a]] if a in reps else [n]
+    view = out.reshape(split)
+    src = x.reshape([d for a, n in enumerate(x.shape) for d in ((n, 1) if a in reps else (n,))])
+    moving = sorted(reps)
+    for phase in itertools.product(*(range(reps[a]) for a in moving)):
+        at = dict(zip(moving, phase))
+        index = []
+        for a in range(x.ndim):
+            index.append(slice(None))
+            if a in at:
+                index.append(slice(at[a], at[a] + 1))
+        view[tuple(index)] = src
+
+
 def _cubic(t, a):
     """The cubic convolution kernel of |t| (Keys, coefficient a)."""
     t = np.abs(t)
@@ -130,7 +159,8 @@ def resize(x, out_shape, scales, axes, mode, ctm, nearest_mode, cubic_a, exclude
     if mode == "nearest":
         cur = x
         extrap = None
-        for i, ax in enumerate(axes):
+        plan = []
+        for ax in axes:
             xs, ext = _source_coords(ctm, out_shape[ax], scales[ax], x.shape[ax], roi[ax] if roi else None)
             idx = _nearest_index(xs, nearest_mode, scales[ax], x.shape[ax])
             if ext is not None and ext.any():
@@ -138,6 +168,12 @@ def resize(x, out_shape, scales, axes, mode, ctm, nearest_mode, cubic_a, exclude
                 shape[ax] = -1
                 m = ext.reshape(shape)
                 extrap = m if extrap is None else (extrap | m)
+            plan.append((ax, idx))
+        reps = [_repeat_factor(idx, x.shape[ax]) for ax, idx in plan]
+        if out is not None and extrap is None and all(reps):
+            _repeat_into(x, dict(zip(axes, reps)), out)
+            return out
+        for i, (ax, idx) in enumerate(plan):
             if i == len(axes) - 1 and out is not None:
                 np.take(cur, idx, axis=ax, out=out, mode="clip")
                 cur = out
