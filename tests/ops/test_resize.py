@@ -218,3 +218,9 @@ def test_resize_bad_inputs():
     sess = onnxep.InferenceSession(m.SerializeToString(), cpu_only_options())
     with pytest.raises(InvalidArgument, match=r"resize_0.*scales has shape \(2,\), expected \(4,\)"):
         sess.run(None, feeds)
+
+
+@pytest.mark.parametrize("mode", ["linear", "cubic"])
+def test_resize_strong_antialias(mode):
+    """Many taps per output (a 20x antialiased downsample): the gather-all path."""
+    _check_ref(rand((1, 2, 3, 200), 4), scales=(1, 1, 1, 0.05), mode=mode, antialias=1)

@@ -25,6 +25,7 @@ _OP = "Resize"
 _T1 = DATA_TYPES + ("string",)
 _COORD_MODES = ("half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric",
                 "tf_half_pixel_for_nn", "tf_crop_and_resize")
+_LOOP_TAPS = 8        # up to this many taps per output: one np.take per tap; more: one gather of all
 _NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil", "simple")
 
 
@@ -198,14 +199,22 @@ def resize(x, out_shape, scales, axes, mode, ctm, nearest_mode, cubic_a, exclude
         wshape = [1] * cur.ndim
         wshape[ax] = -1
         w = w.astype(work)
-        nxt = np.empty(shape, work)
-        tmp = np.empty(shape, work)
-        np.take(cur, idx[:, 0], axis=ax, out=nxt, mode="clip")
-        nxt *= w[:, 0].reshape(wshape)
-        for j in range(1, idx.shape[1]):     # the taps (2 linear, 4 cubic; more when antialiasing a downsample)
-            np.take(cur, idx[:, j], axis=ax, out=tmp, mode="clip")
-            tmp *= w[:, j].reshape(wshape)
-            nxt += tmp
+        n_taps = idx.shape[1]
+        if n_taps <= _LOOP_TAPS:   # the taps (2 linear, 4 cubic, a few more antialiasing a mild downsample)
+            nxt = np.empty(shape, work)
+            tmp = np.empty(shape, work)
+            np.take(cur, idx[:, 0], axis=ax, out=nxt, mode="clip")
+            nxt *= w[:, 0].reshape(wshape)
+            for j in range(1, n_taps):
+                np.take(cur, idx[:, j], axis=ax, out=tmp, mode="clip")
+                tmp *= w[:, j].reshape(wshape)
+                nxt += tmp
+        else:   # antialiasing a strong downsample: ~2 / scale taps, gathered at once (about 2x the input's size)
+            gshape = shape[:ax] + [shape[ax], n_taps] + shape[ax + 1:]
+            check_size(gshape, work, f"{_OP} antialias taps")
+            g = np.take(cur, idx.reshape(-1), axis=ax, mode="clip").reshape(gshape)
+            g *= w.reshape([1] * ax + [shape[ax], n_taps] + [1] * (cur.ndim - ax - 1))
+            nxt = g.sum(axis=ax + 1)
         if ext is not None and ext.any():
             m = ext.reshape(wshape)
             extrap = m if extrap is None else (extrap | m)
