@@ -171,7 +171,7 @@ def resize(x, out_shape, scales, axes, mode, ctm, nearest_mode, cubic_a, exclude
                 extrap = m if extrap is None else (extrap | m)
             plan.append((ax, idx))
         reps = [_repeat_factor(idx, x.shape[ax]) for ax, idx in plan]
-        if out is not None and extrap is None and all(reps):
+        if out is not None and extrap is None and all(reps) and math.prod(reps) <= 64:   # one copy per phase
             _repeat_into(x, dict(zip(axes, reps)), out)
             return out
         for i, (ax, idx) in enumerate(plan):
