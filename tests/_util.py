@@ -76,3 +76,17 @@ def fallback_options(op_types="Neg"):
     so = onnxep.SessionOptions()
     so.add_session_config_entry("onnxep.fallback_op_types", op_types)
     return so
+
+
+def local_function_model():
+    """x -> Relu -> a node of a model-local function (domain "local", body: Neg) -> y, x float32 (2, 3). No cpu kernel
+    claims the function node; onnx.reference evaluates its body: a node that needs the reference fallback whatever
+    the cpu backend's op coverage."""
+    fn = helper.make_function("local", "Negate", ["v"], ["w"], [helper.make_node("Neg", ["v"], ["w"])],
+                              [helper.make_opsetid("", 17)])
+    m = make_model([helper.make_node("Relu", ["x"], ["a"]),
+                    helper.make_node("Negate", ["a"], ["y"], name="fn", domain="local")],
+                   {"x": np.zeros((2, 3), np.float32)}, ["y"])
+    m.opset_import.append(helper.make_opsetid("local", 1))
+    m.functions.append(fn)
+    return m

@@ -12,6 +12,8 @@ from onnx import helper
 import onnxep
 from onnxep.onnx_backend import OnnxepBackend, OnnxepBackendRep
 
+from tests._util import local_function_model
+
 from . import _data
 
 
@@ -74,8 +76,8 @@ def test_run_node_wrong_input_count():
 
 
 def test_fallback_switch_passes_through():
-    # Hardmax has no cpu kernel (none planned): with the fallback off the session refuses it
-    model = _model("Hardmax", 13)
+    # a model-local function node has no cpu kernel: with the fallback off the session refuses it
+    model = local_function_model()
     with pytest.raises(onnxep.NotImplemented, match="fallback is off"):
         OnnxepBackend.prepare(model, **{"session.disable_cpu_ep_fallback": "1"})
     with pytest.raises(onnxep.NotImplemented, match="fallback is off"):

@@ -10,7 +10,7 @@ import pytest
 from onnx import TensorProto, helper
 
 import onnxep
-from tests._util import cpu_only_options, make_model
+from tests._util import cpu_only_options, local_function_model, make_model
 
 ort = pytest.importorskip("onnxruntime")
 
@@ -118,21 +118,8 @@ def test_session_options_and_config_entries():
     np.testing.assert_array_equal(s.run(None, {"x": np.ones((1, 3), np.float32)}, ro)[0], np.ones((1, 3)))
 
 
-def _with_local_function():
-    """Relu -> a node of a model-local function (domain "local", body: Neg): no cpu kernel claims it, and
-    onnx.reference runs it by evaluating the function's body."""
-    fn = helper.make_function("local", "Negate", ["v"], ["w"], [helper.make_node("Neg", ["v"], ["w"])],
-                              [helper.make_opsetid("", 17)])
-    m = make_model([helper.make_node("Relu", ["x"], ["a"]),
-                    helper.make_node("Negate", ["a"], ["y"], name="fn", domain="local")],
-                   {"x": np.zeros((2, 3), np.float32)}, ["y"])
-    m.opset_import.append(helper.make_opsetid("local", 1))
-    m.functions.append(fn)
-    return m
-
-
 def test_fallback_off_names_the_node_and_op():
-    m = _with_local_function()
+    m = local_function_model()
     with pytest.raises(onnxep.NotImplemented, match="'fn'.*Negate"):
         onnxep.InferenceSession(m.SerializeToString(), cpu_only_options())
     s = onnxep.InferenceSession(m.SerializeToString())  # fallback on: the reference backend runs it
