@@ -24,6 +24,14 @@ def static_dtype(info, i=0):
     return None if vt is None else vt.dtype
 
 
+def bind_numpy_path(kernel, info, inputs=(0,)):
+    """Make `kernel._compute_numpy` the kernel's compute when one of `inputs` is declared a dtype other than float32;
+    a float32 node keeps the native compute and pays no per-call dtype test."""
+    dts = [static_dtype(info, i) for i in inputs]
+    if any(dt is not None and dt != np.float32 for dt in dts):   # not `dt in (None, ...)`: dtype == None is float64
+        kernel.compute = kernel._compute_numpy
+
+
 def _taps(kernel):
     return itertools.product(*(range(k) for k in kernel))
 

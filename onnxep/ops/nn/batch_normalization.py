@@ -8,7 +8,7 @@ import numpy as np
 from onnxep import _kernels
 from onnxep.ops._base import OpKernel
 from onnxep.ops.nn import _numpy_paths
-from onnxep.ops.nn._numpy_paths import static_dtype
+from onnxep.ops.nn._numpy_paths import bind_numpy_path
 
 _FLOATS = ("float32", "float16", "float64")    # float32 native; float16 / float64 (and mixed types) through numpy
 
@@ -21,10 +21,7 @@ class _BatchNormalization(OpKernel):
 
     def __init__(self, info):
         super().__init__(info)
-        dt = static_dtype(info)
-        if dt is not None and dt != np.float32 or any(static_dtype(info, i) not in (None, np.float32)
-                                                      for i in range(1, 5)):
-            self.compute = self._compute_numpy     # float16 / float64 (or mixed, opset 15): numpy
+        bind_numpy_path(self, info, range(5))   # float16 / float64 (or mixed, opset 15): numpy
 
     def _compute_numpy(self, ctx):
         x = ctx.input(0)

@@ -8,7 +8,7 @@ from onnxep import _kernels
 from onnxep.ops._base import OpKernel
 from onnxep.ops._packed import PackedWeightMixin
 from onnxep.ops.nn import _numpy_paths
-from onnxep.ops.nn._numpy_paths import static_dtype
+from onnxep.ops.nn._numpy_paths import bind_numpy_path
 
 F32 = np.float32
 _AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
@@ -84,9 +84,7 @@ class Conv_1(ConvAttrs, PackedWeightMixin, OpKernel):
 
     def __init__(self, info):
         super().__init__(info)
-        dt = static_dtype(info)
-        if dt is not None and dt != F32:      # float16 / float64: numpy (the float32 path below is untouched)
-            self.compute = self._compute_numpy
+        bind_numpy_path(self, info)   # float16 / float64: numpy (the float32 path is untouched)
 
     def _compute_numpy(self, ctx):
         X, W, B = ctx.input(0), ctx.input(1), ctx.input(2)

@@ -11,7 +11,7 @@ import numpy as np
 from onnxep import _kernels
 from onnxep.ops._base import F32, OpKernel, f32_shape
 from onnxep.ops.nn import _numpy_paths
-from onnxep.ops.nn._numpy_paths import static_dtype
+from onnxep.ops.nn._numpy_paths import bind_numpy_path
 
 
 def _row_operand(v, x_shape, axis):
@@ -32,9 +32,7 @@ class LayerNormalization_17(OpKernel):
 
     def __init__(self, info):
         super().__init__(info)
-        dt = static_dtype(info)
-        if dt is not None and dt != F32:       # float16 / float64: numpy (the float32 path is untouched)
-            self.compute = self._compute_numpy
+        bind_numpy_path(self, info)   # float16 / float64: numpy (the float32 path is untouched)
 
     def _compute_numpy(self, ctx):
         x, scale, bias = ctx.input(0), ctx.input(1), ctx.input(2)

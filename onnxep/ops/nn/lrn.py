@@ -4,7 +4,7 @@ import numpy as np
 from onnxep import _kernels
 from onnxep.ops._base import OpKernel
 from onnxep.ops.nn import _numpy_paths
-from onnxep.ops.nn._numpy_paths import static_dtype
+from onnxep.ops.nn._numpy_paths import bind_numpy_path
 
 
 class _LRN(OpKernel):
@@ -23,9 +23,7 @@ class _LRN(OpKernel):
 
     def __init__(self, info):
         super().__init__(info)
-        dt = static_dtype(info)
-        if dt is not None and dt != np.float32:   # float16 / float64: numpy (the float32 path is untouched)
-            self.compute = self._compute_numpy
+        bind_numpy_path(self, info)   # float16 / float64: numpy (the float32 path is untouched)
 
     def _compute_numpy(self, ctx):
         x = ctx.input(0)

@@ -4,7 +4,7 @@ from onnxep import _kernels
 from onnxep.ops._base import OpKernel
 from onnxep.ops._pool_common import PoolAttrs, supports_pool
 from onnxep.ops.nn import _numpy_paths
-from onnxep.ops.nn._numpy_paths import static_dtype
+from onnxep.ops.nn._numpy_paths import bind_numpy_path
 import numpy as np
 
 
@@ -35,9 +35,7 @@ class _MaxPool(OpKernel):
         self.pool = PoolAttrs(self.kernel_shape, self.strides, self.pads, self.dilations, self.auto_pad,
                               self.ceil_mode)
         self._geom = {}
-        dt = static_dtype(info)
-        if dt is not None and dt != np.float32:   # numpy (the float32 path below is untouched)
-            self.compute = self._compute_numpy
+        bind_numpy_path(self, info)   # float16 / float64: numpy (the float32 path is untouched)
 
     def _compute_numpy(self, ctx):
         x = ctx.input(0)
