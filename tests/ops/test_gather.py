@@ -4,7 +4,7 @@ import onnx
 import pytest
 
 import onnxep
-from tests._util import fallback_nodes, make_model
+from tests._util import fallback_nodes, make_model, run_reference
 from tests.ops._eltshape import check_node, node, rand
 
 
@@ -78,11 +78,15 @@ def test_constant(opset, attrs):
     check_node(node("Constant", [], ["y"], **attrs), {}, opset)
 
 
-def test_constant_string_falls_back():
-    """Oracle: the placement -- string constants are left to the reference backend."""
-    m = make_model([node("Constant", [], ["y"], value_strings=["a"])], {}, ["y"], opset=13)
-    sess = onnxep.InferenceSession(m.SerializeToString())
-    assert fallback_nodes(sess) == ["constant_0"]
+def test_constant_string_runs_on_cpu():
+    """Oracle: onnx.reference -- value_strings and a string tensor value, on the cpu backend."""
+    for attrs in ({"value_strings": ["a", "bc"]},
+                  {"value": onnx.helper.make_tensor("v", onnx.TensorProto.STRING, [2, 1], [b"x", b"yz"])}):
+        m = make_model([node("Constant", [], ["y"], **attrs)], {}, ["y"], opset=13)
+        sess = onnxep.InferenceSession(m.SerializeToString())
+        assert fallback_nodes(sess) == []
+        (got,), (want,) = sess.run(None, {}), run_reference(m, {})
+        assert got.dtype == object and got.shape == want.shape and got.tolist() == want.tolist()
 
 
 @pytest.mark.parametrize("opset", [7, 9, 10, 12, 13, 22])
@@ -106,14 +110,29 @@ def test_dropout_inference(opset, mask):
 
 @pytest.mark.parametrize("training", [False, True])
 def test_dropout_training_mode(training):
-    """training_mode constant false runs on cpu (oracle: onnx.reference); true or non-constant falls back."""
-    n = node("Dropout", ["x", "r", "t"], ["y"])
-    inits = {"r": np.array(0.5, np.float32), "t": np.array(training)}
-    if not training:
-        check_node(n, {"x": rand((3, 4))}, 13, initializers=inits)
-        return
-    m = make_model([n], {"x": rand((3, 4))}, ["y"], opset=13, initializers=inits)
-    assert fallback_nodes(onnxep.InferenceSession(m.SerializeToString())) == ["dropout_0"]
-    m = make_model([n], {"x": rand((3, 4)), "t": np.array(False)}, ["y"], opset=13,
-                   initializers={"r": np.array(0.5, np.float32)})
-    assert fallback_nodes(onnxep.InferenceSession(m.SerializeToString())) == ["dropout_0"]
+    """On the cpu backend whether training_mode is a constant or an input. Not training: output = x, mask all True
+    (oracle: onnx.reference). Training with a seed: the first run equals onnx.reference's (both draw from numpy's
+    RandomState with that seed); every output is 0 or x / (1 - ratio), and the mask says which."""
+    n = node("Dropout", ["x", "r", "t"], ["y", "m"], seed=3)
+    x = rand((30, 40)) + 2.0
+    inits = {"r": np.array(0.25, np.float32), "t": np.array(training)}
+    m = make_model([n], {"x": x}, ["y", "m"], opset=13, initializers=inits)
+    sess = onnxep.InferenceSession(m.SerializeToString())
+    assert fallback_nodes(sess) == []
+    (y, mask), (want_y, want_m) = sess.run(None, {"x": x}), run_reference(m, {"x": x})
+    np.testing.assert_allclose(y, want_y, rtol=1e-6)
+    np.testing.assert_array_equal(mask, want_m)
+    if training:
+        assert 0.6 < mask.mean() < 0.9
+        np.testing.assert_allclose(y, np.where(mask, x / 0.75, 0), rtol=1e-6)
+    else:
+        np.testing.assert_array_equal(y, x)
+        assert mask.all()
+    m = make_model([n], {"x": x, "t": np.array(training)}, ["y", "m"], opset=13,
+                   initializers={"r": np.array(0.25, np.float32)})
+    sess = onnxep.InferenceSession(m.SerializeToString())
+    assert fallback_nodes(sess) == []
+    y, mask = sess.run(None, {"x": x, "t": np.array(training)})
+    np.testing.assert_allclose(y, np.where(mask, x / 0.75, 0) if training else x, rtol=1e-6)
+
+

@@ -1,5 +1,6 @@
 import numpy as np
 
+from onnxep.errors import InvalidArgument
 from onnxep.ops._base import OpKernel
 
 _FLOATS = ("float32", "float64", "float16")
@@ -44,18 +45,35 @@ def _identity_bool_mask(ctx):
 
 # Not a subclass of Dropout_10: the registry fills `until` per class, and a subclass would inherit Dropout_10's.
 class Dropout_12(OpKernel):
-    """Inference Dropout: output := data, mask := all True (opsets 12, 13, 22). The training_mode input must be absent
-    or a constant false (else the node goes to the reference backend); ratio and seed are ignored."""
+    """Dropout (opsets 12, 13, 22). Inference (training_mode absent or false, or ratio 0): output := data, mask := all
+    True. Training: mask := uniform[0, 1) >= ratio, output := data * mask / (1 - ratio), the uniforms drawn from
+    numpy's RandomState -- seeded with the seed attribute when given, so the first run matches onnx.reference, and
+    advanced run after run (a new mask each step, as onnxruntime does with its own generator)."""
 
     domain, op_type, since = "", "Dropout", 12
     type_constraints = {"T": _FLOATS, "T2": ("bool",)}
+    seed = None
 
-    @classmethod
-    def supports(cls, op):
-        if len(op.node.inputs) > 2 and op.node.inputs[2]:
-            tm = op.constants.get(2)
-            return tm is not None and tm.size == 1 and not bool(tm.reshape(-1)[0])
-        return True
+    def __init__(self, info):
+        super().__init__(info)
+        self._rng = None
 
     def compute(self, ctx):
-        _identity_bool_mask(ctx)
+        x = ctx.input(0)
+        ratio, training = ctx.input(1), ctx.input(2)
+        r = 0.5 if ratio is None else float(np.asarray(ratio).reshape(-1)[0]) if np.size(ratio) == 1 else None
+        if r is None or not 0 <= r < 1:
+            raise InvalidArgument(f"Dropout: ratio must be one value in [0, 1), got {ratio!r}")
+        if training is None or np.size(training) != 1 or not bool(np.asarray(training).reshape(-1)[0]) or r == 0:
+            if training is not None and np.size(training) != 1:
+                raise InvalidArgument(f"Dropout: training_mode must be one bool, got shape {np.shape(training)}")
+            _identity_bool_mask(ctx)
+            return
+        if self._rng is None:
+            self._rng = np.random.RandomState(None if self.seed is None else int(self.seed))
+        keep = self._rng.uniform(0, 1.0, x.shape) >= r
+        y = ctx.output(0, x.shape, x.dtype)
+        np.multiply(x, keep, out=y)
+        y *= x.dtype.type(1.0 / (1.0 - r))
+        if ctx.has_output(1):
+            ctx.output(1, x.shape, np.bool_)[...] = keep
