@@ -15,6 +15,21 @@ def acc_dtype(dtype):
     return np.float64 if np.dtype(dtype) == np.float64 else np.float32
 
 
+def centred_and_std(xr, yr, epsilon):
+    """(x - mean, sqrt(var + epsilon)) over the last axis of the 3-D view `xr`, the variance of the centred values:
+    the centred values go into `yr` (the output's matching view) when x's type is its own accumulation type, else into
+    a new array of acc_dtype; the std has shape (xr.shape[0], xr.shape[1], 1)."""
+    acc = acc_dtype(xr.dtype)
+    d = yr if acc == xr.dtype else np.empty(xr.shape, acc)
+    mean = np.mean(xr, axis=2, keepdims=True, dtype=acc)
+    np.subtract(xr, mean, out=d)
+    std = np.einsum("ijs,ijs->ij", d, d)[:, :, None]
+    std /= d.shape[2]
+    std += epsilon
+    np.sqrt(std, out=std)
+    return d, std
+
+
 def bad(op, msg):
     """InvalidArgument saying which op and what was wrong (the executor adds the node name)."""
     return InvalidArgument(f"{op}: {msg}")

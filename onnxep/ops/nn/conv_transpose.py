@@ -13,6 +13,7 @@ import numpy as np
 
 from onnxep.graph.model import check_size
 from onnxep.ops._base import OpKernel
+from onnxep.ops.nn.conv import ConvAttrs
 from onnxep.ops.nn._helpers import FLOATS, acc_dtype, bad, ints, rank_of
 
 _OP = "ConvTranspose"
@@ -45,15 +46,9 @@ def transpose_geometry(in_sp, k, strides, dilations, output_padding, pads, auto_
     return tuple(pads[:nsp]), out, full
 
 
-class ConvTranspose_1(OpKernel):
+class ConvTranspose_1(ConvAttrs, OpKernel):
     domain, op_type, since = "", "ConvTranspose", 1
     type_constraints = {"T": FLOATS}
-    auto_pad = "NOTSET"
-    group = 1
-    kernel_shape = None
-    strides = None
-    dilations = None
-    pads = None
     output_padding = None
     output_shape = None
 

@@ -4,7 +4,7 @@ runs in float32 (stash_type 1; float64 input keeps float64), the result is cast 
 import numpy as np
 
 from onnxep.ops._base import OpKernel
-from onnxep.ops.nn._helpers import FLOATS, acc_dtype, bad, inputs_typed
+from onnxep.ops.nn._helpers import FLOATS, bad, centred_and_std, inputs_typed
 
 
 class GroupNormalization_18(OpKernel):
@@ -40,16 +40,8 @@ class GroupNormalization_18(OpKernel):
         y = ctx.output(0, x.shape, x.dtype)
         if y.size == 0:
             return
-        acc = acc_dtype(x.dtype)
-        xr = x.reshape(N, G, -1)
-        d = y.reshape(N, G, -1) if acc == x.dtype else np.empty(xr.shape, acc)
-        mean = np.mean(xr, axis=2, keepdims=True, dtype=acc)
-        np.subtract(xr, mean, out=d)
-        var = np.einsum("ngs,ngs->ng", d, d)[:, :, None]
-        var /= d.shape[2]
-        var += self.epsilon
-        np.sqrt(var, out=var)
-        np.divide(d, var, out=d)
+        d, std = centred_and_std(x.reshape(N, G, -1), y.reshape(N, G, -1), self.epsilon)
+        np.divide(d, std, out=d)
         if d.dtype != y.dtype:   # stage one ends with the cast back to x's type
             np.copyto(y.reshape(d.shape), d, casting="same_kind")
         if self.per_channel:

@@ -3,7 +3,7 @@ instance and channel over the spatial dims. float16 is computed in float32, floa
 import numpy as np
 
 from onnxep.ops._base import OpKernel
-from onnxep.ops.nn._helpers import FLOATS, acc_dtype, bad
+from onnxep.ops.nn._helpers import FLOATS, bad, centred_and_std
 
 
 class InstanceNormalization_6(OpKernel):
@@ -22,17 +22,9 @@ class InstanceNormalization_6(OpKernel):
         y = ctx.output(0, x.shape, x.dtype)
         if y.size == 0:
             return
-        acc = acc_dtype(x.dtype)
-        xr = x.reshape(N, C, -1)
-        d = y.reshape(N, C, -1) if acc == x.dtype else np.empty(xr.shape, acc)
-        mean = np.mean(xr, axis=2, keepdims=True, dtype=acc)
-        np.subtract(xr, mean, out=d)
-        var = np.einsum("ncs,ncs->nc", d, d)[:, :, None]
-        var /= d.shape[2]
-        var += self.epsilon
-        np.sqrt(var, out=var)
-        np.divide(scale.astype(acc, copy=False)[:, None], var, out=var)
-        np.multiply(d, var, out=d)
-        np.add(d, bias.astype(acc, copy=False)[:, None], out=d)
+        d, std = centred_and_std(x.reshape(N, C, -1), y.reshape(N, C, -1), self.epsilon)
+        np.divide(scale.astype(d.dtype, copy=False)[:, None], std, out=std)
+        np.multiply(d, std, out=d)
+        np.add(d, bias.astype(d.dtype, copy=False)[:, None], out=d)
         if d.dtype != y.dtype:
             np.copyto(y.reshape(d.shape), d, casting="same_kind")
