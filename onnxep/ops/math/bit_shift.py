@@ -14,7 +14,7 @@ class BitShift_11(NumpyBinary):
     @classmethod
     def supports(cls, op):
         d = op.node.attrs.get("direction")
-        return (d.decode() if isinstance(d, bytes) else d) in ("LEFT", "RIGHT")
+        return d in ("LEFT", "RIGHT")
 
     def apply(self, a, b, z):
         (np.left_shift if self.direction == "LEFT" else np.right_shift)(a, b, out=z)

@@ -95,7 +95,7 @@ class Einsum_12(NumpyKernel):
 
     def compute(self, ctx):
         xs = [ctx.input(i) for i in range(ctx.input_count)]
-        eq = self.equation.decode() if isinstance(self.equation, bytes) else self.equation
+        eq = self.equation
         y = ctx.output(0, einsum_shape(eq, [x.shape for x in xs]), xs[0].dtype)
         if not y.size:
             return

@@ -17,7 +17,7 @@ class Gelu_20(NumpyKernel):
     @classmethod
     def supports(cls, op):
         a = op.node.attrs.get("approximate", "none")
-        return (a.decode() if isinstance(a, bytes) else a) in ("none", "tanh")
+        return a in ("none", "tanh")
 
     def compute(self, ctx):
         x = ctx.input(0)

@@ -18,7 +18,7 @@ class CausalConvWithState_27(OpKernel):
     @classmethod
     def supports(cls, op):
         a = op.node.attrs.get("activation", "none")
-        return (a.decode() if isinstance(a, bytes) else a) in ("none", "silu", "swish")
+        return a in ("none", "silu", "swish")
 
     def compute(self, ctx):
         x, w, b, past = ctx.input(0), ctx.input(1), ctx.input(2), ctx.input(3)
@@ -48,7 +48,7 @@ class CausalConvWithState_27(OpKernel):
             total += padded[:, :, j:j + L] * wa[:, 0, j:j + 1]
         if x.dtype != acc:   # the conv result is cast to T before the activation (onnx.reference)
             total = total.astype(x.dtype).astype(acc)
-        if _name(self.activation) in ("silu", "swish"):
+        if self.activation in ("silu", "swish"):
             sig = np.negative(total)
             np.exp(sig, out=sig)
             sig += 1
@@ -57,6 +57,3 @@ class CausalConvWithState_27(OpKernel):
         if state is not None:
             state[...] = padded[:, :, L:]
 
-
-def _name(v):
-    return v.decode() if isinstance(v, bytes) else v

@@ -15,10 +15,6 @@ _OP = "LinearAttention"
 _RULES = ("linear", "gated", "delta", "gated_delta")
 
 
-def _name(v):
-    return v.decode() if isinstance(v, bytes) else v
-
-
 def _heads(x, n):
     """(B, T, n * d) -> (B, n, T, d) float32."""
     b, t, hd = x.shape
@@ -37,12 +33,12 @@ class LinearAttention_27(OpKernel):
     @classmethod
     def supports(cls, op):
         a = op.node.attrs
-        return _name(a.get("update_rule", "gated_delta")) in _RULES and a.get("q_num_heads") is not None \
+        return a.get("update_rule", "gated_delta") in _RULES and a.get("q_num_heads") is not None \
             and a.get("kv_num_heads") is not None
 
     def compute(self, ctx):
         q, k, v, past, decay, beta = (ctx.input(i) for i in range(6))
-        rule = _name(self.update_rule)
+        rule = self.update_rule
         hq, hk = int(self.q_num_heads), int(self.kv_num_heads)
         gating, delta = rule in ("gated", "gated_delta"), rule in ("delta", "gated_delta")
         if hq <= 0 or hk <= 0 or hq % hk:

@@ -32,7 +32,7 @@ _NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil", "s
 def _attr_str(v, default):
     if v is None:
         return default
-    return v.decode() if isinstance(v, bytes) else str(v)
+    return str(v)
 
 
 def _source_coords(ctm, n_out, scale, n_in, roi):

@@ -16,7 +16,7 @@ _OP = "TfIdfVectorizer"
 def _pool(attrs):
     """(vocabulary sorted, {n: (sorted keys, output indexes)}, output size) of the node's pool, or None."""
     ints_pool, strs_pool = attrs.get("pool_int64s"), attrs.get("pool_strings")
-    pool = list(ints_pool) if ints_pool else [s.decode() if isinstance(s, bytes) else s for s in strs_pool or []]
+    pool = list(ints_pool) if ints_pool else list(strs_pool or [])
     counts = [int(c) for c in attrs.get("ngram_counts") or []]
     indexes = [int(i) for i in attrs.get("ngram_indexes") or []]
     lo, hi = int(attrs.get("min_gram_length", 1)), int(attrs.get("max_gram_length", 1))
@@ -54,7 +54,6 @@ class TfIdfVectorizer_9(OpKernel):
     def supports(cls, op):
         a = op.node.attrs
         mode = a.get("mode")
-        mode = mode.decode() if isinstance(mode, bytes) else mode
         if mode not in ("TF", "IDF", "TFIDF"):
             return False
         try:
@@ -65,7 +64,7 @@ class TfIdfVectorizer_9(OpKernel):
     def __init__(self, info):
         super().__init__(info)
         self._vocab, self._grams, self._size = _pool(info.attrs)
-        self._mode = self.mode.decode() if isinstance(self.mode, bytes) else self.mode
+        self._mode = self.mode
 
     def compute(self, ctx):
         x = ctx.input(0)

@@ -63,9 +63,8 @@ class Cast_1(OpKernel):
 
 
 def _named(to):
-    """TensorProto's number for an opset-1 type name (bytes or str), else None."""
-    name = to.decode() if isinstance(to, bytes) else to
-    return TensorProto.DataType.Value(name.upper()) if isinstance(name, str) and name.upper() in \
+    """TensorProto's number for an opset-1 type name, else None."""
+    return TensorProto.DataType.Value(to.upper()) if isinstance(to, str) and to.upper() in \
         TensorProto.DataType.keys() else None
 
 

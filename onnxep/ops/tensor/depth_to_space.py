@@ -21,7 +21,7 @@ class DepthToSpace_1(OpKernel):
                                   f" got shape {x.shape}")
         n, c, h, w = x.shape
         c2 = c // (b * b)
-        mode = self.mode.decode() if isinstance(self.mode, bytes) else self.mode
+        mode = self.mode
         if mode == "DCR":
             t = x.reshape(n, b, b, c2, h, w).transpose(0, 3, 4, 1, 5, 2)
         elif mode == "CRD":

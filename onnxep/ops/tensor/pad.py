@@ -68,7 +68,7 @@ class Pad_1(OpKernel):
     @classmethod
     def supports(cls, op):
         m = op.node.attrs.get("mode", "constant")
-        return (m.decode() if isinstance(m, bytes) else m) in ("constant", "reflect", "edge")
+        return m in ("constant", "reflect", "edge")
 
     def compute(self, ctx):
         x = ctx.input(0)
@@ -78,7 +78,7 @@ class Pad_1(OpKernel):
         if pads is None:
             raise InvalidArgument("Pad: the pads attribute is missing")
         value = fill_value(x.dtype) if x.dtype.hasobject else np.asarray(self.value).astype(x.dtype)
-        mode = self.mode.decode() if isinstance(self.mode, bytes) else self.mode
+        mode = self.mode
         pad(ctx, x, ints(pads, "Pad pads"), mode, value, None, f"Pad node {self.name!r}")
 
 
@@ -94,7 +94,6 @@ class Pad_11(OpKernel):
     @classmethod
     def supports(cls, op):
         m = op.node.attrs.get("mode", "constant")
-        m = m.decode() if isinstance(m, bytes) else m
         return m in _MODES and (m != "wrap" or op.node.opset >= 19)
 
     def compute(self, ctx):
@@ -106,5 +105,5 @@ class Pad_11(OpKernel):
             value = v.reshape(-1)[0]
         axes = ctx.input(3)
         axes = None if axes is None else ints(axes, "Pad axes")
-        mode = self.mode.decode() if isinstance(self.mode, bytes) else self.mode
+        mode = self.mode
         pad(ctx, x, ints(ctx.input(1), "Pad pads"), mode, value, axes, f"Pad node {self.name!r}")

@@ -13,7 +13,6 @@ def reduction_ok(op) -> bool:
     """The reduction attribute exists at the node's opset: none only before 16, add / mul from 16, max / min from
     18."""
     r = op.node.attrs.get("reduction", "none")
-    r = r.decode() if isinstance(r, bytes) else r
     v = op.node.opset
     return r == "none" or (v >= 16 and r in ("add", "mul")) or (v >= 18 and r in ("max", "min"))
 
@@ -45,7 +44,7 @@ class ScatterElements_11(OpKernel):
         axis = along_axis_checks("ScatterElements", x, idx, self.axis)
         if idx.shape != upd.shape:
             raise InvalidArgument(f"ScatterElements: indices {idx.shape} and updates {upd.shape} must have one shape")
-        red = self.reduction.decode() if isinstance(self.reduction, bytes) else self.reduction
+        red = self.reduction
         if red != "none" and x.dtype.hasobject:
             raise InvalidArgument(f"ScatterElements: reduction {red!r} on strings")
         idx = normalize_indices(idx, x.shape[axis], "ScatterElements", f" for axis {axis} of data shape {x.shape}")

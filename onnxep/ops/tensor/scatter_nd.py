@@ -1,5 +1,3 @@
-import numpy as np
-
 from onnxep.errors import InvalidArgument
 from onnxep.ops._base import OpKernel
 from onnxep.ops.tensor._helpers import ALL_TYPES, new_output
@@ -30,7 +28,7 @@ class ScatterND_11(OpKernel):
         if k > x.ndim or upd.shape != idx.shape[:-1] + inner:
             raise InvalidArgument(f"{what}: updates {upd.shape} must have shape indices.shape[:-1] + "
                                   f"data.shape[{k}:] = {idx.shape[:-1] + tuple(inner)} (data {x.shape})")
-        red = self.reduction.decode() if isinstance(self.reduction, bytes) else self.reduction
+        red = self.reduction
         if red != "none" and x.dtype.hasobject:
             raise InvalidArgument(f"{what}: reduction {red!r} on strings")
         rows = nd_rows(x.shape, idx, 0, what)

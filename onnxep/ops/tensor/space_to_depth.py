@@ -21,7 +21,7 @@ class SpaceToDepth_1(OpKernel):
             raise InvalidArgument(f"SpaceToDepth: input must be 4-D with H and W divisible by blocksize {b}, got "
                                   f"shape {x.shape}")
         n, c, h, w = x.shape
-        mode = self.mode.decode() if isinstance(self.mode, bytes) else self.mode
+        mode = self.mode
         if mode not in ("DCR", "CRD"):
             raise InvalidArgument(f"SpaceToDepth: mode must be DCR or CRD, got {mode!r}")
         perm = (0, 3, 5, 1, 2, 4) if mode == "DCR" else (0, 1, 3, 5, 2, 4)
