@@ -3,15 +3,14 @@ per model.
 
     python -m pytest bench/bench_light_models.py --benchmark-only --benchmark-group-by=group
 """
-import os
 
 import pytest
 
 import onnxep
 from onnxep._bench import random_feeds
-from onnxep._light import light_model, light_models
+from onnxep._light import light_model, light_names
 
-NAMES = [os.path.basename(p)[6:-5] for p in light_models()]
+NAMES = light_names()
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -18,9 +18,8 @@ import numpy as np
 import onnx
 from onnx import helper
 
-from onnxep._light import light_model, light_models  # noqa: F401 (light_models: re-exported for the benches)
+from onnxep._light import light_model, light_names
 
-RTOL, ATOL = 1e-4, 1e-5
 #: max |onnxep - onnxruntime| / max |onnxruntime| a light model's logits may show
 REL_ERR = 1e-5
 
@@ -100,7 +99,7 @@ def bench(models=None, threads=0, warmup=3, repeat=10, use_ort=True, out=sys.std
         ort = None
     if not use_ort:
         ort = None
-    models = models or [os.path.basename(p)[6:-5] for p in light_models()]
+    models = models or light_names()
     threads = threads or os.cpu_count() or 1
     rows = []
     print(f"onnxep {onnxep.__version__} (ISA {_isa()}) vs onnxruntime "

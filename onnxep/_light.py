@@ -20,7 +20,7 @@ import os
 
 import numpy as np
 import onnx
-from onnx import numpy_helper
+from onnx import helper, numpy_helper
 
 SEED = 0
 
@@ -29,6 +29,11 @@ def light_models() -> list:
     """Paths of the light models inside the installed onnx wheel, sorted."""
     d = os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data", "light")
     return sorted(glob.glob(os.path.join(d, "*.onnx")))
+
+
+def light_names() -> list:
+    """The light models' short names ("resnet50", ...), sorted."""
+    return [os.path.basename(p)[len("light_"):-len(".onnx")] for p in light_models()]
 
 
 def light_path(name: str) -> str:
@@ -51,9 +56,9 @@ def light_model(name: str, weights: str = "random", seed: int = SEED) -> onnx.Mo
     return random_weights(model, seed)
 
 
-def _role(graph, name: str, consumers: dict) -> tuple | None:
+def _role(name: str, consumers: dict) -> tuple | None:
     """(op_type, input index, node) of the first compute node that reads `name`, looking through Unsqueeze /
-    Reshape / Identity / Flatten; None if nothing reads it."""
+    Squeeze / Reshape / Identity / Flatten; None if nothing reads it."""
     seen = set()
     while name not in seen:
         seen.add(name)
@@ -71,13 +76,12 @@ def _role(graph, name: str, consumers: dict) -> tuple | None:
 def _attr(node, name, default):
     for a in node.attribute:
         if a.name == name:
-            return onnx.helper.get_attribute_value(a)
+            return helper.get_attribute_value(a)
     return default
 
 
 def _sample(rng, shape, role) -> np.ndarray:
     shape = tuple(int(d) for d in shape)
-    n = int(np.prod(shape, dtype=np.int64))
     op, idx, node = role if role is not None else (None, None, None)
     if op in ("Conv", "ConvTranspose") and idx == 1 and len(shape) >= 2:
         fan_in = int(np.prod(shape[1:], dtype=np.int64))
@@ -92,10 +96,10 @@ def _sample(rng, shape, role) -> np.ndarray:
         return v + np.float32(1.0) if idx == 1 else v
     if op == "Mul":
         return rng.uniform(0.5, 1.5, shape).astype(np.float32)
-    if op == "Add" or op in ("Conv", "Gemm", "ConvTranspose"):
-        return rng.standard_normal(shape, np.float32) * np.float32(0.01 if op != "Add" else 0.1)
-    # anything else (never seen in the nine): small values, so the graph still sees distinct numbers
-    return rng.standard_normal(max(n, 0), np.float32).reshape(shape) * np.float32(0.01)
+    if op == "Add":
+        return rng.standard_normal(shape, np.float32) * np.float32(0.1)
+    # biases, and anything else (never seen in the nine): small values, so the graph still sees distinct numbers
+    return rng.standard_normal(shape, np.float32) * np.float32(0.01)
 
 
 def random_weights(model: onnx.ModelProto, seed: int = SEED) -> onnx.ModelProto:
@@ -123,7 +127,7 @@ def random_weights(model: onnx.ModelProto, seed: int = SEED) -> onnx.ModelProto:
             raise ValueError(f"ConstantOfShape {node.name or node.output[0]!r}: shape {shape.tolist()} is not a "
                              f"weight shape")
         out = node.output[0]
-        new_inits.append(numpy_helper.from_array(_sample(rng, shape, _role(g, out, consumers)), out))
+        new_inits.append(numpy_helper.from_array(_sample(rng, shape, _role(out, consumers)), out))
         drop_nodes.add(k)
         if len(consumers.get(node.input[0], ())) == 1 and node.input[0] not in graph_inputs:
             drop_inits.add(node.input[0])
@@ -132,7 +136,7 @@ def random_weights(model: onnx.ModelProto, seed: int = SEED) -> onnx.ModelProto:
     for name, t in inits.items():
         if t.data_type != onnx.TensorProto.FLOAT or name in drop_inits:
             continue
-        role = _role(g, name, consumers)
+        role = _role(name, consumers)
         if role is None or role[0] not in ("Conv", "Gemm", "MatMul", "BatchNormalization", "Mul", "Add"):
             continue
         if role[1] == 0 and role[0] not in ("Mul", "Add"):
@@ -146,7 +150,6 @@ def random_weights(model: onnx.ModelProto, seed: int = SEED) -> onnx.ModelProto:
     g.initializer.extend(kept_inits + new_inits)
     # old IR versions list initializers among the graph inputs: keep that true for the new ones, drop removed ones
     if m.ir_version < 4:
-        from onnx import helper
         names = {i.name for i in g.input}
         keep_inputs = [i for i in g.input if i.name not in drop_inits]
         del g.input[:]

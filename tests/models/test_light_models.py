@@ -7,7 +7,6 @@ channels or swapping H and W moves them by percent (checked here, so these tests
 is on the tensor feeding the final Softmax (added as an extra graph output; densenet121 has none, its output is the
 logits): max |onnxep - onnxruntime| / max |onnxruntime| <= 1e-5, same dtype and shape; every node runs on the cpu
 backend (none on the reference fallback)."""
-import os
 
 import numpy as np
 import onnx
@@ -15,11 +14,11 @@ import pytest
 
 import onnxep
 from onnxep._bench import REL_ERR, random_feeds, rel_err, with_presoftmax_output
-from onnxep._light import light_model, light_models, random_weights
+from onnxep._light import light_model, light_names, random_weights
 
 ort = pytest.importorskip("onnxruntime")
 
-NAMES = [os.path.basename(p)[6:-5] for p in light_models()]
+NAMES = light_names()
 
 
 def test_nine_light_models_are_shipped():
