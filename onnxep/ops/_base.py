@@ -105,6 +105,15 @@ class OpKernel(Kernel):
         return True
 
 
+def static_dtype(info, i=0):
+    """The numpy dtype of input i as the graph declares it (KernelInfo), or None when unknown / not numpy-native
+    (string, bfloat16): what a kernel reads at construction to pick its path for the node's type."""
+    vts = info.input_types
+    vt = vts[i] if i < len(vts) else None
+    name = _DTYPE_NAMES.get(vt.type_str) if vt is not None else None
+    return np.dtype(name) if name and name not in ("string", "bfloat16") else None
+
+
 def attr(op, name, default=None):
     """An attribute of an OpInfo's node, with a default."""
     v = op.node.attrs.get(name)

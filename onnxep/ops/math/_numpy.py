@@ -15,7 +15,7 @@ import numpy as np
 
 from onnxep.errors import InvalidArgument
 from onnxep.graph.model import check_size
-from onnxep.ops._base import _DTYPE_NAMES, OpKernel
+from onnxep.ops._base import OpKernel, static_dtype
 
 try:  # onnx >= 1.17 reads bfloat16 tensors as ml_dtypes arrays; without it the sessions never see one
     from ml_dtypes import bfloat16 as _BF16
@@ -32,14 +32,6 @@ NUMERIC = FLOATS + INTS
 ALL = NUMERIC + ("bool",)
 
 _F32 = np.dtype(np.float32)
-
-
-def static_dtype(info, i=0):
-    """The numpy dtype of input i as the graph declares it (KernelInfo), or None when unknown / not numpy-native."""
-    vts = info.input_types
-    vt = vts[i] if i < len(vts) else None
-    name = _DTYPE_NAMES.get(vt.type_str) if vt is not None else None
-    return np.dtype(name) if name and name not in ("string", "bfloat16") else None
 
 
 def broadcast_shape(op_type, *shapes):

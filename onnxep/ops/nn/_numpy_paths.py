@@ -12,16 +12,11 @@ import itertools
 import numpy as np
 
 from onnxep.graph.model import check_size
+from onnxep.ops._base import static_dtype
 from onnxep.ops.nn._helpers import acc_dtype, bad
 
 #: dtypes of the numpy paths beside float32
 FLOAT_OTHERS = ("float16", "float64")
-
-
-def static_dtype(info, i=0):
-    """The numpy dtype of input i known at construction (None when unknown)."""
-    vt = info.input_types[i] if i < len(info.input_types) else None
-    return None if vt is None else vt.dtype
 
 
 def bind_numpy_path(kernel, info, inputs=(0,)):
