@@ -22,6 +22,12 @@ _DTYPE_NAMES = {
     "tensor(int16)": "int16", "tensor(uint16)": "uint16", "tensor(uint32)": "uint32", "tensor(uint64)": "uint64",
     "tensor(string)": "string", "tensor(bfloat16)": "bfloat16",
 }
+#: the element types numpy holds only through ml_dtypes (as onnx's numpy_helper reads them): float8, float4, int4/uint4,
+#: int2/uint2. Named as ir.type_string names them; static_dtype gives their ml_dtypes dtype.
+EXOTIC = ("float8e4m3fn", "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz", "float8e8m0", "float4e2m1", "int4", "uint4",
+          "int2", "uint2")
+_DTYPE_NAMES.update({f"tensor({n})": n for n in EXOTIC})
+_DTYPE_NAMES.update({"tensor(complex64)": "complex64", "tensor(complex128)": "complex128"})
 
 
 class OpKernel(Kernel):
@@ -111,7 +117,9 @@ def static_dtype(info, i=0):
     vts = info.input_types
     vt = vts[i] if i < len(vts) else None
     name = _DTYPE_NAMES.get(vt.type_str) if vt is not None else None
-    return np.dtype(name) if name and name not in ("string", "bfloat16") else None
+    if not name or name in ("string", "bfloat16"):
+        return None
+    return vt.dtype if name in EXOTIC else np.dtype(name)
 
 
 def attr(op, name, default=None):

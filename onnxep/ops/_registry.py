@@ -13,8 +13,8 @@ from onnxep.ops._base import OpKernel
 
 #: The op families, each a subpackage whose __init__ lists its op modules in OPS (one op per module). Ordered as
 #: onnx/defs; the registry is the union of their OPS.
-_FAMILIES = ("math", "tensor", "nn", "reduce", "rnn", "quant", "control", "sequence", "text", "image", "signal", "ml",
-             "training", "onnxep")
+_FAMILIES = ("math", "tensor", "nn", "reduce", "rnn", "quant", "control", "sequence", "text", "image", "signal",
+             "object_detection", "ml", "training", "onnxep")
 
 _REGISTRY: dict[tuple[str, str], list[type[OpKernel]]] = {}
 #: (domain, op_type) -> [(since, until, cls)], until exclusive (None: open-ended). Computed here, never written onto

@@ -1,0 +1,1 @@
+"""CenterCropPad: not implemented yet (the module is listed in OPS so that its kernels register once written)."""
