@@ -2,15 +2,34 @@ import ml_dtypes
 import numpy as np
 from onnx import TensorProto, helper
 
+from onnxep.graph.model import check_size
 from onnxep.ops._base import OpKernel
+from onnxep.ops._dtypes import CAST_TYPES, EXOTIC_DTYPES, cast_array, is_exotic
 from onnxep.ops.tensor._helpers import ALL_TYPES, first_input_type_ok, new_output
 
-#: TensorProto element types Cast handles here (float8, int4/uint4, int2/uint2, float4 and complex go to the reference
-#: backend)
+#: TensorProto element types Cast-1 handles (its schema has no float8 / int4 / float4 / int2): numpy-native, string and
+#: bfloat16
 _TO = {getattr(TensorProto, n): np.dtype(d) for n, d in (
     ("FLOAT", np.float32), ("DOUBLE", np.float64), ("FLOAT16", np.float16), ("INT8", np.int8), ("INT16", np.int16),
     ("INT32", np.int32), ("INT64", np.int64), ("UINT8", np.uint8), ("UINT16", np.uint16), ("UINT32", np.uint32),
     ("UINT64", np.uint64), ("BOOL", np.bool_), ("STRING", np.dtype(object)), ("BFLOAT16", ml_dtypes.bfloat16))}
+#: TensorProto element types Cast-6+ and CastLike handle: _TO and the ml_dtypes types (float8 e4m3fn / e4m3fnuz /
+#: e5m2 / e5m2fnuz / e8m0, float4e2m1, int4 / uint4, int2 / uint2); float6 (Cast-28) goes to the reference backend
+_TO_ALL = dict(_TO)
+_TO_ALL.update({getattr(TensorProto, n.upper()): d for n, d in EXOTIC_DTYPES.items()})
+
+
+def cast_to_output(ctx, x, dt, saturate=1, round_mode="up", what="Cast"):
+    """Output 0 := x converted to dtype dt as ONNX Cast says (x itself when it has that dtype already): cast_into for
+    numpy-native, string and bfloat16 types (into the run's allocator); onnxep.ops._dtypes.cast_array (float8 with
+    `saturate`, float8e8m0 with `round_mode`, float4, int4/int2) when either side is an ml_dtypes type."""
+    if x.dtype == dt:
+        ctx.set_output(0, x)
+    elif is_exotic(dt) or is_exotic(x.dtype):
+        check_size(x.shape, dt, what)
+        ctx.set_output(0, cast_array(x, dt, bool(saturate), round_mode))
+    else:
+        cast_into(x, new_output(ctx, 0, x.shape, dt, what))
 
 
 def cast_into(x, y):
@@ -69,38 +88,41 @@ def _named(to):
 
 
 class Cast_6(OpKernel):
-    """Y := X converted to the type `to` (opsets 6, 9, 13, 19 (saturate: float8 only, not here), 21, 23-25). Numeric,
-    bool, string and bfloat16 (round to nearest even, as ml_dtypes and onnx.reference); float8, int4/uint4,
-    int2/uint2 and float4 go to the reference backend."""
+    """Y := X converted to the type `to` (opsets 6, 9, 13, 19 (saturate), 21, 23, 24 (round_mode), 25, 28). Numeric,
+    bool, string and bfloat16 (round to nearest even, as ml_dtypes and onnx.reference), and the ml_dtypes types
+    through onnxep.ops._dtypes: float8 (saturate: out-of-range values clamp to +-max, else NaN / Inf per the spec's
+    tables), float8e8m0 (round_mode up / down / nearest), float4e2m1, int4/uint4, int2/uint2. float6 (opset 28) goes
+    to the reference backend."""
 
     domain, op_type, since = "", "Cast", 6
-    type_constraints = {"T1": ALL_TYPES, "T2": ALL_TYPES}
+    type_constraints = {"T1": CAST_TYPES, "T2": CAST_TYPES}
+    saturate, round_mode = 1, "up"   # before opsets 19 / 24: the spec's defaults
 
     @classmethod
     def supports(cls, op):
-        return op.node.attrs.get("to") in _TO
+        return op.node.attrs.get("to") in _TO_ALL and op.node.attrs.get("round_mode", "up") in ("up", "down",
+                                                                                                  "nearest")
 
     def compute(self, ctx):
         x = ctx.input(0)
-        dt = _TO[self.to]
-        if x.dtype == dt:
-            ctx.set_output(0, x)
-            return
-        cast_into(x, new_output(ctx, 0, x.shape, dt, f"Cast node {self.name!r}"))
+        cast_to_output(ctx, x, _TO_ALL[self.to], self.saturate, self.round_mode, f"Cast node {self.name!r}")
 
 
 class CastLike_15(OpKernel):
-    """Y := X converted to the type of target_type (opsets 15, 19, 21, 23-25), as Cast."""
+    """Y := X converted to the type of target_type (opsets 15, 19 (saturate), 21, 23, 24 (round_mode), 25), as Cast,
+    every type of CAST_TYPES."""
 
     domain, op_type, since = "", "CastLike", 15
-    type_constraints = {"T1": ALL_TYPES, "T2": ALL_TYPES}
+    type_constraints = {"T1": CAST_TYPES, "T2": CAST_TYPES}
+    saturate, round_mode = 1, "up"   # before opsets 19 / 24: the spec's defaults
+
+    @classmethod
+    def supports(cls, op):
+        return op.node.attrs.get("round_mode", "up") in ("up", "down", "nearest")
 
     def compute(self, ctx):
         x, like = ctx.input(0), ctx.input(1)
-        if x.dtype == like.dtype:
-            ctx.set_output(0, x)
-            return
-        cast_into(x, new_output(ctx, 0, x.shape, like.dtype, f"CastLike node {self.name!r}"))
+        cast_to_output(ctx, x, like.dtype, self.saturate, self.round_mode, f"CastLike node {self.name!r}")
 
 
-assert all(helper.tensor_dtype_to_np_dtype(k) == v for k, v in _TO.items() if k != TensorProto.STRING)
+assert all(helper.tensor_dtype_to_np_dtype(k) == v for k, v in _TO_ALL.items() if k != TensorProto.STRING)
