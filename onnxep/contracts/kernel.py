@@ -107,9 +107,9 @@ class KernelContext:
     is the channels [offset, offset + C) of the tensor `target` with `channels` channels, allocated by the first of
     its producers to run."""
 
-    __slots__ = ("values", "ins", "outs", "alloc", "num_threads", "packed", "node", "slot")
+    __slots__ = ("values", "ins", "outs", "alloc", "num_threads", "packed", "node", "slot", "run")
 
-    def __init__(self, values: dict, ins, outs, alloc, num_threads=0, packed=(), node="", slot=None):
+    def __init__(self, values: dict, ins, outs, alloc, num_threads=0, packed=(), node="", slot=None, run=None):
         self.values = values
         self.ins = ins
         self.outs = outs
@@ -118,6 +118,9 @@ class KernelContext:
         self.packed = packed
         self.node = node
         self.slot = slot
+        #: the executor's RunContext of the run (None outside one): what a kernel running subgraphs (If, Loop, Scan)
+        #: runs its bodies with -- their allocations, RunOptions.terminate
+        self.run = run
 
     @property
     def input_count(self) -> int:

@@ -216,6 +216,18 @@ class Executor:
                 memory.finish(token, run_ctx, self.graph_outputs, ok)
         return out
 
+    def run_nested(self, feeds: dict, output_names, run_ctx) -> list:
+        """A subgraph's run inside a step of an enclosing run (If / Loop / Scan / SequenceMap bodies): the plans
+        only, with the enclosing run's context (its allocator, RunOptions.terminate) but without its memory plan,
+        recorder, trace or pruning, which see the enclosing step as one step."""
+        saved = (run_ctx.recorder, run_ctx.arena, run_ctx.trace, run_ctx.prune)
+        run_ctx.recorder = run_ctx.arena = run_ctx.trace = None
+        run_ctx.prune = False
+        try:
+            return self._run(feeds, output_names, run_ctx)
+        finally:
+            run_ctx.recorder, run_ctx.arena, run_ctx.trace, run_ctx.prune = saved
+
     def _run(self, feeds: dict, output_names, run_ctx) -> list:
         values = dict(self.overridable)
         values.update(feeds)
@@ -299,7 +311,9 @@ class Executor:
             if not outs:
                 continue
             steps = getattr(plan, "steps", None)
-            if type(plan) is CpuPlan and not any(_has_subgraph(s[0]) for s in steps):
+            # (a step of a node with subgraphs lists the outer-scope values its bodies read among its inputs: the
+            # cut keeps their producers)
+            if type(plan) is CpuPlan:
                 live, kept = set(outs), []
                 for j in range(len(steps) - 1, -1, -1):
                     s = steps[j]
@@ -328,12 +342,6 @@ class Executor:
         dst = Tensor(name, v.dtype, v.shape, _HostView(dst_arr), 0)
         cpy_tensor(src_backend, src, dst_backend, dst)
         return dst_arr
-
-
-def _has_subgraph(kernel) -> bool:
-    """A kernel whose node carries a graph attribute may read outer-scope values its inputs do not name."""
-    info = getattr(kernel, "info", None)
-    return info is not None and any(hasattr(v, "node") and hasattr(v, "initializer") for v in info.attrs.values())
 
 
 class _HostView(Buffer):

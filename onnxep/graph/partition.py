@@ -22,6 +22,11 @@ class Partition:
     ir_version: int
     functions: list = field(default_factory=list)
     context: object = None            # a loaded EPContext blob (graph/epcontext.py): the backend rebuilds the plan from it
+    # how the session placed nodes, for kernels that compile subgraphs (If / Loop / Scan / SequenceMap bodies are
+    # partitioned the same way): the devices in order, whether the fallback is on, the op types forced off the first
+    devices: tuple = ()
+    fallback: bool = True
+    forced: frozenset = frozenset()
 
     def op_info(self, node) -> OpInfo:
         return op_info(node, self.value_types, self.constants)
@@ -102,5 +107,6 @@ def partition(graph: Graph, devices, fallback: bool = True, forced=frozenset(), 
         outputs = [o for n in nodes for o in n.outputs if o and (o in later or o in graph_outputs)]
         used_consts = {x: constants[x] for x in reads[gi] if x in constants and x not in produced}
         parts.append(Partition(dev, nodes, inputs, outputs, used_consts, graph.value_types, graph.opsets,
-                               graph.ir_version, graph.functions))
+                               graph.ir_version, graph.functions, devices=tuple(devices), fallback=fallback,
+                               forced=frozenset(forced)))
     return parts

@@ -2,14 +2,15 @@
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 from onnxep.contracts.backend import Backend, Device, GraphPlan
 from onnxep.contracts.compile import load_prepacked_kernel, prepack_kernel
 from onnxep.contracts.kernel import KernelContext
-from onnxep.errors import EPFail, InvalidGraph, OnnxepError, RuntimeException
-from onnxep.graph.ir import OpInfo
+from onnxep.errors import EPFail, InvalidGraph, NotImplemented as OnnxepNotImplemented, OnnxepError, RuntimeException
+from onnxep.graph.ir import OpInfo, ValueType
+from onnxep.graph.model import graph_outer_names
 from onnxep.ops import _registry
 
 
@@ -25,7 +26,33 @@ class KernelInfo:
     input_types: tuple
     output_types: tuple
     constants: dict        # index -> array, constant inputs; an input's entry is removed once it is pre-packed
+    #: a node with subgraphs (If, Loop, Scan, SequenceMap): the SubgraphScope its kernel compiles its bodies with,
+    #: during construction only (the plan drops it once the kernel is made); None for every other node
+    scope: object = None
 
+
+@dataclass(frozen=True, slots=True)
+class SubgraphScope:
+    """What a kernel whose node carries subgraphs needs to compile them as the session compiled its graph: the
+    session's devices in order, its fallback flag and forced op types (a body is partitioned over the same devices,
+    the reference backend only when the fallback is on), the backends to compile and run body plans on, the compile
+    context (weight cache; never an EPContext export), the model's opsets, IR version and local functions.
+
+    `outer` names the values the node's subgraphs read from the enclosing scope (graph/model.py graph_outer_names,
+    nested bodies included). The plan gives them to the kernel as extra inputs after the node's own: ctx.input(n + k)
+    is outer[k] (n = the node's input count), typed by KernelInfo.input_types[n + k]; a constant one is also in
+    KernelInfo.constants[n + k]. The memory planner, the plan's frees and RunOptions' pruning see them as reads."""
+
+    devices: tuple
+    fallback: bool
+    forced: frozenset
+    backends: dict
+    compile_ctx: object
+    opsets: dict
+    ir_version: int
+    functions: tuple
+    outer: tuple
+    n_inputs: int
 
 _NO_INDICES = frozenset()
 _INDEX_SETS = {_NO_INDICES: _NO_INDICES}    # one frozenset object per distinct set of packed input indices
@@ -145,6 +172,7 @@ class CpuBackend(Backend):
     def __init__(self, device, stream, num_threads=0):
         super().__init__(device, stream)
         self.num_threads = num_threads
+        self._body_backends = None       # device name -> Backend, for subgraph plans (made on first use)
 
     def graph_plan_create(self, partition, ctx) -> CpuPlan:
         """Kernels for the partition's nodes, constant weights pre-packed through the shared cache. A partition
@@ -158,8 +186,15 @@ class CpuBackend(Backend):
         constants = {}
         prepacked = {}
         last_use = {}
+        # a node with subgraphs reads the outer-scope values its bodies name as extra inputs after its own
+        outer = {}
         for i, node in enumerate(partition.nodes):
-            for x in node.inputs:
+            if node.attrs and node.has_subgraph:
+                names = set()
+                for g in node.subgraphs:
+                    names |= graph_outer_names(g)
+                outer[i] = tuple(sorted(names))
+            for x in node.inputs + outer.get(i, ()):
                 if x:
                     last_use[x] = i
         keep = set(partition.outputs)
@@ -169,11 +204,25 @@ class CpuBackend(Backend):
                 op = partition.op_info(node)
                 cls = _registry.lookup(node.domain, node.op_type, node.opset)
                 name = sys.intern(node.name)
+                ins = node.inputs
+                input_types = op.input_types
+                consts = dict(op.constants)
+                scope = None
+                if i in outer:
+                    if ctx.ep_context_export is not None:
+                        raise OnnxepNotImplemented(
+                            f"EPContext export: node {node.name!r} ({node.op_type}) carries a subgraph, which an "
+                            f"onnxep EPContext blob cannot hold (its bodies' outer-scope reads and their constants "
+                            f"are not saved); export a model without control flow on the cpu backend, or put "
+                            f"{node.op_type} on the reference backend (session config 'onnxep.fallback_op_types')")
+                    scope, ins, input_types = self._scope(partition, node, outer[i], ctx, consts, input_types)
                 info = KernelInfo(name, node.op_type, node.domain, node.opset, dict(node.attrs),
-                                  once(tuple(op.input_types)), once(tuple(op.output_types)), dict(op.constants))
+                                  once(tuple(input_types)), once(tuple(op.output_types)), consts, scope)
                 kernel = cls(info)
+                if scope is not None and getattr(kernel, "info", None) is info:
+                    kernel.info = info = replace(info, scope=None)    # the scope is for construction only
                 # names interned: a second session of the model refers to the first one's strings, not its own copies
-                steps.append([kernel, once(tuple(map(sys.intern, node.inputs))),
+                steps.append([kernel, once(tuple(map(sys.intern, ins))),
                               once(tuple(map(sys.intern, node.outputs))), _NO_INDICES, (), name, node.op_type])
                 record = {} if ctx.ep_context_export is not None else None   # only an EPContext export reads it
                 if loaded is None:
@@ -200,7 +249,7 @@ class CpuBackend(Backend):
                 # (shared) packed copy
                 for j in packed:
                     info.constants.pop(j, None)
-                for j, x in enumerate(node.inputs):
+                for j, x in enumerate(ins):
                     if x and x in partition.constants and j not in packed:
                         if x not in constants:
                             # a constant read unpacked is a weight too (a bias, a folded per-channel scale): held
@@ -222,6 +271,34 @@ class CpuBackend(Backend):
         return CpuPlan(partition.inputs, partition.outputs, [tuple(s) for s in steps], constants, prepacked,
                        concat_slots(steps, keep))
 
+    def _scope(self, partition, node, outer, ctx, consts, input_types):
+        """(SubgraphScope, the step's input names, their types) of a node with subgraphs: its own inputs, then the
+        outer-scope values its bodies read (`outer`); `consts` gets those that are constants by input index."""
+        n = len(node.inputs)
+        types = list(input_types)
+        for k, x in enumerate(outer):
+            vt = partition.value_types.get(x)
+            if x in partition.constants:
+                consts[n + k] = partition.constants[x]
+                if vt is None:
+                    vt = ValueType.of_array(partition.constants[x])
+            types.append(vt)
+        backends = self._body_backends
+        if backends is None:
+            from onnxep.backends.reference import REFERENCE_DEVICE
+            backends = self._body_backends = {self.device.name: self,
+                                              REFERENCE_DEVICE.name: REFERENCE_DEVICE.init_backend(self.stream)}
+        devices = getattr(partition, "devices", ())
+        if not devices:          # a partition not made by graph/partition.py: the session's defaults
+            from onnxep.backends.reference import REFERENCE_DEVICE
+            devices = (self.device, REFERENCE_DEVICE)
+        body_ctx = replace(ctx, ep_context_export=None)
+        scope = SubgraphScope(tuple(devices), bool(getattr(partition, "fallback", True)),
+                              frozenset(getattr(partition, "forced", ())), backends, body_ctx,
+                              dict(getattr(partition, "opsets", {}) or {}), int(getattr(partition, "ir_version", 8)),
+                              tuple(getattr(partition, "functions", ()) or ()), outer, n)
+        return scope, tuple(node.inputs) + outer, types
+
     def graph_plan_compute(self, plan: CpuPlan, values: dict, run_ctx):
         env = dict(plan.constants)
         for name in plan.inputs:
@@ -230,6 +307,7 @@ class CpuBackend(Backend):
         run = plan.run_list()
         # one context for the run, pointed at each step in turn (no kernel keeps it past its compute)
         ctx = KernelContext(env, (), (), run_ctx.alloc, self.num_threads)
+        ctx.run = run_ctx
         for compute, ins, outs, packed, frees, name, op, slot in run:
             ctx.ins, ctx.outs, ctx.packed, ctx.node, ctx.slot = ins, outs, packed, name, slot
             if rec is not None:
