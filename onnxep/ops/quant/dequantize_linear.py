@@ -1,0 +1,92 @@
+"""DequantizeLinear (opsets 10, 13, 19, 21, 23, 24, 25, 28): y = (x - x_zero_point) * x_scale, per tensor, per axis
+or blocked (block_size); x int8, uint8, int16, uint16, int32, int4, uint4, int2, uint2, float8 (e4m3fn, e4m3fnuz,
+e5m2, e5m2fnuz) or float4e2m1; the output type is output_dtype (opset 23+) or the scale's (float32, float16,
+bfloat16; float8e8m0 scales from opset 24). x - x_zero_point is exact in float32 for every type but int32 (there in
+int64), the product is one float32 multiplication (float64 for int32 x) rounded once to the output type, as
+onnxruntime computes it. float6 inputs (opset 28) are left to the reference backend."""
+from __future__ import annotations
+
+import numpy as np
+
+from onnxep.ops._base import OpKernel
+from onnxep.ops.quant import _common as c
+from onnxep.ops.tensor._helpers import new_output
+
+_Q10 = c.INT8S + ("int32",)
+_Q21 = c.INT8S + c.INT16S + ("int32",) + c.F8_NAMES + c.INT4S
+
+
+class DequantizeLinear_10(OpKernel):
+    domain, op_type, since = "", "DequantizeLinear", 10
+    type_constraints = {"T": _Q10}
+    axis, block_size, output_dtype = 1, 0, 0
+
+    @classmethod
+    def supports(cls, op):
+        od = int(op.node.attrs.get("output_dtype") or 0)
+        return not od or c.np_dtype(od) in (c.F32, np.dtype(np.float16), c.BF16)
+
+    def compute(self, ctx):
+        x, scale, zp = ctx.input(0), ctx.input(1), ctx.input(2)
+        if zp is not None and zp.dtype != x.dtype:
+            raise c.bad(self, f"x_zero_point has type {zp.dtype}, expected x's type {x.dtype}")
+        c.check_pair(self, scale, zp, "x")
+        if self.since < 21 and scale.ndim > 1:
+            raise c.bad(self, f"x_scale must be a scalar or 1-D, got shape {scale.shape}")
+        out_dt = c.np_dtype(self.output_dtype) if self.output_dtype else scale.dtype
+        if out_dt not in (c.F32, np.dtype(np.float16), c.BF16):
+            raise c.bad(self, f"output type {out_dt} is not float32, float16 or bfloat16")
+        bs = int(self.block_size or 0)
+        s = c.expand_param(self, scale, x.shape, int(self.axis), bs, "x_scale")
+        z = None if zp is None else c.expand_param(self, zp, x.shape, int(self.axis), bs, "x_zero_point")
+        y = new_output(ctx, 0, x.shape, out_dt, f"DequantizeLinear node {self.name!r}")
+        if not y.size:
+            return
+        if x.dtype == np.int32:
+            d = x.astype(np.int64)
+            if z is not None:
+                d -= z
+            d = d.astype(c.F32)
+        else:
+            d = x.astype(c.F32)
+            if z is not None:
+                d -= z.astype(c.F32)
+        if out_dt == c.F32:
+            np.multiply(d, s.astype(c.F32), out=y)
+        else:
+            np.multiply(d, s.astype(c.F32), out=d)
+            y[...] = d.astype(out_dt)
+
+
+class DequantizeLinear_13(DequantizeLinear_10):
+    since = 13
+
+
+class DequantizeLinear_19(DequantizeLinear_10):
+    since = 19
+    type_constraints = {"T1": _Q10 + c.F8_NAMES, "T2": c.SCALE_FLOATS}
+
+
+class DequantizeLinear_21(DequantizeLinear_10):
+    since = 21
+    type_constraints = {"T1": _Q21, "T2": c.SCALE_FLOATS}
+
+
+class DequantizeLinear_23(DequantizeLinear_10):
+    since = 23
+    type_constraints = {"T1": _Q21 + ("float4e2m1",), "T2": c.SCALE_FLOATS, "T3": c.SCALE_FLOATS}
+
+
+class DequantizeLinear_24(DequantizeLinear_10):
+    since = 24
+    type_constraints = {"T1": _Q21 + ("float4e2m1",), "T2": c.SCALE_FLOATS + ("float8e8m0",), "T3": c.SCALE_FLOATS}
+
+
+class DequantizeLinear_25(DequantizeLinear_10):
+    since = 25
+    type_constraints = {"T1": _Q21 + ("float4e2m1",) + c.INT2S, "T2": c.SCALE_FLOATS + ("float8e8m0",),
+                        "T3": c.SCALE_FLOATS}
+
+
+class DequantizeLinear_28(DequantizeLinear_25):
+    since = 28
