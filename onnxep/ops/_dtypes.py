@@ -108,18 +108,23 @@ def saturate_float8(x, dtype):
 def to_float8e8m0(x, saturate=True, round_mode="up"):
     """float array -> float8e8m0 (a power of two 2**(e-127), e in 0..254; 0xFF is NaN), as ONNX Cast-24+.
 
-    Works on the float32 value's magnitude (the sign is ignored: casting negatives is unspecified):
-    - NaN -> NaN; +-Inf -> E8M0_MAX (2**127) when saturate, else NaN (the spec's table);
-    - |x| >= 2**-126 (float32 normals) rounds by `round_mode`: "up" (any fraction bumps the exponent), "down"
-      (truncate to the power of two), "nearest" (mantissa >= 0.5 bumps it: ties up); a bump past 2**127 gives
-      E8M0_MAX when saturate, else NaN (as onnx.reference);
-    - |x| < 2**-126 (zero, float32 subnormals): the two candidates are 2**-127 (E8M0_MIN) and 2**-126, chosen by the
-      mode on the exact value; a value below E8M0_MIN (0 included) gives E8M0_MIN when saturate, else NaN (the
-      spec's table; onnx.reference differs here: it reads a subnormal's exponent field as if normal).
+    The spec's tables, with onnxruntime's choices where the spec leaves it open:
+    - NaN -> NaN;
+    - x > 0: rounds to a power of two by `round_mode`: "up" (any fraction bumps the exponent), "down" (truncate),
+      "nearest" (mantissa >= 0.5 bumps it: ties up); exact on float32 subnormals too (2**-127 = E8M0_MIN is one);
+    - saturate: a result past E8M0_MAX (2**127), +Inf included, gives E8M0_MAX; x below E8M0_MIN (0 included) gives
+      E8M0_MIN; negatives (unspecified) give E8M0_MIN, as onnxruntime;
+    - not saturate: x > E8M0_MAX, a rounding past it, +-Inf, x < E8M0_MIN (0 included) and negatives give NaN (the
+      spec's table; negatives as onnxruntime).
+    onnx.reference differs on the unspecified / edge rows (it ignores the sign, maps Inf to NaN, 0 to E8M0_MIN and
+    reads a subnormal's exponent field as if normal); normal positive values agree with it and onnxruntime.
     """
     if round_mode not in _E8M0_ROUND_MODES:
         raise ValueError(f"round_mode must be one of {_E8M0_ROUND_MODES}, got {round_mode!r}")
-    bits = np.ascontiguousarray(to_float32(np.asarray(x))).view(np.uint32) & np.uint32(0x7FFFFFFF)
+    f = np.ascontiguousarray(to_float32(np.asarray(x)))
+    raw = f.view(np.uint32)
+    neg = (raw >> np.uint32(31)).astype(bool)
+    bits = raw & np.uint32(0x7FFFFFFF)
     e = (bits >> np.uint32(23)).astype(np.int32)
     mant = bits & np.uint32(0x7FFFFF)
     if round_mode == "up":
@@ -128,23 +133,28 @@ def to_float8e8m0(x, saturate=True, round_mode="up"):
         bump = np.zeros(bits.shape, bool)
     else:
         bump = mant >= 0x400000
-    # subnormal / zero (e == 0): value = mant * 2**-149; 2**-127 is mant 0x200000
+    # zero / subnormal (e == 0): value = mant * 2**-149; E8M0_MIN = 2**-127 is mant 0x400000, the candidates are
+    # 2**-127 (0x00) and 2**-126 (0x01)
     sub = e == 0
     if round_mode == "up":
-        sub_bump = mant > 0x200000
+        sub_bump = mant > 0x400000
     elif round_mode == "down":
         sub_bump = np.zeros(bits.shape, bool)
     else:
-        sub_bump = mant >= 0x300000   # the midpoint of 2**-127 and 2**-126, ties up
+        sub_bump = mant >= 0x600000   # the midpoint of 2**-127 and 2**-126, ties up
     out_e = np.where(sub, sub_bump.astype(np.int32), e + bump)
-    special = e == 255
+    nan = (e == 255) & (mant != 0)
+    inf = (e == 255) & (mant == 0)
+    below_min = sub & (mant < 0x400000)   # 0 included
     if saturate:
         out_e = np.minimum(out_e, 254)
-        out_e = np.where(special & (mant == 0), 254, out_e)   # +-Inf -> E8M0_MAX
-        out_e = np.where(special & (mant != 0), 255, out_e)   # NaN
+        out_e = np.where(inf, 254, out_e)
+        out_e = np.where(below_min | (neg & (bits != 0)), 0, out_e)
+        out_e = np.where(nan, 255, out_e)
     else:
-        out_e = np.where(special, 255, np.minimum(out_e, 255))   # overflow past 2**127 -> NaN
-        out_e = np.where(sub & (mant < 0x200000), 255, out_e)    # below E8M0_MIN -> NaN
+        above_max = (e == 254) & (mant != 0)
+        bad = (e == 255) | below_min | neg | above_max | (out_e > 254)
+        out_e = np.where(bad, 255, out_e)
     return out_e.astype(np.uint8).view(E8M0)
 
 
