@@ -1,0 +1,25 @@
+"""OptionalHasElement-15, -18, -28: a bool scalar, whether the optional holds a value. From opset 18 the input may be
+a tensor or a sequence (always true) or omitted (false)."""
+import numpy as np
+
+from onnxep.ops._base import OpKernel
+from onnxep.ops.sequence._seq import kind_ok
+
+
+class OptionalHasElement_15(OpKernel):
+    op_type, since = "OptionalHasElement", 15
+
+    @classmethod
+    def check_types(cls, op) -> bool:
+        return not op.input_types or kind_ok(op.input_types[0], "optional")
+
+    def compute(self, ctx):
+        ctx.output(0, (), np.bool_)[...] = ctx.has_input(0) and ctx.input(0) is not None
+
+
+class OptionalHasElement_18(OptionalHasElement_15):
+    since = 18
+
+    @classmethod
+    def check_types(cls, op) -> bool:
+        return not op.input_types or kind_ok(op.input_types[0], "optional", "tensor", "sequence")
