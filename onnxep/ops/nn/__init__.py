@@ -10,5 +10,5 @@ OPS = (
     "rms_normalization", "conv_transpose", "resize", "upsample", "lp_pool", "global_lp_pool", "max_unpool", "col2im",
     "causal_conv_with_state", "deform_conv", "rotary_embedding", "attention", "linear_attention", "tfidf_vectorizer",
     "negative_log_likelihood_loss", "softmax_cross_entropy_loss",
-    "grid_sample", "affine_grid",
+    "grid_sample", "affine_grid", "flex_attention",
 )

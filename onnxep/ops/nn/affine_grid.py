@@ -1,8 +1,8 @@
 """AffineGrid (opset 20): the sampling grid of GridSample for a batch of affine matrices. theta (N, 2, 3) with size
 (N, C, H, W) gives grid (N, H, W, 2); theta (N, 3, 4) with size (N, C, D, H, W) gives grid (N, D, H, W, 3). Each
-point is theta[n] @ (x, y[, z], 1), the base coordinates normalized to [-1, 1]: pixel centres ((2 i + 1) / d - 1), or
-the corner pixels at -1 and 1 with align_corners (a single pixel sits at 0 then, as PyTorch and onnxruntime place
-it). float16 / float32 / float64 / bfloat16 (16-bit types computed in float32); one matrix product for the batch."""
+point is theta[n] @ (x, y[, z], 1), the base coordinates normalized to [-1, 1]: pixel centres (-1 + (i + 1/2) 2 / d),
+or the corner pixels at -1 and 1 with align_corners. An axis of one pixel with align_corners sits at -1, as the
+spec's function body places D (and onnx.reference every axis); onnxruntime 1.32 gives 1, PyTorch 0. float16 / float32 / float64 / bfloat16 (16-bit types computed in float32); one matrix product for the batch."""
 import numpy as np
 
 from onnxep.graph.model import check_size
@@ -13,9 +13,13 @@ _OP = "AffineGrid"
 
 
 def _axis(d, align_corners, dtype):
+    """The d base coordinates of one axis: start + i * step, as the spec's function body computes them."""
     if align_corners:
-        return np.linspace(-1, 1, d, dtype=np.float64).astype(dtype) if d > 1 else np.zeros(d, dtype)
-    return ((np.arange(d, dtype=np.float64) * 2 + 1) / d - 1).astype(dtype)
+        start, step = -1.0, (2.0 / (d - 1) if d > 1 else 0.0)
+    else:
+        step = 2.0 / d if d else 0.0
+        start = -1.0 + step / 2
+    return (dtype(start) + np.arange(d, dtype=dtype) * dtype(step)).astype(dtype)
 
 
 class AffineGrid_20(NumpyKernel):

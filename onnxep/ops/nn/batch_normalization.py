@@ -1,5 +1,7 @@
 """BatchNormalization in inference mode (float32 native; float16 / float64 / mixed types through numpy; any rank
->= 2: N, C, ...).
+>= 2: N, C, ...), and in training mode (opsets 14, 15, training_mode=1; numpy): Y normalized with the batch's own
+mean and (biased) variance over every axis but C, and the optional outputs running_mean / running_var :=
+input_mean / input_var * momentum + batch mean / variance * (1 - momentum).
 
 The cpu backend owns this op below opset 14: onnx.reference computes those versions with the training formula, so
 the reference backend refuses them and this kernel is the only path (DESIGN.md, "Correctness and fallback")."""
@@ -8,6 +10,7 @@ import numpy as np
 from onnxep import _kernels
 from onnxep.ops._base import OpKernel
 from onnxep.ops.nn import _numpy_paths
+from onnxep.ops.nn._helpers import bad
 from onnxep.ops.nn._numpy_paths import bind_numpy_path
 
 _FLOATS = ("float32", "float16", "float64")    # float32 native; float16 / float64 (and mixed types) through numpy
@@ -22,6 +25,39 @@ class _BatchNormalization(OpKernel):
     def __init__(self, info):
         super().__init__(info)
         bind_numpy_path(self, info, range(5))   # float16 / float64 (or mixed, opset 15): numpy
+        if self.since >= 14 and int(getattr(self, "training_mode", 0) or 0) == 1:
+            self.compute = self._compute_training
+
+    def _compute_training(self, ctx):
+        """training_mode=1: the batch statistics, accumulated in float32 (float64 for float64 X)."""
+        x = ctx.input(0)
+        if x.ndim < 2:
+            raise bad("BatchNormalization", f"input rank {x.ndim} < 2 (N, C, ...)")
+        n, c = x.shape[:2]
+        ins = [ctx.input(i) for i in range(1, 5)]
+        for nm, v in zip(("scale", "B", "input_mean", "input_var"), ins):
+            if v.shape != (c,):
+                raise bad("BatchNormalization", f"{nm} has shape {v.shape}, expected ({c},)")
+        scale, b, in_mean, in_var = ins
+        acc = np.float64 if x.dtype == np.float64 else np.float32
+        x3 = x.reshape(n, c, -1)
+        y = ctx.output(0, x.shape, x.dtype)
+        cnt = n * x3.shape[2]
+        if cnt:
+            mean = x3.mean(axis=(0, 2), dtype=acc)
+            d = x3 - mean[:, None].astype(acc)
+            var = np.einsum("ncs,ncs->c", d, d) / cnt
+            a = scale.astype(acc) / np.sqrt(var + acc(self.epsilon))
+            d *= a[:, None]
+            d += b.astype(acc)[:, None]
+            np.copyto(y.reshape(x3.shape), d, casting="unsafe")
+        else:   # an empty batch: no statistics (nan, as numpy's mean of nothing), nothing to normalize
+            mean = var = np.full(c, np.nan, acc)
+        m = float(self.momentum)
+        for i, (stat, run) in ((1, (mean, in_mean)), (2, (var, in_var))):
+            if ctx.has_output(i):
+                out = ctx.output(i, (c,), run.dtype)
+                np.copyto(out, run.astype(acc) * acc(m) + stat * acc(1 - m), casting="unsafe")
 
     def _compute_numpy(self, ctx):
         x = ctx.input(0)
@@ -33,10 +69,11 @@ class _BatchNormalization(OpKernel):
     @classmethod
     def supports(cls, op):
         a = op.node.attrs
-        if any(o for o in op.node.outputs[1:]):
-            return False  # running/saved statistics are training outputs
-        if int(a.get("training_mode") or 0) != 0:
+        training = int(a.get("training_mode") or 0)
+        if training and (cls.since < 14 or training != 1 or len(op.node.outputs) > 3):
             return False
+        if not training and any(o for o in op.node.outputs[1:]):
+            return False  # running/saved statistics are training outputs
         if cls.since < 7 and int(a.get("is_test") or 0) != 1:
             return False  # opset 6 defaults to training (is_test=0)
         if cls.since < 9 and int(a.get("spatial") if a.get("spatial") is not None else 1) != 1:
