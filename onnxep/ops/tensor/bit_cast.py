@@ -7,6 +7,7 @@ from onnxep.errors import InvalidArgument
 from onnxep.graph.model import check_size
 from onnxep.ops._base import OpKernel
 from onnxep.ops._dtypes import EXOTIC_DTYPES
+from onnxep.ops.tensor._helpers import first_input_type_ok
 
 #: the types of BitCast's schema (every type but string) -> (numpy dtype, bit width)
 _BITCAST = {getattr(TensorProto, n): (np.dtype(d), w) for n, d, w in (
@@ -30,6 +31,12 @@ class BitCast_26(OpKernel):
 
     domain, op_type, since = "", "BitCast", 26
     type_constraints = {"T1": TYPES, "T2": TYPES}
+
+    @classmethod
+    def check_types(cls, op):
+        # the input's type only: shape inference leaves the output untyped when the widths differ, and compute then
+        # raises InvalidArgument naming the node (rather than leaving an invalid node to the reference backend)
+        return first_input_type_ok(op, TYPES)
 
     @classmethod
     def supports(cls, op):
