@@ -1,7 +1,8 @@
 """AffineGrid, BatchNormalization in training mode and FlexAttention (ai.onnx.preview) on the cpu backend (fallback
 off). Oracles: onnxruntime for AffineGrid (2-D / 3-D, align_corners, float16 / float32 / float64) and
 BatchNormalization (opsets 14 / 15, momentum, float16 / float32 / float64, ranks 2 to 5, optional outputs);
-onnx.reference for FlexAttention (onnxruntime 1.32 has no kernel for it) and for AffineGrid's one-pixel axes with
+onnx.reference for FlexAttention (onnxruntime 1.32 has no kernel for it; numpy where its subgraph reads an outer
+value, which onnx.reference cannot feed) and for AffineGrid's one-pixel axes with
 align_corners (onnxruntime gives 1 there, the spec's function body -1)."""
 import ml_dtypes
 import numpy as np
@@ -159,3 +160,83 @@ def test_flex_attention_bad_heads():
         sess.run(None, feeds)
     feeds["q"] = rand((1, 4, 2, 4), 0)
     assert_outputs_match(sess.run(None, feeds), run_reference(m, feeds), rtol=1e-5, atol=1e-6)
+
+
+def _mod_graph(name, nodes, dtype=TensorProto.FLOAT, inits=(), out_shape=("B", "H", "L", "S")):
+    i = helper.make_tensor_value_info("t_in", dtype, ["B", "H", "L", "S"])
+    o = helper.make_tensor_value_info("t_out", dtype, list(out_shape))
+    return helper.make_graph(nodes, name, [i], [o], list(inits))
+
+
+def _causal(dtype=TensorProto.FLOAT):
+    c = helper.make_tensor
+    nodes = [helper.make_node("Shape", ["t_in"], ["shp"]),
+             helper.make_node("Gather", ["shp", "i2"], ["L"], axis=0),
+             helper.make_node("Gather", ["shp", "i3"], ["S"], axis=0),
+             helper.make_node("Range", ["zero", "L", "one"], ["qr"]),
+             helper.make_node("Unsqueeze", ["qr", "ax1"], ["qi"]),
+             helper.make_node("Range", ["zero", "S", "one"], ["ki"]),
+             helper.make_node("GreaterOrEqual", ["qi", "ki"], ["mask"]),
+             helper.make_node("Where", ["mask", "t_in", "ninf"], ["t_out"])]
+    inits = [c("zero", TensorProto.INT64, [], [0]), c("one", TensorProto.INT64, [], [1]),
+             c("i2", TensorProto.INT64, [], [2]), c("i3", TensorProto.INT64, [], [3]),
+             c("ax1", TensorProto.INT64, [1], [1]), c("ninf", dtype, [], [float("-inf")])]
+    return _mod_graph("causal", nodes, dtype, inits)
+
+
+def _softcap(cap, dtype=TensorProto.FLOAT):
+    nodes = [helper.make_node("Div", ["t_in", "cap"], ["a"]), helper.make_node("Tanh", ["a"], ["b"]),
+             helper.make_node("Mul", ["b", "cap"], ["t_out"])]
+    return _mod_graph("softcap", nodes, dtype, [helper.make_tensor("cap", dtype, [], [cap])])
+
+
+def _scale_probs(v, dtype=TensorProto.FLOAT):
+    return _mod_graph("pscale", [helper.make_node("Mul", ["t_in", "k"], ["t_out"])], dtype,
+                      [helper.make_tensor("k", dtype, [], [v])])
+
+
+@pytest.mark.parametrize("mods", [{"score_mod": "causal"}, {"score_mod": "softcap"}, {"prob_mod": "scale"},
+                                  {"score_mod": "softcap", "prob_mod": "scale"}])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+def test_flex_attention_subgraphs(mods, dtype):
+    """score_mod / prob_mod bodies (run in softmax_precision: float32, or float64 for float64 inputs), with GQA."""
+    tp = TensorProto.DOUBLE if dtype == np.float64 else TensorProto.FLOAT
+    make = {"causal": lambda: _causal(tp), "softcap": lambda: _softcap(2.0, tp), "scale": lambda: _scale_probs(0.5, tp)}
+    shapes = [(2, 4, 5, 8), (2, 2, 5, 8), (2, 2, 5, 3)]
+    m = _flex_model(dtype, shapes, **{k: make[v]() for k, v in mods.items()})
+    feeds = {n: rand(s, i, dtype) * 2 for i, (n, s) in enumerate(zip("qkv", shapes))}
+    _check(m, feeds, run_reference, 5e-3 if dtype == np.float16 else 1e-5)
+
+
+def test_flex_attention_subgraph_reads_outer_value():
+    """A score_mod that adds a graph input of the enclosing graph (an outer-scope value). Oracle: numpy."""
+    shapes = [(1, 2, 3, 4), (1, 2, 3, 4), (1, 2, 3, 4)]
+    sm = _mod_graph("bias", [helper.make_node("Add", ["t_in", "bias"], ["t_out"])])
+    n = helper.make_node("FlexAttention", ["q", "k", "v"], ["y"], domain="ai.onnx.preview", name="flex_0",
+                         score_mod=sm)
+    ins = [helper.make_tensor_value_info(x, TensorProto.FLOAT, s) for x, s in zip("qkv", shapes)]
+    ins.append(helper.make_tensor_value_info("bias", TensorProto.FLOAT, [3, 3]))
+    g = helper.make_graph([n], "g", ins, [helper.make_empty_tensor_value_info("y")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 26), helper.make_opsetid("ai.onnx.preview", 1)],
+                          ir_version=11)
+    feeds = {x: rand(s, i) for i, (x, s) in enumerate(zip("qkv", shapes))}
+    feeds["bias"] = rand((3, 3), 9) * 3
+
+    def numpy_oracle(m, f):        # onnx.reference cannot feed outer values to FlexAttention's subgraphs
+        s = f["q"].astype(np.float64) @ np.swapaxes(f["k"], -1, -2) / 2 + f["bias"]
+        e = np.exp(s - s.max(-1, keepdims=True))
+        return [((e / e.sum(-1, keepdims=True)) @ f["v"]).astype(np.float32)]
+    _check(m, feeds, numpy_oracle, 1e-5)
+
+
+def test_flex_attention_bad_subgraph_shape():
+    """Oracle: none -- a score_mod whose output changes the shape raises InvalidArgument naming the node."""
+    shapes = [(1, 2, 3, 4), (1, 2, 3, 4), (1, 2, 3, 4)]
+    sm = _mod_graph("bad", [helper.make_node("Tile", ["t_in", "reps"], ["t_out"])],
+                    inits=[helper.make_tensor("reps", TensorProto.INT64, [4], [1, 1, 1, 2])],
+                    out_shape=("B", "H", "L", "S2"))
+    m = _flex_model(np.float32, shapes, score_mod=sm)
+    sess = onnxep.InferenceSession(m.SerializeToString(), cpu_only_options())
+    feeds = {x: rand(s, i) for i, (x, s) in enumerate(zip("qkv", shapes))}
+    with pytest.raises(InvalidArgument, match=r"flex_0.*score_mod gave shape \(1, 2, 3, 6\), expected \(1, 2, 3, 3\)"):
+        sess.run(None, feeds)

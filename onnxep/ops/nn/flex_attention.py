@@ -1,15 +1,17 @@
-"""FlexAttention (ai.onnx.preview, opset 1) without modifier subgraphs: Y := softmax(Q K^T * scale) V per (batch,
-query head), rank-4 Q (B, Hq, L, E), K (B, Hkv, S, E), V (B, Hkv, S, Ev); grouped-query heads (query head h reads K / V
+"""FlexAttention (ai.onnx.preview, opset 1): Y := prob_mod(softmax(score_mod(Q K^T * scale))) V per (batch, query
+head), rank-4 Q (B, Hq, L, E), K (B, Hkv, S, E), V (B, Hkv, S, Ev); grouped-query heads (query head h reads K / V
 head h // (Hq / Hkv), no repeat copy). scale defaults to 1 / sqrt(E), applied as sqrt(scale) to Q and K in their own
 type before the product (as the spec's reference does); the softmax and the product with V run in softmax_precision
 (float32 by default, float64 for float64 inputs; 10 = float16, 16 = bfloat16: float32 arithmetic rounded at each
 step). float16 / float32 / float64 / bfloat16 (bfloat16 inputs computed in float32). One BLAS GEMM per (batch, head)
 pair: numpy's stacked matmul does not call BLAS.
 
-A node with a score_mod or prob_mod subgraph is not claimed (supports() is False): running those bodies per call
-needs the subgraph executor of the control-flow ops; such nodes go to the reference fallback when it is on."""
+score_mod / prob_mod subgraphs run as compiled bodies (control/_body.py, as If's branches), once per call on the
+whole (B, Hq, L, S) scores / probabilities tensor in softmax_precision; the node then computes every head's scores
+first (one GEMM per (batch, head) into that tensor) and the products with V after."""
 import numpy as np
 
+from onnxep.errors import InvalidArgument, OnnxepError
 from onnxep.graph.model import check_size
 from onnxep.ops.math._numpy import _BF16, NumpyKernel
 from onnxep.ops.nn._helpers import bad
@@ -30,11 +32,39 @@ class FlexAttention_1(NumpyKernel):
         if self.softmax_precision is not None and int(self.softmax_precision) not in _PRECISIONS:
             raise bad(f"{_OP} node {self.name!r}", f"softmax_precision must be one of 1 (float), 10 (float16), "
                                                    f"11 (double), 16 (bfloat16), got {self.softmax_precision}")
+        self._bodies = {}
+        try:
+            for attr in ("score_mod", "prob_mod"):
+                g = info.attrs.get(attr)
+                if g is not None:
+                    from onnxep.ops.control._body import Body
+                    body = self._bodies[attr] = Body(g, info, attr)
+                    if len(body.input_names) != 1 or len(body.output_names) != 1:
+                        raise InvalidArgument(f"{_OP} node {self.name!r}: {attr} must have 1 input and 1 output, got "
+                                              f"{len(body.input_names)} and {len(body.output_names)}")
+        except BaseException:
+            self.release()
+            raise
 
-    @classmethod
-    def supports(cls, op):
-        a = op.node.attrs
-        return a.get("score_mod") is None and a.get("prob_mod") is None
+    def release(self):
+        bodies, self._bodies = getattr(self, "_bodies", {}), {}
+        for body in bodies.values():
+            body.release()
+
+    def _modify(self, attr, t, ctx):
+        """t (B, Hq, L, S) through the node's `attr` subgraph, back in t's type; t itself when there is none."""
+        body = self._bodies.get(attr)
+        if body is None:
+            return t
+        from onnxep.ops.control._body import run_context, wrap_iteration
+        try:
+            out = body.run({body.input_names[0]: t, **body.outer_feeds(ctx)}, run_context(ctx))[0]
+        except OnnxepError as e:
+            raise wrap_iteration(e, body.where) from e
+        out = np.asarray(out)
+        if out.shape != t.shape:
+            raise InvalidArgument(f"{_OP} node {self.name!r}: {attr} gave shape {out.shape}, expected {t.shape}")
+        return out.astype(t.dtype, copy=False)
 
     def compute(self, ctx):
         q, k, v = ctx.input(0), ctx.input(1), ctx.input(2)
@@ -66,6 +96,9 @@ class FlexAttention_1(NumpyKernel):
         vp = v.astype(prec, copy=False)
         if rnd is not None:
             vp = vp.astype(rnd).astype(prec)
+        if self._bodies:
+            self._compute_modified(ctx, y, qa, ka, vp, rep, prec, rnd, half, q.dtype)
+            return
         s = np.empty((L, S), acc)
         for b in range(B):
             for h in range(Hq):
@@ -80,6 +113,34 @@ class FlexAttention_1(NumpyKernel):
                 if rnd is not None:
                     p = p.astype(rnd).astype(prec)
                 out = p @ vp[b, h // rep]
+                if rnd is not None:
+                    out = out.astype(rnd)
+                np.copyto(y[b, h], out, casting="unsafe")
+
+    def _compute_modified(self, ctx, y, qa, ka, vp, rep, prec, rnd, half, qdt):
+        """With score_mod / prob_mod: all scores first, the subgraphs on the whole tensors, then the products."""
+        B, Hq, L, S = y.shape[0], y.shape[1], qa.shape[2], ka.shape[2]
+        check_size((B, Hq, L, S), np.float64, f"{_OP} scores")
+        scores = np.empty((B, Hq, L, S), prec)
+        s = np.empty((L, S), qa.dtype)
+        for b in range(B):
+            for h in range(Hq):
+                np.dot(qa[b, h], ka[b, h // rep].T, out=s)
+                scores[b, h] = s.astype(qdt) if half else s
+        feed = scores if rnd is None else scores.astype(rnd)
+        p = self._modify("score_mod", feed, ctx).astype(prec, copy=False)
+        if rnd is not None:
+            p = p.astype(rnd).astype(prec)
+        p = p - p.max(axis=-1, keepdims=True)
+        np.exp(p, out=p)
+        p /= p.sum(axis=-1, keepdims=True)
+        if rnd is not None:
+            p = self._modify("prob_mod", p.astype(rnd), ctx).astype(prec)
+        else:
+            p = self._modify("prob_mod", p, ctx)
+        for b in range(B):
+            for h in range(Hq):
+                out = p[b, h] @ vp[b, h // rep]
                 if rnd is not None:
                     out = out.astype(rnd)
                 np.copyto(y[b, h], out, casting="unsafe")
