@@ -23,7 +23,8 @@ from onnxep.ops._dtypes import is_exotic
 from tests._util import cpu_only_options, fallback_nodes, run_ort, run_reference
 
 # the test inputs overflow float16 / int32 on purpose (Inf, out-of-range values)
-pytestmark = pytest.mark.filterwarnings("ignore:overflow encountered in cast", "ignore:invalid value encountered in cast")
+pytestmark = pytest.mark.filterwarnings("ignore:overflow encountered in cast",
+                                        "ignore:invalid value encountered in cast")
 
 F8 = ("FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ")
 SUBBYTE = ("INT4", "UINT4", "INT2", "UINT2")
@@ -117,7 +118,9 @@ def test_exotic_float_input_vs_reference(frm, back):
     vals = np.array([0, 0.5, 1, 1.5, 2, 3, 4, 6, 8, 100, 240], np.float32)
     if back != T.UINT8:
         vals = np.concatenate([vals, -vals])
-    x = vals.astype(dt) if frm != "FLOAT8E8M0" else np.array([0.5, 1, 2, 4, 64, 2 ** -20, 2 ** 20], np.float32).astype(dt)
+    if frm == "FLOAT8E8M0":
+        vals = np.array([0.5, 1, 2, 4, 64, 2 ** -20, 2 ** 20], np.float32)
+    x = vals.astype(dt)
     m = _model([helper.make_node("Cast", ["x"], ["y"], to=back)], [("x", getattr(T, frm))], [("y", back)], 25)
     _assert_same(_ep(m, {"x": x})[0], run_reference(m, {"x": x})[0])
 
@@ -284,7 +287,7 @@ def test_castlike_vs_reference(to, saturate, opset):
                           [helper.make_tensor_value_info("y", getattr(T, to), None)], [like])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
     got, want = _ep(m, {"x": x})[0], run_reference(m, {"x": x})[0]
-    if to == "FLOAT8E8M0":   # onnx.reference maps +Inf to NaN under saturate: the spec's table (and onnxruntime) say max
+    if to == "FLOAT8E8M0":   # onnx.reference maps +Inf to NaN under saturate; the spec's table and onnxruntime: max
         keep = ~np.isinf(x)
         got, want = got[keep], want[keep]
     _assert_same(got, want)
@@ -332,7 +335,8 @@ def test_bitcast_width_mismatch_is_named_and_session_survives():
     """A BitCast whose widths differ (the input's type is only known at run time here) raises InvalidArgument naming
     the node; the same session then runs a valid input."""
     g = helper.make_graph([helper.make_node("BitCast", ["x"], ["y"], to=T.INT32, name="bc")], "g",
-                          [helper.make_tensor_value_info("x", T.FLOAT, None)], [helper.make_empty_tensor_value_info("y")])
+                          [helper.make_tensor_value_info("x", T.FLOAT, None)],
+                          [helper.make_empty_tensor_value_info("y")])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 26)])
     sess = onnxep.InferenceSession(m.SerializeToString(), cpu_only_options())
     assert sess.run(None, {"x": np.ones(2, np.float32)})[0].tolist() == [1065353216] * 2
