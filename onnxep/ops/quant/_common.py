@@ -82,8 +82,9 @@ def expand_param(kernel, p, xshape, axis, block_size, what):
     d = xshape[ax]
     if not block_size:
         if p.ndim != 1 or p.shape[0] != d:
-            raise bad(kernel, f"{what} has shape {p.shape}: per-axis quantization along axis {ax} of an input of shape "
-                              f"{tuple(xshape)} needs a 1-D tensor of length {d} (or block_size for blocked quantization)")
+            raise bad(kernel, f"{what} has shape {p.shape}: per-axis quantization along axis {ax} of an input of "
+                              f"shape {tuple(xshape)} needs a 1-D tensor of length {d} (or block_size for blocked "
+                              f"quantization)")
         return p.reshape((1,) * ax + (d,) + (1,) * (rank - ax - 1))
     if block_size < 0:
         raise bad(kernel, f"block_size must be positive, got {block_size}")

@@ -1,8 +1,10 @@
 """QuantizeLinear (opsets 10, 13, 19, 21, 23, 24, 25, 28): y = saturate(round_half_even(x / y_scale) + y_zero_point),
 per tensor, per axis or blocked (block_size); output type from y_zero_point, else output_dtype, else uint8: int8,
 uint8, int16, uint16, int4, uint4, int2, uint2 (saturated to the type's range), float8 (e4m3fn, e4m3fnuz, e5m2,
-e5m2fnuz: cast to nearest even, `saturate` clamping to the largest finite value) and float4e2m1. The division runs in
-the scale's type, or the `precision` attribute's (opset 23+); float8e8m0 scales (opset 24+) divide in float32.
+e5m2fnuz: cast to nearest even, `saturate` clamping to the largest finite value) and float4e2m1. From opset 23 the
+division runs in the scale's type, or the `precision` attribute's, as the spec says (float8e8m0 scales, opset 24+,
+divide in float32); before, the spec does not say and float16 / bfloat16 scales divide in float32 as onnxruntime does
+(onnx.reference divides in float16 there).
 float6 outputs (opset 28) are left to the reference backend."""
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from onnxep.ops.quant import _common as c
 from onnxep.ops.tensor._helpers import new_output
 
 _X = ("float32", "float16", "bfloat16", "int32")
+_HALF = (np.dtype(np.float16), c.BF16)
 
 
 class QuantizeLinear_10(OpKernel):
@@ -49,7 +52,11 @@ class QuantizeLinear_10(OpKernel):
         z = None if zp is None else c.expand_param(self, zp, x.shape, int(self.axis), bs, "y_zero_point")
         y = new_output(ctx, 0, x.shape, dt, f"QuantizeLinear node {self.name!r}")
         if y.size:
-            q = c.divide(x, s, c.compute_dtype(scale.dtype, int(self.precision or 0)))
+            if self.since >= 23 or scale.dtype not in _HALF:
+                dt = c.compute_dtype(scale.dtype, int(self.precision or 0))
+            else:   # before opset 23 the spec leaves the division's precision open: float32, as onnxruntime
+                dt = c.F32
+            q = c.divide(x, s, dt)
             c.quantize_into(y, q, z, bool(self.saturate))
 
 
