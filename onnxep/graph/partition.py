@@ -32,6 +32,16 @@ class Partition:
         return op_info(node, self.value_types, self.constants)
 
 
+def subgraph_reads(node) -> tuple:
+    """The names a node's subgraphs read from the enclosing scope, sorted (graph_outer_names, less what a body's own
+    nodes produce: a body whose nodes are not in topological order reads nothing of its own from outside)."""
+    names = set()
+    for g in node.subgraphs:
+        produced = {o for n in g.node for o in n.output}
+        names |= graph_outer_names(g) - produced
+    return tuple(sorted(names))
+
+
 def op_info(node, value_types, constants) -> OpInfo:
     its = [value_types.get(x) if x else None for x in node.inputs]
     ots = [value_types.get(x) if x else None for x in node.outputs]
@@ -92,8 +102,8 @@ def partition(graph: Graph, devices, fallback: bool = True, forced=frozenset(), 
         r = []
         for n in nodes:
             r.extend(x for x in n.inputs if x)
-            for g in n.subgraphs:
-                r.extend(sorted(graph_outer_names(g)))
+            if n.attrs and n.has_subgraph:
+                r.extend(subgraph_reads(n))
         reads.append(r)
     parts = []
     for gi, (dev, nodes) in enumerate(groups):

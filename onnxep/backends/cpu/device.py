@@ -10,7 +10,7 @@ from onnxep.contracts.compile import load_prepacked_kernel, prepack_kernel
 from onnxep.contracts.kernel import KernelContext
 from onnxep.errors import EPFail, InvalidGraph, NotImplemented as OnnxepNotImplemented, OnnxepError, RuntimeException
 from onnxep.graph.ir import OpInfo, ValueType
-from onnxep.graph.model import graph_outer_names
+from onnxep.graph.partition import subgraph_reads
 from onnxep.ops import _registry
 
 
@@ -38,7 +38,7 @@ class SubgraphScope:
     the reference backend only when the fallback is on), the backends to compile and run body plans on, the compile
     context (weight cache; never an EPContext export), the model's opsets, IR version and local functions.
 
-    `outer` names the values the node's subgraphs read from the enclosing scope (graph/model.py graph_outer_names,
+    `outer` names the values the node's subgraphs read from the enclosing scope (graph/partition.py subgraph_reads,
     nested bodies included). The plan gives them to the kernel as extra inputs after the node's own: ctx.input(n + k)
     is outer[k] (n = the node's input count), typed by KernelInfo.input_types[n + k]; a constant one is also in
     KernelInfo.constants[n + k]. The memory planner, the plan's frees and RunOptions' pruning see them as reads."""
@@ -190,13 +190,12 @@ class CpuBackend(Backend):
         outer = {}
         for i, node in enumerate(partition.nodes):
             if node.attrs and node.has_subgraph:
-                names = set()
-                for g in node.subgraphs:
-                    names |= graph_outer_names(g)
-                outer[i] = tuple(sorted(names))
-            for x in node.inputs + outer.get(i, ()):
+                outer[i] = subgraph_reads(node)
+            for x in node.inputs:
                 if x:
                     last_use[x] = i
+            for x in outer.get(i, ()):
+                last_use[x] = i
         keep = set(partition.outputs)
         once = _sharing(ctx.container)
         try:

@@ -34,7 +34,7 @@ def _rewrap(e: OnnxepError, prefix: str) -> OnnxepError:
 class Body:
     """One subgraph of a node, compiled. `run(feeds, outer, run_ctx)` -> the body's outputs, in order."""
 
-    __slots__ = ("where", "input_names", "input_types", "output_names", "output_types", "outer_index", "executor",
+    __slots__ = ("where", "attr", "input_names", "input_types", "output_names", "output_types", "outer_index", "executor",
                  "__weakref__")
 
     def __init__(self, g: onnx.GraphProto, info, attr: str):
@@ -45,12 +45,13 @@ class Body:
         from onnxep.graph.passes import optimize
 
         self.where = f"{info.op_type} node {info.name!r} ({attr})"
+        self.attr = attr
         scope = info.scope
         if scope is None:
             raise InvalidGraph(f"{self.where}: a kernel with subgraphs is made by the cpu backend's graph_plan_create "
                                f"(KernelInfo.scope is None)")
         self.executor = None
-        reads = graph_outer_names(g)
+        reads = graph_outer_names(g) - {o for node in g.node for o in node.output}
         n = scope.n_inputs
         inner = {i.name for i in g.input} | {t.name for t in g.initializer}
         outer_consts = {}          # outer constant -> array: a constant of the body
@@ -81,6 +82,9 @@ class Body:
         try:
             graph = build_graph(model)
             del model, body
+            # a value_info with an empty type (an outer shape inference leaves some in bodies) says nothing: drop it,
+            # so kernels see the value as untyped rather than as of an unknown kind
+            graph.value_types = {x: vt for x, vt in graph.value_types.items() if vt.kind != "unknown"}
             for x, arr in outer_consts.items():
                 graph.initializers[x] = arr
             graph.inputs = [(x, vt) for x, vt in graph.inputs if x not in outer_consts]
@@ -159,9 +163,3 @@ def fed_owners(values) -> set:
 
 def wrap_iteration(e: OnnxepError, what: str) -> OnnxepError:
     return _rewrap(e, what)
-
-
-def tensor_check(op) -> bool:
-    """check_types of the control-flow kernels: the constrained inputs known statically and tensors where the schema
-    says tensor (bool conditions, int64 trip counts), anything for the V type parameter."""
-    return True

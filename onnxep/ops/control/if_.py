@@ -41,7 +41,7 @@ class If_1(OpKernel):
         try:
             outs = body.run(body.outer_feeds(ctx), run_context(ctx))
         except OnnxepError as e:
-            raise wrap_iteration(e, body.where) from e
+            raise wrap_iteration(e, f"in {body.attr}") from e
         for i, (v, vt) in enumerate(zip(outs, body.output_types)):
             if v is None and not (vt is not None and vt.kind == "optional"):
                 raise RuntimeException(f"If node {self.name!r}: {body.where} output {i} "

@@ -58,7 +58,7 @@ class Loop_1(OpKernel):
             try:
                 outs = body.run(feeds, run_ctx)
             except OnnxepError as e:
-                raise wrap_iteration(e, f"{body.where}, iteration {it}") from e
+                raise wrap_iteration(e, f"in {body.attr}, iteration {it}") from e
             c = np.asarray(outs[0])
             if c.size != 1:
                 raise InvalidArgument(f"Loop node {self.name!r}: iteration {it}: the body's condition output must "

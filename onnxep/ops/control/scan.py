@@ -55,7 +55,7 @@ class _Scan(OpKernel):
             try:
                 outs = body.run(feeds, run_ctx)
             except OnnxepError as e:
-                where = f"{body.where}, iteration {t}" + ("" if batch is None else f" of batch entry {batch}")
+                where = f"in {body.attr}, iteration {t}" + ("" if batch is None else f" of batch entry {batch}")
                 raise wrap_iteration(e, where) from e
             states = list(outs[:n])
             for q in range(self.k):

@@ -44,7 +44,7 @@ class SequenceMap_17(OpKernel):
             try:
                 ys = body.run(feeds, run_ctx)
             except OnnxepError as e:
-                raise wrap_iteration(e, f"{body.where}, position {t}") from e
+                raise wrap_iteration(e, f"in {body.attr}, position {t}") from e
             for q, y in enumerate(ys):
                 outs[q].append(owned(y, owners))
         for q, seq in enumerate(outs):
