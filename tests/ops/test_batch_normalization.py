@@ -1,4 +1,4 @@
-"""BatchNormalization (inference) on the cpu backend.
+"""BatchNormalization on the cpu backend (inference, and training mode from opset 14).
 
 Oracles: a numpy oracle of the inference formula y = (x - mean) / sqrt(var + epsilon) * scale + B for every opset
 (onnx.reference uses the training formula below opset 14, so it cannot serve there); onnx.reference as well from
@@ -76,15 +76,17 @@ def test_batchnorm_refuses_training_and_non_spatial(opset, attrs):
         assert len(fallback_nodes(sess)) == 1
 
 
-def test_batchnorm_refuses_extra_outputs():
-    """Running mean/var outputs are a training feature: refused (the reference backend takes the node at opset 15)."""
-    x = np.zeros((2, 3, 4), np.float32)
-    p = _params(3, np.random.default_rng(0))
+def test_batchnorm_training_mode_runs_on_cpu():
+    """training_mode=1 with the running mean / var outputs runs on the cpu backend (oracle: onnxruntime)."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    p = _params(3, rng)
     node = helper.make_node("BatchNormalization", ["x", "scale", "b", "mean", "var"], ["y", "rm", "rv"],
-                            training_mode=1)
+                            training_mode=1, momentum=0.8)
     m = make_model([node], {"x": x}, ["y", "rm", "rv"], opset=15, initializers=p)
-    sess = onnxep.InferenceSession(m.SerializeToString())
-    assert len(fallback_nodes(sess)) == 1
+    got, sess = run_onnxep(m, {"x": x})
+    assert fallback_nodes(sess) == []
+    assert_same(got, run_ort(m, {"x": x}), rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("opset", [9, 15])
