@@ -219,14 +219,15 @@ class Executor:
     def run_nested(self, feeds: dict, output_names, run_ctx) -> list:
         """A subgraph's run inside a step of an enclosing run (If / Loop / Scan / SequenceMap bodies): the plans
         only, with the enclosing run's context (its allocator, RunOptions.terminate) but without its memory plan,
-        recorder, trace or pruning, which see the enclosing step as one step."""
-        saved = (run_ctx.recorder, run_ctx.arena, run_ctx.trace, run_ctx.prune)
-        run_ctx.recorder = run_ctx.arena = run_ctx.trace = None
+        recorder, trace or pruning, which see the enclosing step as one step -- nor its host block pool: a loop keeps
+        every iteration's scan outputs alive, and the pool would search through all of them on each allocation."""
+        saved = (run_ctx.recorder, run_ctx.arena, run_ctx.trace, run_ctx.prune, run_ctx.pool)
+        run_ctx.recorder = run_ctx.arena = run_ctx.trace = run_ctx.pool = None
         run_ctx.prune = False
         try:
             return self._run(feeds, output_names, run_ctx)
         finally:
-            run_ctx.recorder, run_ctx.arena, run_ctx.trace, run_ctx.prune = saved
+            run_ctx.recorder, run_ctx.arena, run_ctx.trace, run_ctx.prune, run_ctx.pool = saved
 
     def _run(self, feeds: dict, output_names, run_ctx) -> list:
         values = dict(self.overridable)

@@ -250,13 +250,24 @@ def test_body_node_falls_back_only_when_the_fallback_is_on():
         onnxep.InferenceSession(m.SerializeToString(), cpu_only_options())
 
 
-def test_reference_path_kept_through_fallback_op_types():
+@pytest.mark.parametrize("forced", ["Loop", "If", "Add"])
+def test_reference_path_kept_through_fallback_op_types(forced):
+    """'onnxep.fallback_op_types' sends the whole Loop to the reference backend, or (If, Add) nodes inside the
+    native Loop's body: a body partition on the reference backend reads the outermost values and initializers."""
     so = onnxep.SessionOptions()
-    so.add_session_config_entry("onnxep.fallback_op_types", "Loop")
+    so.add_session_config_entry("onnxep.fallback_op_types", forced)
     m = _if_in_loop_model()
+    m.graph.initializer.append(helper.make_tensor("bias", F, [2], [0.25, -0.5]))
+    inner_if = [n for n in m.graph.node[2].attribute[0].g.node if n.op_type == "If"][0]
+    then = [a.g for a in inner_if.attribute if a.name == "then_branch"][0]
+    then.node[0].output[0] = "r0"
+    then.node.append(helper.make_node("Add", ["r0", "bias"], ["r"]))
     feeds = {"M": np.array(4, np.int64), "x": np.array([1.5, -2.0], np.float32), "a0": np.zeros(2, np.float32)}
     sess = _check(m, feeds, so)
-    assert sess.node_assignment["loop"] == "reference"
+    assert sess.node_assignment["loop"] == ("reference" if forced == "Loop" else "cpu")
+    if forced == "If":
+        (loop,) = [s[0] for p in sess.plans for s in p.steps if s[6] == "Loop"]
+        assert [p.backend_name for p in loop.body.plans] == ["cpu", "reference", "cpu"]
 
 
 def test_only_execute_path_to_fetches():
@@ -308,8 +319,9 @@ def test_epcontext_export_refuses_control_flow(tmp_path):
 
 def test_scan_reads_outer_value_and_profiles():
     """Scan-9 body reads an outer value; a profiled run (traced steps) gives the same results."""
-    body = helper.make_graph([helper.make_node("Mul", ["x", "scale"], ["xs"]), helper.make_node("Add", ["s", "xs"], ["s2"]),
-                              helper.make_node("Identity", ["s2"], ["y"])], "body",
+    body = helper.make_graph([helper.make_node("Mul", ["x", "scale"], ["xs"]),
+                              helper.make_node("Add", ["s", "xs"], ["s2"]), helper.make_node("Identity", ["s2"], ["y"])],
+                             "body",
                              [_vi("s", F, [2]), _vi("x", F, [2])], [_vi("s2", F, [2]), _vi("y", F, [2])])
     scan = helper.make_node("Scan", ["s0", "xs_in"], ["s", "ys"], body=body, num_scan_inputs=1,
                             scan_output_directions=[1], name="scan")

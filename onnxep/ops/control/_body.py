@@ -34,8 +34,8 @@ def _rewrap(e: OnnxepError, prefix: str) -> OnnxepError:
 class Body:
     """One subgraph of a node, compiled. `run(feeds, outer, run_ctx)` -> the body's outputs, in order."""
 
-    __slots__ = ("where", "attr", "input_names", "input_types", "output_names", "output_types", "outer_index", "executor",
-                 "__weakref__")
+    __slots__ = ("where", "attr", "input_names", "input_types", "output_names", "output_types", "outer_index",
+                 "executor", "__weakref__")
 
     def __init__(self, g: onnx.GraphProto, info, attr: str):
         from onnxep.contracts.compile import compile as compile_partitions

@@ -30,10 +30,11 @@ class Loop_1(OpKernel):
         body = self.body
         self.n_carried = len(body.input_names) - 2
         self.n_scan = len(body.output_names) - 1 - self.n_carried
-        if self.n_carried < 0 or self.n_scan < 0:
+        if self.n_carried < 0 or self.n_scan < 0 or info.scope.n_inputs != 2 + self.n_carried:
             self.release()
             raise InvalidArgument(f"Loop node {self.name!r}: the body has {len(body.input_names)} inputs and "
-                                  f"{len(body.output_names)} outputs; it needs 2 + N inputs and 1 + N + K outputs")
+                                  f"{len(body.output_names)} outputs, the node {info.scope.n_inputs} inputs: a node "
+                                  f"of 2 + N inputs needs a body of 2 + N inputs and 1 + N + K outputs")
 
     def compute(self, ctx):
         body = self.body

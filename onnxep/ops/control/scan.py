@@ -35,10 +35,11 @@ class _Scan(OpKernel):
         self.m = int(self.num_scan_inputs)
         self.n = len(body.input_names) - self.m
         self.k = len(body.output_names) - self.n
-        if self.n < 0 or self.k < 0:
+        if self.n < 0 or self.k < 0 or info.scope.n_inputs != self.n + self.m + (1 if self.since == 8 else 0):
             self.release()
             raise InvalidArgument(f"Scan node {self.name!r}: the body has {len(body.input_names)} inputs and "
-                                  f"{len(body.output_names)} outputs for num_scan_inputs={self.m}")
+                                  f"{len(body.output_names)} outputs, the node {info.scope.n_inputs} inputs, for "
+                                  f"num_scan_inputs={self.m}")
 
     def _iterate(self, ctx, states, xs, dirs, length, feeds, owners, run_ctx, batch=None):
         """Run the body `length` times over xs (scan axis first, C-contiguous); returns (final states, per scan
