@@ -105,7 +105,8 @@ def _check_unique(x, sorted_, axis=None, opset=11):
 @pytest.mark.parametrize("sorted_", [0, 1])
 @pytest.mark.parametrize("axis", [None, 0, 1, -1])
 def test_unique(dtype, sorted_, axis):
-    x = data((4, 6), dtype) if dtype is not object else np.array(["b", "a", "", "b", "c", "a"] * 4, object).reshape(4, 6)
+    x = data((4, 6), dtype) if dtype is not object else np.array(["b", "a", "", "b", "c", "a"] * 4, object)
+    x = x.reshape(4, 6)
     x = np.concatenate([x, x[:, :2]], axis=1)      # repeated columns
     x = np.concatenate([x[:1], x, x[2:3]], axis=0)  # repeated rows
     _check_unique(x, sorted_, axis)

@@ -1,5 +1,3 @@
-import numpy as np
-
 from onnxep.errors import InvalidArgument
 from onnxep.ops._base import OpKernel
 from onnxep.ops._data import norm_axes

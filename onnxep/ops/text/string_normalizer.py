@@ -3,15 +3,14 @@ stopwords inside space-separated text and drops empty strings).
 
 Case mapping is per character (C++ towlower / towupper, what onnxruntime's std::ctype<wchar_t> does): a character whose
 Python full case mapping is several characters ('ß'.upper() == 'SS') keeps its simple mapping ('İ' -> 'i', 'ᾳ' -> 'ᾼ')
-or stays as it is ('ß', 'ŉ', 'ﬁ'). The locale attribute: "C" / "POSIX" map ASCII letters only (C.UTF-8 by Unicode), tr_* / az_* map i <-> İ
-and ı <-> I the Turkish way, any other name maps by Unicode (glibc's UTF-8 locales). Unlike onnxruntime, a locale that
-is not installed on the machine is not an error.
+or stays as it is ('ß', 'ŉ', 'ﬁ'). The locale attribute: "C" / "POSIX" map ASCII letters only (C.UTF-8 by
+Unicode), tr_* / az_* map i <-> İ and ı <-> I the Turkish way, any other name maps by Unicode (glibc's UTF-8
+locales). Unlike onnxruntime, a locale that is not installed on the machine is not an error (onnxruntime refuses the
+model; its default, en_US.UTF-8, is not installed here).
 """
 from __future__ import annotations
 
 import functools
-
-import numpy as np
 
 from onnxep.errors import InvalidArgument
 from onnxep.ops._base import OpKernel, attr
