@@ -93,6 +93,11 @@ def update_scores(scores, post, add_second_class=-1):
     return scores
 
 
+def map_types(type_str):
+    """'map(int64,tensor(float))' -> 'map(int64,float)' (key and value element types only, no spaces)."""
+    return type_str.replace(" ", "").replace("tensor(", "").replace("))", ")")
+
+
 def check_post(op, name="post_transform"):
     v = op.node.attrs.get(name)
     return v is None or v in TRANSFORMS

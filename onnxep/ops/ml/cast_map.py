@@ -2,7 +2,7 @@ import numpy as np
 
 from onnxep.errors import InvalidArgument
 from onnxep.ops._base import OpKernel
-from onnxep.ops.ml._common import output
+from onnxep.ops.ml._common import map_types as _map_types, output
 
 _TO = {"TO_FLOAT": np.dtype(np.float32), "TO_INT64": np.dtype(np.int64), "TO_STRING": np.dtype(object)}
 
@@ -22,7 +22,7 @@ class CastMap_1(OpKernel):
     @classmethod
     def check_types(cls, op):
         vt = op.input_types[0] if op.input_types else None
-        return vt is not None and vt.kind == "map" and vt.type_str.replace(" ", "") in (
+        return vt is not None and vt.kind == "map" and _map_types(vt.type_str) in (
             "map(int64,string)", "map(int64,float)")
 
     @classmethod

@@ -2,7 +2,7 @@ import numpy as np
 
 from onnxep.errors import InvalidArgument
 from onnxep.ops._base import OpKernel
-from onnxep.ops.ml._common import output
+from onnxep.ops.ml._common import map_types as _map_types, output
 
 _VAL = {"int64": np.dtype(np.int64), "float": np.dtype(np.float32), "double": np.dtype(np.float64),
         "string": np.dtype(object)}
@@ -20,19 +20,19 @@ class DictVectorizer_1(OpKernel):
         vt = op.input_types[0] if op.input_types else None
         if vt is None or vt.kind != "map":
             return False
-        inner = vt.type_str.replace(" ", "")[4:-1].split(",")
+        inner = _map_types(vt.type_str)[4:-1].split(",")
         return len(inner) == 2 and inner[0] in ("string", "int64") and inner[1] in _VAL
 
     @classmethod
     def supports(cls, op):
         a = op.node.attrs
         vt = op.input_types[0]
-        key = vt.type_str.replace(" ", "")[4:-1].split(",")[0]
+        key = _map_types(vt.type_str)[4:-1].split(",")[0]
         return bool(a.get("string_vocabulary")) if key == "string" else bool(a.get("int64_vocabulary"))
 
     def __init__(self, info):
         super().__init__(info)
-        key, val = info.input_types[0].type_str.replace(" ", "")[4:-1].split(",")
+        key, val = _map_types(info.input_types[0].type_str)[4:-1].split(",")
         self._dtype = _VAL[val]
         self._strings = key == "string"
         vocab = self.string_vocabulary if self._strings else self.int64_vocabulary

@@ -63,8 +63,9 @@ class SVMClassifier_1(OpKernel):
         vpc = a.get("vectors_per_class") or ()
         if vpc and sum(vpc) > 0 and len(vpc) != k:
             return False
-        # two classes, no probabilities, PROBIT: onnxruntime leaves one column unwritten
-        return not (vpc and sum(vpc) > 0 and k == 2 and not a.get("prob_a") and a.get("post_transform") == "PROBIT")
+        # two classes by votes, no probabilities, a post transform: onnxruntime's score layout differs from its source
+        return not (vpc and sum(vpc) > 0 and k == 2 and not a.get("prob_a") and
+                    a.get("post_transform", "NONE") != "NONE")
 
     def __init__(self, info):
         super().__init__(info)
@@ -146,8 +147,7 @@ class SVMClassifier_1(OpKernel):
                 scores = update_scores(pair, post, 2 if post == "NONE" else 0)
             else:
                 scores = update_scores(pair, post, -1)
-        if not self._svc or k > 2 or True:
-            lab = label_array(self._labels, cls_idx, self._strings)
+        lab = label_array(self._labels, cls_idx, self._strings)
         y = output(ctx, 0, (n,), object if self._strings else np.int64, what)
         y[...] = lab
         if ctx.has_output(1):

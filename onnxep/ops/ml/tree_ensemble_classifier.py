@@ -21,7 +21,14 @@ class TreeEnsembleClassifier_1(OpKernel):
     @classmethod
     def supports(cls, op):
         a = op.node.attrs
-        return check_post(op) and len(a.get("classlabels_strings") or a.get("classlabels_int64s") or ()) >= 2
+        k = len(a.get("classlabels_strings") or a.get("classlabels_int64s") or ())
+        if not check_post(op) or k < 2:
+            return False
+        # two classes, base_values, weights for one class only (or never class 0): onnxruntime 1.32 departs from its own
+        # aggregator's source here (class 0's score ignores base_values); left to the reference backend
+        base = a.get("base_values") or a.get("base_values_as_tensor")
+        return not (k == 2 and base is not None and len(np.asarray(base).reshape(-1)) and
+                    (0 not in set(a.get("class_ids") or ()) or len(set(a.get("class_ids") or ())) == 1))
 
     def __init__(self, info):
         super().__init__(info)
