@@ -24,11 +24,11 @@ class TreeEnsembleClassifier_1(OpKernel):
         k = len(a.get("classlabels_strings") or a.get("classlabels_int64s") or ())
         if not check_post(op) or k < 2:
             return False
-        # two classes, base_values, weights for one class only (or never class 0): onnxruntime 1.32 departs from its own
+        # two classes, base_values, weights that never name class 0: onnxruntime 1.32 departs from its own
         # aggregator's source here (class 0's score ignores base_values); left to the reference backend
         base = a.get("base_values") or a.get("base_values_as_tensor")
         return not (k == 2 and base is not None and len(np.asarray(base).reshape(-1)) and
-                    (0 not in set(a.get("class_ids") or ()) or len(set(a.get("class_ids") or ())) == 1))
+                    0 not in set(a.get("class_ids") or ()))
 
     def __init__(self, info):
         super().__init__(info)
