@@ -14,6 +14,7 @@ from onnx.external_data_helper import _get_all_tensors, uses_external_data
 
 from onnxep.errors import Fail, InvalidArgument, InvalidGraph, InvalidProtobuf, NoSuchFile
 from onnxep.graph.ir import Graph, Node, ValueType
+from onnxep.graph.ml_types import ML, complete_types
 
 
 def load_model(path_or_bytes) -> tuple[onnx.ModelProto, str | None]:
@@ -211,7 +212,10 @@ def build_graph(model: onnx.ModelProto, infer_shapes: bool = True) -> Graph:
             raise ValueError("shape inference off")
         # data_prop=False: with data propagation onnx materialises constant shapes, and a tiny model can make it
         # allocate terabytes (ConstantOfShape([2**40]))
-        inferred = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=False)
+        if any(o.domain == ML for o in model.opset_import):
+            inferred = complete_types(model)        # onnx leaves some ai.onnx.ml outputs untyped
+        else:
+            inferred = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=False)
     except Exception:
         inferred = model
     g = inferred.graph

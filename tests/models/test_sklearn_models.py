@@ -10,11 +10,9 @@ import json
 import os
 
 import numpy as np
-import onnx
 import pytest
 
 import onnxep
-from onnxep.ops.ml._types import complete_types
 
 HERE = os.path.join(os.path.dirname(__file__), "sklearn")
 with open(os.path.join(HERE, "index.json")) as f:
@@ -23,10 +21,9 @@ NAMES = sorted(INDEX)
 
 
 def _model(name):
-    # onnx 1.23's shape inference leaves the outputs of several ai.onnx.ml ops untyped (LinearRegressor, Scaler,
-    # Normalizer, SVMRegressor, the classifiers' scores, ...); until build_graph completes them itself
-    # (onnxep/ops/ml/_types.py), the test completes them
-    return complete_types(onnx.load(os.path.join(HERE, f"{name}.onnx"))).SerializeToString()
+    # the file as skl2onnx wrote it: onnx 1.23's shape inference leaves several ai.onnx.ml outputs untyped, and
+    # build_graph completes them (onnxep/graph/ml_types.py)
+    return os.path.join(HERE, f"{name}.onnx")
 
 
 def _session(name):
@@ -93,11 +90,3 @@ def test_zipmap_output_is_a_list_of_dicts():
     assert label.dtype == object and isinstance(label[0], str)
     assert isinstance(proba, list) and len(proba) == 3
     assert set(proba[0]) == {"cat", "dog", "emu"} and all(isinstance(v, float) for v in proba[0].values())
-
-
-@pytest.mark.xfail(reason="onnx leaves ai.onnx.ml outputs untyped; build_graph (graph/model.py) does not yet call "
-                          "onnxep.ops.ml._types.complete_types", strict=False)
-def test_raw_skl2onnx_model_without_completed_types():
-    so = onnxep.SessionOptions()
-    so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
-    onnxep.InferenceSession(os.path.join(HERE, "svr.onnx"), so)

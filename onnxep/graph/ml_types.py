@@ -5,7 +5,8 @@ TreeEnsembleRegressor-1, and types only the label output of TreeEnsembleClassifi
 such a node is then untyped, and the cpu backend's type checks refuse the nodes that read it (a skl2onnx pipeline's
 Cast, Identity, Gather, Concat, ZipMap): with the fallback off the session cannot be made. `complete_types(model)`
 returns the model with value_info for those outputs (the types the schemas and attributes fix), inferred again until
-nothing more is learnt; graph/model.py's build_graph is the place to call it (see ml_output_type)."""
+nothing more is learnt. build_graph (graph/model.py) runs it in place of plain shape inference on a model that imports
+ai.onnx.ml."""
 from __future__ import annotations
 
 import onnx
