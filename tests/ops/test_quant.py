@@ -418,3 +418,67 @@ def test_conv_integer_output_size_checked():
     sess = onnxep.InferenceSession(m.SerializeToString(), cpu_only_options())
     with pytest.raises(Fail, match="ConvInteger.*over the"):
         sess.run(None, {"X": np.zeros((1, 1, 2, 2), np.uint8), "W": np.ones((1, 1, 1, 1), np.uint8)})
+
+
+@pytest.mark.parametrize("opset", [21, 23])
+def test_quantize_bfloat16(opset):
+    """bfloat16 x and scale: before opset 23 the division runs in float32 (as float16 there, see above), from 23 in
+    bfloat16 (onnx.reference: its bfloat16 division rounds the float32 quotient, as onnxep)."""
+    x = _x(scale=50).astype(ml_dtypes.bfloat16)
+    m = _model("QuantizeLinear", [("x", ml_dtypes.bfloat16, x.shape), ("s", ml_dtypes.bfloat16, []),
+                                  ("z", np.int8, [])], [("y", np.int8)], opset,
+               inits={"s": np.asarray(0.3, ml_dtypes.bfloat16), "z": np.int8(-3)})
+    if opset >= 23:
+        _check(m, {"x": x}, "ref")
+    else:
+        want = np.clip(np.rint(x.astype(np.float32) / np.float32(np.asarray(0.3, ml_dtypes.bfloat16))) - 3, -128, 127)
+        _same(_ep(m, {"x": x}), [want.astype(np.int8)])
+
+
+def test_quantize_e8m0_scale():
+    """float8e8m0 scales (opset 24, powers of two): x / 2**k is exact, then rounded half to even."""
+    x = _x((2, 6), 40)
+    s = np.array([[125, 127], [128, 131]], np.uint8).view(ml_dtypes.float8_e8m0fnu)   # 1/4, 1, 2, 16
+    m = _model("QuantizeLinear", [("x", np.float32, x.shape), ("s", ml_dtypes.float8_e8m0fnu, [2, 2]),
+                                  ("z", np.int8, [2, 2])], [("y", np.int8)], 24, {"axis": 1, "block_size": 3},
+               inits={"s": s, "z": np.zeros((2, 2), np.int8)})
+    want = np.clip(np.rint(x / np.repeat(s.astype(np.float32), 3, axis=1)), -128, 127).astype(np.int8)
+    _same(_ep(m, {"x": x}), [want])
+
+
+def test_dequantize_bfloat16_scale():
+    x = _ints(np.uint8, (3, 4))
+    m = _model("DequantizeLinear", [("x", np.uint8, x.shape), ("s", ml_dtypes.bfloat16, [4]), ("z", np.uint8, [4])],
+               [("y", ml_dtypes.bfloat16)], 21, {"axis": 1},
+               inits={"s": np.array([0.1, 0.5, 3, 0.007], ml_dtypes.bfloat16), "z": _ints(np.uint8, (4,))})
+    _check(m, {"x": x}, "ref")
+
+
+@pytest.mark.parametrize("zt", [np.int8, np.uint8, np.int16])
+def test_quantize_nan_gives_the_type_minimum(zt):
+    """NaN (unspecified by ONNX) quantizes to the type's minimum, as onnxruntime."""
+    x = np.array([np.nan, 1.0, -np.nan, np.inf, -np.inf], np.float32)
+    m = _model("QuantizeLinear", [("x", np.float32, x.shape), ("s", np.float32, []), ("z", zt, [])], [("y", zt)], 21,
+               inits={"s": np.float32(1), "z": zt(3)})
+    _check(m, {"x": x})
+
+
+def test_constant_parameters_prepared_once_fed_ones_each_run():
+    """Fed (writable) scales are read on every run: a second run with other values gives other results."""
+    m = _model("QuantizeLinear", [("x", np.float32, [4]), ("s", np.float32, []), ("z", np.uint8, [])],
+               [("y", np.uint8)], 13)
+    sess = onnxep.InferenceSession(m.SerializeToString(), cpu_only_options())
+    x = np.array([1, 2, 3, 4], np.float32)
+    for s in (1.0, 0.5, 2.0):
+        feeds = {"x": x, "s": np.array(s, np.float32), "z": np.array(1, np.uint8)}
+        _same(sess.run(None, feeds), run_ort(m, feeds))
+
+
+@pytest.mark.parametrize("k", [250, 260, 3000])
+def test_mat_mul_integer_float32_bound(k):
+    """Around the float32 / float64 switch (k * 255 * 255 vs 2**24 at k = 258): extreme operands, exact int32."""
+    A, B = np.full((3, k), 255, np.uint8), np.full((k, 2), 255, np.uint8)
+    A[1] = RNG.integers(0, 256, k)
+    m = _model("MatMulInteger", [("A", np.uint8, A.shape), ("B", np.uint8, B.shape)], [("Y", np.int32)], 10)
+    got = _check(m, {"A": A, "B": B})[0]
+    np.testing.assert_array_equal(got, (A.astype(np.int64) @ B.astype(np.int64)).astype(np.int32))

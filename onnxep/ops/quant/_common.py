@@ -6,7 +6,9 @@ Exact integer products: the integer ops multiply (x - x_zero_point) by (w - w_ze
 8-bit types, so each product is below 2**16 and a sum of K products below K * 2**16: float64 (53-bit mantissa) holds
 every partial sum exactly while K < 2**37, far beyond any real reduction length. The products therefore run as
 float64 BLAS GEMMs (np.matmul, one call per batch / group) and the sums are then taken modulo 2**32 (float64 ->
-int64 -> int32), which is exactly the int32 accumulation (with wraparound) the spec and onnxruntime use.
+int64 -> int32), which is exactly the int32 accumulation (with wraparound) the spec and onnxruntime use. When the
+call's own bound K * max|x - x_zp| * max|w - w_zp| (+ max|bias|) is below 2**24, every partial sum is an integer
+float32 holds exactly, whatever BLAS's summation order, and the GEMM runs in float32 instead (twice as fast).
 
 Requantization (QLinearMatMul, QLinearConv) follows onnxruntime's MLAS: the int32 accumulator converted to float32,
 times the float32 multiplier x_scale * w_scale / y_scale, rounded half to even, plus the output zero point,
@@ -119,26 +121,24 @@ def divide(x, scale, dt):
 
 def quantize_into(y, q, zp, saturate=True):
     """y := q (x / scale, float32 or float64, already in the division's precision) quantized to y's dtype: integer
-    types round half to even, add the zero point and saturate to the type's range (NaN gives 0); float8 types add a
-    non-zero zero point and cast (round to nearest even), `saturate` clamping to the largest finite value (NaN stays
-    NaN; without it, out-of-range values become NaN, or Inf for e5m2); float4e2m1 adds the zero point and casts,
-    saturating (it has no infinity). The exotic conversions are onnxep.ops._dtypes' (ONNX Cast semantics)."""
+    types round half to even, add the zero point (float, as q) and saturate to the type's range (NaN gives the
+    type's minimum, as onnxruntime); float8 types add a non-zero zero point and cast (round to nearest even),
+    `saturate` clamping to the largest finite value (NaN stays NaN; without it, out-of-range values become NaN, or Inf
+    for e5m2); float4e2m1 adds the zero point and casts, saturating (it has no infinity). The exotic conversions are
+    onnxep.ops._dtypes' (ONNX Cast semantics)."""
     dt = y.dtype
     with np.errstate(invalid="ignore", over="ignore"):
-        if dt.kind in "iu":                # int8 / uint8 / int16 / uint16: in place, no temporaries
+        if dt in INT_RANGES:
             lo, hi = INT_RANGES[dt]
             r = np.rint(q, out=q)          # q is a fresh array (divide's result)
             if zp is not None:
-                np.add(r, zp, out=r)       # exact below 2**24; beyond, the sign is right and clip saturates
-            np.clip(r, lo, hi, out=r)
-            r[np.isnan(r)] = 0
-            np.copyto(y, r, casting="unsafe")
-            return
-        if dt in INT_RANGES:               # int4 / uint4 / int2 / uint2
-            r = np.rint(q, out=q)
-            if zp is not None:
-                np.add(r, _dtypes.widen(zp), out=r)
-            y[...] = _dtypes.round_saturate_int(r, dt)
+                np.add(r, zp, out=r)       # exact below 2**24; beyond, the sign is right and the clamp saturates
+            np.fmax(r, lo, out=r)          # fmax / fmin: NaN gives the type's minimum, as onnxruntime
+            np.fmin(r, hi, out=r)
+            if dt.kind in "iu":            # int8 / uint8 / int16 / uint16
+                np.copyto(y, r, casting="unsafe")
+            else:                          # int4 / uint4 / int2 / uint2
+                y[...] = _dtypes.round_saturate_int(r, dt)
             return
         if zp is not None and np.any(_dtypes.to_float32(zp) != 0):
             q = q + _dtypes.to_float32(zp)
@@ -165,9 +165,11 @@ def requantize(acc, multiplier, zp, dt):
 
 
 def wrap_int32(acc):
-    """Exact integer sums held in float64 -> int32, modulo 2**32 (int32 accumulation with wraparound)."""
-    a = acc.astype(np.int64)
-    return a.astype(np.int32)
+    """Exact integer sums held in float64 (or float32, below 2**24) -> int32, modulo 2**32 (int32 accumulation with
+    wraparound)."""
+    if acc.dtype == F32:
+        return acc.astype(np.int32)
+    return acc.astype(np.int64).astype(np.int32)
 
 
 def centred(v, zp, dtype=F64):
@@ -176,6 +178,28 @@ def centred(v, zp, dtype=F64):
     if zp is not None:
         out -= zp.astype(dtype)
     return out
+
+
+def _max_centred(v, zp):
+    """max |v - zp| (integer arrays, zp broadcasting against v), from the extremes alone."""
+    if v.size == 0:
+        return 0
+    lo, hi = int(v.min()), int(v.max())
+    if zp is None:
+        return max(abs(lo), abs(hi))
+    zl, zh = int(zp.min()), int(zp.max())
+    return max(abs(hi - zl), abs(zh - lo))
+
+
+def centred_pair(a, za, b, zb, k, bias=None):
+    """(a - za, b - zb) as float32 when a product of length k (plus the bias) is exact in float32 -- every partial sum
+    is an integer below 2**24 whatever the summation order, bounded by k * max|a - za| * max|b - zb| + max|bias| --
+    else as float64 (exact while that bound is below 2**53, i.e. for any k < 2**37 with 8-bit operands)."""
+    bound = k * _max_centred(a, za) * _max_centred(b, zb)
+    if bias is not None and bias.size:
+        bound += int(np.abs(bias.astype(np.int64)).max())
+    dt = F32 if bound < (1 << 24) else F64
+    return centred(a, za, dt), centred(b, zb, dt)
 
 
 def row_param(kernel, p, a, what):
@@ -209,7 +233,8 @@ def _broadcasts(small, big):
 
 
 def int_matmul(a, b):
-    """Exact (a @ b) of integer-valued float64 operands as int32, modulo 2**32 (numpy.matmul semantics)."""
+    """Exact (a @ b) of integer-valued float operands (see centred_pair) as int32, modulo 2**32 (numpy.matmul
+    semantics)."""
     if a.shape[-1] == 0:
         return np.zeros(np.matmul(a, b).shape, np.int32)
     return wrap_int32(np.matmul(a, b))
@@ -254,10 +279,10 @@ class ConvAttrs:
         return pb, outs, (xshape[0], wshape[0]) + tuple(outs)
 
     def int_conv(self, x, w, bias, pb, outs):
-        """The exact conv of integer-valued float64 X and W (plus an integer-valued float64 bias) as float64."""
+        """The exact conv of integer-valued float X and W (centred_pair) plus an integer bias, in their float type."""
         from onnxep.ops.nn import _numpy_paths
         nsp = x.ndim - 2
-        res = np.empty((x.shape[0], w.shape[0]) + tuple(outs), F64)
+        res = np.empty((x.shape[0], w.shape[0]) + tuple(outs), x.dtype)
         if res.size:
             _numpy_paths.conv(x, w, bias, int(self.group), pb, outs, tuple(self.strides or (1,) * nsp),
                               tuple(self.dilations or (1,) * nsp), res)

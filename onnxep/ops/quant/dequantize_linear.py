@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from onnxep.ops import _dtypes
 from onnxep.ops._base import OpKernel
 from onnxep.ops.quant import _common as c
 from onnxep.ops.tensor._helpers import new_output
@@ -26,8 +27,11 @@ class DequantizeLinear_10(OpKernel):
         od = int(op.node.attrs.get("output_dtype") or 0)
         return not od or c.np_dtype(od) in (c.F32, np.dtype(np.float16), c.BF16)
 
-    def compute(self, ctx):
-        x, scale, zp = ctx.input(0), ctx.input(1), ctx.input(2)
+    _key = None        # (scale, zero point, x shape) of the last prepared call, when scale and zero point are constants
+
+    def _prepare(self, x, scale, zp):
+        """(output dtype, scale as float32 and zero point as float32 -- int64 for int32 x -- broadcasting against x),
+        checked."""
         if zp is not None and zp.dtype != x.dtype:
             raise c.bad(self, f"x_zero_point has type {zp.dtype}, expected x's type {x.dtype}")
         c.check_pair(self, scale, zp, "x")
@@ -37,25 +41,43 @@ class DequantizeLinear_10(OpKernel):
         if out_dt not in (c.F32, np.dtype(np.float16), c.BF16):
             raise c.bad(self, f"output type {out_dt} is not float32, float16 or bfloat16")
         bs = int(self.block_size or 0)
-        s = c.expand_param(self, scale, x.shape, int(self.axis), bs, "x_scale")
+        s = c.expand_param(self, scale, x.shape, int(self.axis), bs, "x_scale").astype(c.F32)
         z = None if zp is None else c.expand_param(self, zp, x.shape, int(self.axis), bs, "x_zero_point")
+        if z is not None:
+            z = z.astype(np.int64) if x.dtype == np.int32 else _dtypes.to_float32(z)
+        return out_dt, s, z
+
+    def compute(self, ctx):
+        x, scale, zp = ctx.input(0), ctx.input(1), ctx.input(2)
+        key = self._key
+        if key is not None and key[0] is scale and key[1] is zp and key[2] == x.shape:
+            out_dt, s, z = self._prepared
+        else:
+            out_dt, s, z = self._prepared = self._prepare(x, scale, zp)
+            # constants (read-only, the same arrays every run) are prepared once per input shape
+            self._key = (scale, zp, x.shape) if not scale.flags.writeable and (
+                zp is None or not zp.flags.writeable) else None
         y = new_output(ctx, 0, x.shape, out_dt, f"DequantizeLinear node {self.name!r}")
         if not y.size:
             return
         if x.dtype == np.int32:
-            d = x.astype(np.int64)
+            d = x.astype(np.int64) if z is not None else x
             if z is not None:
                 d -= z
-            d = d.astype(c.F32)
         else:
-            d = x.astype(c.F32)
-            if z is not None:
-                d -= z.astype(c.F32)
-        if out_dt == c.F32:
-            np.multiply(d, s.astype(c.F32), out=y)
-        else:
-            np.multiply(d, s.astype(c.F32), out=d)
-            y[...] = d.astype(out_dt)
+            d = _dtypes.widen(x)    # float8 / float4 -> float32, int4 / int2 -> int8 / uint8: exactly
+        if out_dt == c.F32 and d.dtype != np.int64 and d.dtype != np.int32:
+            if z is None:
+                np.multiply(d, s, out=y, dtype=c.F32)
+            else:
+                np.subtract(d, z, out=y, dtype=c.F32)     # exact: |x - zero point| < 2**24
+                np.multiply(y, s, out=y)
+            return
+        t = d.astype(c.F32)
+        if z is not None and d.dtype != np.int64:
+            t -= z
+        np.multiply(t, s, out=t)
+        y[...] = t if out_dt == c.F32 else t.astype(out_dt)
 
 
 class DequantizeLinear_13(DequantizeLinear_10):

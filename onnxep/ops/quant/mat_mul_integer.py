@@ -1,7 +1,7 @@
 """MatMulInteger (opset 10): Y (int32) = (A - a_zero_point) @ (B - b_zero_point), numpy.matmul semantics (N-D
 batches broadcast, 1-D operands promoted then squeezed); a_zero_point per tensor or per row of A, b_zero_point per
-tensor or per column of B; int8 / uint8 operands. Exact: a float64 GEMM of the centred operands, summed modulo 2**32
-(see quant/_common.py)."""
+tensor or per column of B; int8 / uint8 operands. Exact: a float64 (or, when exact, float32) GEMM of the centred
+operands, summed modulo 2**32 (see quant/_common.py)."""
 from __future__ import annotations
 
 from onnxep.ops._base import OpKernel
@@ -21,4 +21,4 @@ class MatMulInteger_10(OpKernel):
         za = c.row_param(self, ctx.input(2), A, "a_zero_point")
         zb = c.col_param(self, ctx.input(3), B, "b_zero_point")
         if Y.size:
-            Y[...] = c.int_matmul(c.centred(A, za), c.centred(B, zb))
+            Y[...] = c.int_matmul(*c.centred_pair(A, za, B, zb, A.shape[-1]))

@@ -31,7 +31,7 @@ class QLinearConv_10(c.ConvAttrs, OpKernel):
         ws = c.channel_param(self, ws, m, w.ndim - 2, "w_scale")
         if not y.size:
             return
-        b = None if bias is None else bias.astype(c.F64)
-        acc = c.wrap_int32(self.int_conv(c.centred(x, xz), c.centred(w, wz), b, pb, outs))
+        xc, wc = c.centred_pair(x, xz, w, wz, w[0].size, bias)
+        acc = c.wrap_int32(self.int_conv(xc, wc, None if bias is None else bias.astype(xc.dtype), pb, outs))
         mult = np.asarray(xs.astype(c.F32).reshape(()) * ws.astype(c.F32) / ys.astype(c.F32).reshape(()), c.F32)
         y[...] = c.requantize(acc, mult, None if yz is None else yz.reshape(()), out_dt)

@@ -34,7 +34,7 @@ class QLinearMatMul_10(OpKernel):
         sb = c.col_param(self, b_s, b, "b_scale").astype(c.F32)
         if not y.size:
             return
-        acc = c.int_matmul(c.centred(a, za), c.centred(b, zb))
+        acc = c.int_matmul(*c.centred_pair(a, za, b, zb, a.shape[-1]))
         mult = sa * sb / y_s.astype(c.F32).reshape(())
         y[...] = c.requantize(acc, np.asarray(mult, c.F32), None if y_z is None else y_z.reshape(()), out_dt)
 

@@ -39,8 +39,10 @@ class QuantizeLinear_10(OpKernel):
         prec = int(op.node.attrs.get("precision") or 0)
         return not prec or c.np_dtype(prec) in (c.F32, c.F64, np.dtype(np.float16), c.BF16, np.dtype(np.int32))
 
-    def compute(self, ctx):
-        x, scale, zp = ctx.input(0), ctx.input(1), ctx.input(2)
+    _key = None        # (scale, zero point, x shape) of the last prepared call, when scale and zero point are constants
+
+    def _prepare(self, x, scale, zp):
+        """(scale, zero point as arrays broadcasting against x, the division's dtype), checked."""
         dt = self.out_dtype
         if zp is not None and zp.dtype != dt:
             raise c.bad(self, f"y_zero_point has type {zp.dtype}, but the output type (output_dtype) is {dt}")
@@ -48,16 +50,30 @@ class QuantizeLinear_10(OpKernel):
         if self.since < 21 and scale.ndim > 1:
             raise c.bad(self, f"y_scale must be a scalar or 1-D, got shape {scale.shape}")
         bs = int(self.block_size or 0)
+        if self.since >= 23 or scale.dtype not in _HALF:
+            div = c.compute_dtype(scale.dtype, int(self.precision or 0))
+        else:   # before opset 23 the spec leaves the division's precision open: float32, as onnxruntime
+            div = c.F32
         s = c.expand_param(self, scale, x.shape, int(self.axis), bs, "y_scale")
+        s = s.astype(div if div != c.BF16 else c.F32)
         z = None if zp is None else c.expand_param(self, zp, x.shape, int(self.axis), bs, "y_zero_point")
-        y = new_output(ctx, 0, x.shape, dt, f"QuantizeLinear node {self.name!r}")
+        if z is not None and dt.kind in "iu":
+            z = z.astype(c.F64 if div == c.F64 else c.F32)
+        return s, z, div
+
+    def compute(self, ctx):
+        x, scale, zp = ctx.input(0), ctx.input(1), ctx.input(2)
+        key = self._key
+        if key is not None and key[0] is scale and key[1] is zp and key[2] == x.shape:
+            s, z, div = self._prepared
+        else:
+            s, z, div = self._prepared = self._prepare(x, scale, zp)
+            # constants (read-only, the same arrays every run) are prepared once per input shape
+            self._key = (scale, zp, x.shape) if not scale.flags.writeable and (
+                zp is None or not zp.flags.writeable) else None
+        y = new_output(ctx, 0, x.shape, self.out_dtype, f"QuantizeLinear node {self.name!r}")
         if y.size:
-            if self.since >= 23 or scale.dtype not in _HALF:
-                dt = c.compute_dtype(scale.dtype, int(self.precision or 0))
-            else:   # before opset 23 the spec leaves the division's precision open: float32, as onnxruntime
-                dt = c.F32
-            q = c.divide(x, s, dt)
-            c.quantize_into(y, q, z, bool(self.saturate))
+            c.quantize_into(y, c.divide(x, s, div), z, bool(self.saturate))
 
 
 class QuantizeLinear_13(QuantizeLinear_10):
