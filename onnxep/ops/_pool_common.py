@@ -124,6 +124,38 @@ class PoolAttrs:
         return out, np.asarray(g, dtype=np.int64)
 
 
+class GeomCache(dict):
+    """in_spatial -> PoolAttrs.geom_vector(in_spatial), computed on the first run of a shape (a plain dict hit on
+    every later run; a shape whose geometry raises is not stored)."""
+
+    def __init__(self, pool):
+        super().__init__()
+        self.pool = pool
+
+    def __missing__(self, key):
+        v = self[key] = self.pool.geom_vector(key)
+        return v
+
+
+class WindowPool:
+    """Mixin of the window-pooling kernels (MaxPool, AveragePool, LpPool, com.onnxep NhwcMaxPool / NhwcAveragePool),
+    before OpKernel: the pooling attributes' defaults, normalised at construction into `self.pool` (PoolAttrs) and
+    `self._geom` (GeomCache: `out, g = self._geom[spatial]`)."""
+
+    kernel_shape = None
+    auto_pad = "NOTSET"
+    ceil_mode = 0
+    dilations = None
+    pads = None
+    strides = None
+
+    def __init__(self, info):
+        super().__init__(info)
+        self.pool = PoolAttrs(self.kernel_shape, self.strides, self.pads, self.dilations, self.auto_pad,
+                              self.ceil_mode)
+        self._geom = GeomCache(self.pool)
+
+
 def pool_attrs_of(op_or_kernel, get):
     """PoolAttrs from an attribute getter `get(name, default)`."""
     return PoolAttrs(get("kernel_shape", None) or [], get("strides", None), get("pads", None),
@@ -144,4 +176,4 @@ def supports_pool(op) -> PoolAttrs | None:
     return pa
 
 
-__all__ = ["PoolAttrs", "pool_attrs_of", "supports_pool", "static_shape"]
+__all__ = ["GeomCache", "PoolAttrs", "WindowPool", "pool_attrs_of", "supports_pool", "static_shape"]

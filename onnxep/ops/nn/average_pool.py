@@ -3,22 +3,17 @@ import numpy as np
 
 from onnxep import _kernels
 from onnxep.ops._base import OpKernel
-from onnxep.ops._pool_common import PoolAttrs, supports_pool
+from onnxep.ops._pool_common import WindowPool, supports_pool
 from onnxep.ops.nn import _numpy_paths
 from onnxep.ops.nn._numpy_paths import bind_numpy_path
 
 
-class _AveragePool(OpKernel):
+class _AveragePool(WindowPool, OpKernel):
     """Y[n, c, o] := mean over window o of X[n, c]; the divisor counts the taps inside the input, or inside the
     padded input when count_include_pad (never the ceil_mode overhang past the end pad)."""
 
     type_constraints = {"T": ("float32", "float16", "float64")}
-    auto_pad = "NOTSET"
-    ceil_mode = 0
     count_include_pad = 0
-    dilations = None
-    pads = None
-    strides = None
 
     @classmethod
     def supports(cls, op):
@@ -26,9 +21,6 @@ class _AveragePool(OpKernel):
 
     def __init__(self, info):
         super().__init__(info)
-        self.pool = PoolAttrs(self.kernel_shape, self.strides, self.pads, self.dilations, self.auto_pad,
-                              self.ceil_mode)
-        self._geom = {}
         bind_numpy_path(self, info)   # float16 / float64: numpy (the float32 path is untouched)
 
     def _compute_numpy(self, ctx):
@@ -44,10 +36,7 @@ class _AveragePool(OpKernel):
         x = ctx.input(0)
         if x.ndim != self.pool.rank + 2:
             raise ValueError(f"AveragePool: input rank {x.ndim}, kernel_shape has {self.pool.rank} dims")
-        key = x.shape[2:]
-        if key not in self._geom:
-            self._geom[key] = self.pool.geom_vector(key)
-        out, g = self._geom[key]
+        out, g = self._geom[x.shape[2:]]
         y = ctx.output(0, x.shape[:2] + tuple(out), np.float32)
         _kernels.avgpool_f32(x.reshape(-1), y.reshape(-1), x.shape[0] * x.shape[1], g, int(self.count_include_pad),
                              ctx.num_threads)

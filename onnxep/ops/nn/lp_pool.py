@@ -7,7 +7,7 @@ import numpy as np
 
 from onnxep.graph.model import check_size
 from onnxep.ops._base import OpKernel
-from onnxep.ops._pool_common import PoolAttrs, supports_pool
+from onnxep.ops._pool_common import WindowPool, supports_pool
 from onnxep.ops.nn._helpers import FLOATS, acc_dtype, bad
 
 
@@ -29,25 +29,14 @@ def _root(s, p):
     return s
 
 
-class LpPool_2(OpKernel):
+class LpPool_2(WindowPool, OpKernel):
     domain, op_type, since = "", "LpPool", 2
     type_constraints = {"T": FLOATS}
-    auto_pad = "NOTSET"
-    ceil_mode = 0
-    dilations = None
-    pads = None
-    strides = None
-    kernel_shape = None
     p = 2
 
     @classmethod
     def supports(cls, op):
         return int(op.node.attrs.get("p", 2)) >= 1 and supports_pool(op) is not None
-
-    def __init__(self, info):
-        super().__init__(info)
-        self.pool = PoolAttrs(self.kernel_shape, self.strides, self.pads, self.dilations, self.auto_pad,
-                              self.ceil_mode)
 
     def compute(self, ctx):
         x = ctx.input(0)

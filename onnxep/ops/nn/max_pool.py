@@ -2,21 +2,16 @@
 optional Indices output (storage_order 0 or 1)."""
 from onnxep import _kernels
 from onnxep.ops._base import OpKernel
-from onnxep.ops._pool_common import PoolAttrs, supports_pool
+from onnxep.ops._pool_common import WindowPool, supports_pool
 from onnxep.ops.nn import _numpy_paths
 from onnxep.ops.nn._numpy_paths import bind_numpy_path
 import numpy as np
 
 
-class _MaxPool(OpKernel):
+class _MaxPool(WindowPool, OpKernel):
     """Y[n, c, o] := max over window o of X[n, c]; Indices := flat index of that max in X (first one wins)."""
 
     type_constraints = {"T": ("float32", "float16", "float64", "int8", "uint8")}
-    auto_pad = "NOTSET"
-    ceil_mode = 0
-    dilations = None
-    pads = None
-    strides = None
     storage_order = 0
 
     @classmethod
@@ -32,9 +27,6 @@ class _MaxPool(OpKernel):
 
     def __init__(self, info):
         super().__init__(info)
-        self.pool = PoolAttrs(self.kernel_shape, self.strides, self.pads, self.dilations, self.auto_pad,
-                              self.ceil_mode)
-        self._geom = {}
         bind_numpy_path(self, info)   # float16 / float64: numpy (the float32 path is untouched)
 
     def _compute_numpy(self, ctx):
@@ -52,10 +44,7 @@ class _MaxPool(OpKernel):
         x = ctx.input(0)
         if x.ndim != self.pool.rank + 2:
             raise ValueError(f"MaxPool: input rank {x.ndim}, kernel_shape has {self.pool.rank} dims")
-        key = x.shape[2:]
-        if key not in self._geom:
-            self._geom[key] = self.pool.geom_vector(key)
-        out, g = self._geom[key]
+        out, g = self._geom[x.shape[2:]]
         shape = x.shape[:2] + tuple(out)
         y = ctx.output(0, shape, np.float32)
         ind = ctx.output(1, shape, np.int64) if ctx.has_output(1) else None

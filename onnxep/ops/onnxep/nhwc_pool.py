@@ -7,12 +7,13 @@ Each is exactly the ONNX op of the same name without "Nhwc", with X and Y transp
     NhwcGlobalAveragePool GlobalAveragePool -> Y (N, 1, 1, C)
     NhwcGlobalMaxPool     GlobalMaxPool     -> Y (N, 1, 1, C)
 onnx has no schema for this domain, so OpKernel cannot fill attribute defaults from one: they are the class
-attributes below (the ONNX defaults), and supports() checks the input types itself (type_constraints is empty)."""
+attributes (the ONNX defaults; the pooling ones are _pool_common.WindowPool's), and supports() checks the input types
+itself (type_constraints is empty)."""
 import numpy as np
 
 from onnxep import _kernels
 from onnxep.ops._base import OpKernel, f32_shape
-from onnxep.ops._pool_common import PoolAttrs
+from onnxep.ops._pool_common import PoolAttrs, WindowPool
 
 DOMAIN = "com.onnxep"
 
@@ -25,17 +26,11 @@ def _single_4d_f32_input(op):
     return f32_shape(op.input_types[0], 4)
 
 
-class _NhwcPool(OpKernel):
+class _NhwcPool(WindowPool, OpKernel):
     """Y[n, oh, ow, c] := pool over window (oh, ow) of X[n, :, :, c]."""
 
     domain, since = DOMAIN, 1
     type_constraints = {}
-    kernel_shape = None
-    auto_pad = "NOTSET"
-    ceil_mode = 0
-    dilations = None
-    pads = None
-    strides = None
 
     @classmethod
     def supports(cls, op):
@@ -50,20 +45,11 @@ class _NhwcPool(OpKernel):
         # PoolAttrs reads NCHW shapes: (N, C, H, W) of the NHWC input
         return pa.valid() and pa.statically_ok((shape[0], shape[3], shape[1], shape[2]))
 
-    def __init__(self, info):
-        super().__init__(info)
-        self.pool = PoolAttrs(self.kernel_shape, self.strides, self.pads, self.dilations, self.auto_pad,
-                              self.ceil_mode)
-        self._geom = {}
-
     def _prepare(self, ctx):
         x = ctx.input(0)
         if x.ndim != 4:
             raise ValueError(f"{self.op_type} ({self.name}): input rank {x.ndim}, expected 4 (N, H, W, C)")
-        key = x.shape[1:3]
-        if key not in self._geom:
-            self._geom[key] = self.pool.geom_vector(key)
-        out, g = self._geom[key]
+        out, g = self._geom[x.shape[1:3]]
         y = ctx.output(0, (x.shape[0], out[0], out[1], x.shape[3]), np.float32)
         return x, y, g
 
