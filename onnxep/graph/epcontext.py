@@ -16,7 +16,7 @@ partition_name, ep_sdk_version (onnxep's version), hardware_architecture (the ke
 format). Reference-backend partitions stay plain ONNX nodes; the constants they read, overridable initializers and
 constant graph outputs stay initializers. The graph is the optimized one, so loading runs no passes.
 
-Blob layout, format version 1, little-endian:
+Blob layout, format version 1 (2 when a node carries subgraphs: If, Loop, Scan, SequenceMap), little-endian:
 
   header   magic b"ONNXEPCX" | u32 format version | u32 header bytes | u16 len(isa) | u16 len(packing format) | u32 0
            | u64 manifest bytes | u64 data bytes | u64 XXH64 (seed 0) of the payload | isa | packing format
@@ -30,8 +30,17 @@ Blob layout, format version 1, little-endian:
                          (or {"name", "tensorproto": [offset, nbytes]} for string tensors)
             "prepacked": [{"node", "input", "format", "weight": {"hash", "dtype", "shape"}, "info",
                            "buffers": [[offset, nbytes], ...]}]                   packed bytes + the kernel's info
-            "repack": [[node, input], ...]}      weights whose kernel cannot describe its packing: saved unpacked (in
+            "repack": [[node, input], ...]       weights whose kernel cannot describe its packing: saved unpacked (in
                                                  "constants") and packed again on load
+            "scope": [offset, nbytes]}           format 2 only: a serialized ModelProto with no graph whose opset_import,
+                                                 ir_version and functions are those the subgraphs are compiled with
+
+A node with subgraphs keeps them as its GraphProto attributes (the bodies are compiled again on load, over the
+loading session's devices and fallback setting, as when the session compiled them). What the bodies read from the
+enclosing scope (graph/partition.py subgraph_reads, nested bodies included) is saved as a node input is: a ValueInfo
+in "graph" for each such value, and the constants among them in "constants"; the others are inputs of the EPContext
+node (the partition's inputs include them) or outputs of its earlier nodes. Format 2 exists so that an onnxep that predates it refuses such a blob
+instead of compiling its bodies without their opsets; a blob without subgraphs is still written as format 1.
 
 No pickle, no np.save: every array is raw bytes with a dtype from a fixed list and a shape checked against its size.
 Loading checks magic, format version, ISA and packing format against this process, then the hash, then every offset,
@@ -57,7 +66,7 @@ from onnxep.errors import Fail, InvalidArgument, InvalidGraph, NoSuchFile
 from onnxep.errors import NotImplemented as OnnxepNotImplemented
 from onnxep.graph.ir import Node, ValueType
 from onnxep.graph.model import _attr_value
-from onnxep.graph.partition import op_info
+from onnxep.graph.partition import op_info, subgraph_reads
 
 CONFIG_ENABLE = "ep.context_enable"
 CONFIG_FILE_PATH = "ep.context_file_path"
@@ -69,7 +78,9 @@ SOURCE = "onnxep"
 INTERNAL_DOMAIN = "com.onnxep"
 
 MAGIC = b"ONNXEPCX"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2              # the newest this onnxep writes and reads
+PLAIN_FORMAT_VERSION = 1        # written for a partition whose nodes carry no subgraph
+_READ_VERSIONS = (1, 2)
 ALIGN = 64
 _HEADER = struct.Struct("<8sIIHHIQQQ")
 
@@ -214,9 +225,11 @@ def serialize(partition, plan, name: str) -> bytes:
     g = onnx.GraphProto()
     g.name = name
     g.node.extend(n.proto for n in nodes)
+    # what each node's subgraphs read from the enclosing scope: saved as its inputs are (types, constants)
+    outer = {i: subgraph_reads(n) for i, n in enumerate(nodes) if n.attrs and n.has_subgraph}
     seen = set()
-    for n in nodes:
-        for x in list(n.inputs) + list(n.outputs):
+    for i, n in enumerate(nodes):
+        for x in list(n.inputs) + list(n.outputs) + list(outer.get(i, ())):
             if not x or x in seen:
                 continue
             seen.add(x)
@@ -259,7 +272,7 @@ def serialize(partition, plan, name: str) -> bytes:
                 repack.append([i, j])
     constants, written = [], set()
     for i, n in enumerate(nodes):
-        for j, x in enumerate(n.inputs):
+        for j, x in enumerate(list(n.inputs) + list(outer.get(i, ()))):
             if x and x in consts and (i, j) not in saved and x not in written:
                 written.add(x)
                 constants.append(_array_entry(data, x, consts[x]))
@@ -269,6 +282,15 @@ def serialize(partition, plan, name: str) -> bytes:
         "opsets": [int(n.opset) for n in nodes], "graph": graph_ref,
         "constants": constants, "prepacked": prepacked, "repack": repack,
     }
+    version = PLAIN_FORMAT_VERSION
+    if outer:
+        version = FORMAT_VERSION
+        scope = onnx.ModelProto()
+        scope.ir_version = int(getattr(partition, "ir_version", 0) or 0)
+        for d, v in sorted((getattr(partition, "opsets", None) or {}).items()):
+            scope.opset_import.add(domain=d, version=int(v))
+        scope.functions.extend(getattr(partition, "functions", None) or ())
+        manifest["scope"] = data.add(scope.SerializeToString())
     mbytes = json.dumps(manifest, separators=(",", ":")).encode()
     payload = bytearray(_pad(len(mbytes)) + data.size)
     payload[:len(mbytes)] = mbytes
@@ -278,7 +300,7 @@ def serialize(partition, plan, name: str) -> bytes:
         payload[pos:pos + n] = c
         pos += n
     digest = _kernels.xxh64(np.frombuffer(payload, np.uint8))
-    return _header(len(mbytes), data.size, digest) + bytes(payload)
+    return _header(len(mbytes), data.size, digest, version) + bytes(payload)
 
 
 def _header(manifest_len, data_len, digest, version=FORMAT_VERSION, isa=None, fmt=None) -> bytes:
@@ -353,11 +375,16 @@ class LoadedPacking:
 class LoadedContext:
     """A verified blob, shaped like a Partition for CpuBackend.graph_plan_create: nodes, inputs, outputs, value types,
     the unpacked constants, and per node index the packed weights (`packed_for`) and the weights to pack again
-    (`repack_for`)."""
+    (`repack_for`). A blob whose nodes carry subgraphs also gives the opsets, IR version and local functions their
+    bodies are compiled with (None otherwise)."""
 
     backend = "cpu"
 
-    def __init__(self, name, nodes, inputs, outputs, constants, value_types, packed, repack):
+    def __init__(self, name, nodes, inputs, outputs, constants, value_types, packed, repack, opsets=None,
+                 ir_version=None, functions=None):
+        self.opsets = opsets
+        self.ir_version = ir_version
+        self.functions = functions
         self.name = name
         self.nodes = nodes
         self.inputs = inputs
@@ -466,9 +493,9 @@ def parse(blob: Buffer, name: str) -> LoadedContext:
     magic, version, hlen, isa_len, fmt_len, _, mlen, dlen, digest = _HEADER.unpack_from(buf, 0)
     if magic != MAGIC:
         raise InvalidGraph(f"{where}: not an onnxep EPContext blob (magic {magic!r}, expected {MAGIC!r})")
-    if version != FORMAT_VERSION:
-        raise InvalidGraph(f"{where}: blob format version {version}, this onnxep reads version {FORMAT_VERSION}: "
-                           f"generate the EPContext model again with this onnxep")
+    if version not in _READ_VERSIONS:
+        raise InvalidGraph(f"{where}: blob format version {version}, this onnxep reads version {FORMAT_VERSION} "
+                           f"(and {PLAIN_FORMAT_VERSION}): generate the EPContext model again with this onnxep")
     if hlen < _HEADER.size + isa_len + fmt_len or hlen > buf.size:
         raise InvalidGraph(f"{where}: header size {hlen} is inconsistent with the blob ({buf.size} bytes)")
     isa = bytes(buf[_HEADER.size:_HEADER.size + isa_len]).decode("ascii", "replace")
@@ -490,7 +517,7 @@ def parse(blob: Buffer, name: str) -> LoadedContext:
     data = payload[_pad(mlen):]
     try:
         manifest = json.loads(bytes(payload[:mlen]).decode("utf-8"))
-        return _decode(manifest, data, name, blob.buft)
+        return _decode(manifest, data, name, blob.buft, version)
     except InvalidGraph:
         raise
     except Exception as e:  # KeyError / TypeError / ValueError from the manifest, protobuf's DecodeError, ...
@@ -520,7 +547,7 @@ def _array(data, e, where):
     return raw.view(dt).reshape(shape)   # a view of the blob's (64-aligned) memory
 
 
-def _decode(manifest, data, name, buft) -> LoadedContext:
+def _decode(manifest, data, name, buft, version=FORMAT_VERSION) -> LoadedContext:
     from onnxep.ops import _registry
 
     where = f"EPContext node {name!r}"
@@ -579,5 +606,15 @@ def _decode(manifest, data, name, buft) -> LoadedContext:
         repack.setdefault(i, []).append(j)
     inputs = [str(x) for x in manifest["inputs"]]
     outputs = [str(x) for x in manifest["outputs"]]
+    opsets = ir_version = functions = None
+    with_subgraphs = [n.name for n in nodes if n.attrs and n.has_subgraph]
+    if with_subgraphs:
+        if version < FORMAT_VERSION or "scope" not in manifest:
+            raise InvalidGraph(f"{where}: node {with_subgraphs[0]!r} carries subgraphs but the blob (format version "
+                               f"{version}) does not record the opsets they are compiled with")
+        scope = onnx.ModelProto.FromString(bytes(_slice(data, manifest["scope"], "the subgraph scope", where)))
+        opsets = {o.domain: int(o.version) for o in scope.opset_import}
+        ir_version = int(scope.ir_version)
+        functions = list(scope.functions)
     return LoadedContext(str(manifest.get("partition_name", name)), nodes, inputs, outputs, constants, value_types,
-                         packed, repack)
+                         packed, repack, opsets, ir_version, functions)

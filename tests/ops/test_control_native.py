@@ -1,12 +1,13 @@
 """onnxep's own If / Loop / Scan / SequenceMap kernels (ops/control, bodies compiled and run by onnxep's executor):
 nested control flow reading the outermost graph's values, optional trip count and condition, loop-carried values
 that change shape, branches of different shapes, body errors naming the outer and the inner node, the reference
-fallback inside a body, memory-planned runs, pruned runs, body plans released with the session, EPContext export
-refused. Oracle: onnxruntime (run_ort)."""
+fallback inside a body, memory-planned runs, pruned runs, body plans released with the session, EPContext
+export and reload. Oracle: onnxruntime (run_ort)."""
 import gc
 import os
 
 import numpy as np
+import onnx
 import pytest
 from onnx import TensorProto, helper
 
@@ -297,22 +298,32 @@ def test_body_plans_released_with_the_session():
     assert body.executor is None and branch.executor is None
 
 
-def test_epcontext_export_refuses_control_flow(tmp_path):
+def test_epcontext_export_of_control_flow(tmp_path):
+    """A Loop (If inside, reading the outermost `w`, `v` and the initializer `zero`) on the cpu backend is exported
+    inside an EPContext blob; the EPContext model, loaded with the fallback off, runs it natively and matches
+    onnxruntime. With the Loop forced onto the reference backend the export still works (a plain node)."""
     m = _if_in_loop_model()
     path = os.path.join(tmp_path, "m.onnx")
     with open(path, "wb") as f:
         f.write(m.SerializeToString())
     so = cpu_only_options()
     so.add_session_config_entry("ep.context_enable", "1")
-    with pytest.raises(onnxep.NotImplemented, match="EPContext export.*'loop'.*subgraph"):
-        onnxep.InferenceSession(path, so)
-    assert not os.path.exists(os.path.join(tmp_path, "m_ctx.onnx"))
-    # with the Loop on the reference backend the export works (the Loop stays a plain node)
+    onnxep.InferenceSession(path, so)
+    ctx_path = os.path.join(tmp_path, "m_ctx.onnx")
+    ctx = onnx.load(ctx_path)
+    assert [n.op_type for n in ctx.graph.node] == ["EPContext"]
+    sess = onnxep.InferenceSession(ctx_path, cpu_only_options())
+    assert set(sess.node_assignment.values()) == {"cpu"}
+    for n in (3, 4):
+        feeds = {"M": np.array(n, np.int64), "x": np.array([1.5, -2.0], np.float32), "a0": np.zeros(2, np.float32)}
+        assert_outputs_match(sess.run(None, feeds), run_ort(m, feeds))
+    # with the Loop on the reference backend the export works too (the Loop stays a plain node)
+    os.remove(ctx_path)
     so = onnxep.SessionOptions()
     so.add_session_config_entry("ep.context_enable", "1")
     so.add_session_config_entry("onnxep.fallback_op_types", "Loop")
     onnxep.InferenceSession(path, so)
-    sess = onnxep.InferenceSession(os.path.join(tmp_path, "m_ctx.onnx"))
+    sess = onnxep.InferenceSession(ctx_path)
     feeds = {"M": np.array(3, np.int64), "x": np.array([1.5, -2.0], np.float32), "a0": np.zeros(2, np.float32)}
     assert_outputs_match(sess.run(None, feeds), run_ort(m, feeds))
 

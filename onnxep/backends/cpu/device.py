@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from onnxep.contracts.backend import Backend, Device, GraphPlan
 from onnxep.contracts.compile import load_prepacked_kernel, prepack_kernel
 from onnxep.contracts.kernel import KernelContext
-from onnxep.errors import EPFail, InvalidGraph, NotImplemented as OnnxepNotImplemented, OnnxepError, RuntimeException
+from onnxep.errors import EPFail, InvalidGraph, OnnxepError, RuntimeException
 from onnxep.graph.ir import OpInfo, ValueType
 from onnxep.graph.partition import subgraph_reads
 from onnxep.ops import _registry
@@ -178,7 +178,9 @@ class CpuBackend(Backend):
         """Kernels for the partition's nodes, constant weights pre-packed through the shared cache. A partition
         loaded from an EPContext blob (`partition.context`) is rebuilt from the blob instead: its kernels get the
         packed weights the blob carries (load_prepacked_kernel), and only weights the blob marks for repacking (a
-        kernel that cannot describe its packing) go through prepack_weight."""
+        kernel that cannot describe its packing) go through prepack_weight. A node with subgraphs compiles its bodies
+        over the session's devices (`placement`: the session's partition, also when the nodes come from a blob)."""
+        placement = partition
         loaded = partition.context
         if loaded is not None:
             partition = loaded          # the blob's nodes, value types, unpacked constants, inputs and outputs
@@ -208,13 +210,10 @@ class CpuBackend(Backend):
                 consts = dict(op.constants)
                 scope = None
                 if i in outer:
-                    if ctx.ep_context_export is not None:
-                        raise OnnxepNotImplemented(
-                            f"EPContext export: node {node.name!r} ({node.op_type}) carries a subgraph, which an "
-                            f"onnxep EPContext blob cannot hold (its bodies' outer-scope reads and their constants "
-                            f"are not saved); export a model without control flow on the cpu backend, or put "
-                            f"{node.op_type} on the reference backend (session config 'onnxep.fallback_op_types')")
-                    scope, ins, input_types = self._scope(partition, node, outer[i], ctx, consts, input_types)
+                    # (an EPContext export saves the subgraph attributes, the outer values' types and the outer
+                    # constants: graph/epcontext.py serialize)
+                    scope, ins, input_types = self._scope(partition, placement, node, outer[i], ctx, consts,
+                                                          input_types)
                 info = KernelInfo(name, node.op_type, node.domain, node.opset, dict(node.attrs),
                                   once(tuple(input_types)), once(tuple(op.output_types)), consts, scope)
                 kernel = cls(info)
@@ -270,9 +269,12 @@ class CpuBackend(Backend):
         return CpuPlan(partition.inputs, partition.outputs, [tuple(s) for s in steps], constants, prepacked,
                        concat_slots(steps, keep))
 
-    def _scope(self, partition, node, outer, ctx, consts, input_types):
+    def _scope(self, partition, placement, node, outer, ctx, consts, input_types):
         """(SubgraphScope, the step's input names, their types) of a node with subgraphs: its own inputs, then the
-        outer-scope values its bodies read (`outer`); `consts` gets those that are constants by input index."""
+        outer-scope values its bodies read (`outer`); `consts` gets those that are constants by input index. Types
+        and constants come from `partition` (the session's, or a loaded EPContext blob), the devices, fallback flag
+        and forced op types from `placement` (the session's partition), the opsets, IR version and local functions
+        from the blob when it records them, else from the session's partition."""
         n = len(node.inputs)
         types = list(input_types)
         for k, x in enumerate(outer):
@@ -287,15 +289,16 @@ class CpuBackend(Backend):
             from onnxep.backends.reference import REFERENCE_DEVICE
             backends = self._body_backends = {self.device.name: self,
                                               REFERENCE_DEVICE.name: REFERENCE_DEVICE.init_backend(self.stream)}
-        devices = getattr(partition, "devices", ())
+        devices = getattr(placement, "devices", ())
         if not devices:          # a partition not made by graph/partition.py: the session's defaults
             from onnxep.backends.reference import REFERENCE_DEVICE
             devices = (self.device, REFERENCE_DEVICE)
         body_ctx = replace(ctx, ep_context_export=None)
-        scope = SubgraphScope(tuple(devices), bool(getattr(partition, "fallback", True)),
-                              frozenset(getattr(partition, "forced", ())), backends, body_ctx,
-                              dict(getattr(partition, "opsets", {}) or {}), int(getattr(partition, "ir_version", 8)),
-                              tuple(getattr(partition, "functions", ()) or ()), outer, n)
+        model = partition if getattr(partition, "opsets", None) is not None else placement
+        scope = SubgraphScope(tuple(devices), bool(getattr(placement, "fallback", True)),
+                              frozenset(getattr(placement, "forced", ())), backends, body_ctx,
+                              dict(getattr(model, "opsets", {}) or {}), int(getattr(model, "ir_version", 8) or 8),
+                              tuple(getattr(model, "functions", ()) or ()), outer, n)
         return scope, tuple(node.inputs) + outer, types
 
     def graph_plan_compute(self, plan: CpuPlan, values: dict, run_ctx):
