@@ -155,6 +155,13 @@ class WindowPool:
                               self.ceil_mode)
         self._geom = GeomCache(self.pool)
 
+    def out_spatial(self, x):
+        """The output's spatial dims for the NC... input x (the numpy paths; the native ones read self._geom), or
+        ValueError."""
+        if x.ndim != self.pool.rank + 2:
+            raise ValueError(f"{self.op_type}: input rank {x.ndim}, kernel_shape has {self.pool.rank} dims")
+        return tuple(self.pool.geometry(x.shape[2:])[0])
+
 
 def pool_attrs_of(op_or_kernel, get):
     """PoolAttrs from an attribute getter `get(name, default)`."""

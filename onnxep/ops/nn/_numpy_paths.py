@@ -27,6 +27,17 @@ def bind_numpy_path(kernel, info, inputs=(0,)):
         kernel.compute = kernel._compute_numpy
 
 
+class NumpyPath:
+    """Mixin (before OpKernel) of a kernel with a native float32 `compute` and a numpy `_compute_numpy` for float16 /
+    float64: bind_numpy_path over `numpy_path_inputs` at construction."""
+
+    numpy_path_inputs = (0,)
+
+    def __init__(self, info):
+        super().__init__(info)
+        bind_numpy_path(self, info, self.numpy_path_inputs)
+
+
 def _taps(kernel):
     return itertools.product(*(range(k) for k in kernel))
 

@@ -5,10 +5,10 @@ from onnxep import _kernels
 from onnxep.ops._base import OpKernel
 from onnxep.ops._pool_common import WindowPool, supports_pool
 from onnxep.ops.nn import _numpy_paths
-from onnxep.ops.nn._numpy_paths import bind_numpy_path
+from onnxep.ops.nn._numpy_paths import NumpyPath
 
 
-class _AveragePool(WindowPool, OpKernel):
+class _AveragePool(NumpyPath, WindowPool, OpKernel):
     """Y[n, c, o] := mean over window o of X[n, c]; the divisor counts the taps inside the input, or inside the
     padded input when count_include_pad (never the ceil_mode overhang past the end pad)."""
 
@@ -19,16 +19,9 @@ class _AveragePool(WindowPool, OpKernel):
     def supports(cls, op):
         return supports_pool(op) is not None
 
-    def __init__(self, info):
-        super().__init__(info)
-        bind_numpy_path(self, info)   # float16 / float64: numpy (the float32 path is untouched)
-
     def _compute_numpy(self, ctx):
         x = ctx.input(0)
-        if x.ndim != self.pool.rank + 2:
-            raise ValueError(f"AveragePool: input rank {x.ndim}, kernel_shape has {self.pool.rank} dims")
-        out, _, _ = self.pool.geometry(x.shape[2:])
-        y = ctx.output(0, x.shape[:2] + tuple(out), x.dtype)
+        y = ctx.output(0, x.shape[:2] + self.out_spatial(x), x.dtype)
         if y.size:
             _numpy_paths.avg_pool(x, self.pool, y, int(self.count_include_pad))
 

@@ -11,20 +11,20 @@ from onnxep import _kernels
 from onnxep.ops._base import OpKernel
 from onnxep.ops.nn import _numpy_paths
 from onnxep.ops.nn._helpers import bad
-from onnxep.ops.nn._numpy_paths import bind_numpy_path
+from onnxep.ops.nn._numpy_paths import NumpyPath
 
 _FLOATS = ("float32", "float16", "float64")    # float32 native; float16 / float64 (and mixed types) through numpy
 
 
-class _BatchNormalization(OpKernel):
+class _BatchNormalization(NumpyPath, OpKernel):
     """Y := (X - mean[c]) / sqrt(var[c] + epsilon) * scale[c] + B[c]"""
 
     type_constraints = {"T": _FLOATS}
     epsilon = 1e-5
+    numpy_path_inputs = range(5)   # float16 / float64 (or mixed, opset 15): numpy
 
     def __init__(self, info):
         super().__init__(info)
-        bind_numpy_path(self, info, range(5))   # float16 / float64 (or mixed, opset 15): numpy
         if self.since >= 14 and int(getattr(self, "training_mode", 0) or 0) == 1:
             self.compute = self._compute_training
 

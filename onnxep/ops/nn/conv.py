@@ -8,7 +8,7 @@ from onnxep import _kernels
 from onnxep.ops._base import OpKernel
 from onnxep.ops._packed import PackedWeightMixin
 from onnxep.ops.nn import _numpy_paths
-from onnxep.ops.nn._numpy_paths import bind_numpy_path
+from onnxep.ops.nn._numpy_paths import NumpyPath
 
 F32 = np.float32
 _AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
@@ -78,13 +78,9 @@ class ConvAttrs:
                 self._checked_bias = B
 
 
-class Conv_1(ConvAttrs, PackedWeightMixin, OpKernel):
+class Conv_1(NumpyPath, ConvAttrs, PackedWeightMixin, OpKernel):
     domain, op_type, since = "", "Conv", 1
     type_constraints = {"T": ("float32", "float16", "float64")}
-
-    def __init__(self, info):
-        super().__init__(info)
-        bind_numpy_path(self, info)   # float16 / float64: numpy (the float32 path is untouched)
 
     def _compute_numpy(self, ctx):
         X, W, B = ctx.input(0), ctx.input(1), ctx.input(2)

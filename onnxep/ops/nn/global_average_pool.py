@@ -4,19 +4,15 @@ import numpy as np
 from onnxep import _kernels
 from onnxep.ops._base import OpKernel
 from onnxep.ops.nn import _numpy_paths
-from onnxep.ops.nn._numpy_paths import bind_numpy_path
+from onnxep.ops.nn._numpy_paths import NumpyPath
 
 
-class GlobalAveragePool_1(OpKernel):
+class GlobalAveragePool_1(NumpyPath, OpKernel):
     """Y[n, c, 1, ...] := mean(X[n, c, ...]) (accumulated in double)"""
 
     domain, op_type, since = "", "GlobalAveragePool", 1
     type_constraints = {"T": ("float32", "float16", "float64")}
     is_max = False
-
-    def __init__(self, info):
-        super().__init__(info)
-        bind_numpy_path(self, info)   # float16 / float64: numpy (the float32 path is untouched)
 
     def _compute_numpy(self, ctx):
         x = ctx.input(0)

@@ -11,7 +11,7 @@ import numpy as np
 from onnxep import _kernels
 from onnxep.ops._base import F32, OpKernel, f32_shape
 from onnxep.ops.nn import _numpy_paths
-from onnxep.ops.nn._numpy_paths import bind_numpy_path
+from onnxep.ops.nn._numpy_paths import NumpyPath
 
 
 def _row_operand(v, x_shape, axis):
@@ -23,16 +23,12 @@ def _row_operand(v, x_shape, axis):
     return np.ascontiguousarray(np.broadcast_to(v.reshape(shape[axis:]), x_shape[axis:]), F32).reshape(-1)
 
 
-class LayerNormalization_17(OpKernel):
+class LayerNormalization_17(NumpyPath, OpKernel):
     domain, op_type, since = "", "LayerNormalization", 17
     type_constraints = {"T": ("float32", "float16", "float64"), "U": ("float32",)}
     axis = -1
     epsilon = 1e-5
     stash_type = 1
-
-    def __init__(self, info):
-        super().__init__(info)
-        bind_numpy_path(self, info)   # float16 / float64: numpy (the float32 path is untouched)
 
     def _compute_numpy(self, ctx):
         x, scale, bias = ctx.input(0), ctx.input(1), ctx.input(2)

@@ -4,10 +4,10 @@ import numpy as np
 from onnxep import _kernels
 from onnxep.ops._base import OpKernel
 from onnxep.ops.nn import _numpy_paths
-from onnxep.ops.nn._numpy_paths import bind_numpy_path
+from onnxep.ops.nn._numpy_paths import NumpyPath
 
 
-class _LRN(OpKernel):
+class _LRN(NumpyPath, OpKernel):
     """Y := X / (bias + alpha / size * sum_{c' in [c - floor((size-1)/2), c + ceil((size-1)/2)]} X[c']^2) ** beta"""
 
     type_constraints = {"T": ("float32", "float16", "float64")}
@@ -20,10 +20,6 @@ class _LRN(OpKernel):
         size = op.node.attrs.get("size")
         shape = op.input_types[0].shape if op.input_types[0] is not None else None
         return size is not None and int(size) >= 1 and shape is not None and len(shape) >= 3
-
-    def __init__(self, info):
-        super().__init__(info)
-        bind_numpy_path(self, info)   # float16 / float64: numpy (the float32 path is untouched)
 
     def _compute_numpy(self, ctx):
         x = ctx.input(0)

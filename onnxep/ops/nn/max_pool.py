@@ -4,11 +4,11 @@ from onnxep import _kernels
 from onnxep.ops._base import OpKernel
 from onnxep.ops._pool_common import WindowPool, supports_pool
 from onnxep.ops.nn import _numpy_paths
-from onnxep.ops.nn._numpy_paths import bind_numpy_path
+from onnxep.ops.nn._numpy_paths import NumpyPath
 import numpy as np
 
 
-class _MaxPool(WindowPool, OpKernel):
+class _MaxPool(NumpyPath, WindowPool, OpKernel):
     """Y[n, c, o] := max over window o of X[n, c]; Indices := flat index of that max in X (first one wins)."""
 
     type_constraints = {"T": ("float32", "float16", "float64", "int8", "uint8")}
@@ -25,16 +25,9 @@ class _MaxPool(WindowPool, OpKernel):
             return cls.since >= 8
         return True
 
-    def __init__(self, info):
-        super().__init__(info)
-        bind_numpy_path(self, info)   # float16 / float64: numpy (the float32 path is untouched)
-
     def _compute_numpy(self, ctx):
         x = ctx.input(0)
-        if x.ndim != self.pool.rank + 2:
-            raise ValueError(f"MaxPool: input rank {x.ndim}, kernel_shape has {self.pool.rank} dims")
-        out, _, _ = self.pool.geometry(x.shape[2:])
-        shape = x.shape[:2] + tuple(out)
+        shape = x.shape[:2] + self.out_spatial(x)
         y = ctx.output(0, shape, x.dtype)
         ind = ctx.output(1, shape, np.int64) if ctx.has_output(1) else None
         if y.size:
