@@ -10,16 +10,40 @@ from __future__ import annotations
 
 import numpy as np
 
+from onnxep.ops.math._numpy import NumpyKernel
 from onnxep.ops.nn._helpers import acc_dtype, bad
 
 REDUCTIONS = ("none", "sum", "mean")
 #: the dtypes both ops compute (bfloat16 nodes run the float32 code through NumpyKernel's Float32Context)
 FLOATS = ("float16", "float32", "float64")
+TIND = ("int32", "int64")
+#: type_constraints of the opsets that add bfloat16 (NegativeLogLikelihoodLoss-22, SoftmaxCrossEntropyLoss-13)
+WITH_BFLOAT16 = {"T": FLOATS + ("bfloat16",), "Tind": TIND}
 
 
 def check_attrs(op, reduction):
     if reduction not in REDUCTIONS:
         raise bad(op, f"reduction must be one of {', '.join(REDUCTIONS)}, got {reduction!r}")
+
+
+class LossKernel(NumpyKernel):
+    """The scaffold both ops share: the types, the attributes reduction (checked at construction) and ignore_index,
+    and output 0, the loss of the (log-)probabilities at the targets (input 1) with the class weights (input 2)."""
+
+    domain = ""
+    type_constraints = {"T": FLOATS, "Tind": TIND}
+    reduction = "mean"
+    ignore_index = None
+
+    def __init__(self, info):
+        super().__init__(info)
+        check_attrs(f"{self.op_type} node {self.name!r}", self.reduction)
+
+    def put_loss(self, ctx, logp, dtype):
+        """Output 0 := nll of `logp` (N, C, d1..dk) at the targets, of `dtype`."""
+        loss = nll(self.op_type, logp, ctx.input(1), ctx.input(2), self.reduction,
+                   None if self.ignore_index is None else int(self.ignore_index), dtype)
+        ctx.output(0, loss.shape, dtype)[...] = loss
 
 
 def nll(op, x, target, weight, reduction, ignore_index, out_dtype):

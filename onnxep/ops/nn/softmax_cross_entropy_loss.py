@@ -2,32 +2,21 @@
 (N, C) or (N, C, d1..dk), labels (N) or (N, d1..dk), optional class weights, ignore_index, reduction none / sum /
 mean; the optional second output is the log-probabilities (scores' shape). float16 / float32 / float64, bfloat16
 (opset 13, computed in float32); int32 / int64 labels. Vectorized in _loss."""
-from onnxep.ops.math._numpy import NumpyKernel
 from onnxep.ops.nn import _loss
 from onnxep.ops.nn._helpers import bad
 
 _OP = "SoftmaxCrossEntropyLoss"
-_TIND = ("int32", "int64")
 
 
-class _SoftmaxCrossEntropyLoss(NumpyKernel):
-    domain, op_type = "", _OP
-    type_constraints = {"T": _loss.FLOATS, "Tind": _TIND}
-    reduction = "mean"
-    ignore_index = None
-
-    def __init__(self, info):
-        super().__init__(info)
-        _loss.check_attrs(f"{_OP} node {self.name!r}", self.reduction)
+class _SoftmaxCrossEntropyLoss(_loss.LossKernel):
+    op_type = _OP
 
     def compute(self, ctx):
         x = ctx.input(0)
         if x.ndim < 2:
             raise bad(_OP, f"scores must have rank >= 2 (N, C, ...), got shape {x.shape}")
         logp = _loss.log_softmax_axis1(x)
-        loss = _loss.nll(_OP, logp, ctx.input(1), ctx.input(2), self.reduction,
-                         None if self.ignore_index is None else int(self.ignore_index), x.dtype)
-        ctx.output(0, loss.shape, x.dtype)[...] = loss
+        self.put_loss(ctx, logp, x.dtype)
         if ctx.has_output(1):
             ctx.output(1, x.shape, x.dtype)[...] = logp
 
@@ -38,4 +27,4 @@ class SoftmaxCrossEntropyLoss_12(_SoftmaxCrossEntropyLoss):
 
 class SoftmaxCrossEntropyLoss_13(_SoftmaxCrossEntropyLoss):
     since = 13
-    type_constraints = {"T": _loss.FLOATS + ("bfloat16",), "Tind": _TIND}
+    type_constraints = _loss.WITH_BFLOAT16
