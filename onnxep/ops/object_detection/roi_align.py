@@ -9,7 +9,7 @@ corner term w_k * x_k over every point and corner -- onnxruntime's definition, w
 shares and the backend suite's data follows, rather than the max of the interpolated values.
 
 Vectorized over rois, bins and sampling points: the bilinear weights are separable (a y part and an x part), the four
-corners of every point of a chunk of rois are gathered in one fancy index each from X in channel-last order. Rois are
+corners of every point of a chunk of rois are gathered in one take each from X in channel-last order. Rois are
 processed in chunks of similar grid size so one large adaptive roi does not widen every other roi's grid."""
 import numpy as np
 
@@ -28,14 +28,16 @@ except ImportError:  # pragma: no cover
 
 
 def _axis(start, bin_size, grid, pooled, G, size, dt):
-    """Per roi, bin and grid point along one axis: (lo index, hi index, lo weight, hi weight), each [R, pooled, G];
-    the weights are 0 for a point outside [-1, size] or past the roi's own grid."""
+    """Per roi, bin and grid point along one axis: (lo index, hi index, lo weight, hi weight), each [R, pooled, G].
+    A grid point past the roi's own grid repeats its last point (a repeat leaves a maximum unchanged; compute zeroes
+    its weights for an average); the weights are 0 for a point outside [-1, size], and for every point of a roi
+    with an empty grid."""
     p = np.arange(pooled, dtype=dt)[None, :, None]
-    g = np.arange(G)[None, None, :]
+    g = np.minimum(np.arange(G)[None, None, :], np.maximum(grid, 1)[:, None, None] - 1)
     b = bin_size[:, None, None]
-    pos = (start[:, None, None] + p * b) + (g + dt.type(0.5)).astype(dt) * b / np.maximum(grid, 1).astype(dt)[:, None,
-                                                                                                                None]
-    valid = (pos >= -1) & (pos <= size) & (g < grid[:, None, None])
+    gf = np.maximum(grid, 1).astype(dt)[:, None, None]
+    pos = (start[:, None, None] + p * b) + (g + dt.type(0.5)).astype(dt) * b / gf
+    valid = (pos >= -1) & (pos <= size) & (grid[:, None, None] > 0)
     q = np.maximum(pos, 0)
     lo = q.astype(np.int64)
     edge = lo >= size - 1
@@ -107,49 +109,61 @@ class RoiAlign_10(OpKernel):
         else:
             ghf = np.maximum(np.ceil(rh / dt.type(ph)).astype(np.float64), 0)
             gwf = np.maximum(np.ceil(rw / dt.type(pw)).astype(np.float64), 0)
+        is_max = self.mode == "max"
         big = int(np.argmax(ghf * gwf))
-        # the sampling points of the largest roi, checked before any grid is built (and before int64 could wrap)
+        # the largest roi's sampling points, checked before any grid is built (and before int64 could wrap)
         check_size((1, ph, int(ghf[big]), pw, int(gwf[big]), C), dt, f"{where} sampling points")
         gh, gw = ghf.astype(np.int64), gwf.astype(np.int64)
         count = np.maximum(gh * gw, 1).astype(dt)
-        xt = x.astype(dt, copy=False).transpose(0, 2, 3, 1)   # channel-last: a gathered point is a C vector
-        xt = np.ascontiguousarray(xt)
+        xt = np.ascontiguousarray(x.astype(dt, copy=False).transpose(0, 2, 3, 1))   # channel-last: a point is C values
         per_roi = ph * pw * np.maximum(gh, 1) * np.maximum(gw, 1) * max(C, 1)
         order = np.argsort(per_roi, kind="stable")
-        is_max = self.mode == "max"
         start = 0
         while start < R:
-            # a chunk of rois with similar grids, its temporaries bounded by _CHUNK elements
+            # a chunk of rois of similar size, its temporaries bounded by _CHUNK elements
             stop = start + 1
             while stop < R and (stop - start + 1) * per_roi[order[stop]] <= _CHUNK:
                 stop += 1
             idx = order[start:stop]
             Gh, Gw = max(int(gh[idx].max()), 1), max(int(gw[idx].max()), 1)
-            check_size((len(idx), ph, Gh, pw, Gw, C), dt, f"{where} sampling points")
-            ylo, yhi, wylo, wyhi = _axis(y0[idx], bh[idx], gh[idx], ph, Gh, H, dt)
-            xlo, xhi, wxlo, wxhi = _axis(x0[idx], bw[idx], gw[idx], pw, Gw, W, dt)
-            b = bidx[idx][:, None, None, None, None]
-            acc = None
-            for yi, wy in ((ylo, wylo), (yhi, wyhi)):
-                for xi, wx in ((xlo, wxlo), (xhi, wxhi)):
-                    v = xt[b, yi[:, :, :, None, None], xi[:, None, None, :, :]]      # [n, ph, Gh, pw, Gw, C]
-                    w = wy[:, :, :, None, None] * wx[:, None, None, :, :]
-                    v *= w[..., None]
-                    if acc is None:
-                        acc = v
-                    elif is_max:
-                        np.maximum(acc, v, out=acc)
-                    else:
-                        acc += v
+            ys = _axis(y0[idx], bh[idx], gh[idx], ph, Gh, H, dt)
+            xs = _axis(x0[idx], bw[idx], gw[idx], pw, Gw, W, dt)
             if is_max:
-                inside = (np.arange(Gh)[None, :] < gh[idx][:, None])[:, None, :, None, None, None] & \
-                         (np.arange(Gw)[None, :] < gw[idx][:, None])[:, None, None, None, :, None]
-                acc = np.where(inside, acc, -np.inf).max(axis=(2, 4))
-                acc[(gh[idx] * gw[idx]) == 0] = 0
+                acc = self._gather(xt, bidx[idx], ys, xs, where, True)
             else:
-                acc = acc.sum(axis=(2, 4)) / count[idx][:, None, None, None]
+                # points past a roi's own grid repeat its last point: zero weight in a sum
+                ylo, yhi, wylo, wyhi = ys
+                xlo, xhi, wxlo, wxhi = xs
+                iy = np.arange(Gh)[None, None, :] < gh[idx][:, None, None]
+                ix = np.arange(Gw)[None, None, :] < gw[idx][:, None, None]
+                ys, xs = (ylo, yhi, wylo * iy, wyhi * iy), (xlo, xhi, wxlo * ix, wxhi * ix)
+                acc = self._gather(xt, bidx[idx], ys, xs, where, False) / count[idx][:, None, None, None]
             y[idx] = acc.transpose(0, 3, 1, 2)
             start = stop
+
+    @staticmethod
+    def _gather(xt, b, ys, xs, where, is_max):
+        """[n, ph, pw, C]: per bin, the sum (avg) or the largest (max) of the corner terms w_k * x_k of its points,
+        the four corners of every point gathered in one take each."""
+        N, H, W, C = xt.shape
+        ylo, yhi, wylo, wyhi = ys
+        xlo, xhi, wxlo, wxhi = xs
+        check_size(ylo.shape + xlo.shape[1:] + (C,), xt.dtype, f"{where} sampling points")
+        xflat = xt.reshape(N * H * W, C)       # row (n * H + y) * W + x
+        rows = (b * H)[:, None, None, None, None]
+        acc = None
+        for yi, wy in ((ylo, wylo), (yhi, wyhi)):
+            yrow = (rows + yi[:, :, :, None, None]) * W
+            for xi, wx in ((xlo, wxlo), (xhi, wxhi)):
+                v = np.take(xflat, yrow + xi[:, None, None, :, :], axis=0)     # [n, ph, Gh, pw, Gw, C]
+                v *= (wy[:, :, :, None, None] * wx[:, None, None, :, :])[..., None]
+                if acc is None:
+                    acc = v
+                elif is_max:
+                    np.maximum(acc, v, out=acc)
+                else:
+                    acc += v
+        return acc.max(axis=(2, 4)) if is_max else acc.sum(axis=(2, 4))
 
 
 class RoiAlign_16(RoiAlign_10):
