@@ -322,6 +322,54 @@ def llama_past(layers=2, hidden=64, vocab=1000):
     return _causal_lm("LlamaForCausalLM", "LlamaConfig", past=True, vocab=vocab, **_llama_cfg(layers, hidden))
 
 
+@arch("qwen2_past", "decoder")
+def qwen2_past(layers=2, hidden=64):
+    """Qwen2: LLaMA's blocks with biased q/k/v projections and grouped-query attention, one step with past."""
+    return _causal_lm("Qwen2ForCausalLM", "Qwen2Config", past=True, **_llama_cfg(layers, hidden))
+
+
+@arch("mistral", "decoder")
+def mistral(layers=2, hidden=64):
+    """Mistral: LLaMA's blocks with sliding-window attention (window 8, shorter than the sequence)."""
+    return _causal_lm("MistralForCausalLM", "MistralConfig", sliding_window=8, **_llama_cfg(layers, hidden))
+
+
+@arch("gemma2", "decoder")
+def gemma2(layers=2, hidden=64):
+    """Gemma 2: alternating sliding / global attention, logit soft-capping, GeLU-tanh gated MLP, pre+post norms."""
+    return _causal_lm("Gemma2ForCausalLM", "Gemma2Config", head_dim=16, sliding_window=8,
+                      **_llama_cfg(layers, hidden))
+
+
+@arch("phi", "decoder")
+def phi(layers=2, hidden=64):
+    """Phi-2: partial rotary embeddings, parallel attention and MLP blocks, GeLU."""
+    return _causal_lm("PhiForCausalLM", "PhiConfig", hidden_size=hidden, num_hidden_layers=layers,
+                      num_attention_heads=4, intermediate_size=hidden * 4, partial_rotary_factor=0.5,
+                      max_position_embeddings=128)
+
+
+@arch("gptj", "decoder")
+def gptj(layers=2, hidden=64):
+    """GPT-J: interleaved rotary embeddings on part of each head, parallel attention and MLP."""
+    return _causal_lm("GPTJForCausalLM", "GPTJConfig", n_embd=hidden, n_layer=layers, n_head=4, rotary_dim=8,
+                      n_positions=128)
+
+
+@arch("bloom", "decoder")
+def bloom(layers=2, hidden=64):
+    """BLOOM: ALiBi position biases instead of position embeddings, embedding LayerNorm."""
+    return _causal_lm("BloomForCausalLM", "BloomConfig", hidden_size=hidden, n_layer=layers, n_head=4)
+
+
+@arch("falcon", "decoder")
+def falcon(layers=2, hidden=64):
+    """Falcon: multi-query attention (one key/value head), rotary, parallel attention."""
+    return _causal_lm("FalconForCausalLM", "FalconConfig", hidden_size=hidden, num_hidden_layers=layers,
+                      num_attention_heads=4, multi_query=True, new_decoder_architecture=False, parallel_attn=True,
+                      alibi=False, bias=False)
+
+
 # ------------------------------------------------------------------------------------------------ seq2seq
 def _seq2seq(cls_name, config_name, part, vocab=1000, enc_len=None, **cfg):
     model, config = _hf(cls_name, config_name, vocab_size=vocab, **cfg)
@@ -561,6 +609,37 @@ def clip_text(layers=2, hidden=64):
         o = m(input_ids=input_ids, attention_mask=attention_mask)
         return o.text_embeds, o.last_hidden_state
     return Built(_Wrap(model, list(names), fn), names, ["text_embeds", "last_hidden_state"], make)
+
+
+@arch("mpnet", "text-encoder")
+def mpnet(layers=2, hidden=64):
+    """MPNet (all-mpnet-base-v2's encoder): relative position buckets shared across layers."""
+    return _encoder("MPNetModel", "MPNetConfig", outputs=("last_hidden_state", "pooler_output"), hidden_size=hidden,
+                    num_hidden_layers=layers, num_attention_heads=4, intermediate_size=hidden * 4,
+                    max_position_embeddings=130, relative_attention_num_buckets=32)
+
+
+@arch("beit", "vision")
+def beit(layers=2, hidden=64):
+    """BEiT: relative position bias tables per layer, layer scale, mean pooling."""
+    return _vision("BeitModel", "BeitConfig", 32, ("last_hidden_state", "pooler_output"), image_size=32,
+                   patch_size=8, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=4,
+                   intermediate_size=hidden * 4, use_relative_position_bias=True, use_mean_pooling=True)
+
+
+@arch("dinov2", "vision")
+def dinov2(layers=2, hidden=64):
+    """DINOv2: layer scale, interpolated (bicubic) position embeddings."""
+    return _vision("Dinov2Model", "Dinov2Config", 32, ("last_hidden_state", "pooler_output"), image_size=32,
+                   patch_size=8, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=4, mlp_ratio=4)
+
+
+@arch("mobilevit", "vision")
+def mobilevit(layers=1):
+    """MobileViT: MobileNetV2 blocks with transformer blocks over unfolded patches (SiLU)."""
+    return _vision("MobileViTForImageClassification", "MobileViTConfig", 64, ("logits",), lively=True,
+                   image_size=64, hidden_sizes=[32, 48, 64], neck_hidden_sizes=[8, 16, 24, 32, 40, 48, 64],
+                   num_attention_heads=2, num_labels=10)
 
 
 # -------------------------------------------------------------------------------------------- plain-torch nets
