@@ -58,7 +58,7 @@ def _to3(t, fill):
 
 class ConvAttrs:
     """Conv's attributes and their defaults (also NhwcConv's, whose com.onnxep domain has no schema to read them
-    from)."""
+    from, and through quant._common.ConvAttrs ConvInteger's and QLinearConv's)."""
 
     auto_pad = "NOTSET"
     group = 1
@@ -68,6 +68,18 @@ class ConvAttrs:
     pads = None
 
     _checked_bias = None         # a read-only (constant) B whose shape compute checked already
+
+    @staticmethod
+    def attrs_supported(op) -> bool:
+        """auto_pad is one of the four, pads >= 0, strides and dilations >= 1, group >= 1."""
+        a = op.node.attrs
+        if a.get("auto_pad", "NOTSET") not in _AUTO_PADS:
+            return False
+        if any(p < 0 for p in (a.get("pads") or ())):
+            return False
+        if any(s < 1 for s in (a.get("strides") or ())) or any(d < 1 for d in (a.get("dilations") or ())):
+            return False
+        return int(a.get("group", 1) or 1) >= 1
 
     def _check_bias(self, B, cout) -> None:
         """B must be (cout,); a read-only B (a constant: the same array every run) is checked once."""
@@ -96,17 +108,10 @@ class Conv_1(NumpyPath, ConvAttrs, PackedWeightMixin, OpKernel):
 
     @classmethod
     def supports(cls, op):
-        a = op.node.attrs
         ranks = {r for r in (_rank(op.input_types[0]), _rank(op.input_types[1])) if r is not None}
         if len(ranks) != 1 or ranks.pop() not in (3, 4, 5):
             return False
-        if a.get("auto_pad", "NOTSET") not in _AUTO_PADS:
-            return False
-        if any(p < 0 for p in (a.get("pads") or ())):
-            return False
-        if any(s < 1 for s in (a.get("strides") or ())) or any(d < 1 for d in (a.get("dilations") or ())):
-            return False
-        return int(a.get("group", 1) or 1) >= 1
+        return cls.attrs_supported(op)
 
     def _depthwise(self, wshape):
         return int(self.group) > 1 and wshape[1] == 1

@@ -22,6 +22,7 @@ from onnx import helper
 from onnxep.errors import InvalidArgument
 from onnxep.graph.model import check_size
 from onnxep.ops import _dtypes
+from onnxep.ops.nn import conv as nn_conv
 
 F32, F64 = np.dtype(np.float32), np.dtype(np.float64)
 
@@ -240,31 +241,17 @@ def int_matmul(a, b):
     return wrap_int32(np.matmul(a, b))
 
 
-class ConvAttrs:
-    """The conv attributes of ConvInteger / QLinearConv (schema defaults fill them per node)."""
-
-    auto_pad = "NOTSET"
-    group = 1
-    kernel_shape = None
-    strides = None
-    dilations = None
-    pads = None
+class ConvAttrs(nn_conv.ConvAttrs):
+    """The conv attributes of ConvInteger / QLinearConv (Conv's defaults and checks; schema defaults fill them per
+    node)."""
 
     @classmethod
     def supports(cls, op):
-        a = op.node.attrs
-        if a.get("auto_pad", "NOTSET") not in ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"):
-            return False
-        if any(p < 0 for p in (a.get("pads") or ())):
-            return False
-        if any(s < 1 for s in (a.get("strides") or ())) or any(d < 1 for d in (a.get("dilations") or ())):
-            return False
-        return int(a.get("group", 1) or 1) >= 1
+        return cls.attrs_supported(op)
 
     def conv_shape(self, xshape, wshape):
         """(begin pads, output spatial dims, output shape) of the node's conv of X `xshape` by W `wshape`, or
         InvalidArgument."""
-        from onnxep.ops.nn.conv import conv_geometry
         group = int(self.group)
         if len(xshape) < 3 or len(wshape) != len(xshape):
             raise bad(self, f"X {tuple(xshape)} and W {tuple(wshape)} must have the same rank, at least 3")
@@ -272,7 +259,7 @@ class ConvAttrs:
             raise bad(self, f"X has {xshape[1]} channels and W has shape {tuple(wshape)}: with group={group} W "
                             f"needs {xshape[1]} / group input channels and a multiple of group output channels")
         try:
-            pb, outs = conv_geometry(xshape, wshape, self.auto_pad, self.kernel_shape, self.strides,
+            pb, outs = nn_conv.conv_geometry(xshape, wshape, self.auto_pad, self.kernel_shape, self.strides,
                                      self.dilations, self.pads)
         except ValueError as e:
             raise bad(self, str(e)) from None
