@@ -3,9 +3,10 @@
 Oracles: onnxruntime for float32, layout 0 (directions, sequence_lens with a zero-length row, initial states, clip,
 every activation with activation_alpha / activation_beta, peepholes, input_forget, linear_before_reset); layout 1 is
 checked against onnxruntime run on the layout-0 model with transposed inputs and outputs (onnxruntime refuses layout 1).
-float64 / float16 and the opset-1 / 3 forms against onnx.reference (onnxruntime has no double RNN kernels; onnx.reference
-ignores clip, input_forget and sequence_lens, so those are not asked of it); bfloat16 (opset 22) against onnxruntime's
-float32 result, rounded. onnxruntime gives zeros for a zero-length sequence's Y_h / Y_c; onnxep does the same."""
+float64 / float16 and the opset-1 / 3 forms against onnx.reference (onnxruntime has no double RNN kernels;
+onnx.reference ignores clip, input_forget and sequence_lens, so those are not asked of it); bfloat16 (opset 22) against
+onnxruntime's float32 result, rounded. onnxruntime gives zeros for a zero-length sequence's Y_h / Y_c; onnxep does the
+same."""
 import ml_dtypes
 import numpy as np
 import onnx
@@ -170,7 +171,7 @@ def test_old_opsets(op, opset, direction):
 
 
 def test_rnn_opset1_matches_opset7():
-    """onnx.reference and onnxruntime lack RNN-1; its semantics are RNN-7's (output_sequence only says Y is optional)."""
+    """onnx.reference and onnxruntime lack RNN-1; its semantics are RNN-7's (output_sequence: Y is optional)."""
     m1, f = build("RNN", direction="bidirectional", opset=1, seq=[5, 1, 3])
     m7, _ = build("RNN", direction="bidirectional", opset=7, seq=[5, 1, 3])
     close(run_cpu(m1, f), run_ort(m7, f))

@@ -30,7 +30,8 @@ def _corners(boxes, center):
     return np.minimum(y1, y2), np.minimum(x1, x2), np.maximum(y1, y2), np.maximum(x1, x2)
 
 
-#: candidates resolved per block (at most) (one [block, block] IoU matrix, one [block, kept] against the boxes kept before)
+#: candidates resolved per block, at most (one [block, block] IoU matrix, one [block, kept] against the boxes kept
+#: before)
 _BLOCK = 256
 
 

@@ -3,10 +3,10 @@ computes it.
 
 roi (x1, y1, x2, y2) * spatial_scale, shifted by -0.5 under coordinate_transformation_mode half_pixel (the opset-16 / 22
 default; opset 10 is output_half_pixel: no shift, and the roi at least 1 x 1). Each bin takes sampling_ratio x
-sampling_ratio points (0: ceil(roi size / output size) per axis, adaptive per roi), each point bilinearly sampled (a point
-outside [-1, size] is 0, one in [-1, 0] reads the edge). mode avg: the mean of the points; mode max: the largest
-corner term w_k * x_k over every point and corner -- onnxruntime's definition, which onnx.reference's max mode
-shares and the backend suite's data follows, rather than the max of the interpolated values.
+sampling_ratio points (0: ceil(roi size / output size) per axis, adaptive per roi), each point bilinearly sampled (a
+point outside [-1, size] is 0, one in [-1, 0] reads the edge). mode avg: the mean of the points; mode max: the largest
+corner term w_k * x_k over every point and corner -- onnxruntime's definition, which onnx.reference's max mode shares
+and the backend suite's data follows, rather than the max of the interpolated values.
 
 Vectorized over rois, bins and sampling points: the bilinear weights are separable (a y part and an x part), the four
 corners of every point of a chunk of rois are gathered in one take each from X in channel-last order. Rois are
@@ -19,12 +19,6 @@ from onnxep.ops._base import OpKernel
 
 #: elements gathered per chunk (per corner): bounds the temporaries
 _CHUNK = 1 << 22
-
-try:
-    import ml_dtypes
-    _BF16 = np.dtype(ml_dtypes.bfloat16)
-except ImportError:  # pragma: no cover
-    _BF16 = None
 
 
 def _axis(start, bin_size, grid, pooled, G, size, dt):

@@ -19,12 +19,6 @@ from onnxep.ops._base import _DTYPE_NAMES, OpKernel
 #: the element types of T (bfloat16 from opset 22, as the schema says) and of sequence_lens
 FLOAT_TYPES = ("float16", "float32", "float64", "bfloat16")
 
-try:
-    import ml_dtypes
-    _BF16 = np.dtype(ml_dtypes.bfloat16)
-except ImportError:  # pragma: no cover
-    _BF16 = None
-
 
 def _sigmoid(x, a, b):
     with np.errstate(over="ignore"):

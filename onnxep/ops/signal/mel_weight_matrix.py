@@ -1,9 +1,9 @@
-"""MelWeightMatrix (opset 17): the [dft_length // 2 + 1, num_mel_bins] matrix of triangular mel filters, as
-onnxruntime and onnx.reference build it: num_mel_bins + 2 points spaced by (mel(upper) - mel(lower)) / (num_mel_bins + 2)
-from mel(lower) (mel(f) = 2595 log10(1 + f / 700)), each mapped back to hertz and to the spectrogram bin
-floor((dft_length + 1) * hz / sample_rate); filter i rises from 0 at bin b_i to 1 at b_(i+1) (a single 1 when they
-coincide) and falls to 0 at b_(i+2). Built in float64 with one vectorized expression over bins x filters, cast to
-output_datatype. The output size depends on the inputs' data: checked before allocating."""
+"""MelWeightMatrix (opset 17): the [dft_length // 2 + 1, num_mel_bins] matrix of triangular mel filters, as onnxruntime
+and onnx.reference build it: num_mel_bins + 2 points spaced by (mel(upper) - mel(lower)) / (num_mel_bins + 2) from
+mel(lower) (mel(f) = 2595 log10(1 + f / 700)), each mapped back to hertz and to the spectrogram bin floor((dft_length +
+1) * hz / sample_rate); filter i rises from 0 at bin b_i to 1 at b_(i+1) (a single 1 when they coincide) and falls to 0
+at b_(i+2). Built in float64 with one vectorized expression over bins x filters, cast to output_datatype. The output
+size depends on the inputs' data: checked before allocating."""
 import numpy as np
 
 from onnxep.errors import InvalidArgument
