@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from onnxep.errors import InvalidArgument
-from onnxep.graph.model import check_size
 from onnxep.ops._base import _DTYPE_NAMES
+from onnxep.ops.tensor._helpers import new_output
 
 F32 = np.float32
 #: the numeric input types of most ml ops (T1 / T of LinearClassifier, Scaler, Normalizer, ...)
@@ -134,16 +134,8 @@ def input_type_name(op, i=0):
     return _DTYPE_NAMES.get(vt.type_str) if vt is not None and vt.kind == "tensor" else None
 
 
-def output(ctx, i, shape, dtype, what):
-    """Output i, size-checked; strings as an object array."""
-    dtype = np.dtype(dtype)
-    shape = tuple(int(d) for d in shape)
-    check_size(shape, dtype, what)
-    if dtype.hasobject:
-        y = np.empty(shape, object)
-        ctx.set_output(i, y)
-        return y
-    return ctx.output(i, shape, dtype)
+#: output(ctx, i, shape, dtype, what): output i, size-checked; strings as an object array
+output = new_output
 
 
 def put(ctx, i, value, what):
