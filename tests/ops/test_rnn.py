@@ -238,3 +238,17 @@ def test_output_size_checked_before_allocating():
         sess.run(None, {"X": np.zeros((T, B, 0), np.float32)})
     y, = sess.run(None, {"X": np.zeros((2, 1, 0), np.float32)})
     assert y.shape == (2, 1, 1, H) and not y.any()
+
+
+@pytest.mark.parametrize("op", ["RNN", "GRU", "LSTM"])
+@pytest.mark.parametrize("T,B", [(0, 3), (4, 0)])
+def test_empty_sequence_or_batch(op, T, B):
+    """No time step: Y is empty and Y_h / Y_c are zeros, as onnxruntime's RNN gives (its GRU / LSTM abort the
+    process on T = 0, so RNN is the oracle for all three); no batch row: every output empty."""
+    m, f = build(op, T=T, B=B, direction="bidirectional", dynamic=True)
+    got = run_cpu(m, f)
+    assert got[0].shape == (T, 2, B, 6)
+    for g in got[1:]:
+        assert g.shape == (2, B, 6) and not g.any()
+    if op == "RNN":
+        close(got, run_ort(m, f))

@@ -320,6 +320,10 @@ class Recurrent(OpKernel):
                 else:
                     Y[tidx[valid], d, np.broadcast_to(bidx, (S, Bt))[valid]] = Hs[valid]
 
+        if T == 0:      # no step at all: every sequence is empty, Y_h / Y_c zeros as for sequence_lens 0
+            Yh[...] = 0
+            if Yc is not None:
+                Yc[...] = 0
         outs = [(0, Y, y_shape), (1, Yh, h_shape), (2, Yc, h_shape)]
         for i, v, shape in outs:
             if v is None or not ctx.has_output(i):
