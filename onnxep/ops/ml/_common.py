@@ -138,6 +138,16 @@ def input_type_name(op, i=0):
 output = new_output
 
 
+def put_classified(ctx, n, labels, scores, strings, what):
+    """The two outputs of a classifier of n rows: Y := labels (strings as objects, else int64), and when it is wired
+    Z := scores (float32)."""
+    y = output(ctx, 0, (n,), object if strings else np.int64, what)
+    y[...] = labels
+    if ctx.has_output(1):
+        z = output(ctx, 1, scores.shape, F32, what)
+        z[...] = scores
+
+
 def put(ctx, i, value, what):
     """Publish a computed array as output i (size checked by the caller's shapes), copied into the run's buffer."""
     value = np.asarray(value)

@@ -2,7 +2,7 @@ import numpy as np
 
 from onnxep.errors import InvalidArgument
 from onnxep.ops._base import OpKernel
-from onnxep.ops.ml._common import LABELS, NUM4, F32, as_2d, check_post, first_max, label_array, output, \
+from onnxep.ops.ml._common import LABELS, NUM4, F32, check_post, first_max, label_array, put_classified, \
     update_scores
 
 
@@ -63,8 +63,4 @@ class LinearClassifier_1(OpKernel):
         add = 1 if (k == 1 and two) else -1
         if self.post_transform != "NONE" or add >= 0:
             s = update_scores(s, self.post_transform, add)
-        y = output(ctx, 0, (n,), object if self._strings else np.int64, what)
-        y[...] = lab
-        if ctx.has_output(1):
-            z = output(ctx, 1, s.shape, F32, what)
-            z[...] = s
+        put_classified(ctx, n, lab, s, self._strings, what)

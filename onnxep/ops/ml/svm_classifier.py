@@ -2,7 +2,7 @@ import numpy as np
 
 from onnxep.errors import InvalidArgument
 from onnxep.ops._base import OpKernel
-from onnxep.ops.ml._common import LABELS, NUM4, F32, as_2d, check_post, first_max, label_array, output, \
+from onnxep.ops.ml._common import LABELS, NUM4, F32, as_2d, check_post, first_max, label_array, put_classified, \
     update_scores
 from onnxep.ops.ml._svm import kernel_dot, kernel_params
 
@@ -148,11 +148,7 @@ class SVMClassifier_1(OpKernel):
             else:
                 scores = update_scores(pair, post, -1)
         lab = label_array(self._labels, cls_idx, self._strings)
-        y = output(ctx, 0, (n,), object if self._strings else np.int64, what)
-        y[...] = lab
-        if ctx.has_output(1):
-            z = output(ctx, 1, scores.shape, F32, what)
-            z[...] = scores
+        put_classified(ctx, n, lab, scores, self._strings, what)
 
 
 def _logistic1(v):

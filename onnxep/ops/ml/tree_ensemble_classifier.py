@@ -1,7 +1,7 @@
 import numpy as np
 
 from onnxep.ops._base import OpKernel, static_dtype
-from onnxep.ops.ml._common import LABELS, NUM4, F32, as_2d, check_post, label_array, logistic, output, probit, \
+from onnxep.ops.ml._common import LABELS, NUM4, F32, as_2d, check_post, label_array, logistic, probit, put_classified, \
     transform
 from onnxep.ops.ml._tree import base_values, legacy_forest, threshold_dtype
 
@@ -111,11 +111,7 @@ class TreeEnsembleClassifier_1(OpKernel):
                         z[single, 0], z[single, 1] = -v, v
                 else:
                     z[single, 0] = v
-        y = output(ctx, 0, (n,), object if self._strings else np.int64, what)
-        y[...] = lab
-        if ctx.has_output(1):
-            zz = output(ctx, 1, z.shape, F32, what)
-            zz[...] = z
+        put_classified(ctx, n, lab, z, self._strings, what)
 
 
 class TreeEnsembleClassifier_3(TreeEnsembleClassifier_1):
