@@ -68,14 +68,14 @@ class PoolAttrs:
             else:
                 b, e = self.pads[i], self.pads[r + i]
                 span = n + b + e - sw
-                if span < 0:
-                    o = 0
-                elif self.ceil_mode:
+                if self.ceil_mode:
+                    # ceil(span / s) + 1: one window even when the kernel overhangs the padded input by less than a
+                    # stride (a kernel larger than the input, as onnxruntime and torch count it)
                     o = -(-span // s) + 1
-                    if (o - 1) * s >= n + b:
+                    if o > 0 and (o - 1) * s >= n + b:
                         o -= 1
                 else:
-                    o = span // s + 1
+                    o = span // s + 1 if span >= 0 else 0
             if o < 1:
                 raise ValueError(f"pooling output would be empty on spatial dim {i} (input {n}, kernel {k}, "
                                  f"stride {s}, dilation {d}, pads {b}/{e})")

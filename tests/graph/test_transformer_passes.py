@@ -9,7 +9,7 @@ import collections
 import numpy as np
 import onnx
 import pytest
-from onnx import helper
+from onnx import TensorProto, helper, numpy_helper
 
 import onnxep
 from onnxep import _models
@@ -475,3 +475,22 @@ def test_fusions_leave_ops_forced_to_the_reference_backend():
     assert "MaskedSoftmax" not in ops and "Gelu" not in ops and ops["StridedMatMul"] == 2
     assert {n for n, b in sess.node_assignment.items() if b != "cpu"}   # Softmax / Erf on the reference backend
     assert _rel_err(sess.run(None, feeds)[0], run_ort(model, feeds)[0]) <= 1e-4
+
+
+def test_fuse_matmul_bias_add_of_two_gemms():
+    """Add(Gemm_a(x), Gemm_b(x)) (DeiT's two classifier heads, Phi's parallel attention + MLP): Gemm_a takes the Add
+    with Gemm_b's output as its residual and Gemm_b stays whole -- never both claiming the Add, which left a node
+    reading a value nothing computes (oracle: onnxruntime)."""
+    rng = np.random.default_rng(7)
+    wa, wb = (rng.standard_normal((8, 5)).astype(np.float32) for _ in range(2))
+    ba, bb = (rng.standard_normal(5).astype(np.float32) for _ in range(2))
+    nodes = [helper.make_node("Gemm", ["x", "wa", "ba"], ["ga"], name="gemm_a"),
+             helper.make_node("Gemm", ["x", "wb", "bb"], ["gb"], name="gemm_b"),
+             helper.make_node("Add", ["ga", "gb"], ["y"], name="add")]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                          [numpy_helper.from_array(v, n) for n, v in (("wa", wa), ("wb", wb), ("ba", ba), ("bb", bb))])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    x = rng.standard_normal((3, 8)).astype(np.float32)
+    sess = onnxep.InferenceSession(m.SerializeToString())
+    np.testing.assert_allclose(sess.run(None, {"x": x})[0], run_ort(m, {"x": x})[0], rtol=1e-5, atol=1e-5)

@@ -30,18 +30,8 @@ EXPECTED = {
 }
 
 # known failures: fixture -> reason (strict xfail: the test fails once the case passes, and the entry must go)
-_FUSE_GEMM_ADD = ("fuse_matmul_bias (graph optimization level >= extended) fuses Add(Gemm_a, Gemm_b) into the first "
-                  "Gemm, which then reads the second Gemm's output before it is computed: KeyError at run")
-_AVGPOOL_BIG_KERNEL = ("AveragePool with ceil_mode=1 and a kernel larger than the input (transformers' EfficientNet "
-                       "pooler: kernel = hidden_dim)")
-FAILS_WITH_FALLBACK = {
-    "deit_1layer.dynamo": _FUSE_GEMM_ADD,
-    "efficientnet_tiny.dynamo": _AVGPOOL_BIG_KERNEL + ": the reference fallback's answer differs from onnxruntime's",
-}
-FAILS_WITHOUT_FALLBACK = {
-    "deit_1layer.dynamo": _FUSE_GEMM_ADD,
-    "efficientnet_tiny.dynamo": _AVGPOOL_BIG_KERNEL + " not native yet",
-}
+FAILS_WITH_FALLBACK = {}
+FAILS_WITHOUT_FALLBACK = {}
 
 
 def _cases(known):

@@ -104,3 +104,18 @@ def test_averagepool_large_parallel():
         m, got = run_pool("AveragePool", x, 19, kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1],
                           count_include_pad=cip, ceil_mode=1)
         assert_same(got, oracles(m, x)[0])
+
+
+@pytest.mark.parametrize("op", ["AveragePool", "MaxPool"])
+@pytest.mark.parametrize("n,k,s,cip", [(4, 128, 128, 1), (7, 9, 9, 0), (5, 6, 2, 1), (7, 8, 3, 0)])
+def test_ceil_mode_kernel_larger_than_input(op, n, k, s, cip):
+    """ceil_mode=1 with a kernel larger than the input (transformers' EfficientNet pooler: kernel = hidden_dim on a
+    7x7 map): one window over the whole input, as onnxruntime counts it (oracle: onnxruntime)."""
+    x = np.random.default_rng(n * k).standard_normal((2, 3, n, n)).astype(np.float32)
+    attrs = dict(kernel_shape=[k, k], strides=[s, s], ceil_mode=1)
+    if op == "AveragePool":
+        attrs["count_include_pad"] = cip
+    m, got = run_pool(op, x, 19, **attrs)
+    want, _ = oracles(m, x)
+    assert got[0].shape == (2, 3, 1, 1)
+    assert_same(got, want)

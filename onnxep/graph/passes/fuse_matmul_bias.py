@@ -108,7 +108,9 @@ def fuse_matmul_bias(graph: Graph, ctx=None) -> Graph:
                 default_op(nxt, "Relu") or internal_op(nxt, "Gelu")):
             pattern.append(nxt)
             last, act = nxt, nxt.op_type
-        if len(pattern) == 1:   # a lone Gemm: nothing to fuse
+        if len(pattern) == 1 or f.taken(pattern[1:]):
+            # a lone Gemm: nothing to fuse; or a node after it went to an earlier match (Add(Gemm_a, Gemm_b): Gemm_a
+            # took the Add with Gemm_b's output as its residual, so Gemm_b stays a Gemm)
             continue
         bname = b
         if bias is not None and (b not in consts or consts[b].shape != bias.shape
