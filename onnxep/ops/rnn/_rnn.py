@@ -21,9 +21,9 @@ FLOAT_TYPES = ("float16", "float32", "float64", "bfloat16")
 
 
 def _sigmoid(x, a, b):
-    with np.errstate(over="ignore"):
-        np.negative(x, out=x)
-        np.exp(x, out=x)
+    # exp overflows to inf for x < -88 (float32): 1 / inf = 0, right; compute() runs the steps under errstate
+    np.negative(x, out=x)
+    np.exp(x, out=x)
     x += 1
     return np.reciprocal(x, out=x)
 
@@ -64,8 +64,7 @@ def _hard_sigmoid(x, a, b):
 
 
 def _elu(x, a, b):
-    with np.errstate(over="ignore"):
-        return np.where(x >= 0, x, x.dtype.type(a) * np.expm1(np.minimum(x, 0)))
+    return np.where(x >= 0, x, x.dtype.type(a) * np.expm1(np.minimum(x, 0)))
 
 
 def _softsign(x, a, b):
@@ -305,7 +304,8 @@ class Recurrent(OpKernel):
                 else:
                     tidx = np.broadcast_to(steps[:S, None], (S, Bt))
                 xd = xw[tidx, bidx[None, :], d]                      # [S, B, G*H] gathered once
-            Hs, hl, cl = self.run(xd, Rc[d], rbs[d], hd, extra, d, valid)
+            with np.errstate(over="ignore"):
+                Hs, hl, cl = self.run(xd, Rc[d], rbs[d], hd, extra, d, valid)
             Yh[d] = hl
             if Yc is not None:
                 Yc[d] = cl

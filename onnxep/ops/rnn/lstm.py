@@ -43,24 +43,30 @@ class LSTM_1(Recurrent):
         if P is not None:
             pi, po, pf = P[d, :H], P[d, H:2 * H], P[d, 2 * H:]
         Rt = np.ascontiguousarray(R.T)
+        # no peepholes and no input_forget: the gates i, o, f (the first 3H columns) take f in one call
+        fused = P is None and not self.input_forget
         for s in range(S):
             g = h @ Rt
             g += xw[s]
-            gi, go, gf, gc = g[:, :H], g[:, H:2 * H], g[:, 2 * H:3 * H], g[:, 3 * H:]
-            if pi is not None:
-                gi += pi * c
-                gf += pf * c
-            i = fa(self.clipped(gi))
-            if self.input_forget:
-                f = 1 - i
+            if fused:
+                iof = fa(self.clipped(g[:, :3 * H]))
+                i, o, f = iof[:, :H], iof[:, H:2 * H], iof[:, 2 * H:]
+                cn = f * c
             else:
-                f = fa(self.clipped(gf))
-            cc = ga(self.clipped(gc))
-            cn = f * c
-            cn += i * cc
-            if po is not None:
-                go += po * cn
-            o = fa(self.clipped(go))
+                gi, go, gf = g[:, :H], g[:, H:2 * H], g[:, 2 * H:3 * H]
+                if pi is not None:
+                    gi += pi * c
+                    gf += pf * c
+                i = fa(self.clipped(gi))
+                f = 1 - i if self.input_forget else fa(self.clipped(gf))
+                cn = f * c
+            cc = ga(self.clipped(g[:, 3 * H:]))
+            cc *= i
+            cn += cc
+            if not fused:
+                if po is not None:
+                    go += po * cn
+                o = fa(self.clipped(go))
             hn = ha(cn.copy())
             hn *= o
             h = masked(valid, s, hn, h)
