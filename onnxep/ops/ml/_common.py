@@ -128,6 +128,13 @@ def to_f32(x):
     return x if x.dtype == F32 else x.astype(F32)
 
 
+def one_of(op, a, b) -> bool:
+    """Exactly one of the node's attributes a and b is given (and not empty): the either / or of the ml schemas
+    (cats_int64s or cats_strings, classlabels_strings or classlabels_int64s, ...)."""
+    attrs = op.node.attrs
+    return bool(attrs.get(a)) != bool(attrs.get(b))
+
+
 def input_type_name(op, i=0):
     vts = op.input_types
     vt = vts[i] if i < len(vts) else None

@@ -2,7 +2,7 @@ import numpy as np
 
 from onnxep.errors import InvalidArgument
 from onnxep.ops._base import OpKernel
-from onnxep.ops.ml._common import NUM4, output
+from onnxep.ops.ml._common import NUM4, one_of, output
 
 
 class Imputer_1(OpKernel):
@@ -16,8 +16,7 @@ class Imputer_1(OpKernel):
 
     @classmethod
     def supports(cls, op):
-        a = op.node.attrs
-        return bool(a.get("imputed_value_floats")) != bool(a.get("imputed_value_int64s"))
+        return one_of(op, "imputed_value_floats", "imputed_value_int64s")
 
     def compute(self, ctx):
         x = ctx.input(0)

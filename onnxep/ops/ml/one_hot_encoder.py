@@ -2,7 +2,7 @@ import numpy as np
 
 from onnxep.errors import InvalidArgument
 from onnxep.ops._base import OpKernel
-from onnxep.ops.ml._common import Table, output
+from onnxep.ops.ml._common import Table, one_of, output
 
 
 class OneHotEncoder_1(OpKernel):
@@ -16,8 +16,7 @@ class OneHotEncoder_1(OpKernel):
 
     @classmethod
     def supports(cls, op):
-        a = op.node.attrs
-        return bool(a.get("cats_int64s")) != bool(a.get("cats_strings"))
+        return one_of(op, "cats_int64s", "cats_strings")
 
     def __init__(self, info):
         super().__init__(info)

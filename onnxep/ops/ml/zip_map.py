@@ -1,7 +1,8 @@
 import numpy as np
 
 from onnxep.errors import InvalidArgument
-from onnxep.ops._base import OpKernel, _DTYPE_NAMES
+from onnxep.ops._base import OpKernel
+from onnxep.ops.ml._common import input_type_name, one_of
 
 
 class ZipMap_1(OpKernel):
@@ -13,13 +14,11 @@ class ZipMap_1(OpKernel):
 
     @classmethod
     def check_types(cls, op):
-        vt = op.input_types[0] if op.input_types else None
-        return vt is not None and vt.kind == "tensor" and _DTYPE_NAMES.get(vt.type_str) == "float32"
+        return input_type_name(op) == "float32"
 
     @classmethod
     def supports(cls, op):
-        a = op.node.attrs
-        return bool(a.get("classlabels_strings")) != bool(a.get("classlabels_int64s"))
+        return one_of(op, "classlabels_strings", "classlabels_int64s")
 
     def __init__(self, info):
         super().__init__(info)
