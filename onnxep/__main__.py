@@ -3,6 +3,7 @@
     python -m onnxep bench [MODEL ...]   latency beside onnxruntime (default: the light models inside the onnx wheel,
                                          with seeded random weights; --weights shipped for the files' own)
     python -m onnxep bench --suite models   the same for a BERT-like encoder and an MLP built in memory
+    python -m onnxep profile MODEL       where the time goes: per op type and per node, beside onnxruntime's profile
     python -m onnxep run MODEL           run once on random inputs, print the outputs' shapes and the latency
     python -m onnxep check MODEL         which backend runs each node
     python -m onnxep info                the kernel variant and thread pool chosen on this machine
@@ -16,6 +17,8 @@ import time
 
 
 def main(argv=None) -> int:
+    from onnxep import _profile
+
     p = argparse.ArgumentParser(prog="python -m onnxep", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd")
@@ -31,6 +34,21 @@ def main(argv=None) -> int:
     b.add_argument("--suite", choices=("light", "models"), default="light",
                    help="light: the model-zoo models in the onnx wheel (default); models: the synthetic BERT-like "
                         "encoder and MLPs of onnxep/_models.py, timed in alternating rounds (--repeat: runs of each)")
+    f = sub.add_parser("profile", help="where the time goes, beside onnxruntime's profile",
+                       description=_profile.__doc__,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    f.add_argument("model", help="ONNX file, or a light model's short name (resnet50, ...)")
+    f.add_argument("--threads", type=int, default=0, help="intra-op threads for both (default: all cores)")
+    f.add_argument("--runs", type=int, default=10, help="profiled runs after the warm-up (default 10)")
+    f.add_argument("--warmup", type=int, default=3, help="runs left out of the tables (default 3)")
+    f.add_argument("--dim", action="append", metavar="NAME=VALUE",
+                   help="value of a symbolic input dim (repeatable; default 1)")
+    f.add_argument("--no-ort", action="store_true", help="profile onnxep only")
+    f.add_argument("--top", type=int, default=10, help="how many of onnxep's kernels to list (default 10)")
+    f.add_argument("--json", metavar="OUT", help="also write the tables to OUT as JSON")
+    f.add_argument("--trace-dir", metavar="DIR", help="keep the raw traces (and onnxruntime's optimized model) in DIR")
+    f.add_argument("--config", action="append", metavar="KEY=VALUE",
+                   help="onnxep session config entry (repeatable), e.g. onnxep.fallback_op_types=Softmax")
     r = sub.add_parser("run", help="run a model on random inputs")
     r.add_argument("model")
     r.add_argument("--repeat", type=int, default=1)
@@ -49,6 +67,8 @@ def main(argv=None) -> int:
                      warmup=getattr(args, "warmup", 3), repeat=getattr(args, "repeat", 10),
                      use_ort=not getattr(args, "no_ort", False), weights=getattr(args, "weights", "random"))
         return 1 if any(r["check"].startswith("MISMATCH") for r in rows) else 0
+    if cmd == "profile":
+        return _profile.main(args)
     import onnxep
     if cmd == "info":
         onnxep.show_config()
