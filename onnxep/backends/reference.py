@@ -95,12 +95,42 @@ class ReferenceBackend(Backend):
         except Exception as e:
             raise RuntimeException(f"reference backend failed on a partition of {plan.n_nodes} node(s): "
                                    f"{type(e).__name__}: {e}") from e
+        inputs = None
         for name, r in zip(plan.outputs, results):
             if isinstance(r, np.generic):
                 r = np.asarray(r)
             if isinstance(r, np.ndarray) and not r.flags.c_contiguous:
                 r = np.ascontiguousarray(r)
+            elif isinstance(r, list) and r:
+                if inputs is None:
+                    inputs = [v for v in feeds.values() if isinstance(v, np.ndarray) and v.nbytes]
+                r = _detached(r, inputs)
             values[name] = r
+
+
+def _detached(seq: list, inputs) -> list:
+    """A sequence the evaluator returned, each tensor in it that shares memory with one of the plan's input tensors
+    copied, as is each read-only one (an initializer of the evaluator's model), into a new list (the evaluator's may
+    be an input's). onnx.reference keeps its input objects (SequenceConstruct / SequenceInsert put them in the list
+    as they are, SplitToSequence returns views of its input), and an input tensor may live in the enclosing run's
+    arena: a boundary copy, or the output of a cpu plan. The memory planner follows tensors, not the tensors inside a
+    sequence, so it would give that memory to a later tensor of the run, or the next run would overwrite it while the
+    caller holds the sequence. onnxep's own sequences never hold arena memory (the sequence ops copy what they put in
+    one); neither do the reference backend's once they leave it."""
+    out = None
+    for k, v in enumerate(seq):
+        if isinstance(v, list):
+            w = _detached(v, inputs)
+        elif isinstance(v, np.ndarray) and (not v.flags.writeable
+                                            or any(np.may_share_memory(v, a) for a in inputs)):
+            w = v.copy()
+        else:
+            continue
+        if w is not v:
+            if out is None:
+                out = list(seq)
+            out[k] = w
+    return seq if out is None else out
 
 
 # --------------------------------------------------------------------------- corrected onnx.reference ops
