@@ -5,6 +5,7 @@ import numpy as np
 
 from onnxep.errors import InvalidArgument
 from onnxep.ops._base import _DTYPE_NAMES
+from onnxep.ops._data import norm_axes, norm_axis
 
 #: float types these ops compute in numpy (bfloat16 has no numpy arithmetic; float8 / int4 are not numeric here)
 FLOATS = ("float16", "float32", "float64")
@@ -33,6 +34,22 @@ def centred_and_std(xr, yr, epsilon):
 def bad(op, msg):
     """InvalidArgument saying which op and what was wrong (the executor adds the node name)."""
     return InvalidArgument(f"{op}: {msg}")
+
+
+def axis_of(axis, x, op) -> int:
+    """The attribute `axis` of an op over x, in [0, x.ndim), or InvalidArgument naming op and x's shape."""
+    try:
+        return norm_axis(axis, x.ndim, op)
+    except ValueError as e:
+        raise bad(op, f"{e} (input shape {x.shape})") from None
+
+
+def axes_of(axes, x, op) -> tuple:
+    """The attribute `axes` of an op over x, each in [0, x.ndim), or InvalidArgument as axis_of."""
+    try:
+        return tuple(norm_axes(axes, x.ndim, op))
+    except ValueError as e:
+        raise bad(op, f"{e} (input shape {x.shape})") from None
 
 
 def ints(v, n=None, fill=None):

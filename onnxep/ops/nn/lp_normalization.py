@@ -3,8 +3,7 @@ and onnxruntime agree). float16 is computed in float32."""
 import numpy as np
 
 from onnxep.ops._base import OpKernel
-from onnxep.ops._data import norm_axis
-from onnxep.ops.nn._helpers import FLOATS, acc_dtype, bad
+from onnxep.ops.nn._helpers import FLOATS, acc_dtype, axis_of
 
 
 class LpNormalization_1(OpKernel):
@@ -19,10 +18,7 @@ class LpNormalization_1(OpKernel):
 
     def compute(self, ctx):
         x = ctx.input(0)
-        try:
-            axis = norm_axis(self.axis, x.ndim, "LpNormalization")
-        except ValueError as e:
-            raise bad("LpNormalization", f"{e} (input shape {x.shape})") from None
+        axis = axis_of(self.axis, x, "LpNormalization")
         y = ctx.output(0, x.shape, x.dtype)
         if y.size == 0:
             return

@@ -3,8 +3,7 @@ the variance as E[x^2] - E[x]^2 like the spec's function body. float16 is comput
 import numpy as np
 
 from onnxep.ops._base import OpKernel
-from onnxep.ops._data import norm_axes
-from onnxep.ops.nn._helpers import FLOATS, acc_dtype, bad
+from onnxep.ops.nn._helpers import FLOATS, acc_dtype, axes_of
 
 
 class MeanVarianceNormalization_9(OpKernel):
@@ -14,10 +13,7 @@ class MeanVarianceNormalization_9(OpKernel):
 
     def compute(self, ctx):
         x = ctx.input(0)
-        try:
-            axes = tuple(norm_axes(self.axes, x.ndim, "MeanVarianceNormalization"))
-        except ValueError as e:
-            raise bad("MeanVarianceNormalization", f"{e} (input shape {x.shape})") from None
+        axes = axes_of(self.axes, x, "MeanVarianceNormalization")
         y = ctx.output(0, x.shape, x.dtype)
         if y.size == 0:
             return

@@ -4,8 +4,7 @@ type, then the scale product. X and scale of one type (the spec's Mul needs it).
 import numpy as np
 
 from onnxep.ops._base import OpKernel
-from onnxep.ops._data import norm_axis
-from onnxep.ops.nn._helpers import FLOATS, acc_dtype, bad
+from onnxep.ops.nn._helpers import FLOATS, acc_dtype, axis_of, bad
 
 
 class RMSNormalization_23(OpKernel):
@@ -24,10 +23,7 @@ class RMSNormalization_23(OpKernel):
 
     def compute(self, ctx):
         x, scale = ctx.input(0), ctx.input(1)
-        try:
-            axis = norm_axis(self.axis, x.ndim, "RMSNormalization")
-        except ValueError as e:
-            raise bad("RMSNormalization", f"{e} (input shape {x.shape})") from None
+        axis = axis_of(self.axis, x, "RMSNormalization")
         if scale.ndim > x.ndim or any(s not in (1, d) for s, d in zip(scale.shape[::-1], x.shape[::-1])):
             raise bad("RMSNormalization", f"scale of shape {scale.shape} does not broadcast to X {x.shape}")
         y = ctx.output(0, x.shape, x.dtype)
