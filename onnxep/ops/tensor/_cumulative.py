@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from onnxep.errors import InvalidArgument
+from onnxep.ops._base import OpKernel
 from onnxep.ops._data import norm_axis
 
 #: T of CumSum / CumProd, and their axis type T2
@@ -44,3 +45,16 @@ def cumulate(kernel, ctx, ufunc, identity):
     else:
         np.copyto(yv, ufunc.accumulate(xv, axis=axis, dtype=acc), casting="unsafe")
     return y
+
+
+class Cumulative(OpKernel):
+    """CumSum / CumProd: the types, exclusive and reverse, and compute, the running `ufunc` from `identity`."""
+
+    type_constraints = {"T": CUMULATIVE_TYPES, "T2": AXIS_TYPES}
+    exclusive = 0
+    reverse = 0
+    ufunc = None
+    identity = 0
+
+    def compute(self, ctx):
+        cumulate(self, ctx, self.ufunc, self.identity)
