@@ -1,31 +1,10 @@
-import numpy as np
-
 from onnxep.errors import InvalidArgument
-from onnxep.ops._base import OpKernel
 from onnxep.ops.tensor._helpers import INDEX_TYPES, ALL_TYPES, new_output, normalize_indices
+from onnxep.ops.tensor._scatter import ReducingScatter, scatter_into
 from onnxep.ops.tensor.gather_elements import along_axis_checks, flat_positions
 
-#: reduction -> numpy ufunc applied unbuffered at repeated indices (ufunc.at), per ONNX the updates combine in order
-REDUCE = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}
 
-
-def reduction_ok(op) -> bool:
-    """The reduction attribute exists at the node's opset: none only before 16, add / mul from 16, max / min from
-    18."""
-    r = op.node.attrs.get("reduction", "none")
-    v = op.node.opset
-    return r == "none" or (v >= 16 and r in ("add", "mul")) or (v >= 18 and r in ("max", "min"))
-
-
-def scatter_into(y, pos, upd, reduction):
-    """y[pos] := upd, or y[pos] op= upd for each update in turn (ufunc.at: repeated positions accumulate)."""
-    if reduction == "none":
-        y[pos] = upd
-    else:
-        REDUCE[reduction].at(y, pos, upd)
-
-
-class ScatterElements_11(OpKernel):
+class ScatterElements_11(ReducingScatter):
     """Y := data with Y[.., indices[i..], ..] = updates[i..] along axis, or combined with reduction add / mul (opset
     16) / max / min (opset 18) (opsets 11, 13, 16, 18). Negative indices count from the end; out-of-range ones raise.
     Without reduction a repeated index keeps the last update in C order (the spec leaves it undefined)."""
@@ -33,20 +12,13 @@ class ScatterElements_11(OpKernel):
     domain, op_type, since = "", "ScatterElements", 11
     type_constraints = {"T": ALL_TYPES, "Tind": INDEX_TYPES}
     axis = 0
-    reduction = "none"
-
-    @classmethod
-    def supports(cls, op):
-        return reduction_ok(op)
 
     def compute(self, ctx):
         x, idx, upd = ctx.input(0), ctx.input(1), ctx.input(2)
         axis = along_axis_checks("ScatterElements", x, idx, self.axis)
         if idx.shape != upd.shape:
             raise InvalidArgument(f"ScatterElements: indices {idx.shape} and updates {upd.shape} must have one shape")
-        red = self.reduction
-        if red != "none" and x.dtype.hasobject:
-            raise InvalidArgument(f"ScatterElements: reduction {red!r} on strings")
+        red = self.checked_reduction(x, "ScatterElements")
         idx = normalize_indices(idx, x.shape[axis], "ScatterElements", f" for axis {axis} of data shape {x.shape}")
         y = new_output(ctx, 0, x.shape, x.dtype, f"ScatterElements node {self.name!r}")
         y[...] = x

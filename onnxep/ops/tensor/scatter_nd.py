@@ -1,22 +1,16 @@
 from onnxep.errors import InvalidArgument
-from onnxep.ops._base import OpKernel
 from onnxep.ops.tensor._helpers import ALL_TYPES, new_output
+from onnxep.ops.tensor._scatter import ReducingScatter, scatter_into
 from onnxep.ops.tensor.gather_nd import nd_rows
-from onnxep.ops.tensor.scatter_elements import reduction_ok, scatter_into
 
 
-class ScatterND_11(OpKernel):
+class ScatterND_11(ReducingScatter):
     """Y := data with the slices the last dim of indices addresses set to updates, or combined with reduction add /
     mul (opset 16) / max / min (opset 18) (opsets 11, 13, 16, 18). Negative indices count from the end. Without
     reduction a repeated index keeps the last update (the spec leaves it undefined)."""
 
     domain, op_type, since = "", "ScatterND", 11
     type_constraints = {"T": ALL_TYPES}
-    reduction = "none"
-
-    @classmethod
-    def supports(cls, op):
-        return reduction_ok(op)
 
     def compute(self, ctx):
         x, idx, upd = ctx.input(0), ctx.input(1), ctx.input(2)
@@ -28,9 +22,7 @@ class ScatterND_11(OpKernel):
         if k > x.ndim or upd.shape != idx.shape[:-1] + inner:
             raise InvalidArgument(f"{what}: updates {upd.shape} must have shape indices.shape[:-1] + "
                                   f"data.shape[{k}:] = {idx.shape[:-1] + tuple(inner)} (data {x.shape})")
-        red = self.reduction
-        if red != "none" and x.dtype.hasobject:
-            raise InvalidArgument(f"{what}: reduction {red!r} on strings")
+        red = self.checked_reduction(x, what)
         rows = nd_rows(x.shape, idx, 0, what)
         y = new_output(ctx, 0, x.shape, x.dtype, what)
         y[...] = x
