@@ -33,13 +33,15 @@ and output tensor names). Each kernel of that graph is mapped to the nodes of th
 2. Kernels linked by tensors that stand for nothing original (onnxruntime's reshapes around a Gemm, its ReorderInput)
    form one group. A group's nodes are those found walking the original graph backwards from the original tensors the
    group produces, stopping at the tensors it reads, at tensors another group produces, at initializers, graph inputs
-   and Constant nodes, then keeping those downstream of a tensor the group reads (or computed from constants only).
+   and tensors computed from constants alone (folded), then keeping those downstream of a tensor the group reads (or
+   computed from constants only).
    A group that only converts a tensor it also reads (ReorderOutput, a layout Transpose) covers nothing.
 3. Within a group the nodes go to its kernels: a kernel whose name refers to a covered node gets it ("k_mm_11/
    MatMulAddFusion", onnxep's "q_mm_5_fused", "r2_nchwc" -> the producer of r2); a kernel still without a node of
    its own op type gets one if one is left; every other covered node goes to the kernel that has its producer (else its
    consumer): Conv -> BatchNormalization -> Relu all land on the Conv kernel that fused them. A node two groups both
-   cover goes to the kernel that computes its input (else the first).
+   cover goes to the kernel that computes its input (else the first); so does a node a kernel of a model op type
+   covers before its own node (a kernel fuses what follows its op, not what precedes it).
 4. A kernel's time counts under one op type of the model: the covered nodes' op type if they all have one; else the
    kernel's own op type if it is among them; else the first present of ANCHORS (Conv, MatMul, Gemm, ... -- the op a
    fusion is built around: a Gemm from MatMul + Add counts as MatMul); else the kernel's own op type (Gelu,
@@ -239,8 +241,14 @@ def map_kernels(model: onnx.ModelProto, kernels) -> dict:
         for t in n.input:
             if t:
                 cons[t].append(i)
-    consts = {t.name for t in g.initializer} | {t.name for t in g.input} | {
-        t for n in nodes if n.op_type == "Constant" for t in n.output}
+    # stop tensors: initializers, graph inputs, and what is computed from constants alone (Constant nodes, the light
+    # models' ConstantOfShape weights: a runtime folds them, no kernel of a later node runs them)
+    folded = {t.name for t in g.initializer}
+    for n in nodes:       # (graph order is topological)
+        ins = [x for x in n.input if x]
+        if n.op_type == "Constant" or (ins and all(x in folded for x in ins)):
+            folded.update(t for t in n.output if t)
+    consts = folded | {t.name for t in g.input}
     original = set(prod) | consts
 
     def ref(name):
@@ -328,7 +336,7 @@ def map_kernels(model: onnx.ModelProto, kernels) -> dict:
             for i in sorted(cover - keep):
                 xs = [x for x in nodes[i].input if x]
                 made = {t for k in keep for t in nodes[k].output}
-                if any(x in ins or x in made for x in xs) or all(x in consts for x in xs):
+                if any(x in ins or x in made for x in xs) or all(x in folded for x in xs):
                     keep.add(i)
                     grew = True
         cover = keep
@@ -383,6 +391,25 @@ def map_kernels(model: onnx.ModelProto, kernels) -> dict:
             owner[j].discard(i)
         owner.setdefault(keep, set()).add(i)
         claims[i] = [keep]
+    # a kernel of a model op type (an NCHWc AveragePool) does not fuse what comes before its own node: such covered
+    # nodes (the Sum and Relu onnxruntime's preceding Conv computes, under a name older than that fusion) go to the
+    # kernel that computes their input
+    where = {i: js[0] for i, js in claims.items()}
+    for j in sorted(owner):
+        own = {i for i in owner[j] if nodes[i].op_type == kernels[j].op}
+        if not own or len(own) == len(owner[j]):
+            continue
+        before = set()
+        for i in sorted(owner[j] - own, reverse=True):     # (reverse graph order: consumers first)
+            outs = set(nodes[i].output)
+            if any(x in outs for a in own | before for x in nodes[a].input):
+                before.add(i)
+        for i in sorted(before):
+            ups = [where[prod[x]] for x in nodes[i].input if x in prod and where.get(prod[x], j) != j]
+            if ups:
+                owner[j].discard(i)
+                owner[ups[0]].add(i)
+                where[i] = ups[0]
     keys, covers = {}, {}
     fused = collections.defaultdict(lambda: collections.defaultdict(int))
     covered = set()
