@@ -87,7 +87,19 @@ def _named(to):
         TensorProto.DataType.keys() else None
 
 
-class Cast_6(OpKernel):
+class _CastTo(OpKernel):
+    """Cast-6+ and CastLike: the types, saturate and round_mode (their defaults before opsets 19 / 24 are the spec's),
+    round_mode one of up / down / nearest."""
+
+    type_constraints = {"T1": CAST_TYPES, "T2": CAST_TYPES}
+    saturate, round_mode = 1, "up"
+
+    @classmethod
+    def supports(cls, op):
+        return op.node.attrs.get("round_mode", "up") in ("up", "down", "nearest")
+
+
+class Cast_6(_CastTo):
     """Y := X converted to the type `to` (opsets 6, 9, 13, 19 (saturate), 21, 23, 24 (round_mode), 25, 28). Numeric,
     bool, string and bfloat16 (round to nearest even, as ml_dtypes and onnx.reference), and the ml_dtypes types
     through onnxep.ops._dtypes: float8 (saturate: out-of-range values clamp to +-max, else NaN / Inf per the spec's
@@ -95,30 +107,21 @@ class Cast_6(OpKernel):
     to the reference backend."""
 
     domain, op_type, since = "", "Cast", 6
-    type_constraints = {"T1": CAST_TYPES, "T2": CAST_TYPES}
-    saturate, round_mode = 1, "up"   # before opsets 19 / 24: the spec's defaults
 
     @classmethod
     def supports(cls, op):
-        return op.node.attrs.get("to") in _TO_ALL and op.node.attrs.get("round_mode", "up") in ("up", "down",
-                                                                                                  "nearest")
+        return op.node.attrs.get("to") in _TO_ALL and super().supports(op)
 
     def compute(self, ctx):
         x = ctx.input(0)
         cast_to_output(ctx, x, _TO_ALL[self.to], self.saturate, self.round_mode, f"Cast node {self.name!r}")
 
 
-class CastLike_15(OpKernel):
+class CastLike_15(_CastTo):
     """Y := X converted to the type of target_type (opsets 15, 19 (saturate), 21, 23, 24 (round_mode), 25), as Cast,
     every type of CAST_TYPES."""
 
     domain, op_type, since = "", "CastLike", 15
-    type_constraints = {"T1": CAST_TYPES, "T2": CAST_TYPES}
-    saturate, round_mode = 1, "up"   # before opsets 19 / 24: the spec's defaults
-
-    @classmethod
-    def supports(cls, op):
-        return op.node.attrs.get("round_mode", "up") in ("up", "down", "nearest")
 
     def compute(self, ctx):
         x, like = ctx.input(0), ctx.input(1)
