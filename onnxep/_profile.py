@@ -595,8 +595,8 @@ def print_report(r, out=None) -> None:
         p(f"    onnxruntime: {ort['skipped_kernels']} kernel(s) inside subgraphs not counted "
           f"({ort['skipped_us_per_run']:.1f} us per run, within their parent's time)")
     p("")
-    p("(b) per op type of the model: kernels, us per run (mean), share of the mean run"
-      + ("" if ort else "") + "   (* = a kernel covering no model node)")
+    p("(b) per op type of the model: kernels, us per run (mean), share of the mean run   "
+      "(* = a kernel covering no model node)")
     rows = {x["op"]: [x, None] for x in ep["ops"]}
     for x in (ort["ops"] if ort else []):
         rows.setdefault(x["op"], [None, None])[1] = x
@@ -624,12 +624,12 @@ def print_report(r, out=None) -> None:
                 f"{t} x{c}" for t, c in sorted(s["not_run"].items())))
     p("")
     p(f"(c) onnxep's top {len(ep['nodes'])} kernels")
-    hdr = f"{'us/run':>10}{'share':>8}  {'provider':<10}{'op':<20}{'node':<32}inputs -> outputs"
+    hdr = f"{'us/run':>10}{'share':>8}  {'provider':<10}{'op (counted as)':<30}{'node':<32}inputs -> outputs"
     p(hdr)
     p("-" * len(hdr))
     for x in ep["nodes"]:
         op = x["op"] if x["op"] == x["key"] else f"{x['op']} ({x['key']})"
-        p(f"{x['us_per_run']:>10.1f}{x['share'] * 100:>7.1f}%  {x['provider']:<10}{op[:19]:<20}{x['node'][:31]:<32}"
+        p(f"{x['us_per_run']:>10.1f}{x['share'] * 100:>7.1f}%  {x['provider']:<10}{op[:29]:<30}{x['node'][:31]:<32}"
           f"{_shapes(x['inputs'])} -> {_shapes(x['outputs'])}")
 
 
