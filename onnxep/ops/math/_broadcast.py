@@ -110,10 +110,6 @@ class Binary(NativeOrNumpy, BinaryF32):
 
     type_constraints = {"T": NUMERIC}
 
-    def __init__(self, info):
-        super().__init__(info)
-        self.bind_compute(info)
-
     def compute_numpy(self, ctx):
         a, b = ctx.input(0), ctx.input(1)
         z = ctx.output(0, broadcast_shape(self.op_type, a.shape, b.shape), a.dtype)
@@ -133,10 +129,6 @@ class Variadic(NativeOrNumpy, VariadicF32):
     """VariadicF32 for float32 nodes; every other dtype folded with `ufunc`."""
 
     type_constraints = {"T": NUMERIC}
-
-    def __init__(self, info):
-        super().__init__(info)
-        self.bind_compute(info)
 
     def compute_numpy(self, ctx):
         fold(self.op_type, [ctx.input(i) for i in range(ctx.input_count)], ctx, self._apply_numpy)

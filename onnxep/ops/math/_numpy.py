@@ -127,7 +127,11 @@ class NativeOrNumpy:
     """Mixin of an op class whose `compute` is a tuned native float32 kernel: a node of any other dtype gets
     `compute_numpy` bound as its compute once, at construction, so the float32 path pays no per-call dtype test.
     When the graph does not say the dtype, the call tests it. bfloat16: the native float32 compute on a
-    Float32Context."""
+    Float32Context. The binding happens in __init__ (the mixin comes before the kernel base in the bases)."""
+
+    def __init__(self, info):
+        super().__init__(info)
+        self.bind_compute(info)
 
     def bind_compute(self, info):
         if bind_bfloat16(self, info):

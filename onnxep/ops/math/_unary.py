@@ -28,10 +28,6 @@ class Unary(NativeOrNumpy, UnaryF32):
     type_constraints = {"T": FLOATS}
     ufunc = None
 
-    def __init__(self, info):
-        super().__init__(info)
-        self.bind_compute(info)
-
     def compute_numpy(self, ctx):
         x = ctx.input(0)
         y = ctx.output(0, x.shape, x.dtype)

@@ -33,10 +33,6 @@ class Clip_6(NativeOrNumpy, OpKernel):
     type_constraints = {"T": FLOATS}
     inplace = ((0, 0),)
 
-    def __init__(self, info):
-        super().__init__(info)
-        self.bind_compute(info)
-
     def compute(self, ctx):
         _clip(ctx.input(0), float(self.min), float(self.max), ctx)
 
@@ -52,10 +48,6 @@ class Clip_11(NativeOrNumpy, OpKernel):
     domain, op_type, since = "", "Clip", 11
     type_constraints = {"T": NUMERIC}
     inplace = ((0, 0),)
-
-    def __init__(self, info):
-        super().__init__(info)
-        self.bind_compute(info)
 
     @staticmethod
     def _bound(v, which, default):

@@ -46,10 +46,6 @@ class Gemm_7(NativeOrNumpy, PackedWeightMixin, OpKernel):
     transA = 0
     transB = 0
 
-    def __init__(self, info):
-        super().__init__(info)
-        self.bind_compute(info)
-
     def compute_numpy(self, ctx):
         A, B, C = ctx.input(0), ctx.input(1), ctx.input(2)
         if A.ndim != 2 or B.ndim != 2:

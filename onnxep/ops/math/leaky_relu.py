@@ -13,10 +13,6 @@ class LeakyRelu_6(NativeOrNumpy, OpKernel):
     inplace = ((0, 0),)
     alpha: float = 0.01
 
-    def __init__(self, info):
-        super().__init__(info)
-        self.bind_compute(info)
-
     def compute(self, ctx):
         x = ctx.input(0)
         y = ctx.output(0, x.shape, np.float32)

@@ -40,10 +40,6 @@ class MatMul_1(NativeOrNumpy, PackedWeightMixin, OpKernel):
     domain, op_type, since = "", "MatMul", 1
     type_constraints = {"T": ("float32", "float16", "float64", "bfloat16", "int32", "int64", "uint32", "uint64")}
 
-    def __init__(self, info):
-        super().__init__(info)
-        self.bind_compute(info)
-
     def compute_numpy(self, ctx):
         A, B = ctx.input(0), ctx.input(1)
         matmul_into(A, B, ctx.output(0, matmul_shape(A.shape, B.shape), A.dtype))

@@ -12,10 +12,6 @@ class Relu_6(NativeOrNumpy, OpKernel):
     type_constraints = {"T": FLOATS + SIGNED}
     inplace = ((0, 0),)
 
-    def __init__(self, info):
-        super().__init__(info)
-        self.bind_compute(info)
-
     def compute(self, ctx):
         x = ctx.input(0)
         y = ctx.output(0, x.shape, x.dtype)

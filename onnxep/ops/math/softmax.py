@@ -19,10 +19,6 @@ class _Softmax(NativeOrNumpy, OpKernel):
     coerce_2d = True
     log = False
 
-    def __init__(self, info):
-        super().__init__(info)
-        self.bind_compute(info)
-
     @classmethod
     def supports(cls, op):
         shape = op.input_types[0].shape if op.input_types[0] is not None else None
