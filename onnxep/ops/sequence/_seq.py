@@ -6,11 +6,24 @@ from __future__ import annotations
 import numpy as np
 
 from onnxep.errors import InvalidArgument
+from onnxep.ops._base import OpKernel
 
 
 def kind_ok(vt, *kinds) -> bool:
     """A value type statically one of `kinds` (or unknown)."""
     return vt is None or vt.kind in kinds or vt.kind == "unknown"
+
+
+class SeqKernel(OpKernel):
+    """A sequence / optional op: check_types asks that input 0, when the node has it, be statically one of
+    `input0_kinds` (or unknown); None: any input (onnx's schemas say nothing check_types could read)."""
+
+    input0_kinds = ("sequence",)
+
+    @classmethod
+    def check_types(cls, op) -> bool:
+        kinds, vts = cls.input0_kinds, op.input_types
+        return kinds is None or not vts or kind_ok(vts[0], *kinds)
 
 
 def sequence_input(ctx, i, node, op):

@@ -4,17 +4,12 @@ import numpy as np
 
 from onnxep.errors import InvalidArgument
 from onnxep.graph.model import check_size
-from onnxep.ops._base import OpKernel
-from onnxep.ops.sequence._seq import kind_ok, sequence_input
+from onnxep.ops.sequence._seq import SeqKernel, sequence_input
 
 
-class ConcatFromSequence_11(OpKernel):
+class ConcatFromSequence_11(SeqKernel):
     op_type, since = "ConcatFromSequence", 11
     new_axis = 0
-
-    @classmethod
-    def check_types(cls, op) -> bool:
-        return kind_ok(op.input_types[0], "sequence")
 
     def compute(self, ctx):
         name = self.name

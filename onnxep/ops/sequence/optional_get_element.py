@@ -1,16 +1,12 @@
 """OptionalGetElement-15, -18, -28: the value an optional holds (an error when it is empty). From opset 18 a tensor
 or sequence input comes back as it is."""
 from onnxep.errors import InvalidArgument
-from onnxep.ops._base import OpKernel
-from onnxep.ops.sequence._seq import kind_ok
+from onnxep.ops.sequence._seq import SeqKernel
 
 
-class OptionalGetElement_15(OpKernel):
+class OptionalGetElement_15(SeqKernel):
     op_type, since = "OptionalGetElement", 15
-
-    @classmethod
-    def check_types(cls, op) -> bool:
-        return kind_ok(op.input_types[0], "optional")
+    input0_kinds = ("optional",)
 
     def compute(self, ctx):
         v = ctx.input(0)
@@ -22,7 +18,4 @@ class OptionalGetElement_15(OpKernel):
 
 class OptionalGetElement_18(OptionalGetElement_15):
     since = 18
-
-    @classmethod
-    def check_types(cls, op) -> bool:
-        return kind_ok(op.input_types[0], "optional", "tensor", "sequence")
+    input0_kinds = ("optional", "tensor", "sequence")

@@ -2,16 +2,12 @@
 a tensor or a sequence (always true) or omitted (false)."""
 import numpy as np
 
-from onnxep.ops._base import OpKernel
-from onnxep.ops.sequence._seq import kind_ok
+from onnxep.ops.sequence._seq import SeqKernel
 
 
-class OptionalHasElement_15(OpKernel):
+class OptionalHasElement_15(SeqKernel):
     op_type, since = "OptionalHasElement", 15
-
-    @classmethod
-    def check_types(cls, op) -> bool:
-        return not op.input_types or kind_ok(op.input_types[0], "optional")
+    input0_kinds = ("optional",)
 
     def compute(self, ctx):
         ctx.output(0, (), np.bool_)[...] = ctx.has_input(0) and ctx.input(0) is not None
@@ -19,7 +15,4 @@ class OptionalHasElement_15(OpKernel):
 
 class OptionalHasElement_18(OptionalHasElement_15):
     since = 18
-
-    @classmethod
-    def check_types(cls, op) -> bool:
-        return not op.input_types or kind_ok(op.input_types[0], "optional", "tensor", "sequence")
+    input0_kinds = ("optional", "tensor", "sequence")

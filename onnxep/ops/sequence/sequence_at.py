@@ -1,14 +1,9 @@
 """SequenceAt-11: the tensor at `position` of the sequence, position in [-n, n - 1]."""
-from onnxep.ops._base import OpKernel
-from onnxep.ops.sequence._seq import kind_ok, position, sequence_input
+from onnxep.ops.sequence._seq import SeqKernel, position, sequence_input
 
 
-class SequenceAt_11(OpKernel):
+class SequenceAt_11(SeqKernel):
     op_type, since = "SequenceAt", 11
-
-    @classmethod
-    def check_types(cls, op) -> bool:
-        return kind_ok(op.input_types[0], "sequence")
 
     def compute(self, ctx):
         seq = sequence_input(ctx, 0, self.name, "SequenceAt")

@@ -2,17 +2,12 @@
 sequence; each sequence input gives the body its tensor at that position, each tensor input is given whole; each body
 output becomes a sequence of the per-position outputs."""
 from onnxep.errors import InvalidArgument, OnnxepError
-from onnxep.ops._base import OpKernel
 from onnxep.ops.control._body import Body, fed_owners, owned, run_context, wrap_iteration
+from onnxep.ops.sequence._seq import SeqKernel
 
 
-class SequenceMap_17(OpKernel):
+class SequenceMap_17(SeqKernel):
     op_type, since = "SequenceMap", 17
-
-    @classmethod
-    def check_types(cls, op) -> bool:
-        vt = op.input_types[0] if op.input_types else None
-        return vt is None or vt.kind in ("sequence", "unknown")
 
     def __init__(self, info):
         super().__init__(info)
