@@ -241,6 +241,21 @@ def int_matmul(a, b):
     return wrap_int32(np.matmul(a, b))
 
 
+class PreparedParams:
+    """Mixin of QuantizeLinear / DequantizeLinear: the kernel's `_prepare(x, scale, zp)` (the checked, broadcast
+    parameters) is kept for the next call while scale and zero point are the same read-only arrays (constants) and
+    x has the same shape. compute tests `_key` inline (a hit costs no call) and calls `prepare_and_keep` on a miss."""
+
+    _key = None        # (scale, zero point, x shape) of the last prepared call, when scale and zero point are constants
+    _prepared = None
+
+    def prepare_and_keep(self, x, scale, zp):
+        p = self._prepared = self._prepare(x, scale, zp)
+        self._key = (scale, zp, x.shape) if not scale.flags.writeable and (
+            zp is None or not zp.flags.writeable) else None
+        return p
+
+
 class ConvAttrs(nn_conv.ConvAttrs):
     """The conv attributes of ConvInteger / QLinearConv (Conv's defaults and checks; schema defaults fill them per
     node)."""

@@ -17,7 +17,7 @@ _Q10 = c.INT8S + ("int32",)
 _Q21 = c.INT8S + c.INT16S + ("int32",) + c.F8_NAMES + c.INT4S
 
 
-class DequantizeLinear_10(OpKernel):
+class DequantizeLinear_10(c.PreparedParams, OpKernel):
     domain, op_type, since = "", "DequantizeLinear", 10
     type_constraints = {"T": _Q10}
     axis, block_size, output_dtype = 1, 0, 0
@@ -26,8 +26,6 @@ class DequantizeLinear_10(OpKernel):
     def supports(cls, op):
         od = int(op.node.attrs.get("output_dtype") or 0)
         return not od or c.np_dtype(od) in (c.F32, np.dtype(np.float16), c.BF16)
-
-    _key = None        # (scale, zero point, x shape) of the last prepared call, when scale and zero point are constants
 
     def _prepare(self, x, scale, zp):
         """(output dtype, scale as float32 and zero point as float32 -- int64 for int32 x -- broadcasting against x),
@@ -53,10 +51,7 @@ class DequantizeLinear_10(OpKernel):
         if key is not None and key[0] is scale and key[1] is zp and key[2] == x.shape:
             out_dt, s, z = self._prepared
         else:
-            out_dt, s, z = self._prepared = self._prepare(x, scale, zp)
-            # constants (read-only, the same arrays every run) are prepared once per input shape
-            self._key = (scale, zp, x.shape) if not scale.flags.writeable and (
-                zp is None or not zp.flags.writeable) else None
+            out_dt, s, z = self.prepare_and_keep(x, scale, zp)
         y = new_output(ctx, 0, x.shape, out_dt, f"DequantizeLinear node {self.name!r}")
         if not y.size:
             return

@@ -18,7 +18,7 @@ _X = ("float32", "float16", "bfloat16", "int32")
 _HALF = (np.dtype(np.float16), c.BF16)
 
 
-class QuantizeLinear_10(OpKernel):
+class QuantizeLinear_10(c.PreparedParams, OpKernel):
     domain, op_type, since = "", "QuantizeLinear", 10
     type_constraints = {"T1": ("float32", "int32"), "T2": c.INT8S}
     axis, saturate, block_size, output_dtype, precision = 1, 1, 0, 0, 0
@@ -38,8 +38,6 @@ class QuantizeLinear_10(OpKernel):
                 return False
         prec = int(op.node.attrs.get("precision") or 0)
         return not prec or c.np_dtype(prec) in (c.F32, c.F64, np.dtype(np.float16), c.BF16, np.dtype(np.int32))
-
-    _key = None        # (scale, zero point, x shape) of the last prepared call, when scale and zero point are constants
 
     def _prepare(self, x, scale, zp):
         """(scale, zero point as arrays broadcasting against x, the division's dtype), checked."""
@@ -67,10 +65,7 @@ class QuantizeLinear_10(OpKernel):
         if key is not None and key[0] is scale and key[1] is zp and key[2] == x.shape:
             s, z, div = self._prepared
         else:
-            s, z, div = self._prepared = self._prepare(x, scale, zp)
-            # constants (read-only, the same arrays every run) are prepared once per input shape
-            self._key = (scale, zp, x.shape) if not scale.flags.writeable and (
-                zp is None or not zp.flags.writeable) else None
+            s, z, div = self.prepare_and_keep(x, scale, zp)
         y = new_output(ctx, 0, x.shape, self.out_dtype, f"QuantizeLinear node {self.name!r}")
         if y.size:
             c.quantize_into(y, c.divide(x, s, div), z, bool(self.saturate))
