@@ -7,7 +7,6 @@ KNOWN_FAILING is empty: every case not excluded here passes with the fallback on
 #: Excluded in every run.
 EXCLUDE: dict[str, str] = {
     r"^test_bernoulli": "Bernoulli's output is random; the expected data is one numpy draw no runtime reproduces",
-    r"^test_gradient_of_add": "ai.onnx.preview.training Gradient: neither onnx.reference nor onnxruntime implements it",
 }
 
 #: Expected to fail until a cpu kernel lands; applied as strict expected failures (fallback on only), so the run stays

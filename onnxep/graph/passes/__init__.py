@@ -1,6 +1,7 @@
 """Stage 2, optimize: graph passes, one per file, each switched by graph_optimization_level.
 
     level  pass
+    0      (always: semantics, not an optimization) ai.onnx.preview.training Gradient expanded into backward nodes
     1      Identity and inference Dropout removal; constant folding; BatchNormalization and per-channel Mul / Add
            folded into the Conv before them
     2      transformer fusions: the decomposed LayerNormalization chain -> LayerNormalization, the Erf form of Gelu ->
@@ -25,6 +26,7 @@ import onnx
 from onnxep.graph.ir import Graph
 from onnxep.graph.model import save_graph
 from onnxep.graph.passes.constant_folding import fold_constants
+from onnxep.graph.passes.expand_gradient import expand_gradient
 from onnxep.graph.passes.fuse_attention import fuse_attention
 from onnxep.graph.passes.fuse_channel_affine import fuse_channel_affine
 from onnxep.graph.passes.fuse_conv_affine import fuse_conv_affine
@@ -47,6 +49,7 @@ class PassContext:
 
 #: (minimum GraphOptimizationLevel, pass function (Graph, PassContext) -> Graph), applied in order.
 PASSES: list = [
+    (0, expand_gradient),      # every level, and not in PASS_NAMES: no disabled_optimizers name switches it off
     (1, remove_identity),
     (1, fold_constants),
     (1, fuse_conv_affine),
