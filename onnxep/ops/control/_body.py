@@ -31,6 +31,16 @@ def _rewrap(e: OnnxepError, prefix: str) -> OnnxepError:
         return e
 
 
+class BodyOwner:
+    """Mixin (before OpKernel) of a kernel holding one compiled subgraph as `self.body` (Loop, Scan, SequenceMap):
+    release() frees it (nothing to free when __init__ failed before making it)."""
+
+    def release(self):
+        body = getattr(self, "body", None)
+        if body is not None:
+            body.release()
+
+
 class Body:
     """One subgraph of a node, compiled. `run(feeds, outer, run_ctx)` -> the body's outputs, in order."""
 

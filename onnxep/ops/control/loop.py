@@ -9,10 +9,10 @@ import numpy as np
 from onnxep.errors import InvalidArgument, OnnxepError
 from onnxep.graph.model import check_size
 from onnxep.ops._base import OpKernel
-from onnxep.ops.control._body import Body, fed_owners, owned, run_context, scalar_feed, wrap_iteration
+from onnxep.ops.control._body import Body, BodyOwner, fed_owners, owned, run_context, scalar_feed, wrap_iteration
 
 
-class Loop_1(OpKernel):
+class Loop_1(BodyOwner, OpKernel):
     op_type, since = "Loop", 1
 
     @classmethod
@@ -95,8 +95,3 @@ class Loop_1(OpKernel):
             out = ctx.output(nc + k, shape, dtype)
             if ys:
                 np.stack(ys, axis=0, out=out)
-
-    def release(self):
-        body = getattr(self, "body", None)
-        if body is not None:
-            body.release()

@@ -11,7 +11,7 @@ import numpy as np
 from onnxep.errors import InvalidArgument, OnnxepError
 from onnxep.graph.model import check_size
 from onnxep.ops._base import OpKernel
-from onnxep.ops.control._body import Body, fed_owners, owned, run_context, wrap_iteration
+from onnxep.ops.control._body import Body, BodyOwner, fed_owners, owned, run_context, wrap_iteration
 
 
 def _attr_list(v, count, default, what, name):
@@ -21,7 +21,7 @@ def _attr_list(v, count, default, what, name):
     return [int(a) for a in v] or [default] * count
 
 
-class _Scan(OpKernel):
+class _Scan(BodyOwner, OpKernel):
     op_type = "Scan"
 
     @classmethod
@@ -77,11 +77,6 @@ class _Scan(OpKernel):
             raise InvalidArgument(f"Scan node {self.name!r}: no iteration, and the body does not declare a static "
                                   f"shape for scan output {q}")
         return tuple(dims), (vt.dtype or np.float32)
-
-    def release(self):
-        body = getattr(self, "body", None)
-        if body is not None:
-            body.release()
 
 
 class Scan_9(_Scan):

@@ -2,11 +2,11 @@
 sequence; each sequence input gives the body its tensor at that position, each tensor input is given whole; each body
 output becomes a sequence of the per-position outputs."""
 from onnxep.errors import InvalidArgument, OnnxepError
-from onnxep.ops.control._body import Body, fed_owners, owned, run_context, wrap_iteration
+from onnxep.ops.control._body import Body, BodyOwner, fed_owners, owned, run_context, wrap_iteration
 from onnxep.ops.sequence._seq import SeqKernel
 
 
-class SequenceMap_17(SeqKernel):
+class SequenceMap_17(BodyOwner, SeqKernel):
     op_type, since = "SequenceMap", 17
 
     def __init__(self, info):
@@ -44,8 +44,3 @@ class SequenceMap_17(SeqKernel):
                 outs[q].append(owned(y, owners))
         for q, seq in enumerate(outs):
             ctx.set_output(q, seq)
-
-    def release(self):
-        body = getattr(self, "body", None)
-        if body is not None:
-            body.release()
