@@ -1,5 +1,3 @@
-import numpy as np
-
 from onnxep.ops._base import OpKernel, static_dtype
 from onnxep.ops.ml._common import NUM4, F32, check_post, output, probit, update_scores
 from onnxep.ops.ml._tree import base_values, legacy_forest, regression_scores, threshold_dtype
