@@ -27,7 +27,7 @@ are not floating point (Shape, Equal, ...) passes no gradient. Integer / bool in
 deterministic and seed-free.
 
 A forward op without a rule (or an input that defeats one: unknown rank, a non-constant ReduceSum axes input, an opset
-below 11) leaves the Gradient node as it is when a kernel is registered for it (onnxep.ops.register); otherwise the
+below 11) leaves the Gradient node as it is when a kernel is registered for it (onnxep.ops._registry.register); otherwise the
 session cannot run it anywhere (onnx.reference and onnxruntime have no Gradient), so the pass raises NotImplemented
 naming the Gradient node and the forward node and op that blocked it."""
 from __future__ import annotations
@@ -115,10 +115,14 @@ class _Emit:
         return self.const(v, self.np_dtype(like), "c")
 
     def shape_node(self, x):
+        """x's shape as an int64 tensor: a constant when static, else a Shape node (one per value)."""
         s = self.shape_of.get(x)
         if s is None:
             r = self.shape(x)
-            s = self.op("Shape", [x], elem=TensorProto.INT64, shape=(len(r),) if r is not None else (None,))
+            if r is not None and all(isinstance(d, int) for d in r):
+                s = self.ints(list(r))
+            else:
+                s = self.op("Shape", [x], elem=TensorProto.INT64, shape=(len(r),) if r is not None else (None,))
             self.shape_of[x] = s
         return s
 
@@ -144,12 +148,7 @@ class _Emit:
     def reshape_like(self, g, x):
         """g reshaped to x's shape (allowzero from opset 14, so a zero-sized dim of x is kept as is)."""
         attrs = {"allowzero": 1} if self.opset >= 14 else {}
-        s = self.shape(x)
-        if s is not None and all(isinstance(d, int) for d in s):
-            shp = self.ints(list(s))
-        else:
-            shp = self.shape_node(x)
-        return self.op("Reshape", [g, shp], attrs, shape=s)
+        return self.op("Reshape", [g, self.shape_node(x)], attrs, shape=self.shape(x))
 
     def transpose_last2(self, x, node):
         r = self.rank(x, node)
