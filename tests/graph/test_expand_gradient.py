@@ -451,6 +451,25 @@ def test_reference_provider_and_saved_optimized_model(tmp_path):
         np.testing.assert_allclose(g, r, rtol=1e-12)
 
 
+def test_gradient_inside_if_body():
+    """Control-flow bodies are optimized at the basic level (ops/control/_body.py): the pass expands there too; xs
+    may be a value of the enclosing graph."""
+    body = helper.make_graph([helper.make_node("Mul", ["x", "x"], ["y"]),
+                              helper.make_node("Gradient", ["x"], ["dx"], domain=TRAIN, xs=["x"], y="y")], "then",
+                             [], [helper.make_tensor_value_info("dx", TensorProto.DOUBLE, [3])])
+    other = helper.make_graph([helper.make_node("Identity", ["x"], ["dx2"])], "else", [],
+                              [helper.make_tensor_value_info("dx2", TensorProto.DOUBLE, [3])])
+    g = helper.make_graph([helper.make_node("If", ["c"], ["out"], then_branch=body, else_branch=other)], "g",
+                          [helper.make_tensor_value_info("c", TensorProto.BOOL, []),
+                           helper.make_tensor_value_info("x", TensorProto.DOUBLE, [3])],
+                          [helper.make_tensor_value_info("out", TensorProto.DOUBLE, [3])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(TRAIN, 1)])
+    sess = _session(m)
+    x = _r(3)
+    np.testing.assert_allclose(sess.run(None, {"c": np.array(True), "x": x})[0], 2 * x, rtol=1e-12)
+    np.testing.assert_array_equal(sess.run(None, {"c": np.array(False), "x": x})[0], x)
+
+
 # --- what it cannot differentiate
 
 
