@@ -20,8 +20,8 @@ onnx.reference itself, so a case whose nodes ran on onnx.reference says little a
 per case which nodes the session placed there (_placement.py); the summary (conftest.py) counts those passes (any
 node, not _expanded, every node) and tabulates their op types.
 
-exclusions.py lists the excluded cases: only those no runtime can pass (Bernoulli's random output; Gradient, which
-neither onnx.reference nor onnxruntime implements), each with its reason. Its KNOWN_FAILING (strict expected failures)
+exclusions.py lists the excluded cases: only those no runtime can pass (Bernoulli's unseeded random output), each
+with its reason. Its KNOWN_FAILING (strict expected failures)
 is empty: every other case passes with the fallback on.
 
 onnx's comparison of sequence outputs is replaced (Runner.assert_similar_outputs): it fails on a 0-d element and does
