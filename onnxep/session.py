@@ -314,19 +314,23 @@ class InferenceSession:
 
         export = epcontext.export_options(so._config, path_or_bytes)   # ep.context_* (checked before any work)
         # load; an EPContext model's blobs are read and verified here (graph/epcontext.py)
-        model, self._model_dir = model_mod.load_model(path_or_bytes)
+        # large initializers are read into arrays of their own, outside the message (each weight held once)
+        weights = {}
+        model, self._model_dir = model_mod.load_model(path_or_bytes, weights)
         if self._profiler is not None:
             self._profiler.session_event("model_loading_uri" if isinstance(path_or_bytes, (str, os.PathLike))
                                          else "model_loading_array", t_start, time.perf_counter_ns())
         t_init = time.perf_counter_ns()
         if model is path_or_bytes and any(epcontext.is_context_node(n) for n in model.graph.node):
             model = model.__class__.FromString(model.SerializeToString())   # extract drops blobs: not from the caller's
-        weights = BufferType("weights", Stream("weights"))   # packed weights (compiled, or read from EPContext blobs)
-        contexts = epcontext.extract(model, self._model_dir, weights)
+        # packed weights (compiled, or read from EPContext blobs)
+        weight_buft = BufferType("weights", Stream("weights"))
+        contexts = epcontext.extract(model, self._model_dir, weight_buft)
         if contexts and export is not None:
             raise InvalidArgument(f"{epcontext.CONFIG_ENABLE}=1 on a model that already holds EPContext nodes "
                                   f"({sorted(contexts)[:3]}): export from the original model")
-        graph = model_mod.build_graph(model, infer_shapes=not contexts)
+        graph = model_mod.build_graph(model, infer_shapes=not contexts, weights=weights)
+        del weights          # the graph holds them now (and drops each once packed)
         forced = frozenset(t.strip() for t in so._config.get(CONFIG_FALLBACK_OP_TYPES, "").split(",") if t.strip())
         level = int(so.graph_optimization_level)
         if CPU_DEVICE not in devices:
@@ -379,7 +383,7 @@ class InferenceSession:
             plan_nodes.append([(n.name, n.op_type, order.setdefault(n.name, len(order))) for n in nodes])
         # compile (kernels + pre-packing); graph objects are not kept past this call
         exporter = epcontext.Exporter(export, [n.name for n in graph.nodes]) if export is not None else None
-        ctx = CompileContext(weight_allocator=weights, container=self._container,
+        ctx = CompileContext(weight_allocator=weight_buft, container=self._container,
                              prepack=not so._flag(CONFIG_DISABLE_PREPACKING), ep_context_export=exporter)
         ctx_nodes = []
         # the executor keeps only the constants that are graph outputs: the plans hold what their kernels still read

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import itertools
+import mmap
 import os
 import sys
 import weakref
@@ -9,6 +10,7 @@ from array import array
 
 import numpy as np
 import onnx
+from google.protobuf.message import DecodeError
 from onnx import helper, numpy_helper
 from onnx.external_data_helper import _get_all_tensors, uses_external_data
 
@@ -17,62 +19,228 @@ from onnxep.graph.ir import Graph, Node, ValueType
 from onnxep.graph.ml_types import ML, complete_types
 
 
-def load_model(path_or_bytes) -> tuple[onnx.ModelProto, str | None]:
-    """Parse the model; load external data only from inside the model's folder. Returns (model, model_dir)."""
+def load_model(path_or_bytes, weights: dict | None = None) -> tuple[onnx.ModelProto, str | None]:
+    """Parse the model; load external data only from inside the model's folder. Returns (model, model_dir).
+
+    With `weights` (a dict), every initializer of at least STRIPPED_BYTES whose bytes numpy can view as they are
+    (plain numeric types) is read straight from the file (or the bytes given) into its own array, `weights[name]`,
+    and its TensorProto in `model` keeps its name, type and dims but no data: the weights are then held once -- not
+    as the file's bytes, the parsed message's copy and a numpy copy at once -- and shape inference sees a small model.
+    External data is read the same way, into arrays, never into the message. build_graph takes the same dict."""
     if isinstance(path_or_bytes, onnx.ModelProto):
         model, base = path_or_bytes, None
     elif isinstance(path_or_bytes, (bytes, bytearray, memoryview)):
-        try:
-            model = onnx.ModelProto.FromString(bytes(path_or_bytes))
-        except Exception as e:
-            raise InvalidProtobuf(f"failed to parse the model bytes as an ONNX ModelProto: {e}") from None
+        model = None
+        if weights is not None and len(path_or_bytes) >= STRIPPED_BYTES:
+            model = _load_split(memoryview(path_or_bytes).cast("B"), None, weights)
+        if model is None:
+            try:
+                model = onnx.ModelProto.FromString(bytes(path_or_bytes))
+            except Exception as e:
+                raise InvalidProtobuf(f"failed to parse the model bytes as an ONNX ModelProto: {e}") from None
         base = None
     elif isinstance(path_or_bytes, (str, os.PathLike)):
         path = os.fspath(path_or_bytes)
         if not os.path.isfile(path):
             raise NoSuchFile(f"Load model from {path} failed: file doesn't exist")
-        try:
-            model = onnx.load(path, load_external_data=False)
-        except Exception as e:
-            raise InvalidProtobuf(f"Load model from {path} failed: protobuf parsing failed: {e}") from None
+        model = None
+        if weights is not None and os.path.getsize(path) >= STRIPPED_BYTES:
+            with open(path, "rb") as f:
+                try:
+                    mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+                except (OSError, ValueError):
+                    mm = None
+                if mm is not None:
+                    try:
+                        model = _load_split(mm, f.fileno(), weights)
+                    finally:
+                        mm.close()
+        if model is None:
+            try:
+                model = onnx.load(path, load_external_data=False)
+            except Exception as e:
+                raise InvalidProtobuf(f"Load model from {path} failed: protobuf parsing failed: {e}") from None
         base = os.path.dirname(os.path.abspath(path))
     else:
-        raise InvalidArgument(f"InferenceSession expects a path, bytes or ModelProto, got {type(path_or_bytes).__name__}")
-    _load_external_data(model, base)
+        raise InvalidArgument(f"InferenceSession expects a path, bytes or ModelProto, got "
+                              f"{type(path_or_bytes).__name__}")
+    _load_external_data(model, base, weights)
     return model, base
 
 
-def _load_external_data(model, base):
+#: initializers of at least this many bytes are loaded into arrays of their own, outside the ModelProto (load_model)
+STRIPPED_BYTES = 1 << 16
+#: element types whose raw_data numpy views as it is (little-endian hosts): not the packed 4 / 2 / 6-bit ones
+_PLAIN_ELEM_TYPES = frozenset(getattr(onnx.TensorProto, n) for n in (
+    "FLOAT", "DOUBLE", "FLOAT16", "BFLOAT16", "INT8", "INT16", "INT32", "INT64", "UINT8", "UINT16", "UINT32", "UINT64",
+    "BOOL", "COMPLEX64", "COMPLEX128", "FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ",
+    "FLOAT8E8M0") if hasattr(onnx.TensorProto, n))
+
+
+def _varint(buf, i):
+    value = shift = 0
+    while True:
+        b = buf[i]
+        i += 1
+        value |= (b & 0x7F) << shift
+        if b < 0x80:
+            return value, i
+        shift += 7
+        if shift > 63:
+            raise ValueError("varint too long")
+
+
+def _fields(buf, start, end):
+    """(field number, start of the field, start of its value, end of the field) for each field of the protobuf message
+    encoded in buf[start:end]. Only field boundaries are read (the tag and the length of each); the messages
+    themselves are parsed by protobuf."""
+    i = start
+    while i < end:
+        f0 = i
+        tag, i = _varint(buf, i)
+        wire = tag & 7
+        v0 = i
+        if wire == 0:
+            _, i = _varint(buf, i)
+        elif wire == 1:
+            i += 8
+        elif wire == 2:
+            n, v0 = _varint(buf, i)
+            i = v0 + n
+        elif wire == 5:
+            i += 4
+        else:
+            raise ValueError(f"wire type {wire}")
+        if i > end:
+            raise ValueError("field runs past its message")
+        yield tag >> 3, wire, f0, v0, i
+
+
+# field numbers (onnx.proto3): ModelProto.graph, GraphProto.initializer, TensorProto.raw_data
+_MODEL_GRAPH, _GRAPH_INITIALIZER, _TENSOR_RAW_DATA = 7, 5, 9
+
+
+def _load_split(buf, fd, weights: dict):
+    """The ModelProto encoded in `buf` (an mmap of the file `fd`, or the bytes given), each large plain initializer
+    read into an array of its own (weights[name]) and left without data in the message; None when the encoding is
+    not the plain one this expects (the caller then parses the whole model as it is)."""
+    try:
+        top = list(_fields(buf, 0, len(buf)))
+        graphs = [f for f in top if f[0] == _MODEL_GRAPH and f[1] == 2]
+        if len(graphs) != 1:
+            return None
+        _, _, _, g0, g1 = graphs[0]
+        rest, inits = [], []
+        for f in _fields(buf, g0, g1):
+            (inits if f[0] == _GRAPH_INITIALIZER and f[1] == 2 else rest).append(f)
+        if not any(f[4] - f[3] >= STRIPPED_BYTES for f in inits):
+            return None
+        model = onnx.ModelProto.FromString(b"".join(buf[f[2]:f[4]] for f in top if f is not graphs[0]))
+        graph = model.graph
+        graph.MergeFromString(b"".join(buf[f[2]:f[4]] for f in rest))
+        taken = {}
+        for _, _, _, t0, t1 in inits:
+            t = graph.initializer.add()
+            raw = None
+            if t1 - t0 >= STRIPPED_BYTES:
+                raws = [f for f in _fields(buf, t0, t1) if f[0] == _TENSOR_RAW_DATA]
+                if len(raws) == 1 and raws[0][1] == 2 and raws[0][4] - raws[0][3] >= STRIPPED_BYTES:
+                    raw = raws[0]
+            if raw is None:
+                t.ParseFromString(buf[t0:t1])
+                continue
+            t.ParseFromString(b"".join((buf[t0:raw[2]], buf[raw[4]:t1])))
+            array = _plain_array(t, buf, fd, raw[3], raw[4] - raw[3]) if t.name not in taken else None
+            if array is None:       # not a type numpy views as it is: the message keeps its data
+                t.raw_data = buf[raw[3]:raw[4]]
+                continue
+            taken[t.name] = array
+    except (ValueError, IndexError, TypeError, OSError, DecodeError):
+        return None
+    weights.update(taken)
+    return model
+
+
+def _plain_array(t, buf, fd, offset: int, length: int, external: bool = False):
+    """The array of tensor `t` (a TensorProto without its data) from `length` bytes at `offset`: read from the file
+    `fd` (not through the mmap, whose pages would count as this process's memory) or copied out of `buf`; None when
+    the data is not plain (packed sub-byte types, external data, segments, a length that does not match)."""
+    if (t.data_type not in _PLAIN_ELEM_TYPES or sys.byteorder != "little" or t.HasField("segment")
+            or (not external and (t.data_location == onnx.TensorProto.EXTERNAL or t.external_data))):
+        return None
+    dtype = np.dtype(helper.tensor_dtype_to_np_dtype(t.data_type))
+    dims = tuple(int(d) for d in t.dims)
+    if any(d < 0 for d in dims) or int(np.prod(dims, dtype=np.int64)) * dtype.itemsize != length:
+        return None
+    if fd is None:
+        return np.frombuffer(buf, np.uint8, length, offset).copy().view(dtype).reshape(dims)
+    return _read_into(fd, offset, length).view(dtype).reshape(dims)
+
+
+def _read_into(fd, offset: int, length: int) -> np.ndarray:
+    """`length` bytes of file `fd` from `offset`, read into a fresh uint8 array (one copy: page cache -> array)."""
+    out = np.empty(length, np.uint8)
+    view = memoryview(out)
+    done = 0
+    while done < length:
+        n = os.preadv(fd, [view[done:done + (1 << 30)]], offset + done)
+        if n <= 0:
+            raise OSError(f"unexpected end of file at byte {offset + done}")
+        done += n
+    return out
+
+
+def _load_external_data(model, base, weights=None):
+    """External data read from inside the model's folder: into the message (raw_data), or, with `weights`, the main
+    graph's initializers of plain types into arrays of their own (weights[name]), the message keeping their type and
+    dims only."""
     tensors = [t for t in _get_all_tensors(model) if uses_external_data(t)]
     if not tensors:
         return
     if base is None:
         raise InvalidGraph("the model uses external data but was given as bytes: load it from its file path")
     root = os.path.realpath(base)
+    if weights is not None:
+        own = [t for t in model.graph.initializer if uses_external_data(t)]
+        for t in own:
+            full, offset, length = _external_range(t, root)
+            with open(full, "rb") as f:
+                array = _plain_array(t, None, f.fileno(), offset, length, external=True)
+            if array is not None and t.name not in weights:
+                weights[t.name] = array
+                del t.external_data[:]
+                t.data_location = onnx.TensorProto.DEFAULT
+        tensors = [t for t in _get_all_tensors(model) if uses_external_data(t)]
     for t in tensors:
-        info = {e.key: e.value for e in t.external_data}
-        loc = info.get("location", "")
-        if not loc or os.path.isabs(loc) or ".." in loc.replace("\\", "/").split("/"):
-            raise InvalidGraph(f"initializer {t.name!r}: external data location {loc!r} must be a relative path "
-                               f"inside the model's folder")
-        full = os.path.realpath(os.path.join(root, loc))
-        if os.path.commonpath([full, root]) != root:
-            raise InvalidGraph(f"initializer {t.name!r}: external data location {loc!r} resolves outside the "
-                               f"model's folder")
-        if not os.path.isfile(full):
-            raise NoSuchFile(f"initializer {t.name!r}: external data file {loc!r} not found in {root}")
-        offset = int(info.get("offset", 0) or 0)
-        length = info.get("length")
-        size = os.path.getsize(full)
-        length = size - offset if length in (None, "") else int(length)
-        if offset < 0 or length < 0 or offset + length > size:
-            raise InvalidGraph(f"initializer {t.name!r}: external data [{offset}, {offset + length}) is outside "
-                               f"{loc!r} ({size} bytes)")
+        full, offset, length = _external_range(t, root)
         with open(full, "rb") as f:
             f.seek(offset)
             t.raw_data = f.read(length)
         del t.external_data[:]
         t.data_location = onnx.TensorProto.DEFAULT
+
+
+def _external_range(t, root) -> tuple:
+    """(file, offset, length) of tensor t's external data, checked to lie inside the model's folder `root`."""
+    info = {e.key: e.value for e in t.external_data}
+    loc = info.get("location", "")
+    if not loc or os.path.isabs(loc) or ".." in loc.replace("\\", "/").split("/"):
+        raise InvalidGraph(f"initializer {t.name!r}: external data location {loc!r} must be a relative path "
+                           f"inside the model's folder")
+    full = os.path.realpath(os.path.join(root, loc))
+    if os.path.commonpath([full, root]) != root:
+        raise InvalidGraph(f"initializer {t.name!r}: external data location {loc!r} resolves outside the "
+                           f"model's folder")
+    if not os.path.isfile(full):
+        raise NoSuchFile(f"initializer {t.name!r}: external data file {loc!r} not found in {root}")
+    offset = int(info.get("offset", 0) or 0)
+    length = info.get("length")
+    size = os.path.getsize(full)
+    length = size - offset if length in (None, "") else int(length)
+    if offset < 0 or length < 0 or offset + length > size:
+        raise InvalidGraph(f"initializer {t.name!r}: external data [{offset}, {offset + length}) is outside "
+                           f"{loc!r} ({size} bytes)")
+    return full, offset, length
 
 
 def _attr_value(a):
@@ -192,9 +360,10 @@ def graph_outer_names(g) -> set:
     return used
 
 
-def build_graph(model: onnx.ModelProto, infer_shapes: bool = True) -> Graph:
+def build_graph(model: onnx.ModelProto, infer_shapes: bool = True, weights: dict | None = None) -> Graph:
     """Shape inference, attribute decoding, topological order. infer_shapes=False trusts the model's value_info (an
-    EPContext model written by onnxep carries every type the session needs)."""
+    EPContext model written by onnxep carries every type the session needs). `weights`: the arrays load_model read
+    outside the message (name -> array) for initializers it left without data; the Graph takes them as they are."""
     # onnx's checker is stricter than onnxruntime (e.g. it requires a shape on every graph output), so it only
     # refuses what no backend could run: a model whose opset this onnx does not know.
     if model.ir_version > onnx.IR_VERSION:
@@ -207,29 +376,43 @@ def build_graph(model: onnx.ModelProto, infer_shapes: bool = True) -> Graph:
                                f"{onnx.__version__} knows up to {known}")
     if not model.HasField("graph"):
         raise InvalidGraph("the model has no graph")
-    try:
-        if not infer_shapes:
-            raise ValueError("shape inference off")
-        # data_prop=False: with data propagation onnx materialises constant shapes, and a tiny model can make it
-        # allocate terabytes (ConstantOfShape([2**40]))
-        if any(o.domain == ML for o in model.opset_import):
-            inferred = complete_types(model)        # onnx leaves some ai.onnx.ml outputs untyped
-        else:
-            inferred = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=False)
-    except Exception:
-        inferred = model
-    g = inferred.graph
+    weights = weights or {}
+    inferred = None
+    if infer_shapes:
+        try:
+            # onnx's inference serializes the model it is given and parses the result back: it gets a copy whose
+            # large initializers carry their type and dims but no data (what the types of the values after them
+            # depend on; a shape input is never that large)
+            light = _without_weight_data(model)
+            # data_prop=False: with data propagation onnx materialises constant shapes, and a tiny model can make it
+            # allocate terabytes (ConstantOfShape([2**40]))
+            if any(o.domain == ML for o in model.opset_import):
+                inferred = complete_types(light)        # onnx leaves some ai.onnx.ml outputs untyped
+            else:
+                inferred = onnx.shape_inference.infer_shapes(light, check_type=False, strict_mode=False,
+                                                             data_prop=False)
+            del light
+        except Exception:
+            inferred = None
+    g = model.graph
     opsets = {o.domain if o.domain != "ai.onnx" else "": o.version for o in model.opset_import}
     if "" not in opsets and model.ir_version < 3:
         opsets[""] = 1
     value_types = {}
-    for vi in itertools.chain(g.value_info, g.input, g.output):     # one message wrapper alive at a time
+    typed = inferred.graph if inferred is not None else g
+    for vi in itertools.chain(typed.value_info, typed.input, typed.output):     # one message wrapper alive at a time
         if vi.HasField("type"):
             value_types[sys.intern(vi.name)] = ValueType.from_proto(vi.type)
+    del typed, inferred
     initializers = {}
     for t in g.initializer:
+        name = sys.intern(t.name)
+        held = weights.get(name)
+        if held is not None and name not in initializers:
+            initializers[name] = held
+            continue
         try:
-            initializers[sys.intern(t.name)] = _tensor_array(t)
+            initializers[name] = _tensor_array(t)
         except Exception as e:
             raise InvalidGraph(f"initializer {t.name!r} cannot be read: {e}") from None
     for st in g.sparse_initializer:
@@ -264,6 +447,36 @@ def build_graph(model: onnx.ModelProto, infer_shapes: bool = True) -> Graph:
     }
     return Graph(nodes, inputs, outputs, initializers, overridable, value_types, opsets, model.ir_version,
                  list(model.functions), meta)
+
+
+def _without_weight_data(model: onnx.ModelProto) -> onnx.ModelProto:
+    """`model` itself when no initializer of its main graph carries STRIPPED_BYTES or more of data; else a copy of
+    what shape inference reads (IR version, opsets, local functions, the graph's nodes, inputs, outputs, value_info and
+    initializers) whose large initializers keep name, type and dims only. onnx's inference reads an initializer's
+    data only as an op's shape-like input (Reshape's shape, Slice's starts...), never kilobytes large."""
+    g = model.graph
+    if not any(t.ByteSize() >= STRIPPED_BYTES for t in g.initializer):
+        return model
+    m = onnx.ModelProto()
+    m.ir_version = model.ir_version
+    m.opset_import.extend(model.opset_import)
+    m.functions.extend(model.functions)
+    lg = m.graph
+    lg.name = g.name
+    lg.node.extend(g.node)
+    lg.input.extend(g.input)
+    lg.output.extend(g.output)
+    lg.value_info.extend(g.value_info)
+    lg.sparse_initializer.extend(g.sparse_initializer)
+    for t in g.initializer:
+        if t.ByteSize() >= STRIPPED_BYTES:
+            lt = lg.initializer.add()
+            lt.name = t.name
+            lt.data_type = t.data_type
+            lt.dims.extend(t.dims)
+        else:
+            lg.initializer.append(t)
+    return m
 
 
 def _sparse_to_dense(st) -> np.ndarray:
