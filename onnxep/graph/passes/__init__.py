@@ -8,7 +8,8 @@
            com.onnxep Gelu, MatMul by a constant + bias [+ residual] [+ Relu | Gelu] -> com.onnxep FusedMatMul,
            the Transposes / scale around a MatMul of computed operands -> com.onnxep StridedMatMul, an additive
            mask + Softmax -> com.onnxep MaskedSoftmax, then those two products around that softmax -> com.onnxep
-           FusedAttention
+           FusedAttention; last of all (after the level-3 passes when they run), the nodes computing values that
+           depend only on the input shapes and constants -> com.onnxep ShapeSubgraph (computed once per signature)
     3      channel-last layout (NHWC twins of Conv, pooling and BatchNormalization, transposes only where layouts
            meet), then the NhwcConv epilogue fusions (residual Add, activations) and ChannelAffine chains (the
            per-channel Mul / Add and Relu after a BatchNormalization folded into it)
@@ -26,6 +27,7 @@ import onnx
 from onnxep.graph.ir import Graph
 from onnxep.graph.model import save_graph
 from onnxep.graph.passes.constant_folding import fold_constants
+from onnxep.graph.passes.fold_shape_subgraphs import fold_shape_subgraphs
 from onnxep.graph.passes.expand_gradient import expand_gradient
 from onnxep.graph.passes.fuse_attention import fuse_attention
 from onnxep.graph.passes.fuse_channel_affine import fuse_channel_affine
@@ -62,6 +64,7 @@ PASSES: list = [
     (3, layout_nhwc),
     (3, fuse_nhwc_conv),
     (3, fuse_channel_affine),
+    (2, fold_shape_subgraphs),  # last: it takes what the others left of the shape logic (the layout pass included)
 ]
 
 
@@ -83,6 +86,7 @@ PASS_NAMES: dict = {
     layout_nhwc: ("layout_nhwc", "NhwcTransformer", "NchwcTransformer"),
     fuse_nhwc_conv: ("fuse_nhwc_conv", "ConvActivationFusion", "ConvAddActivationFusion"),
     fuse_channel_affine: ("fuse_channel_affine",),
+    fold_shape_subgraphs: ("fold_shape_subgraphs",),
 }
 
 

@@ -1,0 +1,186 @@
+"""ShapeSubgraph (domain com.onnxep): default-domain nodes whose outputs depend only on the shapes of some tensors
+and on constants, computed once per signature and cached -- what graph/passes/fold_shape_subgraphs.py makes of the
+shape logic exporters write (Shape -> Gather -> Unsqueeze -> Concat, Range / Expand / Where building positions and
+masks). Written by passes, never by users.
+
+Attributes: `body` (graph) the captured nodes, its inputs and outputs named as the node's; `shape_inputs` (int) how
+many leading inputs are read for their shape only (the body reads them through Shape / Size; the kernel hands it
+stand-ins of the same shape and dtype, never their data); `opset` (int) the default-domain opset of the nodes. The other
+inputs are read as data: signature-determined values made by earlier ShapeSubgraph nodes, and constants.
+
+The cache key is the shapes of the shape inputs and, per non-constant data input, its identity when it is an array
+this op cached (read-only, the same object every run of a signature; the entry holds it, so the identity cannot be
+reused) or else its bytes (up to KEY_BYTES; a larger one is not cached on). A miss runs the body's nodes with onnxep's
+cpu kernels (allocating on their own, outside the run's arena) and keeps the outputs, made read-only: a reader never
+writes into them (kernels write in place only into arena memory the planner gave them, graph/planner.py, and the
+executor copies a read-only graph output). At most MAX_ENTRIES signatures and MAX_BYTES of outputs per node, oldest
+dropped first; a signature whose outputs alone exceed MAX_BYTES is computed each run."""
+from __future__ import annotations
+
+import threading
+import weakref
+
+import numpy as np
+import onnx
+
+from onnxep.errors import OnnxepError, RuntimeException
+from onnxep.ops._base import OpKernel
+
+DOMAIN = "com.onnxep"
+MAX_ENTRIES = 64
+MAX_BYTES = 64 << 20
+KEY_BYTES = 4096
+
+#: id -> array, every array a ShapeSubgraph holds in its cache (weak: an entry goes with its array)
+_CACHED = weakref.WeakValueDictionary()
+
+
+def _alloc_limit(ctx):
+    run = ctx.run
+    return getattr(run, "limit", 1 << 40) if run is not None else 1 << 40
+
+
+class ShapeSubgraph_1(OpKernel):
+    domain, op_type, since = DOMAIN, "ShapeSubgraph", 1
+    type_constraints = {}        # no onnx schema for this domain: supports() checks the body
+    body = None
+    shape_inputs = 0
+    opset = 0
+
+    @classmethod
+    def supports(cls, op):
+        from onnxep.ops import _registry
+        node = op.node
+        body = node.attrs.get("body")
+        n_shape = node.attrs.get("shape_inputs", 0)
+        opset = node.attrs.get("opset", 0)
+        if (not isinstance(body, onnx.GraphProto) or not isinstance(n_shape, int) or not isinstance(opset, int)
+                or len(body.input) != len(node.inputs) or len(body.output) != len(node.outputs)
+                or not 0 <= n_shape <= len(node.inputs) or not all(node.inputs) or not all(node.outputs)):
+            return False
+        return all(n.domain in ("", "ai.onnx") and _registry.lookup("", n.op_type, opset) is not None
+                   for n in body.node)
+
+    def __init__(self, info):
+        super().__init__(info)
+        from onnxep.backends.cpu.device import KernelInfo
+        from onnxep.graph.ir import ValueType
+        from onnxep.graph.model import _attr_value
+        from onnxep.ops import _registry
+        body, opset = self.body, int(self.opset)
+        self._ins = tuple(i.name for i in body.input)
+        self._outs = tuple(o.name for o in body.output)
+        self._n_shape = int(self.shape_inputs)
+        consts = {self._ins[j]: a for j, a in info.constants.items() if j < len(self._ins)}
+        self._data = tuple(j for j in range(self._n_shape, len(self._ins)) if j not in info.constants)
+        types = {vi.name: ValueType.from_proto(vi.type) for vi in (*body.input, *body.value_info, *body.output)
+                 if vi.type.WhichOneof("value") is not None}
+        for j, t in enumerate(info.input_types):
+            if t is not None and j < len(self._ins):
+                types[self._ins[j]] = t
+        self._steps = []
+        try:
+            for n in body.node:
+                cls = _registry.lookup("", n.op_type, opset)
+                if cls is None:
+                    raise OnnxepError(f"ShapeSubgraph node {self.name!r}: no cpu kernel for {n.op_type} at opset "
+                                      f"{opset} (node {n.name!r})")
+                attrs = {a.name: _attr_value(a) for a in n.attribute}
+                kinfo = KernelInfo(n.name, n.op_type, "", opset, attrs, tuple(types.get(x) for x in n.input),
+                                   tuple(types.get(x) for x in n.output),
+                                   {j: consts[x] for j, x in enumerate(n.input) if x in consts})
+                self._steps.append((cls(kinfo), tuple(n.input), tuple(n.output), n.name, n.op_type))
+        except BaseException:
+            self.release()
+            raise
+        self._cache = {}             # key -> (outputs, arrays the key names by identity)
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def compute(self, ctx):
+        key = [ctx.input(i).shape for i in range(self._n_shape)]
+        held = []
+        for i in self._data:
+            a = ctx.input(i)
+            if _CACHED.get(id(a)) is a:
+                key.append(id(a))
+                held.append(a)
+            elif isinstance(a, np.ndarray) and a.nbytes <= KEY_BYTES and a.dtype != object:
+                key.append((a.dtype, a.shape, a.tobytes()))
+            else:
+                key = None
+                break
+        if key is not None:
+            key = tuple(key)
+            entry = self._cache.get(key)
+            if entry is not None:
+                for i, v in enumerate(entry[0]):
+                    ctx.set_output(i, v)
+                return
+        outs = self._evaluate(ctx)
+        if key is not None:
+            self._keep(key, outs, held)
+        for i, v in enumerate(outs):
+            ctx.set_output(i, v)
+
+    def _evaluate(self, ctx) -> list:
+        """The body's outputs for this run's inputs (fresh arrays, C-contiguous)."""
+        from onnxep.contracts.kernel import KernelContext
+        from onnxep.graph.model import check_size
+        limit = _alloc_limit(ctx)
+
+        def alloc(shape, dtype=np.float32):
+            check_size(shape, dtype, f"ShapeSubgraph node {self.name!r}", limit)
+            return np.empty(shape, dtype)
+
+        env = {}
+        for i, name in enumerate(self._ins):
+            a = ctx.input(i)
+            if i < self._n_shape and isinstance(a, np.ndarray):
+                a = np.broadcast_to(np.zeros((), a.dtype), a.shape)      # its shape, not its data
+            env[name] = a
+        kctx = KernelContext(env, (), (), alloc, 1, (), self.name)
+        for kernel, ins, outs, name, op in self._steps:
+            kctx.ins, kctx.outs, kctx.node = ins, outs, name
+            try:
+                kernel.compute(kctx)
+            except OnnxepError as e:
+                raise type(e)(f"while running {op} node '{name}' (in {self.name}): "
+                              f"{e.args[0] if e.args else ''}") from e
+            except Exception as e:
+                raise RuntimeException(f"Non-zero status code returned while running {op} node. Name:'{name}' "
+                                       f"(in {self.name}) Status Message: {type(e).__name__}: {e}") from e
+        out = []
+        for o in self._outs:
+            v = env[o]
+            if isinstance(v, np.ndarray) and not v.flags.c_contiguous:
+                v = np.ascontiguousarray(v)
+            out.append(v)
+        return out
+
+    def _keep(self, key, outs, held) -> None:
+        if not all(isinstance(v, np.ndarray) for v in outs):
+            return
+        nbytes = sum(v.nbytes for v in outs)
+        if nbytes > MAX_BYTES:
+            return
+        for v in outs:
+            v.flags.writeable = False
+        with self._lock:
+            cache = self._cache
+            if key in cache:
+                return
+            while cache and (len(cache) >= MAX_ENTRIES or self._bytes + nbytes > MAX_BYTES):
+                old = cache.pop(next(iter(cache)))
+                self._bytes -= sum(v.nbytes for v in old[0])
+            cache[key] = (tuple(outs), tuple(held))
+            self._bytes += nbytes
+        for v in outs:
+            _CACHED[id(v)] = v
+
+    def release(self):
+        for step in getattr(self, "_steps", ()):
+            step[0].release()
+        self._steps = []
+        self._cache = {}
+        self._bytes = 0
