@@ -38,6 +38,9 @@ A level holding a single Shape or Size node is left as it is (nothing to save). 
 layout pass must not see ShapeSubgraph nodes reading channel-first tensors); level 2, as it writes a com.onnxep op."""
 from __future__ import annotations
 
+import weakref
+
+import onnx
 from onnx import helper
 
 from onnxep.backends.cpu import CPU_DEVICE
@@ -47,6 +50,7 @@ from onnxep.graph.passes._edit import INTERNAL_DOMAIN, Names, make_node, reads
 from onnxep.graph.passes.constant_folding import NONDETERMINISTIC
 
 OP_TYPE = "ShapeSubgraph"
+_PROTOS = weakref.WeakKeyDictionary()     # ValueType -> its TypeProto (the body's value infos repeat a few types)
 SHAPE_OPS = ("Shape", "Size")
 
 _ALL = None      # every input's data decides the output shape
@@ -151,11 +155,6 @@ def fold_shape_subgraphs(graph: Graph, ctx=None) -> Graph:
 
 def _sd_level(node, vtypes, constants, det, level, position, keep_ops):
     """The level of a signature-determined node, or None when the node is not one."""
-    if (node.domain not in ("", "ai.onnx") or node.op_type in NONDETERMINISTIC or node.op_type in keep_ops
-            or not node.outputs or (node.attrs and node.has_subgraph)):
-        return None
-    if not all(_is_tensor(vtypes.get(o)) for o in node.outputs if o) or not any(node.outputs):
-        return None
     ins = [x for x in node.inputs if x]
     if node.op_type in SHAPE_OPS:
         if len(ins) != 1:
@@ -174,6 +173,10 @@ def _sd_level(node, vtypes, constants, det, level, position, keep_ops):
         if not lvls:
             return None                       # constants only: constant folding's, not ours
         lvl = max(lvls)
+    if (node.domain not in ("", "ai.onnx") or node.op_type in NONDETERMINISTIC or node.op_type in keep_ops
+            or not any(node.outputs) or (node.attrs and node.has_subgraph)
+            or not all(_is_tensor(vtypes.get(o)) for o in node.outputs if o)):
+        return None
     if not CPU_DEVICE.supports_op(op_info(node, vtypes, constants)):
         return None
     return lvl
@@ -230,8 +233,16 @@ def _collapse(graph, names, lvl, members, readers, constants):
         vt = vtypes.get(name)
         if vt is None and name in constants:
             vt = ValueType.of_array(constants[name])
-        tp = vt.proto if vt is not None else None
-        return helper.make_value_info(name, tp) if tp is not None else helper.make_empty_tensor_value_info(name)
+        if vt is None:
+            return helper.make_empty_tensor_value_info(name)
+        tp = _PROTOS.get(vt)
+        if tp is None:
+            tp = _PROTOS[vt] = vt.proto
+        vi = onnx.ValueInfoProto()
+        vi.name = name
+        if tp is not None:
+            vi.type.CopyFrom(tp)
+        return vi
 
     internal = [o for o in produced if o not in outputs]
     body = helper.make_graph([n.proto for n in members], names.new(f"shape_subgraph_{lvl + 1}_body"),

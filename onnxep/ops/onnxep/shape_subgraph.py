@@ -35,6 +35,20 @@ KEY_BYTES = 4096
 _CACHED = weakref.WeakValueDictionary()
 
 
+_TYPES = {}          # serialized TypeProto -> ValueType (a body names a few distinct types for many values)
+
+
+def _value_type(tp):
+    from onnxep.graph.ir import ValueType
+    raw = tp.SerializeToString()
+    vt = _TYPES.get(raw)
+    if vt is None:
+        vt = ValueType.from_proto(tp)
+        if len(_TYPES) < 4096:
+            _TYPES[raw] = vt
+    return vt
+
+
 def _alloc_limit(ctx):
     run = ctx.run
     return getattr(run, "limit", 1 << 40) if run is not None else 1 << 40
@@ -64,7 +78,6 @@ class ShapeSubgraph_1(OpKernel):
     def __init__(self, info):
         super().__init__(info)
         from onnxep.backends.cpu.device import KernelInfo
-        from onnxep.graph.ir import ValueType
         from onnxep.graph.model import _attr_value
         from onnxep.ops import _registry
         body, opset = self.body, int(self.opset)
@@ -73,7 +86,7 @@ class ShapeSubgraph_1(OpKernel):
         self._n_shape = int(self.shape_inputs)
         consts = {self._ins[j]: a for j, a in info.constants.items() if j < len(self._ins)}
         self._data = tuple(j for j in range(self._n_shape, len(self._ins)) if j not in info.constants)
-        types = {vi.name: ValueType.from_proto(vi.type) for vi in (*body.input, *body.value_info, *body.output)
+        types = {vi.name: _value_type(vi.type) for vi in (*body.input, *body.value_info, *body.output)
                  if vi.type.WhichOneof("value") is not None}
         for j, t in enumerate(info.input_types):
             if t is not None and j < len(self._ins):
@@ -98,30 +111,39 @@ class ShapeSubgraph_1(OpKernel):
         self._lock = threading.Lock()
 
     def compute(self, ctx):
-        key = [ctx.input(i).shape for i in range(self._n_shape)]
-        held = []
-        for i in self._data:
-            a = ctx.input(i)
-            if _CACHED.get(id(a)) is a:
-                key.append(id(a))
-                held.append(a)
-            elif isinstance(a, np.ndarray) and a.nbytes <= KEY_BYTES and a.dtype != object:
-                key.append((a.dtype, a.shape, a.tobytes()))
-            else:
-                key = None
-                break
+        values, ins = ctx.values, ctx.ins
+        held = ()
+        if not self._data:          # (the common case: shapes only)
+            key = tuple([values[ins[i]].shape for i in range(self._n_shape)])
+        else:
+            key, held = self._key(values, ins)
         if key is not None:
-            key = tuple(key)
             entry = self._cache.get(key)
             if entry is not None:
-                for i, v in enumerate(entry[0]):
-                    ctx.set_output(i, v)
+                # (what set_output does, less its contiguity check: cached arrays are C-contiguous)
+                for o, v in zip(ctx.outs, entry[0]):
+                    values[o] = v
                 return
         outs = self._evaluate(ctx)
         if key is not None:
             self._keep(key, outs, held)
         for i, v in enumerate(outs):
             ctx.set_output(i, v)
+
+    def _key(self, values, ins):
+        """(cache key, arrays it names by identity) with data inputs; key None: not cacheable this run."""
+        key = [values[ins[i]].shape for i in range(self._n_shape)]
+        held = []
+        for i in self._data:
+            a = values[ins[i]]
+            if _CACHED.get(id(a)) is a:
+                key.append(id(a))
+                held.append(a)
+            elif isinstance(a, np.ndarray) and a.nbytes <= KEY_BYTES and a.dtype != object:
+                key.append((a.dtype, a.shape, a.tobytes()))
+            else:
+                return None, ()
+        return tuple(key), tuple(held)
 
     def _evaluate(self, ctx) -> list:
         """The body's outputs for this run's inputs (fresh arrays, C-contiguous)."""
@@ -173,7 +195,7 @@ class ShapeSubgraph_1(OpKernel):
             while cache and (len(cache) >= MAX_ENTRIES or self._bytes + nbytes > MAX_BYTES):
                 old = cache.pop(next(iter(cache)))
                 self._bytes -= sum(v.nbytes for v in old[0])
-            cache[key] = (tuple(outs), tuple(held))
+            cache[key] = (tuple(outs), held)
             self._bytes += nbytes
         for v in outs:
             _CACHED[id(v)] = v
