@@ -12,7 +12,7 @@ import numpy as np
 import onnx
 from google.protobuf.message import DecodeError
 from onnx import helper, numpy_helper
-from onnx.external_data_helper import _get_all_tensors, uses_external_data
+from onnx.external_data_helper import uses_external_data
 
 from onnxep.errors import Fail, InvalidArgument, InvalidGraph, InvalidProtobuf, NoSuchFile
 from onnxep.graph.ir import Graph, Node, ValueType
@@ -31,7 +31,7 @@ def load_model(path_or_bytes, weights: dict | None = None) -> tuple[onnx.ModelPr
         model, base = path_or_bytes, None
     elif isinstance(path_or_bytes, (bytes, bytearray, memoryview)):
         model = None
-        if weights is not None and len(path_or_bytes) >= STRIPPED_BYTES:
+        if weights is not None and len(path_or_bytes) >= SPLIT_MODEL_BYTES:
             model = _load_split(memoryview(path_or_bytes).cast("B"), None, weights)
         if model is None:
             try:
@@ -44,7 +44,7 @@ def load_model(path_or_bytes, weights: dict | None = None) -> tuple[onnx.ModelPr
         if not os.path.isfile(path):
             raise NoSuchFile(f"Load model from {path} failed: file doesn't exist")
         model = None
-        if weights is not None and os.path.getsize(path) >= STRIPPED_BYTES:
+        if weights is not None and os.path.getsize(path) >= SPLIT_MODEL_BYTES:
             with open(path, "rb") as f:
                 try:
                     mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
@@ -70,6 +70,9 @@ def load_model(path_or_bytes, weights: dict | None = None) -> tuple[onnx.ModelPr
 
 #: initializers of at least this many bytes are loaded into arrays of their own, outside the ModelProto (load_model)
 STRIPPED_BYTES = 1 << 16
+#: ... in model files (or bytes) of at least this size: a smaller one is parsed whole (its field walk would cost more
+#: than the copies it saves)
+SPLIT_MODEL_BYTES = 1 << 20
 #: element types whose raw_data numpy views as it is (little-endian hosts): not the packed 4 / 2 / 6-bit ones
 _PLAIN_ELEM_TYPES = frozenset(getattr(onnx.TensorProto, n) for n in (
     "FLOAT", "DOUBLE", "FLOAT16", "BFLOAT16", "INT8", "INT16", "INT32", "INT64", "UINT8", "UINT16", "UINT32", "UINT64",
@@ -91,29 +94,40 @@ def _varint(buf, i):
 
 
 def _fields(buf, start, end):
-    """(field number, start of the field, start of its value, end of the field) for each field of the protobuf message
-    encoded in buf[start:end]. Only field boundaries are read (the tag and the length of each); the messages
-    themselves are parsed by protobuf."""
+    """(field number, wire type, start of the field, start of its value, end of the field) for each field of the
+    protobuf message encoded in buf[start:end]. Only field boundaries are read (the tag and the length of each); the
+    messages themselves are parsed by protobuf."""
+    out = []
     i = start
     while i < end:
         f0 = i
-        tag, i = _varint(buf, i)
+        tag = buf[i]
+        i += 1
+        if tag >= 0x80:
+            tag, i = _varint(buf, f0)
         wire = tag & 7
-        v0 = i
-        if wire == 0:
+        if wire == 2:
+            n = buf[i]
+            i += 1
+            if n >= 0x80:
+                n, i = _varint(buf, i - 1)
+            v0 = i
+            i += n
+        elif wire == 0:
+            v0 = i
             _, i = _varint(buf, i)
         elif wire == 1:
+            v0 = i
             i += 8
-        elif wire == 2:
-            n, v0 = _varint(buf, i)
-            i = v0 + n
         elif wire == 5:
+            v0 = i
             i += 4
         else:
             raise ValueError(f"wire type {wire}")
         if i > end:
             raise ValueError("field runs past its message")
-        yield tag >> 3, wire, f0, v0, i
+        out.append((tag >> 3, wire, f0, v0, i))
+    return out
 
 
 # field numbers (onnx.proto3): ModelProto.graph, GraphProto.initializer, TensorProto.raw_data
@@ -194,7 +208,7 @@ def _load_external_data(model, base, weights=None):
     """External data read from inside the model's folder: into the message (raw_data), or, with `weights`, the main
     graph's initializers of plain types into arrays of their own (weights[name]), the message keeping their type and
     dims only."""
-    tensors = [t for t in _get_all_tensors(model) if uses_external_data(t)]
+    tensors = _external_tensors(model)
     if not tensors:
         return
     if base is None:
@@ -210,7 +224,7 @@ def _load_external_data(model, base, weights=None):
                 weights[t.name] = array
                 del t.external_data[:]
                 t.data_location = onnx.TensorProto.DEFAULT
-        tensors = [t for t in _get_all_tensors(model) if uses_external_data(t)]
+        tensors = _external_tensors(model)
     for t in tensors:
         full, offset, length = _external_range(t, root)
         with open(full, "rb") as f:
@@ -218,6 +232,40 @@ def _load_external_data(model, base, weights=None):
             t.raw_data = f.read(length)
         del t.external_data[:]
         t.data_location = onnx.TensorProto.DEFAULT
+
+
+_EXTERNAL = onnx.TensorProto.EXTERNAL
+_ATTR_TENSOR, _ATTR_TENSORS = onnx.AttributeProto.TENSOR, onnx.AttributeProto.TENSORS
+_ATTR_GRAPH, _ATTR_GRAPHS = onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS
+
+
+def _external_tensors(model) -> list:
+    """The tensors of `model` that keep their data in an external file (onnx's _get_all_tensors filtered by
+    uses_external_data -- the initializers of every graph and subgraph, the tensors of node attributes, in the graph
+    and in local functions --, one pass, looking into a node's attributes only when it has tensor or graph ones)."""
+    out = []
+
+    def graph(g, initializers=True):
+        if initializers:
+            out.extend(t for t in g.initializer if t.data_location == _EXTERNAL)
+        for n in g.node:
+            for a in n.attribute:
+                kind = a.type
+                if kind == _ATTR_TENSOR:
+                    if a.t.data_location == _EXTERNAL:
+                        out.append(a.t)
+                elif kind == _ATTR_TENSORS:
+                    out.extend(t for t in a.tensors if t.data_location == _EXTERNAL)
+                elif kind == _ATTR_GRAPH:
+                    graph(a.g)
+                elif kind == _ATTR_GRAPHS:
+                    for sub in a.graphs:
+                        graph(sub)
+
+    graph(model.graph)
+    for f in model.functions:
+        graph(f, initializers=False)
+    return out
 
 
 def _external_range(t, root) -> tuple:
@@ -400,9 +448,16 @@ def build_graph(model: onnx.ModelProto, infer_shapes: bool = True, weights: dict
         opsets[""] = 1
     value_types = {}
     typed = inferred.graph if inferred is not None else g
+    seen = {}        # serialized TypeProto -> its ValueType: a graph names a few distinct types for all its values
     for vi in itertools.chain(typed.value_info, typed.input, typed.output):     # one message wrapper alive at a time
         if vi.HasField("type"):
-            value_types[sys.intern(vi.name)] = ValueType.from_proto(vi.type)
+            tp = vi.type
+            raw = tp.SerializeToString()
+            vt = seen.get(raw)
+            if vt is None:
+                vt = seen[raw] = ValueType.from_proto(tp)
+            value_types[sys.intern(vi.name)] = vt
+    del seen
     del typed, inferred
     initializers = {}
     for t in g.initializer:
