@@ -50,8 +50,8 @@ def chain(tmp_path_factory):
     folder = tmp_path_factory.mktemp("creation_memory")
     rng = np.random.default_rng(0)
     weights = [(rng.standard_normal((N, N), dtype=np.float32) / np.float32(np.sqrt(N))) for _ in range(LAYERS)]
-    nodes = [helper.make_node("MatMul", ["x" if i == 0 else f"h{i}", f"w{i}"], ["y" if i == LAYERS - 1 else f"h{i + 1}"])
-             for i in range(LAYERS)]
+    nodes = [helper.make_node("MatMul", ["x" if i == 0 else f"h{i}", f"w{i}"],
+                              ["y" if i == LAYERS - 1 else f"h{i + 1}"]) for i in range(LAYERS)]
     graph = helper.make_graph(nodes, "chain", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", N])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", N])],
                               [numpy_helper.from_array(w, f"w{i}") for i, w in enumerate(weights)])
