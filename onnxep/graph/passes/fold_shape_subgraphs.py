@@ -46,7 +46,7 @@ from onnx import helper
 from onnxep.backends.cpu import CPU_DEVICE
 from onnxep.graph.ir import Graph, ValueType
 from onnxep.graph.partition import op_info
-from onnxep.graph.passes._edit import INTERNAL_DOMAIN, Names, make_node, reads
+from onnxep.graph.passes._edit import INTERNAL_DOMAIN, Names, drop_unused_initializers, make_node, reads
 from onnxep.graph.passes.constant_folding import NONDETERMINISTIC
 
 OP_TYPE = "ShapeSubgraph"
@@ -79,13 +79,14 @@ _ops("", """MatMul MatMulInteger Gemm Conv ConvInteger ConvTranspose MaxPool Ave
          ScatterElements ScatterND Scatter Einsum DepthToSpace SpaceToDepth ArgMax ArgMin Shape Size EyeLike
          QLinearConv QLinearMatMul RoiAlign GridSample LSTM GRU RNN""")
 # ops with shape arguments: their data must be determined too
-_ops("", "Reshape Expand Tile TopK OneHot Upsample", (1,))
+_ops("", "Reshape Expand TopK OneHot Upsample", (1,))
+_ops("", "Tile", (1, 2))                             # repeats (and opset 1's axis)
 _ops("", "Squeeze Unsqueeze Split", (1,))           # axes / split inputs (opset 13 on); attributes before
 _ops("", """ReduceMax ReduceMin ReduceMean ReduceSum ReduceProd ReduceL1 ReduceL2 ReduceLogSum ReduceLogSumExp
          ReduceSumSquare""", (1,))                   # axes input (opset 13 / 18 on)
 _ops("", "Slice", (1, 2, 3, 4))
 _ops("", "Pad", (1, 3))                              # pads, axes (not the constant value)
-_ops("", "Resize", (2, 3))                           # scales, sizes (not roi)
+_ops("", "Resize", (1, 2, 3))                        # scales, sizes (opset 10: scales is input 1)
 _ops("", "ConstantOfShape Range", _ALL)
 _ops("", "MaxUnpool", (2,))
 # onnxep's own ops (earlier passes): fused forms of the ops above, same output shapes
@@ -150,6 +151,7 @@ def fold_shape_subgraphs(graph: Graph, ctx=None) -> Graph:
             out.append(node)
         out.extend(placed.get(i, ()))
     graph.nodes = out
+    drop_unused_initializers(graph)
     return graph
 
 

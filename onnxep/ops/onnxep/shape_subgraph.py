@@ -161,7 +161,7 @@ class ShapeSubgraph_1(OpKernel):
             if i < self._n_shape and isinstance(a, np.ndarray):
                 a = np.broadcast_to(np.zeros((), a.dtype), a.shape)      # its shape, not its data
             env[name] = a
-        kctx = KernelContext(env, (), (), alloc, 1, (), self.name)
+        kctx = KernelContext(env, (), (), alloc, ctx.num_threads, (), self.name)
         for kernel, ins, outs, name, op in self._steps:
             kctx.ins, kctx.outs, kctx.node = ins, outs, name
             try:
