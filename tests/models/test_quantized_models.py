@@ -2,7 +2,8 @@
 "session.disable_cpu_ep_fallback" = "1": no node may go to the reference fallback) and match onnxruntime on the same
 quantized model.
 
-Two float models are built here with onnx.helper and seeded random weights (no committed binaries):
+Two float models are built here with onnx.helper and seeded random weights (no committed binaries), and three
+models exported by torch.onnx are read from the zoo fixtures (tests/models/zoo: BERT from both exporters, a ResNet):
 - a BERT-like encoder: 2 layers, hidden 64, 4 heads, FFN 128; MatMul + Add projections, multi-head attention
   (Reshape / Transpose / MatMul / Div / Softmax), residual Add + LayerNormalization, GELU as the Erf pattern;
 - a ResNet-like conv net: Conv + Relu, two residual blocks (one strided, with a 1x1 projection shortcut),
@@ -219,3 +220,50 @@ def test_quantization_changes_the_float_model(kind, tmp_path):
     f = _onnxep(os.path.join(tmp_path, f"{kind}.onnx")).run(None, feeds)[0]
     rel = np.abs(q - f).max() / np.abs(f).max()
     assert 1e-4 < rel < 0.5, rel
+
+
+# ------------------------------------------------------------------------- models exported by torch.onnx (fixtures)
+ZOO = os.path.join(os.path.dirname(__file__), "zoo")
+TORCH_EXPORTED = ("bert_1layer.dynamo", "bert_1layer.torchscript", "resnet_tiny.dynamo")
+
+
+def _zoo_feeds(name):
+    data = np.load(os.path.join(ZOO, f"{name}.npz"))
+    return {k.split(":", 1)[1]: data[k] for k in data.files if k.startswith("input:")}
+
+
+class _FeedsReader(quantization.CalibrationDataReader):
+    """The fixture's stored inputs, then two perturbed copies of its float inputs (integer inputs: token ids, masks,
+    kept as they are)."""
+
+    def __init__(self, feeds):
+        rng = np.random.default_rng(5)
+        batches = [feeds] + [{k: (v + 0.1 * rng.standard_normal(v.shape)).astype(v.dtype) if v.dtype.kind == "f"
+                              else v for k, v in feeds.items()} for _ in range(2)]
+        self.data = iter(batches)
+
+    def get_next(self):
+        return next(self.data, None)
+
+
+@pytest.mark.parametrize("mode", ["dynamic", "qdq"])
+@pytest.mark.parametrize("name", TORCH_EXPORTED)
+def test_torch_exported_model_quantized_matches_onnxruntime(name, mode, tmp_path):
+    """A BERT encoder and a ResNet exported by torch.onnx (tests/models/zoo, written by bench/zoo/export.py from
+    transformers / torch models; both exporters for BERT), quantized here with quantize_dynamic and with
+    quantize_static in QDQ format: every node on the cpu backend, outputs within the module's tolerance of
+    onnxruntime's unoptimized run of the same quantized file (oracle: onnxruntime)."""
+    src, dst = os.path.join(ZOO, f"{name}.onnx"), os.path.join(tmp_path, f"{name}.{mode}.onnx")
+    feeds = _zoo_feeds(name)
+    if mode == "dynamic":
+        quantization.quantize_dynamic(src, dst)
+    else:
+        quantization.quantize_static(src, dst, _FeedsReader(feeds), quant_format=quantization.QuantFormat.QDQ)
+    ops = {n.op_type for n in onnx.load(dst).graph.node}
+    assert QUANT_OPS[mode] <= ops, ops
+    got, want = _onnxep(dst).run(None, feeds), _ort(dst, optimize=False).run(None, feeds)
+    for i, (g, w) in enumerate(zip(got, want)):
+        if w.dtype.kind == "f":
+            _close(g, w, f"{name} {mode} output {i}")
+        else:
+            np.testing.assert_array_equal(g, w)

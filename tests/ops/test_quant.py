@@ -482,3 +482,21 @@ def test_mat_mul_integer_float32_bound(k):
     m = _model("MatMulInteger", [("A", np.uint8, A.shape), ("B", np.uint8, B.shape)], [("Y", np.int32)], 10)
     got = _check(m, {"A": A, "B": B})[0]
     np.testing.assert_array_equal(got, (A.astype(np.int64) @ B.astype(np.int64)).astype(np.int32))
+
+
+def test_quantize_linear_scalar_input():
+    """A 0-d input (a Constant's scalar that torch.onnx writes and quantize_static puts a QuantizeLinear on): numpy
+    divides 0-d arrays into a scalar, which the rounding must still take (oracle: onnxruntime)."""
+    node = helper.make_node("QuantizeLinear", ["x", "s", "z"], ["y"])
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", T.FLOAT, [])],
+                          [helper.make_tensor_value_info("y", T.UINT8, [])],
+                          [numpy_helper.from_array(np.array(0.05, np.float32), "s"),
+                           numpy_helper.from_array(np.array(3, np.uint8), "z")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    onnx.checker.check_model(m)
+    sess = onnxep.InferenceSession(m.SerializeToString(), cpu_only_options())
+    for v in (1.234, -0.2, 100.0):
+        x = np.array(v, np.float32)
+        got = sess.run(None, {"x": x})[0]
+        assert got.shape == () and got.dtype == np.uint8
+        np.testing.assert_array_equal(got, run_ort(m, {"x": x})[0])

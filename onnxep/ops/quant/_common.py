@@ -113,10 +113,11 @@ def compute_dtype(scale_dtype, precision=0):
 
 def divide(x, scale, dt):
     """x / scale in dtype dt (bfloat16: float32 division rounded once to bfloat16), as float32 or float64 values."""
-    if dt == BF16:
-        q = np.divide(x.astype(F32, copy=False), scale.astype(F32, copy=False))
-        return q.astype(BF16).astype(F32)
-    q = np.divide(x.astype(dt, copy=False), scale.astype(dt, copy=False))
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):    # a zero scale gives inf / NaN, as IEEE
+        if dt == BF16:
+            q = np.divide(x.astype(F32, copy=False), scale.astype(F32, copy=False))
+            return q.astype(BF16).astype(F32)
+        q = np.divide(x.astype(dt, copy=False), scale.astype(dt, copy=False))
     return q if dt in (F32, F64) else q.astype(F32)
 
 
@@ -128,6 +129,8 @@ def quantize_into(y, q, zp, saturate=True):
     for e5m2); float4e2m1 adds the zero point and casts, saturating (it has no infinity). The exotic conversions are
     onnxep.ops._dtypes' (ONNX Cast semantics)."""
     dt = y.dtype
+    if not isinstance(q, np.ndarray):   # numpy divides 0-d arrays into a scalar: make it an array for out=
+        q = np.array(q)
     with np.errstate(invalid="ignore", over="ignore"):
         if dt in INT_RANGES:
             lo, hi = INT_RANGES[dt]

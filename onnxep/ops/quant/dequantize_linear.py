@@ -61,18 +61,19 @@ class DequantizeLinear_10(c.PreparedParams, OpKernel):
                 d -= z
         else:
             d = _dtypes.widen(x)    # float8 / float4 -> float32, int4 / int2 -> int8 / uint8: exactly
-        if out_dt == c.F32 and d.dtype != np.int64 and d.dtype != np.int32:
-            if z is None:
-                np.multiply(d, s, out=y, dtype=c.F32)
-            else:
-                np.subtract(d, z, out=y, dtype=c.F32)     # exact: |x - zero point| < 2**24
-                np.multiply(y, s, out=y)
-            return
-        t = d.astype(c.F32)
-        if z is not None and d.dtype != np.int64:
-            t -= z
-        np.multiply(t, s, out=t)
-        y[...] = t if out_dt == c.F32 else t.astype(out_dt)
+        with np.errstate(over="ignore", invalid="ignore"):     # an inf scale gives inf / NaN, as IEEE
+            if out_dt == c.F32 and d.dtype != np.int64 and d.dtype != np.int32:
+                if z is None:
+                    np.multiply(d, s, out=y, dtype=c.F32)
+                else:
+                    np.subtract(d, z, out=y, dtype=c.F32)     # exact: |x - zero point| < 2**24
+                    np.multiply(y, s, out=y)
+                return
+            t = d.astype(c.F32)
+            if z is not None and d.dtype != np.int64:
+                t -= z
+            np.multiply(t, s, out=t)
+            y[...] = t if out_dt == c.F32 else t.astype(out_dt)
 
 
 class DequantizeLinear_13(DequantizeLinear_10):
