@@ -80,6 +80,11 @@ _PLAIN_ELEM_TYPES = frozenset(getattr(onnx.TensorProto, n) for n in (
     "FLOAT8E8M0") if hasattr(onnx.TensorProto, n))
 
 
+#: element type -> numpy dtype, for the plain ones (little-endian hosts only: elsewhere numpy_helper swaps bytes)
+_PLAIN_DTYPES = {e: np.dtype(helper.tensor_dtype_to_np_dtype(e)) for e in _PLAIN_ELEM_TYPES} \
+    if sys.byteorder == "little" else {}
+
+
 def _varint(buf, i):
     value = shift = 0
     while True:
@@ -187,8 +192,12 @@ def _plain_array(t, buf, fd, offset: int, length: int, external: bool = False):
     if any(d < 0 for d in dims) or int(np.prod(dims, dtype=np.int64)) * dtype.itemsize != length:
         return None
     if fd is None:
-        return np.frombuffer(buf, np.uint8, length, offset).copy().view(dtype).reshape(dims)
-    return _read_into(fd, offset, length).view(dtype).reshape(dims)
+        out = np.frombuffer(buf, np.uint8, length, offset).copy()
+    else:
+        out = _read_into(fd, offset, length)
+    out = out.view(dtype).reshape(dims)
+    out.flags.writeable = False         # as numpy_helper's arrays over the message's bytes: constants
+    return out
 
 
 def _read_into(fd, offset: int, length: int) -> np.ndarray:
@@ -319,7 +328,13 @@ def _tensor_array(t) -> np.ndarray:
     graph is built: that is the high-water mark of small Python objects a session's creation leaves behind (obmalloc
     keeps the pages it touched). onnx hands back views (of the bytes it read, or of a converted copy), so a held one
     is a standalone copy. Large ones stay views: no second copy of a weight. Read-only, because they are shared."""
-    a = numpy_helper.to_array(t)
+    dtype = _PLAIN_DTYPES.get(t.data_type) if t.HasField("raw_data") else None
+    if dtype is not None and not t.external_data and not t.HasField("segment"):
+        # numpy_helper.to_array's own path for these, without its per-call type lookups (a torch export carries a
+        # Constant node, so a tensor, for every scalar: ~1000 per model)
+        a = np.frombuffer(t.raw_data, dtype).reshape(tuple(t.dims))
+    else:
+        a = numpy_helper.to_array(t)
     if a.nbytes > _SMALL_TENSOR_BYTES or a.dtype == object:
         return a
     key = (a.dtype, a.shape, a.tobytes())
@@ -463,7 +478,7 @@ def build_graph(model: onnx.ModelProto, infer_shapes: bool = True, weights: dict
     for t in g.initializer:
         name = sys.intern(t.name)
         held = weights.get(name)
-        if held is not None and name not in initializers:
+        if held is not None and not t.HasField("raw_data"):      # one load_model read outside the message
             initializers[name] = held
             continue
         try:
