@@ -473,6 +473,14 @@ def build_graph(model: onnx.ModelProto, infer_shapes: bool = True, weights: dict
                 vt = seen[raw] = ValueType.from_proto(tp)
             value_types[sys.intern(vi.name)] = vt
     del seen
+    # subgraph attributes (If / Loop / Scan bodies) as inference annotated them: the value_info onnx infers inside a
+    # body (its untyped inputs typed from the enclosing node) is what the body's own graph is built from later
+    typed_subgraphs = {}
+    if inferred is not None and len(typed.node) == len(g.node):
+        _GRAPH_KINDS = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
+        for i, n in enumerate(typed.node):
+            if any(a.type in _GRAPH_KINDS for a in n.attribute):
+                typed_subgraphs[i] = {sys.intern(a.name): _attr_value(a) for a in n.attribute if a.type in _GRAPH_KINDS}
     del typed, inferred
     initializers = {}
     for t in g.initializer:
@@ -505,6 +513,8 @@ def build_graph(model: onnx.ModelProto, infer_shapes: bool = True, weights: dict
     nodes = []
     for i, n in enumerate(g.node):
         attrs = {sys.intern(a.name): _attr_value(a) for a in n.attribute}
+        if i in typed_subgraphs:
+            attrs.update(typed_subgraphs[i])
         domain = n.domain if n.domain != "ai.onnx" else ""
         nodes.append(Node(sys.intern(n.name or f"{n.op_type}_{i}"), sys.intern(n.op_type), sys.intern(domain),
                           tuple(map(sys.intern, n.input)), tuple(map(sys.intern, n.output)), attrs,

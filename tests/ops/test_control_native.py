@@ -348,3 +348,27 @@ def test_scan_reads_outer_value_and_profiles():
     sess = onnxep.InferenceSession(m.SerializeToString(), so)
     assert_outputs_match(sess.run(None, feeds), run_ort(m, feeds))
     os.remove(sess.end_profiling())
+
+
+@pytest.mark.parametrize("source", ["bytes", "path", "proto"])
+def test_untyped_body_inputs_typed_by_the_enclosing_inference(source, tmp_path):
+    """Body inputs and values declared without a type (as onnx's own expanded functions write them): only the enclosing
+    model's shape inference types them, from the Loop node. The body must be built from that inferred subgraph, however
+    the model was given, or its nodes are refused with the fallback off (oracle: numpy; onnxruntime refuses a body
+    input of unknown shape)."""
+    untyped = [helper.make_value_info(n, onnx.TypeProto()) for n in ("i", "c", "acc")]
+    body = helper.make_graph(
+        [helper.make_node("Cast", ["i"], ["i_f"], to=F), helper.make_node("Add", ["acc", "i_f"], ["acc_out"]),
+         helper.make_node("Identity", ["c"], ["c_out"])],
+        "body", untyped, [helper.make_value_info(n, onnx.TypeProto()) for n in ("c_out", "acc_out")])
+    loop = helper.make_node("Loop", ["m", "cond", "x"], ["y"], body=body)
+    m = _model([loop], [_vi("m", TensorProto.INT64, []), _vi("cond", TensorProto.BOOL, []), _vi("x", F, [3])],
+               [_vi("y", F, [3])])
+    feeds = {"m": np.array(4, np.int64), "cond": np.array(True), "x": np.arange(3, dtype=np.float32)}
+    if source == "path":
+        arg = os.path.join(tmp_path, "loop.onnx")
+        onnx.save(m, arg)
+    else:
+        arg = m.SerializeToString() if source == "bytes" else m
+    sess = onnxep.InferenceSession(arg, cpu_only_options())
+    assert_outputs_match(sess.run(None, feeds), [feeds["x"] + np.float32(0 + 1 + 2 + 3)])
