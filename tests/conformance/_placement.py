@@ -28,7 +28,22 @@ def record(session) -> None:
     if sum(ops.values()) != n_ref:  # the plans and node_assignment disagree: count the nodes without an op type
         ops["?"] += n_ref - sum(ops.values())
     ops[CPU_NODES] += len(session.node_assignment) - n_ref
+    for plan in _body_plans(session.plans):     # nodes of If / Loop / Scan / SequenceMap bodies the cpu backend runs
+        if plan.backend_name == "reference":
+            ops.update(plan.op_types)
     ON_REFERENCE.setdefault(current_test(), Counter()).update(ops)
+
+
+def _body_plans(plans):
+    """The plans of every compiled body (onnxep/ops/control/_body.Body) held by a kernel of these plans, nested bodies
+    included."""
+    from onnxep.ops.control._body import Body
+    for plan in plans:
+        for step in getattr(plan, "steps", ()):
+            for v in getattr(step[0], "__dict__", {}).values():
+                if isinstance(v, Body) and v.executor is not None:
+                    yield from v.executor.plans
+                    yield from _body_plans(v.executor.plans)
 
 
 def pop(nodeid: str):
