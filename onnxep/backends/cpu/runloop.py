@@ -35,6 +35,9 @@ VIEW_OPS = frozenset({("", "Reshape"), ("", "Squeeze"), ("", "Unsqueeze"), ("", 
 #: integer outputs of Python steps up to this many elements are checked by value (they may be shapes)
 SMALL_INTS = 64
 
+#: outputs leaving the arena up to this many bytes are allocated with numpy.empty in a compiled run (default allocator)
+SMALL_EXTERNAL = 1 << 16
+
 #: programs kept per arena buffer and memory plan (one per cpu plan of the session)
 MAX_PROGRAMS = 64
 
@@ -56,7 +59,7 @@ class Compiled:
     """One plan compiled for one signature in one arena buffer."""
 
     __slots__ = ("prog", "k0", "k1", "segments", "env0", "env_all", "feeds", "feed_slots", "externals",
-                 "n_c", "n_py", "steps_of")
+                 "n_c", "n_py", "steps_of", "inputs")
 
     def run(self, plan, run, values, run_ctx, nthreads, wrap):
         """Run the plan; False (nothing done) when the arena is not where the capture was."""
@@ -65,16 +68,23 @@ class Compiled:
             return False
         prog = self.prog
         env = self.env0.copy()
+        for name in self.inputs:
+            env[name] = values[name]
         if self.feeds:
-            vs = [values[name] for name in self.feeds]
-            for name, v in zip(self.feeds, vs):
-                env[name] = v
-            prog.set_ptrs(self.feed_slots, vs)
+            prog.set_ptrs(self.feed_slots, [values[name] for name in self.feeds])
         alloc = run_ctx.alloc
-        for slot, name, k, shape, dtype in self.externals:
-            arena.k = k
-            a = env[name] = alloc(shape, dtype)
-            prog.set_ptr(slot, a)
+        if self.externals:
+            # outputs that leave the arena (what the user gets): small ones straight from numpy with the default
+            # allocator (their size was checked when the capture allocated them), the rest through the run's
+            # allocator at the request index the capture saw
+            small = run_ctx.stream.uses_default_allocator
+            for slot, name, k, shape, dtype, nbytes in self.externals:
+                if small and nbytes <= SMALL_EXTERNAL:
+                    a = env[name] = np.empty(shape, dtype)
+                else:
+                    arena.k = k
+                    a = env[name] = alloc(shape, dtype)
+                prog.set_ptr(slot, a)
         ctx = None
         for seg in self.segments:
             if seg[0]:
@@ -103,6 +113,8 @@ class Compiled:
                     # the step made something else than the capture saw: the rest of the run in Python
                     for x, a in self.env_all.items():
                         env.setdefault(x, a)
+                    for x in plan.inputs:
+                        env.setdefault(x, values[x])
                     return ("resume", i + 1, env, ctx)
             for o, s in patch:
                 prog.set_ptr(s, env[o])
@@ -238,7 +250,7 @@ def compile_plan(plan, run, caps, k0, k1, arena, nthreads):
                     fixed_objs.append((s, v))
                 else:
                     per_run.add(o)
-                    externals.append((s, o, k, v.shape, v.dtype))
+                    externals.append((s, o, k, v.shape, v.dtype, v.nbytes))
             else:
                 s = new_slot()
                 fixed_objs.append((s, a))
@@ -298,6 +310,7 @@ def compile_plan(plan, run, caps, k0, k1, arena, nthreads):
     c.env_all = env_all
     feeds = [x for x in plan.inputs if x in slots]
     c.feeds = tuple(feeds)
+    c.inputs = tuple(x for x in plan.inputs if x in need or x in slots)
     c.feed_slots = tuple(slots[x] for x in feeds)
     c.externals = tuple(externals)
     c.n_c, c.n_py = n_c, n_steps - n_c
