@@ -49,10 +49,13 @@ def _addr(a) -> int:
 class StepCapture:
     """What the capture run saw of one step: arena request counter before / after, input and output arrays."""
 
-    __slots__ = ("k0", "k1", "ins", "outs")
+    __slots__ = ("k0", "k1", "ins", "outs", "small")
 
     def __init__(self, k0, k1, ins, outs):
         self.k0, self.k1, self.ins, self.outs = k0, k1, ins, outs
+        # small integer outputs' values now: the arena reuses their memory later in the run
+        self.small = [v.tobytes() if v.__class__ is np.ndarray and v.dtype.kind in "iub" and v.size <= SMALL_INTS
+                      else None for v in outs]
 
 
 class Compiled:
@@ -108,7 +111,7 @@ class Compiled:
             wrap(compute, ctx, op, name)
             for o, shape, dtype, small in expect:
                 v = env.get(o)
-                if v is None or v.__class__ is not np.ndarray or v.shape != shape or v.dtype is not dtype or (
+                if v is None or v.__class__ is not np.ndarray or v.shape != shape or v.dtype != dtype or (
                         small is not None and v.tobytes() != small):
                     # the step made something else than the capture saw: the rest of the run in Python
                     for x, a in self.env_all.items():
@@ -283,11 +286,10 @@ def compile_plan(plan, run, caps, k0, k1, arena, nthreads):
         outs = run[i][2]
         expect = []
         patch = []
-        for o, v in zip(outs, cap.outs):
+        for o, v, small in zip(outs, cap.outs, cap.small):
             if not o:
                 continue
             if v.__class__ is np.ndarray:
-                small = v.tobytes() if v.dtype.kind in "iub" and v.size <= SMALL_INTS else None
                 expect.append((o, v.shape, v.dtype, small))
                 if o in slots:
                     patch.append((o, slots[o]))
