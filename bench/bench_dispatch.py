@@ -7,6 +7,10 @@ Both libraries run the same models with graph optimizations off and 1 intra-op t
 pause between them: worker threads spin after a call); each round times `--runs` calls and keeps the median of its
 calls; the figure is the median over rounds after a warm-up. Per node = (chain run - one-node run) / (nodes - 1), so
 the per-run overhead cancels; per run = the one-node model's run.
+
+Measured (branch runloop, 2-vCPU VM shared with other jobs, default arguments): per node onnxep 0.031 us, onnxruntime
+0.783 us; one-node run onnxep 12.0 us, onnxruntime 10.45 us (1.15x). ONNXEP_COMPILED_RUNS=0 (the Python loop):
+5.5 us per node, 13.6 us per run.
 """
 from __future__ import annotations
 
