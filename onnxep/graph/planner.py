@@ -356,8 +356,17 @@ class ArenaPool:
                 per_plan = self._views.setdefault(buf, weakref.WeakKeyDictionary())
         views = per_plan.get(plan)
         if views is None:
-            views = per_plan[plan] = [None] * plan.n
+            views = per_plan[plan] = _Views([None] * plan.n)
+            views.programs = {}
         return views
+
+
+class _Views(list):
+    """ArenaRun views of one plan in one buffer, and the compiled programs of the cpu plans for them (`programs`:
+    CpuPlan -> backends/cpu/runloop.py Compiled): a program points into this buffer, so it lives as long as these
+    views do."""
+
+    __slots__ = ("programs",)
 
 
 _POOLS = weakref.WeakKeyDictionary()      # owner (a Stream, a PrePackedWeightsContainer) -> ArenaPool
@@ -404,12 +413,16 @@ class ArenaPlanner:
         if plan is _MISSING:
             run_ctx.recorder = AllocRecorder()
             return (key, None, None)
-        if plan is None or plan.arena_size == 0:
+        if plan is None:
             return (key, None, None)
         if self.pooled and self.stream.uses_default_allocator:
-            buf = self._pool.borrow(plan.arena_size, self.backend)
+            # (a plan whose tensors all leave the arena borrows a buffer too: its views hold the compiled programs,
+            # one per buffer, so runs on other threads never share one)
+            buf = self._pool.borrow(max(plan.arena_size, 1), self.backend)
             run_ctx.arena = ArenaRun(plan, buf.memory(), self._pool.views(buf, plan))
             return (key, run_ctx.arena, buf)
+        if plan.arena_size == 0:
+            return (key, None, None)
         buf = self.backend.alloc_buffer(plan.arena_size)
         run_ctx.arena = ArenaRun(plan, buf.memory())
         return (key, run_ctx.arena, None)

@@ -1,6 +1,7 @@
 """The cpu backend: supports_op from the op registry; plans are lists of kernel calls with pre-packed weights."""
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass, replace
 
@@ -11,6 +12,7 @@ from onnxep.contracts.kernel import KernelContext
 from onnxep.errors import EPFail, InvalidGraph, OnnxepError, RuntimeException
 from onnxep.graph.ir import OpInfo, ValueType
 from onnxep.graph.partition import subgraph_reads
+from onnxep.backends.cpu.runloop import MAX_PROGRAMS, Compiled, StepCapture, compile_plan
 from onnxep.ops import _registry
 
 
@@ -95,6 +97,10 @@ class CpuDevice(Device):
 
 
 CPU_DEVICE = CpuDevice()
+
+#: planned runs of cpu plans go through their compiled programs (backends/cpu/runloop.py); ONNXEP_COMPILED_RUNS=0
+#: keeps every run in the Python loop
+COMPILED_RUNS = os.environ.get("ONNXEP_COMPILED_RUNS", "1") != "0"
 
 
 class CpuPlan(GraphPlan):
@@ -302,28 +308,74 @@ class CpuBackend(Backend):
         return scope, tuple(node.inputs) + outer, types
 
     def graph_plan_compute(self, plan: CpuPlan, values: dict, run_ctx):
+        run = plan.run_list()
+        rec = run_ctx.recorder
+        arena = run_ctx.arena
+        caps = None
+        if rec is None and arena is not None and COMPILED_RUNS and not arena.diverged:
+            # a planned run: the plan's compiled program for this arena buffer, or a capture run that makes it
+            programs = getattr(arena.views, "programs", None)
+            if programs is not None:
+                comp = programs.get(plan)
+                if comp is not None and comp.__class__ is Compiled and comp.steps_of is run:
+                    r = comp.run(plan, run, values, run_ctx, self.num_threads, _call)
+                    if r is True:
+                        return
+                    if r is not False:      # a Python step made something else: the rest in Python
+                        programs.pop(plan, None)
+                        _, start, env, ctx = r
+                        self._loop(plan, run, env, ctx, None, start, None)
+                        for name in plan.outputs:
+                            values[name] = env[name]
+                        return
+                    programs.pop(plan, None)
+                    caps = []
+                elif comp is not run:       # (the plan's run list: nothing of it runs in C)
+                    caps = []
         env = dict(plan.constants)
         for name in plan.inputs:
             env[name] = values[name]
-        rec = run_ctx.recorder
-        run = plan.run_list()
         # one context for the run, pointed at each step in turn (no kernel keeps it past its compute)
         ctx = KernelContext(env, (), (), run_ctx.alloc, self.num_threads)
         ctx.run = run_ctx
-        for compute, ins, outs, packed, frees, name, op, slot in run:
+        k0 = arena.k if caps is not None else 0
+        self._loop(plan, run, env, ctx, rec, 0, caps)
+        for name in plan.outputs:
+            values[name] = env[name]
+        if caps is not None and not arena.diverged:
+            programs = arena.views.programs
+            if len(programs) < MAX_PROGRAMS:
+                comp = compile_plan(plan, run, caps, k0, arena.k, arena, self.num_threads)
+                if comp is not None:
+                    comp.steps_of = run
+                programs[plan] = comp if comp is not None else run     # (the run list: nothing to compile)
+
+    @staticmethod
+    def _loop(plan, run, env, ctx, rec, start, caps):
+        """The Python run loop from step `start`; with `caps` (a list), a capture: what each step read and made."""
+        arena = ctx.run.arena if caps is not None else None
+        for i in range(start, len(run)):
+            compute, ins, outs, packed, frees, name, op, slot = run[i]
             ctx.ins, ctx.outs, ctx.packed, ctx.node, ctx.slot = ins, outs, packed, name, slot
             if rec is not None:
                 rec.begin_step(ins, env)
-            try:
-                compute(ctx)
-            except OnnxepError as e:
-                raise type(e)(f"while running {op} node '{name}': {e.args[0] if e.args else ''}") from e
-            except Exception as e:
-                raise RuntimeException(f"Non-zero status code returned while running {op} node. Name:'{name}' "
-                                       f"Status Message: {type(e).__name__}: {e}") from e
+            if caps is not None:
+                k0 = arena.k
+                xs = [env.get(x) if x else None for x in ins]
+            _call(compute, ctx, op, name)
+            if caps is not None:
+                caps.append(StepCapture(k0, arena.k, xs, [env.get(o) if o else None for o in outs]))
             if rec is not None:
                 rec.end_step(ins, outs, env, getattr(compute.__self__, "inplace", ()))
             for x in frees:
                 env.pop(x, None)
-        for name in plan.outputs:
-            values[name] = env[name]
+
+
+def _call(compute, ctx, op, name):
+    try:
+        compute(ctx)
+    except OnnxepError as e:
+        raise type(e)(f"while running {op} node '{name}': {e.args[0] if e.args else ''}") from e
+    except Exception as e:
+        raise RuntimeException(f"Non-zero status code returned while running {op} node. Name:'{name}' "
+                               f"Status Message: {type(e).__name__}: {e}") from e

@@ -84,6 +84,25 @@ class BinaryF32(OpKernel):
         z = ctx.output(0, np.broadcast_shapes(a.shape, b.shape), np.float32)
         self.apply(a, b, z, ctx.num_threads)
 
+    def c_step(self, ins, outs, nthreads):
+        """The compiled run loop's entry (backends/cpu/runloop.py): binary_f32_range over the collapsed broadcast,
+        as apply runs it. Only for the float32 compute of this class (not a dtype-bound or legacy one)."""
+        op = _C_OPS.get(self.op_type)
+        if op is None or "compute" in self.__dict__ or type(self).compute is not BinaryF32.compute:
+            return None
+        a, b, z = ins[0], ins[1], outs[0]
+        if not all(v.__class__ is np.ndarray and v.dtype == np.float32 and v.flags.c_contiguous for v in (a, b, z)):
+            return None
+        dims, (sa, sb) = self.plan(z.shape, a.shape, b.shape)
+        if len(dims) > MAX_DIMS:
+            return None
+        pad = (0,) * (MAX_DIMS - len(dims))
+        return "binary", [0, 1, ~0], [op, len(dims), z.size, *dims, *pad, *sa, *pad, *sb, *pad], []
+
+
+#: op type -> BIN_* of _k_eltwise.pxi, for c_step
+_C_OPS = {"Add": 0, "Sub": 1, "Mul": 2, "Div": 3}
+
 
 class VariadicF32(BinaryF32):
     """Y := X0 op X1 op ... (Sum/Max/Min): folded left to right into the output, one broadcast kernel per input."""

@@ -44,6 +44,18 @@ class _Softmax(NativeOrNumpy, OpKernel):
             return
         _kernels.softmax_f32(x.reshape(-1), y.reshape(-1), outer, k, inner, self.log, ctx.num_threads)
 
+    def c_step(self, ins, outs, nthreads):
+        """The compiled run loop's entry: softmax_lastaxis_f32's rows when the axis is the last (inner == 1)."""
+        if "compute" in self.__dict__ or type(self).compute is not _Softmax.compute:
+            return None
+        x, y = ins[0], outs[0]
+        if x.dtype != np.float32 or y.dtype != np.float32 or not x.flags.c_contiguous or x.shape != y.shape:
+            return None
+        _, outer, k, inner = (x.shape,) + self._geometry(x.shape)
+        if inner != 1 or not outer * k:
+            return None
+        return "softmax", [0, ~0], [outer, k, int(bool(self.log))], []
+
     def compute_numpy(self, ctx):
         x = ctx.input(0)
         outer, k, inner = self._geometry(x.shape)

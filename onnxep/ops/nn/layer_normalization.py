@@ -88,6 +88,29 @@ class LayerNormalization_17(NumpyPath, OpKernel):
             cache[x_shape] = plan
         return plan
 
+    def c_step(self, ins, outs, nthreads):
+        """The compiled run loop's entry (backends/cpu/runloop.py): layernorm_f32's rows, for constant Scale / B
+        that are rows (not the general case compute finishes with numpy)."""
+        if "compute" in self.__dict__ or type(self).compute is not LayerNormalization_17.compute:
+            return None
+        if not ({1, 2} <= set(self.info.constants) or (1 in self.info.constants and (len(ins) < 3 or ins[2] is None))):
+            return None
+        x, y = ins[0], outs[0]
+        scale, bias = ins[1], ins[2] if len(ins) > 2 else None
+        if x.dtype != F32 or y.dtype != F32 or not x.flags.c_contiguous or x.shape != y.shape:
+            return None
+        R, C, stat_shape, s_row, b_row, general = self._plan(x.shape, scale, bias)
+        if general or R == 0 or C == 0:
+            return None
+        for v in (s_row, b_row):
+            if v is not None and (v.dtype != F32 or not v.flags.c_contiguous or v.size != C):
+                return None
+        stats = [~j if j < len(outs) and outs[j] is not None else None for j in (1, 2)]
+        for j in (1, 2):
+            if j < len(outs) and outs[j] is not None and (outs[j].dtype != F32 or outs[j].size != R):
+                return None
+        return "layernorm", [0, s_row, b_row, ~0] + stats, [R, C], [float(self.epsilon)]
+
     def compute(self, ctx):
         x, scale, bias = ctx.input(0), ctx.input(1), ctx.input(2)
         R, C, stat_shape, s_row, b_row, general = self._plan(x.shape, scale, bias)

@@ -112,3 +112,27 @@ class FusedMatMul_1(PackedWeightMixin, OpKernel):
         if self.activation == "Gelu":
             flat = Y.reshape(-1)
             _kernels.gelu_f32(flat, flat, nt)
+
+    def c_step(self, ins, outs, nthreads):
+        """The compiled run loop's entry (backends/cpu/runloop.py): the packed-B path of compute (sgemm_packed_ex
+        with the bias / residual / Relu epilogue, Gelu after), for a packed B only."""
+        bp = self.packed(1)
+        if bp is None or type(self).compute is not FusedMatMul_1.compute or "compute" in self.__dict__:
+            return None
+        A, Y = ins[0], outs[0]
+        K, N = self._b_kn
+        bias = ins[2] if len(ins) > 2 else None
+        R = ins[3] if len(ins) > 3 else None
+        if (A.dtype != F32 or Y.dtype != F32 or not A.flags.c_contiguous or A.ndim < 1 or A.shape[-1] != K
+                or Y.size != A.size // max(K, 1) * N or Y.shape != A.shape[:-1] + (N,)):
+            return None
+        if bias is not None and (bias.dtype != F32 or bias.shape != (N,) or not bias.flags.c_contiguous):
+            return None
+        if R is not None and (R.dtype != F32 or R.shape != Y.shape or not R.flags.c_contiguous):
+            return None
+        if K == 0 or Y.size == 0:
+            return None
+        rows = Y.size // N
+        relu = self.activation == "Relu"
+        args = [0, bp, 2 if bias is not None else None, 3 if R is not None else None, ~0]
+        return "gemm_packed", args, [rows, N, K, 1 if relu else 0, 1 if self.activation == "Gelu" else 0], []

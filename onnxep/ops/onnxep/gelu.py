@@ -21,3 +21,10 @@ class Gelu_1(OpKernel):
         x = ctx.input(0)
         y = ctx.output(0, x.shape, np.float32)
         _kernels.gelu_f32(x.reshape(-1), y.reshape(-1), ctx.num_threads)
+
+    def c_step(self, ins, outs, nthreads):
+        """The compiled run loop's entry: gelu_f32's loop (TF_UNARY_GELU = 1) over the flat tensor."""
+        x, y = ins[0], outs[0]
+        if x.dtype != np.float32 or y.dtype != np.float32 or not x.flags.c_contiguous or x.size != y.size:
+            return None
+        return "tf_unary", [0, ~0], [1, y.size], []

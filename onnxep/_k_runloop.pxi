@@ -1,0 +1,226 @@
+# The compiled run loop (DESIGN "The run loop"): a plan compiled for one input signature into a flat array of steps,
+# walked without the GIL. A step is a C entry (RL_* below) and its prepared arguments: value slots (indices into the
+# program's pointer table: slot 0 is always NULL), integer and float parameters and a thread count, all fixed when the
+# program is made. The pointer table is the only thing a run patches: the slots of values whose address changes from
+# run to run (feeds, outputs handed to the user, values a Python step made). Steps without a C entry stay in Python
+# (onnxep/backends/cpu/runloop.py): the loop runs the C steps between them, one `run(start, stop)` per stretch.
+# Nothing here touches a Python object below `Program.run`'s `with nogil`.
+
+from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
+from libc.stdlib cimport calloc, malloc, free
+
+cdef enum:
+    RL_SLOTS = 8            # value slots per step (inputs then outputs, per entry)
+    RL_INTS = 56            # integer parameters per step
+    RL_FLOATS = 4
+
+    RL_ALIAS = 0            # p[s1] := p[s0] + n0 bytes (a view: Reshape, Squeeze, Unsqueeze, Flatten, Identity)
+    RL_COPY = 1             # memmove(p[s1], p[s0], n0 bytes)
+    RL_BINARY = 2           # binary_f32_range: n0 op, n1 ndim, n2 total, n3.. shape, sa, sb (BCAST_MAX_DIMS each)
+    RL_UNARY = 3            # n0 op (-1 relu, else unary_f32_raw's), n1 count, f0 f1 parameters
+    RL_TF_UNARY = 4         # gelu / erf (TF_UNARY_*): n0 op, n1 count
+    RL_GEMM_PACKED = 5      # s0 A, s1 packed B, s2 bias (or NULL), s3 residual (or NULL), s4 Y; n0 M, n1 N, n2 K,
+                            # n3 act kind (ACT_*), n4 gelu after (1/0); sgemm_packed_ex as FusedMatMul runs it
+    RL_LAYERNORM = 6        # s0 x, s1 scale, s2 bias, s3 y, s4 mean, s5 inv_std; n0 R, n1 C; f0 eps
+    RL_SOFTMAX = 7          # s0 x, s1 y; n0 R, n1 K, n2 log
+    RL_NFNS = 8
+
+
+ctypedef struct RStep:
+    int fn
+    int nthreads
+    int slot[RL_SLOTS]
+    Py_ssize_t n[RL_INTS]
+    float f[RL_FLOATS]
+
+
+ctypedef void (*rl_fn)(const RStep* s, char** p) noexcept nogil
+
+
+cdef void _rl_alias(const RStep* s, char** p) noexcept nogil:
+    p[s.slot[1]] = p[s.slot[0]] + s.n[0]
+
+
+cdef void _rl_copy(const RStep* s, char** p) noexcept nogil:
+    if s.n[0] > 0 and p[s.slot[1]] != p[s.slot[0]]:
+        memcpy(p[s.slot[1]], p[s.slot[0]], s.n[0])
+
+
+cdef void _rl_binary(const RStep* s, char** p) noexcept nogil:
+    cdef BinaryJob job
+    cdef Py_ssize_t total = s.n[2], nchunks
+    if total == 0:
+        return
+    job.op, job.ndim, job.total = <int>s.n[0], <int>s.n[1], total
+    job.a, job.b, job.z = <const float*>p[s.slot[0]], <const float*>p[s.slot[1]], <float*>p[s.slot[2]]
+    job.shape, job.sa, job.sb = &s.n[3], &s.n[3 + BCAST_MAX_DIMS], &s.n[3 + 2 * BCAST_MAX_DIMS]
+    nchunks = (total + ELTWISE_CHUNK - 1) // ELTWISE_CHUNK
+    if nchunks < 2:
+        binary_f32_range(job.op, job.a, job.b, job.z, job.ndim, job.shape, job.sa, job.sb, 0, total)
+    else:
+        parallel_for(nchunks, _nthreads(s.nthreads), _binary_task, &job)
+
+
+cdef void _rl_unary(const RStep* s, char** p) noexcept nogil:
+    cdef UnaryJob job
+    cdef Py_ssize_t n = s.n[1], nchunks
+    if n == 0:
+        return
+    job.x, job.y, job.n, job.op, job.p0, job.p1 = (<const float*>p[s.slot[0]], <float*>p[s.slot[1]], n,
+                                                   <int>s.n[0], s.f[0], s.f[1])
+    nchunks = (n + ELTWISE_CHUNK - 1) // ELTWISE_CHUNK
+    parallel_for(nchunks, 1 if nchunks < 2 else _nthreads(s.nthreads), _unary_task, &job)
+
+
+cdef void _rl_tf_unary(const RStep* s, char** p) noexcept nogil:
+    cdef TfJob job
+    cdef Py_ssize_t n = s.n[1], nchunks
+    if n == 0:
+        return
+    job.x, job.y, job.n, job.op, job.kind = <const float*>p[s.slot[0]], <float*>p[s.slot[1]], n, <int>s.n[0], 0
+    nchunks = (n + ELTWISE_CHUNK - 1) // ELTWISE_CHUNK
+    parallel_for(nchunks, 1 if nchunks < 2 else _nthreads(s.nthreads), _tf_task, &job)
+
+
+cdef void _rl_gemm_packed(const RStep* s, char** p) noexcept nogil:
+    cdef Py_ssize_t M = s.n[0], N = s.n[1], K = s.n[2]
+    cdef Act act
+    cdef float* work = NULL
+    cdef int nth
+    cdef float* y = <float*>p[s.slot[4]]
+    cdef TfJob job
+    cdef Py_ssize_t n, nchunks
+    act.kind, act.a, act.b = <int>s.n[3], 0.0, 0.0
+    if M == 0 or N == 0:
+        return
+    nth = sgemm_threads(M, N, K, s.nthreads)
+    if K > 0:
+        work = <float*>malloc(sgemm_work_len(nth) * sizeof(float))
+        if work == NULL:        # (no way to raise here: the Python step checks the workspace fits at compile time)
+            return
+    sgemm_packed_ex(M, N, K, 1.0, <const float*>p[s.slot[0]] if K else NULL, K, 1, NULL,
+                    <const float*>p[s.slot[1]] if K else NULL, 0.0, y, N, 1, <const float*>p[s.slot[2]], NULL,
+                    <const float*>p[s.slot[3]], &act, work, nth)
+    free(work)
+    if s.n[4]:
+        n = M * N
+        job.x, job.y, job.n, job.op, job.kind = y, y, n, TF_UNARY_GELU, 0
+        nchunks = (n + ELTWISE_CHUNK - 1) // ELTWISE_CHUNK
+        parallel_for(nchunks, 1 if nchunks < 2 else _nthreads(s.nthreads), _tf_task, &job)
+
+
+cdef void _rl_layernorm(const RStep* s, char** p) noexcept nogil:
+    cdef TfJob job
+    cdef Py_ssize_t R = s.n[0], C = s.n[1]
+    if R == 0 or C == 0:
+        return
+    job.x, job.y, job.n, job.ps, job.pb, job.eps, job.kind = (<const float*>p[s.slot[0]], <float*>p[s.slot[3]], C,
+                                                             <const float*>p[s.slot[1]], <const float*>p[s.slot[2]],
+                                                             s.f[0], 1)
+    job.pm, job.pi = <float*>p[s.slot[4]], <float*>p[s.slot[5]]
+    parallel_for(R, 1 if R * C < NORM_PAR_WORK else _nthreads(s.nthreads), _tf_task, &job)
+
+
+cdef void _rl_softmax(const RStep* s, char** p) noexcept nogil:
+    cdef TfJob job
+    cdef Py_ssize_t R = s.n[0], K = s.n[1]
+    if R == 0 or K == 0:
+        return
+    job.x, job.y, job.n, job.log, job.kind = <const float*>p[s.slot[0]], <float*>p[s.slot[1]], K, <bint>s.n[2], 2
+    parallel_for(R, 1 if R * K < NORM_PAR_WORK else _nthreads(s.nthreads), _tf_task, &job)
+
+
+cdef rl_fn _RL_FNS[RL_NFNS]
+_RL_FNS[RL_ALIAS] = _rl_alias
+_RL_FNS[RL_COPY] = _rl_copy
+_RL_FNS[RL_BINARY] = _rl_binary
+_RL_FNS[RL_UNARY] = _rl_unary
+_RL_FNS[RL_TF_UNARY] = _rl_tf_unary
+_RL_FNS[RL_GEMM_PACKED] = _rl_gemm_packed
+_RL_FNS[RL_LAYERNORM] = _rl_layernorm
+_RL_FNS[RL_SOFTMAX] = _rl_softmax
+
+#: the entries' ids, for the kernels' c_step (onnxep/backends/cpu/runloop.py)
+RUNLOOP_FNS = {"alias": RL_ALIAS, "copy": RL_COPY, "binary": RL_BINARY, "unary": RL_UNARY, "tf_unary": RL_TF_UNARY,
+               "gemm_packed": RL_GEMM_PACKED, "layernorm": RL_LAYERNORM, "softmax": RL_SOFTMAX}
+RUNLOOP_LIMITS = {"slots": RL_SLOTS, "ints": RL_INTS, "floats": RL_FLOATS, "bcast_dims": BCAST_MAX_DIMS}
+
+
+cdef inline char* _rl_address(object obj) except? NULL:
+    cdef Py_buffer view
+    cdef char* addr
+    PyObject_GetBuffer(obj, &view, PyBUF_SIMPLE)
+    addr = <char*>view.buf
+    PyBuffer_Release(&view)
+    return addr
+
+
+cdef class Program:
+    """A compiled plan's steps and pointer table (see the top of this file). `keep` holds the objects whose memory
+    the fixed slots point into, for the program's lifetime."""
+
+    cdef RStep* steps
+    cdef char** ptrs
+    cdef readonly int nsteps, nslots
+    cdef public object keep
+
+    def __cinit__(self, int nsteps, int nslots):
+        if nsteps < 0 or nslots < 1:
+            raise ValueError(f"Program: {nsteps} steps, {nslots} slots")
+        self.steps = <RStep*>calloc(max(nsteps, 1), sizeof(RStep))
+        self.ptrs = <char**>calloc(nslots, sizeof(char*))
+        if self.steps == NULL or self.ptrs == NULL:
+            raise MemoryError("Program: cannot allocate the step array")
+        self.nsteps, self.nslots = nsteps, nslots
+        self.keep = []
+
+    def __dealloc__(self):
+        free(self.steps)
+        free(self.ptrs)
+
+    def set_step(self, int i, int fn, slots, ints, floats, int nthreads):
+        cdef RStep* s
+        cdef int k
+        if not 0 <= i < self.nsteps or not 0 <= fn < RL_NFNS:
+            raise ValueError(f"Program.set_step: step {i} of {self.nsteps}, entry {fn}")
+        if len(slots) > RL_SLOTS or len(ints) > RL_INTS or len(floats) > RL_FLOATS:
+            raise ValueError(f"Program.set_step: {len(slots)} slots, {len(ints)} ints, {len(floats)} floats")
+        s = &self.steps[i]
+        memset(s, 0, sizeof(RStep))
+        s.fn, s.nthreads = fn, nthreads
+        for k in range(len(slots)):
+            if not 0 <= slots[k] < self.nslots:
+                raise ValueError(f"Program.set_step: slot {slots[k]} of {self.nslots}")
+            s.slot[k] = slots[k]
+        for k in range(len(ints)):
+            s.n[k] = ints[k]
+        for k in range(len(floats)):
+            s.f[k] = floats[k]
+
+    def set_ptr(self, int slot, obj):
+        """Point `slot` at the first byte of `obj` (a C-contiguous buffer; None: NULL)."""
+        if not 0 < slot < self.nslots:
+            raise ValueError(f"Program.set_ptr: slot {slot} of {self.nslots} (slot 0 stays NULL)")
+        self.ptrs[slot] = NULL if obj is None else _rl_address(obj)
+
+    def set_ptrs(self, slots, objs):
+        """set_ptr for each pair (the per-run patch)."""
+        cdef int slot
+        for slot, obj in zip(slots, objs):
+            if not 0 < slot < self.nslots:
+                raise ValueError(f"Program.set_ptrs: slot {slot} of {self.nslots}")
+            self.ptrs[slot] = _rl_address(obj)
+
+    def address(self, int slot):
+        if not 0 <= slot < self.nslots:
+            raise ValueError(f"Program.address: slot {slot} of {self.nslots}")
+        return <size_t>self.ptrs[slot]
+
+    def run(self, int start, int stop):
+        """Run steps start .. stop - 1 without the GIL."""
+        cdef int i
+        if not 0 <= start <= stop <= self.nsteps:
+            raise ValueError(f"Program.run: steps {start}..{stop} of {self.nsteps}")
+        with nogil:
+            for i in range(start, stop):
+                _RL_FNS[self.steps[i].fn](&self.steps[i], self.ptrs)

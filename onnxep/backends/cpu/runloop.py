@@ -1,0 +1,330 @@
+"""The compiled run loop of cpu plans (DESIGN "The run loop"; the native half is onnxep/_k_runloop.pxi).
+
+A planned run (graph/planner.py) gives every tensor of an input signature the same arena array on every run in the
+same arena buffer (ArenaRun.cached). The first such run of a plan in a buffer is *captured*: the Python loop runs as
+always and records, per step, the arena's request counter before and after the step and the arrays it read and made.
+The plan is then compiled for that signature and buffer into a `_kernels.Program`:
+
+- a kernel exposing a C entry (`c_step(ins, outs, nthreads)`, returning (entry name, argument spec, ints, floats):
+  the argument spec lists input indices i >= 0, output indices as ~j, None for NULL, or a fixed buffer such as a
+  packed weight) becomes a C step; a view op (Reshape, Squeeze, Unsqueeze, Flatten, Identity) whose output starts at
+  its input's first byte becomes an alias step (pointer arithmetic, no work);
+- every other step (user kernels, the reference boundary, data-dependent shapes, control flow, ops not ported, a step
+  writing into a Concat's slot) stays a Python step: `Kernel.compute(ctx)` as before, the arena's counter set to what
+  the capture saw so its allocations get the same arrays;
+- the values get slots in the program's pointer table: constants and arena arrays are fixed when the program is made;
+  feeds, outputs that leave the arena (what the user gets) and values a Python step makes are patched per run.
+
+A compiled run walks the segments: each stretch of C steps is one `Program.run(start, stop)` without the GIL, each
+Python step a compute(ctx) followed by a check that its outputs have the captured shapes and dtypes (and small integer
+outputs the captured values: they may be shapes). When a check fails, the rest of the run goes through the Python
+loop (always correct) and the program is dropped; the next planned run captures again.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from onnxep import _kernels
+
+FNS = _kernels.RUNLOOP_FNS
+LIMITS = _kernels.RUNLOOP_LIMITS
+
+#: op types whose kernel publishes a view of input 0 (set_output): an alias step when the view starts at its input
+VIEW_OPS = frozenset({("", "Reshape"), ("", "Squeeze"), ("", "Unsqueeze"), ("", "Flatten"), ("", "Identity")})
+
+#: integer outputs of Python steps up to this many elements are checked by value (they may be shapes)
+SMALL_INTS = 64
+
+#: outputs leaving the arena up to this many bytes are allocated with numpy.empty in a compiled run (default allocator)
+SMALL_EXTERNAL = 1 << 16
+
+#: programs kept per arena buffer and memory plan (one per cpu plan of the session)
+MAX_PROGRAMS = 64
+
+
+def _addr(a) -> int:
+    return a.__array_interface__["data"][0]
+
+
+class StepCapture:
+    """What the capture run saw of one step: arena request counter before / after, input and output arrays."""
+
+    __slots__ = ("k0", "k1", "ins", "outs", "small")
+
+    def __init__(self, k0, k1, ins, outs):
+        self.k0, self.k1, self.ins, self.outs = k0, k1, ins, outs
+        # small integer outputs' values now: the arena reuses their memory later in the run
+        self.small = [v.tobytes() if v.__class__ is np.ndarray and v.dtype.kind in "iub" and v.size <= SMALL_INTS
+                      else None for v in outs]
+
+
+class Compiled:
+    """One plan compiled for one signature in one arena buffer."""
+
+    __slots__ = ("prog", "k0", "k1", "segments", "env0", "env_all", "feeds", "feed_slots", "externals",
+                 "n_c", "n_py", "steps_of", "inputs")
+
+    def run(self, plan, run, values, run_ctx, nthreads, wrap):
+        """Run the plan; False (nothing done) when the arena is not where the capture was."""
+        arena = run_ctx.arena
+        if arena.k != self.k0 or arena.diverged:
+            return False
+        prog = self.prog
+        env = self.env0.copy()
+        for name in self.inputs:
+            env[name] = values[name]
+        if self.feeds:
+            prog.set_ptrs(self.feed_slots, [values[name] for name in self.feeds])
+        alloc = run_ctx.alloc
+        if self.externals:
+            # outputs that leave the arena (what the user gets): small ones straight from numpy with the default
+            # allocator (their size was checked when the capture allocated them), the rest through the run's
+            # allocator at the request index the capture saw
+            small = run_ctx.stream.uses_default_allocator
+            for slot, name, k, shape, dtype, nbytes in self.externals:
+                if small and nbytes <= SMALL_EXTERNAL:
+                    a = env[name] = np.empty(shape, dtype)
+                else:
+                    arena.k = k
+                    a = env[name] = alloc(shape, dtype)
+                prog.set_ptr(slot, a)
+        ctx = None
+        for seg in self.segments:
+            if seg[0]:
+                _, start, stop, views = seg
+                prog.run(start, stop)
+                for name, src, shape in views:
+                    env[name] = env[src].reshape(shape)
+                continue
+            _, i, k0, expect, patch = seg
+            compute, ins, outs, packed, frees, name, op, slot = run[i]
+            if ctx is None:
+                from onnxep.contracts.kernel import KernelContext
+                ctx = KernelContext(env, (), (), alloc, nthreads)
+                ctx.run = run_ctx
+            if run_ctx.stop:
+                from onnxep.errors import Fail
+                from onnxep.graph.executor import TERMINATED
+                raise Fail(TERMINATED)
+            arena.k = k0
+            ctx.ins, ctx.outs, ctx.packed, ctx.node, ctx.slot = ins, outs, packed, name, slot
+            wrap(compute, ctx, op, name)
+            for o, shape, dtype, small in expect:
+                v = env.get(o)
+                if v is None or v.__class__ is not np.ndarray or v.shape != shape or v.dtype != dtype or (
+                        small is not None and v.tobytes() != small):
+                    # the step made something else than the capture saw: the rest of the run in Python
+                    for x, a in self.env_all.items():
+                        env.setdefault(x, a)
+                    for x in plan.inputs:
+                        env.setdefault(x, values[x])
+                    return ("resume", i + 1, env, ctx)
+            for o, s in patch:
+                prog.set_ptr(s, env[o])
+        arena.k = self.k1
+        for name in plan.outputs:
+            values[name] = env[name]
+        return True
+
+
+def _c_spec(kernel, op_key, cap, nthreads):
+    """(entry, arg spec, ints, floats, fresh outputs) of a step that can run in C, else None."""
+    outs = cap.outs
+    if op_key in VIEW_OPS:
+        x = cap.ins[0] if cap.ins else None
+        y = outs[0] if len(outs) == 1 else None
+        if (x.__class__ is np.ndarray and y.__class__ is np.ndarray and x.dtype != object and y.size
+                and y.flags.c_contiguous and x.nbytes == y.nbytes and _addr(x) == _addr(y) and cap.k1 == cap.k0):
+            return ("alias", [0, ~0], [0], [], ())
+        return None
+    c_step = getattr(kernel, "c_step", None)
+    if c_step is None:
+        return None
+    spec = c_step(cap.ins, outs, nthreads)
+    if spec is None:
+        return None
+    entry, args, ints, floats = spec
+    fresh = tuple(j for j, v in enumerate(outs) if v is not None)
+    if cap.k1 - cap.k0 != len(fresh):
+        return None
+    return entry, args, ints, floats, fresh
+
+
+def compile_plan(plan, run, caps, k0, k1, arena, nthreads):
+    """A Compiled for the plan from its capture (`caps`, one StepCapture per step), or None when no step runs in C."""
+    views = arena.views
+    consts = plan.constants
+    plan_inputs = set(plan.inputs)
+    # per step: None (Python) or the C spec
+    specs = []
+    for i, (compute, ins, outs, packed, frees, name, op, slot) in enumerate(run):
+        kernel = compute.__self__
+        info = getattr(kernel, "info", None)
+        spec = None
+        if slot is None and info is not None and i not in plan.slots and not any(
+                o in _slot_targets(plan) for o in outs if o):
+            try:
+                spec = _c_spec(kernel, (info.domain, info.op_type), caps[i], nthreads)
+            except Exception:       # a c_step that cannot describe this case: the step stays in Python
+                spec = None
+        if spec is not None and len(spec[1]) > LIMITS["slots"]:
+            spec = None
+        specs.append(spec)
+    n_c = sum(s is not None for s in specs)
+    if n_c == 0:
+        return None
+    slots = {}           # value name -> slot
+    fixed = {}           # value name -> array whose address is fixed (constants, arena arrays, views of them)
+    per_run = set()      # value names whose address changes per run
+    externals = []       # (slot, name, request index, shape, dtype): C outputs outside the arena
+    keep = []
+    fixed_objs = []      # (slot, object)
+    nslots = [1]
+
+    def new_slot():
+        s = nslots[0]
+        nslots[0] += 1
+        return s
+
+    def slot_of(x):
+        s = slots.get(x)
+        if s is None:
+            s = slots[x] = new_slot()
+        return s
+
+    producer = {}
+    for i, s in enumerate(run):
+        for o in s[2]:
+            if o:
+                producer[o] = i
+    py_reads = set()
+    for i, s in enumerate(run):
+        if specs[i] is None:
+            py_reads.update(x for x in s[1] if x)
+    steps = []           # (step index, entry id, slots, ints, floats)
+    materialize = {}     # step index -> (name, src, shape)
+    for i, (compute, ins, outs, packed, frees, name, op, slot) in enumerate(run):
+        cap = caps[i]
+        spec = specs[i]
+        if spec is None:
+            for o, v in zip(outs, cap.outs):
+                if o:
+                    per_run.add(o)
+            continue
+        entry, args, ints, floats, fresh = spec
+        arg_slots = []
+        for a in args:
+            if a is None:
+                arg_slots.append(0)
+            elif isinstance(a, int) and a >= 0:
+                x = ins[a]
+                if not x:
+                    arg_slots.append(0)
+                    continue
+                if x not in slots:
+                    v = cap.ins[a]
+                    if x in consts or (x not in plan_inputs and x not in producer):
+                        fixed[x] = v
+                        fixed_objs.append((slot_of(x), v))
+                    elif x in plan_inputs:
+                        per_run.add(x)
+                        slot_of(x)
+                    else:
+                        slot_of(x)
+                arg_slots.append(slots[x])
+            elif isinstance(a, int):
+                j = ~a
+                o = outs[j]
+                s = slot_of(o) if o else new_slot()
+                arg_slots.append(s)
+                if entry == "alias":
+                    src = ins[0]
+                    if src in fixed:
+                        fixed[o] = cap.outs[0]
+                    else:
+                        per_run.add(o)
+                        materialize.setdefault(i, []).append((o, src, cap.outs[0].shape))
+                    continue
+                v = cap.outs[j]
+                k = cap.k0 + fresh.index(j)
+                e = views[k] if views is not None and k < len(views) else None
+                if e is not None and e[2] is v:
+                    fixed[o] = v
+                    fixed_objs.append((s, v))
+                else:
+                    per_run.add(o)
+                    externals.append((s, o, k, v.shape, v.dtype, v.nbytes))
+            else:
+                s = new_slot()
+                fixed_objs.append((s, a))
+                keep.append(a)
+                arg_slots.append(s)
+        steps.append((i, FNS[entry], arg_slots, ints, floats))
+    prog = _kernels.Program(len(steps), nslots[0])
+    for s, obj in fixed_objs:
+        prog.set_ptr(s, obj)
+    prog.keep = keep
+    index = {}
+    for n, (i, fn, arg_slots, ints, floats) in enumerate(steps):
+        prog.set_step(n, fn, arg_slots, ints, floats, nthreads)
+        index[i] = n
+    # segments
+    segments = []
+    i = 0
+    n_steps = len(run)
+    while i < n_steps:
+        if specs[i] is not None:
+            j = i
+            views_after = []
+            while j < n_steps and specs[j] is not None:
+                views_after.extend(materialize.get(j, ()))
+                j += 1
+            segments.append((True, index[i], index[j - 1] + 1, tuple(views_after)))
+            i = j
+            continue
+        cap = caps[i]
+        outs = run[i][2]
+        expect = []
+        patch = []
+        for o, v, small in zip(outs, cap.outs, cap.small):
+            if not o:
+                continue
+            if v.__class__ is np.ndarray:
+                expect.append((o, v.shape, v.dtype, small))
+                if o in slots:
+                    patch.append((o, slots[o]))
+            elif o in slots:      # a C step reads a non-array: cannot happen (c_step takes arrays only)
+                return None
+        segments.append((False, i, cap.k0, tuple(expect), tuple(patch)))
+        i += 1
+    c = Compiled()
+    c.prog = prog
+    c.k0, c.k1 = k0, k1
+    c.segments = tuple(segments)
+    need = set(py_reads) | set(plan.outputs)
+    env0 = {x: v for x, v in consts.items() if x in need}
+    env_all = dict(consts)
+    for x, v in fixed.items():
+        env_all[x] = v
+        if x in need:
+            env0[x] = v
+    c.env0 = env0
+    c.env_all = env_all
+    feeds = [x for x in plan.inputs if x in slots]
+    c.feeds = tuple(feeds)
+    c.inputs = tuple(x for x in plan.inputs if x in need or x in slots)
+    c.feed_slots = tuple(slots[x] for x in feeds)
+    c.externals = tuple(externals)
+    c.n_c, c.n_py = n_c, n_steps - n_c
+    return c
+
+
+def _slot_targets(plan):
+    t = plan.__dict__.get("_slot_targets") if hasattr(plan, "__dict__") else None
+    if t is None:
+        t = frozenset(v[0] for v in plan.slots.values())
+        try:
+            plan._slot_targets = t
+        except AttributeError:
+            pass
+    return t

@@ -1,0 +1,178 @@
+"""The compiled run loop (onnxep/backends/cpu/runloop.py, onnxep/_k_runloop.pxi).
+
+Oracles: the session's own Python run loop (its first run records the memory plan and runs in Python; compiled runs
+of the same kernels must give the same bits), the same model with ONNXEP_COMPILED_RUNS-equivalent switched off
+(device.COMPILED_RUNS), and onnxruntime (tests._util.run_ort) for closeness.
+"""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+from onnx import helper
+
+import onnxep
+from onnxep.backends.cpu import device
+from onnxep.backends.cpu.runloop import Compiled
+from tests._util import assert_outputs_match, fallback_options, make_model, run_ort
+
+
+def _programs(sess):
+    """Every Compiled program the session's arena pool holds."""
+    out = []
+    for per_plan in sess._executor.memory._pool._views.values():
+        for views in per_plan.values():
+            out.extend(p for p in getattr(views, "programs", {}).values() if isinstance(p, Compiled))
+    return out
+
+
+def _transformer_block():
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 8, 16)).astype(np.float32)
+    inits = {
+        "W": (rng.standard_normal((16, 16)) * 0.3).astype(np.float32),
+        "b": rng.standard_normal(16).astype(np.float32),
+        "s2": np.float32(np.sqrt(2.0)).reshape(()),
+        "one": np.float32(1.0).reshape(()),
+        "half": np.float32(0.5).reshape(()),
+        "g": rng.standard_normal(16).astype(np.float32),
+        "beta": rng.standard_normal(16).astype(np.float32),
+        "shape": np.array([2, 128], np.int64),
+        "col": rng.standard_normal((8, 1)).astype(np.float32),
+    }
+    nodes = [
+        helper.make_node("MatMul", ["x", "W"], ["mm"]),
+        helper.make_node("Add", ["mm", "b"], ["h"]),
+        helper.make_node("Div", ["h", "s2"], ["d"]),
+        helper.make_node("Erf", ["d"], ["e"]),
+        helper.make_node("Add", ["e", "one"], ["e1"]),
+        helper.make_node("Mul", ["h", "e1"], ["he"]),
+        helper.make_node("Mul", ["he", "half"], ["gelu"]),
+        helper.make_node("Add", ["gelu", "x"], ["res"]),
+        helper.make_node("LayerNormalization", ["res", "g", "beta"], ["ln"], axis=-1, epsilon=1e-5),
+        helper.make_node("Sub", ["ln", "col"], ["sub"]),          # broadcast [2,8,16] - [8,1]
+        helper.make_node("Reshape", ["sub", "shape"], ["flat"]),
+        helper.make_node("Softmax", ["flat"], ["sm"], axis=-1),
+        helper.make_node("Transpose", ["sm"], ["t"], perm=[1, 0]),  # a step that stays in Python
+        helper.make_node("Mul", ["t", "t"], ["y"]),
+        helper.make_node("Reshape", ["x", "shape"], ["xr"]),      # a view of the feed (patched per run)
+        helper.make_node("Div", ["xr", "half"], ["y2"]),
+    ]
+    return make_model(nodes, {"x": x}, ["y", "y2", "ln"], initializers=inits), x
+
+
+def _runs(sess, feeds_list):
+    return [sess.run(None, f) for f in feeds_list]
+
+
+def test_compiled_runs_match_the_python_loop_bit_for_bit():
+    model, x = _transformer_block()
+    rng = np.random.default_rng(1)
+    feeds = [{"x": x}] + [{"x": rng.standard_normal(x.shape).astype(np.float32)} for _ in range(4)]
+    so = onnxep.SessionOptions()
+    so.intra_op_num_threads = 1
+    sess = onnxep.InferenceSession(model.SerializeToString(), so)
+    got = _runs(sess, feeds + feeds)
+    progs = _programs(sess)
+    assert progs and progs[0].n_c >= 5 and progs[0].n_py >= 1, [(p.n_c, p.n_py) for p in progs]
+    device.COMPILED_RUNS = False
+    try:
+        ref = onnxep.InferenceSession(model.SerializeToString(), so)
+        want = _runs(ref, feeds + feeds)
+        assert not _programs(ref)
+    finally:
+        device.COMPILED_RUNS = True
+    for g, w in zip(got, want):
+        for a, b in zip(g, w):
+            assert a.dtype == b.dtype and a.shape == b.shape
+            np.testing.assert_array_equal(a, b)
+    for f, g in zip(feeds, got[:len(feeds)]):
+        assert_outputs_match(g, run_ort(model, f), rtol=1e-4, atol=1e-5)
+
+
+def test_outputs_are_fresh_arrays_each_run():
+    model, x = _transformer_block()
+    sess = onnxep.InferenceSession(model.SerializeToString())
+    outs = [sess.run(None, {"x": x}) for _ in range(4)]
+    assert _programs(sess)
+    a, b = outs[2], outs[3]
+    for u, v in zip(a, b):
+        assert not np.shares_memory(u, v)
+        np.testing.assert_array_equal(u, v)
+    a[0][...] = 7.0       # the user owns what run returns: writing it changes nothing of the next run
+    np.testing.assert_array_equal(sess.run(None, {"x": x})[0], b[0])
+
+
+def test_a_plan_mixing_fallback_and_python_steps():
+    """A reference-backend node (Neg, forced) splits the cpu plans; both sides compile, results equal the oracle."""
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((4, 8)).astype(np.float32)
+    c = rng.standard_normal(8).astype(np.float32)
+    nodes = [helper.make_node("Add", ["x", "c"], ["a"]), helper.make_node("Mul", ["a", "a"], ["m"]),
+             helper.make_node("Neg", ["m"], ["n"]), helper.make_node("Sub", ["n", "c"], ["s"]),
+             helper.make_node("Div", ["s", "c"], ["y"])]
+    model = make_model(nodes, {"x": x}, ["y"], initializers={"c": c})
+    sess = onnxep.InferenceSession(model.SerializeToString(), fallback_options("Neg"))
+    for i in range(5):
+        xi = (x + i).astype(np.float32)
+        assert_outputs_match(sess.run(None, {"x": xi}), run_ort(model, {"x": xi}))
+    assert len(_programs(sess)) == 2
+
+
+def test_data_dependent_shapes_leave_the_compiled_path():
+    """NonZero's output size depends on values, not on the signature: a compiled run whose Python step makes another
+    shape finishes in Python (and the next runs capture again); every result matches onnxruntime."""
+    nodes = [helper.make_node("Greater", ["x", "zero"], ["p"]), helper.make_node("NonZero", ["p"], ["nz"]),
+             helper.make_node("Cast", ["nz"], ["f"], to=1), helper.make_node("Add", ["f", "one"], ["g"]),
+             helper.make_node("Mul", ["g", "g"], ["y"])]
+    rng = np.random.default_rng(3)
+    x0 = rng.standard_normal(16).astype(np.float32)
+    model = make_model(nodes, {"x": x0}, ["y"], initializers={"zero": np.float32(0).reshape(()),
+                                                            "one": np.float32(1).reshape(())})
+    sess = onnxep.InferenceSession(model.SerializeToString())
+    for i in range(12):
+        xi = x0 if i < 4 else rng.standard_normal(16).astype(np.float32)
+        assert_outputs_match(sess.run(None, {"x": xi}), run_ort(model, {"x": xi}))
+
+
+def test_two_threads_each_get_their_own_program():
+    model, x = _transformer_block()
+    sess = onnxep.InferenceSession(model.SerializeToString())
+    rng = np.random.default_rng(4)
+    feeds = [rng.standard_normal(x.shape).astype(np.float32) for _ in range(6)]
+    want = [sess.run(None, {"x": f}) for f in feeds]
+    errors = []
+
+    def work(k):
+        try:
+            for r in range(40):
+                j = (r + k) % len(feeds)
+                got = sess.run(None, {"x": feeds[j]})
+                for a, b in zip(got, want[j]):
+                    np.testing.assert_array_equal(a, b)
+        except Exception as e:      # pragma: no cover - reported below
+            errors.append(e)
+
+    ts = [threading.Thread(target=work, args=(k,)) for k in range(2)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert not errors, errors[0]
+
+
+@pytest.mark.parametrize("shape_b", [(16,), (1, 16), (3, 1), (3, 16), ()])
+def test_binary_broadcasts(shape_b):
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((3, 16)).astype(np.float32)
+    b = rng.standard_normal(shape_b).astype(np.float32) + 2.0
+    nodes = [helper.make_node(op, ["a", "b"], [f"o{op}"]) for op in ("Add", "Sub", "Mul", "Div")]
+    model = make_model(nodes, {"a": a}, ["oAdd", "oSub", "oMul", "oDiv"], initializers={"b": b})
+    sess = onnxep.InferenceSession(model.SerializeToString())
+    for _ in range(4):
+        got = sess.run(None, {"a": a})
+    assert _programs(sess)
+    want = [a + b, a - b, a * b, a / b]
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w.astype(np.float32))
