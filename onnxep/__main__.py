@@ -43,6 +43,8 @@ def main(argv=None) -> int:
     f.add_argument("--warmup", type=int, default=3, help="runs left out of the tables (default 3)")
     f.add_argument("--dim", action="append", metavar="NAME=VALUE",
                    help="value of a symbolic input dim (repeatable; default 1)")
+    f.add_argument("--inputs", metavar="NPZ", help="inputs from an .npz (arrays by input name, or 'input:<name>' as "
+                                                 "bench/zoo stores them) instead of random ones")
     f.add_argument("--no-ort", action="store_true", help="profile onnxep only")
     f.add_argument("--top", type=int, default=10, help="how many of onnxep's kernels to list (default 10)")
     f.add_argument("--json", metavar="OUT", help="also write the tables to OUT as JSON")

@@ -466,13 +466,21 @@ def _run_profiled(sess, feeds, warmup, runs) -> str:
     return sess.end_profiling()
 
 
+def load_feeds(path) -> dict:
+    """Inputs from an .npz: its arrays by name; keys "input:<name>" (bench/zoo's files) give <name>."""
+    with np.load(path) as data:
+        return {(k.split(":", 1)[1] if k.startswith("input:") else k): data[k] for k in data.files
+                if k.startswith("input:") or ":" not in k}
+
+
 def profile(model, threads=0, runs=10, warmup=3, dims=None, use_ort=True, top=10, trace_dir=None,
-            config=None) -> dict:
+            config=None, feeds=None) -> dict:
     """Profile `model` (path, light model name or ModelProto) with onnxep and, if `use_ort` and importable,
     onnxruntime; returns the report (see the module docstring): {"model", "inputs", "threads", "runs", "warmup",
     "onnxep": summary, "onnxruntime": summary or None, "ort_version", "fallback_nodes", "traces"}. `trace_dir` keeps
     the raw traces (and onnxruntime's optimized model) there; else they go to a temporary directory, removed after.
-    `config`: onnxep session config entries (e.g. {"onnxep.fallback_op_types": "Softmax"})."""
+    `config`: onnxep session config entries (e.g. {"onnxep.fallback_op_types": "Softmax"}). `feeds`: the inputs (else
+    random ones, make_feeds)."""
     import onnxep
 
     label = model if isinstance(model, str) else getattr(getattr(model, "graph", None), "name", "model")
@@ -498,7 +506,8 @@ def profile(model, threads=0, runs=10, warmup=3, dims=None, use_ort=True, top=10
         for k, v in (config or {}).items():
             so.add_session_config_entry(k, str(v))
         sess = onnxep.InferenceSession(data, so)
-        feeds = make_feeds(sess, dims)
+        if feeds is None:
+            feeds = make_feeds(sess, dims)
         fallback = sum(1 for b in sess.node_assignment.values() if b != "cpu")
         fallback_ops = dict(collections.Counter(
             op for n, op, _ in (x for nodes in sess._executor.plan_nodes for x in nodes)
@@ -645,7 +654,7 @@ def main(args) -> int:
 
     r = profile(args.model, threads=args.threads, runs=args.runs, warmup=args.warmup,
                 dims=pairs(args.dim, "--dim", int), use_ort=not args.no_ort, top=args.top, trace_dir=args.trace_dir,
-                config=pairs(args.config, "--config", str))
+                config=pairs(args.config, "--config", str), feeds=load_feeds(args.inputs) if args.inputs else None)
     print_report(r)
     if args.json:
         with open(args.json, "w") as f:
