@@ -9,7 +9,8 @@ against the tolerance in the index.
 
     python bench/zoo/check.py                       # the default cache, ~/.cache/onnxep/zoo
     python bench/zoo/check.py --dir /tmp/zoo --only bert gpt2_past
-    python bench/zoo/check.py --repeat 20           # also median run time of onnxep and onnxruntime, and the ratio
+    python bench/zoo/check.py --repeat 20           # also median run time of onnxep and onnxruntime (alternating
+                                                    # rounds of 5 after 3 warm-up runs each), and the ratio
     python bench/zoo/check.py --json results.json
 
 Prints one markdown table (model, exporter, nodes, fallback-off ok?, ops missing natively, rel err, verdict) and the
@@ -71,14 +72,22 @@ def reference_ops(sess) -> Counter:
     return ops
 
 
-def _median_ms(fn, repeat):
-    fn()
-    ts = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t)
-    return 1e3 * float(np.median(ts))
+def _alternating_ms(fns, repeat, block=5, warmup=3, pause=0.05):
+    """Median ms per run of each function, timed in alternating rounds of `block` runs (one function's round, a pause
+    for the other library's spinning threads to settle, the next one's round, ...) after `warmup` runs of each, so a
+    slow or fast phase of the machine falls on all of them alike."""
+    for fn in fns:
+        for _ in range(warmup):
+            fn()
+    ts = [[] for _ in fns]
+    while len(ts[0]) < repeat:
+        for fn, t in zip(fns, ts):
+            time.sleep(pause)
+            for _ in range(min(block, repeat - len(t))):
+                t0 = time.perf_counter()
+                fn()
+                t.append(time.perf_counter() - t0)
+    return [1e3 * float(np.median(t)) for t in ts]
 
 
 def check_model(folder: Path, entry: dict, repeat: int = 0, threads: int = 0) -> dict:
@@ -129,8 +138,8 @@ def check_model(folder: Path, entry: dict, repeat: int = 0, threads: int = 0) ->
         if threads:
             so.intra_op_num_threads = threads
         ref = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
-        res["ort_ms"] = _median_ms(lambda: ref.run(None, feeds), repeat)
-        res["onnxep_ms"] = _median_ms(lambda: sess.run(None, feeds), repeat)
+        res["ort_ms"], res["onnxep_ms"] = _alternating_ms((lambda: ref.run(None, feeds),
+                                                           lambda: sess.run(None, feeds)), repeat)
     return res
 
 
@@ -233,6 +242,12 @@ def main(argv=None):
     print(table(results, skipped, bool(args.repeat)))
     print(f"\n{native}/{len(results)} run with the fallback off; {good}/{len(results)} within tolerance; "
           f"{len(skipped)} not exported; {time.perf_counter() - t0:.0f}s\n")
+    ratios = [r["onnxep_ms"] / r["ort_ms"] for r in results if r.get("onnxep_ms") and r.get("ort_ms")]
+    if ratios:
+        geo = float(np.exp(np.mean(np.log(ratios))))
+        print(f"onnxep / onnxruntime time ({args.threads or 'default'} thread(s)): geometric mean {geo:.2f} over "
+              f"{len(ratios)} models, {min(ratios):.2f} to {max(ratios):.2f}, {sum(x <= 1.0 for x in ratios)} at or "
+              f"under 1.0\n")
     print("Op types missing natively (models that need each, nodes in all):\n")
     print(union(results))
     if args.json:
