@@ -1,6 +1,8 @@
 """RMSNormalization (opset 23): y := x / sqrt(mean(x^2 over the dims from `axis` on) + epsilon) * scale (scale
 unidirectionally broadcast to x). Stage one in float32 (stash_type 1; float64 input keeps float64), cast back to x's
 type, then the scale product. X and scale of one type (the spec's Mul needs it)."""
+import math
+
 import numpy as np
 
 from onnxep.ops._base import OpKernel
@@ -29,6 +31,9 @@ class RMSNormalization_23(OpKernel):
         y = ctx.output(0, x.shape, x.dtype)
         if y.size == 0:
             return
+        if x.dtype == np.float32 and scale.dtype == np.float32 and x.flags.c_contiguous:
+            _rms_f32(x, scale, y, axis, self.epsilon)
+            return
         acc = acc_dtype(x.dtype)
         axes = tuple(range(axis, x.ndim))
         ms = np.mean(np.square(x, dtype=acc), axis=axes, keepdims=True)
@@ -36,3 +41,20 @@ class RMSNormalization_23(OpKernel):
         np.sqrt(ms, out=ms)
         np.divide(x, ms, out=y, casting="same_kind")
         np.multiply(y, scale, out=y)
+
+
+_rowdot = getattr(np, "vecdot", None)      # numpy >= 2.0: the per-row dot product in one call
+
+
+def _rms_f32(x, scale, y, axis, epsilon):
+    """The float32 path: rows (R, C) of the C elements from `axis` on; per row the sum of squares in one call, then
+    y := x / sqrt(ms + epsilon) (one broadcast division) * scale (in place). Small tensors are common (a decoder
+    step): few calls, no temporaries beyond the R row statistics."""
+    c = math.prod(x.shape[axis:])
+    x2, y2 = x.reshape(-1, c), y.reshape(-1, c)
+    ms = _rowdot(x2, x2) if _rowdot is not None else np.einsum("ij,ij->i", x2, x2)
+    ms *= 1.0 / c
+    ms += epsilon
+    np.sqrt(ms, out=ms)
+    np.divide(x2, ms[:, None], out=y2)
+    np.multiply(y, scale, out=y)
