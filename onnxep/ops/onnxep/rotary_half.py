@@ -22,6 +22,13 @@ def _halves(t, h):
     return t[..., :h], t[..., h:]
 
 
+def _fits(t, shape, d) -> bool:
+    """t broadcasts to `shape` (without growing it) and its last dim is d or 1."""
+    if t.ndim > len(shape) or t.shape[-1] not in (1, d):
+        return False
+    return all(s == 1 or s == n for s, n in zip(t.shape[::-1], shape[::-1]))
+
+
 class RotaryHalf_1(OpKernel):
     domain, op_type, since = DOMAIN, "RotaryHalf", 1
     type_constraints = {}        # no onnx schema for this domain: supports() checks the types
@@ -42,15 +49,11 @@ class RotaryHalf_1(OpKernel):
             raise InvalidArgument(f"RotaryHalf {self.name}: split points must hold one value each and X a rank >= 1 "
                                   f"tensor (got {a_t.shape}, {b_t.shape}, X {x.shape})")
         d = x.shape[-1]
-        a = slice(None, int(a_t.reshape(-1)[0])).indices(d)[1]
-        b = slice(int(b_t.reshape(-1)[0]), None).indices(d)[0]
-        try:
-            out_shape = np.broadcast_shapes(x.shape, cos.shape, sin.shape)
-        except ValueError:
-            out_shape = None
+        a, b = int(a_t.item()), int(b_t.item())
+        a = min(max(a + d if a < 0 else a, 0), d)        # as Slice clamps an end / a start
+        b = min(max(b + d if b < 0 else b, 0), d)
         h = d // 2
-        if (out_shape == x.shape and d % 2 == 0 and a == h and b == h and h > 0
-                and cos.shape[-1] in (1, d) and sin.shape[-1] in (1, d)):
+        if (a == h and b == h and h > 0 and d % 2 == 0 and _fits(cos, x.shape, d) and _fits(sin, x.shape, d)):
             y = ctx.output(0, x.shape, np.float32)
             x1, x2 = x[..., :h], x[..., h:]
             c1, c2 = _halves(cos, h)
