@@ -9,15 +9,48 @@ passes, never by users. Attributes: perm_q, perm_k, perm_v, perm_y (ints; absent
 default 1). float32, same rank >= 2 for Q, K and V.
 
 When the second product broadcasts batch dims the scores do not have (V with more heads than the scores), the
-scores are materialized and the two products and the softmax run one after another (sgemm_batched_f32)."""
+scores are materialized and the two products and the softmax run one after another (sgemm_batched_f32).
+
+What graph/passes/fuse_exporter_attention.py writes adds (all optional):
+  mask_kinds (ints), mask_fills (floats): inputs 3, 4, ... are masks applied to the scores in order, kind 0 adding a
+      float mask, kind 1 a Where(cond, scores, fill) with a bool cond; they are combined into one additive mask
+      (m = m + X | where(cond, m, fill)) that the native call adds per row (scores + fill rounds to fill for a finite
+      fill such as float32's lowest, and stays -inf for -inf).
+  nan_zero (int): NaN probabilities -> 0 (the exporters' guard for fully masked rows): NaN output elements -> 0.
+  k_view_at / v_view_at (input index), k_view_allowzero / v_view_allowzero (ints): K (V) is first
+      Reshape(Transpose(Reshape(x, input[at]), (0, 2, 1)), input[at + 1]) (the dynamo exporter's transpose through a
+      3-D view): when the views merge and split back the leading dims, a transpose of the last two dims composed
+      into perm_k (perm_v); else computed with numpy.
+  k_expand / v_expand (int axis), k_expand_at / v_expand_at (input index), k_expand_allowzero / v_expand_allowzero:
+      x is Reshape(Expand(Unsqueeze(input, axis), input[at]), input[at + 1]), the grouped-query repeat of the kv heads;
+      when it repeats dim axis - 1 (the shapes are checked per call), the shared head is read in place (the items'
+      offsets point into the unexpanded tensor), else it is expanded with numpy first.
+Whatever the native call cannot take (a mask that broadcasts the scores up) runs the graph's ops with numpy.
+Native change that would remove the Python-side work: mask kinds / causal flag and a nan_zero flag in
+attention_f32 itself (the per-call mask combination and the output NaN scan would go)."""
 import numpy as np
 
 from onnxep import _kernels
 from onnxep.ops._base import F32, OpKernel, f32_shape
 from onnxep.ops.onnxep.masked_softmax import mask_rows
-from onnxep.ops.onnxep.strided_mat_mul import strided_plan
+from onnxep.ops.onnxep.strided_mat_mul import _c_strides, strided_plan
 
 DOMAIN = "com.onnxep"
+
+
+def _onnx_reshape(shape, target, allowzero=0):
+    """Reshape's output shape: 0 copies the input dim (allowzero 0), one -1 is inferred."""
+    out = [int(shape[i]) if int(t) == 0 and not allowzero and i < len(shape) else int(t)
+           for i, t in enumerate(target)]
+    if out.count(-1) == 1:
+        known = int(np.prod([d for d in out if d != -1], dtype=np.int64))
+        total = int(np.prod(shape, dtype=np.int64))
+        out[out.index(-1)] = total // known if known else 0
+    return tuple(out)
+
+
+def _transpose(x, perm):
+    return x if perm is None else np.transpose(x, [int(i) for i in perm])
 
 
 class FusedAttention_1(OpKernel):
@@ -28,51 +61,174 @@ class FusedAttention_1(OpKernel):
     perm_v = None
     perm_y = None
     alpha = 1.0
+    mask_kinds = None
+    mask_fills = None
+    nan_zero = 0
+    k_expand = None
+    k_expand_at = None
+    k_expand_allowzero = 0
+    v_expand = None
+    v_expand_at = None
+    v_expand_allowzero = 0
+    k_view_at = None
+    k_view_allowzero = None
+    v_view_at = None
+    v_view_allowzero = None
 
     @classmethod
     def supports(cls, op):
         ins = op.node.inputs
-        if len(ins) not in (3, 4) or not all(ins[:3]) or len(op.node.outputs) != 1:
+        a = op.node.attrs
+        kinds = [int(i) for i in a.get("mask_kinds") or ()]
+        n_exp = 2 * sum(a.get(k) is not None for k in ("k_expand", "v_expand", "k_view_at", "v_view_at"))
+        n_masks = len(kinds) if kinds else len(ins) - 3 - n_exp
+        if kinds and len(a.get("mask_fills") or ()) != len(kinds):
             return False
-        shapes = [f32_shape(op.input_types[i]) for i in range(len(ins)) if ins[i]]
-        if any(s is None for s in shapes) or len({len(s) for s in shapes[:3]}) != 1 or len(shapes[0]) < 2:
+        if len(ins) != 3 + n_masks + n_exp or not all(ins) or len(op.node.outputs) != 1:
             return False
-        if len(shapes) == 4 and len(shapes[3]) > len(shapes[0]):
+        if not kinds and n_masks > 1:
             return False
+        shapes = [f32_shape(op.input_types[i]) for i in range(3)]
+        if any(s is None for s in shapes) or len({len(s) for s in shapes}) != 1 or len(shapes[0]) < 2:
+            return False
+        rank = len(shapes[0])
+        for i in range(n_masks):
+            vt = op.input_types[3 + i]
+            want = "tensor(bool)" if kinds and kinds[i] == 1 else "tensor(float)"
+            if vt is None or vt.kind != "tensor" or vt.type_str != want or vt.shape is None or len(vt.shape) > rank:
+                return False
+        for key, at_key in (("k_expand", "k_expand_at"), ("v_expand", "v_expand_at"), ("k_view_at", "k_view_at"),
+                            ("v_view_at", "v_view_at")):
+            if a.get(key) is not None:
+                at = a.get(at_key)
+                if at is None or not (3 + n_masks <= int(at) < len(ins) - 1):
+                    return False
+                for j in (int(at), int(at) + 1):
+                    vt = op.input_types[j]
+                    if vt is None or vt.kind != "tensor" or vt.type_str != "tensor(int64)":
+                        return False
         for name in ("perm_q", "perm_k", "perm_v", "perm_y"):
-            p = op.node.attrs.get(name)
-            if p is not None and sorted(int(i) for i in p) != list(range(len(shapes[0]))):
+            p = a.get(name)
+            if p is not None and sorted(int(i) for i in p) != list(range(rank)):
                 return False
         return True
 
-    def _plan(self, q_shape, k_shape, v_shape, m_shape):
-        """Per input shapes: (fused, the first product's StridedPlan, the second's, mask rows), cached."""
+    def _plan(self, q_shape, k_shape, v_shape, m_shape, k_rep=None, v_rep=None, perm_k="attr", perm_v="attr"):
+        """Per input shapes: (fused, the first product's StridedPlan, the second's, mask rows), cached; None when
+        the mask does not broadcast to the scores (numpy path). k_rep / v_rep: (dim, repeat) of a grouped-query
+        operand given unexpanded."""
+        perm_k = _key(self.perm_k) if perm_k == "attr" else perm_k
+        perm_v = _key(self.perm_v) if perm_v == "attr" else perm_v
         cache = self.__dict__.setdefault("_plans", {})
-        key = (q_shape, k_shape, v_shape, m_shape)
-        plan = cache.get(key)
-        if plan is not None:
-            return plan
+        key = (q_shape, k_shape, v_shape, m_shape, k_rep, v_rep, perm_k, perm_v)
+        if key in cache:
+            return cache[key]
         if not (len(q_shape) == len(k_shape) == len(v_shape) >= 2):
             raise ValueError(f"FusedAttention: Q {q_shape}, K {k_shape} and V {v_shape} must have the same rank >= 2")
-        p1 = strided_plan(q_shape, k_shape, self.perm_q, self.perm_k, None, "FusedAttention")
+        kv_shape = _virtual(k_shape, k_rep)
+        vv_shape = _virtual(v_shape, v_rep)
+        p1 = strided_plan(q_shape, kv_shape, self.perm_q, perm_k, None, "FusedAttention")
         s_shape = p1.y_shape
-        p2 = strided_plan(s_shape, v_shape, None, self.perm_v, self.perm_y, "FusedAttention")
+        p2 = strided_plan(s_shape, vv_shape, None, perm_v, self.perm_y, "FusedAttention")
+        if k_rep is not None:
+            p1 = _rep_plan(p1, "b", k_shape, k_rep, perm_k, s_shape[:-2])
+        if v_rep is not None:
+            p2 = _rep_plan(p2, "b", v_shape, v_rep, perm_v, p2_batch(s_shape, vv_shape, perm_v))
         rows = None
+        plan = None
         if m_shape is not None:
             rows = mask_rows(s_shape, m_shape)
-            if rows is None:
-                raise ValueError(f"FusedAttention: the mask of shape {m_shape} does not broadcast to the scores "
-                                 f"{s_shape}")
-        # fused: the second product's items are the scores' items, in the same order (scores contiguous)
-        plan = (np.array_equal(p2.a_off, p1.c_off), p1, p2, rows)
+        if m_shape is None or rows is not None:
+            # fused: the second product's items are the scores' items, in the same order (scores contiguous)
+            plan = (np.array_equal(p2.a_off, p1.c_off), p1, p2, rows)
         if len(cache) > 16:
             cache.clear()
         cache[key] = plan
         return plan
 
+    def _masks(self, ctx):
+        kinds = [int(i) for i in self.mask_kinds] if self.mask_kinds is not None else None
+        if kinds is None:
+            legacy = all(x is None for x in (self.k_expand, self.v_expand, self.k_view_at, self.v_view_at))
+            m = ctx.input(3) if legacy and ctx.has_input(3) else None
+            return m, ([] if m is None else [(0, m, 0.0)])
+        fills = [float(x) for x in self.mask_fills]
+        ops = [(kinds[i], ctx.input(3 + i), fills[i]) for i in range(len(kinds))]
+        if len(ops) == 1 and kinds[0] == 0:
+            return ops[0][1], ops
+        m = None
+        with np.errstate(over="ignore", invalid="ignore"):
+            for kind, x, fill in ops:
+                if kind == 0:
+                    m = x if m is None else m + x
+                else:
+                    m = np.where(x, F32(0.0) if m is None else m, F32(fill))
+        return np.ascontiguousarray(m, dtype=F32), ops
+
+    def _operand(self, ctx, i, axis, at, allowzero, view_at, view_az, perm):
+        """(tensor, rep, perm) of K or V: the input itself, or the unexpanded kv and (dim, repeat) of a grouped-query
+        repeat, or the expanded copy when the repeat is not one of a head dim; a 3-D view transpose (view_at)
+        composed into the perm when it swaps the last two dims, else applied with numpy."""
+        x, rep = self._expand(ctx, i, axis, at, allowzero)
+        if view_at is None:
+            return x, rep, perm
+        s1 = ctx.input(int(view_at)).reshape(-1)
+        s2 = ctx.input(int(view_at) + 1).reshape(-1)
+        az1, az2 = (int(a) for a in (view_az or (0, 0)))
+        vshape = _virtual(x.shape, rep)
+        r = len(vshape)
+        shape1 = _onnx_reshape(vshape, s1, az1)
+        lead = int(np.prod(vshape[:-2], dtype=np.int64))
+        if r >= 2 and shape1 == (lead,) + tuple(vshape[-2:]):
+            shape2 = _onnx_reshape((lead, vshape[-1], vshape[-2]), s2, az2)
+            if shape2 == tuple(vshape[:-2]) + (vshape[-1], vshape[-2]):
+                p0 = list(range(r - 2)) + [r - 1, r - 2]
+                p1 = list(range(r)) if perm is None else [int(j) for j in perm]
+                return x, rep, [p0[j] for j in p1]
+        if rep is not None:
+            x = np.repeat(x, rep[1], axis=rep[0])
+        if len(shape1) != 3:
+            raise ValueError(f"FusedAttention: the view of {vshape} as {shape1} is not 3-D")
+        y = np.ascontiguousarray(np.transpose(x.reshape(shape1), (0, 2, 1)))
+        return y.reshape(_onnx_reshape(y.shape, s2, az2)), None, perm
+
+    def _expand(self, ctx, i, axis, at, allowzero):
+        x = ctx.input(i)
+        if axis is None:
+            return x, None
+        axis = int(axis)
+        shape_e = tuple(int(d) for d in ctx.input(int(at)).reshape(-1))
+        shape_r = ctx.input(int(at) + 1).reshape(-1)
+        u_shape = x.shape[:axis] + (1,) + x.shape[axis:]
+        e_shape = tuple(np.broadcast_shapes(u_shape, shape_e))
+        r_shape = _onnx_reshape(e_shape, shape_r, int(allowzero))
+        rep = e_shape[axis]
+        merged = x.shape[:axis - 1] + (x.shape[axis - 1] * rep,) + x.shape[axis:]
+        if (e_shape[:axis] == x.shape[:axis] and e_shape[axis + 1:] == x.shape[axis:] and r_shape == merged
+                and rep >= 1):
+            return x, (None if rep == 1 else (axis - 1, rep))
+        if int(np.prod(e_shape, dtype=np.int64)) != int(np.prod(r_shape, dtype=np.int64)):
+            raise ValueError(f"FusedAttention: cannot reshape the expanded {e_shape} to {r_shape}")
+        return np.ascontiguousarray(np.broadcast_to(x.reshape(u_shape), e_shape)).reshape(r_shape), None
+
     def compute(self, ctx):
-        q, k, v, mask = ctx.input(0), ctx.input(1), ctx.input(2), ctx.input(3)
-        fused, p1, p2, rows = self._plan(q.shape, k.shape, v.shape, None if mask is None else mask.shape)
+        q = ctx.input(0)
+        k, k_rep, perm_k = self._operand(ctx, 1, self.k_expand, self.k_expand_at, self.k_expand_allowzero,
+                                         self.k_view_at, self.k_view_allowzero, self.perm_k)
+        v, v_rep, perm_v = self._operand(ctx, 2, self.v_expand, self.v_expand_at, self.v_expand_allowzero,
+                                         self.v_view_at, self.v_view_allowzero, self.perm_v)
+        mask, ops = self._masks(ctx)
+        plan = None
+        if q.ndim == k.ndim == v.ndim >= 2:
+            try:
+                plan = self._plan(q.shape, k.shape, v.shape, None if mask is None else mask.shape, k_rep, v_rep,
+                                  _key(perm_k), _key(perm_v))
+            except ValueError:
+                plan = None
+        if plan is None:
+            self._numpy(ctx, q, k, v, k_rep, v_rep, ops, perm_k, perm_v)
+            return
+        fused, p1, p2, rows = plan
         y = ctx.output(0, p2.y_shape, F32)
         if y.size == 0:
             return
@@ -87,15 +243,83 @@ class FusedAttention_1(OpKernel):
                                    p1.a_off, p1.b_off, p2.b_off, p2.c_off, m_off, m_cs, p1.M, p1.N, p1.K, p2.N,
                                    p1.rsa, p1.csa, p1.rsb, p1.csb, p2.rsb, p2.csb, p2.rsc, p2.csc,
                                    float(self.alpha), nt)
-            return
-        s = np.empty(p1.y_shape, F32)    # the unfused order: scores, softmax in place, then the second product
-        _kernels.sgemm_batched_f32(q.reshape(-1), k.reshape(-1), s.reshape(-1), p1.a_off, p1.b_off, p1.c_off,
-                                   p1.M, p1.N, p1.K, p1.rsa, p1.csa, p1.rsb, p1.csb, p1.rsc, p1.csc,
-                                   float(self.alpha), nt)
-        s2 = s.reshape(-1, p1.N)
-        if mask is None:
-            _kernels.softmax_lastaxis_f32(s2, s2, False, nt)
         else:
-            _kernels.softmax_mask_lastaxis_f32(s2, s2, flat_mask, m_off, m_cs, False, nt)
-        _kernels.sgemm_batched_f32(s.reshape(-1), v.reshape(-1), y.reshape(-1), p2.a_off, p2.b_off, p2.c_off,
-                                   p2.M, p2.N, p2.K, p2.rsa, p2.csa, p2.rsb, p2.csb, p2.rsc, p2.csc, 1.0, nt)
+            s = np.empty(p1.y_shape, F32)    # the unfused order: scores, softmax in place, then the second product
+            _kernels.sgemm_batched_f32(q.reshape(-1), k.reshape(-1), s.reshape(-1), p1.a_off, p1.b_off, p1.c_off,
+                                       p1.M, p1.N, p1.K, p1.rsa, p1.csa, p1.rsb, p1.csb, p1.rsc, p1.csc,
+                                       float(self.alpha), nt)
+            s2 = s.reshape(-1, p1.N)
+            if mask is None:
+                _kernels.softmax_lastaxis_f32(s2, s2, False, nt)
+            else:
+                _kernels.softmax_mask_lastaxis_f32(s2, s2, flat_mask, m_off, m_cs, False, nt)
+            _kernels.sgemm_batched_f32(s.reshape(-1), v.reshape(-1), y.reshape(-1), p2.a_off, p2.b_off, p2.c_off,
+                                       p2.M, p2.N, p2.K, p2.rsa, p2.csa, p2.rsb, p2.csb, p2.rsc, p2.csc, 1.0, nt)
+        if int(self.nan_zero):
+            nan = np.isnan(y)
+            if nan.any():
+                y[nan] = 0.0
+
+    def _numpy(self, ctx, q, k, v, k_rep, v_rep, ops, perm_k, perm_v):
+        """The graph's ops one after another (numpy broadcasting): what the native call cannot take."""
+        if k_rep is not None:
+            k = np.repeat(k, k_rep[1], axis=k_rep[0])
+        if v_rep is not None:
+            v = np.repeat(v, v_rep[1], axis=v_rep[0])
+        s = np.matmul(_transpose(q, self.perm_q), _transpose(k, perm_k)).astype(F32, copy=False)
+        s = s * F32(self.alpha)
+        for kind, x, fill in ops:
+            s = s + x if kind == 0 else np.where(x, s, F32(fill))
+        s = s.astype(F32, copy=False)
+        with np.errstate(invalid="ignore", over="ignore"):
+            e = np.exp(s - np.max(s, axis=-1, keepdims=True))
+            p = e / np.sum(e, axis=-1, keepdims=True)
+        if int(self.nan_zero):
+            p = np.where(np.isnan(p), F32(0.0), p)
+        y = _transpose(np.matmul(p.astype(F32, copy=False), _transpose(v, perm_v)), self.perm_y)
+        out = ctx.output(0, y.shape, F32)
+        out[...] = y
+
+
+def _key(perm):
+    return None if perm is None else tuple(int(i) for i in perm)
+
+
+def _virtual(shape, rep):
+    if rep is None:
+        return shape
+    d, r = rep
+    return shape[:d] + (shape[d] * r,) + shape[d + 1:]
+
+
+def p2_batch(s_shape, vv_shape, perm_v):
+    pv = tuple(range(len(vv_shape))) if perm_v is None else tuple(int(i) for i in perm_v)
+    vt = [vv_shape[p] for p in pv]
+    return tuple(np.broadcast_shapes(tuple(s_shape[:-2]), tuple(vt[:-2])))
+
+
+def _rep_plan(plan, which, shape, rep, perm, batch):
+    """`plan` with operand `which`'s offsets / strides for the unexpanded `shape` whose dim rep[0] is repeated
+    rep[1] times (repeat-interleave: item index // repeat); ValueError when the repeated dim is one of the matrix
+    dims (then the numpy path runs)."""
+    d, r = rep
+    rank = len(shape)
+    p = tuple(range(rank)) if perm is None else tuple(int(i) for i in perm)
+    if d in p[-2:]:
+        raise ValueError("FusedAttention: the repeated kv dim is a matrix dim")
+    strides = _c_strides(shape)
+    vshape = _virtual(shape, rep)
+    nb = len(batch)
+    off = np.zeros(batch, np.int64)
+    for j in range(nb):
+        src = p[j]
+        if vshape[src] == 1:
+            continue
+        idx = np.arange(batch[j], dtype=np.int64)
+        if src == d:
+            idx = idx // r
+        dims = [1] * nb
+        dims[j] = batch[j]
+        off = off + (idx * strides[src]).reshape(dims)
+    off = np.ascontiguousarray(off.reshape(-1))
+    return plan._replace(b_off=off, rsb=strides[p[-2]], csb=strides[p[-1]])
