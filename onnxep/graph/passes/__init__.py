@@ -5,7 +5,9 @@
     1      Identity and inference Dropout removal; constant folding; BatchNormalization and per-channel Mul / Add
            folded into the Conv before them
     2      transformer fusions: the decomposed LayerNormalization chain -> LayerNormalization, the Erf form of Gelu ->
-           com.onnxep Gelu, MatMul by a constant + bias [+ residual] [+ Relu | Gelu] -> com.onnxep FusedMatMul,
+           com.onnxep Gelu, the decomposed RMSNorm -> RMSNormalization, x * Sigmoid(alpha x) [* gate] -> com.onnxep
+           Silu, the rotate_half rotary embedding -> com.onnxep RotaryHalf, MatMul by a constant + bias
+           [+ residual] [+ Relu | Gelu] -> com.onnxep FusedMatMul,
            the Transposes / scale around a MatMul of computed operands -> com.onnxep StridedMatMul, an additive
            mask + Softmax -> com.onnxep MaskedSoftmax, then those two products around that softmax -> com.onnxep
            FusedAttention; last of all (after the level-3 passes when they run), the nodes computing values that
@@ -36,6 +38,9 @@ from onnxep.graph.passes.fuse_gelu import fuse_gelu
 from onnxep.graph.passes.fuse_layernorm import fuse_layernorm
 from onnxep.graph.passes.fuse_matmul_bias import fuse_matmul_bias
 from onnxep.graph.passes.fuse_matmul_transpose import fuse_matmul_transpose
+from onnxep.graph.passes.fuse_rms_norm import fuse_rms_norm
+from onnxep.graph.passes.fuse_rotary import fuse_rotary
+from onnxep.graph.passes.fuse_silu import fuse_silu
 from onnxep.graph.passes.fuse_softmax_mask import fuse_softmax_mask
 from onnxep.graph.passes.fuse_nhwc_conv import fuse_nhwc_conv
 from onnxep.graph.passes.layout_nhwc import layout_nhwc
@@ -57,6 +62,9 @@ PASSES: list = [
     (1, fuse_conv_affine),
     (2, fuse_layernorm),
     (2, fuse_gelu),
+    (2, fuse_rms_norm),
+    (2, fuse_silu),
+    (2, fuse_rotary),
     (2, fuse_matmul_bias),     # after fuse_gelu: it takes the Gelu into the MatMul
     (2, fuse_matmul_transpose),
     (2, fuse_softmax_mask),
@@ -75,9 +83,11 @@ PASS_NAMES: dict = {
     remove_identity: ("remove_identity", "EliminateIdentity", "EliminateDropout"),
     fold_constants: ("fold_constants", "constant_folding", "ConstantFolding"),
     fuse_conv_affine: ("fuse_conv_affine", "ConvBNFusion", "ConvMulFusion", "ConvAddFusion"),
-    fuse_layernorm: ("fuse_layernorm", "LayerNormFusion", "LayerNormFusionL1", "LayerNormFusionL2",
-                     "SimplifiedLayerNormFusion"),
+    fuse_layernorm: ("fuse_layernorm", "LayerNormFusion", "LayerNormFusionL1", "LayerNormFusionL2"),
     fuse_gelu: ("fuse_gelu", "GeluFusion", "GeluFusionL1", "GeluFusionL2"),
+    fuse_rms_norm: ("fuse_rms_norm", "SimplifiedLayerNormFusion"),
+    fuse_silu: ("fuse_silu", "QuickGeluFusion"),
+    fuse_rotary: ("fuse_rotary", "RotaryEmbeddingFusion"),
     fuse_matmul_bias: ("fuse_matmul_bias", "MatMulAddFusion", "BiasGeluFusion", "GemmActivationFusion",
                        "MatMulActivationFusion"),
     fuse_matmul_transpose: ("fuse_matmul_transpose", "MatmulTransposeFusion", "MatMulScaleFusion"),
