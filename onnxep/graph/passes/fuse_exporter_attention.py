@@ -5,7 +5,7 @@ dims): runs before fuse_matmul_transpose, on the raw ops, and turns
         [-> Where(IsNaN(p), 0, p)] -> MatMul(., V') [-> Transpose]
 
 into one com.onnxep FusedAttention (ops/onnxep/fused_attention.py), where Q' / K' are Q / K under any order of one
-Transpose and scalar-constant Mul / Div (the scale as one factor on the scores, or its square root on each side, as
+Transpose, float32 -> float32 Casts (also one after the softmax) and scalar-constant Mul / Div (the scale as one factor on the scores, or its square root on each side, as
 scaled_dot_product_attention is exported), K transposed by a Transpose (or already laid out as (.., D, N)), V' is V
 [under a Transpose], and each of K and V may be a grouped-query repeat Reshape(Expand(Unsqueeze(kv, axis)), ..) of
 a tensor with fewer heads: the fused node reads the shared head through that node's inputs (kv_expand: the
@@ -82,6 +82,10 @@ class _Matcher:
                 pp = [int(i) for i in pp] if pp else list(range(rank))[::-1]
                 # Transpose(T(src, perm)) then scale: the scale commutes; compose as the perm of the source
                 perm = pp
+                nodes.append(p)
+                x, consumer = p.inputs[0], p
+                continue
+            if _noop_cast(self.g, p):
                 nodes.append(p)
                 x, consumer = p.inputs[0], p
                 continue
@@ -238,6 +242,10 @@ def fuse_exporter_attention(graph: Graph, ctx=None) -> Graph:
         users = cons.get(probs, [])
         if probs in outputs:
             continue
+        if len(users) == 1 and _noop_cast(graph, users[0]) and users[0].outputs[0] not in outputs:
+            pattern.append(users[0])
+            probs = users[0].outputs[0]
+            users = cons.get(probs, [])
         if len(users) == 2:
             isn = next((u for u in users if default_op(u, "IsNaN")), None)
             wh = next((u for u in users if default_op(u, "Where")), None)
@@ -294,6 +302,12 @@ def fuse_exporter_attention(graph: Graph, ctx=None) -> Graph:
                          [last.outputs[0]], attrs, INTERNAL_DOMAIN)
         f.fuse(nodes, last, node)
     return f.apply()
+
+
+def _noop_cast(graph, node) -> bool:
+    """Cast of a float32 value to float32 (the exporters' upcast of already-float32 attention operands)."""
+    return (default_op(node, "Cast") and len(node.inputs) == 1 and int(node.attrs.get("to", 0) or 0) == 1
+            and is_f32(graph, node.inputs[0]))
 
 
 def _leads_to_matmul(producer, name, depth=6) -> bool:
