@@ -34,6 +34,7 @@ from onnxep.graph.passes.expand_gradient import expand_gradient
 from onnxep.graph.passes.fuse_attention import fuse_attention
 from onnxep.graph.passes.fuse_channel_affine import fuse_channel_affine
 from onnxep.graph.passes.fuse_conv_affine import fuse_conv_affine
+from onnxep.graph.passes.fuse_exporter_attention import fuse_exporter_attention
 from onnxep.graph.passes.fuse_gelu import fuse_gelu
 from onnxep.graph.passes.fuse_layernorm import fuse_layernorm
 from onnxep.graph.passes.fuse_matmul_bias import fuse_matmul_bias
@@ -66,6 +67,7 @@ PASSES: list = [
     (2, fuse_silu),
     (2, fuse_rotary),
     (2, fuse_matmul_bias),     # after fuse_gelu: it takes the Gelu into the MatMul
+    (2, fuse_exporter_attention),  # before fuse_matmul_transpose: the raw MatMul / Softmax / mask ops, as exported
     (2, fuse_matmul_transpose),
     (2, fuse_softmax_mask),
     (2, fuse_attention),       # after the two above: it takes their StridedMatMuls and MaskedSoftmax
@@ -93,6 +95,7 @@ PASS_NAMES: dict = {
     fuse_matmul_transpose: ("fuse_matmul_transpose", "MatmulTransposeFusion", "MatMulScaleFusion"),
     fuse_softmax_mask: ("fuse_softmax_mask",),
     fuse_attention: ("fuse_attention", "AttentionFusion"),
+    fuse_exporter_attention: ("fuse_exporter_attention",),
     layout_nhwc: ("layout_nhwc", "NhwcTransformer", "NchwcTransformer"),
     fuse_nhwc_conv: ("fuse_nhwc_conv", "ConvActivationFusion", "ConvAddActivationFusion"),
     fuse_channel_affine: ("fuse_channel_affine",),

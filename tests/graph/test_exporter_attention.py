@@ -1,0 +1,265 @@
+"""Attention as torch.onnx writes it -> com.onnxep FusedAttention (graph/passes/fuse_exporter_attention.py, kernel
+ops/onnxep/fused_attention.py): hand-built patterns per exported form (symbolic dims) and the zoo fixtures.
+
+Oracle: onnxruntime's CPU provider on the same (unfused) model. The plans are inspected for the fused node."""
+import collections
+from pathlib import Path
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper
+
+import onnxep
+from onnxep.ops.onnxep.fused_attention import FusedAttention_1
+from tests._util import make_model, run_ort
+
+RNG = np.random.default_rng(24)
+MIN = float(np.finfo(np.float32).min)
+ZOO = Path(__file__).resolve().parents[1] / "models" / "zoo"
+
+
+def _ops(sess):
+    return collections.Counter(st[6] for p in sess.plans for st in getattr(p, "steps", ()))
+
+
+def _session(model, **kw):
+    so = onnxep.SessionOptions()
+    so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
+    return onnxep.InferenceSession(model.SerializeToString(), so, **kw)
+
+
+def _check(model, feeds, fused=1, rtol=2e-5, native=True):
+    """Fused onnxep vs onnxruntime; `native`: the fused node must not take its numpy path."""
+    want = run_ort(model, feeds)
+    sess = _session(model)
+    calls = []
+    orig = FusedAttention_1._numpy
+    FusedAttention_1._numpy = lambda self, *a: (calls.append(1), orig(self, *a))[1]
+    try:
+        got = sess.run(None, feeds)
+    finally:
+        FusedAttention_1._numpy = orig
+    assert bool(calls) == (fused > 0 and not native), calls
+    for g, w in zip(got, want):
+        assert g.shape == w.shape and g.dtype == w.dtype
+        assert np.allclose(g, w, rtol=rtol, atol=rtol * max(1.0, float(np.max(np.abs(w)))), equal_nan=True), \
+            float(np.nanmax(np.abs(g - w)))
+    assert _ops(sess)["FusedAttention"] == fused, _ops(sess)
+    off = _session(model, disabled_optimizers=["fuse_exporter_attention"])
+    assert _ops(off)["FusedAttention"] == 0
+    return sess
+
+
+def _c(name, value, dtype=np.float32):
+    return helper.make_node("Constant", [], [name], value=helper.make_tensor(
+        name, TensorProto.FLOAT if dtype == np.float32 else TensorProto.INT64, np.asarray(value).shape,
+        np.asarray(value, dtype).reshape(-1).tolist()))
+
+
+B, H, S, D = 2, 4, 5, 8
+
+
+def _qkv(b=B, h=H, s=S, d=D, layout="bhsd"):
+    shape = (b, h, s, d) if layout == "bhsd" else (b, s, h, d)
+    return [RNG.standard_normal(shape).astype(np.float32) for _ in range(3)]
+
+
+def _sdpa_nodes(q, k, v, out, scale_split=True, nan_guard=True, masks=(), kt_input=False, perm_in=None,
+                scale_op="Mul"):
+    """SDPA as exported: scale on Q and K (sqrt) or on the scores, K^T by Transpose (or given transposed), masks
+    in order, softmax, NaN guard, second product."""
+    nodes, qn, kn, vn = [], q, k, v
+    if perm_in is not None:     # (b, s, h, d) inputs: head-split transposes
+        nodes += [helper.make_node("Transpose", [q], ["qt"], perm=perm_in),
+                  helper.make_node("Transpose", [v], ["vt"], perm=perm_in)]
+        qn, vn = "qt", "vt"
+        kperm = [0, 2, 3, 1]
+    else:
+        kperm = [0, 1, 3, 2]
+    if not kt_input:
+        nodes.append(helper.make_node("Transpose", [k], ["kT"], perm=kperm))
+        kn = "kT"
+    if scale_split:
+        nodes += [_c("sc", np.float32(D ** -0.25)), helper.make_node("Mul", [qn, "sc"], ["qs"]),
+                  helper.make_node("Mul", [kn, "sc"], ["ks"]), helper.make_node("MatMul", ["qs", "ks"], ["s0"])]
+        last = "s0"
+    else:
+        nodes += [helper.make_node("MatMul", [qn, kn], ["qk"])]
+        if scale_op == "Mul":
+            nodes += [_c("sc", np.float32(D ** -0.5)), helper.make_node("Mul", ["sc", "qk"], ["s0"])]
+        else:
+            nodes += [_c("sc", np.float32(D ** 0.5)), helper.make_node("Div", ["qk", "sc"], ["s0"])]
+        last = "s0"
+    for i, (kind, name, fill) in enumerate(masks):
+        if kind == "add":
+            nodes.append(helper.make_node("Add", [last, name], [f"m{i}"]))
+        else:
+            nodes += [_c(f"f{i}", np.float32(fill)), helper.make_node("Where", [name, last, f"f{i}"], [f"m{i}"])]
+        last = f"m{i}"
+    nodes.append(helper.make_node("Softmax", [last], ["p"], axis=-1))
+    if nan_guard:
+        nodes += [helper.make_node("IsNaN", ["p"], ["isn"]), _c("zero", np.float32(0.0)),
+                  helper.make_node("Where", ["isn", "zero", "p"], ["pz"])]
+        p = "pz"
+    else:
+        p = "p"
+    nodes += [helper.make_node("MatMul", [p, vn], ["ctx"]),
+              helper.make_node("Transpose", ["ctx"], [out], perm=[0, 2, 1, 3])]
+    return nodes
+
+
+SYM4 = ["batch", "heads", "seq", None]
+
+
+def test_torchscript_sdpa_form_with_additive_mask_from_bool():
+    q, k, v = _qkv()
+    keep = RNG.random((B, 1, 1, S)) > 0.3
+    nodes = [_c("fz", np.float32(0.0)), _c("fm", np.float32(MIN)),
+             helper.make_node("Where", ["keep", "fz", "fm"], ["amask"])]
+    nodes += _sdpa_nodes("q", "k", "v", "y", masks=[("add", "amask", None)])
+    m = make_model(nodes, {"q": q, "k": k, "v": v, "keep": keep}, ["y"],
+                   input_shapes={"q": SYM4, "k": SYM4, "v": SYM4, "keep": ["batch", 1, 1, "seq"]})
+    _check(m, {"q": q, "k": k, "v": v, "keep": keep})
+
+
+@pytest.mark.parametrize("scale_op", ["Mul", "Div"])
+def test_scale_on_scores_k_given_transposed_and_causal_where(scale_op):
+    q, k, v = _qkv()
+    kT = np.ascontiguousarray(k.transpose(0, 1, 3, 2))
+    causal = np.tril(np.ones((S, S), bool))[None, None]
+    am = ((1.0 - (RNG.random((B, 1, 1, S)) > 0.2)) * MIN).astype(np.float32)
+    nodes = _sdpa_nodes("q", "kT", "v", "y", scale_split=False, kt_input=True, scale_op=scale_op,
+                        masks=[("where", "causal", MIN), ("add", "am", None)])
+    m = make_model(nodes, {"q": q, "kT": kT, "v": v, "causal": causal, "am": am}, ["y"],
+                   input_shapes={"q": SYM4, "kT": ["batch", "heads", None, "seq"], "v": SYM4,
+                                 "causal": [1, 1, "seq", "seq"], "am": ["batch", 1, 1, "seq"]})
+    _check(m, {"q": q, "kT": kT, "v": v, "causal": causal, "am": am})
+
+
+def test_minus_inf_causal_then_additive_mask_and_head_split_transposes():
+    q, k, v = _qkv(layout="bshd")
+    causal = np.tril(np.ones((S, S), bool))[None, None]
+    am = RNG.standard_normal((B, 1, S, S)).astype(np.float32)
+    nodes = _sdpa_nodes("q", "k", "v", "y", perm_in=[0, 2, 1, 3], nan_guard=False,
+                        masks=[("add", "am", None), ("where", "causal", -np.inf)])
+    sym = ["batch", "seq", 4, 8]
+    m = make_model(nodes, {"q": q, "k": k, "v": v, "causal": causal, "am": am}, ["y"],
+                   input_shapes={"q": sym, "k": sym, "v": sym, "causal": [1, 1, "seq", "seq"],
+                                 "am": ["batch", 1, "seq", "seq"]})
+    _check(m, {"q": q, "k": k, "v": v, "causal": causal, "am": am})
+
+
+def test_fully_masked_rows_are_zeroed_by_the_nan_guard():
+    q, k, v = _qkv()
+    keep = np.ones((B, 1, S, S), bool)
+    keep[0, 0, 2, :] = False
+    nodes = _sdpa_nodes("q", "k", "v", "y", masks=[("where", "keep", -np.inf)])
+    m = make_model(nodes, {"q": q, "k": k, "v": v, "keep": keep}, ["y"],
+                   input_shapes={"q": SYM4, "k": SYM4, "v": SYM4, "keep": ["batch", 1, "seq", "seq"]})
+    sess = _check(m, {"q": q, "k": k, "v": v, "keep": keep})
+    y = sess.run(None, {"q": q, "k": k, "v": v, "keep": keep})[0]
+    assert np.all(y[0, 2] == 0.0) and np.all(np.isfinite(y))
+
+
+def test_mask_that_broadcasts_the_scores_up_runs_the_numpy_path():
+    q, k, v = _qkv(h=1)
+    am = RNG.standard_normal((B, 3, S, S)).astype(np.float32)   # 3 heads of mask against 1 of scores
+    nodes = _sdpa_nodes("q", "k", "v", "y", masks=[("add", "am", None)])
+    m = make_model(nodes, {"q": q, "k": k, "v": v, "am": am}, ["y"],
+                   input_shapes={"q": SYM4, "k": SYM4, "v": SYM4, "am": ["batch", None, "seq", "seq"]})
+    _check(m, {"q": q, "k": k, "v": v, "am": am}, native=False)
+
+
+def _gqa_model(kv_heads=2, rep=2, const_shapes=True):
+    """Past Concat, then the grouped-query repeat Unsqueeze -> Expand -> Reshape of K and V."""
+    q = RNG.standard_normal((B, kv_heads * rep, 1, D)).astype(np.float32)
+    feeds = {"q": q}
+    nodes = []
+    for t in ("k", "v"):
+        feeds[f"past_{t}"] = RNG.standard_normal((B, kv_heads, S, D)).astype(np.float32)
+        feeds[f"new_{t}"] = RNG.standard_normal((B, kv_heads, 1, D)).astype(np.float32)
+        nodes += [helper.make_node("Concat", [f"past_{t}", f"new_{t}"], [f"cat_{t}"], axis=2),
+                  _c(f"ax_{t}", np.array([2], np.int64), np.int64),
+                  helper.make_node("Unsqueeze", [f"cat_{t}", f"ax_{t}"], [f"u_{t}"]),
+                  helper.make_node("Shape", [f"cat_{t}"], [f"sh_{t}"]),
+                  _c(f"i0_{t}", np.array([0, 1], np.int64), np.int64),
+                  _c(f"i2_{t}", np.array([2, 3], np.int64), np.int64),
+                  helper.make_node("Gather", [f"sh_{t}", f"i0_{t}"], [f"bh_{t}"]),
+                  helper.make_node("Gather", [f"sh_{t}", f"i2_{t}"], [f"sd_{t}"]),
+                  _c(f"rep_{t}", np.array([rep], np.int64), np.int64),
+                  helper.make_node("Concat", [f"bh_{t}", f"rep_{t}", f"sd_{t}"], [f"es_{t}"], axis=0),
+                  helper.make_node("Expand", [f"u_{t}", f"es_{t}"], [f"e_{t}"]),
+                  _c(f"rs_{t}", np.array([0, -1, 0, 0][:1] + [kv_heads * rep, -1, D], np.int64), np.int64),
+                  helper.make_node("Reshape", [f"e_{t}", f"rs_{t}"], [f"r_{t}"])]
+    nodes += _sdpa_nodes("q", "r_k", "r_v", "y", scale_split=False)
+    m = make_model(nodes, feeds, ["y", "cat_k", "cat_v"],
+                   input_shapes={"q": ["batch", None, 1, None], "past_k": ["batch", None, "past", None],
+                                 "past_v": ["batch", None, "past", None], "new_k": ["batch", None, 1, None],
+                                 "new_v": ["batch", None, 1, None]})
+    return m, feeds
+
+
+def test_grouped_query_repeat_reads_the_shared_head():
+    m, feeds = _gqa_model()
+    sess = _check(m, feeds)
+    # the fused node reads the concatenated kv (the repeat is gone from the plan)
+    ops = _ops(sess)
+    assert ops["Expand"] == 0, ops
+
+
+def test_scale_after_the_mask_is_not_folded_into_alpha():
+    q, k, v = _qkv()
+    am = RNG.standard_normal((B, 1, 1, S)).astype(np.float32)
+    nodes = [helper.make_node("Transpose", ["k"], ["kT"], perm=[0, 1, 3, 2]),
+             helper.make_node("MatMul", ["q", "kT"], ["qk"]), helper.make_node("Add", ["qk", "am"], ["qm"]),
+             _c("sc", np.float32(0.3)), helper.make_node("Mul", ["qm", "sc"], ["s"]),
+             helper.make_node("Softmax", ["s"], ["p"], axis=-1), helper.make_node("MatMul", ["p", "v"], ["y"])]
+    m = make_model(nodes, {"q": q, "k": k, "v": v, "am": am}, ["y"],
+                   input_shapes={"q": SYM4, "k": SYM4, "v": SYM4, "am": ["batch", 1, 1, "seq"]})
+    _check(m, {"q": q, "k": k, "v": v, "am": am}, fused=0)
+
+
+def test_a_probabilities_output_keeps_the_pattern():
+    q, k, v = _qkv()
+    nodes = _sdpa_nodes("q", "k", "v", "y", nan_guard=False)
+    m = make_model(nodes, {"q": q, "k": k, "v": v}, ["y", "p"],
+                   input_shapes={"q": SYM4, "k": SYM4, "v": SYM4})
+    _check(m, {"q": q, "k": k, "v": v}, fused=0)
+
+
+@pytest.mark.parametrize("name", ["bert_1layer.dynamo", "bert_1layer.torchscript", "gpt2_1layer_past.dynamo",
+                                  "gpt2_1layer_past.torchscript", "llama_1layer_past.dynamo",
+                                  "llama_1layer_past.torchscript"])
+def test_zoo_fixture_attention_is_fused(name):
+    path = ZOO / f"{name}.onnx"
+    data = np.load(ZOO / f"{name}.npz")
+    feeds = {k.split(":", 1)[1]: data[k] for k in data.files if k.startswith("input:")}
+    import onnxruntime as ort
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    want = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"]).run(None, feeds)
+    eso = onnxep.SessionOptions()
+    eso.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
+    sess = onnxep.InferenceSession(str(path), eso)
+    got = sess.run(None, feeds)
+    assert _ops(sess)["FusedAttention"] >= 1, _ops(sess)
+    assert _ops(sess)["Softmax"] == 0, _ops(sess)
+    for g, w in zip(got, want):
+        err = float(np.max(np.abs(g - w))) / max(float(np.max(np.abs(w))), 1e-30)
+        assert err < 1e-4, err
+
+
+def test_float32_casts_around_the_products_are_absorbed():
+    q, k, v = _qkv()
+    causal = np.tril(np.ones((S, S), bool))[None, None]
+    nodes = [helper.make_node("Cast", ["q"], ["qc"], to=TensorProto.FLOAT),
+             helper.make_node("Cast", ["k"], ["kc"], to=TensorProto.FLOAT),
+             helper.make_node("Transpose", ["kc"], ["kT"], perm=[0, 1, 3, 2]),
+             helper.make_node("MatMul", ["qc", "kT"], ["qk"]), _c("fill", np.float32(MIN)),
+             helper.make_node("Where", ["causal", "qk", "fill"], ["s"]),
+             helper.make_node("Softmax", ["s"], ["p"], axis=-1),
+             helper.make_node("Cast", ["p"], ["pc"], to=TensorProto.FLOAT),
+             helper.make_node("MatMul", ["pc", "v"], ["y"])]
+    m = make_model(nodes, {"q": q, "k": k, "v": v, "causal": causal}, ["y"],
+                   input_shapes={"q": SYM4, "k": SYM4, "v": SYM4, "causal": [1, 1, "seq", "seq"]})
+    _check(m, {"q": q, "k": k, "v": v, "causal": causal})
