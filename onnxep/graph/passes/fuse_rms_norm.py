@@ -2,8 +2,8 @@
 torch.onnx writes for LLaMA / Mistral / Qwen2 / Gemma RMSNorm and T5LayerNorm becomes one RMSNormalization node
 (opset 23 semantics):
 
-    [x = Cast(h, to=float)]         h float32 (an identity Cast: the node reads h and the Cast goes when nothing
-                                    else reads it)
+    [x = Cast(h, to=float)]         h float32 (an identity Cast: the node reads h, and so do the Cast's other
+                                    readers -- torchscript's residual Add -- when none is a subgraph; the Cast goes)
     ms = ReduceMean(Pow(x, 2) | Mul(x, x), trailing axes, keepdims=1)
     r  = Sqrt(Add(ms, eps))
     y  = Mul(x, Div(1, r)) | Mul(x, Reciprocal(r)) | Div(x, r)
@@ -128,11 +128,15 @@ def fuse_rms_norm(graph: Graph, ctx=None) -> Graph:
         # an identity Cast feeding x: read its input instead (the Cast goes when the pattern was its only reader)
         src = f.producer.get(x)
         inp = x
-        if src is not None and _identity_cast(src, graph, src.inputs[0]) and x not in f.outputs:
-            readers = {id(u) for u in f.cons.get(x, [])}
-            if readers <= {id(n) for n in pattern}:
+        if (src is not None and _identity_cast(src, graph, src.inputs[0]) and x not in f.outputs
+                and not f.taken((src,))):
+            mine = {id(n) for n in pattern}
+            others = [u for u in f.cons.get(x, []) if id(u) not in mine]
+            if all(x in u.inputs and not u.subgraphs for u in others):
                 inp = src.inputs[0]
                 pattern = pattern + [src]
+                for u in others:          # (torchscript: the residual Add reads the Cast too) the Cast is exact
+                    u.inputs = tuple(inp if i == x else i for i in u.inputs)
         rms = make_node(graph, f.names.new(f"{last.name or 'rmsnorm'}_rmsnorm"), "RMSNormalization",
                         [inp, weight], [last.outputs[0]], {"axis": axis, "epsilon": eps},
                         "" if standard else INTERNAL_DOMAIN)

@@ -5,6 +5,13 @@ writes for HF's apply_rotary_pos_emb,
     y  = Add(Mul(x, cos), Mul(Concat(Neg(x2), x1, axis=-1), sin))
       ->  com.onnxep RotaryHalf(x, cos, sin, A, B)          (ops/onnxep/rotary_half.py)
 
+and the interleaved form (GPT-J's rotate_every_two),
+
+    x1 = Slice(x, 0, big, axes=[-1], steps=[2])      x2 = Slice(x, 1, big, axes=[-1], steps=[2])
+    r  = Reshape(Concat(Unsqueeze(Neg(x2), -1), Unsqueeze(x1, -1), axis=-1), shape)
+    y  = Add(Mul(x, cos), Mul(r, sin))
+      ->  com.onnxep RotaryInterleaved(x, cos, sin, shape, allowzero)    (ops/onnxep/rotary_interleaved.py)
+
 A and B are int64 one-element tensors, constants or values computed in the graph (the half of the head size, from
 the shape): the kernel takes them as inputs and slices as Slice does, so nothing about them need be known here; `big`
 a constant >= 2^31 - 1 (to the end). x, cos and sin float32 tensors of known rank; Add / Mul operand order free;
@@ -37,18 +44,98 @@ def _is_int64_1(graph, consts, name) -> bool:
             and len(vt.shape) <= 1 and all(d == 1 for d in vt.shape))
 
 
-def _last_axis_slice(sl, consts, rank):
-    """(starts, ends) names of an opset >= 10 Slice over the last axis only with step 1, else None."""
+def _last_axis_slice(sl, consts, rank, step=1):
+    """(starts, ends) names of an opset >= 10 Slice over the last axis only with step `step`, else None."""
     if sl.opset < 10 or len(sl.inputs) < 4:
         return None
     axes = _const_ints(consts, sl.inputs[3])
     if axes is None or len(axes) != 1 or axes[0] % rank != rank - 1 or not -rank <= axes[0] < rank:
         return None
     if len(sl.inputs) > 4 and sl.inputs[4]:
-        steps = _const_ints(consts, sl.inputs[4])
-        if steps != [1]:
+        if _const_ints(consts, sl.inputs[4]) != [step]:
             return None
+    elif step != 1:
+        return None
     return sl.inputs[1], sl.inputs[2]
+
+
+def _cos_sin(rot, x, graph, f):
+    """(cos, sin, Mul(rot, sin), Mul(x, cos), Add) of y = Add(Mul(x, cos), Mul(rot, sin)), else None."""
+    consts, producer, cons, outputs = f.consts, f.producer, f.cons, f.outputs
+    msin = only_consumer(cons, outputs, rot, "Mul")
+    if msin is None:
+        return None
+    sin = other_input(msin, rot)
+    add = only_consumer(cons, outputs, msin.outputs[0], "Add")
+    if sin is None or add is None or not is_f32(graph, sin):
+        return None
+    mc = other_input(add, msin.outputs[0])
+    mcos = producer.get(mc)
+    if not default_op(mcos, "Mul") or only_consumer(cons, outputs, mc) is not add:
+        return None
+    cos = other_input(mcos, x)
+    if cos is None or not is_f32(graph, cos):
+        return None
+    return cos, sin, msin, mcos, add
+
+
+def _unsqueezed_last(node, consts, rank):
+    """The input of an Unsqueeze adding one trailing axis to a rank-`rank` tensor, else None."""
+    if not default_op(node, "Unsqueeze"):
+        return None
+    axes = _const_ints(consts, node.inputs[1]) if node.opset >= 13 and len(node.inputs) > 1 else node.attrs.get("axes")
+    if axes is None or len(axes) != 1 or int(axes[0]) not in (-1, rank):
+        return None
+    return node.inputs[0]
+
+
+def _match_interleaved(cat, graph, f):
+    """(x, cos, sin, shape, allowzero, [pattern nodes], last) around the Concat of a rotate_every_two, else None:
+    Concat(Unsqueeze(Neg(Slice(x, 1, big, -1, 2)), -1), Unsqueeze(Slice(x, 0, big, -1, 2), -1), axis=-1) ->
+    Reshape(., shape) -> Mul(., sin) + Mul(x, cos)."""
+    consts, producer, cons, outputs = f.consts, f.producer, f.cons, f.outputs
+    if len(cat.inputs) != 2:
+        return None
+    u1, u2 = producer.get(cat.inputs[0]), producer.get(cat.inputs[1])
+    if not default_op(u1, "Unsqueeze") or not default_op(u2, "Unsqueeze"):
+        return None
+    neg = producer.get(u1.inputs[0])
+    sl2 = producer.get(neg.inputs[0]) if default_op(neg, "Neg") else None
+    sl1 = producer.get(u2.inputs[0])
+    if not default_op(sl2, "Slice") or not default_op(sl1, "Slice") or sl1.inputs[0] != sl2.inputs[0]:
+        return None
+    x = sl1.inputs[0]
+    if x in consts or not is_f32(graph, x):
+        return None
+    rank = len(graph.value_types[x].shape)
+    if rank == 0 or _unsqueezed_last(u1, consts, rank) is None or _unsqueezed_last(u2, consts, rank) is None:
+        return None
+    axis = int(cat.attrs.get("axis", 0) or 0)
+    if axis not in (-1, rank):
+        return None
+    r1, r2 = _last_axis_slice(sl1, consts, rank, 2), _last_axis_slice(sl2, consts, rank, 2)
+    if r1 is None or r2 is None or _const_ints(consts, r1[0]) != [0] or _const_ints(consts, r2[0]) != [1]:
+        return None
+    for end in (r1[1], r2[1]):
+        e = _const_ints(consts, end)
+        if e is None or len(e) != 1 or e[0] < BIG:
+            return None
+    for v in (cat.inputs[0], cat.inputs[1], u1.inputs[0], neg.inputs[0], u2.inputs[0]):
+        if only_consumer(cons, outputs, v) is None:
+            return None
+    rs = only_consumer(cons, outputs, cat.outputs[0], "Reshape")
+    if rs is None or len(rs.inputs) != 2 or rs.opset < 5:
+        return None
+    shape = rs.inputs[1]
+    vt = graph.value_types.get(shape)
+    if shape not in consts and (vt is None or vt.type_str != "tensor(int64)"):
+        return None
+    cs = _cos_sin(rs.outputs[0], x, graph, f)
+    if cs is None:
+        return None
+    cos, sin, msin, mcos, add = cs
+    allowzero = int(rs.attrs.get("allowzero", 0) or 0)
+    return x, cos, sin, shape, allowzero, [sl1, sl2, neg, u1, u2, cat, rs, msin, mcos, add], add
 
 
 def _match(cat, graph, f):
@@ -82,26 +169,17 @@ def _match(cat, graph, f):
     end = _const_ints(consts, en2)
     if end is None or len(end) != 1 or end[0] < BIG:
         return None
-    msin = only_consumer(cons, outputs, cat.outputs[0], "Mul")
-    if msin is None:
+    cs = _cos_sin(cat.outputs[0], x, graph, f)
+    if cs is None:
         return None
-    sin = other_input(msin, cat.outputs[0])
-    add = only_consumer(cons, outputs, msin.outputs[0], "Add")
-    if sin is None or add is None or not is_f32(graph, sin):
-        return None
-    mc = other_input(add, msin.outputs[0])
-    mcos = producer.get(mc)
-    if not default_op(mcos, "Mul") or only_consumer(cons, outputs, mc) is not add:
-        return None
-    cos = other_input(mcos, x)
-    if cos is None or not is_f32(graph, cos):
-        return None
+    cos, sin, msin, mcos, add = cs
     return x, cos, sin, a, b, [sl1, sl2, neg, cat, msin, mcos, add], add
 
 
 # the shape-subgraph pass (run after this one) sees through the node this pass writes: its output shape follows
 # from its input shapes
 SHAPE_ARGS[(INTERNAL_DOMAIN, "RotaryHalf")] = (3, 4)  # the split points decide the shape
+SHAPE_ARGS[(INTERNAL_DOMAIN, "RotaryInterleaved")] = (3,)  # so does the Reshape's shape
 
 
 def fuse_rotary(graph: Graph, ctx=None) -> Graph:
@@ -112,10 +190,16 @@ def fuse_rotary(graph: Graph, ctx=None) -> Graph:
         if not default_op(node, "Concat") or f.taken((node,)):
             continue
         m = _match(node, graph, f)
-        if m is None or f.taken(m[5]):
+        if m is not None and not f.taken(m[5]):
+            x, cos, sin, a, b, pattern, last = m
+            rot = make_node(graph, f.names.new(f"{last.name or 'rotary'}_rotary"), "RotaryHalf",
+                            [x, cos, sin, a, b], [last.outputs[0]], {}, INTERNAL_DOMAIN)
+            f.fuse(pattern, last, rot)
             continue
-        x, cos, sin, a, b, pattern, last = m
-        rot = make_node(graph, f.names.new(f"{last.name or 'rotary'}_rotary"), "RotaryHalf", [x, cos, sin, a, b],
-                        [last.outputs[0]], {}, INTERNAL_DOMAIN)
-        f.fuse(pattern, last, rot)
+        m = _match_interleaved(node, graph, f)
+        if m is not None and not f.taken(m[5]):
+            x, cos, sin, shape, allowzero, pattern, last = m
+            rot = make_node(graph, f.names.new(f"{last.name or 'rotary'}_rotary"), "RotaryInterleaved",
+                            [x, cos, sin, shape], [last.outputs[0]], {"allowzero": allowzero}, INTERNAL_DOMAIN)
+            f.fuse(pattern, last, rot)
     return f.apply()

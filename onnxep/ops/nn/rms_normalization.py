@@ -31,7 +31,7 @@ class RMSNormalization_23(OpKernel):
         y = ctx.output(0, x.shape, x.dtype)
         if y.size == 0:
             return
-        if x.dtype == np.float32 and scale.dtype == np.float32 and x.flags.c_contiguous:
+        if x.dtype == np.float32 and scale.dtype == np.float32 and x.flags.c_contiguous and y.flags.c_contiguous:
             _rms_f32(x, scale, y, axis, self.epsilon)
             return
         acc = acc_dtype(x.dtype)
