@@ -263,3 +263,33 @@ def test_float32_casts_around_the_products_are_absorbed():
     m = make_model(nodes, {"q": q, "k": k, "v": v, "causal": causal}, ["y"],
                    input_shapes={"q": SYM4, "k": SYM4, "v": SYM4, "causal": [1, 1, "seq", "seq"]})
     _check(m, {"q": q, "k": k, "v": v, "causal": causal})
+
+
+@pytest.mark.parametrize("swap", [True, False])
+def test_dynamo_transpose_of_k_through_a_3d_view(swap):
+    """K^T as Reshape(Transpose(Reshape(k, (-1, T, D)), (0, 2, 1)), s2): s2 = (B, H, D, T) is the swap the kernel
+    reads through strides; s1 = (B, H * T, D) scrambles the items, which the kernel computes with numpy."""
+    q, k, v = _qkv()
+    s1 = [-1, S, D] if swap else [B, H * S, D]
+    nodes = [_c("s1", np.array(s1, np.int64), np.int64), _c("s2", np.array([B, H, D, S], np.int64), np.int64),
+             helper.make_node("Reshape", ["k", "s1"], ["k3"]),
+             helper.make_node("Transpose", ["k3"], ["k3t"], perm=[0, 2, 1]),
+             helper.make_node("Reshape", ["k3t", "s2"], ["kT"]),
+             helper.make_node("MatMul", ["q", "kT"], ["qk"]), _c("sc", np.float32(0.35)),
+             helper.make_node("Mul", ["qk", "sc"], ["s"]),
+             helper.make_node("Softmax", ["s"], ["p"], axis=-1), helper.make_node("MatMul", ["p", "v"], ["y"])]
+    m = make_model(nodes, {"q": q, "k": k, "v": v}, ["y"], input_shapes={"q": SYM4, "k": SYM4, "v": SYM4})
+    _check(m, {"q": q, "k": k, "v": v})
+
+
+def test_a_repeat_of_a_non_head_dim_is_expanded_first():
+    """Unsqueeze at the key axis: the 'repeat' doubles the keys, not the heads -- the kernel expands with numpy."""
+    q = RNG.standard_normal((B, H, S, D)).astype(np.float32)
+    k = RNG.standard_normal((B, H, S, D)).astype(np.float32)
+    v = RNG.standard_normal((B, H, 2 * S, D)).astype(np.float32)
+    nodes = [_c("ax", np.array([3], np.int64), np.int64), helper.make_node("Unsqueeze", ["k", "ax"], ["ku"]),
+             _c("es", np.array([1, 1, 1, 2, 1], np.int64), np.int64), helper.make_node("Expand", ["ku", "es"], ["ke"]),
+             _c("rs", np.array([0, 0, -1, D], np.int64), np.int64), helper.make_node("Reshape", ["ke", "rs"], ["kr"])]
+    nodes += _sdpa_nodes("q", "kr", "v", "y", nan_guard=False)
+    m = make_model(nodes, {"q": q, "k": k, "v": v}, ["y"], input_shapes={"q": SYM4, "k": SYM4, "v": SYM4})
+    _check(m, {"q": q, "k": k, "v": v}, native=True)

@@ -168,14 +168,33 @@ class FusedAttention_1(OpKernel):
     def _operand(self, ctx, i, axis, at, allowzero, view_at, view_az, perm):
         """(tensor, rep, perm) of K or V: the input itself, or the unexpanded kv and (dim, repeat) of a grouped-query
         repeat, or the expanded copy when the repeat is not one of a head dim; a 3-D view transpose (view_at)
-        composed into the perm when it swaps the last two dims, else applied with numpy."""
+        composed into the perm when it swaps the last two dims, else applied with numpy. The shape decisions are
+        cached per (shapes, shape inputs)."""
         x, rep = self._expand(ctx, i, axis, at, allowzero)
         if view_at is None:
             return x, rep, perm
-        s1 = ctx.input(int(view_at)).reshape(-1)
-        s2 = ctx.input(int(view_at) + 1).reshape(-1)
+        s1 = ctx.input(int(view_at))
+        s2 = ctx.input(int(view_at) + 1)
+        cache = self.__dict__.setdefault("_views", {})
+        key = (i, x.shape, rep, s1.tobytes(), s2.tobytes())
+        hit = cache.get(key)
+        if hit is None:
+            hit = self._view(x.shape, rep, s1.reshape(-1), s2.reshape(-1), view_az, perm)
+            if len(cache) > 16:
+                cache.clear()
+            cache[key] = hit
+        if hit[0] == "perm":
+            return x, rep, hit[1]
+        _, shape1, shape2 = hit
+        if rep is not None:
+            x = np.repeat(x, rep[1], axis=rep[0])
+        y = np.ascontiguousarray(np.transpose(x.reshape(shape1), (0, 2, 1)))
+        return y.reshape(shape2), None, perm
+
+    @staticmethod
+    def _view(xshape, rep, s1, s2, view_az, perm):
         az1, az2 = (int(a) for a in (view_az or (0, 0)))
-        vshape = _virtual(x.shape, rep)
+        vshape = _virtual(xshape, rep)
         r = len(vshape)
         shape1 = _onnx_reshape(vshape, s1, az1)
         lead = int(np.prod(vshape[:-2], dtype=np.int64))
@@ -184,32 +203,42 @@ class FusedAttention_1(OpKernel):
             if shape2 == tuple(vshape[:-2]) + (vshape[-1], vshape[-2]):
                 p0 = list(range(r - 2)) + [r - 1, r - 2]
                 p1 = list(range(r)) if perm is None else [int(j) for j in perm]
-                return x, rep, [p0[j] for j in p1]
-        if rep is not None:
-            x = np.repeat(x, rep[1], axis=rep[0])
+                return ("perm", tuple(p0[j] for j in p1))
         if len(shape1) != 3:
             raise ValueError(f"FusedAttention: the view of {vshape} as {shape1} is not 3-D")
-        y = np.ascontiguousarray(np.transpose(x.reshape(shape1), (0, 2, 1)))
-        return y.reshape(_onnx_reshape(y.shape, s2, az2)), None, perm
+        return ("copy", shape1, _onnx_reshape((shape1[0], shape1[2], shape1[1]), s2, az2))
 
     def _expand(self, ctx, i, axis, at, allowzero):
         x = ctx.input(i)
         if axis is None:
             return x, None
-        axis = int(axis)
-        shape_e = tuple(int(d) for d in ctx.input(int(at)).reshape(-1))
-        shape_r = ctx.input(int(at) + 1).reshape(-1)
-        u_shape = x.shape[:axis] + (1,) + x.shape[axis:]
-        e_shape = tuple(np.broadcast_shapes(u_shape, shape_e))
-        r_shape = _onnx_reshape(e_shape, shape_r, int(allowzero))
+        se, sr = ctx.input(int(at)), ctx.input(int(at) + 1)
+        cache = self.__dict__.setdefault("_expands", {})
+        key = (i, x.shape, se.tobytes(), sr.tobytes())
+        hit = cache.get(key)
+        if hit is None:
+            hit = self._expand_plan(x.shape, int(axis), se.reshape(-1), sr.reshape(-1), int(allowzero))
+            if len(cache) > 16:
+                cache.clear()
+            cache[key] = hit
+        if hit[0] == "rep":
+            return x, hit[1]
+        _, u_shape, e_shape, r_shape = hit
+        return np.ascontiguousarray(np.broadcast_to(x.reshape(u_shape), e_shape)).reshape(r_shape), None
+
+    @staticmethod
+    def _expand_plan(xshape, axis, shape_e, shape_r, allowzero):
+        u_shape = xshape[:axis] + (1,) + xshape[axis:]
+        e_shape = tuple(np.broadcast_shapes(u_shape, tuple(int(d) for d in shape_e)))
+        r_shape = _onnx_reshape(e_shape, shape_r, allowzero)
         rep = e_shape[axis]
-        merged = x.shape[:axis - 1] + (x.shape[axis - 1] * rep,) + x.shape[axis:]
-        if (e_shape[:axis] == x.shape[:axis] and e_shape[axis + 1:] == x.shape[axis:] and r_shape == merged
+        merged = xshape[:axis - 1] + (xshape[axis - 1] * rep,) + xshape[axis:]
+        if (e_shape[:axis] == xshape[:axis] and e_shape[axis + 1:] == xshape[axis:] and r_shape == merged
                 and rep >= 1):
-            return x, (None if rep == 1 else (axis - 1, rep))
+            return ("rep", None if rep == 1 else (axis - 1, rep))
         if int(np.prod(e_shape, dtype=np.int64)) != int(np.prod(r_shape, dtype=np.int64)):
             raise ValueError(f"FusedAttention: cannot reshape the expanded {e_shape} to {r_shape}")
-        return np.ascontiguousarray(np.broadcast_to(x.reshape(u_shape), e_shape)).reshape(r_shape), None
+        return ("copy", u_shape, e_shape, r_shape)
 
     def compute(self, ctx):
         q = ctx.input(0)
