@@ -293,3 +293,15 @@ def test_a_repeat_of_a_non_head_dim_is_expanded_first():
     nodes += _sdpa_nodes("q", "kr", "v", "y", nan_guard=False)
     m = make_model(nodes, {"q": q, "k": k, "v": v}, ["y"], input_shapes={"q": SYM4, "k": SYM4, "v": SYM4})
     _check(m, {"q": q, "k": k, "v": v}, native=True)
+
+
+def test_a_small_where_fill_is_not_fused():
+    """Where(keep, scores, -1e4): the kernel's additive form would be scores - 1e4, not -1e4 (fully masked rows
+    differ), so the pattern stays."""
+    q, k, v = _qkv()
+    keep = np.ones((B, 1, S, S), bool)
+    keep[1, 0, 3, :] = False
+    nodes = _sdpa_nodes("q", "k", "v", "y", masks=[("where", "keep", -1e4)])
+    m = make_model(nodes, {"q": q, "k": k, "v": v, "keep": keep}, ["y"],
+                   input_shapes={"q": SYM4, "k": SYM4, "v": SYM4, "keep": ["batch", 1, "seq", "seq"]})
+    _check(m, {"q": q, "k": k, "v": v, "keep": keep}, fused=0)

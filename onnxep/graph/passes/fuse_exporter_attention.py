@@ -5,16 +5,17 @@ dims): runs before fuse_matmul_transpose, on the raw ops, and turns
         [-> Where(IsNaN(p), 0, p)] -> MatMul(., V') [-> Transpose]
 
 into one com.onnxep FusedAttention (ops/onnxep/fused_attention.py), where Q' / K' are Q / K under any order of one
-Transpose, float32 -> float32 Casts (also one after the softmax) and scalar-constant Mul / Div (the scale as one factor on the scores, or its square root on each side, as
-scaled_dot_product_attention is exported), K transposed by a Transpose (or already laid out as (.., D, N)), V' is V
-[under a Transpose], and each of K and V may be a grouped-query repeat Reshape(Expand(Unsqueeze(kv, axis)), ..) of
-a tensor with fewer heads: the fused node reads the shared head through that node's inputs (kv_expand: the
-Unsqueeze axis, the Expand shape and the Reshape shape become inputs, checked at run time); and K (V) may be
-transposed the dynamo way, Reshape(Transpose(Reshape(x, s1), (0, 2, 1)), s2) through a 3-D view (k_view: s1 and
-s2 become inputs, checked at run time). Masks: every Add of a
-float value and every Where(bool condition, scores, scalar constant fill) between the product and the softmax,
-in order (mask_kinds 0 / 1, mask_fills); past key / value Concats are ordinary K / V producers. The NaN guard the
-exporters put after the softmax (fully masked rows -> 0) is the nan_zero flag.
+Transpose, float32 -> float32 Casts (also one after the softmax) and scalar-constant Mul / Div (the scale as one
+factor on the scores, or its square root on each side, as scaled_dot_product_attention is exported), K transposed
+by a Transpose (or already laid out as (.., D, N)), V' is V [under a Transpose], and each of K and V may be a
+grouped-query repeat Reshape(Expand(Unsqueeze(kv, axis)), ..) of a tensor with fewer heads: the fused node reads
+the shared head through that node's inputs (kv_expand: the Unsqueeze axis, the Expand shape and the Reshape shape
+become inputs, checked at run time); and K (V) may be transposed the dynamo way, Reshape(Transpose(Reshape(x, s1),
+(0, 2, 1)), s2) through a 3-D view (k_view: s1 and s2 become inputs, checked at run time). Masks: every Add of a
+float value and every Where(bool condition, scores, scalar constant fill <= -1e30: -inf or float32's lowest, what
+the exporters write) between the product and the softmax, in order (mask_kinds 0 / 1, mask_fills); past key /
+value Concats are ordinary K / V producers. The NaN guard the exporters put after the softmax (fully masked rows ->
+0) is the nan_zero flag.
 
 Every absorbed intermediate value is read by the pattern only (not a graph output). Shapes are not required to be
 known: the kernel checks them at run time and computes anything its native path cannot take through numpy with the
@@ -27,6 +28,9 @@ from onnxep.graph.ir import Graph
 from onnxep.graph.passes._edit import INTERNAL_DOMAIN, make_node
 from onnxep.graph.passes._pattern import Fusion, default_op, is_f32, keeps_any, only_consumer
 from onnxep.graph.passes.fuse_softmax_mask import _last_axis
+
+
+_FILL_MAX = -1e30
 
 
 def _rank(graph, name):
@@ -212,7 +216,9 @@ def fuse_exporter_attention(graph: Graph, ctx=None) -> Graph:
                 c, s, fill = p.inputs
                 fv = _scalar(consts, fill)
                 r = _rank(graph, c)
-                if (fv is None or _type(graph, c) != "tensor(bool)" or r is None or r > rank or s == c
+                # the kernel adds the fill: exact (s + fill rounds to fill) only for -inf or a fill of float32's
+                # lowest magnitudes, what the exporters write
+                if (fv is None or fv > _FILL_MAX or _type(graph, c) != "tensor(bool)" or r is None or r > rank or s == c
                         or not _leads_to_matmul(producer, s)):
                     ok = False
                     break

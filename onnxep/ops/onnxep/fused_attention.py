@@ -15,7 +15,8 @@ What graph/passes/fuse_exporter_attention.py writes adds (all optional):
   mask_kinds (ints), mask_fills (floats): inputs 3, 4, ... are masks applied to the scores in order, kind 0 adding a
       float mask, kind 1 a Where(cond, scores, fill) with a bool cond; they are combined into one additive mask
       (m = m + X | where(cond, m, fill)) that the native call adds per row (scores + fill rounds to fill for a finite
-      fill such as float32's lowest, and stays -inf for -inf).
+      fill such as float32's lowest, and stays -inf for -inf); a fill above -1e30 (where that would not hold) runs
+      the numpy path.
   nan_zero (int): NaN probabilities -> 0 (the exporters' guard for fully masked rows): NaN output elements -> 0.
   k_view_at / v_view_at (input index), k_view_allowzero / v_view_allowzero (ints): K (V) is first
       Reshape(Transpose(Reshape(x, input[at]), (0, 2, 1)), input[at + 1]) (the dynamo exporter's transpose through a
@@ -248,7 +249,7 @@ class FusedAttention_1(OpKernel):
                                          self.v_view_at, self.v_view_allowzero, self.perm_v)
         mask, ops = self._masks(ctx)
         plan = None
-        if q.ndim == k.ndim == v.ndim >= 2:
+        if q.ndim == k.ndim == v.ndim >= 2 and all(kind == 0 or fill <= -1e30 for kind, _, fill in ops):
             try:
                 plan = self._plan(q.shape, k.shape, v.shape, None if mask is None else mask.shape, k_rep, v_rep,
                                   _key(perm_k), _key(perm_v))
