@@ -21,7 +21,6 @@ import numpy as np
 
 from onnxep.graph.ir import Graph
 from onnxep.graph.passes._edit import INTERNAL_DOMAIN, make_node
-from onnxep.graph.passes.fold_shape_subgraphs import SHAPE_ARGS
 from onnxep.graph.passes._pattern import (Fusion, default_op, is_f32, keeps_any, only_consumer, other_input,
                                           scalar_const)
 from onnxep.graph.passes.fuse_layernorm import _axes, _trailing_axis
@@ -44,7 +43,7 @@ def _scale_fits(w, shape, axis) -> bool:
 
 def _match(sq, graph, f):
     """(x, axis, eps, weight name or None, [pattern nodes], last) around the Pow / Mul squaring x, else None."""
-    consts, producer, cons, outputs = f.consts, f.producer, f.cons, f.outputs
+    consts, cons, outputs = f.consts, f.cons, f.outputs
     if len(sq.inputs) != 2:
         return None
     x = sq.inputs[0]
@@ -104,7 +103,6 @@ def _match(sq, graph, f):
 
 # the shape-subgraph pass (run after this one) sees through the node this pass writes: its output shape follows
 # from its input shapes
-SHAPE_ARGS[(INTERNAL_DOMAIN, "RMSNormalization")] = ()
 
 
 def fuse_rms_norm(graph: Graph, ctx=None) -> Graph:

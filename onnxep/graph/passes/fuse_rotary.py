@@ -22,7 +22,6 @@ import numpy as np
 
 from onnxep.graph.ir import Graph
 from onnxep.graph.passes._edit import INTERNAL_DOMAIN, make_node
-from onnxep.graph.passes.fold_shape_subgraphs import SHAPE_ARGS
 from onnxep.graph.passes._pattern import Fusion, default_op, is_f32, keeps_any, only_consumer, other_input
 
 BIG = 2 ** 31 - 1
@@ -61,7 +60,7 @@ def _last_axis_slice(sl, consts, rank, step=1):
 
 def _cos_sin(rot, x, graph, f):
     """(cos, sin, Mul(rot, sin), Mul(x, cos), Add) of y = Add(Mul(x, cos), Mul(rot, sin)), else None."""
-    consts, producer, cons, outputs = f.consts, f.producer, f.cons, f.outputs
+    producer, cons, outputs = f.producer, f.cons, f.outputs
     msin = only_consumer(cons, outputs, rot, "Mul")
     if msin is None:
         return None
@@ -178,8 +177,6 @@ def _match(cat, graph, f):
 
 # the shape-subgraph pass (run after this one) sees through the node this pass writes: its output shape follows
 # from its input shapes
-SHAPE_ARGS[(INTERNAL_DOMAIN, "RotaryHalf")] = (3, 4)  # the split points decide the shape
-SHAPE_ARGS[(INTERNAL_DOMAIN, "RotaryInterleaved")] = (3,)  # so does the Reshape's shape
 
 
 def fuse_rotary(graph: Graph, ctx=None) -> Graph:

@@ -15,7 +15,6 @@ import numpy as np
 
 from onnxep.graph.ir import Graph
 from onnxep.graph.passes._edit import INTERNAL_DOMAIN, make_node
-from onnxep.graph.passes.fold_shape_subgraphs import SHAPE_ARGS
 from onnxep.graph.passes._pattern import Fusion, default_op, is_f32, keeps_any, only_consumer, other_input
 
 
@@ -60,7 +59,6 @@ def _match(sig, graph, f):
 
 # the shape-subgraph pass (run after this one) sees through the node this pass writes: its output shape follows
 # from its input shapes
-SHAPE_ARGS[(INTERNAL_DOMAIN, "Silu")] = ()
 
 
 def fuse_silu(graph: Graph, ctx=None) -> Graph:
