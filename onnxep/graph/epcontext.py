@@ -212,7 +212,7 @@ def _array_entry(data: _Data, name, arr) -> dict:
     if arr.dtype.name in _RAW_DTYPES:
         a = np.ascontiguousarray(arr)
         off, n = data.add(a.reshape(-1).view(np.uint8))
-        return {"name": name, "dtype": a.dtype.name, "shape": list(a.shape), "offset": off, "nbytes": n}
+        return {"name": name, "dtype": a.dtype.name, "shape": list(arr.shape), "offset": off, "nbytes": n}
     return {"name": name, "tensorproto": data.add(numpy_helper.from_array(arr, name).SerializeToString())}
 
 

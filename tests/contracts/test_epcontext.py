@@ -589,3 +589,19 @@ def test_loaded_plans_keep_no_graph_objects(exported):
     bad = [type(o).__name__ for o in seen.values()
            if isinstance(o, (Graph, Node, Partition, epcontext.LoadedContext, onnx.NodeProto, onnx.GraphProto))]
     assert not bad, bad
+
+
+@pytest.mark.parametrize("embed", ["0", "1"])
+def test_zero_d_constants_keep_their_shape(tmp_path, embed):
+    """A 0-d constant (the scalars torch.onnx writes) is saved in the blob as 0-d, not as shape (1,): reloaded, a
+    0-d input times it is still 0-d (oracle: the exporting session, bit for bit, and numpy)."""
+    nodes = [helper.make_node("Mul", ["x", "scale"], ["y"])]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                          [numpy_helper.from_array(np.array(2.0, np.float32), "scale")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    x = np.array(3.0, np.float32)
+    sess, _, ctx = _export(m, tmp_path, embed=embed)
+    want = sess.run(None, {"x": x})
+    np.testing.assert_array_equal(want[0], np.array(6.0, np.float32))
+    _assert_bit_identical(onnxep.InferenceSession(ctx).run(None, {"x": x}), want)
