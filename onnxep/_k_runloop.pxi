@@ -23,7 +23,24 @@ cdef enum:
                             # n3 act kind (ACT_*), n4 gelu after (1/0); sgemm_packed_ex as FusedMatMul runs it
     RL_LAYERNORM = 6        # s0 x, s1 scale, s2 bias, s3 y, s4 mean, s5 inv_std; n0 R, n1 C; f0 eps
     RL_SOFTMAX = 7          # s0 x, s1 y; n0 R, n1 K, n2 log
-    RL_NFNS = 8
+    RL_STRIDED = 8          # s0 x, s1 y: rl_strided_copy; n0 itemsize, n1 ndim, n2 byte offset into x, n3.. shape,
+                            # n9.. x strides, n15.. y strides (bytes, RL_MAXD each)
+    RL_WHERE = 9            # s0 cond, s1 a, s2 b, s3 y: rl_where; n0 itemsize, n1 ndim, n2.. shape, then cond, a, b
+                            # strides (bytes, RL_MAXD each)
+    RL_CONCAT = 10          # s0 .. s[k-1] inputs, s[k] y: rl_concat; n0 k, n1 rows, n2 row bytes of y, n3.. chunks
+    RL_CAST = 11            # s0 x, s1 y: rl_cast; n0 count, n1 from, n2 to (RL_T_*)
+    RL_ROW_SUM = 12         # s0 x, s1 y: rl_row_sum; n0 rows, n1 row length, n2 mean (1/0)
+    RL_NFNS = 13
+
+cdef extern from "rl_ops.h" nogil:
+    enum: RL_MAXD
+    void rl_strided_copy(char* dst, const char* src, Py_ssize_t item, int nd, const Py_ssize_t* shape,
+                         const Py_ssize_t* ss, const Py_ssize_t* ds)
+    void rl_where(char* y, const char* c, const char* a, const char* b, Py_ssize_t item, int nd,
+                  const Py_ssize_t* shape, const Py_ssize_t* sc, const Py_ssize_t* sa, const Py_ssize_t* sb)
+    void rl_concat(char* y, char* const* xs, int k, Py_ssize_t rows, Py_ssize_t orow, const Py_ssize_t* chunk)
+    void rl_cast(const char* x, char* y, Py_ssize_t n, int s, int d)
+    void rl_row_sum(const float* x, float* y, Py_ssize_t R, Py_ssize_t C, int mean)
 
 
 ctypedef struct RStep:
@@ -130,6 +147,46 @@ cdef void _rl_softmax(const RStep* s, char** p) noexcept nogil:
     parallel_for(R, 1 if R * K < NORM_PAR_WORK else _nthreads(s.nthreads), _tf_task, &job)
 
 
+cdef void _rl_strided(const RStep* s, char** p) noexcept nogil:
+    rl_strided_copy(p[s.slot[1]], p[s.slot[0]] + s.n[2], s.n[0], <int>s.n[1], &s.n[3], &s.n[3 + RL_MAXD],
+                    &s.n[3 + 2 * RL_MAXD])
+
+
+cdef void _rl_where(const RStep* s, char** p) noexcept nogil:
+    rl_where(p[s.slot[3]], p[s.slot[0]], p[s.slot[1]], p[s.slot[2]], s.n[0], <int>s.n[1], &s.n[2],
+             &s.n[2 + RL_MAXD], &s.n[2 + 2 * RL_MAXD], &s.n[2 + 3 * RL_MAXD])
+
+
+cdef void _rl_concat(const RStep* s, char** p) noexcept nogil:
+    cdef char* xs[RL_SLOTS]
+    cdef int i, k = <int>s.n[0]
+    for i in range(k):
+        xs[i] = p[s.slot[i]]
+    rl_concat(p[s.slot[k]], xs, k, s.n[1], s.n[2], &s.n[3])
+
+
+cdef void _rl_cast(const RStep* s, char** p) noexcept nogil:
+    rl_cast(p[s.slot[0]], p[s.slot[1]], s.n[0], <int>s.n[1], <int>s.n[2])
+
+
+cdef void _rl_row_sum(const RStep* s, char** p) noexcept nogil:
+    rl_row_sum(<const float*>p[s.slot[0]], <float*>p[s.slot[1]], s.n[0], s.n[1], <int>s.n[2])
+
+
+def row_sum_f32(const float[::1] x, float[::1] y, Py_ssize_t C):
+    """y[r] := sum of x[r * C:(r + 1) * C] (rl_row_sum, as the run loop's RL_ROW_SUM step runs it)."""
+    cdef Py_ssize_t R = y.shape[0]
+    if C < 0 or x.shape[0] != R * C:
+        raise ValueError(f"row_sum_f32: {x.shape[0]} elements for {R} rows of {C}")
+    if R == 0:
+        return
+    if C == 0:
+        y[:] = 0
+        return
+    with nogil:
+        rl_row_sum(&x[0], &y[0], R, C, 0)
+
+
 cdef rl_fn _RL_FNS[RL_NFNS]
 _RL_FNS[RL_ALIAS] = _rl_alias
 _RL_FNS[RL_COPY] = _rl_copy
@@ -139,11 +196,19 @@ _RL_FNS[RL_TF_UNARY] = _rl_tf_unary
 _RL_FNS[RL_GEMM_PACKED] = _rl_gemm_packed
 _RL_FNS[RL_LAYERNORM] = _rl_layernorm
 _RL_FNS[RL_SOFTMAX] = _rl_softmax
+_RL_FNS[RL_STRIDED] = _rl_strided
+_RL_FNS[RL_WHERE] = _rl_where
+_RL_FNS[RL_CONCAT] = _rl_concat
+_RL_FNS[RL_CAST] = _rl_cast
+_RL_FNS[RL_ROW_SUM] = _rl_row_sum
 
 #: the entries' ids, for the kernels' c_step (onnxep/backends/cpu/runloop.py)
 RUNLOOP_FNS = {"alias": RL_ALIAS, "copy": RL_COPY, "binary": RL_BINARY, "unary": RL_UNARY, "tf_unary": RL_TF_UNARY,
-               "gemm_packed": RL_GEMM_PACKED, "layernorm": RL_LAYERNORM, "softmax": RL_SOFTMAX}
-RUNLOOP_LIMITS = {"slots": RL_SLOTS, "ints": RL_INTS, "floats": RL_FLOATS, "bcast_dims": BCAST_MAX_DIMS}
+               "gemm_packed": RL_GEMM_PACKED, "layernorm": RL_LAYERNORM, "softmax": RL_SOFTMAX,
+               "strided": RL_STRIDED, "where": RL_WHERE, "concat": RL_CONCAT, "cast": RL_CAST,
+               "row_sum": RL_ROW_SUM}
+RUNLOOP_LIMITS = {"slots": RL_SLOTS, "ints": RL_INTS, "floats": RL_FLOATS, "bcast_dims": BCAST_MAX_DIMS,
+                  "copy_dims": RL_MAXD}
 
 
 cdef inline char* _rl_address(object obj) except? NULL:

@@ -155,6 +155,11 @@ def compile_plan(plan, run, caps, k0, k1, arena, nthreads):
     views = arena.views
     consts = plan.constants
     plan_inputs = set(plan.inputs)
+    producer = {}
+    for i, s in enumerate(run):
+        for o in s[2]:
+            if o:
+                producer[o] = i
     # per step: None (Python) or the C spec
     specs = []
     for i, (compute, ins, outs, packed, frees, name, op, slot) in enumerate(run):
@@ -169,6 +174,11 @@ def compile_plan(plan, run, caps, k0, k1, arena, nthreads):
                 spec = None
         if spec is not None and len(spec[1]) > LIMITS["slots"]:
             spec = None
+        if spec is not None and spec[0] != "alias" and any(v is not None for v in caps[i].small):
+            spec = None     # small integer results stay in Python, where each run checks their values (shapes)
+        if spec is not None and not all(_value_fixed(ins[a], consts, producer, specs, caps, run)
+                                        for a in getattr(kernel, "c_value_inputs", ()) if a < len(ins) and ins[a]):
+            spec = None     # the step bakes in an input's values: only constants and checked values qualify
         specs.append(spec)
     n_c = sum(s is not None for s in specs)
     if n_c == 0:
@@ -192,11 +202,6 @@ def compile_plan(plan, run, caps, k0, k1, arena, nthreads):
             s = slots[x] = new_slot()
         return s
 
-    producer = {}
-    for i, s in enumerate(run):
-        for o in s[2]:
-            if o:
-                producer[o] = i
     py_reads = set()
     for i, s in enumerate(run):
         if specs[i] is None:
@@ -317,6 +322,17 @@ def compile_plan(plan, run, caps, k0, k1, arena, nthreads):
     c.externals = tuple(externals)
     c.n_c, c.n_py = n_c, n_steps - n_c
     return c
+
+
+def _value_fixed(x, consts, producer, specs, caps, run) -> bool:
+    """Whether value x is the same on every run of the signature: a constant, or a small integer result of a Python
+    step (checked by value after the step, StepCapture.small)."""
+    if x in consts:
+        return True
+    i = producer.get(x)
+    if i is None or i >= len(specs) or specs[i] is not None:
+        return False
+    return any(o == x and s is not None for o, s in zip(run[i][2], caps[i].small))
 
 
 def _slot_targets(plan):
