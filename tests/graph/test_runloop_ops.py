@@ -195,3 +195,36 @@ def test_reduce_trailing(op, shape, axes, keep):
     model = make_model(nodes, {"x": x}, ["y"], initializers=inits, opset=opset)
     progs = _check(model, _feeds(x), 2, rtol=1e-4, atol=1e-5)
     assert max(p.n_py for p in progs) == 0
+
+
+@pytest.mark.parametrize("xshape", [(3, 1, 16), (5, 16), (2, 3, 4, 16)])
+def test_matmul_packed_weight(xshape):
+    x = _f32(*xshape)
+    w = _f32(16, 24)
+    nodes = [helper.make_node("Neg", ["x"], ["n"]), helper.make_node("MatMul", ["n", "w"], ["y"])]
+    model = make_model(nodes, {"x": x}, ["y"], initializers={"w": w})
+    progs = _check(model, _feeds(x), 2, rtol=1e-4, atol=1e-5)
+    assert max(p.n_py for p in progs) == 0
+
+
+@pytest.mark.parametrize("cshape", [None, (24,), (1, 24)])
+def test_gemm_packed_weight_with_bias(cshape):
+    x = _f32(5, 16)
+    inits = {"w": _f32(24, 16)}
+    ins = ["n", "w"]
+    if cshape is not None:
+        inits["c"] = _f32(*cshape)
+        ins.append("c")
+    nodes = [helper.make_node("Neg", ["x"], ["n"]), helper.make_node("Gemm", ins, ["y"], transB=1)]
+    model = make_model(nodes, {"x": x}, ["y"], initializers=inits)
+    progs = _check(model, _feeds(x), 2, rtol=1e-4, atol=1e-5)
+    assert max(p.n_py for p in progs) == 0
+
+
+def test_gelu_opset20_and_cast_to_the_same_type():
+    x = _f32(3, 7, 8)
+    nodes = [helper.make_node("Gelu", ["x"], ["g"]), helper.make_node("Cast", ["g"], ["c"], to=1),
+             helper.make_node("Neg", ["c"], ["y"])]
+    model = make_model(nodes, {"x": x}, ["y"], opset=20)
+    progs = _check(model, _feeds(x), 3)
+    assert max(p.n_py for p in progs) == 0

@@ -32,6 +32,9 @@ LIMITS = _kernels.RUNLOOP_LIMITS
 #: op types whose kernel publishes a view of input 0 (set_output): an alias step when the view starts at its input
 VIEW_OPS = frozenset({("", "Reshape"), ("", "Squeeze"), ("", "Unsqueeze"), ("", "Flatten"), ("", "Identity")})
 
+#: op types whose kernel publishes input 0 itself when no conversion is needed (Cast to the input's type)
+SAME_TYPE_VIEWS = frozenset({("", "Cast"), ("", "CastLike")})
+
 #: integer outputs of Python steps up to this many elements are checked by value (they may be shapes)
 SMALL_INTS = 64
 
@@ -130,13 +133,15 @@ class Compiled:
 def _c_spec(kernel, op_key, cap, nthreads):
     """(entry, arg spec, ints, floats, fresh outputs) of a step that can run in C, else None."""
     outs = cap.outs
-    if op_key in VIEW_OPS:
+    if op_key in VIEW_OPS or op_key in SAME_TYPE_VIEWS:
         x = cap.ins[0] if cap.ins else None
         y = outs[0] if len(outs) == 1 else None
         if (x.__class__ is np.ndarray and y.__class__ is np.ndarray and x.dtype != object and y.size
-                and y.flags.c_contiguous and x.nbytes == y.nbytes and _addr(x) == _addr(y) and cap.k1 == cap.k0):
+                and y.flags.c_contiguous and x.nbytes == y.nbytes and _addr(x) == _addr(y) and cap.k1 == cap.k0
+                and (op_key in VIEW_OPS or x.dtype == y.dtype)):
             return ("alias", [0, ~0], [0], [], ())
-        return None
+        if op_key in VIEW_OPS:
+            return None
     c_step = getattr(kernel, "c_step", None)
     if c_step is None:
         return None
