@@ -30,7 +30,13 @@ cdef enum:
     RL_CONCAT = 10          # s0 .. s[k-1] inputs, s[k] y: rl_concat; n0 k, n1 rows, n2 row bytes of y, n3.. chunks
     RL_CAST = 11            # s0 x, s1 y: rl_cast; n0 count, n1 from, n2 to (RL_T_*)
     RL_ROW_SUM = 12         # s0 x, s1 y: rl_row_sum; n0 rows, n1 row length, n2 mean (1/0)
-    RL_NFNS = 13
+    RL_CUBE = 13            # s0 x, s1 y: rl_cube; n0 count
+    RL_ISNAN = 14           # s0 x, s1 y: rl_isnan; n0 count
+    RL_COMPARE = 15         # s0 a, s1 b (NULL for Not: a again), s2 y: rl_compare; n0 op, n1 type, n2 ndim, n3.. shape,
+                            # a strides, b strides (bytes, RL_MAXD each)
+    RL_GEMM_BATCHED = 16    # s0 A, s1 B, s2 C, s3 a_off, s4 b_off, s5 c_off (int64); n0 items, n1 M, n2 N, n3 K,
+                            # n4.. rsa, csa, rsb, csb, rsc, csc; f0 alpha: as sgemm_batched_f32 runs it
+    RL_NFNS = 17
 
 cdef extern from "rl_ops.h" nogil:
     enum: RL_MAXD
@@ -41,6 +47,10 @@ cdef extern from "rl_ops.h" nogil:
     void rl_concat(char* y, char* const* xs, int k, Py_ssize_t rows, Py_ssize_t orow, const Py_ssize_t* chunk)
     void rl_cast(const char* x, char* y, Py_ssize_t n, int s, int d)
     void rl_row_sum(const float* x, float* y, Py_ssize_t R, Py_ssize_t C, int mean)
+    void rl_cube(const float* x, float* y, Py_ssize_t n)
+    void rl_isnan(const float* x, uint8_t* y, Py_ssize_t n)
+    void rl_compare(int op, int t, uint8_t* y, const char* a, const char* b, int nd, const Py_ssize_t* shape,
+                    const Py_ssize_t* sa, const Py_ssize_t* sb)
 
 
 ctypedef struct RStep:
@@ -173,6 +183,52 @@ cdef void _rl_row_sum(const RStep* s, char** p) noexcept nogil:
     rl_row_sum(<const float*>p[s.slot[0]], <float*>p[s.slot[1]], s.n[0], s.n[1], <int>s.n[2])
 
 
+cdef void _rl_cube(const RStep* s, char** p) noexcept nogil:
+    rl_cube(<const float*>p[s.slot[0]], <float*>p[s.slot[1]], s.n[0])
+
+
+cdef void _rl_isnan(const RStep* s, char** p) noexcept nogil:
+    rl_isnan(<const float*>p[s.slot[0]], <uint8_t*>p[s.slot[1]], s.n[0])
+
+
+cdef void _rl_compare(const RStep* s, char** p) noexcept nogil:
+    rl_compare(<int>s.n[0], <int>s.n[1], <uint8_t*>p[s.slot[2]], p[s.slot[0]], p[s.slot[1]], <int>s.n[2], &s.n[3],
+               &s.n[3 + RL_MAXD], &s.n[3 + 2 * RL_MAXD])
+
+
+cdef void _rl_gemm_batched(const RStep* s, char** p) noexcept nogil:
+    cdef Py_ssize_t T = s.n[0], M = s.n[1], N = s.n[2], K = s.n[3], t, blen, wlen
+    cdef const float* a = <const float*>p[s.slot[0]]
+    cdef const float* b = <const float*>p[s.slot[1]]
+    cdef float* c = <float*>p[s.slot[2]]
+    cdef const int64_t* ao = <const int64_t*>p[s.slot[3]]
+    cdef const int64_t* bo = <const int64_t*>p[s.slot[4]]
+    cdef const int64_t* co = <const int64_t*>p[s.slot[5]]
+    cdef int nth = _nthreads(s.nthreads)
+    cdef bint per_item = nth > 1 and T >= nth and <double>2.0 * M * N * K * T >= SGEMM_MT_FLOPS
+    cdef BatchedJob job
+    cdef float* buf
+    if T == 0 or M == 0 or N == 0 or K == 0:     # (c_step takes K > 0 only)
+        return
+    blen = sgemm_pack_b_len(K, N)
+    wlen = blen + SGEMM_WORK_PER_THREAD
+    if not per_item:
+        nth = sgemm_threads(M, N, K, s.nthreads)
+    buf = <float*>malloc((nth * wlen if per_item else blen + sgemm_work_len(nth)) * sizeof(float))
+    if buf == NULL:
+        return
+    if per_item:
+        job.M, job.N, job.K, job.alpha, job.a, job.rsa, job.csa = M, N, K, s.f[0], a, s.n[4], s.n[5]
+        job.b, job.rsb, job.csb, job.c, job.rsc, job.csc = b, s.n[6], s.n[7], c, s.n[8], s.n[9]
+        job.a_off, job.b_off, job.c_off, job.buf, job.wlen, job.blen = ao, bo, co, buf, wlen, blen
+        parallel_for(T, nth, _sgemm_item_task, &job)
+    else:
+        for t in range(T):
+            _sgemm_item(M, N, K, s.f[0], a + ao[t], s.n[4], s.n[5], b + bo[t], s.n[6], s.n[7], c + co[t], s.n[8],
+                        s.n[9], buf, buf + blen, nth)
+    free(buf)
+
+
 def row_sum_f32(const float[::1] x, float[::1] y, Py_ssize_t C):
     """y[r] := sum of x[r * C:(r + 1) * C] (rl_row_sum, as the run loop's RL_ROW_SUM step runs it)."""
     cdef Py_ssize_t R = y.shape[0]
@@ -201,12 +257,17 @@ _RL_FNS[RL_WHERE] = _rl_where
 _RL_FNS[RL_CONCAT] = _rl_concat
 _RL_FNS[RL_CAST] = _rl_cast
 _RL_FNS[RL_ROW_SUM] = _rl_row_sum
+_RL_FNS[RL_CUBE] = _rl_cube
+_RL_FNS[RL_ISNAN] = _rl_isnan
+_RL_FNS[RL_COMPARE] = _rl_compare
+_RL_FNS[RL_GEMM_BATCHED] = _rl_gemm_batched
 
 #: the entries' ids, for the kernels' c_step (onnxep/backends/cpu/runloop.py)
 RUNLOOP_FNS = {"alias": RL_ALIAS, "copy": RL_COPY, "binary": RL_BINARY, "unary": RL_UNARY, "tf_unary": RL_TF_UNARY,
                "gemm_packed": RL_GEMM_PACKED, "layernorm": RL_LAYERNORM, "softmax": RL_SOFTMAX,
                "strided": RL_STRIDED, "where": RL_WHERE, "concat": RL_CONCAT, "cast": RL_CAST,
-               "row_sum": RL_ROW_SUM}
+               "row_sum": RL_ROW_SUM, "cube": RL_CUBE, "isnan": RL_ISNAN, "compare": RL_COMPARE,
+               "gemm_batched": RL_GEMM_BATCHED}
 RUNLOOP_LIMITS = {"slots": RL_SLOTS, "ints": RL_INTS, "floats": RL_FLOATS, "bcast_dims": BCAST_MAX_DIMS,
                   "copy_dims": RL_MAXD}
 

@@ -131,6 +131,48 @@ static void rl_cast(const char* x, char* y, Py_ssize_t n, int s, int d) {
     }
 }
 
+/* y := (x * x) * x (Pow by a constant 3, as onnxruntime and the Python path compute it) */
+static void rl_cube(const float* x, float* y, Py_ssize_t n) {
+    Py_ssize_t i;
+    for (i = 0; i < n; i++) {
+        float s = x[i] * x[i];
+        y[i] = s * x[i];
+    }
+}
+
+/* y[i] := x[i] is NaN (IsNaN float32) */
+static void rl_isnan(const float* x, uint8_t* y, Py_ssize_t n) {
+    Py_ssize_t i;
+    for (i = 0; i < n; i++) y[i] = x[i] != x[i];
+}
+
+/* comparisons and logic into a bool y (contiguous), a and b broadcast by byte strides; types RL_T_* (f32, i64,
+ * i32, bool); Not reads a only */
+enum { RL_EQ = 0, RL_LT = 1, RL_GT = 2, RL_AND = 3, RL_OR = 4, RL_XOR = 5, RL_NOT = 6, RL_LE = 7, RL_GE = 8 };
+
+#define RL_CMP_ROW(T) { \
+    for (i = 0; i < n; i++, y++) { \
+        T u = *(const T*)(p[0] + i * al), v = *(const T*)(p[1] + i * bl); \
+        *y = op == RL_EQ ? u == v : op == RL_LT ? u < v : op == RL_GT ? u > v : op == RL_LE ? u <= v : \
+             op == RL_GE ? u >= v : op == RL_AND ? (u && v) : op == RL_OR ? (u || v) : op == RL_XOR ? (!u != !v) : !u; \
+    } }
+
+static void rl_compare(int op, int t, uint8_t* y, const char* a, const char* b, int nd, const Py_ssize_t* shape,
+                       const Py_ssize_t* sa, const Py_ssize_t* sb) {
+    Py_ssize_t idx[RL_MAXD] = {0}, i, n = shape[nd - 1], al = sa[nd - 1], bl = sb[nd - 1];
+    char* p[2] = {(char*)a, (char*)b};
+    const Py_ssize_t* st[2] = {sa, sb};
+    if (rl_count(nd, shape) == 0) return;
+    do {
+        switch (t) {
+        case RL_T_F32: RL_CMP_ROW(float) break;
+        case RL_T_I64: RL_CMP_ROW(int64_t) break;
+        case RL_T_I32: RL_CMP_ROW(int32_t) break;
+        default: RL_CMP_ROW(uint8_t)
+        }
+    } while (rl_next(idx, nd, shape, p, st, 2));
+}
+
 /* y[r] := the sum (mean: / C) of row r of x (R x C, contiguous): eight running sums, then the tail (ReduceSum /
  * ReduceMean over trailing axes; the Python path's float32 sums call the same loop) */
 static void rl_row_sum(const float* x, float* y, Py_ssize_t R, Py_ssize_t C, int mean) {

@@ -81,3 +81,26 @@ def cast(x, y):
     if (a, b) not in CAST_PAIRS:
         return None
     return "cast", [0, ~0], [y.size, a, b], []
+
+
+#: ufunc -> rl_compare's RL_EQ ... (logic ops: bool inputs only)
+COMPARE_OPS = {np.equal: 0, np.less: 1, np.greater: 2, np.less_equal: 7, np.greater_equal: 8}
+LOGIC_OPS = {np.logical_and: 3, np.logical_or: 4, np.logical_xor: 5, np.logical_not: 6}
+COMPARE_TYPES = {np.dtype(np.float32): 0, np.dtype(np.int64): 2, np.dtype(np.int32): 3, np.dtype(np.bool_): 4}
+
+
+def compare(ufunc, a, b, y):
+    """The RL_COMPARE step y := ufunc(a, b) into bool, or None."""
+    if not plain(a, b, y) or y.dtype != np.bool_ or a.dtype != b.dtype:
+        return None
+    t = COMPARE_TYPES.get(a.dtype)
+    op = LOGIC_OPS.get(ufunc) if a.dtype == np.bool_ else COMPARE_OPS.get(ufunc)
+    if op is None and a.dtype == np.bool_:
+        op = COMPARE_OPS.get(ufunc)
+    if t is None or op is None:
+        return None
+    s = collapse(y.shape, broadcast_strides(a, y.shape), broadcast_strides(b, y.shape), y.strides)
+    if s is None:
+        return None
+    nd, shape, sa, sb, _ = s
+    return "compare", [0, 1, ~0], [op, t, nd, *shape, *sa, *sb], []

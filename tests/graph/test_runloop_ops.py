@@ -228,3 +228,74 @@ def test_gelu_opset20_and_cast_to_the_same_type():
     model = make_model(nodes, {"x": x}, ["y"], opset=20)
     progs = _check(model, _feeds(x), 3)
     assert max(p.n_py for p in progs) == 0
+
+
+@pytest.mark.parametrize("sa,sb", [((3, 4, 5, 16), (3, 4, 16, 7)), ((3, 4, 5, 16), (1, 4, 16, 7)),
+                                   ((5, 16), (2, 16, 7))])
+def test_matmul_batched(sa, sb):
+    a = _f32(*sa)
+    b = _f32(*sb)
+    nodes = [helper.make_node("Neg", ["a"], ["n"]), helper.make_node("MatMul", ["n", "b"], ["y"])]
+    model = make_model(nodes, {"a": a}, ["y"], initializers={"b": b})
+    progs = _check(model, _feeds(a, name="a"), 2, rtol=1e-4, atol=1e-5)
+    assert max(p.n_py for p in progs) == 0
+
+
+@pytest.mark.parametrize("op", ["Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"])
+@pytest.mark.parametrize("dt", [np.float32, np.int64, np.int32])
+def test_compare(op, dt):
+    a = (RNG.standard_normal((3, 5, 8)) * 3).astype(dt)
+    b = (RNG.standard_normal((5, 1)) * 3).astype(dt)
+    if dt == np.float32:
+        a[0, 0, :2] = np.nan
+        b[1, 0] = np.nan
+    nodes = [helper.make_node(op, ["a", "b"], ["y"])]
+    model = make_model(nodes, {"a": a}, ["y"], initializers={"b": b})
+    mk = lambda: (RNG.standard_normal((3, 5, 8)) * 3).astype(dt)
+    progs = _check(model, _feeds(a, name="a", make=mk), 1, ort=op in ("Equal", "Less", "Greater") or True)
+    assert max(p.n_py for p in progs) == 0
+
+
+@pytest.mark.parametrize("op", ["And", "Or", "Xor", "Equal"])
+def test_logic(op):
+    a = RNG.random((3, 1, 11, 11)) > 0.5
+    b = RNG.random((1, 11)) > 0.3
+    nodes = [helper.make_node(op, ["a", "b"], ["c"]), helper.make_node("Not", ["c"], ["y"])]
+    model = make_model(nodes, {"a": a}, ["y", "c"], initializers={"b": b})
+    progs = _check(model, _feeds(a, name="a", make=lambda: RNG.random((3, 1, 11, 11)) > 0.5), 2)
+    assert max(p.n_py for p in progs) == 0
+
+
+def test_isnan_and_pow3():
+    x = _f32(3, 4, 11, 11)
+    x[0, 0, 0, :3] = np.nan
+    nodes = [helper.make_node("IsNaN", ["x"], ["m"]), helper.make_node("Pow", ["x", "e"], ["p"]),
+             helper.make_node("Where", ["m", "z", "p"], ["y"])]
+    model = make_model(nodes, {"x": x}, ["y", "m"], initializers={"e": np.array(3.0, np.float32),
+                                                                 "z": np.array(0.0, np.float32)})
+    progs = _check(model, _feeds(x), 3, rtol=1e-5, atol=1e-5)
+    assert max(p.n_py for p in progs) == 0
+
+
+@pytest.mark.parametrize("idx,axis", [(np.array([0, 1, 2, 3]), 0), (np.array(2), 1), (np.array([[4, 3], [2, 1]]), 1),
+                                      (np.array([-1]), 2), (np.array([0, 2, 4]), 1)])
+def test_gather_constant_range(idx, axis):
+    x = _f32(6, 5, 7)
+    nodes = [helper.make_node("Neg", ["x"], ["n"]), helper.make_node("Gather", ["n", "i"], ["y"], axis=axis)]
+    model = make_model(nodes, {"x": x}, ["y"], initializers={"i": idx.astype(np.int64)})
+    progs = _check(model, _feeds(x), 2)
+    assert max(p.n_py for p in progs) == 0
+
+
+def test_gather_with_fed_indices_stays_in_python_and_checks_them():
+    x = _f32(10, 8)
+    nodes = [helper.make_node("Neg", ["x"], ["n"]), helper.make_node("Gather", ["n", "i"], ["y"])]
+    model = make_model(nodes, {"x": x, "i": np.array([0, 1, 2], np.int64)}, ["y"])
+    sess = onnxep.InferenceSession(model.SerializeToString())
+    for k in range(4):
+        i = np.array([k, k + 1, k + 2], np.int64)
+        np.testing.assert_array_equal(sess.run(None, {"x": x, "i": i})[0], -x[i])
+    with pytest.raises(Exception):
+        sess.run(None, {"x": x, "i": np.array([0, 1, 10], np.int64)})
+    np.testing.assert_array_equal(sess.run(None, {"x": x, "i": np.array([3, 1, 2], np.int64)})[0],
+                                  -x[[3, 1, 2]])

@@ -9,6 +9,9 @@ The plan is then compiled for that signature and buffer into a `_kernels.Program
   the argument spec lists input indices i >= 0, output indices as ~j, None for NULL, or a fixed buffer such as a
   packed weight) becomes a C step; a view op (Reshape, Squeeze, Unsqueeze, Flatten, Identity) whose output starts at
   its input's first byte becomes an alias step (pointer arithmetic, no work);
+- a step whose c_step would make small integer results (they may be shapes) stays in Python, where each run checks
+  their values; a kernel's `c_value_inputs` name the inputs whose values (not only shapes) its C step bakes in (Slice
+  starts, Gather indices, the Pow exponent): the step is C only when each is a constant or such a checked value;
 - every other step (user kernels, the reference boundary, data-dependent shapes, control flow, ops not ported, a step
   writing into a Concat's slot) stays a Python step: `Kernel.compute(ctx)` as before, the arena's counter set to what
   the capture saw so its allocations get the same arrays;

@@ -101,14 +101,29 @@ class MatMul_1(NativeOrNumpy, PackedWeightMixin, OpKernel):
         """The compiled run loop's entry for a packed B: sgemm_packed_ex as compute's packed path runs it (A's leading
         dims folded into M)."""
         bp = self.packed(1)
-        if bp is None or "compute" in self.__dict__ or type(self).compute is not MatMul_1.compute:
+        if "compute" in self.__dict__ or type(self).compute is not MatMul_1.compute:
             return None
+        if bp is None:
+            return self._c_step_batched(ins[0], ins[1], outs[0])
         A, Y = ins[0], outs[0]
         K, N = self._b_kn
         if (not _plain_f32(A, Y) or A.ndim < 1 or A.shape[-1] != K or Y.shape != A.shape[:-1] + (N,) or K == 0
                 or Y.size == 0):
             return None
         return "gemm_packed", [0, bp, None, None, ~0], [Y.size // N, N, K, 0, 0], []
+
+    def _c_step_batched(self, A, B, Y):
+        """RL_GEMM_BATCHED for compute's batched path (A and B of rank >= 2, B not 2-D), the same offsets."""
+        if not _plain_f32(A, B, Y) or A.ndim < 2 or B.ndim < 3:
+            return None
+        M, K = A.shape[-2:]
+        Kb, N = B.shape[-2:]
+        if K != Kb or 0 in (M, N, K):
+            return None
+        batch, a_off, b_off, c_off = self._batch_offsets(A.shape, B.shape)
+        if Y.shape != batch + (M, N):
+            return None
+        return ("gemm_batched", [0, 1, ~0, a_off, b_off, c_off], [len(a_off), M, N, K, K, 1, N, 1, N, 1], [1.0])
 
     def _batch_offsets(self, a_shape, b_shape):
         """(batch shape, per-item element offsets of A, B and C) of a broadcast batched product, cached per shapes:
