@@ -299,3 +299,16 @@ def test_gather_with_fed_indices_stays_in_python_and_checks_them():
         sess.run(None, {"x": x, "i": np.array([0, 1, 10], np.int64)})
     np.testing.assert_array_equal(sess.run(None, {"x": x, "i": np.array([3, 1, 2], np.int64)})[0],
                                   -x[[3, 1, 2]])
+
+
+def test_small_integer_results_feeding_shapes_stay_checked():
+    """x's values pick a Reshape target through small int64 steps: those steps stay in Python (checked each run),
+    so a run whose values change the target leaves the compiled path instead of reusing the captured shape."""
+    x = np.array([2, 6], np.int64)
+    nodes = [helper.make_node("Mul", ["x", "one"], ["s"]), helper.make_node("Reshape", ["d", "s"], ["r"]),
+             helper.make_node("Neg", ["r"], ["y"])]
+    d = _f32(12)
+    model = make_model(nodes, {"x": x}, ["y"], initializers={"one": np.array([1, 1], np.int64), "d": d})
+    sess = onnxep.InferenceSession(model.SerializeToString())
+    for v in ([2, 6], [2, 6], [2, 6], [3, 4], [4, 3], [2, 6]):
+        np.testing.assert_array_equal(sess.run(None, {"x": np.array(v, np.int64)})[0], -d.reshape(v))
