@@ -22,6 +22,17 @@ def plain(*arrays) -> bool:
     return all(a.__class__ is np.ndarray and not a.dtype.hasobject and a.flags.c_contiguous for a in arrays)
 
 
+def apart(y, *xs) -> bool:
+    """y shares no memory with any of xs, or is one of them exactly (same address, dtype and shape: an elementwise
+    loop reading element i before writing it is safe in place; anything else, e.g. a bool result written over its
+    int64 operand by the arena's in-place reuse, is not)."""
+    for x in xs:
+        if np.may_share_memory(x, y) and not (x.dtype == y.dtype and x.shape == y.shape
+                                             and x.__array_interface__["data"][0] == y.__array_interface__["data"][0]):
+            return False
+    return True
+
+
 def collapse(shape, *strides):
     """(ndim, shape, strides...) without size-1 dims and with neighbouring dims merged where every stride list
     allows, at least one dim, each list padded to MAXD; None when more than MAXD dims remain."""
@@ -44,7 +55,8 @@ def collapse(shape, *strides):
 
 def strided(x, view, y):
     """The RL_STRIDED step copying `view` (a numpy view of x) into y, or None."""
-    if not plain(x, y) or view.shape != y.shape or view.dtype != y.dtype or y.dtype != x.dtype:
+    if (not plain(x, y) or view.shape != y.shape or view.dtype != y.dtype or y.dtype != x.dtype
+            or np.may_share_memory(x, y)):
         return None
     c = collapse(y.shape, view.strides, y.strides)
     if c is None:
@@ -63,7 +75,7 @@ def broadcast_strides(a, shape):
 
 def where(c, a, b, y):
     """The RL_WHERE step y := c ? a : b, or None."""
-    if not plain(c, a, b, y) or c.dtype != np.bool_ or not a.dtype == b.dtype == y.dtype:
+    if not plain(c, a, b, y) or c.dtype != np.bool_ or not a.dtype == b.dtype == y.dtype or not apart(y, c, a, b):
         return None
     s = collapse(y.shape, broadcast_strides(c, y.shape), broadcast_strides(a, y.shape),
                  broadcast_strides(b, y.shape), y.strides)
@@ -75,7 +87,7 @@ def where(c, a, b, y):
 
 def cast(x, y):
     """The RL_CAST step y := x converted, or None."""
-    if not plain(x, y) or x.shape != y.shape:
+    if not plain(x, y) or x.shape != y.shape or np.may_share_memory(x, y):
         return None
     a, b = CAST_CODES.get(x.dtype), CAST_CODES.get(y.dtype)
     if (a, b) not in CAST_PAIRS:
@@ -91,7 +103,7 @@ COMPARE_TYPES = {np.dtype(np.float32): 0, np.dtype(np.int64): 2, np.dtype(np.int
 
 def compare(ufunc, a, b, y):
     """The RL_COMPARE step y := ufunc(a, b) into bool, or None."""
-    if not plain(a, b, y) or y.dtype != np.bool_ or a.dtype != b.dtype:
+    if not plain(a, b, y) or y.dtype != np.bool_ or a.dtype != b.dtype or not apart(y, a, b):
         return None
     t = COMPARE_TYPES.get(a.dtype)
     op = LOGIC_OPS.get(ufunc) if a.dtype == np.bool_ else COMPARE_OPS.get(ufunc)

@@ -312,3 +312,26 @@ def test_small_integer_results_feeding_shapes_stay_checked():
     sess = onnxep.InferenceSession(model.SerializeToString())
     for v in ([2, 6], [2, 6], [2, 6], [3, 4], [4, 3], [2, 6]):
         np.testing.assert_array_equal(sess.run(None, {"x": np.array(v, np.int64)})[0], -d.reshape(v))
+
+
+def test_results_written_over_their_operands():
+    """The arena may give a result the memory of an operand it no longer needs (in place): a bool result over its
+    int64 operands (Less of two views of one Range) and over a float32 one (IsNaN) must still be right."""
+    x = _f32(3, 7, 4)
+    nodes = [helper.make_node("Shape", ["x"], ["sx"]), helper.make_node("Gather", ["sx", "i1"], ["s"]),
+             helper.make_node("Range", ["zero", "s", "one"], ["pos"]),
+             helper.make_node("Unsqueeze", ["pos", "ax1"], ["col"]), helper.make_node("Unsqueeze", ["pos", "ax0"], ["row"]),
+             helper.make_node("Less", ["row", "col"], ["future"]), helper.make_node("Cast", ["future"], ["futf"], to=1),
+             helper.make_node("Mul", ["futf", "neg"], ["mask"]), helper.make_node("Neg", ["x"], ["nx"]),
+             helper.make_node("IsNaN", ["nx"], ["isn"]), helper.make_node("Not", ["isn"], ["ok"])]
+    inits = {"i1": np.array(1, np.int64), "zero": np.array(0, np.int64), "one": np.array(1, np.int64),
+             "ax0": np.array([0], np.int64), "ax1": np.array([1], np.int64), "neg": np.array(-100.0, np.float32)}
+    model = make_model(nodes, {"x": x}, ["mask", "ok"], initializers=inits, input_shapes={"x": ["b", "s", 4]})
+    sess = onnxep.InferenceSession(model.SerializeToString())
+    for shape in [(3, 7, 4), (3, 7, 4), (2, 9, 4), (3, 7, 4), (3, 7, 4), (3, 7, 4), (2, 9, 4), (2, 9, 4)]:
+        xi = _f32(*shape)
+        xi[0, 0, 0] = np.nan
+        pos = np.arange(shape[1])
+        mask, ok = sess.run(None, {"x": xi})
+        np.testing.assert_array_equal(mask, (pos[None, :] < pos[:, None]).astype(np.float32) * -100)
+        np.testing.assert_array_equal(ok, ~np.isnan(xi))

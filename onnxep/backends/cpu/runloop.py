@@ -182,12 +182,11 @@ def compile_plan(plan, run, caps, k0, k1, arena, nthreads):
                 spec = None
         if spec is not None and len(spec[1]) > LIMITS["slots"]:
             spec = None
-        if spec is not None and spec[0] != "alias" and any(v is not None for v in caps[i].small):
-            spec = None     # small integer results stay in Python, where each run checks their values (shapes)
         if spec is not None and not all(_value_fixed(ins[a], consts, producer, specs, caps, run)
                                         for a in getattr(kernel, "c_value_inputs", ()) if a < len(ins) and ins[a]):
             spec = None     # the step bakes in an input's values: only constants and checked values qualify
         specs.append(spec)
+    _small_results_checked(run, caps, specs)
     n_c = sum(s is not None for s in specs)
     if n_c == 0:
         return None
@@ -330,6 +329,30 @@ def compile_plan(plan, run, caps, k0, k1, arena, nthreads):
     c.externals = tuple(externals)
     c.n_c, c.n_py = n_c, n_steps - n_c
     return c
+
+
+def _small_results_checked(run, caps, specs):
+    """A C step making small integer results (they may be shapes) keeps them only when every step reading them is a
+    C step that reads them as data (not a view op, not one of its c_value_inputs); else it goes back to Python, where
+    each run checks those values. Last step first, so a step sent back re-checks its producers."""
+    readers = {}
+    for j, s in enumerate(run):
+        for a, x in enumerate(s[1]):
+            if x:
+                readers.setdefault(x, []).append((j, a))
+    for i in range(len(run) - 1, -1, -1):
+        if specs[i] is None or specs[i][0] == "alias":
+            continue
+        for o, small in zip(run[i][2], caps[i].small):
+            if small is None or not o:
+                continue
+            for j, a in readers.get(o, ()):
+                if specs[j] is None or specs[j][0] == "alias" or a in getattr(
+                        run[j][0].__self__, "c_value_inputs", ()):
+                    specs[i] = None
+                    break
+            if specs[i] is None:
+                break
 
 
 def _value_fixed(x, consts, producer, specs, caps, run) -> bool:

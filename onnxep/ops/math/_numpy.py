@@ -215,7 +215,7 @@ class NumpyUnary(NumpyKernel):
         if type(self).compute is not NumpyUnary.compute or type(self).apply is not NumpyUnary.apply:
             return None
         x, y = ins[0], outs[0]
-        if not _c_steps.plain(x, y) or x.shape != y.shape or y.dtype != np.bool_:
+        if not _c_steps.plain(x, y) or x.shape != y.shape or y.dtype != np.bool_ or not _c_steps.apart(y, x):
             return None
         if self.ufunc is np.isnan and x.dtype == np.float32:
             return "isnan", [0, ~0], [y.size], []

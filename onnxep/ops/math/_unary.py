@@ -27,7 +27,8 @@ class UnaryF32(OpKernel):
         if "compute" in self.__dict__ or type(self).compute is not UnaryF32.compute:
             return None
         x, y = ins[0], outs[0]
-        if not _c_steps.plain(x, y) or x.dtype != np.float32 or y.dtype != np.float32 or x.size != y.size:
+        if (not _c_steps.plain(x, y) or x.dtype != np.float32 or y.dtype != np.float32 or x.shape != y.shape
+                or not _c_steps.apart(y, x)):
             return None
         k = self.kernel
         if k is _kernels.erf_f32:
