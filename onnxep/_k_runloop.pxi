@@ -36,7 +36,9 @@ cdef enum:
                             # a strides, b strides (bytes, RL_MAXD each)
     RL_GEMM_BATCHED = 16    # s0 A, s1 B, s2 C, s3 a_off, s4 b_off, s5 c_off (int64); n0 items, n1 M, n2 N, n3 K,
                             # n4.. rsa, csa, rsb, csb, rsc, csc; f0 alpha: as sgemm_batched_f32 runs it
-    RL_NFNS = 17
+    RL_GATHER = 17          # s0 x, s1 indices, s2 y: rl_gather; n0 outer, n1 axis dim, n2 indices, n3 row bytes,
+                            # n4 8 (int64 indices) or 4; an index out of range stops the run (p[0] set, see Program.run)
+    RL_NFNS = 18
 
 cdef extern from "rl_ops.h" nogil:
     enum: RL_MAXD
@@ -48,6 +50,8 @@ cdef extern from "rl_ops.h" nogil:
     void rl_cast(const char* x, char* y, Py_ssize_t n, int s, int d)
     void rl_row_sum(const float* x, float* y, Py_ssize_t R, Py_ssize_t C, int mean)
     void rl_cube(const float* x, float* y, Py_ssize_t n)
+    int rl_gather(const char* x, const char* idx, char* y, Py_ssize_t outer, Py_ssize_t n, Py_ssize_t nidx,
+                  Py_ssize_t inner, int wide)
     void rl_isnan(const float* x, uint8_t* y, Py_ssize_t n)
     void rl_compare(int op, int t, uint8_t* y, const char* a, const char* b, int nd, const Py_ssize_t* shape,
                     const Py_ssize_t* sa, const Py_ssize_t* sb)
@@ -229,6 +233,11 @@ cdef void _rl_gemm_batched(const RStep* s, char** p) noexcept nogil:
     free(buf)
 
 
+cdef void _rl_gather(const RStep* s, char** p) noexcept nogil:
+    if rl_gather(p[s.slot[0]], p[s.slot[1]], p[s.slot[2]], s.n[0], s.n[1], s.n[2], s.n[3], s.n[4] == 8) != 0:
+        p[0] = <char*>1       # the error mark: Program.run stops here and reports the step
+
+
 def row_sum_f32(const float[::1] x, float[::1] y, Py_ssize_t C):
     """y[r] := sum of x[r * C:(r + 1) * C] (rl_row_sum, as the run loop's RL_ROW_SUM step runs it)."""
     cdef Py_ssize_t R = y.shape[0]
@@ -261,13 +270,14 @@ _RL_FNS[RL_CUBE] = _rl_cube
 _RL_FNS[RL_ISNAN] = _rl_isnan
 _RL_FNS[RL_COMPARE] = _rl_compare
 _RL_FNS[RL_GEMM_BATCHED] = _rl_gemm_batched
+_RL_FNS[RL_GATHER] = _rl_gather
 
 #: the entries' ids, for the kernels' c_step (onnxep/backends/cpu/runloop.py)
 RUNLOOP_FNS = {"alias": RL_ALIAS, "copy": RL_COPY, "binary": RL_BINARY, "unary": RL_UNARY, "tf_unary": RL_TF_UNARY,
                "gemm_packed": RL_GEMM_PACKED, "layernorm": RL_LAYERNORM, "softmax": RL_SOFTMAX,
                "strided": RL_STRIDED, "where": RL_WHERE, "concat": RL_CONCAT, "cast": RL_CAST,
                "row_sum": RL_ROW_SUM, "cube": RL_CUBE, "isnan": RL_ISNAN, "compare": RL_COMPARE,
-               "gemm_batched": RL_GEMM_BATCHED}
+               "gemm_batched": RL_GEMM_BATCHED, "gather": RL_GATHER}
 RUNLOOP_LIMITS = {"slots": RL_SLOTS, "ints": RL_INTS, "floats": RL_FLOATS, "bcast_dims": BCAST_MAX_DIMS,
                   "copy_dims": RL_MAXD}
 
@@ -343,10 +353,17 @@ cdef class Program:
         return <size_t>self.ptrs[slot]
 
     def run(self, int start, int stop):
-        """Run steps start .. stop - 1 without the GIL."""
-        cdef int i
+        """Run steps start .. stop - 1 without the GIL; -1, or the step that found bad input (an entry sets slot 0,
+        which is NULL otherwise): the steps after it did not run and the caller redoes that step in Python, where it
+        raises its named error."""
+        cdef int i, bad = -1
         if not 0 <= start <= stop <= self.nsteps:
             raise ValueError(f"Program.run: steps {start}..{stop} of {self.nsteps}")
         with nogil:
             for i in range(start, stop):
                 _RL_FNS[self.steps[i].fn](&self.steps[i], self.ptrs)
+                if self.ptrs[0] != NULL:
+                    self.ptrs[0] = NULL
+                    bad = i
+                    break
+        return bad

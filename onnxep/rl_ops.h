@@ -173,6 +173,24 @@ static void rl_compare(int op, int t, uint8_t* y, const char* a, const char* b, 
     } while (rl_next(idx, nd, shape, p, st, 2));
 }
 
+/* y[o, j, :] := x[o, idx[j], :] (Gather; rows of `inner` bytes, indices int64 or int32, negative from the end);
+ * 0, or -1 without writing anything when an index is outside [-n, n) */
+static int rl_gather(const char* x, const char* idx, char* y, Py_ssize_t outer, Py_ssize_t n, Py_ssize_t nidx,
+                     Py_ssize_t inner, int wide) {
+    Py_ssize_t o, j, v;
+    for (j = 0; j < nidx; j++) {
+        v = wide ? ((const int64_t*)idx)[j] : ((const int32_t*)idx)[j];
+        if (v < -n || v >= n) return -1;
+    }
+    for (o = 0; o < outer; o++)
+        for (j = 0; j < nidx; j++) {
+            v = wide ? ((const int64_t*)idx)[j] : ((const int32_t*)idx)[j];
+            if (v < 0) v += n;
+            memcpy(y + (o * nidx + j) * inner, x + (o * n + v) * inner, (size_t)inner);
+        }
+    return 0;
+}
+
 /* y[r] := the sum (mean: / C) of row r of x (R x C, contiguous): eight running sums, then the tail (ReduceSum /
  * ReduceMean over trailing axes; the Python path's float32 sums call the same loop) */
 static void rl_row_sum(const float* x, float* y, Py_ssize_t R, Py_ssize_t C, int mean) {

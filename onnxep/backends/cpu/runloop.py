@@ -67,7 +67,7 @@ class StepCapture:
 class Compiled:
     """One plan compiled for one signature in one arena buffer."""
 
-    __slots__ = ("prog", "k0", "k1", "segments", "env0", "env_all", "feeds", "feed_slots", "externals",
+    __slots__ = ("prog", "order", "k0", "k1", "segments", "env0", "env_all", "feeds", "feed_slots", "externals",
                  "n_c", "n_py", "steps_of", "inputs")
 
     def run(self, plan, run, values, run_ctx, nthreads, wrap):
@@ -98,7 +98,23 @@ class Compiled:
         for seg in self.segments:
             if seg[0]:
                 _, start, stop, views = seg
-                prog.run(start, stop)
+                bad = prog.run(start, stop)
+                if bad >= 0:
+                    # a step found bad input (a Gather index out of range): the rest of the run in Python from
+                    # that step, which raises the step's named error
+                    for name, src, shape in views:
+                        if src in env:
+                            env[name] = env[src].reshape(shape)
+                    for x, a in self.env_all.items():
+                        env.setdefault(x, a)
+                    for x in plan.inputs:
+                        env.setdefault(x, values[x])
+                    if ctx is None:
+                        from onnxep.contracts.kernel import KernelContext
+                        ctx = KernelContext(env, (), (), alloc, nthreads)
+                        ctx.run = run_ctx
+                    i, arena.k = self.order[bad]
+                    return ("resume", i, env, ctx)
                 for name, src, shape in views:
                     env[name] = env[src].reshape(shape)
                 continue
@@ -280,6 +296,7 @@ def compile_plan(plan, run, caps, k0, k1, arena, nthreads):
     for n, (i, fn, arg_slots, ints, floats) in enumerate(steps):
         prog.set_step(n, fn, arg_slots, ints, floats, nthreads)
         index[i] = n
+    order = tuple((i, caps[i].k0) for i, *_ in steps)     # program step -> (plan step, arena counter before it)
     # segments
     segments = []
     i = 0
@@ -311,6 +328,7 @@ def compile_plan(plan, run, caps, k0, k1, arena, nthreads):
         i += 1
     c = Compiled()
     c.prog = prog
+    c.order = order
     c.k0, c.k1 = k0, k1
     c.segments = tuple(segments)
     need = set(py_reads) | set(plan.outputs)

@@ -27,27 +27,17 @@ class Gather_1(OpKernel):
         if y.size:
             np.take(x, idx, axis=axis, out=y)
 
-    #: the indices are baked into the C step: constants or values the run loop checks per run only
-    c_value_inputs = (1,)
-
     def c_step(self, ins, outs, nthreads):
-        """The compiled run loop's entry when the (fixed) indices step evenly (one index, a range): a strided copy of
-        the slice they pick along the axis."""
+        """The compiled run loop's entry: rl_gather (rows copied by index, read each run); an index out of range
+        stops the compiled run and this step runs again in Python, which raises the error."""
         x, idx, y = ins[0], ins[1], outs[0]
-        if type(self).compute is not Gather_1.compute or not _c_steps.plain(x, idx, y) or idx.dtype.kind != "i":
+        if (type(self).compute is not Gather_1.compute or not _c_steps.plain(x, idx, y) or idx.dtype.kind != "i"
+                or idx.itemsize not in (4, 8) or y.dtype != x.dtype or not y.size or np.may_share_memory(x, y)
+                or np.may_share_memory(idx, y)):
             return None
         axis = norm_axis(self.axis, x.ndim, "Gather")
-        n = x.shape[axis]
-        v = idx.reshape(-1).astype(np.int64)
-        if not v.size or v.min() < -n or v.max() >= n:
+        if y.shape != x.shape[:axis] + idx.shape + x.shape[axis + 1:]:
             return None
-        v = np.where(v < 0, v + n, v)
-        step = int(v[1] - v[0]) if v.size > 1 else 1
-        if step == 0 or np.any(v != v[0] + step * np.arange(v.size)):
-            return None
-        start, last = int(v[0]), int(v[-1])
-        stop = last + step if last + step >= 0 else None
-        view = x[(slice(None),) * axis + (slice(start, stop, step),)]
-        if view.shape[axis] != v.size or view.size != y.size:
-            return None
-        return _c_steps.strided(x, view, y.reshape(view.shape))
+        outer = int(np.prod(x.shape[:axis], dtype=np.int64))
+        inner = int(np.prod(x.shape[axis + 1:], dtype=np.int64)) * x.itemsize
+        return "gather", [0, 1, ~0], [outer, x.shape[axis], idx.size, inner, idx.itemsize], []
