@@ -343,3 +343,20 @@ def test_results_written_over_their_operands():
         mask, ok = sess.run(None, {"x": xi})
         np.testing.assert_array_equal(mask, (pos[None, :] < pos[:, None]).astype(np.float32) * -100)
         np.testing.assert_array_equal(ok, ~np.isnan(xi))
+
+
+@pytest.mark.parametrize("pa,pb,py,a_shape,b_shape", [
+    ((0, 2, 1, 3), (0, 2, 3, 1), (0, 1, 2, 3), (3, 11, 4, 16), (3, 11, 4, 16)),
+    ((0, 1, 3, 2), (0, 1, 2, 3), (0, 2, 1, 3), (2, 1, 6, 5), (1, 3, 6, 7)),
+])
+def test_strided_matmul(pa, pb, py, a_shape, b_shape):
+    """Transpose / MatMul / Transpose, fused into com.onnxep StridedMatMul, in C."""
+    a, b = _f32(*a_shape), _f32(*b_shape)
+    nodes = [helper.make_node("Neg", ["a"], ["na"]),
+             helper.make_node("Transpose", ["na"], ["at"], perm=list(pa)),
+             helper.make_node("Transpose", ["b"], ["bt"], perm=list(pb)),
+             helper.make_node("MatMul", ["at", "bt"], ["p"]), helper.make_node("Transpose", ["p"], ["y"], perm=list(py))]
+    model = make_model(nodes, {"a": a, "b": b}, ["y"])
+    feeds = [{"a": _f32(*a_shape), "b": _f32(*b_shape)} for _ in range(4)]
+    progs = _check(model, feeds, 2, rtol=1e-4, atol=1e-5)
+    assert max(p.n_py for p in progs) == 0
