@@ -38,7 +38,8 @@ cdef enum:
                             # n4.. rsa, csa, rsb, csb, rsc, csc; f0 alpha: as sgemm_batched_f32 runs it
     RL_GATHER = 17          # s0 x, s1 indices, s2 y: rl_gather; n0 outer, n1 axis dim, n2 indices, n3 row bytes,
                             # n4 8 (int64 indices) or 4; an index out of range stops the run (p[0] set, see Program.run)
-    RL_NFNS = 18
+    RL_SPLIT = 18           # s0 x, s1 .. s[k] outputs: rl_split; n0 k, n1 rows, n2 row bytes of x, n3.. chunks
+    RL_NFNS = 19
 
 cdef extern from "rl_ops.h" nogil:
     enum: RL_MAXD
@@ -48,6 +49,7 @@ cdef extern from "rl_ops.h" nogil:
                   const Py_ssize_t* shape, const Py_ssize_t* sc, const Py_ssize_t* sa, const Py_ssize_t* sb)
     void rl_concat(char* y, char* const* xs, int k, Py_ssize_t rows, Py_ssize_t orow, const Py_ssize_t* chunk)
     void rl_cast(const char* x, char* y, Py_ssize_t n, int s, int d)
+    void rl_split(const char* x, char* const* ys, int k, Py_ssize_t rows, Py_ssize_t xrow, const Py_ssize_t* chunk)
     void rl_row_sum(const float* x, float* y, Py_ssize_t R, Py_ssize_t C, int mean)
     void rl_cube(const float* x, float* y, Py_ssize_t n)
     int rl_gather(const char* x, const char* idx, char* y, Py_ssize_t outer, Py_ssize_t n, Py_ssize_t nidx,
@@ -179,6 +181,14 @@ cdef void _rl_concat(const RStep* s, char** p) noexcept nogil:
     rl_concat(p[s.slot[k]], xs, k, s.n[1], s.n[2], &s.n[3])
 
 
+cdef void _rl_split(const RStep* s, char** p) noexcept nogil:
+    cdef char* ys[RL_SLOTS]
+    cdef int i, k = <int>s.n[0]
+    for i in range(k):
+        ys[i] = p[s.slot[1 + i]]
+    rl_split(p[s.slot[0]], ys, k, s.n[1], s.n[2], &s.n[3])
+
+
 cdef void _rl_cast(const RStep* s, char** p) noexcept nogil:
     rl_cast(p[s.slot[0]], p[s.slot[1]], s.n[0], <int>s.n[1], <int>s.n[2])
 
@@ -271,13 +281,15 @@ _RL_FNS[RL_ISNAN] = _rl_isnan
 _RL_FNS[RL_COMPARE] = _rl_compare
 _RL_FNS[RL_GEMM_BATCHED] = _rl_gemm_batched
 _RL_FNS[RL_GATHER] = _rl_gather
+_RL_FNS[RL_SPLIT] = _rl_split
 
 #: the entries' ids, for the kernels' c_step (onnxep/backends/cpu/runloop.py)
 RUNLOOP_FNS = {"alias": RL_ALIAS, "copy": RL_COPY, "binary": RL_BINARY, "unary": RL_UNARY, "tf_unary": RL_TF_UNARY,
                "gemm_packed": RL_GEMM_PACKED, "layernorm": RL_LAYERNORM, "softmax": RL_SOFTMAX,
                "strided": RL_STRIDED, "where": RL_WHERE, "concat": RL_CONCAT, "cast": RL_CAST,
                "row_sum": RL_ROW_SUM, "cube": RL_CUBE, "isnan": RL_ISNAN, "compare": RL_COMPARE,
-               "gemm_batched": RL_GEMM_BATCHED, "gather": RL_GATHER}
+               "gemm_batched": RL_GEMM_BATCHED, "gather": RL_GATHER,
+               "split": RL_SPLIT}
 RUNLOOP_LIMITS = {"slots": RL_SLOTS, "ints": RL_INTS, "floats": RL_FLOATS, "bcast_dims": BCAST_MAX_DIMS,
                   "copy_dims": RL_MAXD}
 

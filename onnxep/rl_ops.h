@@ -83,6 +83,19 @@ static void rl_concat(char* y, char* const* xs, int k, Py_ssize_t rows, Py_ssize
     }
 }
 
+/* the k outputs' rows of chunk[i] bytes := x's rows of `xrow` bytes cut side by side (Split) */
+static void rl_split(const char* x, char* const* ys, int k, Py_ssize_t rows, Py_ssize_t xrow, const Py_ssize_t* chunk) {
+    Py_ssize_t r, o;
+    int i;
+    for (r = 0; r < rows; r++) {
+        o = 0;
+        for (i = 0; i < k; i++) {
+            memcpy(ys[i] + r * chunk[i], x + r * xrow + o, (size_t)chunk[i]);
+            o += chunk[i];
+        }
+    }
+}
+
 /* Cast codes: what numpy's astype does (C conversions; float -> int truncates) */
 enum { RL_T_F32 = 0, RL_T_F16 = 1, RL_T_I64 = 2, RL_T_I32 = 3, RL_T_BOOL = 4, RL_T_F64 = 5 };
 

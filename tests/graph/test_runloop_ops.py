@@ -360,3 +360,14 @@ def test_strided_matmul(pa, pb, py, a_shape, b_shape):
     feeds = [{"a": _f32(*a_shape), "b": _f32(*b_shape)} for _ in range(4)]
     progs = _check(model, feeds, 2, rtol=1e-4, atol=1e-5)
     assert max(p.n_py for p in progs) == 0
+
+
+@pytest.mark.parametrize("axis,split", [(2, [64, 64, 64]), (1, [2, 9]), (0, [1, 2]), (-1, [10, 100, 82])])
+def test_split(axis, split):
+    x = _f32(3, 11, 192)
+    nodes = [helper.make_node("Neg", ["x"], ["n"]),
+             helper.make_node("Split", ["n", "s"], [f"y{i}" for i in range(len(split))], axis=axis)]
+    model = make_model(nodes, {"x": x}, [f"y{i}" for i in range(len(split))],
+                       initializers={"s": np.array(split, np.int64)})
+    progs = _check(model, _feeds(x), 2)
+    assert max(p.n_py for p in progs) == 0
