@@ -23,7 +23,40 @@ cdef enum:
                             # n3 act kind (ACT_*), n4 gelu after (1/0); sgemm_packed_ex as FusedMatMul runs it
     RL_LAYERNORM = 6        # s0 x, s1 scale, s2 bias, s3 y, s4 mean, s5 inv_std; n0 R, n1 C; f0 eps
     RL_SOFTMAX = 7          # s0 x, s1 y; n0 R, n1 K, n2 log
-    RL_NFNS = 8
+    RL_STRIDED = 8          # s0 x, s1 y: rl_strided_copy; n0 itemsize, n1 ndim, n2 byte offset into x, n3.. shape,
+                            # n9.. x strides, n15.. y strides (bytes, RL_MAXD each)
+    RL_WHERE = 9            # s0 cond, s1 a, s2 b, s3 y: rl_where; n0 itemsize, n1 ndim, n2.. shape, then cond, a, b
+                            # strides (bytes, RL_MAXD each)
+    RL_CONCAT = 10          # s0 .. s[k-1] inputs, s[k] y: rl_concat; n0 k, n1 rows, n2 row bytes of y, n3.. chunks
+    RL_CAST = 11            # s0 x, s1 y: rl_cast; n0 count, n1 from, n2 to (RL_T_*)
+    RL_ROW_SUM = 12         # s0 x, s1 y: rl_row_sum; n0 rows, n1 row length, n2 mean (1/0)
+    RL_CUBE = 13            # s0 x, s1 y: rl_cube; n0 count
+    RL_ISNAN = 14           # s0 x, s1 y: rl_isnan; n0 count
+    RL_COMPARE = 15         # s0 a, s1 b (NULL for Not: a again), s2 y: rl_compare; n0 op, n1 type, n2 ndim, n3.. shape,
+                            # a strides, b strides (bytes, RL_MAXD each)
+    RL_GEMM_BATCHED = 16    # s0 A, s1 B, s2 C, s3 a_off, s4 b_off, s5 c_off (int64); n0 items, n1 M, n2 N, n3 K,
+                            # n4.. rsa, csa, rsb, csb, rsc, csc; f0 alpha: as sgemm_batched_f32 runs it
+    RL_GATHER = 17          # s0 x, s1 indices, s2 y: rl_gather; n0 outer, n1 axis dim, n2 indices, n3 row bytes,
+                            # n4 8 (int64 indices) or 4; an index out of range stops the run (p[0] set, see Program.run)
+    RL_SPLIT = 18           # s0 x, s1 .. s[k] outputs: rl_split; n0 k, n1 rows, n2 row bytes of x, n3.. chunks
+    RL_NFNS = 19
+
+cdef extern from "rl_ops.h" nogil:
+    enum: RL_MAXD
+    void rl_strided_copy(char* dst, const char* src, Py_ssize_t item, int nd, const Py_ssize_t* shape,
+                         const Py_ssize_t* ss, const Py_ssize_t* ds)
+    void rl_where(char* y, const char* c, const char* a, const char* b, Py_ssize_t item, int nd,
+                  const Py_ssize_t* shape, const Py_ssize_t* sc, const Py_ssize_t* sa, const Py_ssize_t* sb)
+    void rl_concat(char* y, char* const* xs, int k, Py_ssize_t rows, Py_ssize_t orow, const Py_ssize_t* chunk)
+    void rl_cast(const char* x, char* y, Py_ssize_t n, int s, int d)
+    void rl_split(const char* x, char* const* ys, int k, Py_ssize_t rows, Py_ssize_t xrow, const Py_ssize_t* chunk)
+    void rl_row_sum(const float* x, float* y, Py_ssize_t R, Py_ssize_t C, int mean)
+    void rl_cube(const float* x, float* y, Py_ssize_t n)
+    int rl_gather(const char* x, const char* idx, char* y, Py_ssize_t outer, Py_ssize_t n, Py_ssize_t nidx,
+                  Py_ssize_t inner, int wide)
+    void rl_isnan(const float* x, uint8_t* y, Py_ssize_t n)
+    void rl_compare(int op, int t, uint8_t* y, const char* a, const char* b, int nd, const Py_ssize_t* shape,
+                    const Py_ssize_t* sa, const Py_ssize_t* sb)
 
 
 ctypedef struct RStep:
@@ -130,6 +163,105 @@ cdef void _rl_softmax(const RStep* s, char** p) noexcept nogil:
     parallel_for(R, 1 if R * K < NORM_PAR_WORK else _nthreads(s.nthreads), _tf_task, &job)
 
 
+cdef void _rl_strided(const RStep* s, char** p) noexcept nogil:
+    rl_strided_copy(p[s.slot[1]], p[s.slot[0]] + s.n[2], s.n[0], <int>s.n[1], &s.n[3], &s.n[3 + RL_MAXD],
+                    &s.n[3 + 2 * RL_MAXD])
+
+
+cdef void _rl_where(const RStep* s, char** p) noexcept nogil:
+    rl_where(p[s.slot[3]], p[s.slot[0]], p[s.slot[1]], p[s.slot[2]], s.n[0], <int>s.n[1], &s.n[2],
+             &s.n[2 + RL_MAXD], &s.n[2 + 2 * RL_MAXD], &s.n[2 + 3 * RL_MAXD])
+
+
+cdef void _rl_concat(const RStep* s, char** p) noexcept nogil:
+    cdef char* xs[RL_SLOTS]
+    cdef int i, k = <int>s.n[0]
+    for i in range(k):
+        xs[i] = p[s.slot[i]]
+    rl_concat(p[s.slot[k]], xs, k, s.n[1], s.n[2], &s.n[3])
+
+
+cdef void _rl_split(const RStep* s, char** p) noexcept nogil:
+    cdef char* ys[RL_SLOTS]
+    cdef int i, k = <int>s.n[0]
+    for i in range(k):
+        ys[i] = p[s.slot[1 + i]]
+    rl_split(p[s.slot[0]], ys, k, s.n[1], s.n[2], &s.n[3])
+
+
+cdef void _rl_cast(const RStep* s, char** p) noexcept nogil:
+    rl_cast(p[s.slot[0]], p[s.slot[1]], s.n[0], <int>s.n[1], <int>s.n[2])
+
+
+cdef void _rl_row_sum(const RStep* s, char** p) noexcept nogil:
+    rl_row_sum(<const float*>p[s.slot[0]], <float*>p[s.slot[1]], s.n[0], s.n[1], <int>s.n[2])
+
+
+cdef void _rl_cube(const RStep* s, char** p) noexcept nogil:
+    rl_cube(<const float*>p[s.slot[0]], <float*>p[s.slot[1]], s.n[0])
+
+
+cdef void _rl_isnan(const RStep* s, char** p) noexcept nogil:
+    rl_isnan(<const float*>p[s.slot[0]], <uint8_t*>p[s.slot[1]], s.n[0])
+
+
+cdef void _rl_compare(const RStep* s, char** p) noexcept nogil:
+    rl_compare(<int>s.n[0], <int>s.n[1], <uint8_t*>p[s.slot[2]], p[s.slot[0]], p[s.slot[1]], <int>s.n[2], &s.n[3],
+               &s.n[3 + RL_MAXD], &s.n[3 + 2 * RL_MAXD])
+
+
+cdef void _rl_gemm_batched(const RStep* s, char** p) noexcept nogil:
+    cdef Py_ssize_t T = s.n[0], M = s.n[1], N = s.n[2], K = s.n[3], t, blen, wlen
+    cdef const float* a = <const float*>p[s.slot[0]]
+    cdef const float* b = <const float*>p[s.slot[1]]
+    cdef float* c = <float*>p[s.slot[2]]
+    cdef const int64_t* ao = <const int64_t*>p[s.slot[3]]
+    cdef const int64_t* bo = <const int64_t*>p[s.slot[4]]
+    cdef const int64_t* co = <const int64_t*>p[s.slot[5]]
+    cdef int nth = _nthreads(s.nthreads)
+    cdef bint per_item = nth > 1 and T >= nth and <double>2.0 * M * N * K * T >= SGEMM_MT_FLOPS
+    cdef BatchedJob job
+    cdef float* buf
+    if T == 0 or M == 0 or N == 0 or K == 0:     # (c_step takes K > 0 only)
+        return
+    blen = sgemm_pack_b_len(K, N)
+    wlen = blen + SGEMM_WORK_PER_THREAD
+    if not per_item:
+        nth = sgemm_threads(M, N, K, s.nthreads)
+    buf = <float*>malloc((nth * wlen if per_item else blen + sgemm_work_len(nth)) * sizeof(float))
+    if buf == NULL:
+        return
+    if per_item:
+        job.M, job.N, job.K, job.alpha, job.a, job.rsa, job.csa = M, N, K, s.f[0], a, s.n[4], s.n[5]
+        job.b, job.rsb, job.csb, job.c, job.rsc, job.csc = b, s.n[6], s.n[7], c, s.n[8], s.n[9]
+        job.a_off, job.b_off, job.c_off, job.buf, job.wlen, job.blen = ao, bo, co, buf, wlen, blen
+        parallel_for(T, nth, _sgemm_item_task, &job)
+    else:
+        for t in range(T):
+            _sgemm_item(M, N, K, s.f[0], a + ao[t], s.n[4], s.n[5], b + bo[t], s.n[6], s.n[7], c + co[t], s.n[8],
+                        s.n[9], buf, buf + blen, nth)
+    free(buf)
+
+
+cdef void _rl_gather(const RStep* s, char** p) noexcept nogil:
+    if rl_gather(p[s.slot[0]], p[s.slot[1]], p[s.slot[2]], s.n[0], s.n[1], s.n[2], s.n[3], s.n[4] == 8) != 0:
+        p[0] = <char*>1       # the error mark: Program.run stops here and reports the step
+
+
+def row_sum_f32(const float[::1] x, float[::1] y, Py_ssize_t C):
+    """y[r] := sum of x[r * C:(r + 1) * C] (rl_row_sum, as the run loop's RL_ROW_SUM step runs it)."""
+    cdef Py_ssize_t R = y.shape[0]
+    if C < 0 or x.shape[0] != R * C:
+        raise ValueError(f"row_sum_f32: {x.shape[0]} elements for {R} rows of {C}")
+    if R == 0:
+        return
+    if C == 0:
+        y[:] = 0
+        return
+    with nogil:
+        rl_row_sum(&x[0], &y[0], R, C, 0)
+
+
 cdef rl_fn _RL_FNS[RL_NFNS]
 _RL_FNS[RL_ALIAS] = _rl_alias
 _RL_FNS[RL_COPY] = _rl_copy
@@ -139,11 +271,27 @@ _RL_FNS[RL_TF_UNARY] = _rl_tf_unary
 _RL_FNS[RL_GEMM_PACKED] = _rl_gemm_packed
 _RL_FNS[RL_LAYERNORM] = _rl_layernorm
 _RL_FNS[RL_SOFTMAX] = _rl_softmax
+_RL_FNS[RL_STRIDED] = _rl_strided
+_RL_FNS[RL_WHERE] = _rl_where
+_RL_FNS[RL_CONCAT] = _rl_concat
+_RL_FNS[RL_CAST] = _rl_cast
+_RL_FNS[RL_ROW_SUM] = _rl_row_sum
+_RL_FNS[RL_CUBE] = _rl_cube
+_RL_FNS[RL_ISNAN] = _rl_isnan
+_RL_FNS[RL_COMPARE] = _rl_compare
+_RL_FNS[RL_GEMM_BATCHED] = _rl_gemm_batched
+_RL_FNS[RL_GATHER] = _rl_gather
+_RL_FNS[RL_SPLIT] = _rl_split
 
 #: the entries' ids, for the kernels' c_step (onnxep/backends/cpu/runloop.py)
 RUNLOOP_FNS = {"alias": RL_ALIAS, "copy": RL_COPY, "binary": RL_BINARY, "unary": RL_UNARY, "tf_unary": RL_TF_UNARY,
-               "gemm_packed": RL_GEMM_PACKED, "layernorm": RL_LAYERNORM, "softmax": RL_SOFTMAX}
-RUNLOOP_LIMITS = {"slots": RL_SLOTS, "ints": RL_INTS, "floats": RL_FLOATS, "bcast_dims": BCAST_MAX_DIMS}
+               "gemm_packed": RL_GEMM_PACKED, "layernorm": RL_LAYERNORM, "softmax": RL_SOFTMAX,
+               "strided": RL_STRIDED, "where": RL_WHERE, "concat": RL_CONCAT, "cast": RL_CAST,
+               "row_sum": RL_ROW_SUM, "cube": RL_CUBE, "isnan": RL_ISNAN, "compare": RL_COMPARE,
+               "gemm_batched": RL_GEMM_BATCHED, "gather": RL_GATHER,
+               "split": RL_SPLIT}
+RUNLOOP_LIMITS = {"slots": RL_SLOTS, "ints": RL_INTS, "floats": RL_FLOATS, "bcast_dims": BCAST_MAX_DIMS,
+                  "copy_dims": RL_MAXD}
 
 
 cdef inline char* _rl_address(object obj) except? NULL:
@@ -217,10 +365,17 @@ cdef class Program:
         return <size_t>self.ptrs[slot]
 
     def run(self, int start, int stop):
-        """Run steps start .. stop - 1 without the GIL."""
-        cdef int i
+        """Run steps start .. stop - 1 without the GIL; -1, or the step that found bad input (an entry sets slot 0,
+        which is NULL otherwise): the steps after it did not run and the caller redoes that step in Python, where it
+        raises its named error."""
+        cdef int i, bad = -1
         if not 0 <= start <= stop <= self.nsteps:
             raise ValueError(f"Program.run: steps {start}..{stop} of {self.nsteps}")
         with nogil:
             for i in range(start, stop):
                 _RL_FNS[self.steps[i].fn](&self.steps[i], self.ptrs)
+                if self.ptrs[0] != NULL:
+                    self.ptrs[0] = NULL
+                    bad = i
+                    break
+        return bad

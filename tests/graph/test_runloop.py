@@ -40,6 +40,7 @@ def _transformer_block():
         "beta": rng.standard_normal(16).astype(np.float32),
         "shape": np.array([2, 128], np.int64),
         "col": rng.standard_normal((8, 1)).astype(np.float32),
+        "reps": np.array([1, 1], np.int64),
     }
     nodes = [
         helper.make_node("MatMul", ["x", "W"], ["mm"]),
@@ -54,7 +55,8 @@ def _transformer_block():
         helper.make_node("Sub", ["ln", "col"], ["sub"]),          # broadcast [2,8,16] - [8,1]
         helper.make_node("Reshape", ["sub", "shape"], ["flat"]),
         helper.make_node("Softmax", ["flat"], ["sm"], axis=-1),
-        helper.make_node("Transpose", ["sm"], ["t"], perm=[1, 0]),  # a step that stays in Python
+        helper.make_node("Transpose", ["sm"], ["t0"], perm=[1, 0]),
+        helper.make_node("Tile", ["t0", "reps"], ["t"]),          # a step that stays in Python
         helper.make_node("Mul", ["t", "t"], ["y"]),
         helper.make_node("Reshape", ["x", "shape"], ["xr"]),      # a view of the feed (patched per run)
         helper.make_node("Div", ["xr", "half"], ["y2"]),

@@ -9,6 +9,9 @@ The plan is then compiled for that signature and buffer into a `_kernels.Program
   the argument spec lists input indices i >= 0, output indices as ~j, None for NULL, or a fixed buffer such as a
   packed weight) becomes a C step; a view op (Reshape, Squeeze, Unsqueeze, Flatten, Identity) whose output starts at
   its input's first byte becomes an alias step (pointer arithmetic, no work);
+- a step whose c_step would make small integer results (they may be shapes) stays in Python, where each run checks
+  their values; a kernel's `c_value_inputs` name the inputs whose values (not only shapes) its C step bakes in (Slice
+  starts, Gather indices, the Pow exponent): the step is C only when each is a constant or such a checked value;
 - every other step (user kernels, the reference boundary, data-dependent shapes, control flow, ops not ported, a step
   writing into a Concat's slot) stays a Python step: `Kernel.compute(ctx)` as before, the arena's counter set to what
   the capture saw so its allocations get the same arrays;
@@ -31,6 +34,9 @@ LIMITS = _kernels.RUNLOOP_LIMITS
 
 #: op types whose kernel publishes a view of input 0 (set_output): an alias step when the view starts at its input
 VIEW_OPS = frozenset({("", "Reshape"), ("", "Squeeze"), ("", "Unsqueeze"), ("", "Flatten"), ("", "Identity")})
+
+#: op types whose kernel publishes input 0 itself when no conversion is needed (Cast to the input's type)
+SAME_TYPE_VIEWS = frozenset({("", "Cast"), ("", "CastLike")})
 
 #: integer outputs of Python steps up to this many elements are checked by value (they may be shapes)
 SMALL_INTS = 64
@@ -61,7 +67,7 @@ class StepCapture:
 class Compiled:
     """One plan compiled for one signature in one arena buffer."""
 
-    __slots__ = ("prog", "k0", "k1", "segments", "env0", "env_all", "feeds", "feed_slots", "externals",
+    __slots__ = ("prog", "order", "k0", "k1", "segments", "env0", "env_all", "feeds", "feed_slots", "externals",
                  "n_c", "n_py", "steps_of", "inputs")
 
     def run(self, plan, run, values, run_ctx, nthreads, wrap):
@@ -92,7 +98,23 @@ class Compiled:
         for seg in self.segments:
             if seg[0]:
                 _, start, stop, views = seg
-                prog.run(start, stop)
+                bad = prog.run(start, stop)
+                if bad >= 0:
+                    # a step found bad input (a Gather index out of range): the rest of the run in Python from
+                    # that step, which raises the step's named error
+                    for name, src, shape in views:
+                        if src in env:
+                            env[name] = env[src].reshape(shape)
+                    for x, a in self.env_all.items():
+                        env.setdefault(x, a)
+                    for x in plan.inputs:
+                        env.setdefault(x, values[x])
+                    if ctx is None:
+                        from onnxep.contracts.kernel import KernelContext
+                        ctx = KernelContext(env, (), (), alloc, nthreads)
+                        ctx.run = run_ctx
+                    i, arena.k = self.order[bad]
+                    return ("resume", i, env, ctx)
                 for name, src, shape in views:
                     env[name] = env[src].reshape(shape)
                 continue
@@ -130,13 +152,15 @@ class Compiled:
 def _c_spec(kernel, op_key, cap, nthreads):
     """(entry, arg spec, ints, floats, fresh outputs) of a step that can run in C, else None."""
     outs = cap.outs
-    if op_key in VIEW_OPS:
+    if op_key in VIEW_OPS or op_key in SAME_TYPE_VIEWS:
         x = cap.ins[0] if cap.ins else None
         y = outs[0] if len(outs) == 1 else None
         if (x.__class__ is np.ndarray and y.__class__ is np.ndarray and x.dtype != object and y.size
-                and y.flags.c_contiguous and x.nbytes == y.nbytes and _addr(x) == _addr(y) and cap.k1 == cap.k0):
+                and y.flags.c_contiguous and x.nbytes == y.nbytes and _addr(x) == _addr(y) and cap.k1 == cap.k0
+                and (op_key in VIEW_OPS or x.dtype == y.dtype)):
             return ("alias", [0, ~0], [0], [], ())
-        return None
+        if op_key in VIEW_OPS:
+            return None
     c_step = getattr(kernel, "c_step", None)
     if c_step is None:
         return None
@@ -155,6 +179,11 @@ def compile_plan(plan, run, caps, k0, k1, arena, nthreads):
     views = arena.views
     consts = plan.constants
     plan_inputs = set(plan.inputs)
+    producer = {}
+    for i, s in enumerate(run):
+        for o in s[2]:
+            if o:
+                producer[o] = i
     # per step: None (Python) or the C spec
     specs = []
     for i, (compute, ins, outs, packed, frees, name, op, slot) in enumerate(run):
@@ -169,7 +198,11 @@ def compile_plan(plan, run, caps, k0, k1, arena, nthreads):
                 spec = None
         if spec is not None and len(spec[1]) > LIMITS["slots"]:
             spec = None
+        if spec is not None and not all(_value_fixed(ins[a], consts, producer, specs, caps, run)
+                                        for a in getattr(kernel, "c_value_inputs", ()) if a < len(ins) and ins[a]):
+            spec = None     # the step bakes in an input's values: only constants and checked values qualify
         specs.append(spec)
+    _small_results_checked(run, caps, specs)
     n_c = sum(s is not None for s in specs)
     if n_c == 0:
         return None
@@ -192,11 +225,6 @@ def compile_plan(plan, run, caps, k0, k1, arena, nthreads):
             s = slots[x] = new_slot()
         return s
 
-    producer = {}
-    for i, s in enumerate(run):
-        for o in s[2]:
-            if o:
-                producer[o] = i
     py_reads = set()
     for i, s in enumerate(run):
         if specs[i] is None:
@@ -268,6 +296,7 @@ def compile_plan(plan, run, caps, k0, k1, arena, nthreads):
     for n, (i, fn, arg_slots, ints, floats) in enumerate(steps):
         prog.set_step(n, fn, arg_slots, ints, floats, nthreads)
         index[i] = n
+    order = tuple((i, caps[i].k0) for i, *_ in steps)     # program step -> (plan step, arena counter before it)
     # segments
     segments = []
     i = 0
@@ -299,6 +328,7 @@ def compile_plan(plan, run, caps, k0, k1, arena, nthreads):
         i += 1
     c = Compiled()
     c.prog = prog
+    c.order = order
     c.k0, c.k1 = k0, k1
     c.segments = tuple(segments)
     need = set(py_reads) | set(plan.outputs)
@@ -317,6 +347,41 @@ def compile_plan(plan, run, caps, k0, k1, arena, nthreads):
     c.externals = tuple(externals)
     c.n_c, c.n_py = n_c, n_steps - n_c
     return c
+
+
+def _small_results_checked(run, caps, specs):
+    """A C step making small integer results (they may be shapes) keeps them only when every step reading them is a
+    C step that reads them as data (not a view op, not one of its c_value_inputs); else it goes back to Python, where
+    each run checks those values. Last step first, so a step sent back re-checks its producers."""
+    readers = {}
+    for j, s in enumerate(run):
+        for a, x in enumerate(s[1]):
+            if x:
+                readers.setdefault(x, []).append((j, a))
+    for i in range(len(run) - 1, -1, -1):
+        if specs[i] is None or specs[i][0] == "alias":
+            continue
+        for o, small in zip(run[i][2], caps[i].small):
+            if small is None or not o:
+                continue
+            for j, a in readers.get(o, ()):
+                if specs[j] is None or specs[j][0] == "alias" or a in getattr(
+                        run[j][0].__self__, "c_value_inputs", ()):
+                    specs[i] = None
+                    break
+            if specs[i] is None:
+                break
+
+
+def _value_fixed(x, consts, producer, specs, caps, run) -> bool:
+    """Whether value x is the same on every run of the signature: a constant, or a small integer result of a Python
+    step (checked by value after the step, StepCapture.small)."""
+    if x in consts:
+        return True
+    i = producer.get(x)
+    if i is None or i >= len(specs) or specs[i] is not None:
+        return False
+    return any(o == x and s is not None for o, s in zip(run[i][2], caps[i].small))
 
 
 def _slot_targets(plan):

@@ -178,6 +178,14 @@ class NumpyBinary(NumpyKernel):
     def apply(self, a, b, z):
         self.ufunc(a, b, out=z)
 
+    def c_step(self, ins, outs, nthreads):
+        """The compiled run loop's entry for the comparisons and logic ops of float32 / int64 / int32 / bool inputs
+        of one dtype (rl_compare over the broadcast), the plain compute / apply only."""
+        from onnxep.ops import _c_steps
+        if type(self).compute is not NumpyBinary.compute or type(self).apply is not NumpyBinary.apply:
+            return None
+        return _c_steps.compare(self.ufunc, ins[0], ins[1], outs[0])
+
 
 class NumpyUnary(NumpyKernel):
     """Y := f(X) elementwise. `ufunc(x, out=y)`; `out_dtype` None: X's dtype. In place as NumpyBinary."""
@@ -200,6 +208,21 @@ class NumpyUnary(NumpyKernel):
 
     def apply(self, x, y):
         self.ufunc(x, out=y)
+
+    def c_step(self, ins, outs, nthreads):
+        """The compiled run loop's entry for IsNaN float32 (rl_isnan) and Not (rl_compare), the plain compute only."""
+        from onnxep.ops import _c_steps
+        if type(self).compute is not NumpyUnary.compute or type(self).apply is not NumpyUnary.apply:
+            return None
+        x, y = ins[0], outs[0]
+        if not _c_steps.plain(x, y) or x.shape != y.shape or y.dtype != np.bool_ or not _c_steps.apart(y, x):
+            return None
+        if self.ufunc is np.isnan and x.dtype == np.float32:
+            return "isnan", [0, ~0], [y.size], []
+        if self.ufunc is np.logical_not and x.dtype == np.bool_:
+            spec = _c_steps.compare(np.logical_not, x, x, y)
+            return None if spec is None else (spec[0], [0, 0, ~0], spec[2], spec[3])
+        return None
 
 
 def fold(op_type, xs, ctx, apply, dtype=None):

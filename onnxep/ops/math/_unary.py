@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from onnxep import _kernels
+from onnxep.ops import _c_steps
 from onnxep.ops._base import OpKernel
 from onnxep.ops.math._numpy import FLOATS, NativeOrNumpy
 
@@ -19,6 +21,25 @@ class UnaryF32(OpKernel):
         x = ctx.input(0)
         y = ctx.output(0, x.shape, np.float32)
         self.kernel(x.reshape(-1), y.reshape(-1), ctx.num_threads)
+
+    def c_step(self, ins, outs, nthreads):
+        """The compiled run loop's entry: the same float32 loop (RL_UNARY's op, or the erf of RL_TF_UNARY)."""
+        if "compute" in self.__dict__ or type(self).compute is not UnaryF32.compute:
+            return None
+        x, y = ins[0], outs[0]
+        if (not _c_steps.plain(x, y) or x.dtype != np.float32 or y.dtype != np.float32 or x.shape != y.shape
+                or not _c_steps.apart(y, x)):
+            return None
+        k = self.kernel
+        if k is _kernels.erf_f32:
+            return "tf_unary", [0, ~0], [0, y.size], []
+        op = _UNARY_OPS.get(k)
+        return None if op is None else ("unary", [0, ~0], [op, y.size], [0.0, 0.0])
+
+
+#: native kernel -> UN_* of _k_eltwise.pxi (parameterless ones)
+_UNARY_OPS = {_kernels.sigmoid_f32: 1, _kernels.tanh_f32: 2, _kernels.exp_f32: 4, _kernels.sqrt_f32: 5,
+              _kernels.neg_f32: 6, _kernels.abs_f32: 7}
 
 
 class Unary(NativeOrNumpy, UnaryF32):

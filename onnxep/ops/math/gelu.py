@@ -19,6 +19,14 @@ class Gelu_20(NumpyKernel):
         a = op.node.attrs.get("approximate", "none")
         return a in ("none", "tanh")
 
+    def c_step(self, ins, outs, nthreads):
+        """The compiled run loop's entry for float32 and approximate "none": gelu_f32's loop (TF_UNARY_GELU)."""
+        x, y = ins[0], outs[0]
+        if (self.approximate == "tanh" or type(self).compute is not Gelu_20.compute or x.dtype != np.float32
+                or y.dtype != np.float32 or not (x.flags.c_contiguous and y.flags.c_contiguous) or x.size != y.size):
+            return None
+        return "tf_unary", [0, ~0], [1, y.size], []
+
     def compute(self, ctx):
         x = ctx.input(0)
         y = ctx.output(0, x.shape, x.dtype)

@@ -116,6 +116,29 @@ class Gemm_7(NativeOrNumpy, PackedWeightMixin, OpKernel):
                                bias_col, bias_row, False)
 
 
+    def c_step(self, ins, outs, nthreads):
+        """The compiled run loop's entry for a packed B, alpha 1, A not transposed and C absent or a row of N (beta 1):
+        sgemm_packed_ex with C as the column bias, as compute's packed path runs it."""
+        bp = self.packed(1)
+        if (bp is None or "compute" in self.__dict__ or type(self).compute is not Gemm_7.compute or self.transA
+                or self.alpha != 1.0):
+            return None
+        A, Y = ins[0], outs[0]
+        K, N = self._b_kn
+        C = ins[2] if len(ins) > 2 else None
+        if (not all(v.__class__ is np.ndarray and v.dtype == F32 and v.flags.c_contiguous for v in (A, Y))
+                or A.ndim != 2 or A.shape[1] != K or Y.shape != (A.shape[0], N) or K == 0 or Y.size == 0):
+            return None
+        if C is not None and self.beta != 0.0:
+            if (self.beta != 1.0 or C.__class__ is not np.ndarray or C.dtype != F32 or not C.flags.c_contiguous
+                    or C.shape not in ((N,), (1, N)) or (N == 1 and Y.shape[0] != 1)):
+                return None
+            bias = 2
+        else:
+            bias = None
+        return "gemm_packed", [0, bp, bias, None, ~0], [A.shape[0], N, K, 0, 0], []
+
+
 class Gemm_6(Gemm_7):
     """opset 6: C broadcasts only with broadcast=1 -- a case of opset 7's unidirectional broadcast"""
 

@@ -36,6 +36,10 @@ def matmul_into(A, B, Y):
         np.matmul(A, B, out=Y)
 
 
+def _plain_f32(*arrays) -> bool:
+    return all(a.__class__ is np.ndarray and a.dtype == F32 and a.flags.c_contiguous for a in arrays)
+
+
 class MatMul_1(NativeOrNumpy, PackedWeightMixin, OpKernel):
     domain, op_type, since = "", "MatMul", 1
     type_constraints = {"T": ("float32", "float16", "float64", "bfloat16", "int32", "int64", "uint32", "uint64")}
@@ -92,6 +96,34 @@ class MatMul_1(NativeOrNumpy, PackedWeightMixin, OpKernel):
         Y = ctx.output(0, out_shape, F32)
         _kernels.sgemm_batched_f32(np.ascontiguousarray(Ae).reshape(-1), np.ascontiguousarray(Be).reshape(-1),
                                    Y.reshape(-1), a_off, b_off, c_off, M, N, K, K, 1, N, 1, N, 1, 1.0, nt)
+
+    def c_step(self, ins, outs, nthreads):
+        """The compiled run loop's entry for a packed B: sgemm_packed_ex as compute's packed path runs it (A's leading
+        dims folded into M)."""
+        bp = self.packed(1)
+        if "compute" in self.__dict__ or type(self).compute is not MatMul_1.compute:
+            return None
+        if bp is None:
+            return self._c_step_batched(ins[0], ins[1], outs[0])
+        A, Y = ins[0], outs[0]
+        K, N = self._b_kn
+        if (not _plain_f32(A, Y) or A.ndim < 1 or A.shape[-1] != K or Y.shape != A.shape[:-1] + (N,) or K == 0
+                or Y.size == 0):
+            return None
+        return "gemm_packed", [0, bp, None, None, ~0], [Y.size // N, N, K, 0, 0], []
+
+    def _c_step_batched(self, A, B, Y):
+        """RL_GEMM_BATCHED for compute's batched path (A and B of rank >= 2, B not 2-D), the same offsets."""
+        if not _plain_f32(A, B, Y) or A.ndim < 2 or B.ndim < 3:
+            return None
+        M, K = A.shape[-2:]
+        Kb, N = B.shape[-2:]
+        if K != Kb or 0 in (M, N, K):
+            return None
+        batch, a_off, b_off, c_off = self._batch_offsets(A.shape, B.shape)
+        if Y.shape != batch + (M, N):
+            return None
+        return ("gemm_batched", [0, 1, ~0, a_off, b_off, c_off], [len(a_off), M, N, K, K, 1, N, 1, N, 1], [1.0])
 
     def _batch_offsets(self, a_shape, b_shape):
         """(batch shape, per-item element offsets of A, B and C) of a broadcast batched product, cached per shapes:

@@ -1,5 +1,7 @@
 import numpy as np
 
+from onnxep import _kernels
+from onnxep.ops import _c_steps
 from onnxep.ops.math._broadcast import legacy_operand
 from onnxep.ops.math._numpy import FLOATS, NUMERIC, NumpyKernel, broadcast_shape
 
@@ -19,9 +21,42 @@ class Pow_7(NumpyKernel):
         a, b = ctx.input(0), ctx.input(1)
         self.power(a, b, ctx.output(0, broadcast_shape(self.op_type, a.shape, b.shape), a.dtype))
 
+    #: the exponent's value is baked into a C step: the run loop takes it only when it is a constant
+    c_value_inputs = (1,)
+
+    def c_step(self, ins, outs, nthreads):
+        """The compiled run loop's entry for a float32 base and a one-element exponent 2 (x * x: RL_BINARY Mul), 3
+        ((x * x) * x: RL_CUBE) or 0.5 (RL_UNARY sqrt), the loops `power` runs for them."""
+        a, b, z = ins[0], ins[1], outs[0]
+        if (type(self).compute is not Pow_7.compute or not _c_steps.plain(a, b, z) or a.dtype != np.float32
+                or z.dtype != np.float32 or z.shape != a.shape or _square_or_root(a, b) is None):
+            return None
+        n = z.size
+        k = _square_or_root(a, b)
+        if k == 2:
+            pad = [0] * (_kernels.RUNLOOP_LIMITS["bcast_dims"] - 1)
+            return "binary", [0, 0, ~0], [2, 1, n, n, *pad, 1, *pad, 1, *pad], []
+        if k == 3:
+            return "cube", [0, ~0], [n], []
+        return "unary", [0, ~0], [5, n], [0.0, 0.0]
+
     @staticmethod
     def power(a, b, z):
         if not z.size:
+            return
+        k = _square_or_root(a, b)
+        if k is not None and z.dtype == np.float32 and z.shape == a.shape and a.flags.c_contiguous \
+                and z.flags.c_contiguous:
+            # the loops onnxruntime runs for these exponents (x * x, (x * x) * x, sqrt); 2 and 0.5 exact
+            if k == 2:
+                np.multiply(a, a, out=z)
+            elif k == 3:
+                if np.may_share_memory(a, z):
+                    a = a.copy()
+                np.multiply(a, a, out=z)
+                np.multiply(z, a, out=z)
+            else:
+                _kernels.sqrt_f32(a.reshape(-1), z.reshape(-1), 1)
             return
         with np.errstate(all="ignore"):
             if a.dtype.kind == "f":
@@ -31,6 +66,14 @@ class Pow_7(NumpyKernel):
             else:
                 dt = a.dtype
             np.power(a, b, out=z, dtype=dt, casting="unsafe")
+
+
+def _square_or_root(a, b):
+    """2, 3 or 0.5 when a is float32 and b one float holding that value, else None."""
+    if a.dtype != np.float32 or b.size != 1 or b.dtype.kind != "f":
+        return None
+    v = float(b.reshape(-1)[0])
+    return 2 if v == 2.0 else 3 if v == 3.0 else 0.5 if v == 0.5 else None
 
 
 class Pow_1(Pow_7):

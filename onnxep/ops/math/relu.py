@@ -17,6 +17,14 @@ class Relu_6(NativeOrNumpy, OpKernel):
         y = ctx.output(0, x.shape, x.dtype)
         _kernels.relu_f32(x.reshape(-1), y.reshape(-1), ctx.num_threads)
 
+    def c_step(self, ins, outs, nthreads):
+        """The compiled run loop's entry: relu_f32's loop (RL_UNARY op -1), float32 nodes only."""
+        x, y = ins[0], outs[0]
+        if "compute" in self.__dict__ or x.dtype != np.float32 or y.dtype != np.float32 or not (
+                x.flags.c_contiguous and y.flags.c_contiguous) or x.size != y.size:
+            return None
+        return "unary", [0, ~0], [-1, y.size], [0.0, 0.0]
+
     def compute_numpy(self, ctx):
         x = ctx.input(0)
         y = ctx.output(0, x.shape, x.dtype)

@@ -122,3 +122,18 @@ class StridedMatMul_1(OpKernel):
         _kernels.sgemm_batched_f32(A.reshape(-1), B.reshape(-1), Y.reshape(-1), a_off, b_off, c_off, M, N, K,
                                    rsa, csa, rsb, csb, rsc, csc, float(self.alpha), ctx.num_threads)
 
+    def c_step(self, ins, outs, nthreads):
+        """The compiled run loop's entry: RL_GEMM_BATCHED with the plan compute uses (offsets kept by the program)."""
+        A, B, Y = ins[0], ins[1], outs[0]
+        if type(self).compute is not StridedMatMul_1.compute or not all(
+                v.__class__ is np.ndarray and v.dtype == F32 and v.flags.c_contiguous for v in (A, B, Y)):
+            return None
+        if A.ndim != B.ndim or A.ndim < 2 or np.may_share_memory(A, Y) or np.may_share_memory(B, Y):
+            return None
+        y_shape, M, N, K, a_off, b_off, c_off, rsa, csa, rsb, csb, rsc, csc = self._plan(A.shape, B.shape)
+        if Y.shape != tuple(y_shape) or 0 in (M, N, K) or not all(
+                o.dtype == np.int64 and o.flags.c_contiguous and len(o) == len(a_off) for o in (a_off, b_off, c_off)):
+            return None
+        return ("gemm_batched", [0, 1, ~0, a_off, b_off, c_off], [len(a_off), M, N, K, rsa, csa, rsb, csb, rsc, csc],
+                [float(self.alpha)])
+

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from onnxep import _kernels
 from onnxep.errors import InvalidArgument
+from onnxep.ops import _c_steps
 from onnxep.ops._base import OpKernel
 
 try:
@@ -35,6 +37,19 @@ _NARROW = tuple(np.dtype(t) for t in ("float16",) + (("bfloat16",) if _BF16 is n
 #: whose error grows as log(n) rather than n
 _SUM_FAST = (np.dtype(np.float32), np.dtype(np.float64))
 _SUM_FAST_MAX = 1 << 16
+
+
+_F32 = np.dtype(np.float32)
+
+
+class _Inputs:
+    """ctx.input for reduce_axes over captured inputs (c_step)."""
+
+    def __init__(self, ins):
+        self.ins = ins
+
+    def input(self, i):
+        return self.ins[i] if i < len(self.ins) else None
 
 
 def _mean(r, n):
@@ -137,6 +152,22 @@ class Reduce(OpKernel):
         if y.size:
             self.reduce(x, axes, n, y)
 
+    c_value_inputs = (1,)     # the axes input (opset 13 ReduceSum, 18): a constant or a checked value
+
+    def c_step(self, ins, outs, nthreads):
+        """The compiled run loop's entry for float32 ReduceSum / ReduceMean over trailing axes: rl_row_sum (the
+        loop `_reduce` runs for them), the mean divided by the count in float32 as `_mean` does."""
+        if self.op_type not in ("ReduceSum", "ReduceMean") or type(self).compute is not Reduce.compute:
+            return None
+        x, y = ins[0], outs[0]
+        if not _c_steps.plain(x, y) or x.dtype != _F32 or y.dtype != _F32:
+            return None
+        axes, out_shape, n = self.reduce_axes(_Inputs(ins), x.shape)
+        if y.shape != out_shape or not axes or axes[0] != x.ndim - len(axes) or not 0 < n <= _SUM_FAST_MAX \
+                or n >= 1 << 24:
+            return None
+        return "row_sum", [0, ~0], [y.size, n, int(self.op_type == "ReduceMean")], []
+
     # ------------------------------------------------------------------ the table-driven reduction
     def reduce(self, x, axes, n, y):
         pre, ufunc, post = TABLE[self.op_type]
@@ -162,7 +193,10 @@ class Reduce(OpKernel):
             # of add.reduce's pairwise loop, and as accurate as onnxruntime's (error bounded by _SUM_FAST_MAX)
             outer = src.size // n
             dst = np.empty(outer, src.dtype) if out is None else out.reshape(outer)
-            np.einsum("ij->i", src.reshape(outer, n), out=dst)
+            if src.dtype == _F32:   # the loop the compiled run loop's RL_ROW_SUM step runs (c_step)
+                _kernels.row_sum_f32(src.reshape(-1), dst, n)
+            else:
+                np.einsum("ij->i", src.reshape(outer, n), out=dst)
             return dst if out is None else out
         kw = {}
         if n == 0:

@@ -3,6 +3,7 @@ import numpy as np
 from onnx import TensorProto, helper
 
 from onnxep.graph.model import check_size
+from onnxep.ops import _c_steps
 from onnxep.ops._base import OpKernel
 from onnxep.ops._dtypes import CAST_TYPES, EXOTIC_DTYPES, cast_array, is_exotic
 from onnxep.ops.tensor._helpers import ALL_TYPES, first_input_type_ok, new_output
@@ -115,6 +116,13 @@ class Cast_6(_CastTo):
     def compute(self, ctx):
         x = ctx.input(0)
         cast_to_output(ctx, x, _TO_ALL[self.to], self.saturate, self.round_mode, f"Cast node {self.name!r}")
+
+    def c_step(self, ins, outs, nthreads):
+        """The compiled run loop's entry: rl_cast for the numpy-native pairs it converts as numpy does."""
+        x, y = ins[0], outs[0]
+        if y is None or x.dtype == y.dtype:
+            return None
+        return _c_steps.cast(x, y)
 
 
 class CastLike_15(_CastTo):

@@ -3,6 +3,7 @@ import math
 import numpy as np
 
 from onnxep import _kernels
+from onnxep.ops import _c_steps
 from onnxep.ops._base import OpKernel
 from onnxep.ops._data import norm_axis
 from onnxep.ops.tensor._helpers import NUMERIC_BOOL_BF16, first_input_type_ok
@@ -62,6 +63,22 @@ class Concat_4(OpKernel):
             else:
                 y[lead + (slice(o, o + n),)] = x
             o += n
+
+
+    def c_step(self, ins, outs, nthreads):
+        """The compiled run loop's entry: rl_concat (row by row memcpy), inputs of y's dtype apart from y."""
+        y = outs[0]
+        k = len(ins)
+        if not 0 < k < _c_steps.SLOTS or not _c_steps.plain(y, *ins) or any(
+                x.dtype != y.dtype or x.ndim != y.ndim or np.may_share_memory(x, y) for x in ins):
+            return None
+        axis = norm_axis(self.axis, y.ndim, "Concat")
+        inner = math.prod(y.shape[axis + 1:]) * y.itemsize
+        rows = math.prod(y.shape[:axis])
+        chunks = [x.shape[axis] * inner for x in ins]
+        if sum(chunks) != y.shape[axis] * inner or any(x.size != rows * c // y.itemsize for x, c in zip(ins, chunks)):
+            return None
+        return "concat", [*range(k), ~0], [k, rows, y.shape[axis] * inner, *chunks], []
 
 
 def _all_placed(ctx, y, axis) -> bool:

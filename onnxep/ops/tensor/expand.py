@@ -1,6 +1,7 @@
 import numpy as np
 
 from onnxep.errors import InvalidArgument
+from onnxep.ops import _c_steps
 from onnxep.ops._base import OpKernel
 from onnxep.ops.tensor._helpers import ALL_TYPES, ints, new_output
 
@@ -24,3 +25,10 @@ class Expand_8(OpKernel):
         y = new_output(ctx, 0, out, x.dtype, f"Expand node {self.name!r}")
         if y.size:
             np.copyto(y, x)
+
+    def c_step(self, ins, outs, nthreads):
+        """The compiled run loop's entry: a strided copy of x broadcast (the output shape is the signature's)."""
+        x, y = ins[0], outs[0]
+        if not y.size:
+            return None
+        return _c_steps.strided(x, np.broadcast_to(x, y.shape), y)

@@ -1,6 +1,7 @@
 import numpy as np
 
 from onnxep.errors import InvalidArgument
+from onnxep.ops import _c_steps
 from onnxep.ops._base import OpKernel
 from onnxep.ops._data import norm_axes
 from onnxep.ops.tensor._helpers import INDEX_TYPES, ALL_TYPES, ints, new_output
@@ -63,3 +64,14 @@ class Slice_10(OpKernel):
         view = x[slices(x.shape, ints(ctx.input(1), "Slice starts"), ints(ctx.input(2), "Slice ends"), *opt)]
         y = new_output(ctx, 0, view.shape, x.dtype, f"Slice node {self.name!r}")
         np.copyto(y, view)
+
+    #: inputs whose values (not only shapes) a C step bakes in: the run loop takes the step only when they are
+    #: constants or values it checks per run
+    c_value_inputs = (1, 2, 3, 4)
+
+    def c_step(self, ins, outs, nthreads):
+        """The compiled run loop's entry: a strided copy of the sliced view (starts .. steps as captured)."""
+        x = ins[0]
+        opt = [None if len(ins) <= i or ins[i] is None else ints(ins[i], "Slice input") for i in (3, 4)]
+        view = x[slices(x.shape, ints(ins[1], "Slice starts"), ints(ins[2], "Slice ends"), *opt)]
+        return _c_steps.strided(x, view, outs[0])

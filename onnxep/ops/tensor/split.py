@@ -1,6 +1,9 @@
+import math
+
 import numpy as np
 
 from onnxep.errors import InvalidArgument
+from onnxep.ops import _c_steps
 from onnxep.ops._base import OpKernel
 from onnxep.ops._data import norm_axis
 from onnxep.ops.tensor._helpers import ALL_TYPES, first_input_type_ok, ints, new_output
@@ -49,6 +52,22 @@ class _Split(OpKernel):
             o += n
             if ctx.has_output(i):
                 np.copyto(new_output(ctx, i, part.shape, x.dtype, f"Split node {self.name!r}"), part)
+
+    def c_step(self, ins, outs, nthreads):
+        """The compiled run loop's entry: rl_split (row by row memcpy), every output present, of x's dtype, apart."""
+        x = ins[0]
+        k = len(outs)
+        if (type(self).compute is not _Split.compute or not 0 < k < _c_steps.SLOTS or any(y is None for y in outs)
+                or not _c_steps.plain(x, *outs) or x.ndim < 1):
+            return None
+        axis = norm_axis(self.axis, x.ndim, "Split")
+        inner = math.prod(x.shape[axis + 1:]) * x.itemsize
+        rows = math.prod(x.shape[:axis])
+        if any(y.dtype != x.dtype or y.shape[:axis] != x.shape[:axis] or y.shape[axis + 1:] != x.shape[axis + 1:]
+               or np.may_share_memory(x, y) for y in outs) or sum(y.shape[axis] for y in outs) != x.shape[axis]:
+            return None
+        return "split", [0, *(~j for j in range(k))], [k, rows, x.shape[axis] * inner,
+                                                     *(y.shape[axis] * inner for y in outs)], []
 
 
 class Split_1(_Split):

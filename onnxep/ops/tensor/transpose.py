@@ -1,6 +1,7 @@
 import numpy as np
 
 from onnxep import _kernels
+from onnxep.ops import _c_steps
 from onnxep.ops._base import OpKernel
 from onnxep.ops.tensor._helpers import ALL_TYPES, new_output
 
@@ -37,3 +38,11 @@ class Transpose_1(OpKernel):
             return
         _kernels.transpose_copy(x.reshape(-1).view(np.uint8), x.shape, perm, x.itemsize,
                                 y.reshape(-1).view(np.uint8), ctx.num_threads)
+
+    def c_step(self, ins, outs, nthreads):
+        """The compiled run loop's entry: a strided copy of the permuted view (one thread)."""
+        x, y = ins[0], outs[0]
+        last = self._last
+        if last is None or last[0] != x.shape:
+            return None
+        return _c_steps.strided(x, x.transpose(last[1]), y)

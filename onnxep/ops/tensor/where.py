@@ -1,5 +1,6 @@
 import numpy as np
 
+from onnxep.ops import _c_steps
 from onnxep.ops._base import OpKernel
 from onnxep.ops.tensor._helpers import ALL_TYPES, new_output
 
@@ -18,3 +19,7 @@ class Where_9(OpKernel):
         if y.size:
             np.copyto(y, z)
             np.copyto(y, x, where=c)
+
+    def c_step(self, ins, outs, nthreads):
+        """The compiled run loop's entry: rl_where over the broadcast (bool condition, any fixed-size values)."""
+        return _c_steps.where(ins[0], ins[1], ins[2], outs[0])

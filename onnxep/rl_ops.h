@@ -1,0 +1,223 @@
+/* Data movement and conversion loops of the compiled run loop (onnxep/_k_runloop.pxi): raw pointers, byte strides,
+ * no Python objects, no allocation. Shapes have 1 .. RL_MAXD dims; every stride is in bytes (0: broadcast). */
+#ifndef ONNXEP_RL_OPS_H
+#define ONNXEP_RL_OPS_H
+
+#include <string.h>
+#include <stdint.h>
+
+#define RL_MAXD 6
+
+/* one element of `item` bytes (constant sizes become single moves) */
+static inline void rl_move(char* d, const char* s, Py_ssize_t item) {
+    switch (item) {
+    case 1: *d = *s; break;
+    case 2: memcpy(d, s, 2); break;
+    case 4: memcpy(d, s, 4); break;
+    case 8: memcpy(d, s, 8); break;
+    default: memcpy(d, s, (size_t)item);
+    }
+}
+
+/* odometer step over the outer nd - 1 dims of `shape`, moving up to three pointers by their strides;
+ * 0 when the walk is over */
+static inline int rl_next(Py_ssize_t* idx, int nd, const Py_ssize_t* shape, char** p, const Py_ssize_t* const* st,
+                          int np_) {
+    int k, j;
+    for (k = nd - 2; k >= 0; k--) {
+        if (++idx[k] < shape[k]) {
+            for (j = 0; j < np_; j++) p[j] += st[j][k];
+            return 1;
+        }
+        idx[k] = 0;
+        for (j = 0; j < np_; j++) p[j] -= st[j][k] * (shape[k] - 1);
+    }
+    return 0;
+}
+
+static inline Py_ssize_t rl_count(int nd, const Py_ssize_t* shape) {
+    Py_ssize_t n = 1;
+    int k;
+    for (k = 0; k < nd; k++) n *= shape[k];
+    return n;
+}
+
+/* dst[i...] := src[i...] over `shape` (Transpose, Slice, Expand: src strides from the numpy view) */
+static void rl_strided_copy(char* dst, const char* src, Py_ssize_t item, int nd, const Py_ssize_t* shape,
+                            const Py_ssize_t* ss, const Py_ssize_t* ds) {
+    Py_ssize_t idx[RL_MAXD] = {0}, i, n = shape[nd - 1], sl = ss[nd - 1], dl = ds[nd - 1];
+    char* p[2] = {dst, (char*)src};
+    const Py_ssize_t* st[2] = {ds, ss};
+    if (rl_count(nd, shape) == 0) return;
+    do {
+        if (sl == item && dl == item)
+            memcpy(p[0], p[1], (size_t)(n * item));
+        else
+            for (i = 0; i < n; i++) rl_move(p[0] + i * dl, p[1] + i * sl, item);
+    } while (rl_next(idx, nd, shape, p, st, 2));
+}
+
+/* y := c ? a : b, broadcast (y contiguous; c one byte per element) */
+static void rl_where(char* y, const char* c, const char* a, const char* b, Py_ssize_t item, int nd,
+                     const Py_ssize_t* shape, const Py_ssize_t* sc, const Py_ssize_t* sa, const Py_ssize_t* sb) {
+    Py_ssize_t idx[RL_MAXD] = {0}, i, n = shape[nd - 1], cl = sc[nd - 1], al = sa[nd - 1], bl = sb[nd - 1];
+    char* p[3] = {(char*)c, (char*)a, (char*)b};
+    const Py_ssize_t* st[3] = {sc, sa, sb};
+    if (rl_count(nd, shape) == 0) return;
+    do {
+        for (i = 0; i < n; i++, y += item)
+            rl_move(y, p[0][i * cl] ? p[1] + i * al : p[2] + i * bl, item);
+    } while (rl_next(idx, nd, shape, p, st, 3));
+}
+
+/* y's rows of `orow` bytes := the k inputs' rows of chunk[i] bytes side by side (Concat) */
+static void rl_concat(char* y, char* const* xs, int k, Py_ssize_t rows, Py_ssize_t orow, const Py_ssize_t* chunk) {
+    Py_ssize_t r, o;
+    int i;
+    for (r = 0; r < rows; r++) {
+        o = 0;
+        for (i = 0; i < k; i++) {
+            memcpy(y + r * orow + o, xs[i] + r * chunk[i], (size_t)chunk[i]);
+            o += chunk[i];
+        }
+    }
+}
+
+/* the k outputs' rows of chunk[i] bytes := x's rows of `xrow` bytes cut side by side (Split) */
+static void rl_split(const char* x, char* const* ys, int k, Py_ssize_t rows, Py_ssize_t xrow, const Py_ssize_t* chunk) {
+    Py_ssize_t r, o;
+    int i;
+    for (r = 0; r < rows; r++) {
+        o = 0;
+        for (i = 0; i < k; i++) {
+            memcpy(ys[i] + r * chunk[i], x + r * xrow + o, (size_t)chunk[i]);
+            o += chunk[i];
+        }
+    }
+}
+
+/* Cast codes: what numpy's astype does (C conversions; float -> int truncates) */
+enum { RL_T_F32 = 0, RL_T_F16 = 1, RL_T_I64 = 2, RL_T_I32 = 3, RL_T_BOOL = 4, RL_T_F64 = 5 };
+
+static inline double rl_load(const char* x, int t) {
+    switch (t) {
+    case RL_T_F32: return *(const float*)x;
+    case RL_T_F16: return (float)*(const _Float16*)x;
+    case RL_T_I32: return *(const int32_t*)x;
+    case RL_T_BOOL: return *(const uint8_t*)x != 0;
+    default: return *(const double*)x;
+    }
+}
+
+#define RL_CAST_LOOP(ST, DT, EXPR) \
+    for (i = 0; i < n; i++) { ST v = ((const ST*)x)[i]; ((DT*)y)[i] = (EXPR); } return;
+
+/* y[i] := x[i] converted from type code s to d; the pairs numpy rounds differently through double are explicit */
+static void rl_cast(const char* x, char* y, Py_ssize_t n, int s, int d) {
+    Py_ssize_t i;
+    if (s == RL_T_I64) {
+        switch (d) {
+        case RL_T_F32: RL_CAST_LOOP(int64_t, float, (float)v)
+        case RL_T_F16: RL_CAST_LOOP(int64_t, _Float16, (_Float16)v)
+        case RL_T_I32: RL_CAST_LOOP(int64_t, int32_t, (int32_t)v)
+        case RL_T_BOOL: RL_CAST_LOOP(int64_t, uint8_t, v != 0)
+        case RL_T_F64: RL_CAST_LOOP(int64_t, double, (double)v)
+        }
+    }
+    if (s == RL_T_F32 && d == RL_T_F16) { RL_CAST_LOOP(float, _Float16, (_Float16)v) }
+    if (s == RL_T_F64 && d == RL_T_F16) { RL_CAST_LOOP(double, _Float16, (_Float16)v) }
+    if (s == RL_T_F64 && d == RL_T_F32) { RL_CAST_LOOP(double, float, (float)v) }
+    if (s == RL_T_I32 && d == RL_T_F32) { RL_CAST_LOOP(int32_t, float, (float)v) }
+    if (s == RL_T_I32 && d == RL_T_F16) { RL_CAST_LOOP(int32_t, _Float16, (_Float16)v) }
+    /* the rest goes exactly through double (float -> double is exact; double -> int truncates as C does) */
+    for (i = 0; i < n; i++) {
+        double v = rl_load(x + i * (s == RL_T_F64 || s == RL_T_I64 ? 8 : s == RL_T_F32 || s == RL_T_I32 ? 4 :
+                                    s == RL_T_F16 ? 2 : 1), s);
+        switch (d) {
+        case RL_T_F32: ((float*)y)[i] = (float)v; break;
+        case RL_T_F16: ((_Float16*)y)[i] = (_Float16)v; break;
+        case RL_T_I64: ((int64_t*)y)[i] = (int64_t)v; break;
+        case RL_T_I32: ((int32_t*)y)[i] = (int32_t)v; break;
+        case RL_T_BOOL: ((uint8_t*)y)[i] = v != 0 || v != v; break;
+        default: ((double*)y)[i] = v;
+        }
+    }
+}
+
+/* y := (x * x) * x (Pow by a constant 3, as onnxruntime and the Python path compute it) */
+static void rl_cube(const float* x, float* y, Py_ssize_t n) {
+    Py_ssize_t i;
+    for (i = 0; i < n; i++) {
+        float s = x[i] * x[i];
+        y[i] = s * x[i];
+    }
+}
+
+/* y[i] := x[i] is NaN (IsNaN float32) */
+static void rl_isnan(const float* x, uint8_t* y, Py_ssize_t n) {
+    Py_ssize_t i;
+    for (i = 0; i < n; i++) y[i] = x[i] != x[i];
+}
+
+/* comparisons and logic into a bool y (contiguous), a and b broadcast by byte strides; types RL_T_* (f32, i64,
+ * i32, bool); Not reads a only */
+enum { RL_EQ = 0, RL_LT = 1, RL_GT = 2, RL_AND = 3, RL_OR = 4, RL_XOR = 5, RL_NOT = 6, RL_LE = 7, RL_GE = 8 };
+
+#define RL_CMP_ROW(T) { \
+    for (i = 0; i < n; i++, y++) { \
+        T u = *(const T*)(p[0] + i * al), v = *(const T*)(p[1] + i * bl); \
+        *y = op == RL_EQ ? u == v : op == RL_LT ? u < v : op == RL_GT ? u > v : op == RL_LE ? u <= v : \
+             op == RL_GE ? u >= v : op == RL_AND ? (u && v) : op == RL_OR ? (u || v) : op == RL_XOR ? (!u != !v) : !u; \
+    } }
+
+static void rl_compare(int op, int t, uint8_t* y, const char* a, const char* b, int nd, const Py_ssize_t* shape,
+                       const Py_ssize_t* sa, const Py_ssize_t* sb) {
+    Py_ssize_t idx[RL_MAXD] = {0}, i, n = shape[nd - 1], al = sa[nd - 1], bl = sb[nd - 1];
+    char* p[2] = {(char*)a, (char*)b};
+    const Py_ssize_t* st[2] = {sa, sb};
+    if (rl_count(nd, shape) == 0) return;
+    do {
+        switch (t) {
+        case RL_T_F32: RL_CMP_ROW(float) break;
+        case RL_T_I64: RL_CMP_ROW(int64_t) break;
+        case RL_T_I32: RL_CMP_ROW(int32_t) break;
+        default: RL_CMP_ROW(uint8_t)
+        }
+    } while (rl_next(idx, nd, shape, p, st, 2));
+}
+
+/* y[o, j, :] := x[o, idx[j], :] (Gather; rows of `inner` bytes, indices int64 or int32, negative from the end);
+ * 0, or -1 without writing anything when an index is outside [-n, n) */
+static int rl_gather(const char* x, const char* idx, char* y, Py_ssize_t outer, Py_ssize_t n, Py_ssize_t nidx,
+                     Py_ssize_t inner, int wide) {
+    Py_ssize_t o, j, v;
+    for (j = 0; j < nidx; j++) {
+        v = wide ? ((const int64_t*)idx)[j] : ((const int32_t*)idx)[j];
+        if (v < -n || v >= n) return -1;
+    }
+    for (o = 0; o < outer; o++)
+        for (j = 0; j < nidx; j++) {
+            v = wide ? ((const int64_t*)idx)[j] : ((const int32_t*)idx)[j];
+            if (v < 0) v += n;
+            memcpy(y + (o * nidx + j) * inner, x + (o * n + v) * inner, (size_t)inner);
+        }
+    return 0;
+}
+
+/* y[r] := the sum (mean: / C) of row r of x (R x C, contiguous): eight running sums, then the tail (ReduceSum /
+ * ReduceMean over trailing axes; the Python path's float32 sums call the same loop) */
+static void rl_row_sum(const float* x, float* y, Py_ssize_t R, Py_ssize_t C, int mean) {
+    Py_ssize_t r, i;
+    int j;
+    for (r = 0; r < R; r++) {
+        const float* p = x + r * C;
+        float a[8] = {0, 0, 0, 0, 0, 0, 0, 0}, s;
+        for (i = 0; i + 8 <= C; i += 8)
+            for (j = 0; j < 8; j++) a[j] += p[i + j];
+        s = ((a[0] + a[4]) + (a[1] + a[5])) + ((a[2] + a[6]) + (a[3] + a[7]));
+        for (; i < C; i++) s += p[i];
+        y[r] = mean ? s / (float)C : s;
+    }
+}
+
+#endif
