@@ -2,8 +2,8 @@
 
     level  pass
     0      (always: semantics, not an optimization) ai.onnx.preview.training Gradient expanded into backward nodes
-    1      Identity and inference Dropout removal; constant folding; BatchNormalization and per-channel Mul / Add
-           folded into the Conv before them
+    1      Identity and inference Dropout removal; constant folding; a zero Pad folded into the Conv after it;
+           BatchNormalization and per-channel Mul / Add folded into the Conv before them
     2      transformer fusions: the decomposed LayerNormalization chain -> LayerNormalization, the Erf form of Gelu ->
            com.onnxep Gelu, the decomposed RMSNorm -> RMSNormalization, x * Sigmoid(alpha x) [* gate] -> com.onnxep
            Silu, the rotate_half rotary embedding -> com.onnxep RotaryHalf, MatMul by a constant + bias
@@ -39,6 +39,7 @@ from onnxep.graph.passes.fuse_gelu import fuse_gelu
 from onnxep.graph.passes.fuse_layernorm import fuse_layernorm
 from onnxep.graph.passes.fuse_matmul_bias import fuse_matmul_bias
 from onnxep.graph.passes.fuse_matmul_transpose import fuse_matmul_transpose
+from onnxep.graph.passes.fuse_pad_conv import fuse_pad_conv
 from onnxep.graph.passes.fuse_rms_norm import fuse_rms_norm
 from onnxep.graph.passes.fuse_rotary import fuse_rotary
 from onnxep.graph.passes.fuse_silu import fuse_silu
@@ -60,6 +61,7 @@ PASSES: list = [
     (0, expand_gradient),      # every level, and not in PASS_NAMES: no disabled_optimizers name switches it off
     (1, remove_identity),
     (1, fold_constants),
+    (1, fuse_pad_conv),        # after folding: exporters compute the pads from shapes
     (1, fuse_conv_affine),
     (2, fuse_layernorm),
     (2, fuse_gelu),
@@ -84,6 +86,7 @@ PASSES: list = [
 PASS_NAMES: dict = {
     remove_identity: ("remove_identity", "EliminateIdentity", "EliminateDropout"),
     fold_constants: ("fold_constants", "constant_folding", "ConstantFolding"),
+    fuse_pad_conv: ("fuse_pad_conv", "PadFusion"),
     fuse_conv_affine: ("fuse_conv_affine", "ConvBNFusion", "ConvMulFusion", "ConvAddFusion"),
     fuse_layernorm: ("fuse_layernorm", "LayerNormFusion", "LayerNormFusionL1", "LayerNormFusionL2"),
     fuse_gelu: ("fuse_gelu", "GeluFusion", "GeluFusionL1", "GeluFusionL2"),

@@ -1,0 +1,86 @@
+"""A zero Pad of the spatial dims before a Conv becomes the Conv's own padding (ORT_ENABLE_BASIC; onnxruntime's
+PadFusion). What exporters write for TensorFlow-style "same" padding (transformers' MobileNetV2 / V3 and EfficientNet
+pad each strided or depthwise conv with an explicit Pad): without the fusion the Pad is a copy of the whole feature
+map per conv, and an NCHW Pad between two channel-last convs keeps Transposes around it.
+
+Folded when: the Pad is constant mode (the default) with no value or a zero value, its pads (attribute before opset
+11, a constant input after; the opset-18 axes input constant or absent) are non-negative and zero on the batch and
+channel dims, its output is read by that Conv alone (and is no graph output), and the Conv has explicit pads
+(auto_pad NOTSET or absent). The Conv's pads grow by the Pad's; the Conv reads the Pad's input."""
+from __future__ import annotations
+
+import dataclasses
+
+from onnxep.graph.ir import Graph
+from onnxep.graph.passes._pattern import Fusion, default_op, keeps_any, only_consumer
+
+
+def _spatial_pads(pad, consts, rank):
+    """(begin pads, end pads) of the spatial dims of a rank-`rank` tensor when `pad` zero-pads only those, else None."""
+    mode = pad.attrs.get("mode") or "constant"
+    if mode != "constant":
+        return None
+    if pad.opset < 11:
+        pads = pad.attrs.get("pads")
+        if pads is None or float(pad.attrs.get("value") or 0.0) != 0.0:
+            return None
+        pads = [int(p) for p in pads]
+        axes = list(range(rank))
+    else:
+        ins = list(pad.inputs) + [""] * (4 - len(pad.inputs))
+        if ins[1] not in consts:
+            return None
+        if ins[2]:
+            value = consts.get(ins[2])
+            if value is None or value.size > 1 or (value.size == 1 and float(value.reshape(-1)[0]) != 0.0):
+                return None
+        if ins[3]:
+            a = consts.get(ins[3])
+            if a is None:
+                return None
+            axes = [int(x) + rank if int(x) < 0 else int(x) for x in a.reshape(-1)]
+        else:
+            axes = list(range(rank))
+        pads = [int(p) for p in consts[ins[1]].reshape(-1)]
+    n = len(axes)
+    if len(pads) != 2 * n or len(set(axes)) != n or any(not 0 <= a < rank for a in axes) or min(pads, default=0) < 0:
+        return None
+    begin, end = [0] * rank, [0] * rank
+    for i, a in enumerate(axes):
+        begin[a], end[a] = pads[i], pads[n + i]
+    if begin[0] or begin[1] or end[0] or end[1]:
+        return None
+    return begin[2:], end[2:]
+
+
+def fuse_pad_conv(graph: Graph, ctx=None) -> Graph:
+    if keeps_any(ctx, {"Pad", "Conv"}):
+        return graph
+    f = Fusion(graph)
+    consts = f.consts
+    for pad in graph.nodes:
+        if not default_op(pad, "Pad") or not pad.inputs or not pad.inputs[0] or f.taken((pad,)):
+            continue
+        conv = only_consumer(f.cons, f.outputs, pad.outputs[0], "Conv")
+        if conv is None or conv.inputs[0] != pad.outputs[0] or f.taken((conv,)) or len(conv.inputs) < 2:
+            continue
+        if (conv.attrs.get("auto_pad") or "NOTSET") != "NOTSET":
+            continue
+        w = consts.get(conv.inputs[1])
+        vt = graph.value_types.get(conv.inputs[1])
+        rank = w.ndim if w is not None else (len(vt.shape) if vt is not None and vt.shape is not None else None)
+        if rank is None or rank < 3:
+            continue
+        sp = _spatial_pads(pad, consts, rank)
+        if sp is None:
+            continue
+        begin, end = sp
+        r = rank - 2
+        old = [int(p) for p in (conv.attrs.get("pads") or [0] * (2 * r))]
+        if len(old) != 2 * r:
+            continue
+        attrs = dict(conv.attrs)
+        attrs["pads"] = [old[i] + begin[i] for i in range(r)] + [old[r + i] + end[i] for i in range(r)]
+        fused = dataclasses.replace(conv, inputs=(pad.inputs[0],) + tuple(conv.inputs[1:]), attrs=attrs)
+        f.fuse([pad, conv], conv, fused)
+    return f.apply()
