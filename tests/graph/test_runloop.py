@@ -64,24 +64,19 @@ def _transformer_block():
     return make_model(nodes, {"x": x}, ["y", "y2", "ln"], initializers=inits), x
 
 
-def _runs(sess, feeds_list):
-    return [sess.run(None, f) for f in feeds_list]
-
-
-def test_compiled_runs_match_the_python_loop_bit_for_bit():
-    model, x = _transformer_block()
-    rng = np.random.default_rng(1)
-    feeds = [{"x": x}] + [{"x": rng.standard_normal(x.shape).astype(np.float32)} for _ in range(4)]
+def compiled_vs_python(model, feeds_list):
+    """Run feeds_list twice through compiled runs and twice through the Python loop (device.COMPILED_RUNS off), 1
+    thread: asserts equal bits (dtype, shape, values) and that only the first session compiled; returns (the compiled
+    runs' outputs, the first session's programs)."""
     so = onnxep.SessionOptions()
     so.intra_op_num_threads = 1
     sess = onnxep.InferenceSession(model.SerializeToString(), so)
-    got = _runs(sess, feeds + feeds)
+    got = [sess.run(None, f) for f in feeds_list + feeds_list]
     progs = _programs(sess)
-    assert progs and progs[0].n_c >= 5 and progs[0].n_py >= 1, [(p.n_c, p.n_py) for p in progs]
     device.COMPILED_RUNS = False
     try:
         ref = onnxep.InferenceSession(model.SerializeToString(), so)
-        want = _runs(ref, feeds + feeds)
+        want = [ref.run(None, f) for f in feeds_list + feeds_list]
         assert not _programs(ref)
     finally:
         device.COMPILED_RUNS = True
@@ -89,6 +84,15 @@ def test_compiled_runs_match_the_python_loop_bit_for_bit():
         for a, b in zip(g, w):
             assert a.dtype == b.dtype and a.shape == b.shape
             np.testing.assert_array_equal(a, b)
+    return got, progs
+
+
+def test_compiled_runs_match_the_python_loop_bit_for_bit():
+    model, x = _transformer_block()
+    rng = np.random.default_rng(1)
+    feeds = [{"x": x}] + [{"x": rng.standard_normal(x.shape).astype(np.float32)} for _ in range(4)]
+    got, progs = compiled_vs_python(model, feeds)
+    assert progs and progs[0].n_c >= 5 and progs[0].n_py >= 1, [(p.n_c, p.n_py) for p in progs]
     for f, g in zip(feeds, got[:len(feeds)]):
         assert_outputs_match(g, run_ort(model, f), rtol=1e-4, atol=1e-5)
 

@@ -11,9 +11,8 @@ import pytest
 from onnx import helper
 
 import onnxep
-from onnxep.backends.cpu import device
 from tests._util import assert_outputs_match, make_model, run_ort
-from tests.graph.test_runloop import _programs
+from tests.graph.test_runloop import _programs, compiled_vs_python
 
 RNG = np.random.default_rng(25)
 
@@ -21,23 +20,8 @@ RNG = np.random.default_rng(25)
 def _check(model, feeds_list, min_c, rtol=1e-5, atol=1e-6, ort=True):
     """Run feeds_list twice compiled and twice in the Python loop: equal bits, close to onnxruntime, and at least
     min_c C steps in a program."""
-    so = onnxep.SessionOptions()
-    so.intra_op_num_threads = 1
-    sess = onnxep.InferenceSession(model.SerializeToString(), so)
-    got = [sess.run(None, f) for f in feeds_list + feeds_list]
-    progs = _programs(sess)
+    got, progs = compiled_vs_python(model, feeds_list)
     assert progs and max(p.n_c for p in progs) >= min_c, [(p.n_c, p.n_py) for p in progs]
-    device.COMPILED_RUNS = False
-    try:
-        ref = onnxep.InferenceSession(model.SerializeToString(), so)
-        want = [ref.run(None, f) for f in feeds_list + feeds_list]
-        assert not _programs(ref)
-    finally:
-        device.COMPILED_RUNS = True
-    for g, w in zip(got, want):
-        for a, b in zip(g, w):
-            assert a.dtype == b.dtype and a.shape == b.shape
-            np.testing.assert_array_equal(a, b)
     if ort:
         for f, g in zip(feeds_list, got):
             assert_outputs_match(g, run_ort(model, f), rtol=rtol, atol=atol)
