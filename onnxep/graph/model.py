@@ -68,6 +68,8 @@ def load_model(path_or_bytes, weights: dict | None = None) -> tuple[onnx.ModelPr
     return model, base
 
 
+#: AttributeProto types that hold subgraphs
+_GRAPH_KINDS = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
 #: initializers of at least this many bytes are loaded into arrays of their own, outside the ModelProto (load_model)
 STRIPPED_BYTES = 1 << 16
 #: ... in model files (or bytes) of at least this size: a smaller one is parsed whole (its field walk would cost more
@@ -477,7 +479,6 @@ def build_graph(model: onnx.ModelProto, infer_shapes: bool = True, weights: dict
     # body (its untyped inputs typed from the enclosing node) is what the body's own graph is built from later
     typed_subgraphs = {}
     if inferred is not None and len(typed.node) == len(g.node):
-        _GRAPH_KINDS = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
         for i, n in enumerate(typed.node):
             if any(a.type in _GRAPH_KINDS for a in n.attribute):
                 typed_subgraphs[i] = {sys.intern(a.name): _attr_value(a) for a in n.attribute if a.type in _GRAPH_KINDS}

@@ -290,15 +290,13 @@ class CpuBackend(Backend):
                 if vt is None:
                     vt = ValueType.of_array(partition.constants[x])
             types.append(vt)
+        from onnxep.backends.reference import REFERENCE_DEVICE
         backends = self._body_backends
         if backends is None:
-            from onnxep.backends.reference import REFERENCE_DEVICE
             backends = self._body_backends = {self.device.name: self,
                                               REFERENCE_DEVICE.name: REFERENCE_DEVICE.init_backend(self.stream)}
-        devices = getattr(placement, "devices", ())
-        if not devices:          # a partition not made by graph/partition.py: the session's defaults
-            from onnxep.backends.reference import REFERENCE_DEVICE
-            devices = (self.device, REFERENCE_DEVICE)
+        # the session's devices (graph/partition.py records them), else its defaults
+        devices = getattr(placement, "devices", ()) or (self.device, REFERENCE_DEVICE)
         body_ctx = replace(ctx, ep_context_export=None)
         model = partition if getattr(partition, "opsets", None) is not None else placement
         scope = SubgraphScope(tuple(devices), bool(getattr(placement, "fallback", True)),
