@@ -3,6 +3,8 @@
     python -m onnxep bench [MODEL ...]   latency beside onnxruntime (default: the light models inside the onnx wheel,
                                          with seeded random weights; --weights shipped for the files' own)
     python -m onnxep bench --suite models   the same for a BERT-like encoder and an MLP built in memory
+    python -m onnxep bench --suite zoo      the real exported models of the zoo cache (bench/zoo), beside
+                                         onnxruntime and OpenVINO when installed; --json OUT for every figure
     python -m onnxep profile MODEL       where the time goes: per op type and per node, beside onnxruntime's profile
     python -m onnxep run MODEL           run once on random inputs, print the outputs' shapes and the latency
     python -m onnxep check MODEL         which backend runs each node
@@ -31,9 +33,16 @@ def main(argv=None) -> int:
     b.add_argument("--weights", choices=("random", "shipped"), default="random",
                    help="the light models' weights: seeded random ones of the same shapes (default), or the files' "
                         "own ConstantOfShape(0.02), whose logits are one repeated number")
-    b.add_argument("--suite", choices=("light", "models"), default="light",
+    b.add_argument("--suite", choices=("light", "models", "zoo"), default="light",
                    help="light: the model-zoo models in the onnx wheel (default); models: the synthetic BERT-like "
-                        "encoder and MLPs of onnxep/_models.py, timed in alternating rounds (--repeat: runs of each)")
+                        "encoder and MLPs of onnxep/_models.py, timed in alternating rounds (--repeat: runs of each); "
+                        "zoo: the real exported models of the zoo cache (bench/zoo/export.py), beside onnxruntime "
+                        "and OpenVINO when it is installed")
+    b.add_argument("--dir", help="--suite zoo: the zoo cache (default ~/.cache/onnxep/zoo or $ONNXEP_ZOO)")
+    b.add_argument("--only", nargs="+", metavar="NAME",
+                   help="--suite zoo: these architectures (or arch.exporter names) only")
+    b.add_argument("--exporter", choices=("dynamo", "torchscript"), help="--suite zoo: one exporter only")
+    b.add_argument("--json", metavar="OUT", help="also write the rows to OUT as JSON")
     f = sub.add_parser("profile", help="where the time goes, beside onnxruntime's profile",
                        description=_profile.__doc__,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -59,16 +68,27 @@ def main(argv=None) -> int:
     sub.add_parser("info", help="kernel variant and threads")
     args = p.parse_args(argv)
     cmd = args.cmd or "bench"
-    if cmd == "bench" and getattr(args, "suite", "light") == "models":
-        from onnxep._bench import bench_models
-        rows = bench_models(threads=args.threads, warmup=args.warmup, repeat=args.repeat)
-        return 1 if any(r["check"].startswith("MISMATCH") for r in rows) else 0
     if cmd == "bench":
-        from onnxep._bench import bench
-        rows = bench(getattr(args, "models", None) or None, threads=getattr(args, "threads", 0),
-                     warmup=getattr(args, "warmup", 3), repeat=getattr(args, "repeat", 10),
-                     use_ort=not getattr(args, "no_ort", False), weights=getattr(args, "weights", "random"))
-        return 1 if any(r["check"].startswith("MISMATCH") for r in rows) else 0
+        suite = getattr(args, "suite", "light")
+        if suite == "models":
+            from onnxep._bench import bench_models
+            rows = bench_models(threads=args.threads, warmup=args.warmup, repeat=args.repeat)
+        elif suite == "zoo":
+            from onnxep._zoo import bench_zoo
+            try:
+                rows = bench_zoo(args.dir, args.only, args.exporter, threads=args.threads, warmup=args.warmup,
+                                 repeat=args.repeat)
+            except FileNotFoundError as e:
+                print(e, file=sys.stderr)
+                return 2
+        else:
+            from onnxep._bench import bench
+            rows = bench(getattr(args, "models", None) or None, threads=getattr(args, "threads", 0),
+                         warmup=getattr(args, "warmup", 3), repeat=getattr(args, "repeat", 10),
+                         use_ort=not getattr(args, "no_ort", False), weights=getattr(args, "weights", "random"))
+        if getattr(args, "json", None):
+            _write_json(args.json, suite, args, rows)
+        return 1 if any(r.get("check", "").startswith(("MISMATCH", "ERROR")) for r in rows) else 0
     if cmd == "profile":
         return _profile.main(args)
     import onnxep
@@ -96,6 +116,40 @@ def main(argv=None) -> int:
         return 0
     p.print_help()
     return 2
+
+
+def _write_json(path, suite, args, rows) -> None:
+    """The bench rows with what produced them: versions, ISA, CPU, threads, run counts."""
+    import json
+    import platform
+
+    import numpy as np
+
+    import onnxep
+    from onnxep import _kernels
+    try:
+        import onnxruntime
+        ort_version = onnxruntime.__version__
+    except ImportError:
+        ort_version = None
+    doc = {"suite": suite, "onnxep": onnxep.__version__, "isa": _kernels.ISA, "onnxruntime": ort_version,
+           "numpy": np.__version__, "python": platform.python_version(), "machine": platform.machine(),
+           "cpu": _cpu_name(), "cores": __import__("os").cpu_count(), "threads": args.threads,
+           "warmup": args.warmup, "repeat": args.repeat, "rows": rows}
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=1, default=str)
+
+
+def _cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    import platform
+    return platform.processor()
 
 
 if __name__ == "__main__":

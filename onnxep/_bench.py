@@ -19,19 +19,10 @@ import onnx
 from onnx import helper
 
 from onnxep._light import light_model, light_names
+from onnxep._zoo import rel_err  # noqa: F401 -- also this module's public name
 
 #: max |onnxep - onnxruntime| / max |onnxruntime| a light model's logits may show
 REL_ERR = 1e-5
-
-
-def rel_err(a, b) -> float:
-    """max |a - b| / max |b| (inf if the shapes differ; 0 for empty tensors)."""
-    a, b = np.asarray(a), np.asarray(b)
-    if a.shape != b.shape:
-        return float("inf")
-    if not a.size:
-        return 0.0
-    return float(np.max(np.abs(a.astype(np.float64) - b)) / max(float(np.max(np.abs(b))), 1e-30))
 
 
 def with_presoftmax_output(model: onnx.ModelProto):
@@ -66,22 +57,23 @@ def random_feeds(sess, seed=0) -> dict:
     return feeds
 
 
-def _alternate(sessions, feeds, warmup, repeat, round_size, pause) -> list:
-    """Median run time of each (label, session): all warmed up, then timed in alternating rounds of `round_size` runs
-    (one session's round, pause, the next one's, pause, ...) until each has `repeat` timed runs, so the machine's
-    slow and fast phases (minutes long on a shared VM) hit every session alike."""
-    times = [[] for _ in sessions]
-    for sess in sessions:
+def _alternate(fns, warmup, repeat, round_size, pause) -> list:
+    """Median seconds per call of each function (one run of one library's session each), all warmed up, then timed
+    in alternating rounds of `round_size` calls (one function's round, pause, the next one's, pause, ...) until each
+    has `repeat` timed calls, so the machine's slow and fast phases (minutes long on a shared VM) hit every library
+    alike, and the pause lets the other library's spinning workers go idle."""
+    times = [[] for _ in fns]
+    for fn in fns:
         for _ in range(warmup):
-            sess.run(None, feeds)
+            fn()
         time.sleep(pause)
     while len(times[-1]) < repeat:
-        for ts, sess in zip(times, sessions):
+        for ts, fn in zip(times, fns):
             for _ in range(min(round_size, repeat - len(ts))):
                 t0 = time.perf_counter()
-                sess.run(None, feeds)
+                fn()
                 ts.append(time.perf_counter() - t0)
-            time.sleep(pause)   # let the other library's spinning workers go idle
+            time.sleep(pause)
     return [statistics.median(ts) for ts in times]
 
 
@@ -135,7 +127,7 @@ def bench(models=None, threads=0, warmup=3, repeat=10, use_ort=True, out=sys.std
             err = rel_err(res_ours[0], res_ort[0])
             ok = err <= REL_ERR and res_ours[0].dtype == res_ort[0].dtype
             check = f"{'ok' if ok else 'MISMATCH'} (max diff / max |ort| = {err:.1e})"
-        medians = _alternate(sessions, feeds, warmup, repeat, round_size, pause)
+        medians = _alternate([lambda s=s: s.run(None, feeds) for s in sessions], warmup, repeat, round_size, pause)
         del sessions, ours
         t_ours, t_ort = medians[0], (medians[1] if ort is not None else None)
         ratio = t_ours / t_ort if t_ort else None
@@ -182,7 +174,8 @@ def bench_models(threads=0, warmup=3, repeat=20, round_size=5, pause=0.1, out=sy
         theirs = ort.InferenceSession(data, oso, providers=["CPUExecutionProvider"])
         err = rel_err(ours.run(None, feeds)[0], theirs.run(None, feeds)[0])
         check = f"{'ok' if err <= 1e-4 else 'MISMATCH'} (max diff / max |ort| = {err:.1e})"
-        t_ours, t_ort = _alternate([ours, theirs], feeds, warmup, repeat, round_size, pause)
+        t_ours, t_ort = _alternate([lambda s=s: s.run(None, feeds) for s in (ours, theirs)], warmup, repeat,
+                                   round_size, pause)
         del ours, theirs
         rows.append({"model": name, "onnxep_ms": t_ours * 1e3, "ort_ms": t_ort * 1e3, "ratio": t_ours / t_ort,
                      "fallback_nodes": fallback, "check": check})

@@ -21,135 +21,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
-import warnings
 from collections import Counter
 from pathlib import Path
 
 import numpy as np
 
-DEFAULT_DIR = Path(os.environ.get("ONNXEP_ZOO", Path.home() / ".cache" / "onnxep" / "zoo"))
-DISABLE_FALLBACK = "session.disable_cpu_ep_fallback"
-
-
-def rel_err(got, want) -> float:
-    """max |got - want| / max |want| (max |got - want| when want is all zeros); inf on a shape mismatch."""
-    got, want = np.asarray(got), np.asarray(want)
-    if got.shape != want.shape:
-        return float("inf")
-    if want.size == 0:
-        return 0.0
-    if want.dtype.kind not in "fc":
-        return 0.0 if np.array_equal(got, want) else float("inf")
-    g, w = got.astype(np.float64), want.astype(np.float64)
-    if not (np.isfinite(g) == np.isfinite(w)).all():
-        return float("inf")
-    fin = np.isfinite(w)
-    diff = float(np.max(np.abs(g[fin] - w[fin]), initial=0.0))
-    scale = float(np.max(np.abs(w[fin]), initial=0.0))
-    return diff / scale if scale > 0 else diff
-
-
-def load_case(folder: Path, entry: dict):
-    """(model path, {input: array}, {output: array}) of one index entry."""
-    data = np.load(folder / entry["data"])
-    feeds = {k.split(":", 1)[1]: data[k] for k in data.files if k.startswith("input:")}
-    want = {k.split(":", 1)[1]: data[k] for k in data.files if k.startswith("output:")}
-    return folder / entry["file"], feeds, want
-
-
-def reference_ops(sess) -> Counter:
-    """Op type -> number of nodes the session placed on the reference backend."""
-    ops = Counter()
-    for plan in sess.plans:
-        if plan.backend_name == "reference":
-            ops.update(plan.op_types)
-    n_ref = sum(1 for b in sess.node_assignment.values() if b == "reference")
-    if sum(ops.values()) != n_ref:
-        ops["?"] += n_ref - sum(ops.values())
-    return ops
-
-
-def _alternating_ms(fns, repeat, block=5, warmup=3, pause=0.05):
-    """Median ms per run of each function, timed in alternating rounds of `block` runs (one function's round, a pause
-    for the other library's spinning threads to settle, the next one's round, ...) after `warmup` runs of each, so a
-    slow or fast phase of the machine falls on all of them alike."""
-    for fn in fns:
-        for _ in range(warmup):
-            fn()
-    ts = [[] for _ in fns]
-    while len(ts[0]) < repeat:
-        for fn, t in zip(fns, ts):
-            time.sleep(pause)
-            for _ in range(min(block, repeat - len(t))):
-                t0 = time.perf_counter()
-                fn()
-                t.append(time.perf_counter() - t0)
-    return [1e3 * float(np.median(t)) for t in ts]
-
-
-def check_model(folder: Path, entry: dict, repeat: int = 0, threads: int = 0) -> dict:
-    import onnxep
-    from onnxep.errors import NotImplemented as OnnxepNotImplemented
-    path, feeds, want = load_case(folder, entry)
-    res = dict(name=entry["name"], arch=entry["arch"], exporter=entry["exporter"], nodes=entry.get("nodes"),
-               tolerance=entry.get("tolerance", 1e-4), native=False, missing={}, rel_err=None, error="")
-
-    def options(fallback):
-        so = onnxep.SessionOptions()
-        if threads:
-            so.intra_op_num_threads = threads
-        if not fallback:
-            so.add_session_config_entry(DISABLE_FALLBACK, "1")
-        return so
-
-    sess = None
-    try:
-        sess = onnxep.InferenceSession(str(path), options(False))
-        res["native"] = True
-    except OnnxepNotImplemented as e:
-        res["native_error"] = str(e)[:300]
-    except Exception as e:  # noqa: BLE001 -- recorded in the table
-        res["error"] = f"create (fallback off): {type(e).__name__}: {str(e)[:300]}"
-        return res
-    if sess is None:
-        try:
-            sess = onnxep.InferenceSession(str(path), options(True))
-        except Exception as e:  # noqa: BLE001
-            res["error"] = f"create (fallback on): {type(e).__name__}: {str(e)[:300]}"
-            return res
-        res["missing"] = dict(reference_ops(sess))
-    res["reference_nodes"] = sum(1 for b in sess.node_assignment.values() if b == "reference")
-    names = [o.name for o in sess.get_outputs()]
-    try:
-        got = sess.run(None, feeds)
-    except Exception as e:  # noqa: BLE001
-        res["error"] = f"run: {type(e).__name__}: {str(e)[:300]}"
-        return res
-    errs = [rel_err(g, want[n]) if n in want else float("inf") for n, g in zip(names, got)]
-    res["rel_err"] = max(errs) if errs else 0.0
-    res["worst_output"] = names[int(np.argmax(errs))] if errs else None
-    if repeat:
-        import onnxruntime as ort
-        so = ort.SessionOptions()
-        so.log_severity_level = 3
-        if threads:
-            so.intra_op_num_threads = threads
-        ref = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
-        res["ort_ms"], res["onnxep_ms"] = _alternating_ms((lambda: ref.run(None, feeds),
-                                                           lambda: sess.run(None, feeds)), repeat)
-    return res
-
-
-def verdict(r) -> str:
-    if r["error"]:
-        return "ERROR"
-    if r["rel_err"] is None:
-        return "?"
-    return "ok" if r["rel_err"] <= r["tolerance"] else "WRONG"
-
+from onnxep._zoo import DEFAULT_DIR, main_check, read_index, select, verdict
 
 def _missing_text(missing: dict, limit=6) -> str:
     items = sorted(missing.items(), key=lambda kv: (-kv[1], kv[0]))
@@ -208,32 +87,16 @@ def main(argv=None):
     ap.add_argument("--json", type=Path, help="write the per-model results here")
     args = ap.parse_args(argv)
     folder = args.dir.expanduser()
-    index = folder / "index.json"
-    if not index.exists():
-        print(f"no zoo in {folder}: run bench/zoo/export.py first (zoo extra, torch venv)", file=sys.stderr)
+    try:
+        meta = read_index(folder)
+    except FileNotFoundError as e:
+        print(e, file=sys.stderr)
         return 2
-    meta = json.loads(index.read_text())
-    entries = [e for e in meta["models"]
-               if (not args.only or e["arch"] in args.only or e["name"] in args.only)
-               and (not args.exporter or e["exporter"] == args.exporter)]
+    entries = select(meta, args.only, args.exporter)
     import onnxep
-    results, skipped = [], []
     t0 = time.perf_counter()
-    for e in entries:
-        if e["status"] != "ok":
-            skipped.append(e)
-            continue
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            try:
-                r = check_model(folder, e, args.repeat, args.threads)
-            except Exception as exc:  # noqa: BLE001 -- one model's failure is a row, not the end of the table
-                r = dict(name=e["name"], arch=e["arch"], exporter=e["exporter"], nodes=e.get("nodes"),
-                         tolerance=e.get("tolerance", 1e-4), native=False, missing={}, rel_err=None,
-                         error=f"{type(exc).__name__}: {str(exc)[:300]}")
-        results.append(r)
-        print(f"  {r['name']:30} {verdict(r):5} {'native' if r['native'] else 'fallback'}", file=sys.stderr,
-              flush=True)
+    results = main_check(folder, entries, args.repeat, args.threads)
+    skipped = [e for e in entries if e["status"] != "ok"]
     native = sum(r["native"] for r in results)
     good = sum(verdict(r) == "ok" for r in results)
     print(f"onnxep zoo check: {len(results)} models from {folder} (exported with torch {meta.get('torch')}, "

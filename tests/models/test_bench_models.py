@@ -54,15 +54,13 @@ def test_light_bench_table_alternates_rounds(monkeypatch):
     order = []
     real = _bench._alternate
 
-    def spy(sessions, feeds, warmup, repeat, round_size, pause):
-        class Tag:
-            def __init__(self, i, s):
-                self.i, self.s = i, s
-
-            def run(self, names, f):
-                order.append(self.i)
-                return self.s.run(names, f)
-        return real([Tag(i, s) for i, s in enumerate(sessions)], feeds, warmup, repeat, round_size, pause)
+    def spy(fns, warmup, repeat, round_size, pause):
+        def tagged(i, fn):
+            def run():
+                order.append(i)
+                return fn()
+            return run
+        return real([tagged(i, fn) for i, fn in enumerate(fns)], warmup, repeat, round_size, pause)
     monkeypatch.setattr(_bench, "_alternate", spy)
     out = io.StringIO()
     rows = _bench.bench(["squeezenet"], threads=1, warmup=1, repeat=4, round_size=2, pause=0.0, out=out)
