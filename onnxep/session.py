@@ -730,10 +730,19 @@ def _check_value(name, value, vt: ValueType):
     expected = vt.dtype
     if expected is not None:
         got = value.dtype
+        if not got.isnative and got.newbyteorder("=") == expected:
+            # non-native byte order (a big-endian array on this little-endian host): converted to the input's type.
+            # (onnxruntime 1.32 reads such an array's bytes as native ones and computes on garbage)
+            value = value.astype(expected)
+            got = expected
         ok = got == expected or (expected == np.dtype(object) and got.kind in "OUS")
         if not ok:
+            what = ""
+            if got.kind in "OUS" and expected.kind not in "OUS":
+                what = (f": {'an object' if got.kind == 'O' else 'a string'} array ({got}) was fed to a numeric "
+                        f"input; convert it with .astype({expected.name!r}) if it holds numbers")
             raise InvalidArgument(f"Unexpected input data type for input {name!r}. Actual: (tensor({_tname(got)})) , "
-                                  f"expected: (tensor({_tname(expected)}))")
+                                  f"expected: (tensor({_tname(expected)})){what}")
     if vt.shape is not None:
         if value.ndim != len(vt.shape):
             raise InvalidArgument(f"Invalid rank for input: {name} Got: {value.ndim} Expected: {len(vt.shape)} "
@@ -751,5 +760,8 @@ def _check_value(name, value, vt: ValueType):
 
 
 def _tname(dt) -> str:
+    """onnxruntime's name of a numpy dtype (strings and objects: "string", as onnxruntime names them)."""
     dt = np.dtype(dt)
+    if dt.kind in "OUS":
+        return "string"
     return {"float32": "float", "float64": "double", "object": "string", "bool": "bool"}.get(dt.name, dt.name)
