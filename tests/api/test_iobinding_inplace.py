@@ -2,8 +2,9 @@
 after the run, no kernel output is allocated for it, and nothing is copied into it -- on the Python run loop and on the
 compiled one, recording, capturing and compiled runs alike. An output no kernel writes (a view of an input) is copied
 in once. Oracles: numpy for the values; the data pointers; tracemalloc (numpy reports its allocations to it) and a
-registered counting allocator (seed 004, aclrtAllocatorRegister: "the allocator registered on the stream" serves its
-allocations) for what a run allocates; onnxruntime for the same outputs."""
+registered counting allocator (seed 004_addf7aa1a7373ebc.txt, aclrtAllocatorRegister: "Registers the user-provided
+Allocator and its callback function, so that the Allocator can be used.") for what a run allocates; onnxruntime for the
+same outputs."""
 import tracemalloc
 
 import numpy as np
@@ -81,8 +82,9 @@ def test_a_preallocated_output_keeps_its_pointer_and_no_output_is_allocated(comp
 
 
 def test_a_user_allocator_serves_no_output_of_a_bound_run():
-    # seed 004: the registered allocator serves the stream's allocations -- a bound run asks it for the outputs'
-    # memory no more (only for its arena)
+    # seed 004_addf7aa1a7373ebc.txt: "Registers the user-provided Allocator and its callback function, so that the
+    # Allocator can be used." -- the stream's allocations go through it; a bound run asks it for no output memory,
+    # only for its arena
     counting = CountingAllocator()
     stream = Stream("bound")
     register_allocator(stream, counting.desc)
