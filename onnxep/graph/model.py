@@ -596,68 +596,90 @@ def check_graph(model: onnx.ModelProto) -> None:
     _check_nodes(g, opsets)
 
 
-_SCHEMAS = {}       # (domain, op, opset) -> onnx OpSchema or None (no schema onnx knows)
+_SCHEMAS = {}       # (domain, op, opset) -> _Rules, or None (no schema onnx knows)
 #: the domains whose schemas onnx carries and onnxruntime checks nodes against
 _SCHEMA_DOMAINS = frozenset({"", "ai.onnx.ml", "ai.onnx.preview.training"})
 
 
-def _schema(domain, op, version):
+class _Rules:
+    """What _check_nodes reads of one op schema, read once (an OpSchema's attributes are rebuilt on every access)."""
+
+    __slots__ = ("since", "inputs", "outputs", "attrs", "required")
+
+    def __init__(self, s):
+        self.since = s.since_version
+        self.inputs = (s.min_input, s.max_input)
+        self.outputs = (s.min_output, s.max_output)
+        attrs = s.attributes
+        self.attrs = {name: int(a.type) for name, a in attrs.items()}
+        self.required = tuple(name for name, a in attrs.items() if a.required)
+
+
+def _rules(domain, op, version):
     key = (domain, op, version)
-    s = _SCHEMAS.get(key, _MISSING_SCHEMA)
-    if s is _MISSING_SCHEMA:
+    r = _SCHEMAS.get(key, _MISSING_SCHEMA)
+    if r is _MISSING_SCHEMA:
         try:
             s = onnx.defs.get_schema(op, version, domain)
         except Exception:
             s = None
-        if s is not None and s.deprecated:
-            s = None
-        _SCHEMAS[key] = s
-    return s
+        r = None if s is None or s.deprecated else _Rules(s)
+        _SCHEMAS[key] = r
+    return r
 
 
 _MISSING_SCHEMA = object()
+_GRAPH_ATTR, _GRAPHS_ATTR = onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS
 
 
 def _check_nodes(g, opsets) -> None:
     """Each node of `g` (and of its subgraphs) against its op schema: onnxruntime's load-time checks."""
     for i, n in enumerate(g.node):
         domain = n.domain if n.domain != "ai.onnx" else ""
-        for a in n.attribute:
-            if a.type == onnx.AttributeProto.GRAPH:
+        attributes = n.attribute
+        for a in attributes:
+            if a.type == _GRAPH_ATTR:
                 _check_nodes(a.g, opsets)
-            elif a.type == onnx.AttributeProto.GRAPHS:
+            elif a.type == _GRAPHS_ATTR:
                 for sub in a.graphs:
                     _check_nodes(sub, opsets)
-        if domain not in _SCHEMA_DOMAINS or domain not in opsets:
+        version = opsets.get(domain)
+        if version is None or domain not in _SCHEMA_DOMAINS:
             continue
-        s = _schema(domain, n.op_type, opsets[domain])
-        if s is None:
+        r = _rules(domain, n.op_type, version)
+        if r is None:
             continue
-        name = n.name or f"{n.op_type}_{i}"
-        where = f"node {name!r} ({n.op_type}, schema {domain or 'ai.onnx'}::{n.op_type}:{s.since_version})"
-        k = len(n.input)
-        if not s.min_input <= k <= s.max_input:
-            raise InvalidGraph(f"This is an invalid model. In {where}: has input size {k} not in range "
-                               f"[min={s.min_input}, max={s.max_input}]")
-        k = len(n.output)
-        if not s.min_output <= k <= s.max_output:
-            raise InvalidGraph(f"This is an invalid model. In {where}: has output size {k} not in range "
-                               f"[min={s.min_output}, max={s.max_output}]")
-        attrs = s.attributes
-        for a in n.attribute:
-            spec = attrs.get(a.name)
-            if spec is None:
-                raise InvalidGraph(f"This is an invalid model. In {where}: Unrecognized attribute: {a.name!r} "
-                                   f"(the schema's attributes are {sorted(attrs)})")
-            want = int(spec.type)
+        k_in, k_out = len(n.input), len(n.output)
+        lo, hi = r.inputs
+        lo_out, hi_out = r.outputs
+        if not lo <= k_in <= hi:
+            raise InvalidGraph(f"This is an invalid model. In {_where(n, i, domain, r)}: has input size {k_in} not in "
+                               f"range [min={lo}, max={hi}]")
+        if not lo_out <= k_out <= hi_out:
+            raise InvalidGraph(f"This is an invalid model. In {_where(n, i, domain, r)}: has output size {k_out} not "
+                               f"in range [min={lo_out}, max={hi_out}]")
+        attrs = r.attrs
+        for a in attributes:
+            want = attrs.get(a.name)
+            if want is None:
+                raise InvalidGraph(f"This is an invalid model. In {_where(n, i, domain, r)}: Unrecognized attribute: "
+                                   f"{a.name!r} (the schema's attributes are {sorted(attrs)})")
             if a.type and a.type != want and not a.ref_attr_name:
-                raise InvalidGraph(f"This is an invalid model. In {where}: Mismatched attribute type in "
-                                   f"'{name} : {a.name}'. Expected: '{_ATTR_TYPE_NAMES.get(want, want)}', actual: "
+                raise InvalidGraph(f"This is an invalid model. In {_where(n, i, domain, r)}: Mismatched attribute "
+                                   f"type in '{n.name or n.op_type + '_' + str(i)} : {a.name}'. Expected: "
+                                   f"'{_ATTR_TYPE_NAMES.get(want, want)}', actual: "
                                    f"'{_ATTR_TYPE_NAMES.get(a.type, a.type)}'")
-        for attr_name, spec in attrs.items():
-            if spec.required and not any(a.name == attr_name for a in n.attribute):
-                raise InvalidGraph(f"This is an invalid model. In {where}: Required attribute {attr_name!r} is "
-                                   f"missing")
+        if r.required:
+            have = {a.name for a in attributes}
+            for name in r.required:
+                if name not in have:
+                    raise InvalidGraph(f"This is an invalid model. In {_where(n, i, domain, r)}: Required attribute "
+                                       f"{name!r} is missing")
+
+
+def _where(n, i, domain, r) -> str:
+    name = n.name or f"{n.op_type}_{i}"
+    return f"node {name!r} ({n.op_type}, schema {domain or 'ai.onnx'}::{n.op_type}:{r.since})"
 
 
 _ATTR_TYPE_NAMES = {v: k for k, v in onnx.AttributeProto.AttributeType.items()}

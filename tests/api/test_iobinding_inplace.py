@@ -22,7 +22,8 @@ N = 512          # outputs of N * N float32: 1 MiB each, over the compiled loop'
 
 def _model():
     """Y = Relu(X + W) (kernels writing their output), Z = X * 2, V = Reshape(X) (a view: no kernel writes it)."""
-    nodes = [helper.make_node("Add", ["X", "W"], ["T"], name="add"), helper.make_node("Relu", ["T"], ["Y"], name="relu"),
+    nodes = [helper.make_node("Add", ["X", "W"], ["T"], name="add"),
+             helper.make_node("Relu", ["T"], ["Y"], name="relu"),
              helper.make_node("Mul", ["X", "two"], ["Z"], name="mul"),
              helper.make_node("Reshape", ["X", "shape"], ["V"], name="view")]
     return make_model(nodes, {"X": np.zeros((N, N), np.float32)}, ["Y", "Z", "V"],
