@@ -446,6 +446,7 @@ class InferenceSession:
         if contexts and export is not None:
             raise InvalidArgument(f"{epcontext.CONFIG_ENABLE}=1 on a model that already holds EPContext nodes "
                                   f"({sorted(contexts)[:3]}): export from the original model")
+        model_mod.check_graph(model)      # onnxruntime's load-time checks (graph/model.py)
         graph = model_mod.build_graph(model, infer_shapes=not contexts, weights=weights)
         del weights          # the graph holds them now (and drops each once packed)
         if so._initializers:

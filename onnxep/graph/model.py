@@ -467,7 +467,6 @@ def build_graph(model: onnx.ModelProto, infer_shapes: bool = True, weights: dict
                                f"{onnx.__version__} knows up to {known}")
     if not model.HasField("graph"):
         raise InvalidGraph("the model has no graph")
-    check_graph(model)
     weights = weights or {}
     inferred = None
     if infer_shapes:
@@ -558,7 +557,8 @@ def build_graph(model: onnx.ModelProto, infer_shapes: bool = True, weights: dict
 
 
 def check_graph(model: onnx.ModelProto) -> None:
-    """What onnxruntime refuses when it loads a model, refused here with the same error types and the node and
+    """(The session calls it on the model it loads; not build_graph, which also builds subgraph bodies, whose outputs
+    may name one value twice.) What onnxruntime refuses when it loads a model, refused here with the same error types and the node and
     attribute named: a value defined twice (a repeated graph input, a node output that is also an input or another
     node's output: Fail, "Duplicate definition-site"), a graph output listed twice (InvalidGraph; onnxruntime runs such
     a graph and hands the output out twice), and per node of the default and ai.onnx.ml domains its op schema's rules

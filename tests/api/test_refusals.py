@@ -262,3 +262,27 @@ def test_run_async_calls_every_callback_on_a_worker_thread_with_its_own_outputs(
         s.run_async(None, {"X": FEED["X"] * k}, cb, k)
     assert done.wait(60)
     assert sorted(seen) == [(k, "", False, True) for k in range(8)]
+
+
+def test_a_loop_body_naming_one_value_as_two_outputs_still_runs():
+    # oracle: onnxruntime -- the refusal of a repeated graph output is for the model's graph only: a Loop body may
+    # hand one value out as its loop-carried and its scan output
+    T = TensorProto
+    body = helper.make_graph(
+        [helper.make_node("Add", ["v_in", "one"], ["v_out"]), helper.make_node("Identity", ["cond_in"], ["cond_out"])],
+        "body", [helper.make_tensor_value_info("i", T.INT64, []), helper.make_tensor_value_info("cond_in", T.BOOL, []),
+                 helper.make_tensor_value_info("v_in", T.FLOAT, [2])],
+        [helper.make_tensor_value_info("cond_out", T.BOOL, []), helper.make_tensor_value_info("v_out", T.FLOAT, [2]),
+         helper.make_tensor_value_info("v_out", T.FLOAT, [2])])
+    g = helper.make_graph(
+        [helper.make_node("Loop", ["n", "c", "v0"], ["vf", "scan"], body=body, name="loop")], "g",
+        [helper.make_tensor_value_info("n", T.INT64, []), helper.make_tensor_value_info("c", T.BOOL, []),
+         helper.make_tensor_value_info("v0", T.FLOAT, [2])],
+        [helper.make_tensor_value_info("vf", T.FLOAT, [2]), helper.make_tensor_value_info("scan", T.FLOAT, [None, 2])],
+        [onnx.numpy_helper.from_array(np.ones(2, np.float32), "one")])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8).SerializeToString()
+    feed = {"n": np.array(3, np.int64), "c": np.array(True), "v0": np.zeros(2, np.float32)}
+    want = _ort(model).run(None, feed)
+    got = onnxep.InferenceSession(model).run(None, feed)
+    for w, x in zip(want, got):
+        np.testing.assert_array_equal(x, w)
