@@ -8,8 +8,12 @@ from onnxep import capi, errors
 from onnxep.contracts import (AllocatorDesc, PrePackedWeightsContainer, Stream, register_allocator)
 from onnxep.errors import (EPFail, EngineError, Fail, InvalidArgument, InvalidGraph, InvalidProtobuf, ModelLoaded,
                            NoModel, NoSuchFile, NotFound, NotImplemented, OnnxepError, RuntimeException)
+from onnxep.io_binding import IOBinding
+from onnxep.ortvalue import OrtValue
 from onnxep.session import (ExecutionMode, GraphOptimizationLevel, InferenceSession, ModelMetadata, NodeArg,
-                            RunOptions, SessionOptions, get_available_providers, get_device)
+                            RunOptions, SessionOptions, get_all_providers, get_available_providers, get_build_info,
+                            get_device, get_version_string, set_default_logger_severity,
+                            set_default_logger_verbosity, set_seed)
 
 __version__ = "0.1.0"
 
@@ -32,9 +36,10 @@ def show_config(file=None):
 
 
 __all__ = [
-    "AllocatorDesc", "EPFail", "EngineError", "ExecutionMode", "Fail", "GraphOptimizationLevel", "InferenceSession",
-    "InvalidArgument", "InvalidGraph", "InvalidProtobuf", "ModelLoaded", "ModelMetadata", "NoModel", "NoSuchFile",
-    "NodeArg", "NotFound", "NotImplemented", "OnnxepError", "PrePackedWeightsContainer", "RunOptions",
-    "SessionOptions", "Stream", "capi", "errors", "get_available_providers", "get_device", "register_allocator",
-    "show_config",
+    "AllocatorDesc", "EPFail", "EngineError", "ExecutionMode", "Fail", "GraphOptimizationLevel", "IOBinding",
+    "InferenceSession", "InvalidArgument", "InvalidGraph", "InvalidProtobuf", "ModelLoaded", "ModelMetadata",
+    "NoModel", "NoSuchFile", "NodeArg", "NotFound", "NotImplemented", "OnnxepError", "OrtValue",
+    "PrePackedWeightsContainer", "RunOptions", "SessionOptions", "Stream", "capi", "errors", "get_all_providers",
+    "get_available_providers", "get_build_info", "get_device", "get_version_string", "register_allocator",
+    "set_default_logger_severity", "set_default_logger_verbosity", "set_seed", "show_config",
 ]

@@ -23,7 +23,8 @@ from onnxep.contracts.allocator import HostBlockPool, Stream, trim_host_heap
 from onnxep.contracts.backend import BufferType
 from onnxep.contracts.compile import CompileContext, compile as compile_partitions
 from onnxep.contracts.weight_cache import PrePackedWeightsContainer
-from onnxep.errors import Fail, InvalidArgument, NotImplemented as OnnxepNotImplemented, OptionWarning
+from onnxep.errors import (Fail, InvalidArgument, NotImplemented as OnnxepNotImplemented, OnnxepError,
+                           OptionWarning)
 from onnxep.graph import epcontext
 from onnxep.graph import model as model_mod
 from onnxep.graph.executor import TERMINATED, Executor, RunContext, StepTrace
@@ -48,6 +49,47 @@ def get_available_providers():
 
 def get_device():
     return "CPU"
+
+
+def get_all_providers():
+    """Every provider name this build of onnxep knows (all of them available: get_available_providers)."""
+    return get_available_providers()
+
+
+def get_version_string() -> str:
+    from onnxep import __version__
+    return __version__
+
+
+def get_build_info() -> str:
+    """One line on this build: version, the kernel variant chosen at import, the variants built."""
+    from onnxep import __version__, _kernels
+    return (f"onnxep Build Info: version={__version__}, kernel ISA={_kernels.ISA}, "
+            f"built variants={','.join(_kernels.AVAILABLE)}, build type=Release")
+
+
+def set_default_logger_severity(severity: int) -> None:
+    """onnxruntime's default log severity (0 verbose .. 4 fatal) as the level of the "onnxep" logger: what the
+    sessions and runs without a log_severity_level of their own log."""
+    severity = _int_arg("set_default_logger_severity", severity)
+    if not 0 <= severity <= 4:
+        raise RuntimeError(f"Invalid logging severity {severity}. 0:Verbose, 1:Info, 2:Warning, 3:Error, 4:Fatal")
+    LOGGER.setLevel(SEVERITY_LEVELS[severity])
+
+
+_DEFAULT_VERBOSITY = [0]
+
+
+def set_default_logger_verbosity(verbosity: int) -> None:
+    """The verbose log level (with severity 0) of the sessions and runs that set no log_verbosity_level."""
+    _DEFAULT_VERBOSITY[0] = _int_arg("set_default_logger_verbosity", verbosity)
+
+
+def set_seed(seed: int) -> None:
+    """The seed of the random ops (RandomNormal, RandomUniform, Multinomial, Bernoulli ... without a seed attribute):
+    they draw from numpy's global generator (the reference backend's), seeded here."""
+    seed = _int_arg("set_seed", seed)
+    np.random.seed(seed & 0xFFFFFFFF)
 
 
 class GraphOptimizationLevel(enum.IntEnum):
@@ -105,7 +147,7 @@ class _Log:
     def __init__(self, severity, verbosity, logid):
         severity = int(severity)
         self.level = None if severity < 0 else SEVERITY_LEVELS[min(severity, 4)]
-        self.verbosity = int(verbosity)
+        self.verbosity = int(verbosity) or _DEFAULT_VERBOSITY[0]
         self.logid = str(logid)
 
     @property
@@ -139,7 +181,7 @@ class SessionOptions:
                  "execution_order", "optimized_model_filepath", "log_severity_level", "log_verbosity_level", "logid",
                  "enable_profiling", "profile_file_prefix", "enable_cpu_mem_arena", "enable_mem_pattern",
                  "enable_mem_reuse", "use_deterministic_compute", "use_per_session_threads", "_config",
-                 "__weakref__")
+                 "_initializers", "_dims_by_name", "_dims_by_denotation", "__weakref__")
 
     def __init__(self):
         self.intra_op_num_threads = 0
@@ -159,6 +201,9 @@ class SessionOptions:
         self.use_deterministic_compute = False
         self.use_per_session_threads = True
         self._config = {}
+        self._initializers = {}          # name -> OrtValue (add_initializer): used as the initializer, not copied
+        self._dims_by_name = {}          # dim_param -> value (add_free_dimension_override_by_name)
+        self._dims_by_denotation = {}    # denotation -> value (add_free_dimension_override_by_denotation)
 
     def add_session_config_entry(self, key: str, value: str):
         if not isinstance(key, str) or not isinstance(value, str):
@@ -177,11 +222,32 @@ class SessionOptions:
     def has_providers(self) -> bool:
         return False            # providers are given to InferenceSession (add_provider is refused)
 
+    def add_initializer(self, name: str, ortvalue) -> None:
+        """The model's initializer `name` is this OrtValue's array, used as it is (no copy: it must outlive the
+        sessions made with these options, as in onnxruntime). A name that is no initializer of the model is ignored
+        (onnxruntime's behaviour); another shape or type than the model's is refused when the session is made."""
+        if not isinstance(name, str):
+            raise TypeError(f"add_initializer(): incompatible function arguments: name is a str, got "
+                            f"{type(name).__name__}")
+        from onnxep.ortvalue import OrtValue
+        if not isinstance(ortvalue, OrtValue) or not ortvalue.is_tensor():
+            raise RuntimeError(f"add_initializer({name!r}): the value must be an OrtValue holding a tensor "
+                               f"(OrtValue.ortvalue_from_numpy), got {type(ortvalue).__name__}")
+        self._initializers[name] = ortvalue
+
+    def add_free_dimension_override_by_name(self, dim_name: str, dim_value: int) -> None:
+        """Every dimension of a graph input named `dim_name` (its dim_param) becomes `dim_value`."""
+        self._dims_by_name[_str_arg("add_free_dimension_override_by_name", dim_name)] = \
+            _int_arg("add_free_dimension_override_by_name", dim_value)
+
+    def add_free_dimension_override_by_denotation(self, dim_denotation: str, dim_value: int) -> None:
+        """Every dimension of a graph input whose denotation is `dim_denotation` (e.g. DATA_BATCH) becomes
+        `dim_value`."""
+        self._dims_by_denotation[_str_arg("add_free_dimension_override_by_denotation", dim_denotation)] = \
+            _int_arg("add_free_dimension_override_by_denotation", dim_value)
+
     add_external_initializers = _not_in_onnxep("add_external_initializers", ": keep initializers in the model")
     add_external_initializers_from_files_in_memory = _not_in_onnxep("add_external_initializers_from_files_in_memory")
-    add_free_dimension_override_by_denotation = _not_in_onnxep("add_free_dimension_override_by_denotation")
-    add_free_dimension_override_by_name = _not_in_onnxep("add_free_dimension_override_by_name")
-    add_initializer = _not_in_onnxep("add_initializer", ": keep initializers in the model")
     add_provider = _not_in_onnxep("add_provider", ": pass providers= to InferenceSession")
     add_provider_for_devices = _not_in_onnxep("add_provider_for_devices", ": pass providers= to InferenceSession")
     clear_ep_context_data_read_func = _not_in_onnxep("clear_ep_context_data_read_func")
@@ -193,6 +259,49 @@ class SessionOptions:
                                                    ": pass providers= to InferenceSession")
     set_provider_selection_policy_delegate = _not_in_onnxep("set_provider_selection_policy_delegate",
                                                             ": pass providers= to InferenceSession")
+
+
+def _str_arg(fn, v) -> str:
+    if not isinstance(v, str):
+        raise TypeError(f"{fn}(): incompatible function arguments: expected a str, got {type(v).__name__}")
+    return v
+
+
+def _int_arg(fn, v) -> int:
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+        raise TypeError(f"{fn}(): incompatible function arguments: expected an int, got {type(v).__name__}")
+    return int(v)
+
+
+def _override_free_dims(model, so) -> None:
+    """add_free_dimension_override_by_name / _by_denotation on the graph inputs of `model` (the session's copy)."""
+    for vi in model.graph.input:
+        if not vi.type.HasField("tensor_type") or not vi.type.tensor_type.HasField("shape"):
+            continue
+        for d in vi.type.tensor_type.shape.dim:
+            value = so._dims_by_name.get(d.dim_param) if d.dim_param else None
+            if value is None and d.denotation:
+                value = so._dims_by_denotation.get(d.denotation)
+            if value is None:
+                continue
+            if value < 0:
+                raise InvalidArgument(f"free dimension override of {d.dim_param or d.denotation!r} (graph input "
+                                      f"{vi.name!r}): {value} is negative")
+            d.dim_value = value
+
+
+def _use_initializers(graph, so) -> None:
+    """SessionOptions.add_initializer: the caller's arrays become the graph's initializers, as they are."""
+    for name, ov in so._initializers.items():
+        held = graph.initializers.get(name)
+        if held is None:
+            continue                # (onnxruntime ignores a name the model has no initializer of)
+        arr = ov._get_c_value()
+        if isinstance(held, np.ndarray) and (held.shape != arr.shape or held.dtype != arr.dtype):
+            raise InvalidArgument(f"SessionOptions.add_initializer({name!r}): the model's initializer is "
+                                  f"tensor({_tname(held.dtype)}) {list(held.shape)}, the OrtValue given is "
+                                  f"tensor({_tname(arr.dtype)}) {list(arr.shape)}")
+        graph.initializers[name] = arr
 
 
 #: onnxruntime's run config key; a value naming "cpu" hands the session's pooled memory back after the run
@@ -284,6 +393,10 @@ class InferenceSession:
     """Drop-in for onnxruntime.InferenceSession on the CPU."""
 
     def __init__(self, path_or_bytes, sess_options=None, providers=None, provider_options=None, **kwargs):
+        self._token = object()           # what IOBindings of this session hold (set_providers makes a new one)
+        self._args = (path_or_bytes, dict(kwargs))     # what set_providers rebuilds the session from
+        self._enable_fallback = True
+        self._profile_start = 0
         self._sess_options = sess_options if sess_options is not None else SessionOptions()
         so = self._sess_options
         if not isinstance(so, SessionOptions):
@@ -317,6 +430,10 @@ class InferenceSession:
         # large initializers are read into arrays of their own, outside the message (each weight held once)
         weights = {}
         model, self._model_dir = model_mod.load_model(path_or_bytes, weights)
+        if so._dims_by_name or so._dims_by_denotation:
+            if model is path_or_bytes:
+                model = model.__class__.FromString(model.SerializeToString())   # not the caller's
+            _override_free_dims(model, so)
         if self._profiler is not None:
             self._profiler.session_event("model_loading_uri" if isinstance(path_or_bytes, (str, os.PathLike))
                                          else "model_loading_array", t_start, time.perf_counter_ns())
@@ -329,8 +446,11 @@ class InferenceSession:
         if contexts and export is not None:
             raise InvalidArgument(f"{epcontext.CONFIG_ENABLE}=1 on a model that already holds EPContext nodes "
                                   f"({sorted(contexts)[:3]}): export from the original model")
+        model_mod.check_graph(model)      # onnxruntime's load-time checks (graph/model.py)
         graph = model_mod.build_graph(model, infer_shapes=not contexts, weights=weights)
         del weights          # the graph holds them now (and drops each once packed)
+        if so._initializers:
+            _use_initializers(graph, so)
         forced = frozenset(t.strip() for t in so._config.get(CONFIG_FALLBACK_OP_TYPES, "").split(",") if t.strip())
         level = int(so.graph_optimization_level)
         if CPU_DEVICE not in devices:
@@ -352,6 +472,8 @@ class InferenceSession:
         self._input_types.update(dict(graph.overridable))
         # what every run checks against, worked out once
         self._output_names = tuple(o.name for o in self._outputs)
+        self._output_types = dict(graph.outputs)
+        self._copied = None          # (the bound outputs the last IOBinding run copied in: for tests)
         self._valid_out = frozenset(self._output_names)
         self._required = tuple(i.name for i in self._inputs)
         # name -> (dtype, shape) of a float / int tensor input whose dims are all static: a feed of exactly that
@@ -455,12 +577,15 @@ class InferenceSession:
         profiling stops. "" when the session is not profiling (onnxruntime's answer too)."""
         profiler, self._profiler = self._profiler, None
         self._plain = not self._log.verbose
+        if profiler is not None:
+            self._profile_start = profiler.start_ns
         return "" if profiler is None else profiler.write()
 
     def get_profiling_start_time_ns(self) -> int:
-        """When profiling started, comparable to time.monotonic_ns() (0 when not profiling)."""
+        """When profiling started, comparable to time.monotonic_ns() (0 when the session never profiled; after
+        end_profiling still the start of the profile written, as onnxruntime)."""
         profiler = self._profiler
-        return 0 if profiler is None else profiler.start_ns
+        return self._profile_start if profiler is None else profiler.start_ns
 
     def get_session_options(self):
         return self._sess_options
@@ -487,6 +612,113 @@ class InferenceSession:
         if run_options is None and self._plain:
             return self._executor.run(feeds, list(output_names), run_ctx)
         return self._run_with_options(feeds, list(output_names), run_ctx, run_options)
+
+    def _run_bound(self, output_names, input_feed, run_options, bound):
+        """run() whose outputs `bound` (name -> (array, strict)) are written into the arrays given (IOBinding)."""
+        valid_out = self._valid_out
+        for name in output_names:
+            if name not in valid_out:
+                raise InvalidArgument(f"Invalid output name: {name}")
+        feeds = self._check_feeds(input_feed)
+        for name in output_names:
+            binding = bound.get(name)
+            if binding is not None and binding[1]:
+                want = self._output_types.get(name)
+                dtype = None if want is None else want.dtype
+                if dtype is not None and binding[0].dtype != dtype:
+                    raise InvalidArgument(f"Unexpected output data type. Actual: (tensor({_tname(binding[0].dtype)}))"
+                                          f" , expected: (tensor({_tname(dtype)})) (output {name!r})")
+        run_ctx = RunContext(self._stream, self._limit, run_options, self._pool)
+        if bound:
+            run_ctx.bound = bound
+            run_ctx.copied = []
+        if run_options is None and self._plain:
+            out = self._executor.run(feeds, list(output_names), run_ctx)
+        else:
+            out = self._run_with_options(feeds, list(output_names), run_ctx, run_options)
+        self._copied = run_ctx.copied
+        return out
+
+    # ------------------------------------------------------------------ IOBinding, OrtValue, async (onnxruntime names)
+    def io_binding(self):
+        """An onnxruntime.IOBinding for this session."""
+        from onnxep.io_binding import IOBinding
+        return IOBinding(self)
+
+    def _binding_input_names(self) -> frozenset:
+        return frozenset(self._input_types)
+
+    def run_with_iobinding(self, iobinding, run_options=None) -> None:
+        """Run with the inputs and outputs bound to `iobinding`; an error is a RuntimeError("Error in execution:
+        ..."), as onnxruntime's."""
+        if iobinding._session is not self._token:
+            raise ValueError("IOBinding must be used with the session that created it.")
+        names = list(iobinding._outputs)
+        try:
+            if not names:
+                raise InvalidArgument("At least one output should be requested.")
+            out = self._run_bound(names, dict(iobinding._inputs), run_options, iobinding._bound())
+        except (OnnxepError, ValueError) as e:
+            raise RuntimeError(f"Error in execution: {_status_message(e)}") from e
+        iobinding._store(names, out)
+
+    def run_with_ort_values(self, output_names, input_dict_ort_values, run_options=None) -> list:
+        """run() with OrtValues in and out (the outputs hold the arrays the run made: no copy)."""
+        feeds = {n: v._get_c_value() for n, v in input_dict_ort_values.items()}
+        from onnxep.ortvalue import OrtValue
+        return [OrtValue._wrap(v) for v in self.run(output_names, feeds, run_options)]
+
+    def run_async(self, output_names, input_feed, callback, user_data, run_options=None) -> None:
+        """run() on a worker thread; `callback(results, user_data, err)` is called there: results the list of
+        outputs and err "" after a run that worked, [] and the error's message after one that failed (as
+        onnxruntime's, whose intra-op thread calls it). Missing inputs raise here, before the run starts."""
+        if not callable(callback):
+            raise TypeError(f"run_async: callback must be callable, got {type(callback).__name__}")
+        missing = [n for n in self._required if n not in input_feed]
+        if missing:
+            raise ValueError(f"Required inputs ({missing}) are missing from input feed ({list(input_feed)}).")
+        feeds = {n: (v._get_c_value() if hasattr(v, "_get_c_value") else v) for n, v in input_feed.items()}
+
+        def work():
+            try:
+                results, err = self.run(output_names, feeds, run_options), ""
+            except Exception as e:       # noqa: BLE001 - handed to the callback, as onnxruntime does
+                results, err = [], _status_message(e)
+            try:
+                callback(results, user_data, err)
+            except Exception:            # noqa: BLE001 - nobody else could see it
+                LOGGER.exception("run_async: the callback raised")
+
+        _async_pool().submit(work)
+
+    # ------------------------------------------------------------------ providers (onnxruntime names)
+    def set_providers(self, providers=None, provider_options=None) -> None:
+        """Make the session again with these providers (and the same model and options), as onnxruntime re-creates
+        its session; IOBindings of the old one are refused from then on."""
+        for p in providers or ():
+            name = p[0] if isinstance(p, tuple) else p
+            if isinstance(name, str) and name not in _PROVIDER_DEVICES:
+                raise RuntimeError(f"Unknown Provider Type: {name} (onnxep's providers are "
+                                   f"{get_available_providers()})")
+        path_or_bytes, kwargs = self._args
+        new = InferenceSession(path_or_bytes, self._sess_options, providers, provider_options, **kwargs)
+        # the new session's plans are this session's from now on: its finalizer goes, this one's frees the old plans
+        _, func, args, _ = new._finalizer.detach()
+        old = self._finalizer
+        fallback = self._enable_fallback
+        self.__dict__.update(new.__dict__)
+        self._enable_fallback = fallback
+        self._finalizer = weakref.finalize(self, func, *args)
+        old()
+
+    def disable_fallback(self) -> None:
+        """onnxruntime's: no re-run on its fallback providers after an EP failure (onnxep's runs raise no EPFail to
+        fall back from; nodes the cpu backend cannot run go to the reference backend when the session is made,
+        which session.disable_cpu_ep_fallback controls)."""
+        self._enable_fallback = False
+
+    def enable_fallback(self) -> None:
+        self._enable_fallback = True
 
     def _run_with_options(self, feeds, output_names, run_ctx, ro):
         """A run with RunOptions, or profiled, or logged verbosely."""
@@ -568,6 +800,27 @@ class InferenceSession:
             feeds[name] = _check_value(name, value, vt)
         return feeds
 
+
+
+def _status_message(e) -> str:
+    """The message of an error without onnxep's "[onnxep] CODE : " prefix (what onnxruntime hands run_async's
+    callback and puts after "Error in execution: ")."""
+    return str(e.args[0]) if e.args else str(e)
+
+
+_ASYNC_POOL = None
+_ASYNC_LOCK = threading.Lock()
+
+
+def _async_pool():
+    """The worker threads of run_async (made on first use)."""
+    global _ASYNC_POOL
+    with _ASYNC_LOCK:
+        if _ASYNC_POOL is None:
+            from concurrent.futures import ThreadPoolExecutor
+            _ASYNC_POOL = ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2),
+                                             thread_name_prefix="onnxep-run-async")
+        return _ASYNC_POOL
 
 
 _BACKEND_PROVIDERS = {CPU_DEVICE.name: PROVIDER, REFERENCE_DEVICE.name: REFERENCE_PROVIDER}
@@ -730,10 +983,19 @@ def _check_value(name, value, vt: ValueType):
     expected = vt.dtype
     if expected is not None:
         got = value.dtype
+        if not got.isnative and got.newbyteorder("=") == expected:
+            # non-native byte order (a big-endian array on this little-endian host): converted to the input's type.
+            # (onnxruntime 1.32 reads such an array's bytes as native ones and computes on garbage)
+            value = value.astype(expected)
+            got = expected
         ok = got == expected or (expected == np.dtype(object) and got.kind in "OUS")
         if not ok:
+            what = ""
+            if got.kind in "OUS" and expected.kind not in "OUS":
+                what = (f": {'an object' if got.kind == 'O' else 'a string'} array ({got}) was fed to a numeric "
+                        f"input; convert it with .astype({expected.name!r}) if it holds numbers")
             raise InvalidArgument(f"Unexpected input data type for input {name!r}. Actual: (tensor({_tname(got)})) , "
-                                  f"expected: (tensor({_tname(expected)}))")
+                                  f"expected: (tensor({_tname(expected)})){what}")
     if vt.shape is not None:
         if value.ndim != len(vt.shape):
             raise InvalidArgument(f"Invalid rank for input: {name} Got: {value.ndim} Expected: {len(vt.shape)} "
@@ -751,5 +1013,8 @@ def _check_value(name, value, vt: ValueType):
 
 
 def _tname(dt) -> str:
+    """onnxruntime's name of a numpy dtype (strings and objects: "string", as onnxruntime names them)."""
     dt = np.dtype(dt)
+    if dt.kind in "OUS":
+        return "string"
     return {"float32": "float", "float64": "double", "object": "string", "bool": "bool"}.get(dt.name, dt.name)

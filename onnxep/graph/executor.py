@@ -11,6 +11,7 @@ import numpy as np
 from onnxep.contracts.allocator import host_bytes
 
 from onnxep.contracts.backend import Buffer, Tensor, cpy_tensor
+from onnxep.contracts.kernel import KernelContext
 from onnxep.errors import Fail
 from onnxep.graph.model import check_size
 from onnxep.graph.planner import signature
@@ -25,9 +26,12 @@ class RunContext:
     HostBlockPool (None: each on its own). A recording run (`recorder`) reports every allocation to the planner.
     `stop` (RunOptions.terminate, possibly set from another thread) ends the run at the next allocation, plan or
     traced step; `trace` (a StepTrace) sees every step of a profiled or per-node-logged run; `prune` runs only the
-    nodes the requested outputs need (RunOptions.only_execute_path_to_fetches)."""
+    nodes the requested outputs need (RunOptions.only_execute_path_to_fetches). `bound` (IOBinding): graph output
+    name -> (array, strict), the buffer the output is written into (see BoundKernelContext); `copied` lists the bound
+    outputs no kernel wrote in place, copied in once at the end of the run."""
 
-    __slots__ = ("stream", "limit", "run_options", "pool", "recorder", "arena", "stop", "trace", "prune")
+    __slots__ = ("stream", "limit", "run_options", "pool", "recorder", "arena", "stop", "trace", "prune", "bound",
+                 "copied")
 
     def __init__(self, stream, limit, run_options=None, pool=None):
         self.stream = stream
@@ -39,6 +43,8 @@ class RunContext:
         self.stop = False
         self.trace = None
         self.prune = False
+        self.bound = None
+        self.copied = None
 
     def alloc(self, shape, dtype=np.float32) -> np.ndarray:
         """An uninitialised array from the stream's allocator (size checked before allocating)."""
@@ -221,13 +227,13 @@ class Executor:
         only, with the enclosing run's context (its allocator, RunOptions.terminate) but without its memory plan,
         recorder, trace or pruning, which see the enclosing step as one step -- nor its host block pool: a loop keeps
         every iteration's scan outputs alive, and the pool would search through all of them on each allocation."""
-        saved = (run_ctx.recorder, run_ctx.arena, run_ctx.trace, run_ctx.prune, run_ctx.pool)
-        run_ctx.recorder = run_ctx.arena = run_ctx.trace = run_ctx.pool = None
+        saved = (run_ctx.recorder, run_ctx.arena, run_ctx.trace, run_ctx.prune, run_ctx.pool, run_ctx.bound)
+        run_ctx.recorder = run_ctx.arena = run_ctx.trace = run_ctx.pool = run_ctx.bound = None
         run_ctx.prune = False
         try:
             return self._run(feeds, output_names, run_ctx)
         finally:
-            run_ctx.recorder, run_ctx.arena, run_ctx.trace, run_ctx.prune, run_ctx.pool = saved
+            run_ctx.recorder, run_ctx.arena, run_ctx.trace, run_ctx.prune, run_ctx.pool, run_ctx.bound = saved
 
     def _run(self, feeds: dict, output_names, run_ctx) -> list:
         values = dict(self.overridable)
@@ -259,7 +265,12 @@ class Executor:
                 values.pop(x, None)
         out = []
         arena = run_ctx.arena
+        bound = run_ctx.bound
         for name in output_names:
+            if bound is not None and name in bound:
+                out.append(_hand_to_bound(name, values[name] if name in values else self.constants[name],
+                                          bound[name], run_ctx))
+                continue
             if name in values:
                 v = values[name]
                 # never hand out arena memory (only a run that left its plan could: the plan keeps what outputs
@@ -343,6 +354,83 @@ class Executor:
         dst = Tensor(name, v.dtype, v.shape, _HostView(dst_arr), 0)
         cpy_tensor(src_backend, src, dst_backend, dst)
         return dst_arr
+
+
+def _hand_to_bound(name, v, binding, run_ctx):
+    """Output `v` for the IOBinding buffer `binding` = (array, strict): the array itself when a kernel wrote it
+    there; else v copied into it once (v is a view of an input, a constant, or a kernel's own array); an output of
+    another shape or type is an error for a preallocated buffer (as in onnxruntime), a new array otherwise."""
+    target, strict = binding
+    if v is target:
+        return v
+    if isinstance(v, np.ndarray) and v.shape == target.shape and v.dtype == target.dtype:
+        np.copyto(target, v)
+        if run_ctx.copied is not None:
+            run_ctx.copied.append(name)
+        return target
+    if strict:
+        raise bound_mismatch(name, v, target)
+    return v
+
+
+def bound_mismatch(name, v, target, node=None):
+    """onnxruntime's error for an output that does not fit the buffer bound to it."""
+    from onnxep.errors import InvalidArgument
+    where = f" of node '{node}'" if node else ""
+    dtype = getattr(v, "dtype", None)
+    if dtype is not None and dtype != target.dtype:
+        return InvalidArgument(f"Unexpected output data type for output '{name}'{where}. Actual: "
+                               f"({_tensor_type(target.dtype)}) , expected: ({_tensor_type(dtype)})")
+    shape = "{" + ",".join(map(str, getattr(v, "shape", ()))) + "}"
+    return InvalidArgument(f"The output OrtValue provided for output '{name}'{where} has shape "
+                           f"{{{','.join(map(str, target.shape))}}} but the computed output shape for this run is "
+                           f"{shape}. When calling Run() with pre-allocated output OrtValues on a model with dynamic "
+                           f"output shapes, either supply unallocated output OrtValues or ensure the pre-allocated "
+                           f"shapes match the expected output shapes for each run.")
+
+
+def _tensor_type(dt) -> str:
+    return f"tensor({_ORT_TYPE_NAMES.get(np.dtype(dt).name, np.dtype(dt).name)})"
+
+
+class BoundKernelContext(KernelContext):
+    """The KernelContext of a run with IOBinding outputs (run_ctx.bound): output(i) of a bound graph output hands the
+    kernel the bound array instead of allocating one, so the kernel writes the output in place. The arena and the
+    planner's recorder still see the request (the arena's request order is the record's)."""
+
+    __slots__ = ()
+
+    def output(self, i: int, shape, dtype=np.float32) -> np.ndarray:
+        outs = self.outs
+        o = outs[i] if i < len(outs) else None
+        run = self.run
+        binding = run.bound.get(o) if o and run is not None and run.bound else None
+        if binding is None or (i == 0 and self.slot is not None):
+            return KernelContext.output(self, i, shape, dtype)
+        target, strict = binding
+        shape = tuple(shape)
+        if target.shape != shape or target.dtype != np.dtype(dtype):
+            if strict:
+                raise bound_mismatch(o, _Shaped(shape, np.dtype(dtype)), target, self.node)
+            return KernelContext.output(self, i, shape, dtype)
+        if run.stop:
+            raise Fail(TERMINATED)
+        arena = run.arena
+        if arena is not None:
+            arena.take(target.nbytes)        # (an output is external to the arena: nothing is taken, the count moves)
+        if run.recorder is not None:
+            run.recorder.on_alloc(target.nbytes, target)
+        self.values[o] = target
+        return target
+
+
+class _Shaped:
+    """(shape, dtype) of an output that was not allocated, for bound_mismatch's message."""
+
+    __slots__ = ("shape", "dtype")
+
+    def __init__(self, shape, dtype):
+        self.shape, self.dtype = shape, dtype
 
 
 class _HostView(Buffer):

@@ -41,8 +41,7 @@ def load_model(path_or_bytes, weights: dict | None = None) -> tuple[onnx.ModelPr
         base = None
     elif isinstance(path_or_bytes, (str, os.PathLike)):
         path = os.fspath(path_or_bytes)
-        if not os.path.isfile(path):
-            raise NoSuchFile(f"Load model from {path} failed: file doesn't exist")
+        _check_model_path(path)
         model = None
         if weights is not None and os.path.getsize(path) >= SPLIT_MODEL_BYTES:
             with open(path, "rb") as f:
@@ -66,6 +65,25 @@ def load_model(path_or_bytes, weights: dict | None = None) -> tuple[onnx.ModelPr
                               f"{type(path_or_bytes).__name__}")
     _load_external_data(model, base, weights)
     return model, base
+
+
+def _check_model_path(path) -> None:
+    """A model path that names no readable file: the error says which (missing: NoSuchFile, as onnxruntime; a
+    directory: InvalidProtobuf, onnxruntime's type for it, whose message only says the parsing failed; unreadable:
+    Fail with the system's reason)."""
+    if os.path.isdir(path):
+        raise InvalidProtobuf(f"Load model from {path} failed: it is a directory, not a model file")
+    if not os.path.exists(path):
+        parent = os.path.dirname(os.path.abspath(path))
+        why = "" if os.path.isdir(parent) else f" (nor does its folder {parent})"
+        raise NoSuchFile(f"Load model from {path} failed: file doesn't exist{why}")
+    if not os.path.isfile(path):
+        raise InvalidProtobuf(f"Load model from {path} failed: it is not a regular file")
+    try:
+        with open(path, "rb"):
+            pass
+    except OSError as e:
+        raise Fail(f"Load model from {path} failed: the file cannot be read: {e.strerror or e}") from None
 
 
 #: AttributeProto types that hold subgraphs
@@ -223,7 +241,15 @@ def _load_external_data(model, base, weights=None):
     if not tensors:
         return
     if base is None:
-        raise InvalidGraph("the model uses external data but was given as bytes: load it from its file path")
+        t = tensors[0]
+        loc = next((e.value for e in t.external_data if e.key == "location"), "")
+        escapes = not loc or os.path.isabs(loc) or ".." in loc.replace("\\", "/").split("/")
+        raise InvalidGraph(
+            f"initializer {t.name!r}: external data location {loc!r}"
+            + (" points outside any folder" if escapes else "")
+            + f" -- the model was given as bytes (or a ModelProto), so it has no folder its external data could be "
+              f"read from ({len(tensors)} tensor(s) keep their data outside the model): load it from its file path, "
+              f"whose folder external data must stay inside")
     root = os.path.realpath(base)
     if weights is not None:
         own = [t for t in model.graph.initializer if uses_external_data(t)]
@@ -528,6 +554,135 @@ def build_graph(model: onnx.ModelProto, infer_shapes: bool = True, weights: dict
     }
     return Graph(nodes, inputs, outputs, initializers, overridable, value_types, opsets, model.ir_version,
                  list(model.functions), meta)
+
+
+def check_graph(model: onnx.ModelProto) -> None:
+    """(The session calls it on the model it loads; not build_graph, which also builds subgraph bodies, whose outputs
+    may name one value twice.) What onnxruntime refuses when it loads a model, refused here with the same error types and the node and
+    attribute named: a value defined twice (a repeated graph input, a node output that is also an input or another
+    node's output: Fail, "Duplicate definition-site"), a graph output listed twice (InvalidGraph; onnxruntime runs such
+    a graph and hands the output out twice), and per node of the default and ai.onnx.ml domains its op schema's rules
+    (InvalidGraph): input and output counts, attribute types, unknown and missing required attributes -- the part of
+    onnx's checker onnxruntime applies (its full check also wants a shape on every output, which onnxruntime does
+    not)."""
+    g = model.graph
+    opsets = {o.domain if o.domain != "ai.onnx" else "": o.version for o in model.opset_import}
+    if "" not in opsets and model.ir_version < 3:
+        opsets[""] = 1
+    defined = set(t.name for t in g.initializer)
+    inits = set(defined)
+    seen = set()
+    for vi in g.input:
+        if vi.name in seen:
+            raise Fail(f"Error: Duplicate definition-site for ({vi.name}): graph input {vi.name!r} is listed twice")
+        seen.add(vi.name)
+    defined |= seen
+    outs = {}
+    for k, vi in enumerate(g.output):
+        if vi.name in outs:
+            raise InvalidGraph(f"graph output {vi.name!r} is listed twice (outputs {outs[vi.name]} and {k}): each "
+                               f"graph output is one value, named once")
+        outs[vi.name] = k
+    for i, n in enumerate(g.node):
+        for o in n.output:
+            if not o:
+                continue
+            if o in defined:
+                what = ("a graph input" if o in seen and o not in inits else "an initializer" if o in inits
+                        else "another node's output")
+                raise Fail(f"Error: Duplicate definition-site for ({o}): node {n.name or n.op_type + '_' + str(i)!r} "
+                           f"({n.op_type}) writes {o!r}, which is already {what}")
+            defined.add(o)
+    _check_nodes(g, opsets)
+
+
+_SCHEMAS = {}       # (domain, op, opset) -> _Rules, or None (no schema onnx knows)
+#: the domains whose schemas onnx carries and onnxruntime checks nodes against
+_SCHEMA_DOMAINS = frozenset({"", "ai.onnx.ml", "ai.onnx.preview.training"})
+
+
+class _Rules:
+    """What _check_nodes reads of one op schema, read once (an OpSchema's attributes are rebuilt on every access)."""
+
+    __slots__ = ("since", "inputs", "outputs", "attrs", "required")
+
+    def __init__(self, s):
+        self.since = s.since_version
+        self.inputs = (s.min_input, s.max_input)
+        self.outputs = (s.min_output, s.max_output)
+        attrs = s.attributes
+        self.attrs = {name: int(a.type) for name, a in attrs.items()}
+        self.required = tuple(name for name, a in attrs.items() if a.required)
+
+
+def _rules(domain, op, version):
+    key = (domain, op, version)
+    r = _SCHEMAS.get(key, _MISSING_SCHEMA)
+    if r is _MISSING_SCHEMA:
+        try:
+            s = onnx.defs.get_schema(op, version, domain)
+        except Exception:
+            s = None
+        r = None if s is None or s.deprecated else _Rules(s)
+        _SCHEMAS[key] = r
+    return r
+
+
+_MISSING_SCHEMA = object()
+_GRAPH_ATTR, _GRAPHS_ATTR = onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS
+
+
+def _check_nodes(g, opsets) -> None:
+    """Each node of `g` (and of its subgraphs) against its op schema: onnxruntime's load-time checks."""
+    for i, n in enumerate(g.node):
+        domain = n.domain if n.domain != "ai.onnx" else ""
+        attributes = n.attribute
+        for a in attributes:
+            if a.type == _GRAPH_ATTR:
+                _check_nodes(a.g, opsets)
+            elif a.type == _GRAPHS_ATTR:
+                for sub in a.graphs:
+                    _check_nodes(sub, opsets)
+        version = opsets.get(domain)
+        if version is None or domain not in _SCHEMA_DOMAINS:
+            continue
+        r = _rules(domain, n.op_type, version)
+        if r is None:
+            continue
+        k_in, k_out = len(n.input), len(n.output)
+        lo, hi = r.inputs
+        lo_out, hi_out = r.outputs
+        if not lo <= k_in <= hi:
+            raise InvalidGraph(f"This is an invalid model. In {_where(n, i, domain, r)}: has input size {k_in} not in "
+                               f"range [min={lo}, max={hi}]")
+        if not lo_out <= k_out <= hi_out:
+            raise InvalidGraph(f"This is an invalid model. In {_where(n, i, domain, r)}: has output size {k_out} not "
+                               f"in range [min={lo_out}, max={hi_out}]")
+        attrs = r.attrs
+        for a in attributes:
+            want = attrs.get(a.name)
+            if want is None:
+                raise InvalidGraph(f"This is an invalid model. In {_where(n, i, domain, r)}: Unrecognized attribute: "
+                                   f"{a.name!r} (the schema's attributes are {sorted(attrs)})")
+            if a.type and a.type != want and not a.ref_attr_name:
+                raise InvalidGraph(f"This is an invalid model. In {_where(n, i, domain, r)}: Mismatched attribute "
+                                   f"type in '{n.name or n.op_type + '_' + str(i)} : {a.name}'. Expected: "
+                                   f"'{_ATTR_TYPE_NAMES.get(want, want)}', actual: "
+                                   f"'{_ATTR_TYPE_NAMES.get(a.type, a.type)}'")
+        if r.required:
+            have = {a.name for a in attributes}
+            for name in r.required:
+                if name not in have:
+                    raise InvalidGraph(f"This is an invalid model. In {_where(n, i, domain, r)}: Required attribute "
+                                       f"{name!r} is missing")
+
+
+def _where(n, i, domain, r) -> str:
+    name = n.name or f"{n.op_type}_{i}"
+    return f"node {name!r} ({n.op_type}, schema {domain or 'ai.onnx'}::{n.op_type}:{r.since})"
+
+
+_ATTR_TYPE_NAMES = {v: k for k, v in onnx.AttributeProto.AttributeType.items()}
 
 
 def _without_weight_data(model: onnx.ModelProto) -> onnx.ModelProto:

@@ -73,8 +73,9 @@ def test_linear_attention_split_prefill():
 def test_linear_attention_bad_past():
     """Oracle: none -- a past_state of the wrong shape raises InvalidArgument naming the node."""
     feeds, ins = _feeds("linear", np.float32)
-    n = node("LinearAttention", ins, ["y"], update_rule="linear", q_num_heads=HQ, kv_num_heads=HK)
-    m = make_model([n], feeds, ["y"], opset=27, ir_version=10, input_shapes={"s": ["B", "H", "K", "V"]})
+    # (both outputs: the schema requires two, and the session refuses a node with one at load -- issue 26)
+    n = node("LinearAttention", ins, ["y", "state"], update_rule="linear", q_num_heads=HQ, kv_num_heads=HK)
+    m = make_model([n], feeds, ["y", "state"], opset=27, ir_version=10, input_shapes={"s": ["B", "H", "K", "V"]})
     sess = onnxep.InferenceSession(m.SerializeToString(), cpu_only_options())
     with pytest.raises(InvalidArgument, match="linearattention_0.*past_state has shape"):
         sess.run(None, {**feeds, "s": feeds["s"][:, :, :2]})

@@ -81,8 +81,8 @@ def test_optimizer_bad_inputs():
 
 
 def test_momentum_without_required_attributes_is_refused():
-    """Momentum's attributes have no defaults: a node without them is not the cpu backend's (with the fallback off,
-    the session says the node is not supported)."""
+    """Momentum's attributes have no defaults: a node without them is refused when the model loads (InvalidGraph
+    naming the node and the attribute, as onnxruntime's load-time check -- issue 26)."""
     m = _model("Momentum", 1, np.float32, alpha=0.9, beta=0.1, norm_coefficient=0.0)   # no mode
-    with pytest.raises(onnxep.NotImplemented, match="momentum_0"):
+    with pytest.raises(onnxep.InvalidGraph, match="momentum_0.*Required attribute 'mode' is missing"):
         cpu_session(m)

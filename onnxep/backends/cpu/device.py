@@ -334,7 +334,11 @@ class CpuBackend(Backend):
         for name in plan.inputs:
             env[name] = values[name]
         # one context for the run, pointed at each step in turn (no kernel keeps it past its compute)
-        ctx = KernelContext(env, (), (), run_ctx.alloc, self.num_threads)
+        if run_ctx.bound is None:
+            ctx = KernelContext(env, (), (), run_ctx.alloc, self.num_threads)
+        else:       # IOBinding outputs: their kernels write into the bound buffers
+            from onnxep.graph.executor import BoundKernelContext
+            ctx = BoundKernelContext(env, (), (), run_ctx.alloc, self.num_threads)
         ctx.run = run_ctx
         k0 = arena.k if caps is not None else 0
         self._loop(plan, run, env, ctx, rec, 0, caps)

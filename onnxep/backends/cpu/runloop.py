@@ -87,8 +87,12 @@ class Compiled:
             # allocator (their size was checked when the capture allocated them), the rest through the run's
             # allocator at the request index the capture saw
             small = run_ctx.stream.uses_default_allocator
+            bound = run_ctx.bound
             for slot, name, k, shape, dtype, nbytes in self.externals:
-                if small and nbytes <= SMALL_EXTERNAL:
+                binding = bound.get(name) if bound is not None else None
+                if binding is not None and binding[0].shape == shape and binding[0].dtype == dtype:
+                    a = env[name] = binding[0]      # an IOBinding buffer: the C steps write the output there
+                elif small and nbytes <= SMALL_EXTERNAL:
                     a = env[name] = np.empty(shape, dtype)
                 else:
                     arena.k = k
@@ -98,6 +102,10 @@ class Compiled:
         for seg in self.segments:
             if seg[0]:
                 _, start, stop, views = seg
+                if run_ctx.stop:        # RunOptions.terminate: before each stretch of C steps too
+                    from onnxep.errors import Fail
+                    from onnxep.graph.executor import TERMINATED
+                    raise Fail(TERMINATED)
                 bad = prog.run(start, stop)
                 if bad >= 0:
                     # a step found bad input (a Gather index out of range): the rest of the run in Python from
@@ -110,8 +118,7 @@ class Compiled:
                     for x in plan.inputs:
                         env.setdefault(x, values[x])
                     if ctx is None:
-                        from onnxep.contracts.kernel import KernelContext
-                        ctx = KernelContext(env, (), (), alloc, nthreads)
+                        ctx = _context(run_ctx)(env, (), (), alloc, nthreads)
                         ctx.run = run_ctx
                     i, arena.k = self.order[bad]
                     return ("resume", i, env, ctx)
@@ -121,8 +128,7 @@ class Compiled:
             _, i, k0, expect, patch = seg
             compute, ins, outs, packed, frees, name, op, slot = run[i]
             if ctx is None:
-                from onnxep.contracts.kernel import KernelContext
-                ctx = KernelContext(env, (), (), alloc, nthreads)
+                ctx = _context(run_ctx)(env, (), (), alloc, nthreads)
                 ctx.run = run_ctx
             if run_ctx.stop:
                 from onnxep.errors import Fail
@@ -147,6 +153,15 @@ class Compiled:
         for name in plan.outputs:
             values[name] = env[name]
         return True
+
+
+def _context(run_ctx):
+    """The KernelContext class of a Python step: with IOBinding outputs, one that writes them in place."""
+    from onnxep.contracts.kernel import KernelContext
+    if run_ctx.bound is None:
+        return KernelContext
+    from onnxep.graph.executor import BoundKernelContext
+    return BoundKernelContext
 
 
 def _c_spec(kernel, op_key, cap, nthreads):
