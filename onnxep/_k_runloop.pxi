@@ -48,7 +48,10 @@ cdef enum:
                             # (RL_MAXD each); an index out of range stops the run as RL_GATHER's does
     RL_ARG = 22             # s0 x, s1 y: rl_arg_extreme; n0 outer, n1 n, n2 inner, n3 type, n4 max (1/0), n5 last
     RL_BINARY_I64 = 23      # s0 a, s1 b, s2 y: rl_binary_i64; n0 op, n1 ndim, n2.. shape, a strides, b strides
-    RL_NFNS = 24
+    RL_CUMSUM = 24          # s0 x, s1 y: rl_cumsum; n0 outer, n1 n, n2 inner, n3 type, n4 exclusive, n5 reverse
+    RL_MASKED_SOFTMAX = 25  # s0 x, s1 mask, s2 mask row offsets (int64), s3 y; n0 R, n1 K, n2 mask column stride:
+                            # the TfJob of softmax_mask_lastaxis_f32
+    RL_NFNS = 26
 
 cdef extern from "rl_ops.h" nogil:
     enum: RL_MAXD
@@ -78,6 +81,8 @@ cdef extern from "rl_ops.h" nogil:
                         int mx, int last)
     void rl_binary_i64(int op, int64_t* y, const char* a, const char* b, int nd, const Py_ssize_t* shape,
                        const Py_ssize_t* sa, const Py_ssize_t* sb)
+    void rl_cumsum(const char* x, char* y, Py_ssize_t outer, Py_ssize_t n, Py_ssize_t inner, int t, int excl,
+                   int rev)
 
 
 ctypedef struct RStep:
@@ -342,6 +347,41 @@ cdef void _rl_binary_i64(const RStep* s, char** p) noexcept nogil:
                   &s.n[2 + RL_MAXD], &s.n[2 + 2 * RL_MAXD])
 
 
+cdef void _rl_cumsum(const RStep* s, char** p) noexcept nogil:
+    rl_cumsum(p[s.slot[0]], p[s.slot[1]], s.n[0], s.n[1], s.n[2], <int>s.n[3], <int>s.n[4], <int>s.n[5])
+
+
+cdef void _rl_masked_softmax(const RStep* s, char** p) noexcept nogil:
+    cdef TfJob job
+    cdef Py_ssize_t R = s.n[0], K = s.n[1]
+    if R == 0 or K == 0:
+        return
+    job.x, job.y, job.n, job.log, job.kind = <const float*>p[s.slot[0]], <float*>p[s.slot[3]], K, 0, 3
+    job.mask, job.mask_off, job.mask_cs = <const float*>p[s.slot[1]], <const int64_t*>p[s.slot[2]], s.n[2]
+    parallel_for(R, 1 if R * K < NORM_PAR_WORK else _nthreads(s.nthreads), _tf_task, &job)
+
+
+def cumsum_run(x, y, Py_ssize_t outer, Py_ssize_t n, Py_ssize_t inner, int t, bint exclusive, bint reverse):
+    """rl_cumsum on C-contiguous x, y of outer * n * inner elements of type code t (RL_T_F32 / I64 / I32), as the
+    RL_CUMSUM step runs it."""
+    cdef Py_buffer bx, by
+    cdef Py_ssize_t size = 4 if t in (0, 3) else 8
+    if t not in (0, 2, 3) or outer < 0 or n < 0 or inner < 0:
+        raise ValueError(f"cumsum_run: type {t}, {outer}x{n}x{inner}")
+    PyObject_GetBuffer(x, &bx, PyBUF_SIMPLE)
+    try:
+        PyObject_GetBuffer(y, &by, PyBUF_SIMPLE)
+        try:
+            if bx.len != outer * n * inner * size or by.len != bx.len:
+                raise ValueError(f"cumsum_run: {bx.len} / {by.len} bytes for {outer}x{n}x{inner} of {size}")
+            with nogil:
+                rl_cumsum(<const char*>bx.buf, <char*>by.buf, outer, n, inner, t, exclusive, reverse)
+        finally:
+            PyBuffer_Release(&by)
+    finally:
+        PyBuffer_Release(&bx)
+
+
 def rms_norm_f32(const float[:, ::1] x, const float[::1] scale, float[:, ::1] y, float epsilon, int nthreads=0):
     """y[r, :] := x[r, :] / sqrt(mean(x[r, :]^2) + epsilon) * scale (rl_rms_norm_rows, as the RL_RMS_NORM step runs
     it); x, y (R, C), scale C elements; y may be x."""
@@ -422,6 +462,8 @@ _RL_FNS[RL_ROTARY] = _rl_rotary
 _RL_FNS[RL_GATHER_ND] = _rl_gather_nd
 _RL_FNS[RL_ARG] = _rl_arg
 _RL_FNS[RL_BINARY_I64] = _rl_binary_i64
+_RL_FNS[RL_CUMSUM] = _rl_cumsum
+_RL_FNS[RL_MASKED_SOFTMAX] = _rl_masked_softmax
 
 #: the entries' ids, for the kernels' c_step (onnxep/backends/cpu/runloop.py)
 RUNLOOP_FNS = {"alias": RL_ALIAS, "copy": RL_COPY, "binary": RL_BINARY, "unary": RL_UNARY, "tf_unary": RL_TF_UNARY,
@@ -431,7 +473,7 @@ RUNLOOP_FNS = {"alias": RL_ALIAS, "copy": RL_COPY, "binary": RL_BINARY, "unary":
                "gemm_batched": RL_GEMM_BATCHED, "gather": RL_GATHER,
                "split": RL_SPLIT,
                "rms_norm": RL_RMS_NORM, "rotary": RL_ROTARY, "gather_nd": RL_GATHER_ND, "arg": RL_ARG,
-               "binary_i64": RL_BINARY_I64}
+               "binary_i64": RL_BINARY_I64, "cumsum": RL_CUMSUM, "masked_softmax": RL_MASKED_SOFTMAX}
 RUNLOOP_LIMITS = {"slots": RL_SLOTS, "ints": RL_INTS, "floats": RL_FLOATS, "bcast_dims": BCAST_MAX_DIMS,
                   "copy_dims": RL_MAXD}
 

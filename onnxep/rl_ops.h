@@ -248,7 +248,7 @@ static void rl_rms_norm_rows(const float* x, const float* s, float* y, Py_ssize_
 /* rows r0 .. r1 - 1 of y := x * cos + rot(x) * sin, rows of D contiguous floats in x and y: rotate-half (inter 0:
  * rot = [-x[h:], x[:h]], h = D / 2) or interleaved (inter 1: rot[2i] = -x[2i + 1], rot[2i + 1] = x[2i]). cos / sin
  * rows by broadcast byte strides over the outer dims (nd, shape: the rows' odometer); their last dim contiguous
- * (cl / sl 1) or one value (0). */
+ * (cl / sl 1) or one value (0). Each output pair is written after both its inputs are read: y may be x. */
 static void rl_rotary_rows(const float* x, const char* c, const char* s, float* y, int nd, const Py_ssize_t* shape,
                            const Py_ssize_t* sc, const Py_ssize_t* ss, Py_ssize_t D, int cl, int sl, int inter,
                            Py_ssize_t r0, Py_ssize_t r1) {
@@ -267,24 +267,20 @@ static void rl_rotary_rows(const float* x, const char* c, const char* s, float* 
         const float* cr = (const float*)pc;
         const float* sr = (const float*)ps;
         float* yr = y + r * D;
-        if (!inter) {
+        if (!inter) {       /* (both halves from the same two loads: y may be x) */
             if (cl && sl) {
                 for (i = 0; i < h; i++) {
-                    float a = xr[i] * cr[i], b = xr[i + h] * sr[i];
+                    float x1 = xr[i], x2 = xr[i + h];
+                    float a = x1 * cr[i], b = x2 * sr[i], e = x2 * cr[i + h], f = x1 * sr[i + h];
                     yr[i] = a - b;
-                }
-                for (i = 0; i < h; i++) {
-                    float a = xr[i + h] * cr[i + h], b = xr[i] * sr[i + h];
-                    yr[i + h] = a + b;
+                    yr[i + h] = e + f;
                 }
             } else {
                 for (i = 0; i < h; i++) {
-                    float a = xr[i] * cr[i * cl], b = xr[i + h] * sr[i * sl];
+                    float x1 = xr[i], x2 = xr[i + h];
+                    float a = x1 * cr[i * cl], b = x2 * sr[i * sl], e = x2 * cr[(i + h) * cl], f = x1 * sr[(i + h) * sl];
                     yr[i] = a - b;
-                }
-                for (i = 0; i < h; i++) {
-                    float a = xr[i + h] * cr[(i + h) * cl], b = xr[i] * sr[(i + h) * sl];
-                    yr[i + h] = a + b;
+                    yr[i + h] = e + f;
                 }
             }
         } else {
@@ -371,6 +367,26 @@ static void rl_binary_i64(int op, int64_t* y, const char* a, const char* b, int 
             *y = (int64_t)(op == RL_I_ADD ? u + v : op == RL_I_SUB ? u - v : u * v);
         }
     } while (rl_next(idx, nd, shape, p, st, 2));
+}
+
+/* running sums along the middle axis of x (outer, n, inner), contiguous, type RL_T_F32 / I64 / I32, into y of the
+ * same shape: inclusive or exclusive (the first 0), forward or from the end; sequential, as numpy's accumulate adds */
+#define RL_CUMSUM_LOOP(T, U) { \
+    const T* px = (const T*)x; T* py = (T*)y; \
+    for (o = 0; o < outer; o++) for (q = 0; q < inner; q++) { \
+        const T* b = px + o * n * inner + q; T* c = py + o * n * inner + q; U acc = 0; \
+        for (j = 0; j < n; j++) { Py_ssize_t e = (rev ? n - 1 - j : j) * inner; \
+            if (excl) { c[e] = (T)acc; acc = (U)(acc + (U)b[e]); } \
+            else { acc = (U)(acc + (U)b[e]); c[e] = (T)acc; } } } }
+
+static void rl_cumsum(const char* x, char* y, Py_ssize_t outer, Py_ssize_t n, Py_ssize_t inner, int t, int excl,
+                      int rev) {
+    Py_ssize_t o, q, j;
+    switch (t) {
+    case RL_T_F32: RL_CUMSUM_LOOP(float, float) break;
+    case RL_T_I64: RL_CUMSUM_LOOP(int64_t, uint64_t) break;
+    default: RL_CUMSUM_LOOP(int32_t, uint32_t)
+    }
 }
 
 #endif

@@ -189,3 +189,27 @@ def test_shape_subgraph_outputs_are_program_constants():
     for b in (2, 5, 2, 5, 1, 1):
         x = _f32(b, 3, 4)
         np.testing.assert_array_equal(sess.run(None, {"x": x})[0], np.maximum(-x, 0).reshape(b, -1))
+
+
+@pytest.mark.parametrize("dt", [np.int64, np.int32, np.float32])
+@pytest.mark.parametrize("axis,excl,rev", [(1, 0, 0), (0, 1, 0), (-1, 0, 1), (1, 1, 1)])
+def test_cumsum_c_step(dt, axis, excl, rev):
+    """The decoders' position ids (CumSum of the attention mask), float32 sums in sequence as numpy adds them."""
+    def x():
+        return (RNG.integers(-5, 6, (3, 30)) if dt != np.float32 else RNG.standard_normal((3, 30))).astype(dt)
+    nodes = [helper.make_node("CumSum", ["x", "a"], ["c"], exclusive=excl, reverse=rev),
+             helper.make_node("Less", ["c", "x"], ["y"])]
+    model = make_model(nodes, {"x": x()}, ["y", "c"], initializers={"a": np.array(axis, np.int64)}, opset=14)
+    progs = _check(model, [{"x": x()} for _ in range(3)], 2)
+    assert not any(_python_steps(p) for p in progs)
+
+
+@pytest.mark.parametrize("ms", [(3, 1, 11, 11), (3, 1, 1, 11), (11, 11), (3, 4, 11, 1)])
+def test_masked_softmax_c_step(ms):
+    """Add -> Softmax (graph/passes/fuse_softmax_mask.py's MaskedSoftmax) with the mask broadcast over heads / rows."""
+    s = _f32(3, 4, 11, 11)
+    nodes = [helper.make_node("Neg", ["s"], ["n"]), helper.make_node("Add", ["n", "m"], ["a"]),
+             helper.make_node("Softmax", ["a"], ["p"], axis=-1), helper.make_node("Relu", ["p"], ["y"])]
+    model = make_model(nodes, {"s": s, "m": _f32(*ms)}, ["y"], opset=13)
+    progs = _check(model, [{"s": _f32(3, 4, 11, 11), "m": _f32(*ms)} for _ in range(3)], 3)
+    assert not any(_python_steps(p) for p in progs)

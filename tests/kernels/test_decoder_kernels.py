@@ -51,8 +51,10 @@ def _rot_oracle(x, cos, sin, inter):
     return (x64 * c64 + rot * s64).astype(np.float32)
 
 
-def _rot_call(mod, x, cos, sin, inter, nt):
-    y = np.full_like(x, np.nan)
+def _rot_call(mod, x, cos, sin, inter, nt, inplace=False):
+    y = x.copy() if inplace else np.full_like(x, np.nan)
+    if inplace:
+        x = y
     d = x.shape[-1]
     sc = np.broadcast_to(cos, x.shape).strides[:-1]
     ss = np.broadcast_to(sin, x.shape).strides[:-1]
@@ -79,6 +81,8 @@ def test_rotary_f32(isa, inter, xs, cs, ss, nt):
     sin = RNG.standard_normal(ss).astype(np.float32)
     y = _rot_call(VARIANTS[isa], x, cos, sin, inter, nt)
     np.testing.assert_allclose(y, _rot_oracle(x, cos, sin, inter), rtol=1e-5, atol=1e-6)
+    z = _rot_call(VARIANTS[isa], x, cos, sin, inter, nt, inplace=True)      # y is x
+    np.testing.assert_array_equal(z, y)
 
 
 def test_rotary_f32_checks_arguments():
@@ -87,3 +91,22 @@ def test_rotary_f32_checks_arguments():
         _kernels.rotary_f32(x, x, x, x.copy(), 3, (4,), (12,), (12,), 1, 1, False)
     with pytest.raises(ValueError):      # rows do not cover x
         _kernels.rotary_f32(x, x, x, x.copy(), 4, (2,), (16,), (16,), 1, 1, False)
+
+
+@pytest.mark.parametrize("isa", list(VARIANTS))
+@pytest.mark.parametrize("dt,t", [(np.float32, 0), (np.int64, 2), (np.int32, 3)])
+@pytest.mark.parametrize("shape,axis", [((3, 11), 1), ((4, 5, 6), 1), ((7,), 0), ((2, 9, 1), 0)])
+@pytest.mark.parametrize("excl,rev", [(0, 0), (1, 0), (0, 1), (1, 1)])
+def test_cumsum_run(isa, dt, t, shape, axis, excl, rev):
+    x = (RNG.standard_normal(shape) * 10).astype(dt)
+    want = np.flip(x, axis) if rev else x
+    want = np.add.accumulate(want, axis=axis, dtype=dt)          # oracle: numpy's accumulate
+    if excl:
+        want = np.concatenate([np.zeros_like(np.take(want, [0], axis)), np.take(want, range(shape[axis] - 1), axis)],
+                              axis)
+    if rev:
+        want = np.flip(want, axis)
+    y = np.empty_like(x)
+    outer, n = int(np.prod(shape[:axis])), shape[axis]
+    VARIANTS[isa].cumsum_run(x, y, outer, n, x.size // (outer * n), t, excl, rev)
+    np.testing.assert_array_equal(y, want)

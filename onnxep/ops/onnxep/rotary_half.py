@@ -22,8 +22,8 @@ F32 = np.dtype(np.float32)
 def rotary_rows(x, cos, sin, y):
     """(rows' dims, Cos byte strides, Sin byte strides (each padded to _c_steps.MAXD), ndim, cl, sl) of the
     rl_rotary_rows call computing y from x, cos, sin, or None when it does not apply: float32 C-contiguous operands,
-    X's last dim D even and > 0, Cos / Sin broadcasting to X (last dim D or 1), y of X's shape and sharing no memory
-    with any of them."""
+    X's last dim D even and > 0, Cos / Sin broadcasting to X (last dim D or 1), y of X's shape, sharing no memory with
+    Cos / Sin, and X itself or apart from it."""
     if x.ndim == 0 or y.shape != x.shape or not _c_steps.plain(x, cos, sin, y):
         return None
     d = x.shape[-1]
@@ -31,7 +31,7 @@ def rotary_rows(x, cos, sin, y):
         return None
     if not (_fits(cos, x.shape, d) and _fits(sin, x.shape, d)):
         return None
-    if any(np.may_share_memory(y, t) for t in (x, cos, sin)):
+    if any(np.may_share_memory(y, t) for t in (cos, sin)) or not _c_steps.apart(y, x):     # (y may be x itself)
         return None
     outer = x.shape[:-1]
     sc = np.broadcast_to(cos, x.shape).strides[:-1]
