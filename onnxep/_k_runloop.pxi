@@ -47,11 +47,15 @@ cdef enum:
                             # per batch, n4 row bytes, n5 8 (int64 indices) or 4, n6.. dims, n12.. multipliers
                             # (RL_MAXD each); an index out of range stops the run as RL_GATHER's does
     RL_ARG = 22             # s0 x, s1 y: rl_arg_extreme; n0 outer, n1 n, n2 inner, n3 type, n4 max (1/0), n5 last
-    RL_BINARY_I64 = 23      # s0 a, s1 b, s2 y: rl_binary_i64; n0 op, n1 ndim, n2.. shape, a strides, b strides
+    RL_BINARY_INT = 23      # s0 a, s1 b, s2 y: rl_binary_int; n0 op, n1 ndim, n2.. shape, a strides, b strides
+                            # (RL_MAXD each), then 8 (int64) or 4 (int32)
     RL_CUMSUM = 24          # s0 x, s1 y: rl_cumsum; n0 outer, n1 n, n2 inner, n3 type, n4 exclusive, n5 reverse
     RL_MASKED_SOFTMAX = 25  # s0 x, s1 mask, s2 mask row offsets (int64), s3 y; n0 R, n1 K, n2 mask column stride:
                             # the TfJob of softmax_mask_lastaxis_f32
-    RL_NFNS = 26
+    RL_GATHER_ELEMENTS = 26 # s0 x, s1 indices, s2 y: rl_gather_elements; n0 ndim, n1 axis, n2 x's axis dim, n3 item
+                            # bytes, n4 8 (int64 indices) or 4, n5.. shape, x strides (RL_MAXD each); an index out of
+                            # range stops the run as RL_GATHER's does
+    RL_NFNS = 27
 
 cdef extern from "rl_ops.h" nogil:
     enum: RL_MAXD
@@ -79,8 +83,10 @@ cdef extern from "rl_ops.h" nogil:
                      Py_ssize_t per, Py_ssize_t inner, int wide, const Py_ssize_t* dim, const Py_ssize_t* mult)
     void rl_arg_extreme(const char* x, int64_t* y, Py_ssize_t outer, Py_ssize_t n, Py_ssize_t inner, int t,
                         int mx, int last)
-    void rl_binary_i64(int op, int64_t* y, const char* a, const char* b, int nd, const Py_ssize_t* shape,
+    void rl_binary_int(int op, int wide, char* y, const char* a, const char* b, int nd, const Py_ssize_t* shape,
                        const Py_ssize_t* sa, const Py_ssize_t* sb)
+    int rl_gather_elements(const char* x, const char* idx, char* y, int nd, int axis, Py_ssize_t n,
+                           Py_ssize_t item, const Py_ssize_t* shape, const Py_ssize_t* xs, int wide)
     void rl_cumsum(const char* x, char* y, Py_ssize_t outer, Py_ssize_t n, Py_ssize_t inner, int t, int excl,
                    int rev)
 
@@ -342,9 +348,15 @@ cdef void _rl_arg(const RStep* s, char** p) noexcept nogil:
                    <int>s.n[5])
 
 
-cdef void _rl_binary_i64(const RStep* s, char** p) noexcept nogil:
-    rl_binary_i64(<int>s.n[0], <int64_t*>p[s.slot[2]], p[s.slot[0]], p[s.slot[1]], <int>s.n[1], &s.n[2],
-                  &s.n[2 + RL_MAXD], &s.n[2 + 2 * RL_MAXD])
+cdef void _rl_binary_int(const RStep* s, char** p) noexcept nogil:
+    rl_binary_int(<int>s.n[0], s.n[2 + 3 * RL_MAXD] == 8, p[s.slot[2]], p[s.slot[0]], p[s.slot[1]], <int>s.n[1],
+                  &s.n[2], &s.n[2 + RL_MAXD], &s.n[2 + 2 * RL_MAXD])
+
+
+cdef void _rl_gather_elements(const RStep* s, char** p) noexcept nogil:
+    if rl_gather_elements(p[s.slot[0]], p[s.slot[1]], p[s.slot[2]], <int>s.n[0], <int>s.n[1], s.n[2], s.n[3],
+                          &s.n[5], &s.n[5 + RL_MAXD], s.n[4] == 8) != 0:
+        p[0] = <char*>1       # the error mark, as _rl_gather
 
 
 cdef void _rl_cumsum(const RStep* s, char** p) noexcept nogil:
@@ -461,7 +473,8 @@ _RL_FNS[RL_RMS_NORM] = _rl_rms_norm
 _RL_FNS[RL_ROTARY] = _rl_rotary
 _RL_FNS[RL_GATHER_ND] = _rl_gather_nd
 _RL_FNS[RL_ARG] = _rl_arg
-_RL_FNS[RL_BINARY_I64] = _rl_binary_i64
+_RL_FNS[RL_BINARY_INT] = _rl_binary_int
+_RL_FNS[RL_GATHER_ELEMENTS] = _rl_gather_elements
 _RL_FNS[RL_CUMSUM] = _rl_cumsum
 _RL_FNS[RL_MASKED_SOFTMAX] = _rl_masked_softmax
 
@@ -473,7 +486,8 @@ RUNLOOP_FNS = {"alias": RL_ALIAS, "copy": RL_COPY, "binary": RL_BINARY, "unary":
                "gemm_batched": RL_GEMM_BATCHED, "gather": RL_GATHER,
                "split": RL_SPLIT,
                "rms_norm": RL_RMS_NORM, "rotary": RL_ROTARY, "gather_nd": RL_GATHER_ND, "arg": RL_ARG,
-               "binary_i64": RL_BINARY_I64, "cumsum": RL_CUMSUM, "masked_softmax": RL_MASKED_SOFTMAX}
+               "binary_int": RL_BINARY_INT, "cumsum": RL_CUMSUM, "masked_softmax": RL_MASKED_SOFTMAX,
+               "gather_elements": RL_GATHER_ELEMENTS}
 RUNLOOP_LIMITS = {"slots": RL_SLOTS, "ints": RL_INTS, "floats": RL_FLOATS, "bcast_dims": BCAST_MAX_DIMS,
                   "copy_dims": RL_MAXD}
 

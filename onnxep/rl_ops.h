@@ -220,7 +220,8 @@ static void rl_row_sum(const float* x, float* y, Py_ssize_t R, Py_ssize_t C, int
     }
 }
 
-/* ---- decoder slice: RMS normalization, rotary embeddings, GatherND, ArgMax, int64 arithmetic ---- */
+/* ---- decoder slice: RMS normalization, rotary embeddings, GatherND, ArgMax, integer arithmetic, CumSum,
+ * GatherElements ---- */
 
 #include <math.h>
 
@@ -351,22 +352,54 @@ static void rl_arg_extreme(const char* x, int64_t* y, Py_ssize_t outer, Py_ssize
     }
 }
 
-/* int64 binary arithmetic y := a op b broadcast by byte strides (y contiguous): Add, Sub, Mul, wrapping as numpy's
- * int64 arithmetic does */
+/* integer binary arithmetic y := a op b broadcast by byte strides (y contiguous), int64 (wide) or int32: Add, Sub,
+ * Mul, wrapping as numpy's integer arithmetic does */
 enum { RL_I_ADD = 0, RL_I_SUB = 1, RL_I_MUL = 2 };
 
-static void rl_binary_i64(int op, int64_t* y, const char* a, const char* b, int nd, const Py_ssize_t* shape,
+#define RL_INT_ROW(T, U) { \
+    for (i = 0; i < n; i++) { \
+        U u = (U)*(const T*)(p[0] + i * al), v = (U)*(const T*)(p[1] + i * bl); \
+        ((T*)y)[i] = (T)(op == RL_I_ADD ? (U)(u + v) : op == RL_I_SUB ? (U)(u - v) : (U)(u * v)); \
+    } y += n * sizeof(T); }
+
+static void rl_binary_int(int op, int wide, char* y, const char* a, const char* b, int nd, const Py_ssize_t* shape,
                           const Py_ssize_t* sa, const Py_ssize_t* sb) {
     Py_ssize_t idx[RL_MAXD] = {0}, i, n = shape[nd - 1], al = sa[nd - 1], bl = sb[nd - 1];
     char* p[2] = {(char*)a, (char*)b};
     const Py_ssize_t* st[2] = {sa, sb};
     if (rl_count(nd, shape) == 0) return;
     do {
-        for (i = 0; i < n; i++, y++) {
-            uint64_t u = *(const uint64_t*)(p[0] + i * al), v = *(const uint64_t*)(p[1] + i * bl);
-            *y = (int64_t)(op == RL_I_ADD ? u + v : op == RL_I_SUB ? u - v : u * v);
-        }
+        if (wide) RL_INT_ROW(int64_t, uint64_t)
+        else RL_INT_ROW(int32_t, uint32_t)
     } while (rl_next(idx, nd, shape, p, st, 2));
+}
+
+/* GatherElements: y (contiguous, `shape` = the indices' shape, nd dims) := x at the indices' coordinates with the
+ * index in place of the `axis` one; xs x's byte strides, n x's axis dim, indices int64 (wide) or int32, negative
+ * from the end; 0, or -1 without writing anything when an index is outside [-n, n) */
+static int rl_gather_elements(const char* x, const char* idx, char* y, int nd, int axis, Py_ssize_t n,
+                              Py_ssize_t item, const Py_ssize_t* shape, const Py_ssize_t* xs, int wide) {
+    Py_ssize_t id[RL_MAXD] = {0}, total = rl_count(nd, shape), e, v;
+    const char* base = x;
+    int k;
+    for (e = 0; e < total; e++) {
+        v = wide ? ((const int64_t*)idx)[e] : ((const int32_t*)idx)[e];
+        if (v < -n || v >= n) return -1;
+    }
+    for (e = 0; e < total; e++) {
+        v = wide ? ((const int64_t*)idx)[e] : ((const int32_t*)idx)[e];
+        if (v < 0) v += n;
+        rl_move(y + e * item, base + v * xs[axis], item);
+        for (k = nd - 1; k >= 0; k--) {
+            if (++id[k] < shape[k]) {
+                if (k != axis) base += xs[k];
+                break;
+            }
+            if (k != axis) base -= xs[k] * (shape[k] - 1);
+            id[k] = 0;
+        }
+    }
+    return 0;
 }
 
 /* running sums along the middle axis of x (outer, n, inner), contiguous, type RL_T_F32 / I64 / I32, into y of the

@@ -131,9 +131,10 @@ def test_argmax_float_nan_first():
 
 @pytest.mark.parametrize("op", ["Add", "Sub", "Mul"])
 @pytest.mark.parametrize("sa,sb", [((3, 11), ()), ((3, 11), (3, 11)), ((3, 1, 11), (1, 4, 1)), ((5,), (2, 1))])
-def test_int64_arith_c_step(op, sa, sb):
+@pytest.mark.parametrize("dt,bits", [(np.int64, 40), (np.int32, 20)])
+def test_int_arith_c_step(op, sa, sb, dt, bits):
     def v(shape):
-        return RNG.integers(-2 ** 40, 2 ** 40, shape).astype(np.int64)
+        return RNG.integers(-2 ** bits, 2 ** bits, shape).astype(dt)
     nodes = [helper.make_node(op, ["a", "b"], ["c"]), helper.make_node("Mul", ["c", "c"], ["y"])]
     model = make_model(nodes, {"a": v(sa), "b": v(sb)}, ["y"])
     progs = _check(model, [{"a": v(sa), "b": v(sb)} for _ in range(3)], 2)   # (wrapping as numpy and ort do)
@@ -213,3 +214,40 @@ def test_masked_softmax_c_step(ms):
     model = make_model(nodes, {"s": s, "m": _f32(*ms)}, ["y"], opset=13)
     progs = _check(model, [{"s": _f32(3, 4, 11, 11), "m": _f32(*ms)} for _ in range(3)], 3)
     assert not any(_python_steps(p) for p in progs)
+
+
+@pytest.mark.parametrize("xs,ids,axis", [
+    ((3, 130), (3, 11), 1),             # roberta: position embeddings' ids
+    ((12, 11, 64), (12, 11, 11), -1),   # deberta: relative positions
+    ((5, 4, 3), (2, 4, 3), 0),
+    ((5, 4, 3), (5, 2, 6), 2),          # a dim of the indices below data's
+])
+@pytest.mark.parametrize("dt", [np.float32, np.int64])
+def test_gather_elements_c_step(xs, ids, axis, dt):
+    n = xs[axis]
+    def feeds():
+        x = (RNG.standard_normal(xs) * 100).astype(dt)
+        return {"x": x, "i": RNG.integers(-n, n, ids).astype(np.int64)}
+    nodes = [helper.make_node("Identity", ["x"], ["xx"]),
+             helper.make_node("GatherElements", ["xx", "i"], ["g"], axis=axis),
+             helper.make_node("Add", ["g", "g"], ["y"])]
+    f = feeds()
+    model = make_model(nodes, f, ["y"], opset=13)
+    progs = _check(model, [f] + [feeds() for _ in range(2)], 2)
+    assert not any(_python_steps(p) for p in progs)
+
+
+def test_gather_elements_bad_index_is_the_named_error():
+    x = _f32(4, 30)
+    nodes = [helper.make_node("Neg", ["x"], ["n"]), helper.make_node("GatherElements", ["n", "i"], ["y"], axis=1)]
+    model = make_model(nodes, {"x": x, "i": np.zeros((4, 20), np.int64)}, ["y"], opset=13)
+    sess = onnxep.InferenceSession(model.SerializeToString())
+    for _ in range(4):
+        i = RNG.integers(-30, 30, (4, 20))
+        np.testing.assert_array_equal(sess.run(None, {"x": x, "i": i})[0], -np.take_along_axis(x, i % 30, 1))
+    assert _programs(sess) and not any(_python_steps(p) for p in _programs(sess))
+    i[3, 19] = 30
+    with pytest.raises(Exception, match="GatherElements"):
+        sess.run(None, {"x": x, "i": i})
+    i[3, 19] = -30
+    np.testing.assert_array_equal(sess.run(None, {"x": x, "i": i})[0], -np.take_along_axis(x, i % 30, 1))
