@@ -39,7 +39,23 @@ cdef enum:
     RL_GATHER = 17          # s0 x, s1 indices, s2 y: rl_gather; n0 outer, n1 axis dim, n2 indices, n3 row bytes,
                             # n4 8 (int64 indices) or 4; an index out of range stops the run (p[0] set, see Program.run)
     RL_SPLIT = 18           # s0 x, s1 .. s[k] outputs: rl_split; n0 k, n1 rows, n2 row bytes of x, n3.. chunks
-    RL_NFNS = 19
+    # decoder slice
+    RL_RMS_NORM = 19        # s0 x, s1 scale, s2 y: rl_rms_norm_rows; n0 R, n1 C; f0 eps
+    RL_ROTARY = 20          # s0 x, s1 cos, s2 sin, s3 y: rl_rotary_rows; n0 rows, n1 D, n2 cl, n3 sl, n4 interleaved,
+                            # n5 ndim, n6.. shape, cos strides, sin strides (bytes, RL_MAXD each)
+    RL_GATHER_ND = 21       # s0 data, s1 indices, s2 y: rl_gather_nd; n0 rows, n1 k, n2 rows per batch, n3 data rows
+                            # per batch, n4 row bytes, n5 8 (int64 indices) or 4, n6.. dims, n12.. multipliers
+                            # (RL_MAXD each); an index out of range stops the run as RL_GATHER's does
+    RL_ARG = 22             # s0 x, s1 y: rl_arg_extreme; n0 outer, n1 n, n2 inner, n3 type, n4 max (1/0), n5 last
+    RL_BINARY_INT = 23      # s0 a, s1 b, s2 y: rl_binary_int; n0 op, n1 ndim, n2.. shape, a strides, b strides
+                            # (RL_MAXD each), then 8 (int64) or 4 (int32)
+    RL_CUMSUM = 24          # s0 x, s1 y: rl_cumsum; n0 outer, n1 n, n2 inner, n3 type, n4 exclusive, n5 reverse
+    RL_MASKED_SOFTMAX = 25  # s0 x, s1 mask, s2 mask row offsets (int64), s3 y; n0 R, n1 K, n2 mask column stride:
+                            # the TfJob of softmax_mask_lastaxis_f32
+    RL_GATHER_ELEMENTS = 26 # s0 x, s1 indices, s2 y: rl_gather_elements; n0 ndim, n1 axis, n2 x's axis dim, n3 item
+                            # bytes, n4 8 (int64 indices) or 4, n5.. shape, x strides (RL_MAXD each); an index out of
+                            # range stops the run as RL_GATHER's does
+    RL_NFNS = 27
 
 cdef extern from "rl_ops.h" nogil:
     enum: RL_MAXD
@@ -57,6 +73,22 @@ cdef extern from "rl_ops.h" nogil:
     void rl_isnan(const float* x, uint8_t* y, Py_ssize_t n)
     void rl_compare(int op, int t, uint8_t* y, const char* a, const char* b, int nd, const Py_ssize_t* shape,
                     const Py_ssize_t* sa, const Py_ssize_t* sb)
+    # decoder slice
+    void rl_rms_norm_rows(const float* x, const float* s, float* y, Py_ssize_t r0, Py_ssize_t r1, Py_ssize_t C,
+                          float eps)
+    void rl_rotary_rows(const float* x, const char* c, const char* s, float* y, int nd, const Py_ssize_t* shape,
+                        const Py_ssize_t* sc, const Py_ssize_t* ss, Py_ssize_t D, int cl, int sl, int inter,
+                        Py_ssize_t r0, Py_ssize_t r1)
+    int rl_gather_nd(const char* data, const char* idx, char* y, Py_ssize_t n, int k, Py_ssize_t nb,
+                     Py_ssize_t per, Py_ssize_t inner, int wide, const Py_ssize_t* dim, const Py_ssize_t* mult)
+    void rl_arg_extreme(const char* x, int64_t* y, Py_ssize_t outer, Py_ssize_t n, Py_ssize_t inner, int t,
+                        int mx, int last)
+    void rl_binary_int(int op, int wide, char* y, const char* a, const char* b, int nd, const Py_ssize_t* shape,
+                       const Py_ssize_t* sa, const Py_ssize_t* sb)
+    int rl_gather_elements(const char* x, const char* idx, char* y, int nd, int axis, Py_ssize_t n,
+                           Py_ssize_t item, const Py_ssize_t* shape, const Py_ssize_t* xs, int wide)
+    void rl_cumsum(const char* x, char* y, Py_ssize_t outer, Py_ssize_t n, Py_ssize_t inner, int t, int excl,
+                   int rev)
 
 
 ctypedef struct RStep:
@@ -248,6 +280,161 @@ cdef void _rl_gather(const RStep* s, char** p) noexcept nogil:
         p[0] = <char*>1       # the error mark: Program.run stops here and reports the step
 
 
+# ---- decoder slice: RMS normalization, rotary embeddings (row chunks on the pool), GatherND, ArgMax, int64 ----
+
+cdef enum:
+    DEC_PAR_WORK = 32768    # elements below which an RMS norm / rotary call stays on one thread
+    DEC_CHUNK = 8192        # elements per parallel chunk (whole rows)
+
+
+ctypedef struct DecJob:
+    const float* x
+    const char* c
+    const char* s
+    float* y
+    int nd, cl, sl, inter, kind
+    const Py_ssize_t* shape
+    const Py_ssize_t* sc
+    const Py_ssize_t* ss
+    Py_ssize_t R, C, chunk
+    float eps
+
+
+cdef void _dec_task(void* ctx, Py_ssize_t item, int tid) noexcept nogil:
+    cdef DecJob* j = <DecJob*>ctx
+    cdef Py_ssize_t r0 = item * j.chunk, r1 = min(j.R, r0 + j.chunk)
+    if j.kind == 0:
+        rl_rms_norm_rows(j.x, <const float*>j.c, j.y, r0, r1, j.C, j.eps)
+    else:
+        rl_rotary_rows(j.x, j.c, j.s, j.y, j.nd, j.shape, j.sc, j.ss, j.C, j.cl, j.sl, j.inter, r0, r1)
+
+
+cdef void _dec_run(DecJob* j, int nthreads) noexcept nogil:
+    cdef Py_ssize_t n
+    if j.R == 0 or j.C == 0:
+        return
+    if j.R * j.C < DEC_PAR_WORK or j.R < 2:
+        j.chunk = j.R
+        _dec_task(j, 0, 0)
+        return
+    j.chunk = max(1, DEC_CHUNK // j.C)
+    n = (j.R + j.chunk - 1) // j.chunk
+    parallel_for(n, _nthreads(nthreads), _dec_task, j)
+
+
+cdef void _rl_rms_norm(const RStep* s, char** p) noexcept nogil:
+    cdef DecJob j
+    j.kind, j.x, j.c, j.y, j.R, j.C, j.eps, j.chunk = (0, <const float*>p[s.slot[0]], p[s.slot[1]],
+                                                       <float*>p[s.slot[2]], s.n[0], s.n[1], s.f[0], s.n[0])
+    _dec_run(&j, s.nthreads)
+
+
+cdef void _rl_rotary(const RStep* s, char** p) noexcept nogil:
+    cdef DecJob j
+    j.kind, j.x, j.c, j.s, j.y = 1, <const float*>p[s.slot[0]], p[s.slot[1]], p[s.slot[2]], <float*>p[s.slot[3]]
+    j.R, j.C, j.cl, j.sl, j.inter, j.nd = s.n[0], s.n[1], <int>s.n[2], <int>s.n[3], <int>s.n[4], <int>s.n[5]
+    j.shape, j.sc, j.ss, j.chunk = &s.n[6], &s.n[6 + RL_MAXD], &s.n[6 + 2 * RL_MAXD], s.n[0]
+    _dec_run(&j, s.nthreads)
+
+
+cdef void _rl_gather_nd(const RStep* s, char** p) noexcept nogil:
+    if rl_gather_nd(p[s.slot[0]], p[s.slot[1]], p[s.slot[2]], s.n[0], <int>s.n[1], s.n[2], s.n[3], s.n[4],
+                    s.n[5] == 8, &s.n[6], &s.n[6 + RL_MAXD]) != 0:
+        p[0] = <char*>1       # the error mark, as _rl_gather
+
+
+cdef void _rl_arg(const RStep* s, char** p) noexcept nogil:
+    rl_arg_extreme(p[s.slot[0]], <int64_t*>p[s.slot[1]], s.n[0], s.n[1], s.n[2], <int>s.n[3], <int>s.n[4],
+                   <int>s.n[5])
+
+
+cdef void _rl_binary_int(const RStep* s, char** p) noexcept nogil:
+    rl_binary_int(<int>s.n[0], s.n[2 + 3 * RL_MAXD] == 8, p[s.slot[2]], p[s.slot[0]], p[s.slot[1]], <int>s.n[1],
+                  &s.n[2], &s.n[2 + RL_MAXD], &s.n[2 + 2 * RL_MAXD])
+
+
+cdef void _rl_gather_elements(const RStep* s, char** p) noexcept nogil:
+    if rl_gather_elements(p[s.slot[0]], p[s.slot[1]], p[s.slot[2]], <int>s.n[0], <int>s.n[1], s.n[2], s.n[3],
+                          &s.n[5], &s.n[5 + RL_MAXD], s.n[4] == 8) != 0:
+        p[0] = <char*>1       # the error mark, as _rl_gather
+
+
+cdef void _rl_cumsum(const RStep* s, char** p) noexcept nogil:
+    rl_cumsum(p[s.slot[0]], p[s.slot[1]], s.n[0], s.n[1], s.n[2], <int>s.n[3], <int>s.n[4], <int>s.n[5])
+
+
+cdef void _rl_masked_softmax(const RStep* s, char** p) noexcept nogil:
+    cdef TfJob job
+    cdef Py_ssize_t R = s.n[0], K = s.n[1]
+    if R == 0 or K == 0:
+        return
+    job.x, job.y, job.n, job.log, job.kind = <const float*>p[s.slot[0]], <float*>p[s.slot[3]], K, 0, 3
+    job.mask, job.mask_off, job.mask_cs = <const float*>p[s.slot[1]], <const int64_t*>p[s.slot[2]], s.n[2]
+    parallel_for(R, 1 if R * K < NORM_PAR_WORK else _nthreads(s.nthreads), _tf_task, &job)
+
+
+def cumsum_run(x, y, Py_ssize_t outer, Py_ssize_t n, Py_ssize_t inner, int t, bint exclusive, bint reverse):
+    """rl_cumsum on C-contiguous x, y of outer * n * inner elements of type code t (RL_T_F32 / I64 / I32), as the
+    RL_CUMSUM step runs it."""
+    cdef Py_buffer bx, by
+    cdef Py_ssize_t size = 4 if t in (0, 3) else 8
+    if t not in (0, 2, 3) or outer < 0 or n < 0 or inner < 0:
+        raise ValueError(f"cumsum_run: type {t}, {outer}x{n}x{inner}")
+    PyObject_GetBuffer(x, &bx, PyBUF_SIMPLE)
+    try:
+        PyObject_GetBuffer(y, &by, PyBUF_SIMPLE)
+        try:
+            if bx.len != outer * n * inner * size or by.len != bx.len:
+                raise ValueError(f"cumsum_run: {bx.len} / {by.len} bytes for {outer}x{n}x{inner} of {size}")
+            with nogil:
+                rl_cumsum(<const char*>bx.buf, <char*>by.buf, outer, n, inner, t, exclusive, reverse)
+        finally:
+            PyBuffer_Release(&by)
+    finally:
+        PyBuffer_Release(&bx)
+
+
+def rms_norm_f32(const float[:, ::1] x, const float[::1] scale, float[:, ::1] y, float epsilon, int nthreads=0):
+    """y[r, :] := x[r, :] / sqrt(mean(x[r, :]^2) + epsilon) * scale (rl_rms_norm_rows, as the RL_RMS_NORM step runs
+    it); x, y (R, C), scale C elements; y may be x."""
+    cdef DecJob j
+    cdef Py_ssize_t R = x.shape[0], C = x.shape[1]
+    if y.shape[0] != R or y.shape[1] != C or scale.shape[0] != C:
+        raise ValueError(f"rms_norm_f32: x {R}x{C}, y {y.shape[0]}x{y.shape[1]}, scale {scale.shape[0]}")
+    if R == 0 or C == 0:
+        return
+    j.kind, j.x, j.c, j.y, j.R, j.C, j.eps, j.chunk = 0, &x[0, 0], <const char*>&scale[0], &y[0, 0], R, C, epsilon, R
+    with nogil:
+        _dec_run(&j, nthreads)
+
+
+def rotary_f32(const float[::1] x, cos, sin, float[::1] y, Py_ssize_t D, shape, sc, ss, int cl, int sl,
+               bint interleaved, int nthreads=0):
+    """y := x * cos + rot(x) * sin over rows of D (rl_rotary_rows, as the RL_ROTARY step runs it): x, y flat
+    contiguous, cos / sin C-contiguous float32 buffers walked by the byte strides sc / ss over the rows' dims `shape`
+    (at most RL_MAXD; their products give x's row count), last dim contiguous (cl / sl 1) or one value (0)."""
+    cdef DecJob j
+    cdef Py_ssize_t sh[RL_MAXD]
+    cdef Py_ssize_t a[RL_MAXD]
+    cdef Py_ssize_t b[RL_MAXD]
+    cdef Py_ssize_t R = 1, k, nd = len(shape)
+    cdef const float[::1] cv = cos
+    cdef const float[::1] sv = sin
+    if not 1 <= nd <= RL_MAXD or len(sc) != nd or len(ss) != nd or D <= 0 or D % 2 or cl not in (0, 1) or sl not in (0, 1):
+        raise ValueError(f"rotary_f32: {nd} dims, D {D}, cl {cl}, sl {sl}")
+    for k in range(nd):
+        sh[k], a[k], b[k] = shape[k], sc[k], ss[k]
+        R *= sh[k]
+    if x.shape[0] != R * D or y.shape[0] != R * D:
+        raise ValueError(f"rotary_f32: x {x.shape[0]}, y {y.shape[0]} elements for {R} rows of {D}")
+    if R == 0 or cv.shape[0] == 0 or sv.shape[0] == 0:
+        return
+    j.kind, j.x, j.c, j.s, j.y, j.R, j.C = 1, &x[0], <const char*>&cv[0], <const char*>&sv[0], &y[0], R, D
+    j.cl, j.sl, j.inter, j.nd, j.shape, j.sc, j.ss, j.chunk = cl, sl, interleaved, <int>nd, sh, a, b, R
+    with nogil:
+        _dec_run(&j, nthreads)
+
+
 def row_sum_f32(const float[::1] x, float[::1] y, Py_ssize_t C):
     """y[r] := sum of x[r * C:(r + 1) * C] (rl_row_sum, as the run loop's RL_ROW_SUM step runs it)."""
     cdef Py_ssize_t R = y.shape[0]
@@ -282,6 +469,14 @@ _RL_FNS[RL_COMPARE] = _rl_compare
 _RL_FNS[RL_GEMM_BATCHED] = _rl_gemm_batched
 _RL_FNS[RL_GATHER] = _rl_gather
 _RL_FNS[RL_SPLIT] = _rl_split
+_RL_FNS[RL_RMS_NORM] = _rl_rms_norm
+_RL_FNS[RL_ROTARY] = _rl_rotary
+_RL_FNS[RL_GATHER_ND] = _rl_gather_nd
+_RL_FNS[RL_ARG] = _rl_arg
+_RL_FNS[RL_BINARY_INT] = _rl_binary_int
+_RL_FNS[RL_GATHER_ELEMENTS] = _rl_gather_elements
+_RL_FNS[RL_CUMSUM] = _rl_cumsum
+_RL_FNS[RL_MASKED_SOFTMAX] = _rl_masked_softmax
 
 #: the entries' ids, for the kernels' c_step (onnxep/backends/cpu/runloop.py)
 RUNLOOP_FNS = {"alias": RL_ALIAS, "copy": RL_COPY, "binary": RL_BINARY, "unary": RL_UNARY, "tf_unary": RL_TF_UNARY,
@@ -289,7 +484,10 @@ RUNLOOP_FNS = {"alias": RL_ALIAS, "copy": RL_COPY, "binary": RL_BINARY, "unary":
                "strided": RL_STRIDED, "where": RL_WHERE, "concat": RL_CONCAT, "cast": RL_CAST,
                "row_sum": RL_ROW_SUM, "cube": RL_CUBE, "isnan": RL_ISNAN, "compare": RL_COMPARE,
                "gemm_batched": RL_GEMM_BATCHED, "gather": RL_GATHER,
-               "split": RL_SPLIT}
+               "split": RL_SPLIT,
+               "rms_norm": RL_RMS_NORM, "rotary": RL_ROTARY, "gather_nd": RL_GATHER_ND, "arg": RL_ARG,
+               "binary_int": RL_BINARY_INT, "cumsum": RL_CUMSUM, "masked_softmax": RL_MASKED_SOFTMAX,
+               "gather_elements": RL_GATHER_ELEMENTS}
 RUNLOOP_LIMITS = {"slots": RL_SLOTS, "ints": RL_INTS, "floats": RL_FLOATS, "bcast_dims": BCAST_MAX_DIMS,
                   "copy_dims": RL_MAXD}
 

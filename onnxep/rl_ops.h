@@ -220,4 +220,206 @@ static void rl_row_sum(const float* x, float* y, Py_ssize_t R, Py_ssize_t C, int
     }
 }
 
+/* ---- decoder slice: RMS normalization, rotary embeddings, GatherND, ArgMax, integer arithmetic, CumSum,
+ * GatherElements ---- */
+
+#include <math.h>
+
+/* rows r0 .. r1 - 1 of x (R x C, contiguous): y[r, :] := x[r, :] / sqrt(sum(x[r, :]^2) * (1 / C) + eps) * s[:]
+ * (RMSNormalization, scale of C elements; the sum of squares in sixteen running sums, then the tail) */
+static void rl_rms_norm_rows(const float* x, const float* s, float* y, Py_ssize_t r0, Py_ssize_t r1, Py_ssize_t C,
+                             float eps) {
+    Py_ssize_t r, i;
+    int j;
+    float inv_c = 1.0f / (float)C;
+    for (r = r0; r < r1; r++) {
+        const float* p = x + r * C;
+        float* q = y + r * C;
+        float a[16] = {0}, ss, d;
+        for (i = 0; i + 16 <= C; i += 16)
+            for (j = 0; j < 16; j++) a[j] += p[i + j] * p[i + j];
+        for (j = 0; j < 8; j++) a[j] += a[j + 8];
+        ss = ((a[0] + a[4]) + (a[1] + a[5])) + ((a[2] + a[6]) + (a[3] + a[7]));
+        for (; i < C; i++) ss += p[i] * p[i];
+        d = sqrtf(ss * inv_c + eps);
+        for (i = 0; i < C; i++) q[i] = p[i] / d * s[i];
+    }
+}
+
+/* rows r0 .. r1 - 1 of y := x * cos + rot(x) * sin, rows of D contiguous floats in x and y: rotate-half (inter 0:
+ * rot = [-x[h:], x[:h]], h = D / 2) or interleaved (inter 1: rot[2i] = -x[2i + 1], rot[2i + 1] = x[2i]). cos / sin
+ * rows by broadcast byte strides over the outer dims (nd, shape: the rows' odometer); their last dim contiguous
+ * (cl / sl 1) or one value (0). Each output pair is written after both its inputs are read: y may be x. */
+static void rl_rotary_rows(const float* x, const char* c, const char* s, float* y, int nd, const Py_ssize_t* shape,
+                           const Py_ssize_t* sc, const Py_ssize_t* ss, Py_ssize_t D, int cl, int sl, int inter,
+                           Py_ssize_t r0, Py_ssize_t r1) {
+    Py_ssize_t idx[RL_MAXD] = {0}, rem = r0, r, i, h = D / 2;
+    const char* pc = c;
+    const char* ps = s;
+    int k;
+    for (k = nd - 1; k >= 0; k--) {          /* the odometer at row r0 */
+        idx[k] = rem % shape[k];
+        rem /= shape[k];
+        pc += idx[k] * sc[k];
+        ps += idx[k] * ss[k];
+    }
+    for (r = r0; r < r1; r++) {
+        const float* xr = x + r * D;
+        const float* cr = (const float*)pc;
+        const float* sr = (const float*)ps;
+        float* yr = y + r * D;
+        if (!inter) {       /* (both halves from the same two loads: y may be x) */
+            if (cl && sl) {
+                for (i = 0; i < h; i++) {
+                    float x1 = xr[i], x2 = xr[i + h];
+                    float a = x1 * cr[i], b = x2 * sr[i], e = x2 * cr[i + h], f = x1 * sr[i + h];
+                    yr[i] = a - b;
+                    yr[i + h] = e + f;
+                }
+            } else {
+                for (i = 0; i < h; i++) {
+                    float x1 = xr[i], x2 = xr[i + h];
+                    float a = x1 * cr[i * cl], b = x2 * sr[i * sl], e = x2 * cr[(i + h) * cl], f = x1 * sr[(i + h) * sl];
+                    yr[i] = a - b;
+                    yr[i + h] = e + f;
+                }
+            }
+        } else {
+            for (i = 0; i < h; i++) {
+                float x0 = xr[2 * i], x1 = xr[2 * i + 1];
+                float a = x0 * cr[2 * i * cl], b = x1 * sr[2 * i * sl];
+                float e = x1 * cr[(2 * i + 1) * cl], f = x0 * sr[(2 * i + 1) * sl];
+                yr[2 * i] = a - b;
+                yr[2 * i + 1] = e + f;
+            }
+        }
+        for (k = nd - 1; k >= 0; k--) {
+            if (++idx[k] < shape[k]) {
+                pc += sc[k];
+                ps += ss[k];
+                break;
+            }
+            idx[k] = 0;
+            pc -= sc[k] * (shape[k] - 1);
+            ps -= ss[k] * (shape[k] - 1);
+        }
+    }
+}
+
+/* GatherND: y row i (of `inner` bytes) := data row (i / nb) * per + sum_j norm(idx[i * k + j]) * mult[j], indices
+ * int64 (wide) or int32, norm adding dim[j] to a negative one; 0, or -1 without writing anything when an index is
+ * outside [-dim[j], dim[j]) */
+static int rl_gather_nd(const char* data, const char* idx, char* y, Py_ssize_t n, int k, Py_ssize_t nb,
+                        Py_ssize_t per, Py_ssize_t inner, int wide, const Py_ssize_t* dim, const Py_ssize_t* mult) {
+    Py_ssize_t i, row, v;
+    int j;
+    for (i = 0; i < n * k; i++) {
+        v = wide ? ((const int64_t*)idx)[i] : ((const int32_t*)idx)[i];
+        j = (int)(i % k);
+        if (v < -dim[j] || v >= dim[j]) return -1;
+    }
+    for (i = 0; i < n; i++) {
+        row = (i / nb) * per;
+        for (j = 0; j < k; j++) {
+            v = wide ? ((const int64_t*)idx)[i * k + j] : ((const int32_t*)idx)[i * k + j];
+            if (v < 0) v += dim[j];
+            row += v * mult[j];
+        }
+        rl_move(y + i * inner, data + row * inner, inner);
+    }
+    return 0;
+}
+
+/* ArgMax / ArgMin over the middle axis of x (outer, n, inner), contiguous, type RL_T_F32 / I64 / I32, into int64 y
+ * (outer, inner): the first extreme (select_last_index 0) or the last (1); NaN wins as numpy's argmax has it */
+#define RL_ARG_LOOP(T) { \
+    const T* p = (const T*)x; \
+    for (o = 0; o < outer; o++) for (q = 0; q < inner; q++) { \
+        const T* b = p + o * n * inner + q; T best = b[0]; Py_ssize_t bi = 0; \
+        if (best != best) { y[o * inner + q] = 0; continue; } \
+        for (j = 1; j < n; j++) { T v = b[j * inner]; \
+            if (v != v) { bi = j; break; } \
+            if (mx ? (last ? v >= best : v > best) : (last ? v <= best : v < best)) { best = v; bi = j; } } \
+        y[o * inner + q] = bi; } }
+
+static void rl_arg_extreme(const char* x, int64_t* y, Py_ssize_t outer, Py_ssize_t n, Py_ssize_t inner, int t,
+                           int mx, int last) {
+    Py_ssize_t o, q, j;
+    switch (t) {
+    case RL_T_F32: RL_ARG_LOOP(float) break;
+    case RL_T_I64: RL_ARG_LOOP(int64_t) break;
+    default: RL_ARG_LOOP(int32_t)
+    }
+}
+
+/* integer binary arithmetic y := a op b broadcast by byte strides (y contiguous), int64 (wide) or int32: Add, Sub,
+ * Mul, wrapping as numpy's integer arithmetic does */
+enum { RL_I_ADD = 0, RL_I_SUB = 1, RL_I_MUL = 2 };
+
+#define RL_INT_ROW(T, U) { \
+    for (i = 0; i < n; i++) { \
+        U u = (U)*(const T*)(p[0] + i * al), v = (U)*(const T*)(p[1] + i * bl); \
+        ((T*)y)[i] = (T)(op == RL_I_ADD ? (U)(u + v) : op == RL_I_SUB ? (U)(u - v) : (U)(u * v)); \
+    } y += n * sizeof(T); }
+
+static void rl_binary_int(int op, int wide, char* y, const char* a, const char* b, int nd, const Py_ssize_t* shape,
+                          const Py_ssize_t* sa, const Py_ssize_t* sb) {
+    Py_ssize_t idx[RL_MAXD] = {0}, i, n = shape[nd - 1], al = sa[nd - 1], bl = sb[nd - 1];
+    char* p[2] = {(char*)a, (char*)b};
+    const Py_ssize_t* st[2] = {sa, sb};
+    if (rl_count(nd, shape) == 0) return;
+    do {
+        if (wide) RL_INT_ROW(int64_t, uint64_t)
+        else RL_INT_ROW(int32_t, uint32_t)
+    } while (rl_next(idx, nd, shape, p, st, 2));
+}
+
+/* GatherElements: y (contiguous, `shape` = the indices' shape, nd dims) := x at the indices' coordinates with the
+ * index in place of the `axis` one; xs x's byte strides, n x's axis dim, indices int64 (wide) or int32, negative
+ * from the end; 0, or -1 without writing anything when an index is outside [-n, n) */
+static int rl_gather_elements(const char* x, const char* idx, char* y, int nd, int axis, Py_ssize_t n,
+                              Py_ssize_t item, const Py_ssize_t* shape, const Py_ssize_t* xs, int wide) {
+    Py_ssize_t id[RL_MAXD] = {0}, total = rl_count(nd, shape), e, v;
+    const char* base = x;
+    int k;
+    for (e = 0; e < total; e++) {
+        v = wide ? ((const int64_t*)idx)[e] : ((const int32_t*)idx)[e];
+        if (v < -n || v >= n) return -1;
+    }
+    for (e = 0; e < total; e++) {
+        v = wide ? ((const int64_t*)idx)[e] : ((const int32_t*)idx)[e];
+        if (v < 0) v += n;
+        rl_move(y + e * item, base + v * xs[axis], item);
+        for (k = nd - 1; k >= 0; k--) {
+            if (++id[k] < shape[k]) {
+                if (k != axis) base += xs[k];
+                break;
+            }
+            if (k != axis) base -= xs[k] * (shape[k] - 1);
+            id[k] = 0;
+        }
+    }
+    return 0;
+}
+
+/* running sums along the middle axis of x (outer, n, inner), contiguous, type RL_T_F32 / I64 / I32, into y of the
+ * same shape: inclusive or exclusive (the first 0), forward or from the end; sequential, as numpy's accumulate adds */
+#define RL_CUMSUM_LOOP(T, U) { \
+    const T* px = (const T*)x; T* py = (T*)y; \
+    for (o = 0; o < outer; o++) for (q = 0; q < inner; q++) { \
+        const T* b = px + o * n * inner + q; T* c = py + o * n * inner + q; U acc = 0; \
+        for (j = 0; j < n; j++) { Py_ssize_t e = (rev ? n - 1 - j : j) * inner; \
+            if (excl) { c[e] = (T)acc; acc = (U)(acc + (U)b[e]); } \
+            else { acc = (U)(acc + (U)b[e]); c[e] = (T)acc; } } } }
+
+static void rl_cumsum(const char* x, char* y, Py_ssize_t outer, Py_ssize_t n, Py_ssize_t inner, int t, int excl,
+                      int rev) {
+    Py_ssize_t o, q, j;
+    switch (t) {
+    case RL_T_F32: RL_CUMSUM_LOOP(float, float) break;
+    case RL_T_I64: RL_CUMSUM_LOOP(int64_t, uint64_t) break;
+    default: RL_CUMSUM_LOOP(int32_t, uint32_t)
+    }
+}
+
 #endif

@@ -193,6 +193,13 @@ def compile_plan(plan, run, caps, k0, k1, arena, nthreads):
     """A Compiled for the plan from its capture (`caps`, one StepCapture per step), or None when no step runs in C."""
     views = arena.views
     consts = plan.constants
+    fixed_steps = _signature_fixed_steps(plan, run, caps)
+    if fixed_steps:     # their outputs are constants of the program: the steps do not run
+        consts = dict(consts)
+        for i in fixed_steps:
+            for o, v in zip(run[i][2], caps[i].outs):
+                if o:
+                    consts[o] = v
     plan_inputs = set(plan.inputs)
     producer = {}
     for i, s in enumerate(run):
@@ -205,6 +212,9 @@ def compile_plan(plan, run, caps, k0, k1, arena, nthreads):
         kernel = compute.__self__
         info = getattr(kernel, "info", None)
         spec = None
+        if i in fixed_steps:
+            specs.append(None)
+            continue
         if slot is None and info is not None and i not in plan.slots and not any(
                 o in _slot_targets(plan) for o in outs if o):
             try:
@@ -217,7 +227,8 @@ def compile_plan(plan, run, caps, k0, k1, arena, nthreads):
                                         for a in getattr(kernel, "c_value_inputs", ()) if a < len(ins) and ins[a]):
             spec = None     # the step bakes in an input's values: only constants and checked values qualify
         specs.append(spec)
-    _small_results_checked(run, caps, specs)
+    _small_results_checked(run, caps, specs, {(i, a) for i in fixed_steps
+                                              for a in range(run[i][0].__self__._n_shape)})
     n_c = sum(s is not None for s in specs)
     if n_c == 0:
         return None
@@ -242,7 +253,7 @@ def compile_plan(plan, run, caps, k0, k1, arena, nthreads):
 
     py_reads = set()
     for i, s in enumerate(run):
-        if specs[i] is None:
+        if specs[i] is None and i not in fixed_steps:
             py_reads.update(x for x in s[1] if x)
     steps = []           # (step index, entry id, slots, ints, floats)
     materialize = {}     # step index -> (name, src, shape)
@@ -250,9 +261,10 @@ def compile_plan(plan, run, caps, k0, k1, arena, nthreads):
         cap = caps[i]
         spec = specs[i]
         if spec is None:
-            for o, v in zip(outs, cap.outs):
-                if o:
-                    per_run.add(o)
+            if i not in fixed_steps:
+                for o, v in zip(outs, cap.outs):
+                    if o:
+                        per_run.add(o)
             continue
         entry, args, ints, floats, fresh = spec
         arg_slots = []
@@ -326,6 +338,9 @@ def compile_plan(plan, run, caps, k0, k1, arena, nthreads):
             segments.append((True, index[i], index[j - 1] + 1, tuple(views_after)))
             i = j
             continue
+        if i in fixed_steps:
+            i += 1
+            continue
         cap = caps[i]
         outs = run[i][2]
         expect = []
@@ -364,10 +379,11 @@ def compile_plan(plan, run, caps, k0, k1, arena, nthreads):
     return c
 
 
-def _small_results_checked(run, caps, specs):
+def _small_results_checked(run, caps, specs, shape_reads=frozenset()):
     """A C step making small integer results (they may be shapes) keeps them only when every step reading them is a
-    C step that reads them as data (not a view op, not one of its c_value_inputs); else it goes back to Python, where
-    each run checks those values. Last step first, so a step sent back re-checks its producers."""
+    C step that reads them as data (not one of its c_value_inputs; a view op only as the data it views) or reads
+    their shape only (`shape_reads`: (step, input) pairs); else it goes back to Python, where each run checks those
+    values. Last step first, so a step sent back re-checks its producers."""
     readers = {}
     for j, s in enumerate(run):
         for a, x in enumerate(s[1]):
@@ -379,13 +395,47 @@ def _small_results_checked(run, caps, specs):
         for o, small in zip(run[i][2], caps[i].small):
             if small is None or not o:
                 continue
-            for j, a in readers.get(o, ()):
-                if specs[j] is None or specs[j][0] == "alias" or a in getattr(
-                        run[j][0].__self__, "c_value_inputs", ()):
-                    specs[i] = None
-                    break
-            if specs[i] is None:
+            if not _read_as_data(o, run, specs, readers, shape_reads):
+                specs[i] = None
                 break
+
+
+def _read_as_data(o, run, specs, readers, shape_reads) -> bool:
+    """Every reader of value o reads its shape only, or is a C step reading it as data: not as one of its
+    c_value_inputs; an alias step (a view op) only as its input 0, the view's own readers then reading it as data."""
+    for j, a in readers.get(o, ()):
+        if (j, a) in shape_reads:
+            continue
+        if specs[j] is None or a in getattr(run[j][0].__self__, "c_value_inputs", ()):
+            return False
+        if specs[j][0] == "alias" and (a != 0 or not all(_read_as_data(v, run, specs, readers, shape_reads)
+                                                          for v in run[j][2] if v)):
+            return False
+    return True
+
+
+def _signature_fixed_steps(plan, run, caps):
+    """Steps whose outputs are the same arrays on every run of the signature: ShapeSubgraph nodes (ops/onnxep/
+    shape_subgraph.py) that answered from their cache (read-only arrays it holds, no arena request) and read as data
+    only constants and such outputs. Every value's shape is fixed in a compiled run (feeds by the signature, C outputs
+    by the program, Python outputs checked), so these outputs are too: the program keeps them as constants."""
+    from onnxep.ops.onnxep.shape_subgraph import _CACHED, ShapeSubgraph_1
+    fixed = set()
+    made = set()
+    for i, (compute, ins, outs, *_rest) in enumerate(run):
+        kernel = getattr(compute, "__self__", None)
+        if kernel.__class__ is not ShapeSubgraph_1 or compute.__func__ is not ShapeSubgraph_1.compute:
+            continue
+        cap = caps[i]
+        if cap.k1 != cap.k0 or not all(
+                v.__class__ is np.ndarray and not v.flags.writeable and _CACHED.get(id(v)) is v
+                for o, v in zip(outs, cap.outs) if o):
+            continue
+        if not all(ins[j] in plan.constants or ins[j] in made for j in kernel._data):
+            continue
+        fixed.add(i)
+        made.update(o for o in outs if o)
+    return fixed
 
 
 def _value_fixed(x, consts, producer, specs, caps, run) -> bool:

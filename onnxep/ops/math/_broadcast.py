@@ -143,6 +143,33 @@ class Binary(NativeOrNumpy, BinaryF32):
     def apply_numpy(self, a, b, z):
         self.ufunc(a, b, out=z)
 
+    def c_step(self, ins, outs, nthreads):
+        """BinaryF32's entry for float32; RL_BINARY_INT (rl_binary_int, onnxep/rl_ops.h) for int64 / int32 Add / Sub /
+        Mul (positions and masks of decoders and encoders), wrapping as numpy does."""
+        a = ins[0]
+        if a.__class__ is not np.ndarray or a.dtype not in _INT_SIZES:
+            return BinaryF32.c_step(self, ins, outs, nthreads)
+        from onnxep.ops import _c_steps
+        op = _INT_OPS.get(self.ufunc)
+        if (op is None or type(self).compute_numpy is not Binary.compute_numpy
+                or type(self).apply_numpy is not Binary.apply_numpy):
+            return None
+        b, z = ins[1], outs[0]
+        if not _c_steps.plain(a, b, z) or b.dtype != a.dtype or z.dtype != a.dtype or not _c_steps.apart(z, a, b):
+            return None
+        if z.shape != np.broadcast_shapes(a.shape, b.shape) or z.size == 0:
+            return None
+        c = _c_steps.collapse(z.shape, _c_steps.broadcast_strides(a, z.shape), _c_steps.broadcast_strides(b, z.shape))
+        if c is None:
+            return None
+        nd, shape, sa, sb = c
+        return "binary_int", [0, 1, ~0], [op, nd, *shape, *sa, *sb, a.itemsize], []
+
+
+#: ufunc -> rl_binary_int's RL_I_*; the integer types it takes
+_INT_OPS = {np.add: 0, np.subtract: 1, np.multiply: 2}
+_INT_SIZES = frozenset({np.dtype(np.int64), np.dtype(np.int32)})
+
 
 class Variadic(NativeOrNumpy, VariadicF32):
     """VariadicF32 for float32 nodes; every other dtype folded with `ufunc`."""

@@ -1,10 +1,11 @@
 """MaskedSoftmax (domain com.onnxep): Y = Softmax(X + Mask) along the last axis, Mask broadcast to X's shape (an
 additive attention mask, e.g. (batch, 1, 1, seq) against scores (batch, heads, seq, seq)) -- what
-graph/passes/fuse_softmax_mask.py makes of Add -> Softmax. One native pass per row (softmax_mask_lastaxis_f32).
-Written by passes, never by users. float32."""
+graph/passes/fuse_softmax_mask.py makes of Add -> Softmax. One native pass per row (softmax_mask_lastaxis_f32; the
+compiled run loop's RL_MASKED_SOFTMAX runs the same rows). Written by passes, never by users. float32."""
 import numpy as np
 
 from onnxep import _kernels
+from onnxep.ops import _c_steps
 from onnxep.ops._base import F32, OpKernel, f32_shape
 
 DOMAIN = "com.onnxep"
@@ -45,9 +46,8 @@ class MaskedSoftmax_1(OpKernel):
         x, m = f32_shape(op.input_types[0]), f32_shape(op.input_types[1])
         return x is not None and m is not None and len(x) >= 1 and len(m) <= len(x)
 
-    def compute(self, ctx):
-        x, mask = ctx.input(0), ctx.input(1)
-        cache = self.__dict__.setdefault("_rows", {})
+    def _rows(self, x, mask):
+        cache = self.__dict__.setdefault("_rows_cache", {})
         key = (x.shape, mask.shape)
         rows = cache.get(key)
         if rows is None:
@@ -57,6 +57,25 @@ class MaskedSoftmax_1(OpKernel):
             if len(cache) > 16:
                 cache.clear()
             cache[key] = rows
+        return rows
+
+    def c_step(self, ins, outs, nthreads):
+        """RL_MASKED_SOFTMAX: softmax_mask_lastaxis_f32's rows, the mask row offsets a buffer of the program."""
+        if type(self).compute is not MaskedSoftmax_1.compute or "compute" in self.__dict__:
+            return None
+        x, mask, y = ins[0], ins[1], outs[0]
+        if (not _c_steps.plain(x, mask, y) or x.dtype != F32 or mask.dtype != F32 or y.dtype != F32 or x.ndim == 0
+                or y.shape != x.shape or x.size == 0 or not _c_steps.apart(y, x, mask)):
+            return None
+        off, cs = self._rows(x, mask)
+        k = x.shape[-1]
+        if off.size and (int(off.min()) < 0 or int(off.max()) + (k - 1) * cs >= mask.size):
+            return None
+        return "masked_softmax", [0, 1, off, ~0], [x.size // k, k, cs], []
+
+    def compute(self, ctx):
+        x, mask = ctx.input(0), ctx.input(1)
+        rows = self._rows(x, mask)
         y = ctx.output(0, x.shape, F32)
         k = x.shape[-1] if x.ndim else 1
         if x.size == 0:

@@ -4,14 +4,15 @@ write (two step-2 Slices of the last axis, Neg, two Unsqueezes, Concat, Reshape,
 (float32, broadcast as the Muls / Add broadcast) and Shape (int64: the Reshape's target, 0 copying a dim unless
 allowzero, one -1 inferred). Written by passes, never by users.
 
-Fast path (Shape resolves to X's shape, Cos / Sin broadcast to X): the rotated tensor written pairwise into one
-buffer (negate the odd elements into the even places, copy the even ones into the odd places), then three products
+Fast path (Shape resolves to X's shape, Cos / Sin broadcast to X): rl_rotary_rows (onnxep/rl_ops.h) per row when
+rotary_half.rotary_rows applies, in compute and as the compiled run loop's RL_ROTARY step; else the rotated tensor
+written pairwise into one buffer (negate the odd elements into the even places, copy the even ones into the odd places), then three products
 / sums in place; otherwise the numpy expression itself."""
 import numpy as np
 
 from onnxep.errors import InvalidArgument
 from onnxep.ops._base import OpKernel, f32_shape
-from onnxep.ops.onnxep.rotary_half import _fits
+from onnxep.ops.onnxep.rotary_half import _fits, rotary_c, rotary_step
 
 DOMAIN = "com.onnxep"
 
@@ -44,6 +45,7 @@ class RotaryInterleaved_1(OpKernel):
     domain, op_type, since = DOMAIN, "RotaryInterleaved", 1
     type_constraints = {}        # no onnx schema for this domain: supports() checks the types
     allowzero = 0
+    c_value_inputs = (3,)        # the target shape decides the case
 
     @classmethod
     def supports(cls, op):
@@ -67,6 +69,8 @@ class RotaryInterleaved_1(OpKernel):
             raise InvalidArgument(f"RotaryInterleaved {self.name}: cannot reshape {stacked} to {shape.tolist()}")
         if target == x.shape and _fits(cos, x.shape, d) and _fits(sin, x.shape, d):
             y = ctx.output(0, x.shape, np.float32)
+            if rotary_c(x, cos, sin, y, True, ctx.num_threads):
+                return
             rot = np.empty(x.shape, np.float32)
             np.negative(x[..., 1::2], out=rot[..., 0::2])
             rot[..., 1::2] = x[..., 0::2]
@@ -82,3 +86,15 @@ class RotaryInterleaved_1(OpKernel):
                                   f"rotated {target}: {e}") from None
         y = ctx.output(0, val.shape, np.float32)
         y[...] = val
+
+    def c_step(self, ins, outs, nthreads):
+        """RL_ROTARY (interleaved): the fast path's case when rl_rotary_rows applies."""
+        if type(self).compute is not RotaryInterleaved_1.compute or "compute" in self.__dict__:
+            return None
+        x, shape = ins[0], ins[3]
+        d = x.shape[-1] if x.ndim else 0
+        if x.ndim == 0 or d % 2:
+            return None
+        if _resolve(shape.reshape(-1), x.shape[:-1] + (d // 2, 2), int(self.allowzero or 0)) != x.shape:
+            return None
+        return rotary_step(x, ins[1], ins[2], outs[0], True)

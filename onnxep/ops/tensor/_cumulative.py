@@ -1,11 +1,17 @@
 """The running reductions CumSum and CumProd share: the axis input, exclusive and reverse, the accumulation type."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from onnxep.errors import InvalidArgument
+from onnxep.ops import _c_steps
 from onnxep.ops._base import OpKernel
 from onnxep.ops._data import norm_axis
+
+#: dtype -> rl_cumsum's type code (RL_T_*)
+_C_TYPES = {np.dtype(np.float32): 0, np.dtype(np.int64): 2, np.dtype(np.int32): 3}
 
 #: T of CumSum / CumProd, and their axis type T2
 CUMULATIVE_TYPES = ("float32", "float64", "float16", "bfloat16", "int32", "int64", "uint32", "uint64")
@@ -58,3 +64,22 @@ class Cumulative(OpKernel):
 
     def compute(self, ctx):
         cumulate(self, ctx, self.ufunc, self.identity)
+
+    c_value_inputs = (1,)      # the axis
+
+    def c_step(self, ins, outs, nthreads):
+        """RL_CUMSUM (rl_cumsum, onnxep/rl_ops.h) for CumSum of float32 / int64 / int32: sequential sums in X's type,
+        as numpy's add.accumulate makes them."""
+        if self.ufunc is not np.add or type(self).compute is not Cumulative.compute or "compute" in self.__dict__:
+            return None
+        x, a, y = ins[0], ins[1], outs[0]
+        t = _C_TYPES.get(x.dtype)
+        if (t is None or not _c_steps.plain(x, a, y) or y.dtype != x.dtype or y.shape != x.shape or x.ndim == 0
+                or a.size != 1 or a.dtype.kind != "i" or y.size == 0 or np.may_share_memory(x, y)):
+            return None
+        axis = int(a.reshape(-1)[0])
+        if not -x.ndim <= axis < x.ndim:
+            return None
+        axis %= x.ndim
+        return ("cumsum", [0, ~0], [math.prod(x.shape[:axis]), x.shape[axis], math.prod(x.shape[axis + 1:]), t,
+                                    int(bool(self.exclusive)), int(bool(self.reverse))], [])

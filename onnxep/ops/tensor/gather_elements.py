@@ -1,6 +1,7 @@
 import numpy as np
 
 from onnxep.errors import InvalidArgument
+from onnxep.ops import _c_steps
 from onnxep.ops._base import OpKernel
 from onnxep.ops._data import norm_axis
 from onnxep.ops.tensor._helpers import INDEX_TYPES, ALL_TYPES, new_output, normalize_indices
@@ -46,3 +47,23 @@ class GatherElements_11(OpKernel):
         y = new_output(ctx, 0, idx.shape, x.dtype, f"GatherElements node {self.name!r}")
         if y.size:
             np.take(x.reshape(-1), flat_positions(x.shape, idx, axis), out=y)
+
+    def c_step(self, ins, outs, nthreads):
+        """RL_GATHER_ELEMENTS (rl_gather_elements, onnxep/rl_ops.h): the indices read per run (one out of range stops
+        the compiled run; the Python step then raises the named error)."""
+        if type(self).compute is not GatherElements_11.compute or "compute" in self.__dict__:
+            return None
+        x, idx, y = ins[0], ins[1], outs[0]
+        if (not _c_steps.plain(x, idx, y) or idx.dtype not in (np.int64, np.int32) or y.dtype != x.dtype
+                or y.shape != idx.shape or y.size == 0 or not 0 < x.ndim <= _c_steps.MAXD or idx.ndim != x.ndim
+                or not _c_steps.apart(y, x, idx)):
+            return None
+        axis = self.axis
+        if not -x.ndim <= axis < x.ndim:
+            return None
+        axis %= x.ndim
+        if any(i > d for a, (i, d) in enumerate(zip(idx.shape, x.shape)) if a != axis) or x.shape[axis] == 0:
+            return None
+        pad = [0] * (_c_steps.MAXD - x.ndim)
+        return ("gather_elements", [0, 1, ~0], [x.ndim, axis, x.shape[axis], x.itemsize, idx.itemsize,
+                                                *idx.shape, *pad, *x.strides, *pad], [])

@@ -3,6 +3,7 @@ import math
 import numpy as np
 
 from onnxep.errors import InvalidArgument
+from onnxep.ops import _c_steps
 from onnxep.ops._base import OpKernel
 from onnxep.ops.tensor._helpers import ALL_TYPES, new_output
 
@@ -53,3 +54,27 @@ class GatherND_11(OpKernel):
         y = new_output(ctx, 0, idx.shape[:-1] + inner, x.dtype, what)
         if y.size:
             np.take(x.reshape((-1,) + inner), rows, axis=0, out=y)
+
+    def c_step(self, ins, outs, nthreads):
+        """RL_GATHER_ND (rl_gather_nd, onnxep/rl_ops.h): the rows compute takes, the indices read per run (one out of
+        range stops the compiled run; the Python step then raises the named error)."""
+        if type(self).compute is not GatherND_11.compute or "compute" in self.__dict__:
+            return None
+        x, idx, y = ins[0], ins[1], outs[0]
+        b = int(self.batch_dims)
+        if (not _c_steps.plain(x, idx, y) or idx.dtype not in (np.int64, np.int32) or y.dtype != x.dtype
+                or idx.ndim < 1 or not 0 <= b < min(x.ndim, idx.ndim) or not _c_steps.apart(y, x, idx)):
+            return None
+        k = idx.shape[-1]
+        if not 0 < k <= _c_steps.MAXD or b + k > x.ndim or idx.shape[:b] != x.shape[:b]:
+            return None
+        inner = x.shape[b + k:]
+        n = math.prod(idx.shape[:-1])
+        if y.shape != idx.shape[:-1] + inner or n == 0 or y.size == 0:
+            return None
+        batch = math.prod(x.shape[:b])
+        dims = list(x.shape[b:b + k])
+        mult = [math.prod(dims[j + 1:]) for j in range(k)]
+        pad = [0] * (_c_steps.MAXD - k)
+        return ("gather_nd", [0, 1, ~0], [n, k, n // batch, math.prod(dims), math.prod(inner) * x.itemsize,
+                                          idx.itemsize, *dims, *pad, *mult, *pad], [])
