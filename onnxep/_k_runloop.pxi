@@ -39,7 +39,9 @@ cdef enum:
     RL_GATHER = 17          # s0 x, s1 indices, s2 y: rl_gather; n0 outer, n1 axis dim, n2 indices, n3 row bytes,
                             # n4 8 (int64 indices) or 4; an index out of range stops the run (p[0] set, see Program.run)
     RL_SPLIT = 18           # s0 x, s1 .. s[k] outputs: rl_split; n0 k, n1 rows, n2 row bytes of x, n3.. chunks
-    RL_NFNS = 19
+    # eltwise slice
+    RL_SILU_GATE = 19       # s0 x, s1 gate, s2 y: y := x * sigmoid(f0 * x) * gate (UN_SILU_GATE); n0 count
+    RL_NFNS = 20
 
 cdef extern from "rl_ops.h" nogil:
     enum: RL_MAXD
@@ -248,6 +250,18 @@ cdef void _rl_gather(const RStep* s, char** p) noexcept nogil:
         p[0] = <char*>1       # the error mark: Program.run stops here and reports the step
 
 
+# eltwise slice
+cdef void _rl_silu_gate(const RStep* s, char** p) noexcept nogil:
+    cdef UnaryJob job
+    cdef Py_ssize_t n = s.n[0], nchunks
+    if n == 0:
+        return
+    job.x, job.g, job.y, job.n, job.op, job.p0, job.p1 = (<const float*>p[s.slot[0]], <const float*>p[s.slot[1]],
+                                                          <float*>p[s.slot[2]], n, UN_SILU_GATE, s.f[0], 0)
+    nchunks = (n + ELTWISE_CHUNK - 1) // ELTWISE_CHUNK
+    parallel_for(nchunks, 1 if nchunks < 2 else _nthreads(s.nthreads), _unary_task, &job)
+
+
 def row_sum_f32(const float[::1] x, float[::1] y, Py_ssize_t C):
     """y[r] := sum of x[r * C:(r + 1) * C] (rl_row_sum, as the run loop's RL_ROW_SUM step runs it)."""
     cdef Py_ssize_t R = y.shape[0]
@@ -282,6 +296,7 @@ _RL_FNS[RL_COMPARE] = _rl_compare
 _RL_FNS[RL_GEMM_BATCHED] = _rl_gemm_batched
 _RL_FNS[RL_GATHER] = _rl_gather
 _RL_FNS[RL_SPLIT] = _rl_split
+_RL_FNS[RL_SILU_GATE] = _rl_silu_gate
 
 #: the entries' ids, for the kernels' c_step (onnxep/backends/cpu/runloop.py)
 RUNLOOP_FNS = {"alias": RL_ALIAS, "copy": RL_COPY, "binary": RL_BINARY, "unary": RL_UNARY, "tf_unary": RL_TF_UNARY,
@@ -289,7 +304,8 @@ RUNLOOP_FNS = {"alias": RL_ALIAS, "copy": RL_COPY, "binary": RL_BINARY, "unary":
                "strided": RL_STRIDED, "where": RL_WHERE, "concat": RL_CONCAT, "cast": RL_CAST,
                "row_sum": RL_ROW_SUM, "cube": RL_CUBE, "isnan": RL_ISNAN, "compare": RL_COMPARE,
                "gemm_batched": RL_GEMM_BATCHED, "gather": RL_GATHER,
-               "split": RL_SPLIT}
+               "split": RL_SPLIT,
+               "silu_gate": RL_SILU_GATE}
 RUNLOOP_LIMITS = {"slots": RL_SLOTS, "ints": RL_INTS, "floats": RL_FLOATS, "bcast_dims": BCAST_MAX_DIMS,
                   "copy_dims": RL_MAXD}
 
