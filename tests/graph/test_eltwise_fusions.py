@@ -1,6 +1,7 @@
 """graph/passes/fuse_gelu_tanh.py: the tanh-form Gelu (gelu_new / gelu_pytorch_tanh, as torch.onnx writes it in
 GPT-2, GPT-Neo, Phi) becomes one com.onnxep FastGelu node; and the eltwise kernels' C steps in the compiled run loop
-(Silu plain and gated, FastGelu, Gelu approximate "tanh", HardSigmoid, HardSwish).
+(Silu plain and gated, FastGelu, Gelu approximate "tanh", HardSigmoid, HardSwish); fuse_silu's Silu in a conv net
+kept channel-last by the layout pass.
 
 Oracles: onnxruntime's CPU provider on the original (unfused) model; the same model through onnxep with
 graph_optimization_level=ORT_DISABLE_ALL; for the C steps, the Python loop (equal bits). Fusion is checked by
@@ -145,3 +146,23 @@ def test_runloop_hard_activations(op, attrs):
     model = make_model(nodes, {"x": x}, ["y", "h"], opset=17)
     progs = _check_runloop(model, _feeds(x), 3)
     assert max(p.n_py for p in progs) == 0
+
+
+# ------------------------------------------------------------------------------------------------- Silu in a conv net
+@pytest.mark.parametrize("gated", [False, True])
+def test_silu_in_a_conv_net_runs_channel_last(gated):
+    """Conv -> Sigmoid -> Mul(conv, .) (EfficientNet's swish) [-> Mul(., other conv)]: one Silu on the NHWC twins, no
+    transposes beyond the graph's input and output."""
+    x = RNG.standard_normal((2, 3, 12, 12)).astype(np.float32)
+    w = (RNG.standard_normal((8, 3, 3, 3)) * 0.3).astype(np.float32)
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("Sigmoid", ["c"], ["s"]), helper.make_node("Mul", ["c", "s"], ["a"])]
+    if gated:
+        nodes += [helper.make_node("Conv", ["x", "w"], ["c2"], pads=[1, 1, 1, 1]),
+                  helper.make_node("Mul", ["a", "c2"], ["a2"])]
+    nodes += [helper.make_node("Conv", ["a2" if gated else "a", "w2"], ["y"])]
+    w2 = (RNG.standard_normal((4, 8, 1, 1)) * 0.3).astype(np.float32)
+    m = make_model(nodes, {"x": x}, ["y"], initializers={"w": w, "w2": w2})
+    ops = _check(m, {"x": x}, rtol=2e-6)
+    assert ops["Silu"] == 1 and "Sigmoid" not in ops and "Mul" not in ops
+    assert ops["Transpose"] <= 2
