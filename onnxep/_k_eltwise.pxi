@@ -22,7 +22,7 @@ def relu_f32(const float[::1] x, float[::1] y, int nthreads=0):
         return
     nchunks = (n + ELTWISE_CHUNK - 1) // ELTWISE_CHUNK
     cdef UnaryJob job
-    job.x, job.y, job.n, job.op, job.p0, job.p1 = &x[0], &y[0], n, -1, 0, 0
+    job.x, job.y, job.n, job.op, job.p0, job.p1, job.g = &x[0], &y[0], n, -1, 0, 0, NULL
     with nogil:
         parallel_for(nchunks, 1 if nchunks < 2 else _nthreads(nthreads), _unary_task, &job)
 
@@ -33,6 +33,7 @@ cdef struct UnaryJob:
     Py_ssize_t n
     int op              # -1: relu_f32_raw, else unary_f32_raw's op
     float p0, p1
+    const float* g      # UN_SILU_GATE's gate (read by that op only: other callers may leave it unset)
 
 
 cdef void _unary_task(void* p, Py_ssize_t c, int tid) noexcept nogil:
@@ -40,6 +41,8 @@ cdef void _unary_task(void* p, Py_ssize_t c, int tid) noexcept nogil:
     cdef Py_ssize_t o = c * ELTWISE_CHUNK, m = min(<Py_ssize_t>ELTWISE_CHUNK, j.n - c * ELTWISE_CHUNK)
     if j.op < 0:
         relu_f32_raw(j.x + o, j.y + o, m)
+    elif j.op == UN_SILU_GATE:
+        onnxep_silu_gate_loop(j.x + o, j.g + o, j.y + o, m, j.p0)
     else:
         unary_f32_raw(j.op, j.x + o, j.y + o, m, j.p0, j.p1)
 
@@ -47,8 +50,137 @@ cdef void _unary_task(void* p, Py_ssize_t c, int tid) noexcept nogil:
 # ---------------------------------------------------------------------------------------------------------------
 # Unary float32 kernels: y := f(x) over flat contiguous arrays, chunked like relu_f32 (y may alias x).
 
-cdef extern from "<math.h>" nogil:
-    float tanhf(float)
+cdef extern from *:
+    """
+    #include <math.h>
+    /* Vectorisable float32 exp and the activations built on it: no calls and no branches (both sides of every
+       choice are computed and one selected), so gcc turns the loops below into SIMD code in each ISA variant.
+
+       onnxep_expf(x): x = n ln2 + r with n = round(x / ln2), |r| <= ln2/2 (ln2 split hi + lo, hi with 12 zero low
+       bits so n * hi is exact), exp(r) by a degree-6 minimax polynomial (relative error 1.9e-9; the coefficients of
+       _k_transformer.pxi's onnxep_exp_neg), then 2^n applied as two factors 2^(n >> 1) * 2^(n - (n >> 1)), so that
+       results in the subnormal range (x < -87.34) are rounded once and x just below ln(FLT_MAX) stays finite.
+       x is clamped to [-104, 88.8] first: from 88.7228 (where expf overflows) the product is +inf by itself, below
+       -103.97 it rounds to 0 as expf's result does; -inf gives 0, NaN stays NaN.
+       Measured against float64 on 4M points evenly over [-110, 90] and 0.5M of 1e-30..10 of either sign: exp max
+       1.05 ulp with FMA (avx2, avx512), 1.3 ulp without (generic); sigmoid 2.3 ulp, tanh 1.6 ulp
+       (tests/kernels/test_eltwise_transcendental.py checks the built variants against numpy float64).
+       onnxep_sigmoid1: (x >= 0 ? 1 : e) / (1 + e), e = exp(-|x|) <= 1 (no overflow; subnormal results for
+       x < -87.3 as e / (1 + e) gives them).
+       onnxep_tanh1: |x| < 0.625: x + x^3 P(x^2) (P degree 4, fitted to (tanh x - x) / x^3, relative error 4.4e-9);
+       else sign(x) (1 - e) / (1 + e), e = exp(-2|x|) (no cancellation: e <= 0.29); tanh(+-inf) = +-1.
+       onnxep_silu1: x * sigmoid(alpha x) (as the Sigmoid, Mul pair: subnormal tails, NaN for x = -inf as -inf * 0
+       is; max 3.1 ulp); the gated form multiplies by g afterwards.
+       onnxep_gelu_tanh1: 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3), computed as x * sigmoid(2u)
+       (the same function: 1 + tanh(u) = 2 / (1 + exp(-2u)); no cancellation for negative u). */
+    static inline float onnxep_expf(float x)
+    {
+        float xc = x < 88.8f ? x : 88.8f;                              /* NaN -> 88.8 (minps); fixed at the end */
+        xc = xc > -104.0f ? xc : -104.0f;
+        float n = (xc * 1.44269504f + 12582912.0f) - 12582912.0f;     /* round to nearest integer */
+        float r = xc - n * 0.693145751953125f;
+        r = r - n * 1.428606765330187045e-06f;
+        float p = 1.0f + r * (1.0f + r * (0.4999999f + r * (0.1666642f + r * (0.041668225f
+                  + r * (0.008374815f + r * 0.0013836784f)))));
+        int ni = (int)n, h = ni >> 1;
+        union { float f; int i; } s1, s2;
+        s1.i = (h + 127) << 23;
+        s2.i = (ni - h + 127) << 23;
+        float y = (p * s1.f) * s2.f;                                   /* inf from 88.7228, 0 below -103.97 */
+        return x != x ? x : y;
+    }
+    static inline float onnxep_sigmoid1(float x)
+    {
+        float a = -fabsf(x);
+        float e = onnxep_expf(a);
+        return (x >= 0.0f ? 1.0f : e) / (1.0f + e);
+    }
+    static inline float onnxep_tanh1(float x)
+    {
+        float a = fabsf(x);
+        float z = x * x;
+        float small = x + x * z * (-0.33333281f + z * (0.13331443f + z * (-0.053739782f + z * (0.020639315f
+                      + z * -0.0057052472f))));
+        small = copysignf(small, x);                                   /* tanh(-0) = -0 (|x z P| < |x|) */
+        float e = onnxep_expf(-2.0f * a);
+        float big = (1.0f - e) / (1.0f + e);
+        big = x < 0.0f ? -big : big;
+        return a < 0.625f ? small : big;                               /* NaN: big is NaN */
+    }
+    static inline float onnxep_silu1(float x, float alpha)
+    {
+        return x * onnxep_sigmoid1(alpha * x);
+    }
+    static inline float onnxep_gelu_tanh1(float x)
+    {
+        float u = 0.7978845608f * (x + 0.044715f * (x * x * x));
+        return x * onnxep_sigmoid1(2.0f * u);
+    }
+    static void onnxep_exp_loop(const float* x, float* y, Py_ssize_t n)
+    {
+        Py_ssize_t i;
+        #pragma omp simd
+        for (i = 0; i < n; i++) y[i] = onnxep_expf(x[i]);
+    }
+    static void onnxep_sigmoid_loop(const float* x, float* y, Py_ssize_t n)
+    {
+        Py_ssize_t i;
+        #pragma omp simd
+        for (i = 0; i < n; i++) y[i] = onnxep_sigmoid1(x[i]);
+    }
+    static void onnxep_tanh_loop(const float* x, float* y, Py_ssize_t n)
+    {
+        Py_ssize_t i;
+        #pragma omp simd
+        for (i = 0; i < n; i++) y[i] = onnxep_tanh1(x[i]);
+    }
+    static void onnxep_silu_loop(const float* x, float* y, Py_ssize_t n, float alpha)
+    {
+        Py_ssize_t i;
+        #pragma omp simd
+        for (i = 0; i < n; i++) y[i] = onnxep_silu1(x[i], alpha);
+    }
+    static void onnxep_silu_gate_loop(const float* x, const float* g, float* y, Py_ssize_t n, float alpha)
+    {
+        Py_ssize_t i;
+        #pragma omp simd
+        for (i = 0; i < n; i++) y[i] = onnxep_silu1(x[i], alpha) * g[i];
+    }
+    static void onnxep_gelu_tanh_loop(const float* x, float* y, Py_ssize_t n)
+    {
+        Py_ssize_t i;
+        #pragma omp simd
+        for (i = 0; i < n; i++) y[i] = onnxep_gelu_tanh1(x[i]);
+    }
+    /* max(0, min(1, alpha x + beta)) as numpy.clip (NaN stays NaN); HardSwish is x times it with 1/6, 1/2 */
+    static void onnxep_hard_sigmoid_loop(const float* x, float* y, Py_ssize_t n, float alpha, float beta, int swish)
+    {
+        Py_ssize_t i;
+        if (swish) {
+            #pragma omp simd
+            for (i = 0; i < n; i++) {
+                float v = x[i] * alpha + beta;
+                v = v < 0.0f ? 0.0f : v;
+                v = v > 1.0f ? 1.0f : v;
+                y[i] = x[i] * v;
+            }
+        } else {
+            #pragma omp simd
+            for (i = 0; i < n; i++) {
+                float v = x[i] * alpha + beta;
+                v = v < 0.0f ? 0.0f : v;
+                y[i] = v > 1.0f ? 1.0f : v;
+            }
+        }
+    }
+    """
+    void onnxep_exp_loop(const float* x, float* y, Py_ssize_t n) nogil
+    void onnxep_sigmoid_loop(const float* x, float* y, Py_ssize_t n) nogil
+    void onnxep_tanh_loop(const float* x, float* y, Py_ssize_t n) nogil
+    void onnxep_silu_loop(const float* x, float* y, Py_ssize_t n, float alpha) nogil
+    void onnxep_silu_gate_loop(const float* x, const float* g, float* y, Py_ssize_t n, float alpha) nogil
+    void onnxep_gelu_tanh_loop(const float* x, float* y, Py_ssize_t n) nogil
+    void onnxep_hard_sigmoid_loop(const float* x, float* y, Py_ssize_t n, float alpha, float beta, int swish) nogil
 
 cdef enum:
     UN_LEAKY_RELU = 0
@@ -59,27 +191,25 @@ cdef enum:
     UN_SQRT = 5
     UN_NEG = 6
     UN_ABS = 7
+    UN_SILU = 8             # p0 alpha
+    UN_HARD_SIGMOID = 9     # p0 alpha, p1 beta
+    UN_HARD_SWISH = 10
+    UN_GELU_TANH = 11
+    UN_SILU_GATE = 12       # p0 alpha; UnaryJob.g the gate (not through unary_f32_raw)
 
 
 cdef void unary_f32_raw(int op, const float* x, float* y, Py_ssize_t n, float p0, float p1) noexcept nogil:
     """y := f_op(x; p0, p1); one loop per op so each vectorises on its own."""
     cdef Py_ssize_t i
-    cdef float v, e
+    cdef float v
     if op == UN_LEAKY_RELU:
         for i in range(n):
             v = x[i]
             y[i] = v if v >= 0 else v * p0
     elif op == UN_SIGMOID:
-        for i in range(n):
-            v = x[i]
-            if v >= 0:
-                y[i] = 1.0 / (1.0 + expf(-v))
-            else:
-                e = expf(v)
-                y[i] = e / (1.0 + e)
+        onnxep_sigmoid_loop(x, y, n)
     elif op == UN_TANH:
-        for i in range(n):
-            y[i] = tanhf(x[i])
+        onnxep_tanh_loop(x, y, n)
     elif op == UN_CLIP:
         # min(max(x, lo), hi) as numpy.clip: NaN stays NaN, lo > hi gives hi
         for i in range(n):
@@ -90,8 +220,7 @@ cdef void unary_f32_raw(int op, const float* x, float* y, Py_ssize_t n, float p0
                 v = p1
             y[i] = v
     elif op == UN_EXP:
-        for i in range(n):
-            y[i] = expf(x[i])
+        onnxep_exp_loop(x, y, n)
     elif op == UN_SQRT:
         for i in range(n):
             y[i] = sqrtf(x[i])
@@ -101,6 +230,14 @@ cdef void unary_f32_raw(int op, const float* x, float* y, Py_ssize_t n, float p0
     elif op == UN_ABS:
         for i in range(n):
             y[i] = fabsf(x[i])
+    elif op == UN_SILU:
+        onnxep_silu_loop(x, y, n, p0)
+    elif op == UN_HARD_SIGMOID:
+        onnxep_hard_sigmoid_loop(x, y, n, p0, p1, 0)
+    elif op == UN_HARD_SWISH:
+        onnxep_hard_sigmoid_loop(x, y, n, 1.0 / 6.0, 0.5, 1)
+    elif op == UN_GELU_TANH:
+        onnxep_gelu_tanh_loop(x, y, n)
 
 
 cdef _unary_run(str name, int op, const float[::1] x, float[::1] y, float p0, float p1, int nthreads):
@@ -111,7 +248,7 @@ cdef _unary_run(str name, int op, const float[::1] x, float[::1] y, float p0, fl
         return
     nchunks = (n + ELTWISE_CHUNK - 1) // ELTWISE_CHUNK
     cdef UnaryJob job
-    job.x, job.y, job.n, job.op, job.p0, job.p1 = &x[0], &y[0], n, op, p0, p1
+    job.x, job.y, job.n, job.op, job.p0, job.p1, job.g = &x[0], &y[0], n, op, p0, p1, NULL
     with nogil:
         parallel_for(nchunks, 1 if nchunks < 2 else _nthreads(nthreads), _unary_task, &job)
 
@@ -154,6 +291,40 @@ def neg_f32(const float[::1] x, float[::1] y, int nthreads=0):
 def abs_f32(const float[::1] x, float[::1] y, int nthreads=0):
     """y := |x|"""
     _unary_run("abs_f32", UN_ABS, x, y, 0, 0, nthreads)
+
+
+def silu_f32(const float[::1] x, float[::1] y, float alpha=1.0, int nthreads=0):
+    """y := x * sigmoid(alpha * x) (SiLU / Swish, QuickGelu with alpha 1.702)"""
+    _unary_run("silu_f32", UN_SILU, x, y, alpha, 0, nthreads)
+
+
+def silu_gate_f32(const float[::1] x, const float[::1] g, float[::1] y, float alpha=1.0, int nthreads=0):
+    """y := x * sigmoid(alpha * x) * g (a gated MLP's act(gate_proj) * up_proj); y may alias x or g."""
+    cdef Py_ssize_t n = x.shape[0], nchunks
+    if y.shape[0] != n or g.shape[0] != n:
+        raise ValueError(f"silu_gate_f32: x has {n} elements, g {g.shape[0]}, y {y.shape[0]}")
+    if n == 0:
+        return
+    nchunks = (n + ELTWISE_CHUNK - 1) // ELTWISE_CHUNK
+    cdef UnaryJob job
+    job.x, job.y, job.n, job.op, job.p0, job.p1, job.g = &x[0], &y[0], n, UN_SILU_GATE, alpha, 0, &g[0]
+    with nogil:
+        parallel_for(nchunks, 1 if nchunks < 2 else _nthreads(nthreads), _unary_task, &job)
+
+
+def hard_sigmoid_f32(const float[::1] x, float[::1] y, float alpha, float beta, int nthreads=0):
+    """y := max(0, min(1, alpha * x + beta))"""
+    _unary_run("hard_sigmoid_f32", UN_HARD_SIGMOID, x, y, alpha, beta, nthreads)
+
+
+def hard_swish_f32(const float[::1] x, float[::1] y, int nthreads=0):
+    """y := x * max(0, min(1, x / 6 + 1 / 2))"""
+    _unary_run("hard_swish_f32", UN_HARD_SWISH, x, y, 0, 0, nthreads)
+
+
+def gelu_tanh_f32(const float[::1] x, float[::1] y, int nthreads=0):
+    """y := 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (Gelu approximate "tanh", FastGelu)"""
+    _unary_run("gelu_tanh_f32", UN_GELU_TANH, x, y, 0, 0, nthreads)
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -55,7 +55,9 @@ cdef enum:
     RL_GATHER_ELEMENTS = 26 # s0 x, s1 indices, s2 y: rl_gather_elements; n0 ndim, n1 axis, n2 x's axis dim, n3 item
                             # bytes, n4 8 (int64 indices) or 4, n5.. shape, x strides (RL_MAXD each); an index out of
                             # range stops the run as RL_GATHER's does
-    RL_NFNS = 27
+    # eltwise slice
+    RL_SILU_GATE = 27       # s0 x, s1 gate, s2 y: y := x * sigmoid(f0 * x) * gate (UN_SILU_GATE); n0 count
+    RL_NFNS = 28
 
 cdef extern from "rl_ops.h" nogil:
     enum: RL_MAXD
@@ -434,6 +436,17 @@ def rotary_f32(const float[::1] x, cos, sin, float[::1] y, Py_ssize_t D, shape, 
     with nogil:
         _dec_run(&j, nthreads)
 
+# eltwise slice
+cdef void _rl_silu_gate(const RStep* s, char** p) noexcept nogil:
+    cdef UnaryJob job
+    cdef Py_ssize_t n = s.n[0], nchunks
+    if n == 0:
+        return
+    job.x, job.g, job.y, job.n, job.op, job.p0, job.p1 = (<const float*>p[s.slot[0]], <const float*>p[s.slot[1]],
+                                                          <float*>p[s.slot[2]], n, UN_SILU_GATE, s.f[0], 0)
+    nchunks = (n + ELTWISE_CHUNK - 1) // ELTWISE_CHUNK
+    parallel_for(nchunks, 1 if nchunks < 2 else _nthreads(s.nthreads), _unary_task, &job)
+
 
 def row_sum_f32(const float[::1] x, float[::1] y, Py_ssize_t C):
     """y[r] := sum of x[r * C:(r + 1) * C] (rl_row_sum, as the run loop's RL_ROW_SUM step runs it)."""
@@ -478,6 +491,8 @@ _RL_FNS[RL_GATHER_ELEMENTS] = _rl_gather_elements
 _RL_FNS[RL_CUMSUM] = _rl_cumsum
 _RL_FNS[RL_MASKED_SOFTMAX] = _rl_masked_softmax
 
+_RL_FNS[RL_SILU_GATE] = _rl_silu_gate
+
 #: the entries' ids, for the kernels' c_step (onnxep/backends/cpu/runloop.py)
 RUNLOOP_FNS = {"alias": RL_ALIAS, "copy": RL_COPY, "binary": RL_BINARY, "unary": RL_UNARY, "tf_unary": RL_TF_UNARY,
                "gemm_packed": RL_GEMM_PACKED, "layernorm": RL_LAYERNORM, "softmax": RL_SOFTMAX,
@@ -487,7 +502,8 @@ RUNLOOP_FNS = {"alias": RL_ALIAS, "copy": RL_COPY, "binary": RL_BINARY, "unary":
                "split": RL_SPLIT,
                "rms_norm": RL_RMS_NORM, "rotary": RL_ROTARY, "gather_nd": RL_GATHER_ND, "arg": RL_ARG,
                "binary_int": RL_BINARY_INT, "cumsum": RL_CUMSUM, "masked_softmax": RL_MASKED_SOFTMAX,
-               "gather_elements": RL_GATHER_ELEMENTS}
+               "gather_elements": RL_GATHER_ELEMENTS,
+               "silu_gate": RL_SILU_GATE}
 RUNLOOP_LIMITS = {"slots": RL_SLOTS, "ints": RL_INTS, "floats": RL_FLOATS, "bcast_dims": BCAST_MAX_DIMS,
                   "copy_dims": RL_MAXD}
 

@@ -104,7 +104,7 @@ UNARY = {
 @pytest.mark.parametrize("n", [0, 1, 7, 16384, 3 * 16384 + 5])
 def test_unary_vs_numpy_and_variants(name, n):
     """Oracle: numpy in float64 for transcendental ops (rtol from float32 rounding), exact for the others; every ISA
-    variant equals the generic one up to 1 ulp-scale rtol (libm calls may be vectorised differently)."""
+    variant equals the generic one up to a few ulp (FMA or not in the polynomials)."""
     ref, params, rtol = UNARY[name]
     x = _data((n,), 5) * 4
     if name == "sqrt":
@@ -119,7 +119,8 @@ def test_unary_vs_numpy_and_variants(name, n):
     for isa, mod in VARIANTS.items():
         y2 = np.empty_like(x)
         getattr(mod, f"{name}_f32")(x, y2, *params, 2)
-        np.testing.assert_allclose(y2, y, rtol=2e-7, atol=0, err_msg=isa)
+        # the vectorised exp / sigmoid / tanh use FMA in avx2 / avx512, not in generic: a few ulp apart
+        np.testing.assert_allclose(y2, y, rtol=5e-7 if rtol else 2e-7, atol=0, err_msg=isa)
 
 
 def test_unary_special_values():

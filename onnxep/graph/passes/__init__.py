@@ -5,9 +5,9 @@
     1      Identity and inference Dropout removal; constant folding; a zero Pad folded into the Conv after it;
            BatchNormalization and per-channel Mul / Add folded into the Conv before them
     2      transformer fusions: the decomposed LayerNormalization chain -> LayerNormalization, the Erf form of Gelu ->
-           com.onnxep Gelu, the decomposed RMSNorm -> RMSNormalization, x * Sigmoid(alpha x) [* gate] -> com.onnxep
-           Silu, the rotate_half rotary embedding -> com.onnxep RotaryHalf, MatMul by a constant + bias
-           [+ residual] [+ Relu | Gelu] -> com.onnxep FusedMatMul,
+           com.onnxep Gelu, its tanh form -> com.onnxep FastGelu, the decomposed RMSNorm -> RMSNormalization,
+           x * Sigmoid(alpha x) [* gate] -> com.onnxep Silu, the rotate_half rotary embedding -> com.onnxep
+           RotaryHalf, MatMul by a constant + bias [+ residual] [+ Relu | Gelu] -> com.onnxep FusedMatMul,
            the Transposes / scale around a MatMul of computed operands -> com.onnxep StridedMatMul, an additive
            mask + Softmax -> com.onnxep MaskedSoftmax, then those two products around that softmax -> com.onnxep
            FusedAttention; last of all (after the level-3 passes when they run), the nodes computing values that
@@ -36,6 +36,7 @@ from onnxep.graph.passes.fuse_channel_affine import fuse_channel_affine
 from onnxep.graph.passes.fuse_conv_affine import fuse_conv_affine
 from onnxep.graph.passes.fuse_exporter_attention import fuse_exporter_attention
 from onnxep.graph.passes.fuse_gelu import fuse_gelu
+from onnxep.graph.passes.fuse_gelu_tanh import fuse_gelu_tanh
 from onnxep.graph.passes.fuse_layernorm import fuse_layernorm
 from onnxep.graph.passes.fuse_matmul_bias import fuse_matmul_bias
 from onnxep.graph.passes.fuse_matmul_transpose import fuse_matmul_transpose
@@ -65,6 +66,7 @@ PASSES: list = [
     (1, fuse_conv_affine),
     (2, fuse_layernorm),
     (2, fuse_gelu),
+    (2, fuse_gelu_tanh),
     (2, fuse_rms_norm),
     (2, fuse_silu),
     (2, fuse_rotary),
@@ -90,6 +92,7 @@ PASS_NAMES: dict = {
     fuse_conv_affine: ("fuse_conv_affine", "ConvBNFusion", "ConvMulFusion", "ConvAddFusion"),
     fuse_layernorm: ("fuse_layernorm", "LayerNormFusion", "LayerNormFusionL1", "LayerNormFusionL2"),
     fuse_gelu: ("fuse_gelu", "GeluFusion", "GeluFusionL1", "GeluFusionL2"),
+    fuse_gelu_tanh: ("fuse_gelu_tanh", "FastGeluFusion"),
     fuse_rms_norm: ("fuse_rms_norm", "SimplifiedLayerNormFusion"),
     fuse_silu: ("fuse_silu", "QuickGeluFusion"),
     fuse_rotary: ("fuse_rotary", "RotaryEmbeddingFusion"),

@@ -6,9 +6,9 @@ com.onnxep Silu node (ops/onnxep/silu.py):
     [-> Mul(., gate)]                                        a gated MLP's act(gate_proj) * up_proj, when gate has
                                                              the product's shape (then Silu's input 1)
 
-x (and gate) float32 tensors of known rank (not 4-D in a graph holding Conv: the NHWC layout pass keeps a conv
-net's feature maps channel-last through the default-domain elementwise ops, and would wrap a Silu in transposes); every intermediate read by the pattern only (and not a graph output).
-Operand order of Mul is free."""
+x (and gate) float32 tensors of known rank (4-D feature maps of a conv net too: the NHWC layout pass runs a Silu
+on their channel-last twins, as the elementwise ops); every intermediate read by the pattern only (and not a graph
+output). Operand order of Mul is free."""
 from __future__ import annotations
 
 import numpy as np
@@ -65,15 +65,12 @@ def fuse_silu(graph: Graph, ctx=None) -> Graph:
     if keeps_any(ctx, {"Sigmoid", "Mul"}):
         return graph
     f = Fusion(graph)
-    convs = any(default_op(n, "Conv") for n in graph.nodes)
     for node in graph.nodes:
         if not default_op(node, "Sigmoid") or f.taken((node,)):
             continue
         m = _match(node, graph, f)
         if m is None or f.taken(m[3]):
             continue
-        if convs and len(graph.value_types[m[0]].shape) == 4:
-            continue     # a conv net's feature map: the layout pass runs Sigmoid / Mul on NHWC twins (no transposes)
         x, alpha, gate, pattern, last = m
         attrs = {} if alpha == 1.0 else {"alpha": alpha}
         silu = make_node(graph, f.names.new(f"{last.name or 'silu'}_silu"), "Silu",

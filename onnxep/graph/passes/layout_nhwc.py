@@ -112,9 +112,13 @@ class _Layout:
 
     def elementwise_inputs(self, node):
         """The data inputs of a layout-free elementwise node that can run on NHWC twins, or None."""
-        if node.domain != "" or len([o for o in node.outputs if o]) != 1 or node.outputs[0] == "":
+        if len([o for o in node.outputs if o]) != 1 or node.outputs[0] == "":
             return None
-        if node.op_type in UNARY:
+        if node.domain == INTERNAL_DOMAIN and node.op_type == "Silu":
+            data = [x for x in node.inputs if x]     # x [, gate]: one shape (fuse_silu checked)
+        elif node.domain != "":
+            return None
+        elif node.op_type in UNARY:
             data = [node.inputs[0]] if node.inputs and node.inputs[0] else []
             rest = node.inputs[1:]
             if any(x and (x not in self.consts or self.consts[x].size != 1) for x in rest):
@@ -164,7 +168,7 @@ class _Layout:
                        else self.channel_const(x, node.outputs[0]) if x in self.consts and node.op_type in BINARY
                        else x for x in node.inputs]
                 y = self.new_twin_output(node.outputs[0])
-                self.out.append(make_node(self.g, node.name, node.op_type, ins, [y], node.attrs))
+                self.out.append(make_node(self.g, node.name, node.op_type, ins, [y], node.attrs, node.domain))
                 continue
             if self.concat_on_channels(node):
                 continue

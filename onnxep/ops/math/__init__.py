@@ -8,5 +8,5 @@ OPS = (
     "leaky_relu", "clip", "gemm", "mat_mul", "softmax", "log_softmax",
     # numpy-vectorised, every dtype the schemas allow (bfloat16 aside)
     "binary_table", "unary_table", "activations", "pow", "mod", "bit_shift", "is_inf", "mean", "p_relu", "gelu",
-    "einsum", "hardmax", "swi_glu", "det",
+    "einsum", "hardmax", "swi_glu", "det", "hard_sigmoid", "hard_swish",
 )

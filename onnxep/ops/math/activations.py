@@ -35,21 +35,6 @@ def _celu(k, x, y):
     y += np.maximum(x, 0)
 
 
-def _hard_sigmoid(k, x, y):
-    """max(0, min(1, alpha * x + beta))"""
-    np.multiply(x, x.dtype.type(k.alpha), out=y)
-    y += x.dtype.type(k.beta)
-    np.clip(y, 0, 1, out=y)
-
-
-def _hard_swish(k, x, y):
-    """x * max(0, min(1, x / 6 + 1 / 2))"""
-    np.multiply(x, x.dtype.type(1 / 6), out=y)
-    y += x.dtype.type(0.5)
-    np.clip(y, 0, 1, out=y)
-    y *= x
-
-
 def _softplus(k, x, y):
     """log(exp(x) + 1), without overflow for large x"""
     np.logaddexp(x, 0, out=y)
@@ -97,8 +82,6 @@ TABLE = (
     ("Selu", 6, FLOATS, {"fn": staticmethod(_selu)}),
     ("Elu", 6, FLOATS, {"fn": staticmethod(_elu)}),
     ("Celu", 12, FLOATS, {"fn": staticmethod(_celu)}),
-    ("HardSigmoid", 6, FLOATS, {"fn": staticmethod(_hard_sigmoid)}),
-    ("HardSwish", 14, FLOATS, {"fn": staticmethod(_hard_swish)}),
     ("Mish", 18, FLOATS, {"fn": staticmethod(_mish)}),
     ("Softplus", 1, FLOATS, {"fn": staticmethod(_softplus)}),
     ("Softsign", 1, FLOATS, {"fn": staticmethod(_softsign)}),

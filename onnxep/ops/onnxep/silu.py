@@ -1,18 +1,24 @@
 """Silu (domain com.onnxep): Y = X * Sigmoid(alpha * X) [* Gate], what graph/passes/fuse_silu.py makes of SiLU /
 Swish (x * Sigmoid(x), alpha 1) and QuickGelu (x * Sigmoid(1.702 x)), with the gating product of a gated MLP
 (act(gate_proj) * up_proj) taken in when the pass finds it (optional input 1, of Y's shape). Written by passes,
-never by users. float32: the native sigmoid loop, then one or two numpy products in place."""
+never by users. float32: one native loop (_k_eltwise.pxi's silu / silu_gate: x / (1 + exp(-alpha x)) [* gate],
+vectorised exp), a C step of the compiled run loop (RL_UNARY's UN_SILU, or RL_SILU_GATE)."""
 import numpy as np
 
 from onnxep import _kernels
+from onnxep.ops import _c_steps
 from onnxep.ops._base import OpKernel, f32_shape
 
 DOMAIN = "com.onnxep"
+
+#: _k_eltwise.pxi's UN_SILU
+UN_SILU = 8
 
 
 class Silu_1(OpKernel):
     domain, op_type, since = DOMAIN, "Silu", 1
     type_constraints = {}        # no onnx schema for this domain: supports() checks the types
+    inplace = ((0, 0),)
     alpha = 1.0
 
     @classmethod
@@ -31,13 +37,24 @@ class Silu_1(OpKernel):
         y = ctx.output(0, x.shape, np.float32)
         if y.size == 0:
             return
-        xf, yf = x.reshape(-1), y.reshape(-1)
-        alpha = float(self.alpha)
-        if alpha == 1.0:
-            _kernels.sigmoid_f32(xf, yf, ctx.num_threads)
+        if gate is None:
+            _kernels.silu_f32(x.reshape(-1), y.reshape(-1), float(self.alpha), ctx.num_threads)
         else:
-            np.multiply(xf, np.float32(alpha), out=yf)
-            _kernels.sigmoid_f32(yf, yf, ctx.num_threads)
-        np.multiply(y, x, out=y)
-        if gate is not None:
-            np.multiply(y, gate, out=y)
+            _kernels.silu_gate_f32(x.reshape(-1), np.ascontiguousarray(gate).reshape(-1), y.reshape(-1),
+                                   float(self.alpha), ctx.num_threads)
+
+    def c_step(self, ins, outs, nthreads):
+        """The compiled run loop's entry: the same loop, RL_UNARY (UN_SILU) or RL_SILU_GATE."""
+        x, y = ins[0], outs[0]
+        gate = ins[1] if len(ins) > 1 else None
+        if not _c_steps.plain(x, y) or x.dtype != np.float32 or y.dtype != np.float32 or x.shape != y.shape:
+            return None
+        alpha = float(self.alpha)
+        if gate is None:
+            if not _c_steps.apart(y, x):
+                return None
+            return "unary", [0, ~0], [UN_SILU, y.size], [alpha, 0.0]
+        if not _c_steps.plain(gate) or gate.dtype != np.float32 or gate.shape != y.shape or not _c_steps.apart(
+                y, x, gate):
+            return None
+        return "silu_gate", [0, 1, ~0], [y.size], [alpha]
