@@ -436,7 +436,9 @@ def rotary_f32(const float[::1] x, cos, sin, float[::1] y, Py_ssize_t D, shape, 
     with nogil:
         _dec_run(&j, nthreads)
 
-# eltwise slice
+
+# ---- eltwise slice ----
+
 cdef void _rl_silu_gate(const RStep* s, char** p) noexcept nogil:
     cdef UnaryJob job
     cdef Py_ssize_t n = s.n[0], nchunks
