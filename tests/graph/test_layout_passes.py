@@ -407,3 +407,35 @@ def test_model_transposes_fold_into_the_layout():
     model.graph.output.append(helper.make_tensor_value_info("tb", onnx.TensorProto.FLOAT, None))
     sess = _session(model)
     assert_outputs_match(sess.run(None, {"x": x}), run_ort(model, {"x": x}), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("opset", [13, 18])
+@pytest.mark.parametrize("keepdims", [1, 0])
+def test_spatial_reduce_mean_is_the_nhwc_global_pool(opset, keepdims):
+    """ReduceMean over (H, W) of a channel-last value (torch's squeeze-excite / head pooling) runs as
+    NhwcGlobalAveragePool, keepdims=0 through a Reshape view; a ReduceMean over C stays as it is. Oracle:
+    onnxruntime."""
+    c = 12
+    inits = {"w0": _w(c, 4, 3, 3), "w1": _w(c, c, 1, 1)}
+    axes = [-2, 3] if keepdims else [2, 3]
+    if opset >= 18:
+        inits["ax"] = np.array(axes, np.int64)
+        inits["axc"] = np.array([1], np.int64)
+        mean = helper.make_node("ReduceMean", ["r", "ax"], ["m"], keepdims=keepdims)
+        mean_c = helper.make_node("ReduceMean", ["r", "axc"], ["mc"])
+    else:
+        mean = helper.make_node("ReduceMean", ["r"], ["m"], axes=axes, keepdims=keepdims)
+        mean_c = helper.make_node("ReduceMean", ["r"], ["mc"], axes=[1])
+    nodes = [helper.make_node("Conv", ["x", "w0"], ["c0"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c0"], ["r"]), mean, mean_c]
+    outs = ["m", "mc"]
+    if keepdims:
+        nodes.append(helper.make_node("Conv", ["m", "w1"], ["s"]))
+        nodes.append(helper.make_node("Mul", ["r", "s"], ["y"]))
+        outs.append("y")
+    x = RNG.uniform(-1, 1, (2, 4, 7, 9)).astype(np.float32)
+    model = make_model(nodes, {"x": x}, outs, initializers=inits, opset=opset)
+    sess = _session(model)
+    ops = _ops(sess)
+    assert ops.count("NhwcGlobalAveragePool") == 1 and ops.count("ReduceMean") == 1, ops
+    assert_outputs_match(sess.run(None, {"x": x}), run_ort(model, {"x": x}), rtol=1e-4, atol=1e-5)

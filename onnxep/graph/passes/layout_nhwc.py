@@ -21,6 +21,7 @@ Nodes whose op type the session forces onto the reference backend ('onnxep.fallb
 from __future__ import annotations
 
 import numpy as np
+import onnx
 
 from onnxep.backends.cpu import CPU_DEVICE
 from onnxep.graph.ir import Graph, Node, OpInfo, ValueType
@@ -165,6 +166,8 @@ class _Layout:
                 continue
             if self.model_transpose(node):
                 continue
+            if self.spatial_mean(node):
+                continue
             if self.has_twin(node):
                 for x in node.inputs[1:]:
                     self.need_nchw(x)
@@ -256,6 +259,41 @@ class _Layout:
             self.nchw.discard(y)
             return True
         return False
+
+    def spatial_mean(self, node) -> bool:
+        """ReduceMean of a float32 twin over H and W (what torch exports for a squeeze-excite's or a head's
+        adaptive_avg_pool2d(1) / mean((2, 3))) is the channel-last global average pool: keepdims gives its (N, C, 1,
+        1) twin, keepdims=0 the (N, C) value, a Reshape (a view) of that twin."""
+        if node.op_type != "ReduceMean" or node.domain != "" or len(node.outputs) != 1 or not node.inputs \
+                or node.inputs[0] not in self.nhwc or "ReduceMean" in self.keep_ops:
+            return False
+        x, y = node.inputs[0], node.outputs[0]
+        vx = self.vt.get(x)
+        if vx is None or vx.elem_type != onnx.TensorProto.FLOAT:
+            return False
+        if node.opset >= 18:
+            axes = self.consts.get(node.inputs[1]) if len(node.inputs) > 1 and node.inputs[1] else None
+        else:
+            axes = node.attrs.get("axes")
+        if axes is None or sorted(int(a) % 4 for a in np.asarray(axes).reshape(-1)) != [2, 3]:
+            return False
+        keep = int(node.attrs.get("keepdims", 1) if node.attrs.get("keepdims") is not None else 1)
+        s = _shape4(vx)
+        if any(isinstance(d, int) and d == 0 for d in s[2:]):
+            return False          # an empty mean: as the ONNX op computes it (NaN), not the pool
+        gap = Node(node.name, "GlobalAveragePool", "", (x,), (y if keep else self.names.new(f"{y}_pooled"),), {}, 1)
+        if not keep:
+            self.vt[gap.outputs[0]] = tensor_type(vx, (s[0], s[1], 1, 1))
+        if not self.has_twin(gap):
+            return False
+        t = self.new_twin_output(gap.outputs[0])
+        self.out.append(make_node(self.g, node.name, "NhwcGlobalAveragePool", (self.nhwc[x],), (t,), {},
+                                  INTERNAL_DOMAIN))
+        if not keep:
+            shape = self._new_const(f"{y}_shape", np.array([0, -1], np.int64))
+            self.out.append(make_node(self.g, self.names.new(f"{y}_flat"), "Reshape", [t, shape], [y], {}))
+            self.nchw.add(y)
+        return True
 
     def _only_reader(self, value, op_type):
         rs = self.readers.get(value, [])
