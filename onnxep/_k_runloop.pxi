@@ -39,7 +39,12 @@ cdef enum:
     RL_GATHER = 17          # s0 x, s1 indices, s2 y: rl_gather; n0 outer, n1 axis dim, n2 indices, n3 row bytes,
                             # n4 8 (int64 indices) or 4; an index out of range stops the run (p[0] set, see Program.run)
     RL_SPLIT = 18           # s0 x, s1 .. s[k] outputs: rl_split; n0 k, n1 rows, n2 row bytes of x, n3.. chunks
-    RL_NFNS = 19
+    # conv slice: NhwcConv's two kernels (onnxep/ops/onnxep/nhwc_conv.py c_step); a workspace that cannot be
+    # allocated stops the run as rl_gather's error does
+    RL_CONV_NHWC = 19       # s0 x, s1 packed W, s2 bias, s3 residual (or NULL), s4 y: conv_nhwc_step; n0.. and f0 f1
+                            # ConvNhwc.step_args
+    RL_DW_NHWC = 20         # s0 x, s1 packed W, s2 bias (or NULL), s3 y: dw_nhwc_step; n0.. f0 f1 dw_nhwc_step_args
+    RL_NFNS = 21
 
 cdef extern from "rl_ops.h" nogil:
     enum: RL_MAXD
@@ -248,6 +253,19 @@ cdef void _rl_gather(const RStep* s, char** p) noexcept nogil:
         p[0] = <char*>1       # the error mark: Program.run stops here and reports the step
 
 
+# conv slice: the channel-last conv steps
+cdef void _rl_conv_nhwc(const RStep* s, char** p) noexcept nogil:
+    if conv_nhwc_step(s.n, s.f, <const float*>p[s.slot[0]], <const float*>p[s.slot[1]], <const float*>p[s.slot[2]],
+                      <const float*>p[s.slot[3]], <float*>p[s.slot[4]], s.nthreads) != 0:
+        p[0] = <char*>1
+
+
+cdef void _rl_dw_nhwc(const RStep* s, char** p) noexcept nogil:
+    if dw_nhwc_step(s.n, s.f, <const float*>p[s.slot[0]], <const float*>p[s.slot[1]], <const float*>p[s.slot[2]],
+                    <float*>p[s.slot[3]], s.nthreads) != 0:
+        p[0] = <char*>1
+
+
 def row_sum_f32(const float[::1] x, float[::1] y, Py_ssize_t C):
     """y[r] := sum of x[r * C:(r + 1) * C] (rl_row_sum, as the run loop's RL_ROW_SUM step runs it)."""
     cdef Py_ssize_t R = y.shape[0]
@@ -282,6 +300,8 @@ _RL_FNS[RL_COMPARE] = _rl_compare
 _RL_FNS[RL_GEMM_BATCHED] = _rl_gemm_batched
 _RL_FNS[RL_GATHER] = _rl_gather
 _RL_FNS[RL_SPLIT] = _rl_split
+_RL_FNS[RL_CONV_NHWC] = _rl_conv_nhwc
+_RL_FNS[RL_DW_NHWC] = _rl_dw_nhwc
 
 #: the entries' ids, for the kernels' c_step (onnxep/backends/cpu/runloop.py)
 RUNLOOP_FNS = {"alias": RL_ALIAS, "copy": RL_COPY, "binary": RL_BINARY, "unary": RL_UNARY, "tf_unary": RL_TF_UNARY,
@@ -289,7 +309,7 @@ RUNLOOP_FNS = {"alias": RL_ALIAS, "copy": RL_COPY, "binary": RL_BINARY, "unary":
                "strided": RL_STRIDED, "where": RL_WHERE, "concat": RL_CONCAT, "cast": RL_CAST,
                "row_sum": RL_ROW_SUM, "cube": RL_CUBE, "isnan": RL_ISNAN, "compare": RL_COMPARE,
                "gemm_batched": RL_GEMM_BATCHED, "gather": RL_GATHER,
-               "split": RL_SPLIT}
+               "split": RL_SPLIT, "conv_nhwc": RL_CONV_NHWC, "dw_nhwc": RL_DW_NHWC}
 RUNLOOP_LIMITS = {"slots": RL_SLOTS, "ints": RL_INTS, "floats": RL_FLOATS, "bcast_dims": BCAST_MAX_DIMS,
                   "copy_dims": RL_MAXD}
 

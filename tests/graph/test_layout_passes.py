@@ -439,3 +439,28 @@ def test_spatial_reduce_mean_is_the_nhwc_global_pool(opset, keepdims):
     ops = _ops(sess)
     assert ops.count("NhwcGlobalAveragePool") == 1 and ops.count("ReduceMean") == 1, ops
     assert_outputs_match(sess.run(None, {"x": x}), run_ort(model, {"x": x}), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("act", ["Clip", "HardSwish", "Sigmoid"])
+def test_depthwise_epilogue_activations(act):
+    """MobileNetV2's ReLU6 (Clip 0..6) and MobileNetV3's HardSwish after a channel-last depthwise conv run in its
+    kernel's epilogue; Sigmoid (no depthwise epilogue for it) stays a node. Oracle: onnxruntime."""
+    c = 16
+    inits = {"w0": _w(c, 4, 1, 1), "wd": _w(c, 1, 3, 3), "bd": _w(c), "w1": _w(8, c, 1, 1), "lo": np.float32(0),
+             "hi": np.float32(6)}
+    act_node = helper.make_node("Clip", ["cd", "lo", "hi"], ["a"]) if act == "Clip" \
+        else helper.make_node(act, ["cd"], ["a"])
+    nodes = [helper.make_node("Conv", ["x", "w0"], ["c0"]),
+             helper.make_node("Conv", ["c0", "wd", "bd"], ["cd"], group=c, pads=[1, 1, 1, 1], strides=[2, 2]),
+             act_node,
+             helper.make_node("Conv", ["a", "w1"], ["y"])]
+    x = RNG.uniform(-4, 4, (2, 4, 10, 9)).astype(np.float32)
+    model = make_model(nodes, {"x": x}, ["y"], initializers=inits)
+    sess = _session(model)
+    ops = _ops(sess)
+    convs = [k for op, k in _steps(sess) if op == "NhwcConv"]
+    if act == "Sigmoid":
+        assert act in ops and convs[1].activation == "", ops
+    else:
+        assert act not in ops and convs[1].activation == act, ops
+    assert_outputs_match(sess.run(None, {"x": x}), run_ort(model, {"x": x}), rtol=1e-4, atol=1e-5)
