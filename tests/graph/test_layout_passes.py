@@ -464,3 +464,22 @@ def test_depthwise_epilogue_activations(act):
     else:
         assert act not in ops and convs[1].activation == act, ops
     assert_outputs_match(sess.run(None, {"x": x}), run_ort(model, {"x": x}), rtol=1e-4, atol=1e-5)
+
+
+def test_internal_silu_runs_on_twins():
+    """A com.onnxep Silu (what fuse_silu writes for x * Sigmoid(x)) between channel-last convs stays channel-last:
+    one Transpose in, one out. Oracle: the same model with Sigmoid and Mul through onnxruntime."""
+    c = 8
+    inits = {"w0": _w(c, 4, 3, 3), "w1": _w(c, c, 1, 1)}
+    x = RNG.uniform(-2, 2, (2, 4, 7, 6)).astype(np.float32)
+    ref = make_model([helper.make_node("Conv", ["x", "w0"], ["c0"], pads=[1, 1, 1, 1]),
+                      helper.make_node("Sigmoid", ["c0"], ["s"]), helper.make_node("Mul", ["c0", "s"], ["a"]),
+                      helper.make_node("Conv", ["a", "w1"], ["y"])], {"x": x}, ["y"], initializers=inits)
+    model = make_model([helper.make_node("Conv", ["x", "w0"], ["c0"], pads=[1, 1, 1, 1]),
+                        helper.make_node("Silu", ["c0"], ["a"], domain="com.onnxep"),
+                        helper.make_node("Conv", ["a", "w1"], ["y"])], {"x": x}, ["y"], initializers=inits)
+    model.opset_import.append(helper.make_opsetid("com.onnxep", 1))
+    sess = _session(model)
+    ops = _ops(sess)
+    assert ops.count("Transpose") == 2 and "Silu" in ops, ops
+    assert_outputs_match(sess.run(None, {"x": x}), run_ort(ref, {"x": x}), rtol=1e-4, atol=1e-5)

@@ -3,8 +3,9 @@ com.onnxep NHWC twins, and activations stay NHWC between them. The layout change
 NHWC op or the other way round (Transpose nodes), never per op:
 
 - a value keeps at most one NHWC twin (one Transpose in, however many NHWC readers it has);
-- elementwise ops whose data inputs are all NHWC twins (same 4-D shape; unary ops, Add/Sum/Mul/...), or one twin and
-  a constant with one value per channel (re-laid out as a (C,) vector), Concat on the channel axis, and
+- elementwise ops whose data inputs are all NHWC twins (same 4-D shape; unary ops, Add/Sum/Mul/..., com.onnxep Silu),
+  4-D operands that broadcast to the output (a squeeze-excite's (N, C, 1, 1) scale), or one twin and a constant with
+  one value per channel (re-laid out as a (C,) vector), Concat on the channel axis, and
   BatchNormalization in inference mode (as a ChannelAffine) run on the twins and produce twins, so residual and dense
   blocks stay NHWC end to end;
 - a value is transposed back to NCHW once, just before the first node that needs it in NCHW (or as a graph output);
@@ -39,6 +40,8 @@ UNARY = {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "Clip", "Abs", "Neg", "Exp", "S
          "HardSigmoid", "Elu", "Selu", "Softplus", "Erf", "HardSwish", "Softsign", "Celu", "ThresholdedRelu", "Mish",
          "Gelu", "Reciprocal"}
 BINARY = {"Add", "Sum", "Mul", "Sub", "Div", "Max", "Min", "Mean"}
+#: com.onnxep elementwise ops whose inputs all have the output's shape (Silu: x [, gate])
+INTERNAL_ELEMENTWISE = {"Silu"}
 
 
 def _shape4(vt):
@@ -121,9 +124,15 @@ class _Layout:
 
     def elementwise_inputs(self, node):
         """The data inputs of a layout-free elementwise node that can run on NHWC twins, or None."""
-        if node.domain != "" or len([o for o in node.outputs if o]) != 1 or node.outputs[0] == "":
+        if len([o for o in node.outputs if o]) != 1 or node.outputs[0] == "":
             return None
-        if node.op_type in UNARY:
+        if node.domain == INTERNAL_DOMAIN and node.op_type in INTERNAL_ELEMENTWISE:
+            data = [x for x in node.inputs if x]
+            if len(data) != len(node.inputs) or any(x in self.consts for x in data):
+                return None
+        elif node.domain != "":
+            return None
+        elif node.op_type in UNARY:
             data = [node.inputs[0]] if node.inputs and node.inputs[0] else []
             rest = node.inputs[1:]
             if any(x and (x not in self.consts or self.consts[x].size != 1) for x in rest):
@@ -184,7 +193,7 @@ class _Layout:
                        else self.channel_const(x, node.outputs[0]) if x in self.consts and node.op_type in BINARY
                        else x for x in node.inputs]
                 y = self.new_twin_output(node.outputs[0])
-                self.out.append(make_node(self.g, node.name, node.op_type, ins, [y], node.attrs))
+                self.out.append(make_node(self.g, node.name, node.op_type, ins, [y], node.attrs, node.domain))
                 continue
             if self.concat_on_channels(node):
                 continue
