@@ -1073,6 +1073,9 @@ def conv_depthwise_f32(const float[::1] x, tuple xshape, const float[::1] w, Py_
     nth = 1 if <double>8.0 * N * cout * P * g.kd * g.kh * g.kw < SGEMM_MT_FLOPS else _nthreads(nthreads)
     nth = <int>min(<Py_ssize_t>nth, N * g.C)
     cdef const float* bptr = &bias[0] if bias is not None else NULL
+    if dw_nchw_via_nhwc_ok(&g):
+        dw_nchw_via_nhwc(N, &x[0], &w[0], bptr, &y[0], relu, &g, nth)
+        return
     if _dw3_ok(&g):
         with nogil:
             _dw3_all(N, &x[0], &w[0], bptr, &y[0], relu, &g, <int>min(<Py_ssize_t>_nthreads(nthreads), N * cout)

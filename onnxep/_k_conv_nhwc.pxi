@@ -213,11 +213,8 @@ cdef class ConvNhwc:
         """y := act(conv(x, W) [+ bias] [+ res]) as conv_nhwc_f32 says, for the shapes this ConvNhwc was made for."""
         cdef ImplicitA ia = self.ia
         cdef Py_ssize_t N = self.N, group = self.group, cout = self.cout, Coutg = self.Coutg, Kc = self.Kc
-        cdef Py_ssize_t P = self.P, blen = self.blen, gi, rb
+        cdef Py_ssize_t P = self.P, blen = self.blen
         cdef int rc
-        cdef int nth, nth_gemm
-        cdef float* work = NULL
-        cdef float* res_copy = NULL
         cdef const float* bptr = NULL
         cdef const float* rptr = NULL
         cdef const float* wp = NULL
@@ -247,60 +244,87 @@ cdef class ConvNhwc:
         yp = &y[0]
         if rptr != NULL and rptr != yp and rptr < yp + P * cout and yp < rptr + P * cout:
             raise ValueError("conv_nhwc_f32: res overlaps y without being y")
-        if self.wino:
-            with nogil:
-                rc = _conv_wino(xp, N, ia.H, ia.W, ia.C, cout, ia.Ho, ia.Wo, ia.ph, ia.pw, wp, bptr, rptr, yp, ldy,
-                                &self.act, sgemm_threads(P, cout, Kc, nthreads), self.wino)
-            if rc != 0:
-                raise MemoryError("conv_nhwc_f32: cannot allocate the winograd path's workspace")
-            return
-        if self.direct:
-            with nogil:
-                rc = _conv_nhwc_direct(&ia, N, group, xp, wp, blen, bptr, rptr, yp, Coutg, Kc, ldy, &self.act,
-                                       sgemm_threads(P, cout, Kc, nthreads))
-            if rc != 0:
-                raise MemoryError("conv_nhwc_f32: cannot allocate the direct path's run tables")
-            return
-        # Big per-group GEMMs run one after another, each on every thread. Small ones are split by blocks of
-        # output pixels (every group of a block on one thread): threads over groups would write neighbouring column
-        # ranges of the same output rows, sharing cache lines at the group borders (measured 1.0x from 2 threads vs
-        # 1.6x by blocks on ShuffleNet's 14x14x272 group-4 1x1 conv).
-        nth = sgemm_threads(P, Coutg, Kc, nthreads)
-        rb = P
-        if nth == 1 and group > 1 and <double>2.0 * P * Coutg * Kc * group >= SGEMM_MT_FLOPS:
-            nth = _nthreads(nthreads)
-            rb = _round_up((P + 4 * nth - 1) // (4 * nth), SGEMM_MR)
-            nth = <int>min(<Py_ssize_t>nth, (P + rb - 1) // rb)
-            nth_gemm = 1
-        else:
-            nth_gemm = nth
-            nth = 1
-        if rptr == yp and Kc > SGEMM_KC:    # the first K blocks write y before the last one reads res: keep a copy
-            res_copy = <float*>malloc(P * cout * sizeof(float))
-            if res_copy == NULL:
-                raise MemoryError("conv_nhwc_f32: cannot allocate the copy of the in-place residual")
-            memcpy(res_copy, rptr, P * cout * sizeof(float))
-            rptr = res_copy
-        work = <float*>malloc(nth * sgemm_work_len(nth_gemm) * sizeof(float))
-        if work == NULL:
-            free(res_copy)
-            raise MemoryError("conv_nhwc_f32: cannot allocate the packing workspace")
-        cdef ConvJob job
-        try:
-            with nogil:
-                if nth == 1:
-                    for gi in range(group):
-                        _conv_nhwc_group(&ia, gi, xp, wp + gi * blen, bptr, rptr, yp, 0, P, Coutg, Kc, ldy,
-                                         &self.act, work, nth_gemm)
-                else:
-                    job.ia, job.x, job.wp, job.blen, job.bias, job.res, job.y = &ia, xp, wp, blen, bptr, rptr, yp
-                    job.Coutg, job.Kc, job.cout, job.act, job.group, job.P, job.rb = (Coutg, Kc, ldy, &self.act,
-                                                                                      group, P, rb)
-                    job.work = work
-                    parallel_for((P + rb - 1) // rb, nth, _conv_nhwc_block_task, &job)
-        finally:
-            free(work)
-            free(res_copy)
+        with nogil:
+            rc = conv_nhwc_exec(&ia, N, group, cout, Coutg, Kc, P, blen, self.direct, self.wino, &self.act, xp, wp,
+                                bptr, rptr, yp, ldy, nthreads)
+        if rc != 0:
+            raise MemoryError("conv_nhwc_f32: cannot allocate a workspace")
+
+    def step_args(self):
+        """(ints, floats) describing this conv to the compiled run loop's RL_CONV_NHWC step (conv_nhwc_step)."""
+        cdef ImplicitA ia = self.ia
+        return ([self.N, self.group, self.cout, self.Coutg, self.Kc, self.P, self.blen, self.direct, self.wino,
+                 self.act.kind, ia.H, ia.W, ia.C, ia.Cg, ia.kh, ia.kw, ia.sh, ia.sw, ia.dh, ia.dw, ia.ph, ia.pw,
+                 ia.Ho, ia.Wo], [self.act.a, self.act.b])
+
+
+cdef int conv_nhwc_step(const Py_ssize_t* n, const float* f, const float* xp, const float* wp, const float* bptr,
+                        const float* rptr, float* yp, int nthreads) noexcept nogil:
+    """conv_nhwc_exec from ConvNhwc.step_args' numbers (the run loop's RL_CONV_NHWC)."""
+    cdef ImplicitA ia
+    cdef Act act
+    act.kind, act.a, act.b = <int>n[9], f[0], f[1]
+    ia.x, ia.p0 = NULL, 0
+    ia.H, ia.W, ia.C, ia.Cg, ia.kh, ia.kw, ia.sh, ia.sw = n[10], n[11], n[12], n[13], n[14], n[15], n[16], n[17]
+    ia.dh, ia.dw, ia.ph, ia.pw, ia.Ho, ia.Wo = n[18], n[19], n[20], n[21], n[22], n[23]
+    if n[5] == 0:
+        return 0
+    return conv_nhwc_exec(&ia, n[0], n[1], n[2], n[3], n[4], n[5], n[6], <bint>n[7], n[8], &act, xp,
+                          wp if n[4] > 0 else NULL, bptr, rptr, yp, n[2], nthreads)
+
+
+cdef int conv_nhwc_exec(const ImplicitA* ia0, Py_ssize_t N, Py_ssize_t group, Py_ssize_t cout, Py_ssize_t Coutg,
+                        Py_ssize_t Kc, Py_ssize_t P, Py_ssize_t blen, bint direct, Py_ssize_t wino, const Act* act,
+                        const float* xp, const float* wp, const float* bptr, const float* rptr, float* yp,
+                        Py_ssize_t ldy, int nthreads) noexcept nogil:
+    """ConvNhwc.run's computation, its sizes checked by the caller: 0, or -1 when a workspace cannot be allocated."""
+    cdef ImplicitA ia = ia0[0]
+    cdef Py_ssize_t gi, rb
+    cdef int nth, nth_gemm
+    cdef float* work = NULL
+    cdef float* res_copy = NULL
+    cdef ConvJob job
+    if wino:
+        return _conv_wino(xp, N, ia.H, ia.W, ia.C, cout, ia.Ho, ia.Wo, ia.ph, ia.pw, wp, bptr, rptr, yp, ldy,
+                          act, sgemm_threads(P, cout, Kc, nthreads), wino)
+    if direct:
+        return _conv_nhwc_direct(&ia, N, group, xp, wp, blen, bptr, rptr, yp, Coutg, Kc, ldy, act,
+                                 sgemm_threads(P, cout, Kc, nthreads))
+    # Big per-group GEMMs run one after another, each on every thread. Small ones are split by blocks of
+    # output pixels (every group of a block on one thread): threads over groups would write neighbouring column
+    # ranges of the same output rows, sharing cache lines at the group borders (measured 1.0x from 2 threads vs
+    # 1.6x by blocks on ShuffleNet's 14x14x272 group-4 1x1 conv).
+    nth = sgemm_threads(P, Coutg, Kc, nthreads)
+    rb = P
+    if nth == 1 and group > 1 and <double>2.0 * P * Coutg * Kc * group >= SGEMM_MT_FLOPS:
+        nth = _nthreads(nthreads)
+        rb = _round_up((P + 4 * nth - 1) // (4 * nth), SGEMM_MR)
+        nth = <int>min(<Py_ssize_t>nth, (P + rb - 1) // rb)
+        nth_gemm = 1
+    else:
+        nth_gemm = nth
+        nth = 1
+    if rptr == yp and Kc > SGEMM_KC:    # the first K blocks write y before the last one reads res: keep a copy
+        res_copy = <float*>malloc(P * cout * sizeof(float))
+        if res_copy == NULL:
+            return -1
+        memcpy(res_copy, rptr, P * cout * sizeof(float))
+        rptr = res_copy
+    work = <float*>malloc(nth * sgemm_work_len(nth_gemm) * sizeof(float))
+    if work == NULL:
+        free(res_copy)
+        return -1
+    if nth == 1:
+        for gi in range(group):
+            _conv_nhwc_group(&ia, gi, xp, wp + gi * blen, bptr, rptr, yp, 0, P, Coutg, Kc, ldy, act, work, nth_gemm)
+    else:
+        job.ia, job.x, job.wp, job.blen, job.bias, job.res, job.y = &ia, xp, wp, blen, bptr, rptr, yp
+        job.Coutg, job.Kc, job.cout, job.act, job.group, job.P, job.rb = Coutg, Kc, ldy, act, group, P, rb
+        job.work = work
+        parallel_for((P + rb - 1) // rb, nth, _conv_nhwc_block_task, &job)
+    free(work)
+    free(res_copy)
+    return 0
 
 
 cdef struct ConvJob:

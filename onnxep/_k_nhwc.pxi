@@ -7,9 +7,9 @@
 #     ih = oh*sh - ph + b*dh, iw = ow*sw - pw + e*dw
 # The packed weight is tap-major, channel-minor, each tap's row padded with zeros to CP = cout rounded up to 16
 # (so with an aligned buffer every tap row starts on a 64-byte line): w_packed[(b*kw + e)*CP + oc] = w[oc, 0, b, e].
-# Every output is the bias (or 0) plus its taps inside x in tap order (kernel row, then column), then relu, whichever
-# loop computes it; which loop that is depends on the geometry only, and one task is one output row, so the result
-# does not depend on the thread count.
+# Every output is the bias (or 0) plus its taps inside x in tap order (kernel row, then column), then the activation
+# (none, Relu, Clip or HardSwish: onnxep_dwact), whichever loop computes it; which loop that is depends on the geometry
+# only, and one task is one output row, so the result does not depend on the thread count.
 # Per output row (_dwn_row):
 #   interior columns (every kernel column inside x): onnxep_dwn_run over the kernel rows inside x, taps as fixed
 #     offsets from each pixel, in tiles of T output pixels whose input fits in half an L1d (DWN_L1_FLOATS), channel
@@ -33,11 +33,36 @@ cdef extern from *:
     #include <immintrin.h>
     #endif
 
+    /* The depthwise epilogue: mode 0 none, 1 Relu (max(v, 0): NaN -> 0, as the SIMD max), 2 Clip to [lo, hi] (NaN
+       stays, as the GEMM epilogue's Clip), 3 HardSwish v * min(1, max(0, v/6 + 1/2)) (ONNX's alpha 1/6, beta 0.5). */
+    typedef struct { int mode; float lo, hi; } onnxep_dwact;
+
+    static inline float onnxep_dwn_act1(float v, int mode, float lo, float hi) {
+        if (mode == 1) return v > 0.0f ? v : 0.0f;
+        if (mode == 2) { float h = v < lo ? lo : v; return h > hi ? hi : h; }   /* min(max(v, lo), hi) */
+        if (mode == 3) { float t = v * (1.0f / 6.0f) + 0.5f; t = t < 0.0f ? 0.0f : (t > 1.0f ? 1.0f : t); return v * t; }
+        return v;
+    }
+    #if defined(__AVX512F__)
+    #define ONNXEP_DWN_A512(a) (relu == 1 ? _mm512_max_ps(a, _mm512_setzero_ps())                                  \
+        : relu == 2 ? _mm512_min_ps(_mm512_set1_ps(hi), _mm512_max_ps(_mm512_set1_ps(lo), a))                     \
+        : _mm512_mul_ps(a, _mm512_min_ps(_mm512_set1_ps(1.0f), _mm512_max_ps(_mm512_setzero_ps(),                  \
+              _mm512_fmadd_ps(a, _mm512_set1_ps(1.0f / 6.0f), _mm512_set1_ps(0.5f))))))
+    #endif
+    #if defined(__AVX2__)
+    #define ONNXEP_DWN_A256(a) (relu == 1 ? _mm256_max_ps(a, _mm256_setzero_ps())                                  \
+        : relu == 2 ? _mm256_min_ps(_mm256_set1_ps(hi), _mm256_max_ps(_mm256_set1_ps(lo), a))                     \
+        : _mm256_mul_ps(a, _mm256_min_ps(_mm256_set1_ps(1.0f), _mm256_max_ps(_mm256_setzero_ps(),                  \
+              _mm256_fmadd_ps(a, _mm256_set1_ps(1.0f / 6.0f), _mm256_set1_ps(0.5f))))))
+    #endif
+
     /* y[c] := init[c] (0 when init is NULL; init may be y itself) + sum_t ws[t][c] * xs[t][c], t = 0..nt-1 in order;
-       then max(., 0) when relu. c = 0..C-1. */
+       then the activation act (onnxep_dwact). c = 0..C-1. */
     static void onnxep_dwn_px(float *y, const float *init, const float *const *xs, const float *const *ws, int nt,
-                              Py_ssize_t C, int relu)
+                              Py_ssize_t C, const onnxep_dwact *act)
     {
+        const int relu = act->mode;
+        const float lo = act->lo, hi = act->hi;
         Py_ssize_t c = 0;
         int t;
     #if defined(__AVX512F__)
@@ -56,8 +81,8 @@ cdef extern from *:
                 a3 = _mm512_fmadd_ps(_mm512_loadu_ps(wp + 48), _mm512_loadu_ps(xp + 48), a3);
             }
             if (relu) {
-                a0 = _mm512_max_ps(a0, z); a1 = _mm512_max_ps(a1, z);
-                a2 = _mm512_max_ps(a2, z); a3 = _mm512_max_ps(a3, z);
+                a0 = ONNXEP_DWN_A512(a0); a1 = ONNXEP_DWN_A512(a1);
+                a2 = ONNXEP_DWN_A512(a2); a3 = ONNXEP_DWN_A512(a3);
             }
             _mm512_storeu_ps(y + c, a0); _mm512_storeu_ps(y + c + 16, a1);
             _mm512_storeu_ps(y + c + 32, a2); _mm512_storeu_ps(y + c + 48, a3);
@@ -67,7 +92,7 @@ cdef extern from *:
             __m512 a0 = init ? _mm512_maskz_loadu_ps(m, init + c) : z;
             for (t = 0; t < nt; t++)
                 a0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, ws[t] + c), _mm512_maskz_loadu_ps(m, xs[t] + c), a0);
-            if (relu) a0 = _mm512_max_ps(a0, z);
+            if (relu) a0 = ONNXEP_DWN_A512(a0);
             _mm512_mask_storeu_ps(y + c, m, a0);
         }
     #elif defined(__AVX2__)
@@ -86,8 +111,8 @@ cdef extern from *:
                 a3 = _mm256_fmadd_ps(_mm256_loadu_ps(wp + 24), _mm256_loadu_ps(xp + 24), a3);
             }
             if (relu) {
-                a0 = _mm256_max_ps(a0, z); a1 = _mm256_max_ps(a1, z);
-                a2 = _mm256_max_ps(a2, z); a3 = _mm256_max_ps(a3, z);
+                a0 = ONNXEP_DWN_A256(a0); a1 = ONNXEP_DWN_A256(a1);
+                a2 = ONNXEP_DWN_A256(a2); a3 = ONNXEP_DWN_A256(a3);
             }
             _mm256_storeu_ps(y + c, a0); _mm256_storeu_ps(y + c + 8, a1);
             _mm256_storeu_ps(y + c + 16, a2); _mm256_storeu_ps(y + c + 24, a3);
@@ -96,7 +121,7 @@ cdef extern from *:
             __m256 a0 = init ? _mm256_loadu_ps(init + c) : z;
             for (t = 0; t < nt; t++)
                 a0 = _mm256_fmadd_ps(_mm256_loadu_ps(ws[t] + c), _mm256_loadu_ps(xs[t] + c), a0);
-            if (relu) a0 = _mm256_max_ps(a0, z);
+            if (relu) a0 = ONNXEP_DWN_A256(a0);
             _mm256_storeu_ps(y + c, a0);
         }
     #endif
@@ -110,19 +135,21 @@ cdef extern from *:
         }
         if (relu)
             for (Py_ssize_t i = c; i < C; i++)
-                y[i] = y[i] > 0.0f ? y[i] : 0.0f;
+                y[i] = onnxep_dwn_act1(y[i], relu, lo, hi);
     }
 
     /* A run of np output pixels of one row, every tap the same fixed offset from each pixel's base:
-           y[p*ystep + c] := init[c] + sum_t ws[t][c] * xb[p*xstep + off[t] + c]   (t in order; relu after)
+           y[p*ystep + c] := init[c] + sum_t ws[t][c] * xb[p*xstep + off[t] + c]   (t in order; act after)
        Loop order: channel block outer, pixels inner, 8 (then 4, then 1) pixels at a time sharing each weight load;
        the caller passes tiles whose input stays in L1 while the channel blocks sweep it (the per-pixel loop above
        streams every input pixel's channels from L2 once per tap). Each output channel adds in the same order as
        onnxep_dwn_px does. k3: 1 for kw = 3, stride 1, dilation 1 along W; 2 for the same with stride 2; else 0. */
     static void onnxep_dwn_run(float *y, Py_ssize_t ystep, const float *init, const float *xb, Py_ssize_t xstep,
                                const Py_ssize_t *off, const float *const *ws, int nt, Py_ssize_t np,
-                               Py_ssize_t C, int relu, int k3)
+                               Py_ssize_t C, const onnxep_dwact *act, int k3)
     {
+        const int relu = act->mode;
+        const float lo = act->lo, hi = act->hi;
         Py_ssize_t c = 0, p;
         int t;
     #if defined(__AVX512F__)
@@ -154,10 +181,10 @@ cdef extern from *:
     #undef ONNXEP_DWN_S2
                 }
                 if (relu) {
-                    a0 = _mm512_max_ps(a0, z); a1 = _mm512_max_ps(a1, z);
-                    a2 = _mm512_max_ps(a2, z); a3 = _mm512_max_ps(a3, z);
-                    a4 = _mm512_max_ps(a4, z); a5 = _mm512_max_ps(a5, z);
-                    a6 = _mm512_max_ps(a6, z); a7 = _mm512_max_ps(a7, z);
+                    a0 = ONNXEP_DWN_A512(a0); a1 = ONNXEP_DWN_A512(a1);
+                    a2 = ONNXEP_DWN_A512(a2); a3 = ONNXEP_DWN_A512(a3);
+                    a4 = ONNXEP_DWN_A512(a4); a5 = ONNXEP_DWN_A512(a5);
+                    a6 = ONNXEP_DWN_A512(a6); a7 = ONNXEP_DWN_A512(a7);
                 }
                 float *yp = y + p * ystep + c;
                 _mm512_storeu_ps(yp, a0); _mm512_storeu_ps(yp + ystep, a1);
@@ -194,10 +221,10 @@ cdef extern from *:
                     a6 = _mm512_fmadd_ps(w2, x8v, a6); a7 = _mm512_fmadd_ps(w2, x9v, a7);
                 }
                 if (relu) {
-                    a0 = _mm512_max_ps(a0, z); a1 = _mm512_max_ps(a1, z);
-                    a2 = _mm512_max_ps(a2, z); a3 = _mm512_max_ps(a3, z);
-                    a4 = _mm512_max_ps(a4, z); a5 = _mm512_max_ps(a5, z);
-                    a6 = _mm512_max_ps(a6, z); a7 = _mm512_max_ps(a7, z);
+                    a0 = ONNXEP_DWN_A512(a0); a1 = ONNXEP_DWN_A512(a1);
+                    a2 = ONNXEP_DWN_A512(a2); a3 = ONNXEP_DWN_A512(a3);
+                    a4 = ONNXEP_DWN_A512(a4); a5 = ONNXEP_DWN_A512(a5);
+                    a6 = ONNXEP_DWN_A512(a6); a7 = ONNXEP_DWN_A512(a7);
                 }
                 float *yp = y + p * ystep + c;
                 _mm512_storeu_ps(yp, a0); _mm512_storeu_ps(yp + ystep, a1);
@@ -222,10 +249,10 @@ cdef extern from *:
                     a7 = _mm512_fmadd_ps(wv, _mm512_loadu_ps(xt + 7 * xstep), a7);
                 }
                 if (relu) {
-                    a0 = _mm512_max_ps(a0, z); a1 = _mm512_max_ps(a1, z);
-                    a2 = _mm512_max_ps(a2, z); a3 = _mm512_max_ps(a3, z);
-                    a4 = _mm512_max_ps(a4, z); a5 = _mm512_max_ps(a5, z);
-                    a6 = _mm512_max_ps(a6, z); a7 = _mm512_max_ps(a7, z);
+                    a0 = ONNXEP_DWN_A512(a0); a1 = ONNXEP_DWN_A512(a1);
+                    a2 = ONNXEP_DWN_A512(a2); a3 = ONNXEP_DWN_A512(a3);
+                    a4 = ONNXEP_DWN_A512(a4); a5 = ONNXEP_DWN_A512(a5);
+                    a6 = ONNXEP_DWN_A512(a6); a7 = ONNXEP_DWN_A512(a7);
                 }
                 float *yp = y + p * ystep + c;
                 _mm512_storeu_ps(yp, a0); _mm512_storeu_ps(yp + ystep, a1);
@@ -245,8 +272,8 @@ cdef extern from *:
                     a3 = _mm512_fmadd_ps(wv, _mm512_maskz_loadu_ps(m, xt + 3 * xstep), a3);
                 }
                 if (relu) {
-                    a0 = _mm512_max_ps(a0, z); a1 = _mm512_max_ps(a1, z);
-                    a2 = _mm512_max_ps(a2, z); a3 = _mm512_max_ps(a3, z);
+                    a0 = ONNXEP_DWN_A512(a0); a1 = ONNXEP_DWN_A512(a1);
+                    a2 = ONNXEP_DWN_A512(a2); a3 = ONNXEP_DWN_A512(a3);
                 }
                 float *yp = y + p * ystep + c;
                 _mm512_mask_storeu_ps(yp, m, a0); _mm512_mask_storeu_ps(yp + ystep, m, a1);
@@ -258,7 +285,7 @@ cdef extern from *:
                 for (t = 0; t < nt; t++)
                     a0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, ws[t] + c), _mm512_maskz_loadu_ps(m, x0 + off[t]),
                                          a0);
-                if (relu) a0 = _mm512_max_ps(a0, z);
+                if (relu) a0 = ONNXEP_DWN_A512(a0);
                 _mm512_mask_storeu_ps(y + p * ystep + c, m, a0);
             }
         }
@@ -286,8 +313,8 @@ cdef extern from *:
                     a2 = _mm256_fmadd_ps(w2, x4v, a2); a3 = _mm256_fmadd_ps(w2, x5v, a3);
                 }
                 if (relu) {
-                    a0 = _mm256_max_ps(a0, z); a1 = _mm256_max_ps(a1, z);
-                    a2 = _mm256_max_ps(a2, z); a3 = _mm256_max_ps(a3, z);
+                    a0 = ONNXEP_DWN_A256(a0); a1 = ONNXEP_DWN_A256(a1);
+                    a2 = ONNXEP_DWN_A256(a2); a3 = ONNXEP_DWN_A256(a3);
                 }
                 float *yp = y + p * ystep + c;
                 _mm256_storeu_ps(yp, a0); _mm256_storeu_ps(yp + ystep, a1);
@@ -309,10 +336,10 @@ cdef extern from *:
                     a7 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(xt + 7 * xstep), a7);
                 }
                 if (relu) {
-                    a0 = _mm256_max_ps(a0, z); a1 = _mm256_max_ps(a1, z);
-                    a2 = _mm256_max_ps(a2, z); a3 = _mm256_max_ps(a3, z);
-                    a4 = _mm256_max_ps(a4, z); a5 = _mm256_max_ps(a5, z);
-                    a6 = _mm256_max_ps(a6, z); a7 = _mm256_max_ps(a7, z);
+                    a0 = ONNXEP_DWN_A256(a0); a1 = ONNXEP_DWN_A256(a1);
+                    a2 = ONNXEP_DWN_A256(a2); a3 = ONNXEP_DWN_A256(a3);
+                    a4 = ONNXEP_DWN_A256(a4); a5 = ONNXEP_DWN_A256(a5);
+                    a6 = ONNXEP_DWN_A256(a6); a7 = ONNXEP_DWN_A256(a7);
                 }
                 float *yp = y + p * ystep + c;
                 _mm256_storeu_ps(yp, a0); _mm256_storeu_ps(yp + ystep, a1);
@@ -332,8 +359,8 @@ cdef extern from *:
                     a3 = _mm256_fmadd_ps(wv, _mm256_loadu_ps(xt + 3 * xstep), a3);
                 }
                 if (relu) {
-                    a0 = _mm256_max_ps(a0, z); a1 = _mm256_max_ps(a1, z);
-                    a2 = _mm256_max_ps(a2, z); a3 = _mm256_max_ps(a3, z);
+                    a0 = ONNXEP_DWN_A256(a0); a1 = ONNXEP_DWN_A256(a1);
+                    a2 = ONNXEP_DWN_A256(a2); a3 = ONNXEP_DWN_A256(a3);
                 }
                 float *yp = y + p * ystep + c;
                 _mm256_storeu_ps(yp, a0); _mm256_storeu_ps(yp + ystep, a1);
@@ -344,7 +371,7 @@ cdef extern from *:
                 __m256 a0 = bv;
                 for (t = 0; t < nt; t++)
                     a0 = _mm256_fmadd_ps(_mm256_loadu_ps(ws[t] + c), _mm256_loadu_ps(x0 + off[t]), a0);
-                if (relu) a0 = _mm256_max_ps(a0, z);
+                if (relu) a0 = ONNXEP_DWN_A256(a0);
                 _mm256_storeu_ps(y + p * ystep + c, a0);
             }
         }
@@ -364,16 +391,20 @@ cdef extern from *:
                 }
                 if (relu)
                     for (i = 0; i < cn; i++)
-                        yp[i] = yp[i] > 0.0f ? yp[i] : 0.0f;
+                        yp[i] = onnxep_dwn_act1(yp[i], relu, lo, hi);
             }
         }
     }
     """
+    ctypedef struct DwAct "onnxep_dwact":
+        int mode
+        float lo, hi
+    float dwn_act1 "onnxep_dwn_act1"(float v, int mode, float lo, float hi) noexcept nogil
     void onnxep_dwn_px(float* y, const float* init, const float* const* xs, const float* const* ws, int nt,
-                       Py_ssize_t C, int relu) noexcept nogil
+                       Py_ssize_t C, const DwAct* act) noexcept nogil
     void onnxep_dwn_run(float* y, Py_ssize_t ystep, const float* init, const float* xb, Py_ssize_t xstep,
                         const Py_ssize_t* off, const float* const* ws, int nt, Py_ssize_t np, Py_ssize_t C,
-                        int relu, int k3) noexcept nogil
+                        const DwAct* act, int k3) noexcept nogil
 
 
 cdef enum:
@@ -384,6 +415,7 @@ cdef enum:
 cdef struct NhwcGeom:
     Py_ssize_t N, H, W, C, cout, mult, CP
     Py_ssize_t kh, kw, sh, sw, dh, dw, ph, pw, Ho, Wo
+    DwAct act                     # the epilogue (onnxep_dwact)
 
 
 cdef inline Py_ssize_t _dwn_cp(Py_ssize_t cout) noexcept nogil:
@@ -391,7 +423,7 @@ cdef inline Py_ssize_t _dwn_cp(Py_ssize_t cout) noexcept nogil:
 
 
 cdef void _dwn_px_mult(float* y, const float* init, const float* const* xs, const float* const* ws, int nt,
-                       Py_ssize_t C, Py_ssize_t mult, bint relu) noexcept nogil:
+                       Py_ssize_t C, Py_ssize_t mult, const DwAct* act) noexcept nogil:
     """_dwn_px with a channel multiplier: y[c*mult + k] (+)= sum_t ws[t][c*mult + k] * xs[t][c], same order."""
     cdef Py_ssize_t c, k, i, cout = C * mult
     cdef int t
@@ -407,21 +439,21 @@ cdef void _dwn_px_mult(float* y, const float* init, const float* const* xs, cons
             xv = xp[c]
             for k in range(mult):
                 y[c * mult + k] = y[c * mult + k] + wp[c * mult + k] * xv
-    if relu:
+    if act.mode:
         for i in range(cout):
-            y[i] = y[i] if y[i] > 0 else 0.0
+            y[i] = dwn_act1(y[i], act.mode, act.lo, act.hi)
 
 
 cdef inline void _dwn_taps(float* y, const float* bias, const float** xs, const float** ws, Py_ssize_t nt,
-                           const NhwcGeom* g, bint relu) noexcept nogil:
+                           const NhwcGeom* g) noexcept nogil:
     """One output pixel from nt (input pixel, weight row) pairs."""
     if g.mult == 1:
-        onnxep_dwn_px(y, bias, xs, ws, <int>nt, g.C, relu)
+        onnxep_dwn_px(y, bias, xs, ws, <int>nt, g.C, &g.act)
     else:
-        _dwn_px_mult(y, bias, xs, ws, <int>nt, g.C, g.mult, relu)
+        _dwn_px_mult(y, bias, xs, ws, <int>nt, g.C, g.mult, &g.act)
 
 
-cdef void _dwn_row(Py_ssize_t r, const float* x, const float* w, const float* bias, float* y, bint relu,
+cdef void _dwn_row(Py_ssize_t r, const float* x, const float* w, const float* bias, float* y,
                    const NhwcGeom* g, const float** xs) noexcept nogil:
     """Output row r = n*Ho + oh. xs: this thread's 3*kh*kw pointer-sized slots (input pixels, weight rows, offsets).
     Interior columns (every kernel column inside x) run through onnxep_dwn_run in tiles, over the kernel rows inside
@@ -467,7 +499,7 @@ cdef void _dwn_row(Py_ssize_t r, const float* x, const float* w, const float* bi
         while ow < ow_hi:
             onnxep_dwn_run(yp + ow * g.cout, g.cout, bias,
                            xn + ((ih0 + blo * g.dh) * g.W + ow * g.sw - g.pw) * g.C, g.sw * g.C,
-                           off, ws, <int>nt, min(T, ow_hi - ow), g.C, relu, k3)
+                           off, ws, <int>nt, min(T, ow_hi - ow), g.C, &g.act, k3)
             ow += T
     # the other pixels: taps clipped to x, still in tap order
     for ow in range(g.Wo):
@@ -486,14 +518,14 @@ cdef void _dwn_row(Py_ssize_t r, const float* x, const float* w, const float* bi
                 xs[nt] = xn + ((ih0 + b * g.dh) * g.W + iw0 + e * g.dw) * g.C
                 ws[nt] = w + (b * g.kw + e) * g.CP
                 nt += 1
-        _dwn_taps(yp + ow * g.cout, bias, xs, ws, nt, g, relu)
+        _dwn_taps(yp + ow * g.cout, bias, xs, ws, nt, g)
 
 
-cdef void conv_depthwise_nhwc_raw(const float* x, const float* w, const float* bias, float* y, bint relu,
+cdef void conv_depthwise_nhwc_raw(const float* x, const float* w, const float* bias, float* y,
                                   const NhwcGeom* g, const float** ptrs, int nth) noexcept nogil:
     """All N*Ho output rows, one row per task; ptrs: nth blocks of 3*kh*kw pointer-sized slots, one per thread."""
     cdef DwnJob job
-    job.x, job.w, job.bias, job.y, job.relu, job.g, job.ptrs = x, w, bias, y, relu, g, ptrs
+    job.x, job.w, job.bias, job.y, job.g, job.ptrs = x, w, bias, y, g, ptrs
     parallel_for(g.N * g.Ho, nth, _dwn_row_task, &job)
 
 
@@ -502,14 +534,31 @@ cdef struct DwnJob:
     const float* w
     const float* bias
     float* y
-    bint relu
     const NhwcGeom* g
     const float** ptrs
 
 
 cdef void _dwn_row_task(void* p, Py_ssize_t r, int tid) noexcept nogil:
     cdef DwnJob* j = <DwnJob*>p
-    _dwn_row(r, j.x, j.w, j.bias, j.y, j.relu, j.g, j.ptrs + <Py_ssize_t>tid * 3 * j.g.kh * j.g.kw)
+    _dwn_row(r, j.x, j.w, j.bias, j.y, j.g, j.ptrs + <Py_ssize_t>tid * 3 * j.g.kh * j.g.kw)
+
+
+#: activations the depthwise epilogue applies: name -> (onnxep_dwact mode, number of parameters)
+DW_ACTIVATIONS = {"": (0, 0), "Relu": (1, 0), "Clip": (2, 2), "HardSwish": (3, 0)}
+
+
+cdef DwAct _dw_act(activation, bint relu) except *:
+    cdef DwAct a
+    a.mode, a.lo, a.hi = (1 if relu else 0), 0.0, 0.0
+    if activation is None:
+        return a
+    name, params = (activation, ()) if isinstance(activation, str) else (activation[0], tuple(activation[1:]))
+    if name not in DW_ACTIVATIONS or len(params) != DW_ACTIVATIONS[name][1]:
+        raise ValueError(f"unknown depthwise epilogue activation {activation!r}: expected one of {DW_ACTIVATIONS}")
+    a.mode = DW_ACTIVATIONS[name][0]
+    if params:
+        a.lo, a.hi = params[0], params[1]
+    return a
 
 
 def dw_pack_weight_nhwc_size(Py_ssize_t cout, Py_ssize_t kh, Py_ssize_t kw):
@@ -539,13 +588,11 @@ def dw_pack_weight_nhwc(const float[::1] w, Py_ssize_t cout, Py_ssize_t kh, Py_s
                 out[t * CP + oc] = 0.0
 
 
-def conv_depthwise_nhwc_f32(const float[::1] x, tuple xshape, const float[::1] w_packed, Py_ssize_t cout,
-                            tuple kernel, tuple strides, tuple dilations, tuple pads, tuple out_spatial,
-                            const float[::1] bias, float[::1] y, bint relu=False, int nthreads=0):
-    """y := depthwise conv(x, w) [+ bias] [relu], NHWC: xshape = (N, H, W, C), group == C, cout = C*mult (output
-    channel oc reads input channel oc // mult); w packed by dw_pack_weight_nhwc; kernel, strides, dilations, begin pads
-    and out_spatial = (Ho, Wo) are (h, w) pairs; y is (N, Ho, Wo, cout); bias (cout) may be None."""
+cdef NhwcGeom _dwn_geom(tuple xshape, Py_ssize_t cout, tuple kernel, tuple strides, tuple dilations, tuple pads,
+                        tuple out_spatial, activation, bint relu) except *:
+    """The checked geometry and epilogue of a channel-last depthwise conv (conv_depthwise_nhwc_f32's arguments)."""
     cdef NhwcGeom g
+    g.act = _dw_act(activation, relu)
     if len(xshape) != 4 or len(kernel) != 2 or len(strides) != 2 or len(dilations) != 2 or len(pads) != 2 \
             or len(out_spatial) != 2:
         raise ValueError("conv_depthwise_nhwc_f32: xshape must have 4 entries (N, H, W, C) and kernel/strides/"
@@ -568,7 +615,40 @@ def conv_depthwise_nhwc_f32(const float[::1] x, tuple xshape, const float[::1] w
         raise ValueError(f"conv_depthwise_nhwc_f32: negative output size {out_spatial}")
     g.mult = cout // g.C
     g.CP = _dwn_cp(cout)
+    return g
+
+
+cdef inline int _dwn_threads(const NhwcGeom* g, int nthreads) noexcept nogil:
+    """Threads over output rows from a quarter of GEMM's threshold (a depthwise flop is memory-bound, not free)."""
+    cdef int nth = 1 if <double>8.0 * g.N * g.Ho * g.Wo * g.cout * g.kh * g.kw < SGEMM_MT_FLOPS \
+        else _nthreads(nthreads)
+    return <int>min(<Py_ssize_t>nth, max(<Py_ssize_t>1, g.N * g.Ho))
+
+
+cdef int _dwn_call(const float* xp, const float* wp, const float* bptr, float* yp, const NhwcGeom* g,
+                   int nthreads) noexcept nogil:
+    """conv_depthwise_nhwc_raw with its per-thread tap tables allocated here: 0, or -1 when they cannot be."""
+    cdef int nth = _dwn_threads(g, nthreads)
+    # per thread 3*KS pointer-sized slots (see conv_depthwise_nhwc_raw; Py_ssize_t has the size of a pointer)
+    cdef const float** ptrs = <const float**>malloc(nth * 3 * g.kh * g.kw * sizeof(void*))
+    if ptrs == NULL:
+        return -1
+    conv_depthwise_nhwc_raw(xp, wp, bptr, yp, g, ptrs, nth)
+    free(ptrs)
+    return 0
+
+
+def conv_depthwise_nhwc_f32(const float[::1] x, tuple xshape, const float[::1] w_packed, Py_ssize_t cout,
+                            tuple kernel, tuple strides, tuple dilations, tuple pads, tuple out_spatial,
+                            const float[::1] bias, float[::1] y, bint relu=False, int nthreads=0,
+                            activation=None):
+    """y := act(depthwise conv(x, w) [+ bias]), NHWC: xshape = (N, H, W, C), group == C, cout = C*mult (output
+    channel oc reads input channel oc // mult); w packed by dw_pack_weight_nhwc; kernel, strides, dilations, begin pads
+    and out_spatial = (Ho, Wo) are (h, w) pairs; y is (N, Ho, Wo, cout); bias (cout) may be None. act: `activation`
+    (None, "Relu", ("Clip", min, max) or "HardSwish"; see DW_ACTIVATIONS), or Relu when relu is set."""
+    cdef NhwcGeom g = _dwn_geom(xshape, cout, kernel, strides, dilations, pads, out_spatial, activation, relu)
     cdef Py_ssize_t KS = g.kh * g.kw
+    cdef int rc
     if x.shape[0] != g.N * g.H * g.W * g.C:
         raise ValueError(f"conv_depthwise_nhwc_f32: x has {x.shape[0]} elements, xshape {xshape} needs "
                          f"{g.N * g.H * g.W * g.C}")
@@ -582,20 +662,34 @@ def conv_depthwise_nhwc_f32(const float[::1] x, tuple xshape, const float[::1] w
         raise ValueError(f"conv_depthwise_nhwc_f32: bias has {bias.shape[0]} elements, expected {cout}")
     if y.shape[0] == 0:
         return
-    # Threads over output rows from a quarter of GEMM's threshold (a depthwise flop is memory-bound, not free).
-    cdef int nth = 1 if <double>8.0 * g.N * g.Ho * g.Wo * cout * KS < SGEMM_MT_FLOPS else _nthreads(nthreads)
-    nth = <int>min(<Py_ssize_t>nth, g.N * g.Ho)
     cdef const float* xp = &x[0] if x.shape[0] else NULL
     cdef const float* bptr = &bias[0] if bias is not None else NULL
-    # per thread 3*KS pointer-sized slots (see conv_depthwise_nhwc_raw; Py_ssize_t has the size of a pointer)
-    cdef const float** ptrs = <const float**>malloc(nth * 3 * KS * sizeof(void*))
-    if ptrs == NULL:
+    with nogil:
+        rc = _dwn_call(xp, &w_packed[0], bptr, &y[0], &g, nthreads)
+    if rc != 0:
         raise MemoryError("conv_depthwise_nhwc_f32: cannot allocate the tap pointer tables")
-    try:
-        with nogil:
-            conv_depthwise_nhwc_raw(xp, &w_packed[0], bptr, &y[0], relu, &g, ptrs, nth)
-    finally:
-        free(ptrs)
+
+
+def dw_nhwc_step_args(tuple xshape, Py_ssize_t cout, tuple kernel, tuple strides, tuple dilations, tuple pads,
+                      tuple out_spatial, activation=None):
+    """(ints, floats) describing a channel-last depthwise conv (conv_depthwise_nhwc_f32's geometry and activation)
+    to the compiled run loop's RL_DW_NHWC step (dw_nhwc_step)."""
+    cdef NhwcGeom g = _dwn_geom(xshape, cout, kernel, strides, dilations, pads, out_spatial, activation, False)
+    return ([g.N, g.H, g.W, g.C, g.cout, g.mult, g.CP, g.kh, g.kw, g.sh, g.sw, g.dh, g.dw, g.ph, g.pw, g.Ho, g.Wo,
+             g.act.mode], [g.act.lo, g.act.hi])
+
+
+cdef int dw_nhwc_step(const Py_ssize_t* n, const float* f, const float* xp, const float* wp, const float* bptr,
+                      float* yp, int nthreads) noexcept nogil:
+    """The channel-last depthwise conv from dw_nhwc_step_args' numbers (the run loop's RL_DW_NHWC): 0, or -1."""
+    cdef NhwcGeom g
+    g.N, g.H, g.W, g.C, g.cout, g.mult, g.CP = n[0], n[1], n[2], n[3], n[4], n[5], n[6]
+    g.kh, g.kw, g.sh, g.sw, g.dh, g.dw, g.ph, g.pw, g.Ho, g.Wo = n[7], n[8], n[9], n[10], n[11], n[12], n[13], \
+        n[14], n[15], n[16]
+    g.act.mode, g.act.lo, g.act.hi = <int>n[17], f[0], f[1]
+    if g.N * g.Ho * g.Wo * g.cout == 0:
+        return 0
+    return _dwn_call(xp, wp, bptr, yp, &g, nthreads)
 
 
 # ----------------------------------------------------------------------------------------------- NHWC pooling
@@ -933,3 +1027,77 @@ def global_avgpool_nhwc_f32(const float[::1] x, tuple xshape, float[::1] y, int 
 def global_maxpool_nhwc_f32(const float[::1] x, tuple xshape, float[::1] y, int nthreads=0):
     """y[n, c] := max over the spatial dims of x[n, ..., c]; xshape = (N, spatial..., C)."""
     _global_pool_nhwc("global_maxpool_nhwc_f32", x, xshape, y, 1, nthreads)
+
+
+# ------------------------------------------------------------------------------- NCHW depthwise through channel-last
+# A depthwise conv over NCHW activations whose plane kernels are slow (any kernel but the AVX-512 3x3 one: 5x5 / 7x7,
+# small planes whose border columns go point by point) runs here instead: each image is transposed to NHWC into a
+# scratch buffer (onnxep_tr_tile), the channel-last kernel above computes it (vectorised over the channels, taps in
+# the same order: bias, then kernel row, then column), and the result is transposed back into y. On 1 thread, kernel
+# alone (AVX-512): 7x7 on 3x16x8x8 134 -> ~20 us, 5x5 on 3x192x7x7 1004 -> ~55 us, 5x5/2 on 1x144x28x28 228 -> ~55 us.
+
+cdef struct DwViaJob:
+    const float* x
+    float* y
+    float* xt
+    float* yt
+    Py_ssize_t C, HW, cout, P     # input channels and pixels per image, output channels and pixels per image
+
+
+cdef void _dw_to_nhwc_task(void* p, Py_ssize_t n, int tid) noexcept nogil:
+    cdef DwViaJob* j = <DwViaJob*>p
+    # xt[n][p*C + c] := x[n][c*HW + p]
+    onnxep_tr_tile(4, <const uint8_t*>(j.x + n * j.C * j.HW), j.HW, <uint8_t*>(j.xt + n * j.C * j.HW), j.C, j.HW, j.C)
+
+
+cdef void _dw_to_nchw_task(void* p, Py_ssize_t n, int tid) noexcept nogil:
+    cdef DwViaJob* j = <DwViaJob*>p
+    # y[n][c*P + p] := yt[n][p*cout + c]
+    onnxep_tr_tile(4, <const uint8_t*>(j.yt + n * j.cout * j.P), j.cout, <uint8_t*>(j.y + n * j.cout * j.P), j.P,
+                   j.cout, j.P)
+
+
+cdef inline bint dw_nchw_via_nhwc_ok(const ConvGeom* g) noexcept nogil:
+    """2-D (or 1-D), one output channel per input channel, and neither the AVX-512 3x3 plane kernel's case nor a 3x3
+    stride-1 'same' one on large planes (the masked direct path reads x in place: on AVX2, 1x96x56x56 ran in ~0.7x
+    the time of the transposes and the channel-last kernel; at stride 2 the latter took 0.4x)."""
+    return (g.D == 1 and g.Do == 1 and g.kd == 1 and g.pd == 0 and g.cout == g.C and g.group == g.C
+            and not _dw3_ok(g)
+            and not (g.kh == 3 and g.kw == 3 and _dw_direct_ok(g) and g.H * g.W >= 1024))
+
+
+cdef int dw_nchw_via_nhwc(Py_ssize_t N, const float* x, const float* w, const float* bias, float* y, bint relu,
+                          const ConvGeom* g, int nth) except -1:
+    """y (NCHW) := depthwise conv of x (NCHW) through the channel-last kernel (see above); w is (cout, 1, 1, kh, kw)."""
+    cdef NhwcGeom ng
+    cdef DwViaJob job
+    cdef Py_ssize_t KS = g.kh * g.kw, t, oc
+    ng.N, ng.H, ng.W, ng.C, ng.cout, ng.mult = N, g.H, g.W, g.C, g.cout, 1
+    ng.CP = _dwn_cp(g.cout)
+    ng.kh, ng.kw, ng.sh, ng.sw, ng.dh, ng.dw = g.kh, g.kw, g.sh, g.sw, g.dh, g.dw
+    ng.ph, ng.pw, ng.Ho, ng.Wo = g.ph, g.pw, g.Ho, g.Wo
+    ng.act.mode, ng.act.lo, ng.act.hi = (1 if relu else 0), 0.0, 0.0
+    cdef Py_ssize_t nx = N * g.C * g.H * g.W, ny = N * g.cout * g.Ho * g.Wo, nw = KS * ng.CP
+    cdef int nthr = <int>min(<Py_ssize_t>nth, N * g.Ho)
+    cdef float* buf = <float*>malloc((nx + ny + nw + 16) * sizeof(float))
+    cdef const float** ptrs = <const float**>malloc(max(nthr, 1) * 3 * KS * sizeof(void*))
+    if buf == NULL or ptrs == NULL:
+        free(buf)
+        free(ptrs)
+        raise MemoryError("conv_depthwise_f32: cannot allocate the channel-last scratch buffers")
+    cdef float* wp = buf
+    job.xt = buf + nw
+    job.yt = job.xt + nx
+    job.x, job.y, job.C, job.HW, job.cout, job.P = x, y, g.C, g.H * g.W, g.cout, g.Ho * g.Wo
+    with nogil:
+        for t in range(KS):
+            for oc in range(g.cout):
+                wp[t * ng.CP + oc] = w[oc * KS + t]
+            for oc in range(g.cout, ng.CP):
+                wp[t * ng.CP + oc] = 0.0
+        parallel_for(N, <int>min(<Py_ssize_t>nth, N), _dw_to_nhwc_task, &job)
+        conv_depthwise_nhwc_raw(job.xt, wp, bias, job.yt, &ng, ptrs, nthr)
+        parallel_for(N, <int>min(<Py_ssize_t>nth, N), _dw_to_nchw_task, &job)
+    free(buf)
+    free(ptrs)
+    return 0

@@ -57,7 +57,12 @@ cdef enum:
                             # range stops the run as RL_GATHER's does
     # eltwise slice
     RL_SILU_GATE = 27       # s0 x, s1 gate, s2 y: y := x * sigmoid(f0 * x) * gate (UN_SILU_GATE); n0 count
-    RL_NFNS = 28
+    # conv slice: NhwcConv's two kernels (onnxep/ops/onnxep/nhwc_conv.py c_step); a workspace that cannot be
+    # allocated stops the run as rl_gather's error does
+    RL_CONV_NHWC = 28       # s0 x, s1 packed W, s2 bias, s3 residual (or NULL), s4 y: conv_nhwc_step; n0.. and f0 f1
+                            # ConvNhwc.step_args
+    RL_DW_NHWC = 29         # s0 x, s1 packed W, s2 bias (or NULL), s3 y: dw_nhwc_step; n0.. f0 f1 dw_nhwc_step_args
+    RL_NFNS = 30
 
 cdef extern from "rl_ops.h" nogil:
     enum: RL_MAXD
@@ -450,6 +455,19 @@ cdef void _rl_silu_gate(const RStep* s, char** p) noexcept nogil:
     parallel_for(nchunks, 1 if nchunks < 2 else _nthreads(s.nthreads), _unary_task, &job)
 
 
+# conv slice: the channel-last conv steps
+cdef void _rl_conv_nhwc(const RStep* s, char** p) noexcept nogil:
+    if conv_nhwc_step(s.n, s.f, <const float*>p[s.slot[0]], <const float*>p[s.slot[1]], <const float*>p[s.slot[2]],
+                      <const float*>p[s.slot[3]], <float*>p[s.slot[4]], s.nthreads) != 0:
+        p[0] = <char*>1
+
+
+cdef void _rl_dw_nhwc(const RStep* s, char** p) noexcept nogil:
+    if dw_nhwc_step(s.n, s.f, <const float*>p[s.slot[0]], <const float*>p[s.slot[1]], <const float*>p[s.slot[2]],
+                    <float*>p[s.slot[3]], s.nthreads) != 0:
+        p[0] = <char*>1
+
+
 def row_sum_f32(const float[::1] x, float[::1] y, Py_ssize_t C):
     """y[r] := sum of x[r * C:(r + 1) * C] (rl_row_sum, as the run loop's RL_ROW_SUM step runs it)."""
     cdef Py_ssize_t R = y.shape[0]
@@ -494,6 +512,8 @@ _RL_FNS[RL_CUMSUM] = _rl_cumsum
 _RL_FNS[RL_MASKED_SOFTMAX] = _rl_masked_softmax
 
 _RL_FNS[RL_SILU_GATE] = _rl_silu_gate
+_RL_FNS[RL_CONV_NHWC] = _rl_conv_nhwc
+_RL_FNS[RL_DW_NHWC] = _rl_dw_nhwc
 
 #: the entries' ids, for the kernels' c_step (onnxep/backends/cpu/runloop.py)
 RUNLOOP_FNS = {"alias": RL_ALIAS, "copy": RL_COPY, "binary": RL_BINARY, "unary": RL_UNARY, "tf_unary": RL_TF_UNARY,
@@ -505,7 +525,7 @@ RUNLOOP_FNS = {"alias": RL_ALIAS, "copy": RL_COPY, "binary": RL_BINARY, "unary":
                "rms_norm": RL_RMS_NORM, "rotary": RL_ROTARY, "gather_nd": RL_GATHER_ND, "arg": RL_ARG,
                "binary_int": RL_BINARY_INT, "cumsum": RL_CUMSUM, "masked_softmax": RL_MASKED_SOFTMAX,
                "gather_elements": RL_GATHER_ELEMENTS,
-               "silu_gate": RL_SILU_GATE}
+               "silu_gate": RL_SILU_GATE, "conv_nhwc": RL_CONV_NHWC, "dw_nhwc": RL_DW_NHWC}
 RUNLOOP_LIMITS = {"slots": RL_SLOTS, "ints": RL_INTS, "floats": RL_FLOATS, "bcast_dims": BCAST_MAX_DIMS,
                   "copy_dims": RL_MAXD}
 

@@ -12,7 +12,7 @@ from tests._util import cpu_only_options, run_ort
 F = TensorProto.FLOAT
 
 
-def _model(pads, opset=17, mode=None, value=None, conv_pads=None, group=1, axes=None):
+def _model(pads, opset=17, mode=None, value=None, conv_pads=None, group=1, axes=None, auto_pad=None):
     rng = np.random.default_rng(3)
     c = 4
     w = rng.standard_normal((c, c // group, 3, 3)).astype(np.float32)
@@ -36,6 +36,8 @@ def _model(pads, opset=17, mode=None, value=None, conv_pads=None, group=1, axes=
     conv_attrs = {"group": group}
     if conv_pads is not None:
         conv_attrs["pads"] = conv_pads
+    if auto_pad is not None:
+        conv_attrs["auto_pad"] = auto_pad
     conv = helper.make_node("Conv", ["p", "w"], ["y"], strides=[2, 2], **conv_attrs)
     g = helper.make_graph([pad, conv], "g", [helper.make_tensor_value_info("x", F, [2, c, 9, 9])],
                           [helper.make_tensor_value_info("y", F, None)], inits)
@@ -68,4 +70,17 @@ def test_other_pads_stay(kw, tmp_path):
     """A non-zero value, another mode, or batch padding is not the Conv's padding: the Pad stays."""
     pads = kw.pop("pads", [0, 0, 1, 1, 0, 0, 1, 1])
     ops = _run(_model(pads, **kw), tmp_path)
+    assert "Pad" in ops, ops
+
+
+@pytest.mark.parametrize("group", [1, 4])
+def test_valid_conv_takes_an_asymmetric_pad(group, tmp_path):
+    """auto_pad VALID (no padding of its own, as torch exports EfficientNet's strided convs): the Pad's asymmetric
+    pads become the Conv's."""
+    ops = _run(_model([0, 0, 0, 0, 0, 0, 1, 1], auto_pad="VALID", group=group), tmp_path)
+    assert "Pad" not in ops, ops
+
+
+def test_same_auto_pad_keeps_the_pad(tmp_path):
+    ops = _run(_model([0, 0, 1, 1, 0, 0, 1, 1], auto_pad="SAME_UPPER"), tmp_path)
     assert "Pad" in ops, ops

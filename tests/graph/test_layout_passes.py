@@ -64,12 +64,14 @@ def _resnet_block():
 
 def test_resnet_block_runs_nhwc_with_fused_epilogues():
     """Oracle: onnxruntime. All BatchNormalizations fold, the block runs channel-last with one Transpose in and one
-    out, the residual Add and both Relus live in NhwcConv epilogues."""
+    out (the pooled (N, C, 1, 1) value leaves as a Reshape: both layouts hold the same bytes), the residual Add and
+    both Relus live in NhwcConv epilogues."""
     model, feeds = _resnet_block()
     sess = _session(model)
     ops = _ops(sess)
     assert "BatchNormalization" not in ops and "Add" not in ops and "Relu" not in ops, ops
-    assert ops.count("Transpose") == 2, ops
+    assert ops.count("Transpose") == 1 and ops.index("Transpose") == 0, ops
+    assert ops[ops.index("NhwcGlobalAveragePool") + 1] == "Reshape", ops
     convs = [k for op, k in _steps(sess) if op == "NhwcConv"]
     assert len(convs) == 3
     assert sorted(k.activation for k in convs) == ["", "Relu", "Relu"]
@@ -326,3 +328,158 @@ def test_lrn_after_a_conv_runs_channel_last():
     sess = _session(model)
     assert _ops(sess) == ["Transpose", "NhwcConv", "NhwcLRN", "NhwcMaxPool", "Transpose"], _ops(sess)
     assert_outputs_match(sess.run(None, {"x": x}), run_ort(model, {"x": x}), rtol=1e-5, atol=1e-6)
+
+
+def _se_block(act="HardSwish"):
+    """Dense conv -> act -> depthwise 5x5 -> squeeze-excite (GlobalAveragePool, two 1x1 convs, HardSigmoid, the
+    broadcast Mul over H, W) -> 1x1 projection + residual: a MobileNetV3 / EfficientNet block."""
+    c, e = 8, 16
+    inits = {"w0": _w(e, c, 1, 1), "wd": _w(e, 1, 5, 5), "bd": _w(e), "w1": _w(4, e, 1, 1), "b1": _w(4),
+             "w2": _w(e, 4, 1, 1), "b2": _w(e), "w3": _w(c, e, 1, 1)}
+    nodes = [helper.make_node("Conv", ["x", "w0"], ["c0"]),
+             helper.make_node(act, ["c0"], ["a0"]),
+             helper.make_node("Conv", ["a0", "wd", "bd"], ["cd"], group=e, pads=[2, 2, 2, 2]),
+             helper.make_node(act, ["cd"], ["ad"]),
+             helper.make_node("GlobalAveragePool", ["ad"], ["g"]),
+             helper.make_node("Conv", ["g", "w1", "b1"], ["s1"]),
+             helper.make_node("Relu", ["s1"], ["r1"]),
+             helper.make_node("Conv", ["r1", "w2", "b2"], ["s2"]),
+             helper.make_node("HardSigmoid", ["s2"], ["h"], alpha=1 / 6),
+             helper.make_node("Mul", ["ad", "h"], ["m"]),
+             helper.make_node("Conv", ["m", "w3"], ["c3"]),
+             helper.make_node("Add", ["c3", "x"], ["y"])]
+    x = RNG.uniform(-1, 1, (2, c, 9, 11)).astype(np.float32)
+    return make_model(nodes, {"x": x}, ["y"], initializers=inits), {"x": x}
+
+
+@pytest.mark.parametrize("act", ["HardSwish", "Gelu", "Relu"])
+def test_squeeze_excite_block_stays_nhwc(act):
+    """Oracle: onnxruntime. The depthwise conv, the pool, the 1x1 convs on the pooled vector and the broadcast Mul of
+    the (N, C, 1, 1) scale run channel-last: one Transpose in, one out, and no other layout change."""
+    model, feeds = _se_block(act)
+    model.opset_import[0].version = max(model.opset_import[0].version, 20)    # Gelu
+    sess = _session(model)
+    ops = _ops(sess)
+    assert ops.count("Transpose") == 2, ops
+    assert ops.count("NhwcConv") == 5 and "NhwcGlobalAveragePool" in ops and "Reshape" not in ops, ops
+    assert_outputs_match(sess.run(None, feeds), run_ort(model, feeds), rtol=1e-4, atol=1e-5)
+
+
+def test_broadcast_of_any_4d_operand():
+    """A Mul of a twin and a computed (N, 1, H, 1) operand runs channel-last too (the operand transposed the same
+    way broadcasts the same way). Oracle: onnxruntime."""
+    c = 8
+    inits = {"w0": _w(c, c, 3, 3), "s": _w(1, 1, 7, 1)}
+    nodes = [helper.make_node("Conv", ["x", "w0"], ["c0"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c0"], ["r"]),
+             helper.make_node("Mul", ["r", "z"], ["y"])]
+    x = RNG.uniform(-1, 1, (2, c, 7, 5)).astype(np.float32)
+    z = RNG.uniform(-1, 1, (2, 1, 7, 1)).astype(np.float32)
+    model = make_model(nodes, {"x": x, "z": z}, ["y"], initializers=inits)
+    sess = _session(model)
+    ops = _ops(sess)
+    assert ops.count("Transpose") == 3 and ops[-1] == "Transpose", ops
+    assert_outputs_match(sess.run(None, {"x": x, "z": z}), run_ort(model, {"x": x, "z": z}), rtol=1e-4, atol=1e-5)
+
+
+def test_model_transposes_fold_into_the_layout():
+    """ConvNeXt's block: depthwise 7x7 -> Transpose to channel-last -> LayerNormalization -> MatMul -> Transpose back
+    -> residual Add. Oracle: onnxruntime. The model's Transposes cost nothing: the first is the conv's twin (a view),
+    the second is the next conv's NHWC input; only the graph input and output change layout."""
+    c = 16
+    inits = {"w0": _w(c, 3, 2, 2), "wd": _w(c, 1, 7, 7), "bd": _w(c), "ls": _w(c), "lb": _w(c), "wm": _w(c, c),
+             "wd2": _w(c, 1, 7, 7)}
+    nodes = [helper.make_node("Conv", ["x", "w0"], ["c0"], strides=[2, 2]),
+             helper.make_node("Conv", ["c0", "wd", "bd"], ["cd"], group=c, pads=[3, 3, 3, 3]),
+             helper.make_node("Transpose", ["cd"], ["t"], perm=[0, 2, 3, 1]),
+             helper.make_node("LayerNormalization", ["t", "ls", "lb"], ["ln"], axis=-1),
+             helper.make_node("MatMul", ["ln", "wm"], ["mm"]),
+             helper.make_node("Transpose", ["mm"], ["tb"], perm=[0, 3, 1, 2]),
+             helper.make_node("Add", ["tb", "c0"], ["r"]),
+             helper.make_node("Conv", ["r", "wd2"], ["y"], group=c, pads=[3, 3, 3, 3])]
+    x = RNG.uniform(-1, 1, (2, 3, 16, 18)).astype(np.float32)
+    model = make_model(nodes, {"x": x}, ["y"], initializers=inits)
+    sess = _session(model)
+    ops = _ops(sess)
+    assert ops.count("Transpose") == 2 and ops.count("NhwcConv") == 3, ops
+    assert_outputs_match(sess.run(None, {"x": x}), run_ort(model, {"x": x}), rtol=1e-4, atol=1e-5)
+    # the NCHW value the second Transpose makes is materialised when an NCHW reader needs it
+    model.graph.output.append(helper.make_tensor_value_info("tb", onnx.TensorProto.FLOAT, None))
+    sess = _session(model)
+    assert_outputs_match(sess.run(None, {"x": x}), run_ort(model, {"x": x}), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("opset", [13, 18])
+@pytest.mark.parametrize("keepdims", [1, 0])
+def test_spatial_reduce_mean_is_the_nhwc_global_pool(opset, keepdims):
+    """ReduceMean over (H, W) of a channel-last value (torch's squeeze-excite / head pooling) runs as
+    NhwcGlobalAveragePool, keepdims=0 through a Reshape view; a ReduceMean over C stays as it is. Oracle:
+    onnxruntime."""
+    c = 12
+    inits = {"w0": _w(c, 4, 3, 3), "w1": _w(c, c, 1, 1)}
+    axes = [-2, 3] if keepdims else [2, 3]
+    if opset >= 18:
+        inits["ax"] = np.array(axes, np.int64)
+        inits["axc"] = np.array([1], np.int64)
+        mean = helper.make_node("ReduceMean", ["r", "ax"], ["m"], keepdims=keepdims)
+        mean_c = helper.make_node("ReduceMean", ["r", "axc"], ["mc"])
+    else:
+        mean = helper.make_node("ReduceMean", ["r"], ["m"], axes=axes, keepdims=keepdims)
+        mean_c = helper.make_node("ReduceMean", ["r"], ["mc"], axes=[1])
+    nodes = [helper.make_node("Conv", ["x", "w0"], ["c0"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c0"], ["r"]), mean, mean_c]
+    outs = ["m", "mc"]
+    if keepdims:
+        nodes.append(helper.make_node("Conv", ["m", "w1"], ["s"]))
+        nodes.append(helper.make_node("Mul", ["r", "s"], ["y"]))
+        outs.append("y")
+    x = RNG.uniform(-1, 1, (2, 4, 7, 9)).astype(np.float32)
+    model = make_model(nodes, {"x": x}, outs, initializers=inits, opset=opset)
+    sess = _session(model)
+    ops = _ops(sess)
+    assert ops.count("NhwcGlobalAveragePool") == 1 and ops.count("ReduceMean") == 1, ops
+    assert_outputs_match(sess.run(None, {"x": x}), run_ort(model, {"x": x}), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("act", ["Clip", "HardSwish", "Sigmoid"])
+def test_depthwise_epilogue_activations(act):
+    """MobileNetV2's ReLU6 (Clip 0..6) and MobileNetV3's HardSwish after a channel-last depthwise conv run in its
+    kernel's epilogue; Sigmoid (no depthwise epilogue for it) stays a node. Oracle: onnxruntime."""
+    c = 16
+    inits = {"w0": _w(c, 4, 1, 1), "wd": _w(c, 1, 3, 3), "bd": _w(c), "w1": _w(8, c, 1, 1), "lo": np.float32(0),
+             "hi": np.float32(6)}
+    act_node = helper.make_node("Clip", ["cd", "lo", "hi"], ["a"]) if act == "Clip" \
+        else helper.make_node(act, ["cd"], ["a"])
+    nodes = [helper.make_node("Conv", ["x", "w0"], ["c0"]),
+             helper.make_node("Conv", ["c0", "wd", "bd"], ["cd"], group=c, pads=[1, 1, 1, 1], strides=[2, 2]),
+             act_node,
+             helper.make_node("Conv", ["a", "w1"], ["y"])]
+    x = RNG.uniform(-4, 4, (2, 4, 10, 9)).astype(np.float32)
+    model = make_model(nodes, {"x": x}, ["y"], initializers=inits)
+    sess = _session(model)
+    ops = _ops(sess)
+    convs = [k for op, k in _steps(sess) if op == "NhwcConv"]
+    if act == "Sigmoid":
+        assert act in ops and convs[1].activation == "", ops
+    else:
+        assert act not in ops and convs[1].activation == act, ops
+    assert_outputs_match(sess.run(None, {"x": x}), run_ort(model, {"x": x}), rtol=1e-4, atol=1e-5)
+
+
+def test_internal_silu_runs_on_twins():
+    """A com.onnxep Silu (what fuse_silu writes for x * Sigmoid(x)) between channel-last convs stays channel-last:
+    one Transpose in, one out. Oracle: the same model with Sigmoid and Mul through onnxruntime."""
+    c = 8
+    inits = {"w0": _w(c, 4, 3, 3), "w1": _w(c, c, 1, 1)}
+    x = RNG.uniform(-2, 2, (2, 4, 7, 6)).astype(np.float32)
+    ref = make_model([helper.make_node("Conv", ["x", "w0"], ["c0"], pads=[1, 1, 1, 1]),
+                      helper.make_node("Sigmoid", ["c0"], ["s"]), helper.make_node("Mul", ["c0", "s"], ["a"]),
+                      helper.make_node("Conv", ["a", "w1"], ["y"])], {"x": x}, ["y"], initializers=inits)
+    model = make_model([helper.make_node("Conv", ["x", "w0"], ["c0"], pads=[1, 1, 1, 1]),
+                        helper.make_node("Silu", ["c0"], ["a"], domain="com.onnxep"),
+                        helper.make_node("Conv", ["a", "w1"], ["y"])], {"x": x}, ["y"], initializers=inits)
+    model.opset_import.append(helper.make_opsetid("com.onnxep", 1))
+    sess = _session(model)
+    ops = _ops(sess)
+    assert ops.count("Transpose") == 2 and "Silu" in ops, ops
+    assert_outputs_match(sess.run(None, {"x": x}), run_ort(ref, {"x": x}), rtol=1e-4, atol=1e-5)

@@ -355,3 +355,29 @@ def test_split(axis, split):
                        initializers={"s": np.array(split, np.int64)})
     progs = _check(model, _feeds(x), 2)
     assert max(p.n_py for p in progs) == 0
+
+
+def _w(*shape):
+    return (RNG.standard_normal(shape) * 0.3).astype(np.float32)
+
+
+@pytest.mark.parametrize("c", [8, 24])
+def test_nhwc_conv_steps(c):
+    """The channel-last convs (NhwcConv: dense with bias and Relu, a 1x1 with a residual Add, Winograd-sized 3x3,
+    depthwise 3x3 / Clip and 5x5 stride 2 / HardSwish) all become C steps (RL_CONV_NHWC, RL_DW_NHWC): no Python step
+    is left in the program."""
+    inits = {"w0": _w(c, 4, 3, 3), "b0": _w(c), "wd": _w(c, 1, 3, 3), "bd": _w(c), "w1": _w(c, c, 1, 1),
+             "w2": _w(c, c, 3, 3), "w5": _w(c, 1, 5, 5), "lo": np.float32(0), "hi": np.float32(6)}
+    nodes = [helper.make_node("Conv", ["x", "w0", "b0"], ["c0"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c0"], ["r0"]),
+             helper.make_node("Conv", ["r0", "wd", "bd"], ["cd"], group=c, pads=[1, 1, 1, 1]),
+             helper.make_node("Clip", ["cd", "lo", "hi"], ["k"]),
+             helper.make_node("Conv", ["k", "w1"], ["c1"]),
+             helper.make_node("Add", ["c1", "r0"], ["s"]),
+             helper.make_node("Conv", ["s", "w2"], ["c2"], pads=[1, 1, 1, 1]),
+             helper.make_node("Conv", ["c2", "w5"], ["c5"], group=c, pads=[2, 2, 2, 2], strides=[2, 2]),
+             helper.make_node("HardSwish", ["c5"], ["y"])]
+    x = _f32(2, 4, 11, 12)
+    model = make_model(nodes, {"x": x}, ["y", "s"], initializers=inits, opset=17)
+    progs = _check(model, _feeds(x), 7, rtol=1e-4, atol=1e-5)
+    assert any(p.n_py == 0 for p in progs), [(p.n_c, p.n_py) for p in progs]

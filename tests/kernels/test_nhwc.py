@@ -334,3 +334,68 @@ def test_pool_nhwc_errors():
         K.global_avgpool_nhwc_f32(x, (2, 16, 3), np.zeros(5, np.float32))
     with pytest.raises(ValueError, match="empty spatial"):
         K.global_maxpool_nhwc_f32(np.zeros(0, np.float32), (2, 0, 3), np.zeros(6, np.float32))
+
+
+def _np_act(v, act):
+    name, params = act[0], act[1:]
+    if name == "Relu":
+        return np.maximum(v, 0)
+    if name == "Clip":
+        return np.minimum(np.maximum(v, params[0]), params[1])
+    if name == "HardSwish":
+        return v * np.clip(v / 6 + 0.5, 0, 1)
+    return v
+
+
+DW_ACT_SHAPES = [
+    ((2, 9, 11, 37), (3, 3), (1, 1), (1, 1), (1, 1)),     # 3x3 run loops, a 5-channel tail
+    ((1, 8, 19, 48), (3, 3), (2, 2), (1, 1), (1, 1)),     # stride 2 run loop
+    ((1, 7, 7, 20), (5, 5), (1, 1), (2, 2), (2, 2)),      # general taps, border pixels
+    ((1, 6, 9, 13), (5, 5), (2, 2), (1, 1), (2, 2)),
+]
+
+
+@pytest.mark.parametrize("isa", list(VARIANTS))
+@pytest.mark.parametrize("case", DW_ACT_SHAPES)
+@pytest.mark.parametrize("act", [("Relu",), ("Clip", 0.0, 6.0), ("Clip", -0.25, 0.5), ("HardSwish",), ("",)])
+def test_dw_nhwc_activation_epilogue(isa, case, act):
+    """Oracle: numpy float64 direct conv, then the activation in numpy (ReLU6 / a tight Clip that cuts both sides,
+    HardSwish x * clip(x/6 + 1/2, 0, 1)); 1 vs 2 threads bit-identical; a NaN input stays NaN through Clip and
+    HardSwish (Relu maps it to 0, as the SIMD max does)."""
+    mod = VARIANTS[isa]
+    (N, H, W, C), k, s, pb, pe = case
+    outs = (_out(H, k[0], s[0], 1, pb[0], pe[0]), _out(W, k[1], s[1], 1, pb[1], pe[1]))
+    rng = np.random.default_rng(H * W + C + len(act))
+    xn = rng.uniform(-3, 3, (N, H, W, C)).astype(np.float32)
+    xn[0, H // 2, W // 2, C - 1] = np.nan
+    w = rng.uniform(-1, 1, (C, 1) + k).astype(np.float32)
+    b = rng.uniform(-1, 1, C).astype(np.float32)
+    ys = []
+    for nt in (1, 2):
+        y = np.full((N,) + outs + (C,), np.nan, np.float32)
+        mod.conv_depthwise_nhwc_f32(xn.reshape(-1), (N, H, W, C), _pack(mod, w, C, *k), C, k, s, (1, 1), pb, outs, b,
+                                    y.reshape(-1), False, nt, act)
+        ys.append(y)
+    np.testing.assert_array_equal(ys[0], ys[1])
+    x = xn.transpose(0, 3, 1, 2).astype(np.float64)
+    conv = _ref_conv(np.nan_to_num(x)[:, :, None], w[:, :, None], b, C, (1,) + s, (1, 1, 1), (0,) + pb,
+                     (1,) + outs)[:, :, 0]
+    ref = _np_act(conv, act)
+    got = ys[0].transpose(0, 3, 1, 2)
+    nan_out = np.isnan(_ref_conv(x[:, :, None], w[:, :, None], b, C, (1,) + s, (1, 1, 1), (0,) + pb,
+                                 (1,) + outs)[:, :, 0])
+    ok = ~nan_out
+    assert np.all(np.abs(got[ok] - ref[ok]) <= 4 * (k[0] * k[1] + 2) * EPS * 3), np.abs(got[ok] - ref[ok]).max()
+    if act[0] == "Relu":
+        assert np.all(got[nan_out] == 0)
+    else:
+        assert np.all(np.isnan(got[nan_out]))
+
+
+def test_dw_nhwc_activation_errors():
+    x = np.zeros(16, np.float32)
+    wp = _pack(_kernels, np.zeros((1, 1, 1, 1), np.float32), 1, 1, 1)
+    for bad in ("Sigmoid", ("Clip", 0.0), "Gelu"):
+        with pytest.raises(ValueError, match="activation"):
+            _kernels.conv_depthwise_nhwc_f32(x, (1, 4, 4, 1), wp, 1, (1, 1), (1, 1), (1, 1), (0, 0), (4, 4), None,
+                                             np.empty(16, np.float32), False, 1, bad)

@@ -3,13 +3,17 @@
 - NhwcConv -> Add / Sum(two inputs) with a same-shaped other input Z: the conv takes Z as its 4th input
   (y = conv + B + Z) and moves to the Add's place (Z may be computed after the conv in the original order);
 - NhwcConv -> Relu / Clip (constant bounds) / LeakyRelu / Sigmoid / HardSigmoid / Tanh: the conv's activation
-  (applied after the residual add, as in a ResNet block); a depthwise conv fuses Relu only.
+  (applied after the residual add, as in a ResNet block); a depthwise conv fuses Relu, Clip (MobileNetV2's ReLU6) and
+  HardSwish (MobileNetV3), which its own kernel applies.
 
 Only when the conv's output has no other reader (and is not a graph output)."""
 from __future__ import annotations
 
 from onnxep.graph.ir import Graph
 from onnxep.graph.passes._edit import INTERNAL_DOMAIN, consumer_counts, producers
+
+
+DW_ACTS = ("Relu", "Clip", "HardSwish")     # what the depthwise kernel's epilogue applies (DW_ACTIVATIONS)
 
 
 def _fusable_conv(node, counts, x) -> bool:
@@ -27,7 +31,7 @@ def _activation(node, consts):
     a, op = node.attrs, node.op_type
     if len([o for o in node.outputs if o]) != 1:
         return None
-    if op in ("Relu", "Sigmoid", "Tanh"):
+    if op in ("Relu", "Sigmoid", "Tanh", "HardSwish"):
         return op, ()
     if op == "LeakyRelu":
         return op, (float(a.get("alpha", 0.01) if a.get("alpha") is not None else 0.01),)
@@ -78,7 +82,8 @@ def fuse_nhwc_conv(graph: Graph, ctx=None) -> Graph:
         act = _activation(node, consts) if node.domain == "" and node.inputs and node.inputs[0] else None
         if act is not None:
             conv = producer.get(node.inputs[0])
-            if _fusable_conv(conv, counts, node.inputs[0]) and (act[0] == "Relu" or not _depthwise(conv, consts)):
+            if _fusable_conv(conv, counts, node.inputs[0]) \
+                    and (act[0] in DW_ACTS if _depthwise(conv, consts) else act[0] != "HardSwish"):
                 conv.attrs = dict(conv.attrs, activation=act[0], activation_params=list(act[1]) or None)
                 conv.outputs = (node.outputs[0],)
                 producer[node.outputs[0]] = conv

@@ -6,7 +6,9 @@ map per conv, and an NCHW Pad between two channel-last convs keeps Transposes ar
 Folded when: the Pad is constant mode (the default) with no value or a zero value, its pads (attribute before opset
 11, a constant input after; the opset-18 axes input constant or absent) are non-negative and zero on the batch and
 channel dims, its output is read by that Conv alone (and is no graph output), and the Conv has explicit pads
-(auto_pad NOTSET or absent). The Conv's pads grow by the Pad's; the Conv reads the Pad's input."""
+(auto_pad NOTSET or absent) or none (auto_pad VALID: torch's exports of transformers' EfficientNet pad that way,
+asymmetrically, before each strided conv). The Conv's pads grow by the Pad's (auto_pad becomes NOTSET); the Conv reads
+the Pad's input."""
 from __future__ import annotations
 
 import dataclasses
@@ -64,7 +66,8 @@ def fuse_pad_conv(graph: Graph, ctx=None) -> Graph:
         conv = only_consumer(f.cons, f.outputs, pad.outputs[0], "Conv")
         if conv is None or conv.inputs[0] != pad.outputs[0] or f.taken((conv,)) or len(conv.inputs) < 2:
             continue
-        if (conv.attrs.get("auto_pad") or "NOTSET") != "NOTSET":
+        auto_pad = conv.attrs.get("auto_pad") or "NOTSET"
+        if auto_pad not in ("NOTSET", "VALID"):
             continue
         w = consts.get(conv.inputs[1])
         vt = graph.value_types.get(conv.inputs[1])
@@ -76,10 +79,10 @@ def fuse_pad_conv(graph: Graph, ctx=None) -> Graph:
             continue
         begin, end = sp
         r = rank - 2
-        old = [int(p) for p in (conv.attrs.get("pads") or [0] * (2 * r))]
+        old = [0] * (2 * r) if auto_pad == "VALID" else [int(p) for p in (conv.attrs.get("pads") or [0] * (2 * r))]
         if len(old) != 2 * r:
             continue
-        attrs = dict(conv.attrs)
+        attrs = dict(conv.attrs, auto_pad="NOTSET")
         attrs["pads"] = [old[i] + begin[i] for i in range(r)] + [old[r + i] + end[i] for i in range(r)]
         fused = dataclasses.replace(conv, inputs=(pad.inputs[0],) + tuple(conv.inputs[1:]), attrs=attrs)
         f.fuse([pad, conv], conv, fused)

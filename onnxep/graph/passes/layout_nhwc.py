@@ -3,8 +3,9 @@ com.onnxep NHWC twins, and activations stay NHWC between them. The layout change
 NHWC op or the other way round (Transpose nodes), never per op:
 
 - a value keeps at most one NHWC twin (one Transpose in, however many NHWC readers it has);
-- elementwise ops whose data inputs are all NHWC twins (same 4-D shape; unary ops, Add/Sum/Mul/...), or one twin and
-  a constant with one value per channel (re-laid out as a (C,) vector), Concat on the channel axis, and
+- elementwise ops whose data inputs are all NHWC twins (same 4-D shape; unary ops, Add/Sum/Mul/..., com.onnxep Silu),
+  4-D operands that broadcast to the output (a squeeze-excite's (N, C, 1, 1) scale), or one twin and a constant with
+  one value per channel (re-laid out as a (C,) vector), Concat on the channel axis, and
   BatchNormalization in inference mode (as a ChannelAffine) run on the twins and produce twins, so residual and dense
   blocks stay NHWC end to end;
 - a value is transposed back to NCHW once, just before the first node that needs it in NCHW (or as a graph output);
@@ -21,6 +22,7 @@ Nodes whose op type the session forces onto the reference backend ('onnxep.fallb
 from __future__ import annotations
 
 import numpy as np
+import onnx
 
 from onnxep.backends.cpu import CPU_DEVICE
 from onnxep.graph.ir import Graph, Node, OpInfo, ValueType
@@ -35,8 +37,11 @@ NHWC_TWINS = {"Conv": "NhwcConv", "MaxPool": "NhwcMaxPool", "AveragePool": "Nhwc
               "GlobalAveragePool": "NhwcGlobalAveragePool", "GlobalMaxPool": "NhwcGlobalMaxPool", "LRN": "NhwcLRN"}
 #: elementwise ops that do not care about the layout when every data input has the same shape
 UNARY = {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "Clip", "Abs", "Neg", "Exp", "Sqrt", "Identity", "Dropout",
-         "HardSigmoid", "Elu", "Selu", "Softplus", "Erf"}
+         "HardSigmoid", "Elu", "Selu", "Softplus", "Erf", "HardSwish", "Softsign", "Celu", "ThresholdedRelu", "Mish",
+         "Gelu", "Reciprocal"}
 BINARY = {"Add", "Sum", "Mul", "Sub", "Div", "Max", "Min", "Mean"}
+#: com.onnxep elementwise ops whose inputs all have the output's shape (Silu: x [, gate])
+INTERNAL_ELEMENTWISE = {"Silu"}
 
 
 def _shape4(vt):
@@ -57,21 +62,28 @@ class _Layout:
 
     # -- the two conversions
     def twin(self, x):
-        """The NHWC twin of x (a Transpose is emitted the first time)."""
+        """The NHWC twin of x (a Transpose is emitted the first time; a Reshape, a view, when x is 1x1)."""
         if x not in self.nhwc:
             t = self.names.new(f"{x}_nhwc")
-            self.out.append(make_node(self.g, self.names.new(f"{x}_to_nhwc"), "Transpose", [x], [t],
-                                      {"perm": TO_NHWC}))
             s = _shape4(self.vt.get(x))
+            self.out.append(self._relayout(x, t, TO_NHWC, [0, 1, 1, -1], s))
             self.vt[t] = tensor_type(self.vt.get(x), (s[0], s[2], s[3], s[1]))
             self.nhwc[x] = t
         return self.nhwc[x]
 
     def need_nchw(self, x):
         if x and x not in self.nchw and x in self.nhwc:
-            self.out.append(make_node(self.g, self.names.new(f"{x}_to_nchw"), "Transpose", [self.nhwc[x]], [x],
-                                      {"perm": TO_NCHW}))
+            self.out.append(self._relayout(self.nhwc[x], x, TO_NCHW, [0, -1, 1, 1], _shape4(self.vt.get(x))))
             self.nchw.add(x)
+
+    def _relayout(self, src, dst, perm, flat_shape, nchw_shape):
+        """The node writing dst := src transposed by perm; when the NCHW shape is (N, C, 1, 1) both layouts hold the
+        same bytes, and a Reshape to flat_shape (0 keeps N) is a view instead of a copy."""
+        kind = "to_nhwc" if perm == TO_NHWC else "to_nchw"
+        if nchw_shape is not None and nchw_shape[2] == 1 and nchw_shape[3] == 1 and "Reshape" not in self.keep_ops:
+            shape = self._new_const(f"{dst}_shape", np.array(flat_shape, np.int64))
+            return make_node(self.g, self.names.new(f"{src}_{kind}"), "Reshape", [src, shape], [dst], {})
+        return make_node(self.g, self.names.new(f"{src}_{kind}"), "Transpose", [src], [dst], {"perm": perm})
 
     def new_twin_output(self, y):
         s = _shape4(self.vt.get(y))
@@ -114,8 +126,10 @@ class _Layout:
         """The data inputs of a layout-free elementwise node that can run on NHWC twins, or None."""
         if len([o for o in node.outputs if o]) != 1 or node.outputs[0] == "":
             return None
-        if node.domain == INTERNAL_DOMAIN and node.op_type == "Silu":
-            data = [x for x in node.inputs if x]     # x [, gate]: one shape (fuse_silu checked)
+        if node.domain == INTERNAL_DOMAIN and node.op_type in INTERNAL_ELEMENTWISE:
+            data = [x for x in node.inputs if x]
+            if len(data) != len(node.inputs) or any(x in self.consts for x in data):
+                return None
         elif node.domain != "":
             return None
         elif node.op_type in UNARY:
@@ -132,8 +146,15 @@ class _Layout:
         if not data or not any(x in self.nhwc for x in data):
             return None
         shapes = {_shape4(self.vt.get(x)) for x in data}
-        if len(shapes) != 1 or None in shapes or _shape4(self.vt.get(node.outputs[0])) not in shapes:
+        out = _shape4(self.vt.get(node.outputs[0]))
+        if None in shapes or out is None:
             return None
+        if len(shapes) != 1 or out not in shapes:
+            # 4-D operands broadcasting to the 4-D output (a squeeze-excite scale (N, C, 1, 1) times the (N, C, H, W)
+            # map): the same permutation of every operand broadcasts the same way; every dim must be known to be the
+            # output's or 1
+            if node.op_type not in BINARY or not all(d == o or d == 1 for sh in shapes for d, o in zip(sh, out)):
+                return None
         if any(x in self.consts for x in data) or node.op_type in self.keep_ops:
             return None
         return data      # (whichever backend runs it: elementwise results do not depend on the layout)
@@ -151,6 +172,10 @@ class _Layout:
             if id(node) in self.skip:
                 continue
             if self.channel_shuffle(node):
+                continue
+            if self.model_transpose(node):
+                continue
+            if self.spatial_mean(node):
                 continue
             if self.has_twin(node):
                 for x in node.inputs[1:]:
@@ -216,6 +241,67 @@ class _Layout:
         y = self.new_twin_output(node.outputs[0])
         self.out.append(make_node(self.g, node.name, "ChannelAffine", [self.nhwc[node.inputs[0]], ca, cb], [y], {},
                                   INTERNAL_DOMAIN))
+        return True
+
+    def model_transpose(self, node) -> bool:
+        """The model's own Transposes between the two layouts (ConvNeXt permutes to channel-last around its
+        LayerNorm / Linear and back):
+        - perm (0, 2, 3, 1) of a value that has a twin is that twin (an Identity, a view: no copy);
+        - perm (0, 3, 1, 2) makes a value whose twin is its input: nothing runs unless a reader needs it in NCHW (then
+          the Transpose is emitted there, as the model wrote it)."""
+        if node.op_type != "Transpose" or node.domain != "" or len(node.outputs) != 1 or not node.inputs \
+                or not node.inputs[0] or "Transpose" in self.keep_ops:
+            return False
+        x, y = node.inputs[0], node.outputs[0]
+        perm = [int(p) for p in node.attrs.get("perm") or ()]
+        sx, sy = _shape4(self.vt.get(x)), _shape4(self.vt.get(y))
+        if sx is None or sy is None or y in self.nhwc:
+            return False
+        if perm == TO_NHWC and x in self.nhwc:
+            if "Identity" in self.keep_ops:
+                return False
+            self.out.append(make_node(self.g, node.name, "Identity", [self.nhwc[x]], [y], {}))
+            self.nchw.add(y)
+            return True
+        if perm == TO_NCHW and (x in self.nchw or x not in self.nhwc):     # (x is there as it is)
+            self.nhwc[y] = x
+            self.nchw.discard(y)
+            return True
+        return False
+
+    def spatial_mean(self, node) -> bool:
+        """ReduceMean of a float32 twin over H and W (what torch exports for a squeeze-excite's or a head's
+        adaptive_avg_pool2d(1) / mean((2, 3))) is the channel-last global average pool: keepdims gives its (N, C, 1,
+        1) twin, keepdims=0 the (N, C) value, a Reshape (a view) of that twin."""
+        if node.op_type != "ReduceMean" or node.domain != "" or len(node.outputs) != 1 or not node.inputs \
+                or node.inputs[0] not in self.nhwc or "ReduceMean" in self.keep_ops:
+            return False
+        x, y = node.inputs[0], node.outputs[0]
+        vx = self.vt.get(x)
+        if vx is None or vx.elem_type != onnx.TensorProto.FLOAT:
+            return False
+        if node.opset >= 18:
+            axes = self.consts.get(node.inputs[1]) if len(node.inputs) > 1 and node.inputs[1] else None
+        else:
+            axes = node.attrs.get("axes")
+        if axes is None or sorted(int(a) % 4 for a in np.asarray(axes).reshape(-1)) != [2, 3]:
+            return False
+        keep = int(node.attrs.get("keepdims", 1) if node.attrs.get("keepdims") is not None else 1)
+        s = _shape4(vx)
+        if any(isinstance(d, int) and d == 0 for d in s[2:]):
+            return False          # an empty mean: as the ONNX op computes it (NaN), not the pool
+        gap = Node(node.name, "GlobalAveragePool", "", (x,), (y if keep else self.names.new(f"{y}_pooled"),), {}, 1)
+        if not keep:
+            self.vt[gap.outputs[0]] = tensor_type(vx, (s[0], s[1], 1, 1))
+        if not self.has_twin(gap):
+            return False
+        t = self.new_twin_output(gap.outputs[0])
+        self.out.append(make_node(self.g, node.name, "NhwcGlobalAveragePool", (self.nhwc[x],), (t,), {},
+                                  INTERNAL_DOMAIN))
+        if not keep:
+            shape = self._new_const(f"{y}_shape", np.array([0, -1], np.int64))
+            self.out.append(make_node(self.g, self.names.new(f"{y}_flat"), "Reshape", [t, shape], [y], {}))
+            self.nchw.add(y)
         return True
 
     def _only_reader(self, value, op_type):

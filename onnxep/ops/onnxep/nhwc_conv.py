@@ -3,11 +3,11 @@ layout_nhwc.py), never by users. X is (N, H, W, C) and Y (N, Ho, Wo, Cout); W, B
 (W stays (Cout, Cin/group, kh, kw)). More from the fusion passes: an optional 4th input Z (NHWC, Y's shape) added to
 the result, and `activation` with `activation_params` (as onnxruntime's FusedConv: "" / Relu / Clip [min, max] /
 LeakyRelu [alpha] / Sigmoid / HardSigmoid [alpha, beta] / Tanh) applied last -- y = act(conv(x, W) + B + Z), all in the
-GEMM epilogue.
+GEMM epilogue; a depthwise conv: "" / Relu / Clip / HardSwish, in its own kernel's epilogue.
 
 Dense and grouped convs run conv_nhwc_f32 (implicit im2col, no col buffer; 3x3 stride-1 ones with enough channels by
 Winograd's F(4x4, 3x3) or F(2x2, 3x3), their weight packed transformed); one input channel per group (depthwise) runs
-conv_depthwise_nhwc_f32 (no Z)."""
+conv_depthwise_nhwc_f32 (no Z; activations DW_ACTIVATIONS)."""
 import numpy as np
 
 from onnxep import _kernels
@@ -17,6 +17,7 @@ from onnxep.ops.nn.conv import ConvAttrs, conv_geometry
 
 DOMAIN = "com.onnxep"
 ACTIVATIONS = _kernels.ACTIVATIONS      # name -> (code, number of activation_params)
+DW_ACTIVATIONS = _kernels.DW_ACTIVATIONS    # the same for the depthwise kernel's epilogue
 # Winograd F(2x2, 3x3) from this many input and output channels: below them the transforms cost more than the 16/36 of
 # the products saves (kernel alone, 1 thread: 3 -> 64 at 224x224 1.31x the direct path's time, 4 -> 16 2.35x, 8 -> 8
 # 1.12x, 16 -> 16 0.88x, 16 -> 32 0.82x; 32 channels and more 0.47-0.74x)
@@ -40,6 +41,10 @@ WINOGRAD_MAX_EXTRA_BYTES = 8 << 20
 # F(2x2) at 2 threads
 WINOGRAD_F4_MIN_PIXELS = 24 * 24
 _WINOGRAD_PATHS = {0: "auto", 2: "winograd", 4: "winograd4"}      # _winograd's tile -> conv_nhwc_f32's path
+
+
+def _plain_f32(*arrays) -> bool:
+    return all(a.__class__ is np.ndarray and a.dtype == F32 and a.flags.c_contiguous for a in arrays)
 
 
 def _is_f32_rank4(vt):
@@ -69,12 +74,14 @@ class NhwcConv_1(ConvAttrs, PackedWeightMixin, OpKernel):
         a = op.node.attrs
         group = int(a.get("group", 1) or 1)
         act = a.get("activation") or ""
-        if group < 1 or w.shape[0] % group or act not in ACTIVATIONS \
-                or len(a.get("activation_params") or ()) != ACTIVATIONS[act][1]:
+        if group < 1 or w.shape[0] % group:
             return False
-        if cls._depthwise_shape(w.shape, group) and ((len(ins) > 3 and ins[3]) or act not in ("", "Relu")):
-            return False             # the depthwise kernel has no residual input and fuses Relu only
-        return True
+        # the depthwise kernel has no residual input and its own epilogue (Relu, Clip, HardSwish)
+        depthwise = cls._depthwise_shape(w.shape, group)
+        acts = DW_ACTIVATIONS if depthwise else ACTIVATIONS
+        if act not in acts or len(a.get("activation_params") or ()) != acts[act][1]:
+            return False
+        return not (depthwise and len(ins) > 3 and ins[3])
 
     @staticmethod
     def _depthwise_shape(wshape, group):
@@ -161,7 +168,7 @@ class NhwcConv_1(ConvAttrs, PackedWeightMixin, OpKernel):
         Y = ctx.output(0, yshape, F32)
         if depthwise:
             _kernels.conv_depthwise_nhwc_f32(X.reshape(-1), conv, wp, yshape[3], *geo, B, Y.reshape(-1),
-                                             self.activation == "Relu", ctx.num_threads)
+                                             False, ctx.num_threads, self._act)
         elif ctx.slot is None or Y.flags.c_contiguous:
             conv.run(X.reshape(-1), B, None if Z is None else Z.reshape(-1), Y.reshape(-1), ctx.num_threads, 0)
         else:   # a channel slice of a Concat's output (ctx.slot, C-contiguous): its pixels ldy floats apart
@@ -170,6 +177,30 @@ class NhwcConv_1(ConvAttrs, PackedWeightMixin, OpKernel):
             conv.run(X.reshape(-1), B, None if Z is None else Z.reshape(-1),
                      y[offset:offset + (yshape[0] * yshape[1] * yshape[2] - 1) * ldy + yshape[3]], ctx.num_threads,
                      ldy)
+
+    def c_step(self, ins, outs, nthreads):
+        """The compiled run loop's entry, for a pre-packed W and plain contiguous float32 arrays of the shapes compute
+        planned for: RL_CONV_NHWC (ConvNhwc's run, residual Z in place or apart) or RL_DW_NHWC (the depthwise
+        kernel): no Python left per conv."""
+        if "compute" in self.__dict__ or type(self).compute is not NhwcConv_1.compute:
+            return None
+        wp, plan = self.packed(1), self._shape_plan
+        if wp is None or plan is None or plan[5] is not wp or len(outs) != 1:
+            return None
+        shape, yshape, conv, geo, depthwise, _ = plan
+        X, Y = ins[0], outs[0]
+        B = ins[2] if len(ins) > 2 else None
+        Z = ins[3] if len(ins) > 3 else None
+        if not _plain_f32(X, Y) or X.shape != shape or Y.shape != yshape:
+            return None
+        if (B is not None and (not _plain_f32(B) or B.shape != (yshape[3],))) \
+                or (Z is not None and (not _plain_f32(Z) or Z.shape != yshape)):
+            return None
+        if depthwise:
+            ints, floats = _kernels.dw_nhwc_step_args(conv, yshape[3], *geo, self._act)
+            return "dw_nhwc", [0, wp, None if B is None else 2, ~0], ints, floats
+        ints, floats = conv.step_args()
+        return "conv_nhwc", [0, wp, None if B is None else 2, None if Z is None else 3, ~0], ints, floats
 
     # (X shape, Y shape, the _kernels.ConvNhwc (depthwise: the kernel's xshape), geometry args, depthwise, the packed
     # weight it was made with): the last seen
