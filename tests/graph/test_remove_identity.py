@@ -63,7 +63,8 @@ def test_light_squeezenet_loses_its_dropout_and_the_transposes_around_it():
     sess = onnxep.InferenceSession(path)
     ops = [s[6] for p in sess.plans for s in p.steps]
     assert "Dropout" not in ops
-    assert ops.count("Transpose") == 2          # only the model's input and the pooled output change layout
+    # only the model's input changes layout by a copy; the pooled (N, C, 1, 1) output goes back by a Reshape view
+    assert ops.count("Transpose") == 1
 
 
 def test_node_in_subgraph_reading_output_keeps_it():
