@@ -39,7 +39,11 @@ cdef enum:
     RL_GATHER = 17          # s0 x, s1 indices, s2 y: rl_gather; n0 outer, n1 axis dim, n2 indices, n3 row bytes,
                             # n4 8 (int64 indices) or 4; an index out of range stops the run (p[0] set, see Program.run)
     RL_SPLIT = 18           # s0 x, s1 .. s[k] outputs: rl_split; n0 k, n1 rows, n2 row bytes of x, n3.. chunks
-    RL_NFNS = 19
+    RL_GROUP_NORM = 19      # s0 x, s1 gamma, s2 beta, s3 y: group_norm_c; n0 N, n1 C, n2 S, n3 G, n4 silu, n5 layout
+                            # (0 NCHW, 1 NHWC, 2 NCHW -> NHWC); f0 eps (norm slice)
+    RL_RESIZE2 = 20         # s0 x, s1 ih, s2 wh, s3 iw, s4 ww, s5 y: resize2_c; n0 planes, n1 IH, n2 IW, n3 OH, n4 OW
+                            # (norm slice)
+    RL_NFNS = 21
 
 cdef extern from "rl_ops.h" nogil:
     enum: RL_MAXD
@@ -248,6 +252,21 @@ cdef void _rl_gather(const RStep* s, char** p) noexcept nogil:
         p[0] = <char*>1       # the error mark: Program.run stops here and reports the step
 
 
+cdef void _rl_group_norm(const RStep* s, char** p) noexcept nogil:
+    # (norm slice) a failed scratch allocation marks the step bad: Python redoes it and raises MemoryError
+    if group_norm_c(<const float*>p[s.slot[0]], <float*>p[s.slot[3]], s.n[0], s.n[1], s.n[2], s.n[3],
+                    <const float*>p[s.slot[1]], <const float*>p[s.slot[2]], s.f[0], <int>s.n[4], <int>s.n[5],
+                    _nthreads(s.nthreads), NORM_PAR_WORK) != 0:
+        p[0] = <char*>p[s.slot[0]]
+
+
+cdef void _rl_resize2(const RStep* s, char** p) noexcept nogil:
+    # (norm slice) a linear Resize of the last two axes
+    resize2_c(<const float*>p[s.slot[0]], <float*>p[s.slot[5]], s.n[0], s.n[1], s.n[2], s.n[3], s.n[4],
+              <const int64_t*>p[s.slot[1]], <const float*>p[s.slot[2]], <const int64_t*>p[s.slot[3]],
+              <const float*>p[s.slot[4]], _nthreads(s.nthreads), NORM_PAR_WORK)
+
+
 def row_sum_f32(const float[::1] x, float[::1] y, Py_ssize_t C):
     """y[r] := sum of x[r * C:(r + 1) * C] (rl_row_sum, as the run loop's RL_ROW_SUM step runs it)."""
     cdef Py_ssize_t R = y.shape[0]
@@ -282,6 +301,8 @@ _RL_FNS[RL_COMPARE] = _rl_compare
 _RL_FNS[RL_GEMM_BATCHED] = _rl_gemm_batched
 _RL_FNS[RL_GATHER] = _rl_gather
 _RL_FNS[RL_SPLIT] = _rl_split
+_RL_FNS[RL_GROUP_NORM] = _rl_group_norm
+_RL_FNS[RL_RESIZE2] = _rl_resize2
 
 #: the entries' ids, for the kernels' c_step (onnxep/backends/cpu/runloop.py)
 RUNLOOP_FNS = {"alias": RL_ALIAS, "copy": RL_COPY, "binary": RL_BINARY, "unary": RL_UNARY, "tf_unary": RL_TF_UNARY,
@@ -289,7 +310,8 @@ RUNLOOP_FNS = {"alias": RL_ALIAS, "copy": RL_COPY, "binary": RL_BINARY, "unary":
                "strided": RL_STRIDED, "where": RL_WHERE, "concat": RL_CONCAT, "cast": RL_CAST,
                "row_sum": RL_ROW_SUM, "cube": RL_CUBE, "isnan": RL_ISNAN, "compare": RL_COMPARE,
                "gemm_batched": RL_GEMM_BATCHED, "gather": RL_GATHER,
-               "split": RL_SPLIT}
+               "split": RL_SPLIT, "group_norm": RL_GROUP_NORM,
+               "resize2": RL_RESIZE2}
 RUNLOOP_LIMITS = {"slots": RL_SLOTS, "ints": RL_INTS, "floats": RL_FLOATS, "bcast_dims": BCAST_MAX_DIMS,
                   "copy_dims": RL_MAXD}
 

@@ -5,5 +5,5 @@ OPS = (
     "nhwc_conv", "nhwc_pool", "nhwc_lrn", "channel_affine", "channel_shuffle", "gelu", "fused_mat_mul",
     "strided_mat_mul", "masked_softmax", "fused_attention",
     "shape_subgraph",
-    "rms_norm", "silu", "rotary_half", "rotary_interleaved",
+    "rms_norm", "silu", "rotary_half", "rotary_interleaved", "group_norm",
 )
