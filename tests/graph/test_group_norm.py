@@ -210,3 +210,22 @@ def test_group_norm_affine_output_read_elsewhere_keeps_silu_apart():
     m, feeds, _ = _gn_model("dynamo", extra_output="a")
     ops = _check(m, feeds)
     assert ops["GroupNorm"] == 1 and ops["Sigmoid"] + ops["Silu"] == 1     # (fuse_silu takes it: no conv here)
+
+
+def test_group_norm_output_shape_logic_still_folded():
+    """Shape logic on the GroupNorm's result (Shape -> Gather -> Unsqueeze -> Concat -> Reshape) is still cached as a
+    ShapeSubgraph: fold_shape_subgraphs sees through GroupNorm."""
+    m, feeds, _ = _gn_model("dynamo", silu=None)
+    g = m.graph
+    g.node[-1].output[0] = "z"
+    g.initializer.extend([onnx.numpy_helper.from_array(np.array(0, np.int64), "zero"),
+                          onnx.numpy_helper.from_array(np.array([0], np.int64), "ax0"),
+                          onnx.numpy_helper.from_array(np.array([-1], np.int64), "minus1")])
+    g.node.extend([helper.make_node("Shape", ["z"], ["zs"]), helper.make_node("Gather", ["zs", "zero"], ["n"]),
+                   helper.make_node("Unsqueeze", ["n", "ax0"], ["n1"]),
+                   helper.make_node("Concat", ["n1", "minus1"], ["shp"], axis=0),
+                   helper.make_node("Reshape", ["z", "shp"], ["y"])])
+    del g.output[:]
+    g.output.append(helper.make_tensor_value_info("y", TensorProto.FLOAT, None))
+    ops = _check(m, feeds)
+    assert ops["GroupNorm"] == 1 and ops["ShapeSubgraph"] == 1 and "Shape" not in ops
