@@ -360,22 +360,22 @@ class _ResizeBase(OpKernel):
                 np.copyto(y, x)
                 return
         mode = _attr_str(self.mode, "nearest")
-        if mode == "nearest" and y is not None and roi_pairs is None:
-            reps = _nearest_reps(x.shape, out_shape, full_scales, moving, ctm, self._nearest_mode())
-            if reps is not None:
-                self._repeat = (_signature(x, roi, scales, sizes), reps)
-                _repeat_into(x, reps, y)
-                return
-        if mode == "linear" and y is not None and roi_pairs is None and x.dtype == np.float32:
+        if mode in ("nearest", "linear") and y is not None and roi_pairs is None and x.dtype == np.float32:
             key = _signature(x, roi, scales, sizes)
-            tables = self._linear[1] if self._linear is not None and self._linear[0] == key else _linear_tables(
-                x.shape, out_shape, full_scales, moving, ctm, float(self.cubic_coeff_a), bool(self.antialias),
-                bool(self.exclude_outside))
+            tables = self._linear[1] if self._linear is not None and self._linear[0] == key else _tables_2d(
+                mode, x.shape, out_shape, full_scales, moving, ctm, self._nearest_mode(), float(self.cubic_coeff_a),
+                bool(self.antialias), bool(self.exclude_outside))
             if tables is not None:
                 self._linear = (key, tables)
                 xc = np.ascontiguousarray(x)
                 _kernels.resize2_f32(xc.reshape(-1), y.reshape(-1), *_planes(x.shape, out_shape), *tables,
                                      ctx.num_threads)
+                return
+        if mode == "nearest" and y is not None and roi_pairs is None:
+            reps = _nearest_reps(x.shape, out_shape, full_scales, moving, ctm, self._nearest_mode())
+            if reps is not None:
+                self._repeat = (_signature(x, roi, scales, sizes), reps)
+                _repeat_into(x, reps, y)
                 return
         res = resize(x, out_shape, full_scales, moving, mode, ctm, self._nearest_mode(), float(self.cubic_coeff_a),
                      bool(self.exclude_outside), float(self.extrapolation_value), bool(self.antialias), roi_pairs, y)
@@ -384,7 +384,7 @@ class _ResizeBase(OpKernel):
 
 
     _repeat = None           # (input signature, reps) of the last integer-factor nearest upsampling compute ran
-    _linear = None           # (input signature, 2-tap tables) of the last native linear resize compute ran
+    _linear = None           # (input signature, 2-tap tables) of the last native 2-D resize compute ran
 
     c_value_inputs = (1, 2, 3)   # roi / scales / sizes: the C step bakes in the factors they give
 
@@ -423,10 +423,11 @@ def _planes(in_shape, out_shape):
     return math.prod(in_shape[:-2]), in_shape[-2], in_shape[-1], out_shape[-2], out_shape[-1]
 
 
-def _linear_tables(in_shape, out_shape, scales, axes, ctm, cubic_a, antialias, exclude_outside):
-    """(ih, wh, iw, ww): the 2-tap tables of _kernels.resize2_f32 for a linear resize moving only the last two
-    axes (a still axis gets the identity), as _taps computes them; None when it does not apply (another axis moves,
-    more than 2 taps, extrapolation, an empty axis, rows beyond the kernel's scratch)."""
+def _tables_2d(mode, in_shape, out_shape, scales, axes, ctm, nearest_mode, cubic_a, antialias, exclude_outside):
+    """(ih, wh, iw, ww): the 2-tap tables of _kernels.resize2_f32 for a linear or nearest (wh, ww None: the first
+    index only) resize moving only the last two axes (a still axis gets the identity), as _taps / _nearest_index
+    compute them; None when it does not apply (another axis moves, more than 2 taps, extrapolation, an empty axis,
+    rows beyond the kernel's scratch)."""
     r = len(in_shape)
     if r < 2 or any(a < r - 2 for a in axes) or 0 in in_shape[-2:] \
             or in_shape[-1] > _kernels.RESIZE2_IW_LIMIT:
@@ -438,13 +439,18 @@ def _linear_tables(in_shape, out_shape, scales, axes, ctm, cubic_a, antialias, e
             xs, ext = _source_coords(ctm, n_out, scales[ax], n_in, None)
             if ext is not None and ext.any():
                 return None
-            idx, w = _taps(xs, n_in, "linear", scales[ax], cubic_a, antialias, exclude_outside)
-            if idx.shape[1] != 2:
-                return None
+            if mode == "nearest":
+                idx = np.repeat(_nearest_index(xs, nearest_mode, scales[ax], n_in), 2).reshape(-1, 2)
+                w = None
+            else:
+                idx, w = _taps(xs, n_in, "linear", scales[ax], cubic_a, antialias, exclude_outside)
+                if idx.shape[1] != 2:
+                    return None
         else:
             idx = np.repeat(np.arange(n_in), 2).reshape(n_in, 2)
             w = np.tile([1.0, 0.0], (n_in, 1))
-        out += [np.ascontiguousarray(idx.reshape(-1), np.int64), np.ascontiguousarray(w.reshape(-1), np.float32)]
+        out += [np.ascontiguousarray(idx.reshape(-1), np.int64),
+                None if mode == "nearest" else np.ascontiguousarray(w.reshape(-1), np.float32)]
     return tuple(out)
 
 
