@@ -62,7 +62,11 @@ cdef enum:
     RL_CONV_NHWC = 28       # s0 x, s1 packed W, s2 bias, s3 residual (or NULL), s4 y: conv_nhwc_step; n0.. and f0 f1
                             # ConvNhwc.step_args
     RL_DW_NHWC = 29         # s0 x, s1 packed W, s2 bias (or NULL), s3 y: dw_nhwc_step; n0.. f0 f1 dw_nhwc_step_args
-    RL_NFNS = 30
+    RL_GROUP_NORM = 30      # s0 x, s1 gamma, s2 beta, s3 y: group_norm_c; n0 N, n1 C, n2 S, n3 G, n4 silu, n5 layout
+                            # (0 NCHW, 1 NHWC, 2 NCHW -> NHWC); f0 eps (norm slice)
+    RL_RESIZE2 = 31         # s0 x, s1 ih, s2 wh, s3 iw, s4 ww, s5 y: resize2_c; n0 planes, n1 IH, n2 IW, n3 OH, n4 OW
+                            # (norm slice)
+    RL_NFNS = 32
 
 cdef extern from "rl_ops.h" nogil:
     enum: RL_MAXD
@@ -468,6 +472,21 @@ cdef void _rl_dw_nhwc(const RStep* s, char** p) noexcept nogil:
         p[0] = <char*>1
 
 
+cdef void _rl_group_norm(const RStep* s, char** p) noexcept nogil:
+    # (norm slice) a failed scratch allocation marks the step bad: Python redoes it and raises MemoryError
+    if group_norm_c(<const float*>p[s.slot[0]], <float*>p[s.slot[3]], s.n[0], s.n[1], s.n[2], s.n[3],
+                    <const float*>p[s.slot[1]], <const float*>p[s.slot[2]], s.f[0], <int>s.n[4], <int>s.n[5],
+                    _nthreads(s.nthreads), NORM_PAR_WORK) != 0:
+        p[0] = <char*>p[s.slot[0]]
+
+
+cdef void _rl_resize2(const RStep* s, char** p) noexcept nogil:
+    # (norm slice) a linear Resize of the last two axes
+    resize2_c(<const float*>p[s.slot[0]], <float*>p[s.slot[5]], s.n[0], s.n[1], s.n[2], s.n[3], s.n[4],
+              <const int64_t*>p[s.slot[1]], <const float*>p[s.slot[2]], <const int64_t*>p[s.slot[3]],
+              <const float*>p[s.slot[4]], _nthreads(s.nthreads), NORM_PAR_WORK)
+
+
 def row_sum_f32(const float[::1] x, float[::1] y, Py_ssize_t C):
     """y[r] := sum of x[r * C:(r + 1) * C] (rl_row_sum, as the run loop's RL_ROW_SUM step runs it)."""
     cdef Py_ssize_t R = y.shape[0]
@@ -514,6 +533,8 @@ _RL_FNS[RL_MASKED_SOFTMAX] = _rl_masked_softmax
 _RL_FNS[RL_SILU_GATE] = _rl_silu_gate
 _RL_FNS[RL_CONV_NHWC] = _rl_conv_nhwc
 _RL_FNS[RL_DW_NHWC] = _rl_dw_nhwc
+_RL_FNS[RL_GROUP_NORM] = _rl_group_norm
+_RL_FNS[RL_RESIZE2] = _rl_resize2
 
 #: the entries' ids, for the kernels' c_step (onnxep/backends/cpu/runloop.py)
 RUNLOOP_FNS = {"alias": RL_ALIAS, "copy": RL_COPY, "binary": RL_BINARY, "unary": RL_UNARY, "tf_unary": RL_TF_UNARY,
@@ -525,7 +546,8 @@ RUNLOOP_FNS = {"alias": RL_ALIAS, "copy": RL_COPY, "binary": RL_BINARY, "unary":
                "rms_norm": RL_RMS_NORM, "rotary": RL_ROTARY, "gather_nd": RL_GATHER_ND, "arg": RL_ARG,
                "binary_int": RL_BINARY_INT, "cumsum": RL_CUMSUM, "masked_softmax": RL_MASKED_SOFTMAX,
                "gather_elements": RL_GATHER_ELEMENTS,
-               "silu_gate": RL_SILU_GATE, "conv_nhwc": RL_CONV_NHWC, "dw_nhwc": RL_DW_NHWC}
+               "silu_gate": RL_SILU_GATE, "conv_nhwc": RL_CONV_NHWC, "dw_nhwc": RL_DW_NHWC,
+               "group_norm": RL_GROUP_NORM, "resize2": RL_RESIZE2}
 RUNLOOP_LIMITS = {"slots": RL_SLOTS, "ints": RL_INTS, "floats": RL_FLOATS, "bcast_dims": BCAST_MAX_DIMS,
                   "copy_dims": RL_MAXD}
 

@@ -30,6 +30,9 @@ CASES = [  # x shape, w shape, attributes
     ((1, 2, 3, 2, 2), (2, 2, 2, 2, 2), {"strides": [2, 2, 2]}),
     ((1, 2, 3, 3), (2, 2, 2, 2), {"strides": [2, 2], "output_padding": [1, 0]}),   # padding past the taps
     ((1, 2, 3, 4, 3), (2, 2, 2, 3, 2), {"strides": [1, 2, 2]}),
+    ((3, 8, 4, 4), (8, 6, 4, 4), {"strides": [2, 2], "pads": [1, 1, 1, 1]}),      # a U-Net's 2x upsampling
+    ((1, 3, 5, 4), (3, 2, 3, 3), {"strides": [3, 2], "dilations": [2, 3], "pads": [2, 0, 1, 3]}),
+    ((2, 64, 9, 7), (64, 5, 3, 3), {"strides": [2, 2], "pads": [1, 1, 1, 1], "output_padding": [1, 1]}),
 ]
 
 

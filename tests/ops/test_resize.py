@@ -224,3 +224,37 @@ def test_resize_bad_inputs():
 def test_resize_strong_antialias(mode):
     """Many taps per output (a 20x antialiased downsample): the gather-all path."""
     _check_ref(rand((1, 2, 3, 200), 4), scales=(1, 1, 1, 0.05), mode=mode, antialias=1)
+
+
+@pytest.mark.parametrize("scales,opset", [((1, 1, 2, 2), 13), ((1, 2, 3, 1), 13), ((1, 1, 2, 3), 10), ((2, 1, 1, 4), 19)])
+def test_resize_nearest_repeat_run_loop(scales, opset):
+    """Integer-factor nearest upsampling: one broadcast copy, and in the compiled run loop (second run) a strided
+    copy step. Oracle: onnxruntime; the compiled run equals the first."""
+    x = rand((2, 3, 5, 4), 9)
+    feeds = {"x": x}
+    ins = ["x", "s"] if opset == 10 else ["x", "", "s"]
+    m = make_model([node("Resize", ins, ["y"], mode="nearest", **({} if opset == 10 else {
+        "coordinate_transformation_mode": "asymmetric", "nearest_mode": "floor"}))], feeds, ["y"], opset=opset,
+        initializers={"s": np.asarray(scales, np.float32)})
+    sess = onnxep.InferenceSession(m.SerializeToString(), cpu_only_options())
+    first = sess.run(None, feeds)[0]
+    second = sess.run(None, feeds)[0]
+    want = run_ort(m, feeds)[0]
+    np.testing.assert_array_equal(first, want)
+    np.testing.assert_array_equal(second, want)
+    x2 = rand((2, 3, 5, 4), 10)           # new values, same signature: the compiled step reads the new input
+    np.testing.assert_array_equal(sess.run(None, {"x": x2})[0], run_ort(m, {"x": x2})[0])
+
+
+@pytest.mark.parametrize("shape,sizes", [((2, 3, 8, 8), (2, 3, 16, 16)), ((1, 4, 5, 7), (1, 4, 5, 19)),
+                                         ((2, 3, 9, 6), (2, 3, 4, 6)), ((3, 10), (5, 10)), ((2, 5, 11), (2, 5, 4))])
+@pytest.mark.parametrize("ctm", ["half_pixel", "align_corners", "pytorch_half_pixel", "asymmetric"])
+def test_resize_linear_native_run_loop(shape, sizes, ctm):
+    """Linear resize of the last two axes: the native 2-tap kernel, then its compiled run loop step (second run and
+    new values). Oracle: onnxruntime."""
+    x = rand(shape, 11)
+    m = make_model([node("Resize", ["x", "", "", "s"], ["y"], mode="linear", coordinate_transformation_mode=ctm)],
+                   {"x": x}, ["y"], opset=13, initializers={"s": np.asarray(sizes, np.int64)})
+    sess = onnxep.InferenceSession(m.SerializeToString(), cpu_only_options())
+    for feeds in ({"x": x}, {"x": x}, {"x": rand(shape, 12)}):
+        assert_outputs_match(sess.run(None, feeds), run_ort(m, feeds), rtol=1e-5, atol=1e-5)

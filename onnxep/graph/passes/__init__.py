@@ -6,15 +6,18 @@
            BatchNormalization and per-channel Mul / Add folded into the Conv before them
     2      transformer fusions: the decomposed LayerNormalization chain -> LayerNormalization, the Erf form of Gelu ->
            com.onnxep Gelu, its tanh form -> com.onnxep FastGelu, the decomposed RMSNorm -> RMSNormalization,
-           x * Sigmoid(alpha x) [* gate] -> com.onnxep Silu, the rotate_half rotary embedding -> com.onnxep
-           RotaryHalf, MatMul by a constant + bias [+ residual] [+ Relu | Gelu] -> com.onnxep FusedMatMul,
+           x * Sigmoid(alpha x) [* gate] -> com.onnxep Silu, the exporters' GroupNorm chain (Reshape,
+           InstanceNormalization, Reshape, per-channel Mul / Add [, SiLU]) -> com.onnxep GroupNorm, the rotate_half
+           rotary embedding -> com.onnxep RotaryHalf, MatMul by a constant + bias [+ residual] [+ Relu | Gelu] ->
+           com.onnxep FusedMatMul,
            the Transposes / scale around a MatMul of computed operands -> com.onnxep StridedMatMul, an additive
            mask + Softmax -> com.onnxep MaskedSoftmax, then those two products around that softmax -> com.onnxep
            FusedAttention; last of all (after the level-3 passes when they run), the nodes computing values that
            depend only on the input shapes and constants -> com.onnxep ShapeSubgraph (computed once per signature)
     3      channel-last layout (NHWC twins of Conv, pooling and BatchNormalization, transposes only where layouts
            meet), then the NhwcConv epilogue fusions (residual Add, activations) and ChannelAffine chains (the
-           per-channel Mul / Add and Relu after a BatchNormalization folded into it)
+           per-channel Mul / Add and Relu after a BatchNormalization folded into it), the Transposes around a GroupNorm
+           folded into it (it reads NCHW or channel-last, writes channel-last)
 
 ORT_ENABLE_ALL (99, the default) runs them all; InferenceSession(disabled_optimizers=[...]) leaves out the passes named
 (PASS_NAMES: onnxep's pass names and the onnxruntime transformer names each stands in for).
@@ -37,6 +40,7 @@ from onnxep.graph.passes.fuse_conv_affine import fuse_conv_affine
 from onnxep.graph.passes.fuse_exporter_attention import fuse_exporter_attention
 from onnxep.graph.passes.fuse_gelu import fuse_gelu
 from onnxep.graph.passes.fuse_gelu_tanh import fuse_gelu_tanh
+from onnxep.graph.passes.fuse_group_norm import fuse_group_norm, fuse_group_norm_nhwc
 from onnxep.graph.passes.fuse_layernorm import fuse_layernorm
 from onnxep.graph.passes.fuse_matmul_bias import fuse_matmul_bias
 from onnxep.graph.passes.fuse_matmul_transpose import fuse_matmul_transpose
@@ -69,6 +73,7 @@ PASSES: list = [
     (2, fuse_gelu_tanh),
     (2, fuse_rms_norm),
     (2, fuse_silu),
+    (2, fuse_group_norm),      # after fuse_silu: it takes a Silu after the chain
     (2, fuse_rotary),
     (2, fuse_matmul_bias),     # after fuse_gelu: it takes the Gelu into the MatMul
     (2, fuse_exporter_attention),  # before fuse_matmul_transpose: the raw MatMul / Softmax / mask ops, as exported
@@ -78,6 +83,7 @@ PASSES: list = [
     (3, layout_nhwc),
     (3, fuse_nhwc_conv),
     (3, fuse_channel_affine),
+    (3, fuse_group_norm_nhwc),  # after the layout pass: the Transposes around a GroupNorm go into it
     (2, fold_shape_subgraphs),  # last: it takes what the others left of the shape logic (the layout pass included)
 ]
 
@@ -95,6 +101,8 @@ PASS_NAMES: dict = {
     fuse_gelu_tanh: ("fuse_gelu_tanh", "FastGeluFusion"),
     fuse_rms_norm: ("fuse_rms_norm", "SimplifiedLayerNormFusion"),
     fuse_silu: ("fuse_silu", "QuickGeluFusion"),
+    fuse_group_norm: ("fuse_group_norm",),
+    fuse_group_norm_nhwc: ("fuse_group_norm_nhwc",),
     fuse_rotary: ("fuse_rotary", "RotaryEmbeddingFusion"),
     fuse_matmul_bias: ("fuse_matmul_bias", "MatMulAddFusion", "BiasGeluFusion", "GemmActivationFusion",
                        "MatMulActivationFusion"),

@@ -92,7 +92,7 @@ _ops("", "MaxUnpool", (2,))
 # onnxep's own ops (earlier passes): fused forms of the ops above, same output shapes
 _ops(INTERNAL_DOMAIN, """Gelu FusedMatMul StridedMatMul MaskedSoftmax FusedAttention NhwcConv NhwcMaxPool
          NhwcAveragePool NhwcGlobalAveragePool NhwcGlobalMaxPool NhwcLRN ChannelAffine ChannelShuffle Silu
-         RMSNormalization FastGelu""")
+         RMSNormalization FastGelu GroupNorm""")
 _ops(INTERNAL_DOMAIN, "RotaryHalf", (3, 4))           # the split points decide the shape
 _ops(INTERNAL_DOMAIN, "RotaryInterleaved", (3,))      # so does the Reshape's shape
 

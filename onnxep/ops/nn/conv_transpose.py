@@ -2,7 +2,9 @@
 output_padding, output_shape, auto_pad. One GEMM per group (np.matmul of the transposed weight on every image at
 once) gives the columns (M, kernel taps, N, input pixels); col2im then adds each kernel tap's columns into its slice
 of the full output -- a loop over the taps (9 for 3x3), never over elements -- and the padding is cropped off.
-float16 is computed in float32.
+float16 is computed in float32. float32 2-D: the packed SGEMM and a native col2im (_k_resample.pxi) -- one group and
+8 or more output channels channel-last (X^T W, each tap's channels added as one vector, W packed once when constant,
+the result copied out to NCHW), else (up to 16 groups) into the NCHW planes, each starting from the bias.
 
 Pads from output_shape / auto_pad follow the spec (and onnx.reference): total = full - output_shape; SAME_UPPER puts
 total // 2 at the start, the others total - total // 2. A negative total (output_shape beyond the full output) pads
@@ -11,6 +13,7 @@ import itertools
 
 import numpy as np
 
+from onnxep import _kernels
 from onnxep.graph.model import check_size
 from onnxep.ops._base import OpKernel
 from onnxep.ops.nn.conv import ConvAttrs
@@ -90,6 +93,13 @@ class ConvTranspose_1(ConvAttrs, OpKernel):
             return
         acc = acc_dtype(x.dtype)
         P, K = int(np.prod(in_sp)), int(np.prod(k))
+        if nsp == 2 and g == 1 and M >= 8 and x.dtype == w.dtype == np.float32 \
+                and (b is None or b.dtype == np.float32):
+            self._native_2d_nhwc(ctx, x, w, b, y, C, M, k, P, K, begin, strides, dilations)
+            return
+        if nsp == 2 and g <= 16 and x.dtype == w.dtype == np.float32 and (b is None or b.dtype == np.float32):
+            self._native_2d(ctx, x, w, b, y, g, C, Cg, Mg, M, k, P, K, begin, strides, dilations)
+            return
         check_size((M * K, N * P), acc, f"{_OP} columns")
         # X as (C, N*P): one GEMM per group covers every image (numpy's stacked matmul does not call BLAS)
         xt = x.reshape(N, C, P).astype(acc, copy=False)
@@ -120,6 +130,51 @@ class ConvTranspose_1(ConvAttrs, OpKernel):
             np.copyto(y, crop, casting="same_kind")
         else:
             np.add(crop, b.astype(acc, copy=False).reshape((M,) + (1,) * nsp), out=y, casting="same_kind")
+
+    _w_packed = None          # W as (C, KH * KW * M), packed for the SGEMM (a constant W: packed once)
+
+    def _native_2d_nhwc(self, ctx, x, w, b, y, C, M, k, P, K, begin, strides, dilations):
+        """float32 2-D, one group, M >= 8: the columns (N * P, K * M) = X^T W (W as (C, KH, KW, M), packed once when
+        constant) by the packed SGEMM, then the channel-last col2im adds each tap's M channels (contiguous on both
+        sides) into a channel-last result from the bias, copied out to NCHW."""
+        N = x.shape[0]
+        OH, OW = y.shape[2], y.shape[3]
+        check_size((N * P, M * K), np.float32, f"{_OP} columns")
+        bp = self._w_packed
+        if bp is None:
+            wr = np.ascontiguousarray(np.asarray(w, np.float32).reshape(C, M, K).transpose(0, 2, 1)).reshape(C, K * M)
+            bp = np.empty(_kernels.sgemm_pack_b_size(C, K * M), np.float32)
+            _kernels.sgemm_pack_b(wr, False, bp)
+            if 1 in self.info.constants:
+                self._w_packed = bp
+        xt = x.reshape(N, C, P)
+        xt = np.ascontiguousarray(xt.reshape(C, P) if N == 1 else xt.transpose(1, 0, 2).reshape(C, N * P))
+        cols = np.empty((N * P, K * M), np.float32)
+        nt = ctx.num_threads
+        _kernels.sgemm_packed_f32(True, 1.0, xt, bp, K * M, 0.0, cols, None, None, False, nt)
+        y_nhwc = np.empty((N, OH, OW, M), np.float32)
+        _kernels.col2im_nhwc_f32(cols, y_nhwc.reshape(-1), N, M, k[0], k[1], x.shape[2], x.shape[3], OH, OW,
+                                 strides[0], strides[1], begin[0], begin[1], dilations[0], dilations[1],
+                                 None if b is None else np.ascontiguousarray(b), nt)
+        np.copyto(y, y_nhwc.transpose(0, 3, 1, 2))
+
+    @staticmethod
+    def _native_2d(ctx, x, w, b, y, g, C, Cg, Mg, M, k, P, K, begin, strides, dilations):
+        """float32 2-D: the columns (M * K, N * P) = W^T X by the packed SGEMM (one per group, every image at once),
+        then the native col2im sums them into y, starting from the bias."""
+        N = x.shape[0]
+        check_size((M * K, N * P), np.float32, f"{_OP} columns")
+        xt = x.reshape(N, C, P)
+        xt = np.ascontiguousarray(xt.reshape(C, P) if N == 1 else xt.transpose(1, 0, 2).reshape(C, N * P))
+        w2 = np.ascontiguousarray(w).reshape(C, Mg * K)
+        cols = np.empty((M * K, N * P), np.float32)
+        nt = ctx.num_threads
+        for gi in range(g):
+            _kernels.sgemm_f32(True, False, 1.0, w2[gi * Cg:(gi + 1) * Cg], xt[gi * Cg:(gi + 1) * Cg], 0.0,
+                               cols[gi * Mg * K:(gi + 1) * Mg * K], nt)
+        _kernels.col2im_f32(cols, y.reshape(-1), N, M, k[0], k[1], x.shape[2], x.shape[3], y.shape[2], y.shape[3],
+                            strides[0], strides[1], begin[0], begin[1], dilations[0], dilations[1],
+                            None if b is None else np.ascontiguousarray(b), nt)
 
     @staticmethod
     def _col2im(cols, M, N, k, in_sp, full, begin, out_sp, strides, dilations, acc):

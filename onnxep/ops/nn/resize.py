@@ -5,17 +5,19 @@ Separable: per resized axis, each output index gets its source taps (index array
 axis at once; nearest gathers every axis in one fancy-indexing call (exact in every dtype, strings too), linear and
 cubic apply one axis after the other as a loop over the taps (2 or 4; more with antialias when downsampling) of
 np.take and a multiply-add. float16 / float32 interpolate in float32, the other types in float64; integer results are
-rounded half to even and saturated, as onnx.reference does.
+rounded half to even and saturated, as onnx.reference does. Native paths (float32, also the compiled run loop's steps):
+an integer-factor nearest upsampling is one strided copy from the input broadcast over the repeat axes; a 2-tap
+linear resize of the last two axes runs _kernels.resize2_f32 on tables kept per input signature.
 
 Source coordinates follow onnx.reference (the oracle of the conformance cases): the "output length" that
 align_corners, pytorch_half_pixel and half_pixel_symmetric read is scale * input length, as a float. Opset 10 (and
 Upsample) has no coordinate attribute: asymmetric, and nearest rounds like onnxruntime (floor when upsampling, ceil
 when downsampling)."""
-import itertools
 import math
 
 import numpy as np
 
+from onnxep import _kernels
 from onnxep.graph.model import check_size
 from onnxep.ops._base import OpKernel
 from onnxep.ops._data import DATA_TYPES
@@ -89,23 +91,22 @@ def _repeat_factor(idx, n_in):
     return r if np.array_equal(idx, np.arange(n) // r) else 0
 
 
-def _repeat_into(x, reps, out):
-    """out := x with axis a repeated reps[a] times, as one strided copy per phase (an integer-factor nearest
-    upsampling: 4 copies for 2x2, ~3x faster than a gather per axis)."""
-    split = []
+def _repeat_views(x, reps, out):
+    """(source, destination) views of one integer-factor nearest upsampling (axis a repeated reps[a] times): out
+    split as (..., n, r, ...) and x broadcast over the r axes (stride 0), so one copy fills every phase."""
+    split, src_shape = [], []
     for a, n in enumerate(x.shape):
         split += [n, reps[a]] if a in reps else [n]
-    view = out.reshape(split)
-    src = x.reshape([d for a, n in enumerate(x.shape) for d in ((n, 1) if a in reps else (n,))])
-    moving = sorted(reps)
-    for phase in itertools.product(*(range(reps[a]) for a in moving)):
-        at = dict(zip(moving, phase))
-        index = []
-        for a in range(x.ndim):
-            index.append(slice(None))
-            if a in at:
-                index.append(slice(at[a], at[a] + 1))
-        view[tuple(index)] = src
+        src_shape += [n, 1] if a in reps else [n]
+    dst = out.reshape(split)
+    return np.broadcast_to(x.reshape(src_shape), dst.shape), dst
+
+
+def _repeat_into(x, reps, out):
+    """out := x with axis a repeated reps[a] times, in one strided copy (numpy's inner loop runs over the last axis's
+    phases)."""
+    src, dst = _repeat_views(x, reps, out)
+    np.copyto(dst, src)
 
 
 def _cubic(t, a):
@@ -359,10 +360,113 @@ class _ResizeBase(OpKernel):
                 np.copyto(y, x)
                 return
         mode = _attr_str(self.mode, "nearest")
+        if mode in ("nearest", "linear") and y is not None and roi_pairs is None and x.dtype == np.float32:
+            key = _signature(x, roi, scales, sizes)
+            tables = self._linear[1] if self._linear is not None and self._linear[0] == key else _tables_2d(
+                mode, x.shape, out_shape, full_scales, moving, ctm, self._nearest_mode(), float(self.cubic_coeff_a),
+                bool(self.antialias), bool(self.exclude_outside))
+            if tables is not None:
+                self._linear = (key, tables)
+                xc = np.ascontiguousarray(x)
+                _kernels.resize2_f32(xc.reshape(-1), y.reshape(-1), *_planes(x.shape, out_shape), *tables,
+                                     ctx.num_threads)
+                return
+        if mode == "nearest" and y is not None and roi_pairs is None:
+            reps = _nearest_reps(x.shape, out_shape, full_scales, moving, ctm, self._nearest_mode())
+            if reps is not None:
+                self._repeat = (_signature(x, roi, scales, sizes), reps)
+                _repeat_into(x, reps, y)
+                return
         res = resize(x, out_shape, full_scales, moving, mode, ctm, self._nearest_mode(), float(self.cubic_coeff_a),
                      bool(self.exclude_outside), float(self.extrapolation_value), bool(self.antialias), roi_pairs, y)
         if y is None:
             ctx.set_output(0, res)
+
+
+    _repeat = None           # (input signature, reps) of the last integer-factor nearest upsampling compute ran
+    _linear = None           # (input signature, 2-tap tables) of the last native 2-D resize compute ran
+
+    c_value_inputs = (1, 2, 3)   # roi / scales / sizes: the C step bakes in the factors they give
+
+    def c_step(self, ins, outs, nthreads):
+        """The compiled run loop's entry for an integer-factor nearest upsampling (what compute found for these
+        inputs): one RL_STRIDED copy from x broadcast over the repeat axes."""
+        from onnxep.ops._c_steps import strided
+        if not ins or ins[0] is None:
+            return None
+        x, y = ins[0], outs[0]
+        if self.since <= 10:       # Resize-10 and Upsample: (X, scales)
+            roi, scales, sizes = None, ins[1] if len(ins) > 1 else None, None
+        else:
+            roi, scales, sizes = (ins[i] if len(ins) > i else None for i in (1, 2, 3))
+        key = _signature(x, roi, scales, sizes)
+        if not x.flags.c_contiguous or x.dtype == object:
+            return None
+        if self._linear is not None and key == self._linear[0]:
+            if np.may_share_memory(x, y):
+                return None
+            ih, wh, iw, ww = self._linear[1]
+            return "resize2", [0, ih, wh, iw, ww, ~0], list(_planes(x.shape, y.shape)), []
+        if self._repeat is None or key != self._repeat[0]:
+            return None
+        src, dst = _repeat_views(x, self._repeat[1], y)
+        return strided(x, src, dst)
+
+
+def _signature(x, roi, scales, sizes):
+    """What an upsampling plan depends on: X's shape and dtype, the values of roi, scales and sizes."""
+    return (x.shape, x.dtype.str) + tuple(None if v is None else (v.dtype.str, v.tobytes()) for v in (roi, scales, sizes))
+
+
+def _planes(in_shape, out_shape):
+    """(planes, IH, IW, OH, OW) of a resize of the last two axes."""
+    return math.prod(in_shape[:-2]), in_shape[-2], in_shape[-1], out_shape[-2], out_shape[-1]
+
+
+def _tables_2d(mode, in_shape, out_shape, scales, axes, ctm, nearest_mode, cubic_a, antialias, exclude_outside):
+    """(ih, wh, iw, ww): the 2-tap tables of _kernels.resize2_f32 for a linear or nearest (wh, ww None: the first
+    index only) resize moving only the last two axes (a still axis gets the identity), as _taps / _nearest_index
+    compute them; None when it does not apply (another axis moves, more than 2 taps, extrapolation, an empty axis,
+    rows beyond the kernel's scratch)."""
+    r = len(in_shape)
+    if r < 2 or any(a < r - 2 for a in axes) or 0 in in_shape[-2:] \
+            or in_shape[-1] > _kernels.RESIZE2_IW_LIMIT:
+        return None
+    out = []
+    for ax in (r - 2, r - 1):
+        n_in, n_out = in_shape[ax], out_shape[ax]
+        if ax in axes:
+            xs, ext = _source_coords(ctm, n_out, scales[ax], n_in, None)
+            if ext is not None and ext.any():
+                return None
+            if mode == "nearest":
+                idx = np.repeat(_nearest_index(xs, nearest_mode, scales[ax], n_in), 2).reshape(-1, 2)
+                w = None
+            else:
+                idx, w = _taps(xs, n_in, "linear", scales[ax], cubic_a, antialias, exclude_outside)
+                if idx.shape[1] != 2:
+                    return None
+        else:
+            idx = np.repeat(np.arange(n_in), 2).reshape(n_in, 2)
+            w = np.tile([1.0, 0.0], (n_in, 1))
+        out += [np.ascontiguousarray(idx.reshape(-1), np.int64),
+                None if mode == "nearest" else np.ascontiguousarray(w.reshape(-1), np.float32)]
+    return tuple(out)
+
+
+def _nearest_reps(in_shape, out_shape, scales, axes, ctm, nearest_mode):
+    """{axis: r} when nearest resizing repeats every input pixel r times in order along each moving axis (no
+    extrapolation, at most 64 phases), else None."""
+    reps = {}
+    for ax in axes:
+        xs, ext = _source_coords(ctm, out_shape[ax], scales[ax], in_shape[ax], None)
+        if ext is not None and ext.any():
+            return None
+        r = _repeat_factor(_nearest_index(xs, nearest_mode, scales[ax], in_shape[ax]), in_shape[ax])
+        if not r:
+            return None
+        reps[ax] = r
+    return reps if math.prod(reps.values()) <= 64 else None
 
 
 class Resize_10(_ResizeBase):

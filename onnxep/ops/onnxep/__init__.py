@@ -6,5 +6,5 @@ OPS = (
     "strided_mat_mul", "masked_softmax", "fused_attention",
     "shape_subgraph",
     "rms_norm", "silu", "rotary_half", "rotary_interleaved",
-    "fast_gelu",
+    "fast_gelu", "group_norm",
 )
