@@ -327,6 +327,51 @@ def test_attention_kernel(S, N, H, D, masked):
     _same_for_every_thread_count(outs)
 
 
+@pytest.mark.parametrize("T,M,N,K,D", [(3, 7, 19, 5, 21), (2, 9, 16, 8, 8), (4, 6, 33, 3, 40), (1, 1, 2, 1, 1),
+                                       (12, 11, 11, 16, 16), (2, 40, 5, 8, 8), (6, 70, 100, 64, 70)])
+@pytest.mark.parametrize("masked", [None, "cols", "row_value", "inf_rows"])
+def test_attention_kernel_transposed_layouts(T, M, N, K, D, masked):
+    """Oracle: numpy in float64 on the same tensors. K stored (T, N, K) and read transposed, V stored (T, D, N)
+    and Y written (T, D, M) (column strides != 1: the gathered V copy and the scattered output); sizes not multiples
+    of any vector width (the padded scores rows and output tails); masks per key column, one value per row, and
+    -inf entries (a fully masked row gives NaN, as the softmax of all -inf does). One thread and many give identical
+    results."""
+    rng = np.random.default_rng(T * 1000 + M + N + K + D)
+    q = rng.standard_normal((T, M, K)).astype(np.float32)
+    k = rng.standard_normal((T, N, K)).astype(np.float32)
+    v = rng.standard_normal((T, D, N)).astype(np.float32)
+    alpha = 0.37
+    s = alpha * np.einsum("tmk,tnk->tmn", q.astype(np.float64), k.astype(np.float64))
+    mask, m_off, m_cs = None, None, 0
+    if masked == "cols":          # one row of N per item, shared by its queries
+        mask = rng.standard_normal((T, N)).astype(np.float32)
+        m_off, m_cs = np.repeat(_offsets(T, N), M), 1
+        s = s + mask[:, None, :]
+    elif masked == "row_value":   # one value per scores row
+        mask = rng.standard_normal(T * M).astype(np.float32)
+        m_off, m_cs = _offsets(T * M, 1), 0
+        s = s + mask.reshape(T, M, 1)
+    elif masked == "inf_rows":    # -inf keys, and query 0 of item 0 fully masked
+        mask = np.where(rng.uniform(size=(T, M, N)) < 0.4, -np.inf, 0.0).astype(np.float32)
+        mask[0, 0, :] = -np.inf
+        m_off, m_cs = _offsets(T * M, N), 1
+        s = s + mask
+    with np.errstate(invalid="ignore"):
+        e = np.exp(s - s.max(-1, keepdims=True))
+        want = np.einsum("tmn,tdn->tdm", e / e.sum(-1, keepdims=True), v.astype(np.float64))
+    outs = []
+    for isa, mod in VARIANTS.items():
+        for nt in (1, 0):
+            y = np.full((T, D, M), 7.0, np.float32)
+            mod.attention_f32(q.reshape(-1), k.reshape(-1), v.reshape(-1), None if mask is None else mask.reshape(-1),
+                              y.reshape(-1), _offsets(T, M * K), _offsets(T, N * K), _offsets(T, D * N),
+                              _offsets(T, D * M), m_off, m_cs, M, N, K, D, K, 1, 1, K, 1, N, 1, M, alpha, nt)
+            np.testing.assert_allclose(y, want, rtol=0, atol=2e-5 * max(1.0, float(np.abs(np.nan_to_num(want)).max())),
+                                       err_msg=isa)
+            outs.append((isa, y))
+    _same_for_every_thread_count(outs)
+
+
 def test_attention_kernel_checks():
     """Offsets that reach outside a buffer, a mask offset count that is not one per scores row, and no keys are
     refused before anything runs."""
