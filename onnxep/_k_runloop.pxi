@@ -39,7 +39,9 @@ cdef enum:
     RL_GATHER = 17          # s0 x, s1 indices, s2 y: rl_gather; n0 outer, n1 axis dim, n2 indices, n3 row bytes,
                             # n4 8 (int64 indices) or 4; an index out of range stops the run (p[0] set, see Program.run)
     RL_SPLIT = 18           # s0 x, s1 .. s[k] outputs: rl_split; n0 k, n1 rows, n2 row bytes of x, n3.. chunks
-    RL_NFNS = 19
+    RL_ATTENTION = 19       # s0 q, s1 k, s2 v, s3 y, s4 offsets (int64), s5.. masks; n: ATP_* ; f0 alpha, f1.. fills:
+                            # as attention_masked_f32 runs it (gemm slice)
+    RL_NFNS = 20
 
 cdef extern from "rl_ops.h" nogil:
     enum: RL_MAXD
@@ -262,6 +264,17 @@ def row_sum_f32(const float[::1] x, float[::1] y, Py_ssize_t C):
         rl_row_sum(&x[0], &y[0], R, C, 0)
 
 
+cdef void _rl_attention(const RStep* s, char** p) noexcept nogil:
+    cdef char* ptrs[5 + ATTN_NMASK_MAX]
+    cdef AttnJob job
+    cdef int i
+    for i in range(5 + ATTN_NMASK_MAX):
+        ptrs[i] = p[s.slot[i]]
+    attention_job(&job, ptrs, s.n, s.f)
+    if attention_run_raw(&job, s.n[ATP_T], s.nthreads) != 0:
+        p[0] = <char*>1       # the error mark (no memory for the workspace)
+
+
 cdef rl_fn _RL_FNS[RL_NFNS]
 _RL_FNS[RL_ALIAS] = _rl_alias
 _RL_FNS[RL_COPY] = _rl_copy
@@ -282,6 +295,7 @@ _RL_FNS[RL_COMPARE] = _rl_compare
 _RL_FNS[RL_GEMM_BATCHED] = _rl_gemm_batched
 _RL_FNS[RL_GATHER] = _rl_gather
 _RL_FNS[RL_SPLIT] = _rl_split
+_RL_FNS[RL_ATTENTION] = _rl_attention
 
 #: the entries' ids, for the kernels' c_step (onnxep/backends/cpu/runloop.py)
 RUNLOOP_FNS = {"alias": RL_ALIAS, "copy": RL_COPY, "binary": RL_BINARY, "unary": RL_UNARY, "tf_unary": RL_TF_UNARY,
@@ -289,7 +303,7 @@ RUNLOOP_FNS = {"alias": RL_ALIAS, "copy": RL_COPY, "binary": RL_BINARY, "unary":
                "strided": RL_STRIDED, "where": RL_WHERE, "concat": RL_CONCAT, "cast": RL_CAST,
                "row_sum": RL_ROW_SUM, "cube": RL_CUBE, "isnan": RL_ISNAN, "compare": RL_COMPARE,
                "gemm_batched": RL_GEMM_BATCHED, "gather": RL_GATHER,
-               "split": RL_SPLIT}
+               "split": RL_SPLIT, "attention": RL_ATTENTION}
 RUNLOOP_LIMITS = {"slots": RL_SLOTS, "ints": RL_INTS, "floats": RL_FLOATS, "bcast_dims": BCAST_MAX_DIMS,
                   "copy_dims": RL_MAXD}
 

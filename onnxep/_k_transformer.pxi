@@ -609,7 +609,7 @@ cdef extern from *:
     static void onnxep_at_rows(int rb, const float* q, Py_ssize_t rsq, Py_ssize_t csq, const float* kp,
                                Py_ssize_t K, Py_ssize_t N, Py_ssize_t Np, const float* vp, Py_ssize_t D, Py_ssize_t Dp,
                                float alpha, const float* const* mrows, float* s, float* o, float* y, Py_ssize_t rsy,
-                               Py_ssize_t csy)
+                               Py_ssize_t csy, int nan_zero)
     {
         Py_ssize_t n0, d0, n, d;
         float inv[ONNXEP_AT_RB];
@@ -639,6 +639,10 @@ cdef extern from *:
             for (n = 0; n < Np; n++) row[n] = onnxep_exp_neg(row[n] - m);
             for (n0 = 0; n0 < Np; n0 += ONNXEP_AT_VL) vs += *(const onnxep_at_vu*)(row + n0);
             inv[r] = 1.0f / onnxep_at_hsum(vs);
+            if (nan_zero && inv[r] != inv[r]) {    /* NaN probabilities (a fully masked row) -> 0 */
+                for (n = 0; n < Np; n++) row[n] = 0.0f;
+                inv[r] = 1.0f;
+            }
         }
         for (d0 = 0; d0 < Dp; ) {
             int nv = (int)((Dp - d0) / ONNXEP_AT_VL);
@@ -678,28 +682,41 @@ cdef extern from *:
     void at_rows "onnxep_at_rows"(int rb, const float* q, Py_ssize_t rsq, Py_ssize_t csq, const float* kp,
                                   Py_ssize_t K, Py_ssize_t N, Py_ssize_t Np, const float* vp, Py_ssize_t D,
                                   Py_ssize_t Dp, float alpha, const float* const* mrows, float* s, float* o, float* y,
-                                  Py_ssize_t rsy, Py_ssize_t csy) noexcept nogil
+                                  Py_ssize_t rsy, Py_ssize_t csy, int nan_zero) noexcept nogil
+
+from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 
 cdef extern from "<stdlib.h>":
     void* aligned_alloc(size_t alignment, size_t size) noexcept nogil
 
 cdef enum:
     ATTN_ROWS_MIN = 16    # fewest query rows per task when a head's rows are split over the threads
+    ATTN_NMASK_MAX = 3    # masks combined per call (the run loop step's slots)
+
+#: masks attention_masked_f32 combines per call
+ATTN_MAX_MASKS = ATTN_NMASK_MAX
 
 
 cdef struct AttnJob:
-    Py_ssize_t M, N, K, D, rsq, csq, rsk, csk, rsv, csv, rsy, csy, mask_cs, nblk, rows, wlen, Np, Dp
+    Py_ssize_t M, N, K, D, rsq, csq, rsk, csk, rsv, csv, rsy, csy, nblk, rows, wlen, Np, Dp
     float alpha
+    int nmask, nan_zero
+    # the masks, applied in order to a row that starts at 0: kind 0 adds a float32 mask, kind 1 keeps the row where
+    # a bool mask is true and puts fill elsewhere; each addressed by one element offset per scores row and a column
+    # stride 0 / 1
+    const char* mask[ATTN_NMASK_MAX]
+    const int64_t* mask_off[ATTN_NMASK_MAX]
+    Py_ssize_t mask_cs[ATTN_NMASK_MAX]
+    int mask_kind[ATTN_NMASK_MAX]
+    float mask_fill[ATTN_NMASK_MAX]
     const float* q
     const float* k
     const float* v
-    const float* mask
     float* y
     const int64_t* q_off
     const int64_t* k_off
     const int64_t* v_off
     const int64_t* y_off
-    const int64_t* mask_off
     float* buf
     Py_ssize_t* packed     # per thread: the item whose K^T / V its workspace holds (-1: none)
 
@@ -722,8 +739,10 @@ cdef void _attn_block(const AttnJob* j, Py_ssize_t t, Py_ssize_t blk, float* w, 
     cdef float* o = mbuf + AT_RB * Np
     cdef const float* src
     cdef const float* mrows[AT_RB]
-    cdef const float* mlast[AT_RB]
-    cdef const float* mp
+    cdef const char* mlast[AT_RB][ATTN_NMASK_MAX]
+    cdef const char* mp
+    cdef bint same
+    cdef int m
     cdef float* dst
     if packed[0] != t:
         src = j.k + j.k_off[t]       # Kp[kk, n] = Kt[kk, n] = k[kk*rsk + n*csk], zeros for n >= N
@@ -748,25 +767,53 @@ cdef void _attn_block(const AttnJob* j, Py_ssize_t t, Py_ssize_t blk, float* w, 
                 dst[d] = 0.0
         packed[0] = t
     for r in range(AT_RB):
-        mlast[r] = NULL
+        for m in range(ATTN_NMASK_MAX):
+            mlast[r][m] = NULL
     i = i0
     while i < i1:
         rb = min(<Py_ssize_t>AT_RB, i1 - i)
-        if j.mask != NULL:
-            for r in range(rb):    # the mask row, padded to Np (rows repeated by a broadcast mask are copied once)
-                mp = j.mask + j.mask_off[t * j.M + i + r]
-                if mp != mlast[r]:
-                    dst = mbuf + r * Np
-                    if j.mask_cs == 1:
-                        memcpy(dst, mp, N * sizeof(float))
-                    else:
-                        for n in range(N):
-                            dst[n] = mp[0]
-                    mlast[r] = mp
-                mrows[r] = mbuf + r * Np
+        for r in range(rb):    # the combined mask row, padded to Np (rows repeated by a broadcast mask built once)
+            same = True
+            for m in range(j.nmask):
+                mp = j.mask[m] + j.mask_off[m][t * j.M + i + r] * (4 if j.mask_kind[m] == 0 else 1)
+                if mp != mlast[r][m]:
+                    same = False
+                    mlast[r][m] = mp
+            if not same:
+                _attn_mask_row(j, mbuf + r * Np, &mlast[r][0])
+            mrows[r] = mbuf + r * Np
         at_rows(<int>rb, j.q + j.q_off[t] + i * j.rsq, j.rsq, j.csq, kp, K, N, Np, vp, D, Dp, j.alpha,
-                mrows if j.mask != NULL else NULL, s, o, j.y + j.y_off[t] + i * j.rsy, j.rsy, j.csy)
+                mrows if j.nmask > 0 else NULL, s, o, j.y + j.y_off[t] + i * j.rsy, j.rsy, j.csy, j.nan_zero)
         i += rb
+
+
+cdef void _attn_mask_row(const AttnJob* j, float* dst, const char** mp) noexcept nogil:
+    """dst[:N] := the masks combined for one scores row (mp[m]: mask m's row)."""
+    cdef Py_ssize_t n, N = j.N, cs
+    cdef int m
+    cdef const float* f
+    cdef const uint8_t* c
+    cdef float fill
+    for m in range(j.nmask):
+        cs = j.mask_cs[m]
+        if j.mask_kind[m] == 0:
+            f = <const float*>mp[m]
+            if m == 0 and cs == 1:
+                memcpy(dst, f, N * sizeof(float))
+            elif m == 0:
+                for n in range(N):
+                    dst[n] = f[0]
+            else:
+                for n in range(N):
+                    dst[n] = dst[n] + f[n * cs]
+        else:
+            c = <const uint8_t*>mp[m]
+            fill = j.mask_fill[m]
+            for n in range(N):
+                if m == 0:
+                    dst[n] = 0.0 if c[n * cs] else fill
+                elif not c[n * cs]:
+                    dst[n] = fill
 
 
 cdef void _attn_task(void* p, Py_ssize_t it, int tid) noexcept nogil:
@@ -819,13 +866,127 @@ def attention_f32(const float[::1] q, const float[::1] k, const float[::1] v, co
     if K > 0:
         job.q, job.k = &q[0], &k[0]
     job.q_off, job.k_off, job.v_off, job.y_off = &q_off[0], &k_off[0], &v_off[0], &y_off[0]
-    job.mask, job.mask_off, job.mask_cs = NULL, NULL, 0
+    job.nmask, job.nan_zero = 0, 0
     if mask is not None:
-        job.mask, job.mask_off, job.mask_cs = &mask[0], &mask_off[0], mask_cs
+        job.nmask = 1
+        job.mask[0], job.mask_off[0], job.mask_cs[0], job.mask_kind[0] = <const char*>&mask[0], &mask_off[0], mask_cs, 0
     attention_run(&job, T, nthreads)
 
 
+cdef enum:
+    # attention_masked_f32's integer parameters (and the run loop's RL_ATTENTION ints), floats: alpha, fill 0 .. 2
+    ATP_T = 0
+    ATP_M = 1
+    ATP_N = 2
+    ATP_K = 3
+    ATP_D = 4
+    ATP_RSQ = 5           # rsq, csq, rsk, csk, rsv, csv, rsy, csy
+    ATP_NAN_ZERO = 13
+    ATP_NMASK = 14
+    ATP_MASK = 15         # (kind, column stride) per mask
+    ATP_LEN = 15 + 2 * ATTN_NMASK_MAX
+
+
+cdef void attention_job(AttnJob* job, char** ptrs, const Py_ssize_t* n, const float* f) noexcept nogil:
+    """Fill `job` from ptrs (q, k, v, y, offsets, masks 0 .. 2) and the parameters (ATP_*). The offsets array holds
+    T Q offsets, T K, T V, T Y, then T*M row offsets per mask."""
+    cdef Py_ssize_t T = n[ATP_T], TM = n[ATP_T] * n[ATP_M]
+    cdef const int64_t* offs = <const int64_t*>ptrs[4]
+    cdef int m
+    job.M, job.N, job.K, job.D = n[ATP_M], n[ATP_N], n[ATP_K], n[ATP_D]
+    job.rsq, job.csq, job.rsk, job.csk = n[ATP_RSQ], n[ATP_RSQ + 1], n[ATP_RSQ + 2], n[ATP_RSQ + 3]
+    job.rsv, job.csv, job.rsy, job.csy = n[ATP_RSQ + 4], n[ATP_RSQ + 5], n[ATP_RSQ + 6], n[ATP_RSQ + 7]
+    job.alpha = f[0]
+    job.q, job.k, job.v, job.y = <const float*>ptrs[0], <const float*>ptrs[1], <const float*>ptrs[2], <float*>ptrs[3]
+    job.q_off, job.k_off, job.v_off, job.y_off = offs, offs + T, offs + 2 * T, offs + 3 * T
+    job.nan_zero = <int>n[ATP_NAN_ZERO]
+    job.nmask = <int>n[ATP_NMASK]
+    for m in range(job.nmask):
+        job.mask[m] = ptrs[5 + m]
+        job.mask_off[m] = offs + 4 * T + m * TM
+        job.mask_kind[m] = <int>n[ATP_MASK + 2 * m]
+        job.mask_cs[m] = n[ATP_MASK + 2 * m + 1]
+        job.mask_fill[m] = f[1 + m]
+
+
+cdef inline char* _buf_addr(object obj, Py_ssize_t* nbytes) except? NULL:
+    cdef Py_buffer view
+    cdef char* addr
+    PyObject_GetBuffer(obj, &view, PyBUF_SIMPLE)
+    addr, nbytes[0] = <char*>view.buf, view.len
+    PyBuffer_Release(&view)
+    return addr
+
+
+def attention_masked_f32(q, k, v, y, const int64_t[::1] offs, tuple masks, const int64_t[::1] params,
+                         const float[::1] fparams, int nthreads=0):
+    """attention_f32 with up to ATTN_NMASK_MAX masks combined per scores row and the NaN guard, as the run loop's
+    RL_ATTENTION step runs it. q, k, v, y: C-contiguous float32 buffers; masks: float32 (kind 0: added) or bool
+    (kind 1: where(mask, row, fill)) buffers, applied in order to a row starting at 0; offs: T Q, T K, T V, T Y
+    offsets then T*M row offsets per mask; params: ATP_* (T, M, N, K, D, the 8 strides, nan_zero, mask count, then
+    (kind, column stride 0 / 1) per mask); fparams: alpha, then the fill per mask. nan_zero: a row whose
+    probabilities are NaN (fully masked) gives zeros. Every operand access is checked against its buffer first."""
+    cdef char* ptrs[5 + ATTN_NMASK_MAX]
+    cdef Py_ssize_t nb[4 + ATTN_NMASK_MAX]
+    cdef Py_ssize_t n[ATP_LEN]
+    cdef float f[1 + ATTN_NMASK_MAX]
+    cdef Py_ssize_t T, M, N, K, D, i, t, cs, es, lim
+    cdef int nm, m
+    cdef AttnJob job
+    cdef int64_t o
+    if params.shape[0] < ATP_MASK or params[ATP_NMASK] != len(masks) or len(masks) > ATTN_NMASK_MAX or \
+            params.shape[0] != ATP_MASK + 2 * len(masks) or fparams.shape[0] != 1 + len(masks):
+        raise ValueError(f"attention_masked_f32: {params.shape[0]} parameters, {fparams.shape[0]} floats for "
+                         f"{len(masks)} masks (at most {ATTN_NMASK_MAX})")
+    for i in range(params.shape[0]):
+        n[i] = params[i]
+    for i in range(fparams.shape[0]):
+        f[i] = fparams[i]
+    T, M, N, K, D, nm = n[ATP_T], n[ATP_M], n[ATP_N], n[ATP_K], n[ATP_D], <int>n[ATP_NMASK]
+    for i, x in enumerate((q, k, v, y) + masks):
+        ptrs[i if i < 4 else i + 1] = _buf_addr(x, &nb[i])
+    if T < 0 or M < 0 or N < 0 or K < 0 or D < 0 or min(params[ATP_RSQ:ATP_RSQ + 8]) < 0:
+        raise ValueError(f"attention_masked_f32: negative size or stride in {list(params)}")
+    if offs.shape[0] != 4 * T + nm * T * M:
+        raise ValueError(f"attention_masked_f32: {offs.shape[0]} offsets, expected {4 * T + nm * T * M}")
+    if T == 0 or M == 0 or D == 0:
+        return
+    if N == 0:
+        raise ValueError("attention_masked_f32: no keys (N = 0): the softmax of an empty row is undefined")
+    for t in range(T):   # bounds, in elements of 4 bytes
+        if (offs[t] < 0 or offs[T + t] < 0 or offs[2 * T + t] < 0 or offs[3 * T + t] < 0
+                or offs[3 * T + t] + (M - 1) * n[ATP_RSQ + 6] + (D - 1) * n[ATP_RSQ + 7] >= nb[3] // 4
+                or offs[2 * T + t] + (N - 1) * n[ATP_RSQ + 4] + (D - 1) * n[ATP_RSQ + 5] >= nb[2] // 4
+                or (K > 0 and (offs[t] + (M - 1) * n[ATP_RSQ] + (K - 1) * n[ATP_RSQ + 1] >= nb[0] // 4
+                               or offs[T + t] + (K - 1) * n[ATP_RSQ + 2] + (N - 1) * n[ATP_RSQ + 3] >= nb[1] // 4))):
+            raise ValueError(f"attention_masked_f32: item {t} reaches outside the buffers")
+    for m in range(nm):
+        if n[ATP_MASK + 2 * m] not in (0, 1) or n[ATP_MASK + 2 * m + 1] not in (0, 1):
+            raise ValueError(f"attention_masked_f32: mask {m}: kind {n[ATP_MASK + 2 * m]} (0 float, 1 bool), "
+                             f"column stride {n[ATP_MASK + 2 * m + 1]} (0 or 1)")
+        es = 4 if n[ATP_MASK + 2 * m] == 0 else 1
+        cs = n[ATP_MASK + 2 * m + 1]
+        lim = nb[4 + m] // es
+        for i in range(T * M):
+            o = offs[4 * T + m * T * M + i]
+            if o < 0 or o + (N - 1) * cs >= lim:
+                raise ValueError(f"attention_masked_f32: scores row {i}'s mask {m} (offset {o}) reaches outside "
+                                 f"the mask's {lim} elements")
+    ptrs[4] = <char*>&offs[0]
+    attention_job(&job, ptrs, n, f)
+    with nogil:
+        attention_run(&job, T, nthreads)
+
+
 cdef int attention_run(AttnJob* job, Py_ssize_t T, int nthreads) except -1 nogil:
+    """attention_run_raw, MemoryError when the workspace cannot be allocated."""
+    if attention_run_raw(job, T, nthreads) != 0:
+        with gil:
+            raise MemoryError(f"attention: cannot allocate the workspace for N={job.N}, K={job.K}, D={job.D}")
+    return 0
+
+
+cdef int attention_run_raw(AttnJob* job, Py_ssize_t T, int nthreads) noexcept nogil:
     """Run the items of a filled-in job (operands, offsets, sizes; the rest is set here) on the thread pool: one
     thread below the SGEMM's flop break-even (counting an exp as ~24 flops), else (item, row block) tasks, a head's
     rows split into blocks of at least ATTN_ROWS_MIN only when there are too few items to share."""
@@ -845,15 +1006,13 @@ cdef int attention_run(AttnJob* job, Py_ssize_t T, int nthreads) except -1 nogil
     nth = <int>min(<Py_ssize_t>nth, items)
     nr = nth
     if job.wlen > (<Py_ssize_t>1 << 60) // (nr * <Py_ssize_t>sizeof(float)):
-        with gil:
-            raise MemoryError(f"attention_f32: the workspace for N={N}, K={K}, D={D} is too large")
+        return -1
     job.buf = <float*>aligned_alloc(64, _round_up(nr * job.wlen * sizeof(float), 64))
     job.packed = <Py_ssize_t*>malloc(nr * sizeof(Py_ssize_t))
     if job.buf == NULL or job.packed == NULL:
         free(job.buf)
         free(job.packed)
-        with gil:
-            raise MemoryError(f"attention_f32: cannot allocate the {nr * job.wlen * sizeof(float)} byte workspace")
+        return -1
     for i in range(nr):
         job.packed[i] = -1
     if nth > 1:

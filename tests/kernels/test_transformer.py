@@ -372,6 +372,76 @@ def test_attention_kernel_transposed_layouts(T, M, N, K, D, masked):
     _same_for_every_thread_count(outs)
 
 
+def _masked_params(T, M, N, K, D, strides, nan_zero, masks):
+    params = [T, M, N, K, D, *strides, nan_zero, len(masks)]
+    for kind, _, cs, _ in masks:
+        params += [kind, cs]
+    return np.array(params, np.int64), np.array([0.5] + [fill for _, _, _, fill in masks], np.float32)
+
+
+@pytest.mark.parametrize("T,M,N,K,D", [(6, 11, 11, 16, 16), (2, 37, 20, 8, 24), (3, 5, 70, 32, 8)])
+@pytest.mark.parametrize("nan_zero", [0, 1])
+def test_attention_masked_kernel(T, M, N, K, D, nan_zero):
+    """Oracle: numpy in float64, the masks applied in order as the exporters' graphs do: an additive float mask per
+    key column shared by the queries, a bool causal Where(mask, s, lowest) and a bool padding Where(mask, s, -inf)
+    with fully masked rows (NaN probabilities; zeros with nan_zero). Heads read from (S, H*D) rows. One thread and
+    many give identical results."""
+    rng = np.random.default_rng(T + M + N + K + D + nan_zero)
+    q = rng.standard_normal((M, T, K)).astype(np.float32)
+    k = rng.standard_normal((N, T, K)).astype(np.float32)
+    v = rng.standard_normal((N, T, D)).astype(np.float32)
+    add = rng.standard_normal((T, N)).astype(np.float32)
+    causal = np.tril(np.ones((M, N), bool), k=N - M)
+    pad = rng.uniform(size=(T, M, N)) < 0.8
+    pad[0, 1, :] = False                                          # a fully masked row
+    lowest = float(np.finfo(np.float32).min)
+    masks = [(0, add, 1, 0.0), (1, causal, 1, lowest), (1, pad, 1, -np.inf)]
+    offs = np.concatenate([_offsets(T, K), _offsets(T, K), _offsets(T, D), _offsets(T, D),
+                           np.repeat(_offsets(T, N), M), np.tile(_offsets(M, N), T), _offsets(T * M, N)])
+    params, fparams = _masked_params(T, M, N, K, D, (T * K, 1, 1, T * K, T * D, 1, T * D, 1), nan_zero, masks)
+    s = 0.5 * np.einsum("mtk,ntk->tmn", q.astype(np.float64), k.astype(np.float64)) + add[:, None, :]
+    s = np.where(causal[None], s, lowest)
+    s = np.where(pad, s, -np.inf)
+    with np.errstate(invalid="ignore"):
+        e = np.exp(s - s.max(-1, keepdims=True))
+        p = e / e.sum(-1, keepdims=True)
+    if nan_zero:
+        p = np.where(np.isnan(p), 0.0, p)
+    want = np.einsum("tmn,ntd->mtd", p, v.astype(np.float64))
+    outs = []
+    for isa, mod in VARIANTS.items():
+        for nt in (1, 0):
+            y = np.full((M, T, D), 7.0, np.float32)
+            mod.attention_masked_f32(q, k, v, y, offs, (add, causal, pad), params, fparams, nt)
+            np.testing.assert_allclose(y, want, rtol=0, atol=2e-5 * max(1.0, float(np.abs(np.nan_to_num(want)).max())),
+                                       err_msg=isa)
+            outs.append((isa, y))
+    _same_for_every_thread_count(outs)
+    assert np.isnan(outs[0][1][1, 0]).all() != bool(nan_zero)
+
+
+def test_attention_masked_kernel_checks():
+    """Parameters that do not match the masks, offsets or masks that reach outside their buffers are refused."""
+    x = np.zeros(12, np.float32)
+    y = np.zeros(12, np.float32)
+    m = np.zeros(6, bool)
+    strides = (2, 1, 1, 2, 2, 1, 2, 1)      # 2 x 2 Q / K^T, 3 x 2 V (M=2, N=3 ... as attention_f32's checks)
+    params, fparams = _masked_params(2, 2, 3, 2, 2, strides, 0, [(1, m, 1, -np.inf)])
+    good = np.concatenate([_offsets(2, 0)] * 4 + [_offsets(4, 0)])
+    _kernels.attention_masked_f32(x, x, x, y, good, (m,), params, fparams)
+    with pytest.raises(ValueError, match="parameters"):
+        _kernels.attention_masked_f32(x, x, x, y, good, (), params, fparams)
+    with pytest.raises(ValueError, match="offsets"):
+        _kernels.attention_masked_f32(x, x, x, y, good[:-1], (m,), params, fparams)
+    with pytest.raises(ValueError, match="mask 0"):
+        _kernels.attention_masked_f32(x, x, x, y, np.concatenate([good[:-1], [4]]), (m,), params, fparams)
+    with pytest.raises(ValueError, match="outside the buffers"):
+        _kernels.attention_masked_f32(x, x, x, y[:3], good, (m,), params, fparams)
+    bad, _ = _masked_params(2, 2, 3, 2, 2, strides, 0, [(2, m, 1, -np.inf)])
+    with pytest.raises(ValueError, match="kind"):
+        _kernels.attention_masked_f32(x, x, x, y, good, (m,), bad, fparams)
+
+
 def test_attention_kernel_checks():
     """Offsets that reach outside a buffer, a mask offset count that is not one per scores row, and no keys are
     refused before anything runs."""
