@@ -283,9 +283,48 @@ def softmax_mask_lastaxis_f32(const float[:, ::1] x, float[:, ::1] y, const floa
 # SGEMM (sgemm_packed_raw). With several items per thread the items are split over the threads, one thread each
 # (one parallel region); otherwise they run one after another, each SGEMM threaded itself.
 
+cdef enum:
+    SMALL_ITEM_MNK = 65536     # an item with M*N*K up to this runs _sgemm_item_small (per-head attention products)
+
+
+cdef void _sgemm_item_small(Py_ssize_t M, Py_ssize_t N, Py_ssize_t K, float alpha, const float* a, Py_ssize_t rsa,
+                            Py_ssize_t csa, const float* b, Py_ssize_t rsb, Py_ssize_t csb, float* c,
+                            Py_ssize_t rsc, Py_ssize_t csc, float* work) noexcept nogil:
+    """C := alpha * A @ B for a small item, as the fused attention computes its scores (at_qk): B copied into rows
+    of Np = N rounded up to 16 (zero padded), 4 rows of A at a time read in place, the products in registers, then
+    stored through C's strides. No A packing and no SGEMM tiling setup, which cost more than the products here.
+    `work` holds K*Np + AT_RB*Np floats."""
+    cdef Py_ssize_t Np = _round_up(N, AT_PAD), kk, n, i, r, rb
+    cdef float* bp = work
+    cdef float* s = work + K * Np
+    cdef float* dst
+    cdef float* ci
+    for kk in range(K):
+        dst = bp + kk * Np
+        if csb == 1:
+            memcpy(dst, b + kk * rsb, N * sizeof(float))
+        else:
+            for n in range(N):
+                dst[n] = b[kk * rsb + n * csb]
+        for n in range(N, Np):
+            dst[n] = 0.0
+    i = 0
+    while i < M:
+        rb = min(<Py_ssize_t>AT_RB, M - i)
+        at_scores(<int>rb, a + i * rsa, rsa, csa, bp, K, Np, s)
+        for r in range(rb):
+            ci = c + (i + r) * rsc
+            for n in range(N):
+                ci[n * csc] = alpha * s[r * Np + n]
+        i += rb
+
+
 cdef void _sgemm_item(Py_ssize_t M, Py_ssize_t N, Py_ssize_t K, float alpha, const float* a, Py_ssize_t rsa,
                       Py_ssize_t csa, const float* b, Py_ssize_t rsb, Py_ssize_t csb, float* c, Py_ssize_t rsc,
                       Py_ssize_t csc, float* bpack, float* work, int nth) noexcept nogil:
+    if <double>M * N * K <= SMALL_ITEM_MNK and (K + AT_RB) * _round_up(N, AT_PAD) <= SGEMM_WORK_PER_THREAD:
+        _sgemm_item_small(M, N, K, alpha, a, rsa, csa, b, rsb, csb, c, rsc, csc, work)
+        return
     sgemm_pack_b_raw(K, N, b, rsb, csb, bpack, nth)
     sgemm_packed_raw(M, N, K, alpha, a, rsa, csa, bpack, 0.0, c, rsc, csc, NULL, NULL, NULL, work, nth)
 
@@ -604,6 +643,21 @@ cdef extern from *:
     #define ONNXEP_AT_SW4(rb, CALL) switch (rb) { case 4: CALL(4); break; case 3: CALL(3); break; \
                                                  case 2: CALL(2); break; default: CALL(1); break; }
 
+    /* s[r*Np + n] := sum_k q[r*rsq + k*csq] * kp[k*Np + n] for r < rb <= RB, n < Np (a multiple of 16) */
+    static void onnxep_at_scores(int rb, const float* q, Py_ssize_t rsq, Py_ssize_t csq, const float* kp,
+                                 Py_ssize_t K, Py_ssize_t Np, float* s)
+    {
+        Py_ssize_t n0;
+        for (n0 = 0; n0 + 2 * ONNXEP_AT_VL <= Np; n0 += 2 * ONNXEP_AT_VL) {
+            #define ONNXEP_AT_QS2(R) onnxep_at_qk(R, 2, q, rsq, csq, kp, K, Np, n0, s)
+            ONNXEP_AT_SW4(rb, ONNXEP_AT_QS2)
+        }
+        if (n0 < Np) {
+            #define ONNXEP_AT_QS1(R) onnxep_at_qk(R, 1, q, rsq, csq, kp, K, Np, n0, s)
+            ONNXEP_AT_SW4(rb, ONNXEP_AT_QS1)
+        }
+    }
+
     /* Query rows i0 .. i0+rb-1 (rb <= RB) of one item: scores into s (RB x Np), softmax, product with Vp into y.
        mask rows: mrow(r) the padded copy (Np floats) or NULL; o: RB x Dp scratch. */
     static void onnxep_at_rows(int rb, const float* q, Py_ssize_t rsq, Py_ssize_t csq, const float* kp,
@@ -679,6 +733,8 @@ cdef extern from *:
         AT_VL "ONNXEP_AT_VL"
         AT_RB "ONNXEP_AT_RB"
         AT_PAD "ONNXEP_AT_PAD"
+    void at_scores "onnxep_at_scores"(int rb, const float* q, Py_ssize_t rsq, Py_ssize_t csq, const float* kp,
+                                      Py_ssize_t K, Py_ssize_t Np, float* s) noexcept nogil
     void at_rows "onnxep_at_rows"(int rb, const float* q, Py_ssize_t rsq, Py_ssize_t csq, const float* kp,
                                   Py_ssize_t K, Py_ssize_t N, Py_ssize_t Np, const float* vp, Py_ssize_t D,
                                   Py_ssize_t Dp, float alpha, const float* const* mrows, float* s, float* o, float* y,

@@ -212,7 +212,8 @@ def _offsets(n, size):
 
 
 @pytest.mark.parametrize("t,m,n,k", [(1, 1, 1, 1), (12, 128, 128, 64), (12, 128, 64, 128), (3, 37, 70, 300),
-                                     (5, 13, 33, 1), (2, 0, 4, 3), (2, 4, 5, 0)])
+                                     (5, 13, 33, 1), (2, 0, 4, 3), (2, 4, 5, 0), (12, 11, 11, 16), (3, 7, 19, 5),
+                                     (2, 40, 40, 40), (2, 41, 40, 40)])
 def test_sgemm_batched_kernel(t, m, n, k):
     """Oracle: numpy.matmul in float64; |error| <= 2 (K + 2) eps max|A| max|B| (the GEMM bound); one thread and many
     give identical results (each item's sums are in the same order either way)."""
@@ -250,6 +251,26 @@ def test_sgemm_batched_kernel_strided_and_broadcast():
                                np.zeros(H, np.int64), _offsets(H, D), S, D, S, S, 1, H * D, 1, H * D, 1, 1.0, 0)
     want = np.matmul(P.astype(np.float64), xk[:, :D].astype(np.float64))      # every head uses the same B
     np.testing.assert_allclose(out.reshape(S, H, D).transpose(1, 0, 2), want, rtol=0, atol=2 * (S + 2) * EPS * 4)
+
+
+@pytest.mark.parametrize("t,m,n,k", [(12, 11, 11, 16), (4, 5, 37, 3), (3, 33, 20, 64), (2, 9, 100, 60)])
+def test_sgemm_batched_kernel_small_items_strided(t, m, n, k):
+    """Oracle: numpy.matmul in float64 on the views. Small items (the direct path: B copied into padded rows, A read
+    in place) with B read transposed (column stride != 1) and C written transposed (column stride != 1), alpha
+    applied; every ISA variant, one thread and many bit-identical."""
+    rng = np.random.default_rng(t + m + n + k)
+    A = rng.uniform(-1, 1, (t, m, k)).astype(np.float32)
+    Bt = rng.uniform(-1, 1, (t, n, k)).astype(np.float32)          # B stored (n, k): B[k, n] at n*k + k
+    want = 0.75 * np.matmul(A.astype(np.float64), Bt.transpose(0, 2, 1).astype(np.float64))
+    outs = []
+    for isa, mod in VARIANTS.items():
+        for nt in (1, 0):
+            Ct = np.full((t, n, m), np.nan, np.float32)                # C stored (n, m)
+            mod.sgemm_batched_f32(A.reshape(-1), Bt.reshape(-1), Ct.reshape(-1), _offsets(t, m * k),
+                                  _offsets(t, n * k), _offsets(t, n * m), m, n, k, k, 1, 1, k, 1, m, 0.75, nt)
+            np.testing.assert_allclose(Ct.transpose(0, 2, 1), want, rtol=0, atol=2 * (k + 2) * EPS, err_msg=isa)
+            outs.append((isa, Ct))
+    _same_for_every_thread_count(outs)
 
 
 def test_sgemm_batched_kernel_checks():
