@@ -66,7 +66,9 @@ cdef enum:
                             # (0 NCHW, 1 NHWC, 2 NCHW -> NHWC); f0 eps (norm slice)
     RL_RESIZE2 = 31         # s0 x, s1 ih, s2 wh, s3 iw, s4 ww, s5 y: resize2_c; n0 planes, n1 IH, n2 IW, n3 OH, n4 OW
                             # (norm slice)
-    RL_NFNS = 32
+    RL_ATTENTION = 32       # s0 q, s1 k, s2 v, s3 y, s4 offsets (int64), s5.. masks; n: ATP_* ; f0 alpha, f1.. fills:
+                            # as attention_masked_f32 runs it (gemm slice)
+    RL_NFNS = 33
 
 cdef extern from "rl_ops.h" nogil:
     enum: RL_MAXD
@@ -501,6 +503,17 @@ def row_sum_f32(const float[::1] x, float[::1] y, Py_ssize_t C):
         rl_row_sum(&x[0], &y[0], R, C, 0)
 
 
+cdef void _rl_attention(const RStep* s, char** p) noexcept nogil:
+    cdef char* ptrs[5 + ATTN_NMASK_MAX]
+    cdef AttnJob job
+    cdef int i
+    for i in range(5 + ATTN_NMASK_MAX):
+        ptrs[i] = p[s.slot[i]]
+    attention_job(&job, ptrs, s.n, s.f)
+    if attention_run_raw(&job, s.n[ATP_T], s.nthreads) != 0:
+        p[0] = <char*>1       # the error mark (no memory for the workspace)
+
+
 cdef rl_fn _RL_FNS[RL_NFNS]
 _RL_FNS[RL_ALIAS] = _rl_alias
 _RL_FNS[RL_COPY] = _rl_copy
@@ -535,6 +548,7 @@ _RL_FNS[RL_CONV_NHWC] = _rl_conv_nhwc
 _RL_FNS[RL_DW_NHWC] = _rl_dw_nhwc
 _RL_FNS[RL_GROUP_NORM] = _rl_group_norm
 _RL_FNS[RL_RESIZE2] = _rl_resize2
+_RL_FNS[RL_ATTENTION] = _rl_attention
 
 #: the entries' ids, for the kernels' c_step (onnxep/backends/cpu/runloop.py)
 RUNLOOP_FNS = {"alias": RL_ALIAS, "copy": RL_COPY, "binary": RL_BINARY, "unary": RL_UNARY, "tf_unary": RL_TF_UNARY,
@@ -547,7 +561,8 @@ RUNLOOP_FNS = {"alias": RL_ALIAS, "copy": RL_COPY, "binary": RL_BINARY, "unary":
                "binary_int": RL_BINARY_INT, "cumsum": RL_CUMSUM, "masked_softmax": RL_MASKED_SOFTMAX,
                "gather_elements": RL_GATHER_ELEMENTS,
                "silu_gate": RL_SILU_GATE, "conv_nhwc": RL_CONV_NHWC, "dw_nhwc": RL_DW_NHWC,
-               "group_norm": RL_GROUP_NORM, "resize2": RL_RESIZE2}
+               "group_norm": RL_GROUP_NORM, "resize2": RL_RESIZE2,
+               "attention": RL_ATTENTION}
 RUNLOOP_LIMITS = {"slots": RL_SLOTS, "ints": RL_INTS, "floats": RL_FLOATS, "bcast_dims": BCAST_MAX_DIMS,
                   "copy_dims": RL_MAXD}
 

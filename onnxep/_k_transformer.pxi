@@ -283,9 +283,48 @@ def softmax_mask_lastaxis_f32(const float[:, ::1] x, float[:, ::1] y, const floa
 # SGEMM (sgemm_packed_raw). With several items per thread the items are split over the threads, one thread each
 # (one parallel region); otherwise they run one after another, each SGEMM threaded itself.
 
+cdef enum:
+    SMALL_ITEM_MNK = 65536     # an item with M*N*K up to this runs _sgemm_item_small (per-head attention products)
+
+
+cdef void _sgemm_item_small(Py_ssize_t M, Py_ssize_t N, Py_ssize_t K, float alpha, const float* a, Py_ssize_t rsa,
+                            Py_ssize_t csa, const float* b, Py_ssize_t rsb, Py_ssize_t csb, float* c,
+                            Py_ssize_t rsc, Py_ssize_t csc, float* work) noexcept nogil:
+    """C := alpha * A @ B for a small item, as the fused attention computes its scores (at_qk): B copied into rows
+    of Np = N rounded up to 16 (zero padded), 4 rows of A at a time read in place, the products in registers, then
+    stored through C's strides. No A packing and no SGEMM tiling setup, which cost more than the products here.
+    `work` holds K*Np + AT_RB*Np floats."""
+    cdef Py_ssize_t Np = _round_up(N, AT_PAD), kk, n, i, r, rb
+    cdef float* bp = work
+    cdef float* s = work + K * Np
+    cdef float* dst
+    cdef float* ci
+    for kk in range(K):
+        dst = bp + kk * Np
+        if csb == 1:
+            memcpy(dst, b + kk * rsb, N * sizeof(float))
+        else:
+            for n in range(N):
+                dst[n] = b[kk * rsb + n * csb]
+        for n in range(N, Np):
+            dst[n] = 0.0
+    i = 0
+    while i < M:
+        rb = min(<Py_ssize_t>AT_RB, M - i)
+        at_scores(<int>rb, a + i * rsa, rsa, csa, bp, K, Np, s)
+        for r in range(rb):
+            ci = c + (i + r) * rsc
+            for n in range(N):
+                ci[n * csc] = alpha * s[r * Np + n]
+        i += rb
+
+
 cdef void _sgemm_item(Py_ssize_t M, Py_ssize_t N, Py_ssize_t K, float alpha, const float* a, Py_ssize_t rsa,
                       Py_ssize_t csa, const float* b, Py_ssize_t rsb, Py_ssize_t csb, float* c, Py_ssize_t rsc,
                       Py_ssize_t csc, float* bpack, float* work, int nth) noexcept nogil:
+    if <double>M * N * K <= SMALL_ITEM_MNK and (K + AT_RB) * _round_up(N, AT_PAD) <= SGEMM_WORK_PER_THREAD:
+        _sgemm_item_small(M, N, K, alpha, a, rsa, csa, b, rsb, csb, c, rsc, csc, work)
+        return
     sgemm_pack_b_raw(K, N, b, rsb, csb, bpack, nth)
     sgemm_packed_raw(M, N, K, alpha, a, rsa, csa, bpack, 0.0, c, rsc, csc, NULL, NULL, NULL, work, nth)
 
@@ -441,56 +480,401 @@ cdef void _sgemm_item_task(void* p, Py_ssize_t t, int tid) noexcept nogil:
 #     Y_t := softmax(alpha * Q_t @ Kt_t + mask_t) @ V_t      (the softmax along each row of scores)
 # with Q_t (M x K), Kt_t (K x N, K^T as read through strides), V_t (N x D) and Y_t (M x D) addressed as
 # sgemm_batched_f32's operands (per-item offsets, any row / column strides), and the mask by one element offset per
-# scores row (t * M + i) and a column stride 0 / 1, as softmax_mask_lastaxis_f32's. The scores of a block of query
-# rows live in the thread's workspace only (in L2 for the usual sizes): the two products, the mask and the softmax
-# run back to back on them and no scores tensor is written. Items (x row blocks) are split over the threads, one
-# each; with fewer of them than threads they run one after another, each product threaded.
+# scores row (t * M + i) and a column stride 0 / 1, as softmax_mask_lastaxis_f32's.
+# Attention heads are small (head dim K, D of 8..128, a few to a few hundred keys), where the packed SGEMM's per-call
+# setup (packing A, per-call workspace, a micro-kernel tile for 11 rows) and a softmax over rows shorter than a vector
+# (scalar tails) cost more than the arithmetic. So per item: K^T is copied once into Kp (K x Np, rows of keys padded
+# to Np, a multiple of 16, with zeros) and V into Vp (N x Dp, Dp = D rounded up to the vector width); then per group
+# of RB = 4 query rows, the scores of the group (RB x Np, in L1) are computed in registers (Q read in place, one
+# broadcast per element), alpha, the mask and the softmax run over the whole padded row (padding is -inf: exp 0), and
+# the product with Vp is accumulated in registers and scaled by 1 / (sum of the exps) on the way out. Every row is
+# computed the same way whatever the thread split (items x row blocks over the threads, one each).
+
+cdef extern from *:
+    """
+    #if defined(__AVX512F__)
+    #define ONNXEP_AT_VL 16            /* floats per vector */
+    #define ONNXEP_AT_PV_NV 4          /* vectors of D per register block of the second product: 4 rows x 4 = 16 zmm */
+    #elif defined(__AVX2__)
+    #define ONNXEP_AT_VL 8
+    #define ONNXEP_AT_PV_NV 2          /* 4 rows x 2 = 8 of the 16 ymm */
+    #else
+    #define ONNXEP_AT_VL 4
+    #define ONNXEP_AT_PV_NV 2
+    #endif
+    #define ONNXEP_AT_RB 4             /* query rows per register block */
+    #define ONNXEP_AT_PAD 16           /* scores rows padded to a multiple of this (every VL divides it) */
+    typedef float onnxep_at_v __attribute__((vector_size(ONNXEP_AT_VL * 4)));
+    typedef float onnxep_at_vu __attribute__((vector_size(ONNXEP_AT_VL * 4), aligned(4), may_alias));
+
+    typedef int onnxep_at_vi __attribute__((vector_size(ONNXEP_AT_VL * 4)));
+    static const float onnxep_at_iota[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+    static inline onnxep_at_v onnxep_at_splat(float x) { return (onnxep_at_v){0} + x; }
+    static inline onnxep_at_v onnxep_at_sel(onnxep_at_vi m, onnxep_at_v a, onnxep_at_v b)   /* m ? a : b */
+    {
+        return (onnxep_at_v)(((onnxep_at_vi)a & m) | ((onnxep_at_vi)b & ~m));
+    }
+    static inline onnxep_at_v onnxep_at_max(onnxep_at_v a, onnxep_at_v b) { return onnxep_at_sel(b > a, b, a); }
+    /* x with lanes >= n (n < VL) set to -inf */
+    static inline onnxep_at_v onnxep_at_pad(onnxep_at_v x, Py_ssize_t n)
+    {
+        onnxep_at_v idx = *(const onnxep_at_vu*)onnxep_at_iota;
+        return onnxep_at_sel(idx < onnxep_at_splat((float)n), x, onnxep_at_splat(-INFINITY));
+    }
+    /* horizontal max / sum: a tree over the lanes */
+    static inline float onnxep_at_hmax(onnxep_at_v v)
+    {
+        float t[ONNXEP_AT_VL];
+        int w, l;
+        __builtin_memcpy(t, &v, sizeof(t));
+        for (w = ONNXEP_AT_VL / 2; w > 0; w /= 2)
+            for (l = 0; l < w; l++) t[l] = t[l + w] > t[l] ? t[l + w] : t[l];
+        return t[0];
+    }
+    static inline float onnxep_at_hsum(onnxep_at_v v)
+    {
+        float t[ONNXEP_AT_VL];
+        int w, l;
+        __builtin_memcpy(t, &v, sizeof(t));
+        for (w = ONNXEP_AT_VL / 2; w > 0; w /= 2)
+            for (l = 0; l < w; l++) t[l] += t[l + w];
+        return t[0];
+    }
+
+    /* s[r*Np + n0 + j] := sum_k q[r*rsq + k*csq] * kp[k*Np + n0 + j] for r < RB, j < NV*VL. With one vector per row
+       the k loop alternates two accumulators (two FMA chains per row instead of one), added at the end. */
+    static inline __attribute__((always_inline)) void onnxep_at_qk(const int RB, const int NV, const float* q,
+        Py_ssize_t rsq, Py_ssize_t csq, const float* kp, Py_ssize_t K, Py_ssize_t Np, Py_ssize_t n0, float* s)
+    {
+        onnxep_at_v acc[ONNXEP_AT_RB][2];
+        Py_ssize_t k = 0;
+        int r;
+        #pragma GCC unroll 4
+        for (r = 0; r < RB; r++) { acc[r][0] = (onnxep_at_v){0}; acc[r][1] = (onnxep_at_v){0}; }
+        if (NV == 1) {
+            for (; k + 2 <= K; k += 2) {
+                onnxep_at_v b0 = *(const onnxep_at_vu*)(kp + k * Np + n0);
+                onnxep_at_v b1 = *(const onnxep_at_vu*)(kp + (k + 1) * Np + n0);
+                #pragma GCC unroll 4
+                for (r = 0; r < RB; r++) {
+                    acc[r][0] += q[r * rsq + k * csq] * b0;
+                    acc[r][1] += q[r * rsq + (k + 1) * csq] * b1;
+                }
+            }
+            if (k < K) {
+                onnxep_at_v b0 = *(const onnxep_at_vu*)(kp + k * Np + n0);
+                #pragma GCC unroll 4
+                for (r = 0; r < RB; r++) acc[r][0] += q[r * rsq + k * csq] * b0;
+            }
+            #pragma GCC unroll 4
+            for (r = 0; r < RB; r++) *(onnxep_at_vu*)(s + r * Np + n0) = acc[r][0] + acc[r][1];
+            return;
+        }
+        for (; k < K; k++) {
+            onnxep_at_v b0 = *(const onnxep_at_vu*)(kp + k * Np + n0);
+            onnxep_at_v b1 = *(const onnxep_at_vu*)(kp + k * Np + n0 + ONNXEP_AT_VL);
+            #pragma GCC unroll 4
+            for (r = 0; r < RB; r++) {
+                float a = q[r * rsq + k * csq];
+                acc[r][0] += a * b0;
+                acc[r][1] += a * b1;
+            }
+        }
+        #pragma GCC unroll 4
+        for (r = 0; r < RB; r++) {
+            *(onnxep_at_vu*)(s + r * Np + n0) = acc[r][0];
+            *(onnxep_at_vu*)(s + r * Np + n0 + ONNXEP_AT_VL) = acc[r][1];
+        }
+    }
+
+    /* o[r*Dp + d0 + j] := inv[r] * sum_{n < N} p[r*Np + n] * vp[n*Dp + d0 + j] for r < RB, j < NV*VL; with one
+       vector the n loop alternates two accumulators, as onnxep_at_qk's k loop. Written straight to y
+       (y[r*rsy + d0 + j]) when csy == 1 and the block is inside D, else to o. */
+    static inline __attribute__((always_inline)) void onnxep_at_pv(const int RB, const int NV, const float* p,
+        Py_ssize_t Np, const float* vp, Py_ssize_t N, Py_ssize_t Dp, Py_ssize_t d0, const float* inv, float* o,
+        float* y, Py_ssize_t rsy, int direct)
+    {
+        onnxep_at_v acc[ONNXEP_AT_RB][ONNXEP_AT_PV_NV > 2 ? ONNXEP_AT_PV_NV : 2];
+        Py_ssize_t n = 0;
+        int r, v;
+        #pragma GCC unroll 4
+        for (r = 0; r < RB; r++) {
+            #pragma GCC unroll 4
+            for (v = 0; v < (NV > 2 ? NV : 2); v++) acc[r][v] = (onnxep_at_v){0};
+        }
+        if (NV == 1) {
+            for (; n + 2 <= N; n += 2) {
+                onnxep_at_v b0 = *(const onnxep_at_vu*)(vp + n * Dp + d0);
+                onnxep_at_v b1 = *(const onnxep_at_vu*)(vp + (n + 1) * Dp + d0);
+                #pragma GCC unroll 4
+                for (r = 0; r < RB; r++) {
+                    acc[r][0] += p[r * Np + n] * b0;
+                    acc[r][1] += p[r * Np + n + 1] * b1;
+                }
+            }
+            if (n < N) {
+                onnxep_at_v b0 = *(const onnxep_at_vu*)(vp + n * Dp + d0);
+                #pragma GCC unroll 4
+                for (r = 0; r < RB; r++) acc[r][0] += p[r * Np + n] * b0;
+            }
+            #pragma GCC unroll 4
+            for (r = 0; r < RB; r++) acc[r][0] += acc[r][1];
+        } else {
+            for (; n < N; n++) {
+                onnxep_at_v b[ONNXEP_AT_PV_NV];
+                #pragma GCC unroll 4
+                for (v = 0; v < NV; v++) b[v] = *(const onnxep_at_vu*)(vp + n * Dp + d0 + v * ONNXEP_AT_VL);
+                #pragma GCC unroll 4
+                for (r = 0; r < RB; r++) {
+                    float a = p[r * Np + n];
+                    #pragma GCC unroll 4
+                    for (v = 0; v < NV; v++) acc[r][v] += a * b[v];
+                }
+            }
+        }
+        #pragma GCC unroll 4
+        for (r = 0; r < RB; r++) {
+            float* dst = direct ? y + r * rsy + d0 : o + r * Dp + d0;
+            #pragma GCC unroll 4
+            for (v = 0; v < NV; v++) *(onnxep_at_vu*)(dst + v * ONNXEP_AT_VL) = acc[r][v] * inv[r];
+        }
+    }
+
+    #define ONNXEP_AT_SW4(rb, CALL) switch (rb) { case 4: CALL(4); break; case 3: CALL(3); break; \
+                                                 case 2: CALL(2); break; default: CALL(1); break; }
+
+    /* s[r*Np + n] := sum_k q[r*rsq + k*csq] * kp[k*Np + n] for r < rb <= RB, n < Np (a multiple of 16) */
+    static void onnxep_at_scores(int rb, const float* q, Py_ssize_t rsq, Py_ssize_t csq, const float* kp,
+                                 Py_ssize_t K, Py_ssize_t Np, float* s)
+    {
+        Py_ssize_t n0;
+        for (n0 = 0; n0 + 2 * ONNXEP_AT_VL <= Np; n0 += 2 * ONNXEP_AT_VL) {
+            #define ONNXEP_AT_QS2(R) onnxep_at_qk(R, 2, q, rsq, csq, kp, K, Np, n0, s)
+            ONNXEP_AT_SW4(rb, ONNXEP_AT_QS2)
+        }
+        if (n0 < Np) {
+            #define ONNXEP_AT_QS1(R) onnxep_at_qk(R, 1, q, rsq, csq, kp, K, Np, n0, s)
+            ONNXEP_AT_SW4(rb, ONNXEP_AT_QS1)
+        }
+    }
+
+    /* Query rows i0 .. i0+rb-1 (rb <= RB) of one item: scores into s (RB x Np), softmax, product with Vp into y.
+       mask rows: mrow(r) the padded copy (Np floats) or NULL; o: RB x Dp scratch. */
+    static void onnxep_at_rows(int rb, const float* q, Py_ssize_t rsq, Py_ssize_t csq, const float* kp,
+                               Py_ssize_t K, Py_ssize_t N, Py_ssize_t Np, const float* vp, Py_ssize_t D, Py_ssize_t Dp,
+                               float alpha, const float* const* mrows, float* s, float* o, float* y, Py_ssize_t rsy,
+                               Py_ssize_t csy, int nan_zero)
+    {
+        Py_ssize_t n0, d0, n, d;
+        float inv[ONNXEP_AT_RB];
+        int r;
+        for (n0 = 0; n0 + 2 * ONNXEP_AT_VL <= Np; n0 += 2 * ONNXEP_AT_VL) {
+            #define ONNXEP_AT_QK2(R) onnxep_at_qk(R, 2, q, rsq, csq, kp, K, Np, n0, s)
+            ONNXEP_AT_SW4(rb, ONNXEP_AT_QK2)
+        }
+        if (n0 < Np) {    /* one vector left (Np is a multiple of 16, so of VL) */
+            #define ONNXEP_AT_QK1(R) onnxep_at_qk(R, 1, q, rsq, csq, kp, K, Np, n0, s)
+            ONNXEP_AT_SW4(rb, ONNXEP_AT_QK1)
+        }
+        for (r = 0; r < rb; r++) {     /* alpha, mask, softmax over the padded row (padding -inf: exp 0) */
+            float* row = s + r * Np;
+            const float* mr = mrows ? mrows[r] : NULL;
+            onnxep_at_v vm = onnxep_at_splat(-INFINITY), vs = onnxep_at_splat(0.0f);
+            float m;
+            for (n0 = 0; n0 < Np; n0 += ONNXEP_AT_VL) {
+                onnxep_at_v x = *(const onnxep_at_vu*)(row + n0) * alpha;
+                if (mr) x += *(const onnxep_at_vu*)(mr + n0);
+                if (n0 + ONNXEP_AT_VL > N) x = onnxep_at_pad(x, N - n0);
+                *(onnxep_at_vu*)(row + n0) = x;
+                vm = onnxep_at_max(vm, x);
+            }
+            m = onnxep_at_hmax(vm);
+            #pragma omp simd
+            for (n = 0; n < Np; n++) row[n] = onnxep_exp_neg(row[n] - m);
+            for (n0 = 0; n0 < Np; n0 += ONNXEP_AT_VL) vs += *(const onnxep_at_vu*)(row + n0);
+            inv[r] = 1.0f / onnxep_at_hsum(vs);
+            if (nan_zero && inv[r] != inv[r]) {    /* NaN probabilities (a fully masked row) -> 0 */
+                for (n = 0; n < Np; n++) row[n] = 0.0f;
+                inv[r] = 1.0f;
+            }
+        }
+        for (d0 = 0; d0 < Dp; ) {
+            int nv = (int)((Dp - d0) / ONNXEP_AT_VL);
+            int direct;
+            nv = nv < ONNXEP_AT_PV_NV ? nv : ONNXEP_AT_PV_NV;
+            direct = csy == 1 && d0 + nv * ONNXEP_AT_VL <= D;
+            #define ONNXEP_AT_PVN(R, NVV) onnxep_at_pv(R, NVV, s, Np, vp, N, Dp, d0, inv, o, y, rsy, direct)
+            #define ONNXEP_AT_PV1(R) ONNXEP_AT_PVN(R, 1)
+            #define ONNXEP_AT_PV2(R) ONNXEP_AT_PVN(R, 2)
+            #if ONNXEP_AT_PV_NV > 2
+            #define ONNXEP_AT_PV3(R) ONNXEP_AT_PVN(R, 3)
+            #define ONNXEP_AT_PV4(R) ONNXEP_AT_PVN(R, 4)
+            #endif
+            switch (nv) {
+            case 1: ONNXEP_AT_SW4(rb, ONNXEP_AT_PV1) break;
+            #if ONNXEP_AT_PV_NV > 2
+            case 3: ONNXEP_AT_SW4(rb, ONNXEP_AT_PV3) break;
+            case 4: ONNXEP_AT_SW4(rb, ONNXEP_AT_PV4) break;
+            #endif
+            default: ONNXEP_AT_SW4(rb, ONNXEP_AT_PV2) break;
+            }
+            if (!direct) {
+                Py_ssize_t d1 = d0 + nv * ONNXEP_AT_VL < D ? d0 + nv * ONNXEP_AT_VL : D;
+                for (r = 0; r < rb; r++) {
+                    if (csy == 1) memcpy(y + r * rsy + d0, o + r * Dp + d0, (d1 - d0) * sizeof(float));
+                    else for (d = d0; d < d1; d++) y[r * rsy + d * csy] = o[r * Dp + d];
+                }
+            }
+            d0 += nv * ONNXEP_AT_VL;
+        }
+    }
+    """
+    enum:
+        AT_VL "ONNXEP_AT_VL"
+        AT_RB "ONNXEP_AT_RB"
+        AT_PAD "ONNXEP_AT_PAD"
+    void at_scores "onnxep_at_scores"(int rb, const float* q, Py_ssize_t rsq, Py_ssize_t csq, const float* kp,
+                                      Py_ssize_t K, Py_ssize_t Np, float* s) noexcept nogil
+    void at_rows "onnxep_at_rows"(int rb, const float* q, Py_ssize_t rsq, Py_ssize_t csq, const float* kp,
+                                  Py_ssize_t K, Py_ssize_t N, Py_ssize_t Np, const float* vp, Py_ssize_t D,
+                                  Py_ssize_t Dp, float alpha, const float* const* mrows, float* s, float* o, float* y,
+                                  Py_ssize_t rsy, Py_ssize_t csy, int nan_zero) noexcept nogil
+
+from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
+
+cdef extern from "<stdlib.h>":
+    void* aligned_alloc(size_t alignment, size_t size) noexcept nogil
 
 cdef enum:
-    ATTN_ROWS = 144       # query rows per block: the scores block (ATTN_ROWS x N) is the only per-row workspace
+    ATTN_ROWS_MIN = 16    # fewest query rows per task when a head's rows are split over the threads
+    ATTN_NMASK_MAX = 3    # masks combined per call (the run loop step's slots)
+
+#: masks attention_masked_f32 combines per call
+ATTN_MAX_MASKS = ATTN_NMASK_MAX
 
 
 cdef struct AttnJob:
-    Py_ssize_t M, N, K, D, rsq, csq, rsk, csk, rsv, csv, rsy, csy, mask_cs, nblk, wlen, bp1_len, s_len, bp2_len
+    Py_ssize_t M, N, K, D, rsq, csq, rsk, csk, rsv, csv, rsy, csy, nblk, rows, wlen, Np, Dp
     float alpha
+    int nmask, nan_zero
+    # the masks, applied in order to a row that starts at 0: kind 0 adds a float32 mask, kind 1 keeps the row where
+    # a bool mask is true and puts fill elsewhere; each addressed by one element offset per scores row and a column
+    # stride 0 / 1
+    const char* mask[ATTN_NMASK_MAX]
+    const int64_t* mask_off[ATTN_NMASK_MAX]
+    Py_ssize_t mask_cs[ATTN_NMASK_MAX]
+    int mask_kind[ATTN_NMASK_MAX]
+    float mask_fill[ATTN_NMASK_MAX]
     const float* q
     const float* k
     const float* v
-    const float* mask
     float* y
     const int64_t* q_off
     const int64_t* k_off
     const int64_t* v_off
     const int64_t* y_off
-    const int64_t* mask_off
     float* buf
+    Py_ssize_t* packed     # per thread: the item whose K^T / V its workspace holds (-1: none)
 
 
-cdef void _attn_block(const AttnJob* j, Py_ssize_t t, Py_ssize_t blk, float* w, int nth) noexcept nogil:
-    """Query rows blk*ATTN_ROWS .. of item t, on `nth` threads, `w` the workspace (see attention_f32)."""
-    cdef Py_ssize_t i0 = blk * ATTN_ROWS, mb = min(<Py_ssize_t>ATTN_ROWS, j.M - blk * ATTN_ROWS), i
-    cdef float* bp1 = w
-    cdef float* s = w + j.bp1_len
-    cdef float* bp2 = s + j.s_len
-    cdef float* work = bp2 + j.bp2_len
-    cdef float* row
-    sgemm_pack_b_raw(j.K, j.N, j.k + j.k_off[t], j.rsk, j.csk, bp1, nth)
-    sgemm_packed_raw(mb, j.N, j.K, j.alpha, j.q + j.q_off[t] + i0 * j.rsq, j.rsq, j.csq, bp1, 0.0, s, j.N, 1,
-                     NULL, NULL, NULL, work, nth)
-    for i in range(mb):
-        row = s + i * j.N
-        if j.mask != NULL:
-            softmax_row_mask(row, row, j.N, j.mask + j.mask_off[t * j.M + i0 + i], j.mask_cs, 0)
+cdef inline Py_ssize_t attn_work_len(Py_ssize_t N, Py_ssize_t K, Py_ssize_t D, Py_ssize_t Np,
+                                     Py_ssize_t Dp) noexcept nogil:
+    """Floats of one thread's workspace: Kp (K x Np), Vp (N x Dp), scores (RB x Np), RB padded mask rows, the
+    output scratch (RB x Dp), each rounded up to 16 floats (64 bytes)."""
+    return (_round_up(K * Np, 16) + _round_up(N * Dp, 16) + 2 * AT_RB * Np + _round_up(AT_RB * Dp, 16) + 16)
+
+
+cdef void _attn_block(const AttnJob* j, Py_ssize_t t, Py_ssize_t blk, float* w, Py_ssize_t* packed) noexcept nogil:
+    """Query rows blk*rows .. of item t, `w` the thread's workspace (64-byte aligned), packed[0] the item it holds."""
+    cdef Py_ssize_t Np = j.Np, Dp = j.Dp, N = j.N, K = j.K, D = j.D
+    cdef Py_ssize_t i0 = blk * j.rows, i1 = min(j.M, i0 + j.rows), i, n, kk, d, r, rb
+    cdef float* kp = w
+    cdef float* vp = kp + _round_up(K * Np, 16)
+    cdef float* s = vp + _round_up(N * Dp, 16)
+    cdef float* mbuf = s + AT_RB * Np
+    cdef float* o = mbuf + AT_RB * Np
+    cdef const float* src
+    cdef const float* mrows[AT_RB]
+    cdef const char* mlast[AT_RB][ATTN_NMASK_MAX]
+    cdef const char* mp
+    cdef bint same
+    cdef int m
+    cdef float* dst
+    if packed[0] != t:
+        src = j.k + j.k_off[t]       # Kp[kk, n] = Kt[kk, n] = k[kk*rsk + n*csk], zeros for n >= N
+        for kk in range(K):
+            dst = kp + kk * Np
+            if j.csk == 1:
+                memcpy(dst, src + kk * j.rsk, N * sizeof(float))
+            else:
+                for n in range(N):
+                    dst[n] = src[kk * j.rsk + n * j.csk]
+            for n in range(N, Np):
+                dst[n] = 0.0
+        src = j.v + j.v_off[t]       # Vp[n, d] = v[n*rsv + d*csv], zeros for d >= D
+        for n in range(N):
+            dst = vp + n * Dp
+            if j.csv == 1:
+                memcpy(dst, src + n * j.rsv, D * sizeof(float))
+            else:
+                for d in range(D):
+                    dst[d] = src[n * j.rsv + d * j.csv]
+            for d in range(D, Dp):
+                dst[d] = 0.0
+        packed[0] = t
+    for r in range(AT_RB):
+        for m in range(ATTN_NMASK_MAX):
+            mlast[r][m] = NULL
+    i = i0
+    while i < i1:
+        rb = min(<Py_ssize_t>AT_RB, i1 - i)
+        for r in range(rb):    # the combined mask row, padded to Np (rows repeated by a broadcast mask built once)
+            same = True
+            for m in range(j.nmask):
+                mp = j.mask[m] + j.mask_off[m][t * j.M + i + r] * (4 if j.mask_kind[m] == 0 else 1)
+                if mp != mlast[r][m]:
+                    same = False
+                    mlast[r][m] = mp
+            if not same:
+                _attn_mask_row(j, mbuf + r * Np, &mlast[r][0])
+            mrows[r] = mbuf + r * Np
+        at_rows(<int>rb, j.q + j.q_off[t] + i * j.rsq, j.rsq, j.csq, kp, K, N, Np, vp, D, Dp, j.alpha,
+                mrows if j.nmask > 0 else NULL, s, o, j.y + j.y_off[t] + i * j.rsy, j.rsy, j.csy, j.nan_zero)
+        i += rb
+
+
+cdef void _attn_mask_row(const AttnJob* j, float* dst, const char** mp) noexcept nogil:
+    """dst[:N] := the masks combined for one scores row (mp[m]: mask m's row)."""
+    cdef Py_ssize_t n, N = j.N, cs
+    cdef int m
+    cdef const float* f
+    cdef const uint8_t* c
+    cdef float fill
+    for m in range(j.nmask):
+        cs = j.mask_cs[m]
+        if j.mask_kind[m] == 0:
+            f = <const float*>mp[m]
+            if m == 0 and cs == 1:
+                memcpy(dst, f, N * sizeof(float))
+            elif m == 0:
+                for n in range(N):
+                    dst[n] = f[0]
+            else:
+                for n in range(N):
+                    dst[n] = dst[n] + f[n * cs]
         else:
-            softmax_row(row, row, j.N, 0)
-    sgemm_pack_b_raw(j.N, j.D, j.v + j.v_off[t], j.rsv, j.csv, bp2, nth)
-    sgemm_packed_raw(mb, j.D, j.N, 1.0, s, j.N, 1, bp2, 0.0, j.y + j.y_off[t] + i0 * j.rsy, j.rsy, j.csy,
-                     NULL, NULL, NULL, work, nth)
+            c = <const uint8_t*>mp[m]
+            fill = j.mask_fill[m]
+            for n in range(N):
+                if m == 0:
+                    dst[n] = 0.0 if c[n * cs] else fill
+                elif not c[n * cs]:
+                    dst[n] = fill
 
 
 cdef void _attn_task(void* p, Py_ssize_t it, int tid) noexcept nogil:
     cdef AttnJob* j = <AttnJob*>p
-    _attn_block(j, it // j.nblk, it % j.nblk, j.buf + <Py_ssize_t>tid * j.wlen, 1)
+    _attn_block(j, it // j.nblk, it % j.nblk, j.buf + <Py_ssize_t>tid * j.wlen, j.packed + tid)
 
 
 def attention_f32(const float[::1] q, const float[::1] k, const float[::1] v, const float[::1] mask, float[::1] y,
@@ -502,8 +886,7 @@ def attention_f32(const float[::1] q, const float[::1] k, const float[::1] v, co
     """Y_t := softmax(alpha * Q_t @ Kt_t [+ mask_t]) @ V_t for every item t (see above). mask may be None (then
     mask_off is not read and may be None too); else mask_off holds one offset per scores row (T * M). Strides >= 0; the Y_t of
     different items must not overlap (not checked). N == 0 (no keys) is an error: softmax over nothing."""
-    cdef Py_ssize_t T = q_off.shape[0], t, i, wlen, items, nr
-    cdef int nth, per_item
+    cdef Py_ssize_t T = q_off.shape[0], t, i
     cdef AttnJob job
     cdef int64_t o
     if k_off.shape[0] != T or v_off.shape[0] != T or y_off.shape[0] != T:
@@ -539,30 +922,160 @@ def attention_f32(const float[::1] q, const float[::1] k, const float[::1] v, co
     if K > 0:
         job.q, job.k = &q[0], &k[0]
     job.q_off, job.k_off, job.v_off, job.y_off = &q_off[0], &k_off[0], &v_off[0], &y_off[0]
-    job.mask, job.mask_off, job.mask_cs = NULL, NULL, 0
+    job.nmask, job.nan_zero = 0, 0
     if mask is not None:
-        job.mask, job.mask_off, job.mask_cs = &mask[0], &mask_off[0], mask_cs
-    job.nblk = (M + ATTN_ROWS - 1) // ATTN_ROWS
-    job.bp1_len, job.s_len, job.bp2_len = sgemm_pack_b_len(K, N), min(M, <Py_ssize_t>ATTN_ROWS) * N, sgemm_pack_b_len(N, D)
-    nth = _nthreads(nthreads)
+        job.nmask = 1
+        job.mask[0], job.mask_off[0], job.mask_cs[0], job.mask_kind[0] = <const char*>&mask[0], &mask_off[0], mask_cs, 0
+    attention_run(&job, T, nthreads)
+
+
+cdef enum:
+    # attention_masked_f32's integer parameters (and the run loop's RL_ATTENTION ints), floats: alpha, fill 0 .. 2
+    ATP_T = 0
+    ATP_M = 1
+    ATP_N = 2
+    ATP_K = 3
+    ATP_D = 4
+    ATP_RSQ = 5           # rsq, csq, rsk, csk, rsv, csv, rsy, csy
+    ATP_NAN_ZERO = 13
+    ATP_NMASK = 14
+    ATP_MASK = 15         # (kind, column stride) per mask
+    ATP_LEN = 15 + 2 * ATTN_NMASK_MAX
+
+
+cdef void attention_job(AttnJob* job, char** ptrs, const Py_ssize_t* n, const float* f) noexcept nogil:
+    """Fill `job` from ptrs (q, k, v, y, offsets, masks 0 .. 2) and the parameters (ATP_*). The offsets array holds
+    T Q offsets, T K, T V, T Y, then T*M row offsets per mask."""
+    cdef Py_ssize_t T = n[ATP_T], TM = n[ATP_T] * n[ATP_M]
+    cdef const int64_t* offs = <const int64_t*>ptrs[4]
+    cdef int m
+    job.M, job.N, job.K, job.D = n[ATP_M], n[ATP_N], n[ATP_K], n[ATP_D]
+    job.rsq, job.csq, job.rsk, job.csk = n[ATP_RSQ], n[ATP_RSQ + 1], n[ATP_RSQ + 2], n[ATP_RSQ + 3]
+    job.rsv, job.csv, job.rsy, job.csy = n[ATP_RSQ + 4], n[ATP_RSQ + 5], n[ATP_RSQ + 6], n[ATP_RSQ + 7]
+    job.alpha = f[0]
+    job.q, job.k, job.v, job.y = <const float*>ptrs[0], <const float*>ptrs[1], <const float*>ptrs[2], <float*>ptrs[3]
+    job.q_off, job.k_off, job.v_off, job.y_off = offs, offs + T, offs + 2 * T, offs + 3 * T
+    job.nan_zero = <int>n[ATP_NAN_ZERO]
+    job.nmask = <int>n[ATP_NMASK]
+    for m in range(job.nmask):
+        job.mask[m] = ptrs[5 + m]
+        job.mask_off[m] = offs + 4 * T + m * TM
+        job.mask_kind[m] = <int>n[ATP_MASK + 2 * m]
+        job.mask_cs[m] = n[ATP_MASK + 2 * m + 1]
+        job.mask_fill[m] = f[1 + m]
+
+
+cdef inline char* _buf_addr(object obj, Py_ssize_t* nbytes) except? NULL:
+    cdef Py_buffer view
+    cdef char* addr
+    PyObject_GetBuffer(obj, &view, PyBUF_SIMPLE)
+    addr, nbytes[0] = <char*>view.buf, view.len
+    PyBuffer_Release(&view)
+    return addr
+
+
+def attention_masked_f32(q, k, v, y, const int64_t[::1] offs, tuple masks, const int64_t[::1] params,
+                         const float[::1] fparams, int nthreads=0):
+    """attention_f32 with up to ATTN_NMASK_MAX masks combined per scores row and the NaN guard, as the run loop's
+    RL_ATTENTION step runs it. q, k, v, y: C-contiguous float32 buffers; masks: float32 (kind 0: added) or bool
+    (kind 1: where(mask, row, fill)) buffers, applied in order to a row starting at 0; offs: T Q, T K, T V, T Y
+    offsets then T*M row offsets per mask; params: ATP_* (T, M, N, K, D, the 8 strides, nan_zero, mask count, then
+    (kind, column stride 0 / 1) per mask); fparams: alpha, then the fill per mask. nan_zero: a row whose
+    probabilities are NaN (fully masked) gives zeros. Every operand access is checked against its buffer first."""
+    cdef char* ptrs[5 + ATTN_NMASK_MAX]
+    cdef Py_ssize_t nb[4 + ATTN_NMASK_MAX]
+    cdef Py_ssize_t n[ATP_LEN]
+    cdef float f[1 + ATTN_NMASK_MAX]
+    cdef Py_ssize_t T, M, N, K, D, i, t, cs, es, lim
+    cdef int nm, m
+    cdef AttnJob job
+    cdef int64_t o
+    if params.shape[0] < ATP_MASK or params[ATP_NMASK] != len(masks) or len(masks) > ATTN_NMASK_MAX or \
+            params.shape[0] != ATP_MASK + 2 * len(masks) or fparams.shape[0] != 1 + len(masks):
+        raise ValueError(f"attention_masked_f32: {params.shape[0]} parameters, {fparams.shape[0]} floats for "
+                         f"{len(masks)} masks (at most {ATTN_NMASK_MAX})")
+    for i in range(params.shape[0]):
+        n[i] = params[i]
+    for i in range(fparams.shape[0]):
+        f[i] = fparams[i]
+    T, M, N, K, D, nm = n[ATP_T], n[ATP_M], n[ATP_N], n[ATP_K], n[ATP_D], <int>n[ATP_NMASK]
+    for i, x in enumerate((q, k, v, y) + masks):
+        ptrs[i if i < 4 else i + 1] = _buf_addr(x, &nb[i])
+    if T < 0 or M < 0 or N < 0 or K < 0 or D < 0 or min(params[ATP_RSQ:ATP_RSQ + 8]) < 0:
+        raise ValueError(f"attention_masked_f32: negative size or stride in {list(params)}")
+    if offs.shape[0] != 4 * T + nm * T * M:
+        raise ValueError(f"attention_masked_f32: {offs.shape[0]} offsets, expected {4 * T + nm * T * M}")
+    if T == 0 or M == 0 or D == 0:
+        return
+    if N == 0:
+        raise ValueError("attention_masked_f32: no keys (N = 0): the softmax of an empty row is undefined")
+    for t in range(T):   # bounds, in elements of 4 bytes
+        if (offs[t] < 0 or offs[T + t] < 0 or offs[2 * T + t] < 0 or offs[3 * T + t] < 0
+                or offs[3 * T + t] + (M - 1) * n[ATP_RSQ + 6] + (D - 1) * n[ATP_RSQ + 7] >= nb[3] // 4
+                or offs[2 * T + t] + (N - 1) * n[ATP_RSQ + 4] + (D - 1) * n[ATP_RSQ + 5] >= nb[2] // 4
+                or (K > 0 and (offs[t] + (M - 1) * n[ATP_RSQ] + (K - 1) * n[ATP_RSQ + 1] >= nb[0] // 4
+                               or offs[T + t] + (K - 1) * n[ATP_RSQ + 2] + (N - 1) * n[ATP_RSQ + 3] >= nb[1] // 4))):
+            raise ValueError(f"attention_masked_f32: item {t} reaches outside the buffers")
+    for m in range(nm):
+        if n[ATP_MASK + 2 * m] not in (0, 1) or n[ATP_MASK + 2 * m + 1] not in (0, 1):
+            raise ValueError(f"attention_masked_f32: mask {m}: kind {n[ATP_MASK + 2 * m]} (0 float, 1 bool), "
+                             f"column stride {n[ATP_MASK + 2 * m + 1]} (0 or 1)")
+        es = 4 if n[ATP_MASK + 2 * m] == 0 else 1
+        cs = n[ATP_MASK + 2 * m + 1]
+        lim = nb[4 + m] // es
+        for i in range(T * M):
+            o = offs[4 * T + m * T * M + i]
+            if o < 0 or o + (N - 1) * cs >= lim:
+                raise ValueError(f"attention_masked_f32: scores row {i}'s mask {m} (offset {o}) reaches outside "
+                                 f"the mask's {lim} elements")
+    ptrs[4] = <char*>&offs[0]
+    attention_job(&job, ptrs, n, f)
+    with nogil:
+        attention_run(&job, T, nthreads)
+
+
+cdef int attention_run(AttnJob* job, Py_ssize_t T, int nthreads) except -1 nogil:
+    """attention_run_raw, MemoryError when the workspace cannot be allocated."""
+    if attention_run_raw(job, T, nthreads) != 0:
+        with gil:
+            raise MemoryError(f"attention: cannot allocate the workspace for N={job.N}, K={job.K}, D={job.D}")
+    return 0
+
+
+cdef int attention_run_raw(AttnJob* job, Py_ssize_t T, int nthreads) noexcept nogil:
+    """Run the items of a filled-in job (operands, offsets, sizes; the rest is set here) on the thread pool: one
+    thread below the SGEMM's flop break-even (counting an exp as ~24 flops), else (item, row block) tasks, a head's
+    rows split into blocks of at least ATTN_ROWS_MIN only when there are too few items to share."""
+    cdef Py_ssize_t M = job.M, N = job.N, K = job.K, D = job.D, items, i, nr
+    cdef int nth = _nthreads(nthreads)
+    if <double>T * M * N * (2.0 * (K + D) + 24.0) < SGEMM_MT_FLOPS:
+        nth = 1
+    job.Np = _round_up(N, AT_PAD)
+    job.Dp = _round_up(D, AT_VL)
+    job.nblk = 1
+    if nth > 1 and T < 4 * nth:
+        job.nblk = max(<Py_ssize_t>1, min((M + ATTN_ROWS_MIN - 1) // ATTN_ROWS_MIN, (4 * nth + T - 1) // T))
+    job.rows = (M + job.nblk - 1) // job.nblk
+    job.nblk = (M + job.rows - 1) // job.rows
+    job.wlen = attn_work_len(N, K, D, job.Np, job.Dp)
     items = T * job.nblk
-    per_item = nth > 1 and items >= nth
-    if not per_item:   # one block at a time, its products threaded
-        nth = sgemm_threads(min(M, <Py_ssize_t>ATTN_ROWS), max(N, D), max(K, N), nthreads)
-    nr = nth if per_item else 1
-    wlen = job.bp1_len + job.s_len + job.bp2_len + (SGEMM_WORK_PER_THREAD if per_item else sgemm_work_len(nth))
-    if wlen > (<Py_ssize_t>1 << 62) // (nr * <Py_ssize_t>sizeof(float)):
-        raise MemoryError(f"attention_f32: the workspace for N={N}, K={K}, D={D} is too large")
-    job.wlen = wlen
-    job.buf = <float*>malloc(nr * wlen * sizeof(float))
-    if job.buf == NULL:
-        raise MemoryError(f"attention_f32: cannot allocate the {nr * wlen * sizeof(float)} byte workspace")
-    try:
-        with nogil:
-            if per_item:
-                parallel_for(items, nth, _attn_task, &job)
-            else:
-                for i in range(items):
-                    _attn_block(&job, i // job.nblk, i % job.nblk, job.buf, nth)
-    finally:
+    nth = <int>min(<Py_ssize_t>nth, items)
+    nr = nth
+    if job.wlen > (<Py_ssize_t>1 << 60) // (nr * <Py_ssize_t>sizeof(float)):
+        return -1
+    job.buf = <float*>aligned_alloc(64, _round_up(nr * job.wlen * sizeof(float), 64))
+    job.packed = <Py_ssize_t*>malloc(nr * sizeof(Py_ssize_t))
+    if job.buf == NULL or job.packed == NULL:
         free(job.buf)
+        free(job.packed)
+        return -1
+    for i in range(nr):
+        job.packed[i] = -1
+    if nth > 1:
+        parallel_for(items, nth, _attn_task, job)
+    else:
+        for i in range(items):
+            _attn_block(job, i // job.nblk, i % job.nblk, job.buf, job.packed)
+    free(job.buf)
+    free(job.packed)
+    return 0

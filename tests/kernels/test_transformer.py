@@ -212,7 +212,8 @@ def _offsets(n, size):
 
 
 @pytest.mark.parametrize("t,m,n,k", [(1, 1, 1, 1), (12, 128, 128, 64), (12, 128, 64, 128), (3, 37, 70, 300),
-                                     (5, 13, 33, 1), (2, 0, 4, 3), (2, 4, 5, 0)])
+                                     (5, 13, 33, 1), (2, 0, 4, 3), (2, 4, 5, 0), (12, 11, 11, 16), (3, 7, 19, 5),
+                                     (2, 40, 40, 40), (2, 41, 40, 40)])
 def test_sgemm_batched_kernel(t, m, n, k):
     """Oracle: numpy.matmul in float64; |error| <= 2 (K + 2) eps max|A| max|B| (the GEMM bound); one thread and many
     give identical results (each item's sums are in the same order either way)."""
@@ -250,6 +251,26 @@ def test_sgemm_batched_kernel_strided_and_broadcast():
                                np.zeros(H, np.int64), _offsets(H, D), S, D, S, S, 1, H * D, 1, H * D, 1, 1.0, 0)
     want = np.matmul(P.astype(np.float64), xk[:, :D].astype(np.float64))      # every head uses the same B
     np.testing.assert_allclose(out.reshape(S, H, D).transpose(1, 0, 2), want, rtol=0, atol=2 * (S + 2) * EPS * 4)
+
+
+@pytest.mark.parametrize("t,m,n,k", [(12, 11, 11, 16), (4, 5, 37, 3), (3, 33, 20, 64), (2, 9, 100, 60)])
+def test_sgemm_batched_kernel_small_items_strided(t, m, n, k):
+    """Oracle: numpy.matmul in float64 on the views. Small items (the direct path: B copied into padded rows, A read
+    in place) with B read transposed (column stride != 1) and C written transposed (column stride != 1), alpha
+    applied; every ISA variant, one thread and many bit-identical."""
+    rng = np.random.default_rng(t + m + n + k)
+    A = rng.uniform(-1, 1, (t, m, k)).astype(np.float32)
+    Bt = rng.uniform(-1, 1, (t, n, k)).astype(np.float32)          # B stored (n, k): B[k, n] at n*k + k
+    want = 0.75 * np.matmul(A.astype(np.float64), Bt.transpose(0, 2, 1).astype(np.float64))
+    outs = []
+    for isa, mod in VARIANTS.items():
+        for nt in (1, 0):
+            Ct = np.full((t, n, m), np.nan, np.float32)                # C stored (n, m)
+            mod.sgemm_batched_f32(A.reshape(-1), Bt.reshape(-1), Ct.reshape(-1), _offsets(t, m * k),
+                                  _offsets(t, n * k), _offsets(t, n * m), m, n, k, k, 1, 1, k, 1, m, 0.75, nt)
+            np.testing.assert_allclose(Ct.transpose(0, 2, 1), want, rtol=0, atol=2 * (k + 2) * EPS, err_msg=isa)
+            outs.append((isa, Ct))
+    _same_for_every_thread_count(outs)
 
 
 def test_sgemm_batched_kernel_checks():
@@ -325,6 +346,121 @@ def test_attention_kernel(S, N, H, D, masked):
             np.testing.assert_allclose(y, want, rtol=0, atol=1e-5 * max(1.0, float(np.abs(want).max())), err_msg=isa)
             outs.append((isa, y))
     _same_for_every_thread_count(outs)
+
+
+@pytest.mark.parametrize("T,M,N,K,D", [(3, 7, 19, 5, 21), (2, 9, 16, 8, 8), (4, 6, 33, 3, 40), (1, 1, 2, 1, 1),
+                                       (12, 11, 11, 16, 16), (2, 40, 5, 8, 8), (6, 70, 100, 64, 70)])
+@pytest.mark.parametrize("masked", [None, "cols", "row_value", "inf_rows"])
+def test_attention_kernel_transposed_layouts(T, M, N, K, D, masked):
+    """Oracle: numpy in float64 on the same tensors. K stored (T, N, K) and read transposed, V stored (T, D, N)
+    and Y written (T, D, M) (column strides != 1: the gathered V copy and the scattered output); sizes not multiples
+    of any vector width (the padded scores rows and output tails); masks per key column, one value per row, and
+    -inf entries (a fully masked row gives NaN, as the softmax of all -inf does). One thread and many give identical
+    results."""
+    rng = np.random.default_rng(T * 1000 + M + N + K + D)
+    q = rng.standard_normal((T, M, K)).astype(np.float32)
+    k = rng.standard_normal((T, N, K)).astype(np.float32)
+    v = rng.standard_normal((T, D, N)).astype(np.float32)
+    alpha = 0.37
+    s = alpha * np.einsum("tmk,tnk->tmn", q.astype(np.float64), k.astype(np.float64))
+    mask, m_off, m_cs = None, None, 0
+    if masked == "cols":          # one row of N per item, shared by its queries
+        mask = rng.standard_normal((T, N)).astype(np.float32)
+        m_off, m_cs = np.repeat(_offsets(T, N), M), 1
+        s = s + mask[:, None, :]
+    elif masked == "row_value":   # one value per scores row
+        mask = rng.standard_normal(T * M).astype(np.float32)
+        m_off, m_cs = _offsets(T * M, 1), 0
+        s = s + mask.reshape(T, M, 1)
+    elif masked == "inf_rows":    # -inf keys, and query 0 of item 0 fully masked
+        mask = np.where(rng.uniform(size=(T, M, N)) < 0.4, -np.inf, 0.0).astype(np.float32)
+        mask[0, 0, :] = -np.inf
+        m_off, m_cs = _offsets(T * M, N), 1
+        s = s + mask
+    with np.errstate(invalid="ignore"):
+        e = np.exp(s - s.max(-1, keepdims=True))
+        want = np.einsum("tmn,tdn->tdm", e / e.sum(-1, keepdims=True), v.astype(np.float64))
+    outs = []
+    for isa, mod in VARIANTS.items():
+        for nt in (1, 0):
+            y = np.full((T, D, M), 7.0, np.float32)
+            mod.attention_f32(q.reshape(-1), k.reshape(-1), v.reshape(-1), None if mask is None else mask.reshape(-1),
+                              y.reshape(-1), _offsets(T, M * K), _offsets(T, N * K), _offsets(T, D * N),
+                              _offsets(T, D * M), m_off, m_cs, M, N, K, D, K, 1, 1, K, 1, N, 1, M, alpha, nt)
+            np.testing.assert_allclose(y, want, rtol=0, atol=2e-5 * max(1.0, float(np.abs(np.nan_to_num(want)).max())),
+                                       err_msg=isa)
+            outs.append((isa, y))
+    _same_for_every_thread_count(outs)
+
+
+def _masked_params(T, M, N, K, D, strides, nan_zero, masks):
+    params = [T, M, N, K, D, *strides, nan_zero, len(masks)]
+    for kind, _, cs, _ in masks:
+        params += [kind, cs]
+    return np.array(params, np.int64), np.array([0.5] + [fill for _, _, _, fill in masks], np.float32)
+
+
+@pytest.mark.parametrize("T,M,N,K,D", [(6, 11, 11, 16, 16), (2, 37, 20, 8, 24), (3, 5, 70, 32, 8)])
+@pytest.mark.parametrize("nan_zero", [0, 1])
+def test_attention_masked_kernel(T, M, N, K, D, nan_zero):
+    """Oracle: numpy in float64, the masks applied in order as the exporters' graphs do: an additive float mask per
+    key column shared by the queries, a bool causal Where(mask, s, lowest) and a bool padding Where(mask, s, -inf)
+    with fully masked rows (NaN probabilities; zeros with nan_zero). Heads read from (S, H*D) rows. One thread and
+    many give identical results."""
+    rng = np.random.default_rng(T + M + N + K + D + nan_zero)
+    q = rng.standard_normal((M, T, K)).astype(np.float32)
+    k = rng.standard_normal((N, T, K)).astype(np.float32)
+    v = rng.standard_normal((N, T, D)).astype(np.float32)
+    add = rng.standard_normal((T, N)).astype(np.float32)
+    causal = np.tril(np.ones((M, N), bool), k=N - M)
+    pad = rng.uniform(size=(T, M, N)) < 0.8
+    pad[0, 1, :] = False                                          # a fully masked row
+    lowest = float(np.finfo(np.float32).min)
+    masks = [(0, add, 1, 0.0), (1, causal, 1, lowest), (1, pad, 1, -np.inf)]
+    offs = np.concatenate([_offsets(T, K), _offsets(T, K), _offsets(T, D), _offsets(T, D),
+                           np.repeat(_offsets(T, N), M), np.tile(_offsets(M, N), T), _offsets(T * M, N)])
+    params, fparams = _masked_params(T, M, N, K, D, (T * K, 1, 1, T * K, T * D, 1, T * D, 1), nan_zero, masks)
+    s = 0.5 * np.einsum("mtk,ntk->tmn", q.astype(np.float64), k.astype(np.float64)) + add[:, None, :]
+    s = np.where(causal[None], s, lowest)
+    s = np.where(pad, s, -np.inf)
+    with np.errstate(invalid="ignore"):
+        e = np.exp(s - s.max(-1, keepdims=True))
+        p = e / e.sum(-1, keepdims=True)
+    if nan_zero:
+        p = np.where(np.isnan(p), 0.0, p)
+    want = np.einsum("tmn,ntd->mtd", p, v.astype(np.float64))
+    outs = []
+    for isa, mod in VARIANTS.items():
+        for nt in (1, 0):
+            y = np.full((M, T, D), 7.0, np.float32)
+            mod.attention_masked_f32(q, k, v, y, offs, (add, causal, pad), params, fparams, nt)
+            np.testing.assert_allclose(y, want, rtol=0, atol=2e-5 * max(1.0, float(np.abs(np.nan_to_num(want)).max())),
+                                       err_msg=isa)
+            outs.append((isa, y))
+    _same_for_every_thread_count(outs)
+    assert np.isnan(outs[0][1][1, 0]).all() != bool(nan_zero)
+
+
+def test_attention_masked_kernel_checks():
+    """Parameters that do not match the masks, offsets or masks that reach outside their buffers are refused."""
+    x = np.zeros(12, np.float32)
+    y = np.zeros(12, np.float32)
+    m = np.zeros(6, bool)
+    strides = (2, 1, 1, 2, 2, 1, 2, 1)      # 2 x 2 Q / K^T, 3 x 2 V (M=2, N=3 ... as attention_f32's checks)
+    params, fparams = _masked_params(2, 2, 3, 2, 2, strides, 0, [(1, m, 1, -np.inf)])
+    good = np.concatenate([_offsets(2, 0)] * 4 + [_offsets(4, 0)])
+    _kernels.attention_masked_f32(x, x, x, y, good, (m,), params, fparams)
+    with pytest.raises(ValueError, match="parameters"):
+        _kernels.attention_masked_f32(x, x, x, y, good, (), params, fparams)
+    with pytest.raises(ValueError, match="offsets"):
+        _kernels.attention_masked_f32(x, x, x, y, good[:-1], (m,), params, fparams)
+    with pytest.raises(ValueError, match="mask 0"):
+        _kernels.attention_masked_f32(x, x, x, y, np.concatenate([good[:-1], [4]]), (m,), params, fparams)
+    with pytest.raises(ValueError, match="outside the buffers"):
+        _kernels.attention_masked_f32(x, x, x, y[:3], good, (m,), params, fparams)
+    bad, _ = _masked_params(2, 2, 3, 2, 2, strides, 0, [(2, m, 1, -np.inf)])
+    with pytest.raises(ValueError, match="kind"):
+        _kernels.attention_masked_f32(x, x, x, y, good, (m,), bad, fparams)
 
 
 def test_attention_kernel_checks():

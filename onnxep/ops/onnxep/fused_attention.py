@@ -33,6 +33,7 @@ import numpy as np
 
 from onnxep import _kernels
 from onnxep.ops._base import F32, OpKernel, f32_shape
+from onnxep.ops._c_steps import plain
 from onnxep.ops.onnxep.masked_softmax import mask_rows
 from onnxep.ops.onnxep.strided_mat_mul import _c_strides, strided_plan
 
@@ -147,35 +148,86 @@ class FusedAttention_1(OpKernel):
         cache[key] = plan
         return plan
 
-    def _masks(self, ctx):
-        kinds = [int(i) for i in self.mask_kinds] if self.mask_kinds is not None else None
-        if kinds is None:
+    def _mask_ops(self, get):
+        """[(kind, mask, fill, input index)] of one call, in the order they apply (get(i): input i or None)."""
+        if self.mask_kinds is None:
             legacy = all(x is None for x in (self.k_expand, self.v_expand, self.k_view_at, self.v_view_at))
-            m = ctx.input(3) if legacy and ctx.has_input(3) else None
-            return m, ([] if m is None else [(0, m, 0.0)])
+            m = get(3) if legacy else None
+            return [] if m is None else [(0, m, 0.0, 3)]
+        kinds = [int(i) for i in self.mask_kinds]
         fills = [float(x) for x in self.mask_fills]
-        ops = [(kinds[i], ctx.input(3 + i), fills[i]) for i in range(len(kinds))]
-        if len(ops) == 1 and kinds[0] == 0:
-            return ops[0][1], ops
+        return [(kinds[i], get(3 + i), fills[i], 3 + i) for i in range(len(kinds))]
+
+    @staticmethod
+    def _combine(ops):
+        """The masks combined into one additive float32 mask (None without masks)."""
+        if not ops:
+            return None
+        if len(ops) == 1 and ops[0][0] == 0:
+            return ops[0][1]
         m = None
         with np.errstate(over="ignore", invalid="ignore"):
-            for kind, x, fill in ops:
+            for kind, x, fill, _ in ops:
                 if kind == 0:
                     m = x if m is None else m + x
                 else:
                     m = np.where(x, F32(0.0) if m is None else m, F32(fill))
-        return np.ascontiguousarray(m, dtype=F32), ops
+        return np.ascontiguousarray(m, dtype=F32)
 
-    def _operand(self, ctx, i, axis, at, allowzero, view_at, view_az, perm):
+    def _native(self, q, k, v, k_rep, v_rep, perm_k, perm_v, ops):
+        """How the native kernels run this call, cached per shapes: None (the numpy path), ("fused", y shape, keys,
+        offsets, params, fparams) for attention_masked_f32 (the masks combined in the kernel), or ("unfused", p1, p2)
+        (V broadcasts batch dims the scores do not have: scores materialized, see the module docstring)."""
+        pk, pv = _key(perm_k), _key(perm_v)
+        key = (q.shape, k.shape, v.shape, k_rep, v_rep, pk, pv,
+               tuple((kind, x.shape, x.dtype.char, fill) for kind, x, fill, _ in ops))
+        cache = self.__dict__.setdefault("_natives", {})
+        if key in cache:
+            return cache[key]
+        prep = None
+        ok = (q.ndim == k.ndim == v.ndim >= 2 and len(ops) <= _kernels.ATTN_MAX_MASKS
+              and all((kind == 0 and x.dtype == F32) or (kind == 1 and x.dtype == np.bool_ and fill <= -1e30)
+                      for kind, x, fill, _ in ops))
+        plan = None
+        if ok:
+            try:
+                plan = self._plan(q.shape, k.shape, v.shape, None, k_rep, v_rep, pk, pv)
+            except ValueError:
+                plan = None
+        if plan is not None:
+            fused, p1, p2, _ = plan
+            rows = [mask_rows(p1.y_shape, x.shape) for _, x, _, _ in ops]
+            if fused and all(r is not None for r in rows):
+                offs = np.concatenate([p1.a_off, p1.b_off, p2.b_off, p2.c_off] + [r[0] for r in rows]).astype(np.int64)
+                params = [len(p1.a_off), p1.M, p1.N, p1.K, p2.N, p1.rsa, p1.csa, p1.rsb, p1.csb, p2.rsb, p2.csb,
+                          p2.rsc, p2.csc, int(self.nan_zero), len(ops)]
+                for (kind, _, _, _), r in zip(ops, rows):
+                    params += [kind, r[1]]
+                fparams = [float(self.alpha)] + [fill for _, _, fill, _ in ops]
+                prep = ("fused", tuple(p2.y_shape), p1.N, np.ascontiguousarray(offs),
+                        np.array(params, np.int64), np.array(fparams, F32))
+            elif not fused and (not ops or self._combined_rows(p1.y_shape, ops) is not None):
+                prep = ("unfused", p1, p2)
+        if len(cache) > 16:
+            cache.clear()
+        cache[key] = prep
+        return prep
+
+    @staticmethod
+    def _combined_rows(s_shape, ops):
+        shape = tuple(np.broadcast_shapes(*(x.shape for _, x, _, _ in ops)))
+        return mask_rows(s_shape, shape)
+
+    def _operand(self, get, i, axis, at, allowzero, view_at, view_az, perm):
         """(tensor, rep, perm) of K or V: the input itself, or the unexpanded kv and (dim, repeat) of a grouped-query
         repeat, or the expanded copy when the repeat is not one of a head dim; a 3-D view transpose (view_at)
         composed into the perm when it swaps the last two dims, else applied with numpy. The shape decisions are
         cached per (shapes, shape inputs)."""
-        x, rep = self._expand(ctx, i, axis, at, allowzero)
+        x, rep = self._expand(get, i, axis, at, allowzero)
         if view_at is None:
             return x, rep, perm
-        s1 = ctx.input(int(view_at))
-        s2 = ctx.input(int(view_at) + 1)
+        s1 = get(int(view_at))
+        s2 = get(int(view_at) + 1)
         cache = self.__dict__.setdefault("_views", {})
         key = (i, x.shape, rep, s1.tobytes(), s2.tobytes())
         hit = cache.get(key)
@@ -209,11 +261,11 @@ class FusedAttention_1(OpKernel):
             raise ValueError(f"FusedAttention: the view of {vshape} as {shape1} is not 3-D")
         return ("copy", shape1, _onnx_reshape((shape1[0], shape1[2], shape1[1]), s2, az2))
 
-    def _expand(self, ctx, i, axis, at, allowzero):
-        x = ctx.input(i)
+    def _expand(self, get, i, axis, at, allowzero):
+        x = get(i)
         if axis is None:
             return x, None
-        se, sr = ctx.input(int(at)), ctx.input(int(at) + 1)
+        se, sr = get(int(at)), get(int(at) + 1)
         cache = self.__dict__.setdefault("_expands", {})
         key = (i, x.shape, se.tobytes(), sr.tobytes())
         hit = cache.get(key)
@@ -241,54 +293,84 @@ class FusedAttention_1(OpKernel):
             raise ValueError(f"FusedAttention: cannot reshape the expanded {e_shape} to {r_shape}")
         return ("copy", u_shape, e_shape, r_shape)
 
+    @property
+    def c_value_inputs(self):
+        """The shape inputs of the grouped-query / view forms: their values decide how K and V are read."""
+        return tuple(j for at in (self.k_expand_at, self.v_expand_at, self.k_view_at, self.v_view_at)
+                     if at is not None for j in (int(at), int(at) + 1))
+
+    def _resolve(self, get):
+        """(q, (k, k_rep, perm_k), (v, v_rep, perm_v), mask ops) of one call."""
+        k = self._operand(get, 1, self.k_expand, self.k_expand_at, self.k_expand_allowzero, self.k_view_at,
+                          self.k_view_allowzero, self.perm_k)
+        v = self._operand(get, 2, self.v_expand, self.v_expand_at, self.v_expand_allowzero, self.v_view_at,
+                          self.v_view_allowzero, self.perm_v)
+        return get(0), k, v, self._mask_ops(get)
+
     def compute(self, ctx):
-        q = ctx.input(0)
-        k, k_rep, perm_k = self._operand(ctx, 1, self.k_expand, self.k_expand_at, self.k_expand_allowzero,
-                                         self.k_view_at, self.k_view_allowzero, self.perm_k)
-        v, v_rep, perm_v = self._operand(ctx, 2, self.v_expand, self.v_expand_at, self.v_expand_allowzero,
-                                         self.v_view_at, self.v_view_allowzero, self.perm_v)
-        mask, ops = self._masks(ctx)
-        plan = None
-        if q.ndim == k.ndim == v.ndim >= 2 and all(kind == 0 or fill <= -1e30 for kind, _, fill in ops):
-            try:
-                plan = self._plan(q.shape, k.shape, v.shape, None if mask is None else mask.shape, k_rep, v_rep,
-                                  _key(perm_k), _key(perm_v))
-            except ValueError:
-                plan = None
-        if plan is None:
+        q, (k, k_rep, perm_k), (v, v_rep, perm_v), ops = self._resolve(ctx.input)
+        prep = self._native(q, k, v, k_rep, v_rep, perm_k, perm_v, ops)
+        if prep is None:
             self._numpy(ctx, q, k, v, k_rep, v_rep, ops, perm_k, perm_v)
             return
-        fused, p1, p2, rows = plan
+        nt = ctx.num_threads
+        if prep[0] == "fused":
+            _, y_shape, n_keys, offs, params, fparams = prep
+            y = ctx.output(0, y_shape, F32)
+            if y.size == 0:
+                return
+            if n_keys == 0:    # no keys: the probabilities are empty, their product with V (0 x D) is zeros
+                y.fill(0.0)
+                return
+            _kernels.attention_masked_f32(_c(q), _c(k), _c(v), y, offs, tuple(_c(x) for _, x, _, _ in ops), params,
+                                          fparams, nt)
+            return
+        _, p1, p2 = prep
         y = ctx.output(0, p2.y_shape, F32)
         if y.size == 0:
             return
-        if p1.N == 0:    # no keys: the probabilities are empty, their product with V (0 x D) is zeros
+        if p1.N == 0:
             y.fill(0.0)
             return
-        flat_mask = None if mask is None else mask.reshape(-1)
-        m_off, m_cs = rows if rows is not None else (None, 0)
-        nt = ctx.num_threads
-        if fused:
-            _kernels.attention_f32(q.reshape(-1), k.reshape(-1), v.reshape(-1), flat_mask, y.reshape(-1),
-                                   p1.a_off, p1.b_off, p2.b_off, p2.c_off, m_off, m_cs, p1.M, p1.N, p1.K, p2.N,
-                                   p1.rsa, p1.csa, p1.rsb, p1.csb, p2.rsb, p2.csb, p2.rsc, p2.csc,
+        mask = self._combine(ops)
+        s = np.empty(p1.y_shape, F32)    # the unfused order: scores, softmax in place, then the second product
+        _kernels.sgemm_batched_f32(q.reshape(-1), k.reshape(-1), s.reshape(-1), p1.a_off, p1.b_off, p1.c_off,
+                                   p1.M, p1.N, p1.K, p1.rsa, p1.csa, p1.rsb, p1.csb, p1.rsc, p1.csc,
                                    float(self.alpha), nt)
+        s2 = s.reshape(-1, p1.N)
+        if mask is None:
+            _kernels.softmax_lastaxis_f32(s2, s2, False, nt)
         else:
-            s = np.empty(p1.y_shape, F32)    # the unfused order: scores, softmax in place, then the second product
-            _kernels.sgemm_batched_f32(q.reshape(-1), k.reshape(-1), s.reshape(-1), p1.a_off, p1.b_off, p1.c_off,
-                                       p1.M, p1.N, p1.K, p1.rsa, p1.csa, p1.rsb, p1.csb, p1.rsc, p1.csc,
-                                       float(self.alpha), nt)
-            s2 = s.reshape(-1, p1.N)
-            if mask is None:
-                _kernels.softmax_lastaxis_f32(s2, s2, False, nt)
-            else:
-                _kernels.softmax_mask_lastaxis_f32(s2, s2, flat_mask, m_off, m_cs, False, nt)
-            _kernels.sgemm_batched_f32(s.reshape(-1), v.reshape(-1), y.reshape(-1), p2.a_off, p2.b_off, p2.c_off,
-                                       p2.M, p2.N, p2.K, p2.rsa, p2.csa, p2.rsb, p2.csb, p2.rsc, p2.csc, 1.0, nt)
+            m_off, m_cs = mask_rows(p1.y_shape, mask.shape)
+            _kernels.softmax_mask_lastaxis_f32(s2, s2, mask.reshape(-1), m_off, m_cs, False, nt)
         if int(self.nan_zero):
-            nan = np.isnan(y)
-            if nan.any():
-                y[nan] = 0.0
+            s[np.isnan(s)] = 0.0
+        _kernels.sgemm_batched_f32(s.reshape(-1), v.reshape(-1), y.reshape(-1), p2.a_off, p2.b_off, p2.c_off,
+                                   p2.M, p2.N, p2.K, p2.rsa, p2.csa, p2.rsb, p2.csb, p2.rsc, p2.csc, 1.0, nt)
+
+    def c_step(self, ins, outs, nthreads):
+        """The compiled run loop's entry (RL_ATTENTION): attention_masked_f32 as compute runs it, when K and V are
+        read in place (no numpy copy of a view or a repeat) and the call takes the fused native path."""
+        if type(self).compute is not FusedAttention_1.compute or "compute" in self.__dict__:
+            return None
+
+        def get(i):
+            return ins[i] if i < len(ins) else None
+
+        q, (k, k_rep, perm_k), (v, v_rep, perm_v), ops = self._resolve(get)
+        if k is not ins[1] or v is not ins[2]:
+            return None
+        prep = self._native(q, k, v, k_rep, v_rep, perm_k, perm_v, ops)
+        y = outs[0]
+        if prep is None or prep[0] != "fused" or prep[2] == 0 or y is None:
+            return None
+        _, y_shape, _, offs, params, fparams = prep
+        masks = [x for _, x, _, _ in ops]
+        if (not plain(q, k, v, y, *masks) or y.dtype != F32 or y.shape != y_shape or y.size == 0
+                or any(np.may_share_memory(y, x) for x in [q, k, v] + masks)):
+            return None
+        args = [0, 1, 2, ~0, offs] + [i for _, _, _, i in ops]
+        return "attention", args, [int(n) for n in params], [float(f) for f in fparams]
 
     def _numpy(self, ctx, q, k, v, k_rep, v_rep, ops, perm_k, perm_v):
         """The graph's ops one after another (numpy broadcasting): what the native call cannot take."""
@@ -298,7 +380,7 @@ class FusedAttention_1(OpKernel):
             v = np.repeat(v, v_rep[1], axis=v_rep[0])
         s = np.matmul(_transpose(q, self.perm_q), _transpose(k, perm_k)).astype(F32, copy=False)
         s = s * F32(self.alpha)
-        for kind, x, fill in ops:
+        for kind, x, fill, _ in ops:
             s = s + x if kind == 0 else np.where(x, s, F32(fill))
         s = s.astype(F32, copy=False)
         with np.errstate(invalid="ignore", over="ignore"):
@@ -309,6 +391,10 @@ class FusedAttention_1(OpKernel):
         y = _transpose(np.matmul(p.astype(F32, copy=False), _transpose(v, perm_v)), self.perm_y)
         out = ctx.output(0, y.shape, F32)
         out[...] = y
+
+
+def _c(x):
+    return x if x.flags.c_contiguous else np.ascontiguousarray(x)
 
 
 def _key(perm):
