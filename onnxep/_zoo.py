@@ -166,9 +166,15 @@ def bench_zoo(folder=None, only=None, exporter=None, threads=0, warmup=3, repeat
                 ok = err <= e.get("tolerance", 1e-4)
                 row["check"] = f"{'ok' if ok else 'MISMATCH'} (rel err {err:.1e})"
                 fns = [lambda: ours.run(None, feeds), lambda: theirs.run(None, feeds)]
-                ov_run = openvino_runner(path, threads) if ov_version else None
+                ov_run = None
+                if ov_version:
+                    try:
+                        ov_run = openvino_runner(path, threads)
+                        ov_run(feeds)
+                    except Exception as exc:  # noqa: BLE001 -- OpenVINO's failure blanks its column only
+                        ov_run = None
+                        row["openvino_error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:120]}"
                 if ov_run is not None:
-                    ov_run(feeds)
                     fns.append(lambda: ov_run(feeds))
                 ms = [1e3 * t for t in _alternate(fns, warmup, repeat, round_size, pause)]
             except Exception as exc:  # noqa: BLE001 -- one model's failure is a row, not the end of the table
@@ -183,7 +189,7 @@ def bench_zoo(folder=None, only=None, exporter=None, threads=0, warmup=3, repeat
                 row.update(openvino_ms=ms[2], openvino_ratio=ms[2] / ms[1])
                 line += f"{ms[2]:>9.2f}{ms[2] / ms[1]:>8.2f}"
             else:
-                line += f"{'-':>9}{'-':>8}"
+                line += f"{'fails':>9}{'-':>8}"
         print(f"{line}  {row['check']}", file=out, flush=True)
         rows.append(row)
     ratios = [r["ratio"] for r in rows if "ratio" in r]
