@@ -177,6 +177,8 @@ class _Layout:
                 continue
             if self.spatial_mean(node):
                 continue
+            if self.sequence_conv(node):
+                continue
             if self.has_twin(node):
                 for x in node.inputs[1:]:
                     self.need_nchw(x)
@@ -302,6 +304,52 @@ class _Layout:
             shape = self._new_const(f"{y}_shape", np.array([0, -1], np.int64))
             self.out.append(make_node(self.g, self.names.new(f"{y}_flat"), "Reshape", [t, shape], [y], {}))
             self.nchw.add(y)
+        return True
+
+    def sequence_conv(self, node) -> bool:
+        """A conv between token sequences (SegFormer's Mix-FFN depthwise 3x3): X (N, L, C) -> Transpose (0, 2, 1) ->
+        Reshape (N, C, H, W) -> Conv -> Reshape (N, C', L') -> Transpose (0, 2, 1) -> (N, L', C'). X viewed as
+        (N, H, W, C) is the conv's NHWC input and its NHWC output viewed as (N, L', C') the result: two Reshapes
+        (views) and the channel-last conv instead of two Transposes and the NCHW one. Static shapes, one reader
+        each but N (any, the same)."""
+        if node.op_type != "Transpose" or node.domain != "" or len(node.outputs) != 1 or not node.inputs \
+                or [int(p) for p in node.attrs.get("perm") or ()] != [0, 2, 1] or node.inputs[0] in self.nhwc:
+            return False
+        r1 = self._only_reader(node.outputs[0], "Reshape")
+        conv = self._only_reader(r1.outputs[0], "Conv") if r1 is not None else None
+        r2 = self._only_reader(conv.outputs[0], "Reshape") if conv is not None and conv.inputs[0] == r1.outputs[0] \
+            and len(conv.outputs) == 1 else None
+        t2 = self._only_reader(r2.outputs[0], "Transpose") if r2 is not None else None
+        if t2 is None or [int(p) for p in t2.attrs.get("perm") or ()] != [0, 2, 1] \
+                or any(op in self.keep_ops for op in ("Reshape", "Transpose")):
+            return False
+        vt = [self.vt.get(v) for v in (node.inputs[0], r1.outputs[0], conv.outputs[0], t2.outputs[0])]
+        shapes = [tuple(v.shape) if v is not None and v.kind == "tensor" and v.shape is not None else None for v in vt]
+        if any(sh is None or len(sh) != k or not all(isinstance(d, int) and d > 0 for d in sh[1:])
+               for sh, k in zip(shapes, (3, 4, 4, 3))):
+            return False
+        (n, l, c), (n1, c1, h, w), (n2, c2, h2, w2), out = shapes
+        if n is None or not n == n1 == n2 == out[0] or c1 != c or h * w != l or out[1:] != (h2 * w2, c2):
+            return False          # (N: the same int or the same symbol; the Reshapes copy it, 0)
+        xh = self.names.new(f"{node.inputs[0]}_nhwc")
+        self.vt[xh] = tensor_type(vt[0], (n, h, w, c))
+        self.nhwc[r1.outputs[0]] = xh
+        if not self.has_twin(conv):
+            del self.nhwc[r1.outputs[0]]
+            return False
+        self.out.append(make_node(self.g, node.name, "Reshape",
+                                  [node.inputs[0], self._new_const(f"{xh}_shape", np.array([0, h, w, c], np.int64))],
+                                  [xh], {}))
+        for x in conv.inputs[1:]:
+            self.need_nchw(x)
+        y = self.new_twin_output(conv.outputs[0])
+        self.out.append(make_node(self.g, conv.name, NHWC_TWINS["Conv"], (xh, *conv.inputs[1:]), (y,), conv.attrs,
+                                  INTERNAL_DOMAIN))
+        self.out.append(make_node(self.g, t2.name, "Reshape",
+                                  [y, self._new_const(f"{t2.outputs[0]}_shape", np.array([0, *out[1:]], np.int64))],
+                                  [t2.outputs[0]], {}))
+        self.nchw.add(t2.outputs[0])
+        self.skip.update((id(r1), id(conv), id(r2), id(t2)))
         return True
 
     def _only_reader(self, value, op_type):
