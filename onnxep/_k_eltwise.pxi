@@ -457,12 +457,53 @@ cdef inline void _bin_row(int op, const float* a, Py_ssize_t sa, const float* b,
             z[i] = v
 
 
+cdef void _bin_rows_vv(int op, const float* a, Py_ssize_t ra, const float* b, Py_ssize_t rb, float* z,
+                      Py_ssize_t rows, Py_ssize_t n) noexcept nogil:
+    """z[r, :] := a[r * ra :][:n] op b[r * rb :][:n] for r < rows (z rows contiguous): short rows (channel-last data
+    times a per-image channel vector, (N, H*W, C) x (N, 1, C)) with the op chosen once, not per row."""
+    cdef Py_ssize_t r, i, k, m
+    cdef float x, y
+    cdef float tile[256]
+    if rb == 0 and ra == n and n <= 64 and rows > 2:
+        # one b row against contiguous a rows: b tiled k times, then long vv rows of k * n (vectorised, no per-row
+        # prologue / tail)
+        k = 256 // n
+        for r in range(k):
+            for i in range(n):
+                tile[r * n + i] = b[i]
+        r = 0
+        while r < rows:
+            m = min(k, rows - r)
+            _bin_row_vv(op, a + r * n, tile, z + r * n, m * n)
+            r += m
+        return
+    if op == BIN_ADD:
+        for r in range(rows):
+            for i in range(n):
+                z[r * n + i] = a[r * ra + i] + b[r * rb + i]
+    elif op == BIN_SUB:
+        for r in range(rows):
+            for i in range(n):
+                z[r * n + i] = a[r * ra + i] - b[r * rb + i]
+    elif op == BIN_MUL:
+        for r in range(rows):
+            for i in range(n):
+                z[r * n + i] = a[r * ra + i] * b[r * rb + i]
+    elif op == BIN_DIV:
+        for r in range(rows):
+            for i in range(n):
+                z[r * n + i] = a[r * ra + i] / b[r * rb + i]
+    else:
+        for r in range(rows):
+            _bin_row_vv(op, a + r * ra, b + r * rb, z + r * n, n)
+
+
 cdef void binary_f32_range(int op, const float* a, const float* b, float* z, int ndim, const Py_ssize_t* shape,
                            const Py_ssize_t* sa, const Py_ssize_t* sb, Py_ssize_t start,
                            Py_ssize_t stop) noexcept nogil:
     """z[start:stop] := a op b, flat output indices start..stop of the collapsed broadcast (ndim <= BCAST_MAX_DIMS)."""
     cdef Py_ssize_t idx[BCAST_MAX_DIMS]
-    cdef Py_ssize_t r = start, offa = 0, offb = 0, pos = start, n
+    cdef Py_ssize_t r = start, offa = 0, offb = 0, pos = start, n, rows
     cdef int d, last = ndim - 1
     for d in range(last, -1, -1):
         idx[d] = r % shape[d]
@@ -470,6 +511,25 @@ cdef void binary_f32_range(int op, const float* a, const float* b, float* z, int
         offa += idx[d] * sa[d]
         offb += idx[d] * sb[d]
     while pos < stop:
+        if last > 0 and idx[last] == 0 and sa[last] == 1 and sb[last] == 1 and shape[last] < 256:
+            # whole short rows of both operands: one 2-D loop over the rows left in dim last - 1
+            rows = min(shape[last - 1] - idx[last - 1], (stop - pos) // shape[last])
+            if rows >= 2:
+                _bin_rows_vv(op, a + offa, sa[last - 1], b + offb, sb[last - 1], z + pos, rows, shape[last])
+                pos += rows * shape[last]
+                idx[last - 1] += rows
+                offa += rows * sa[last - 1]
+                offb += rows * sb[last - 1]
+                d = last - 1
+                while d > 0 and idx[d] == shape[d]:
+                    offa -= idx[d] * sa[d]
+                    offb -= idx[d] * sb[d]
+                    idx[d] = 0
+                    d -= 1
+                    idx[d] += 1
+                    offa += sa[d]
+                    offb += sb[d]
+                continue
         n = shape[last] - idx[last]
         if n > stop - pos:
             n = stop - pos

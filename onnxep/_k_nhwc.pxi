@@ -982,8 +982,7 @@ cdef void _gpoolnhwc_task(Py_ssize_t t, const float* x, float* y, Py_ssize_t S, 
 
 
 cdef object _global_pool_nhwc(str name, const float[::1] x, tuple xshape, float[::1] y, int is_max, int nthreads):
-    cdef Py_ssize_t N, C, S = 1, nb, t, tasks
-    cdef GpoolnJob job
+    cdef Py_ssize_t N, C, S = 1
     if len(xshape) < 3:
         raise ValueError(f"{name}: xshape must be (N, spatial..., C), got {xshape}")
     N = xshape[0]
@@ -999,11 +998,18 @@ cdef object _global_pool_nhwc(str name, const float[::1] x, tuple xshape, float[
                          f"(expected N*C = {N * C})")
     if N * C == 0:
         return
-    nb = (C + GPN_BLOCK - 1) // GPN_BLOCK
-    tasks = N * nb
     with nogil:
-        job.x, job.y, job.S, job.C, job.nb, job.is_max = &x[0], &y[0], S, C, nb, is_max
-        parallel_for(tasks, 1 if N * S * C < POOL_PAR_WORK else _nthreads(nthreads), _gpoolnhwc_task_p, &job)
+        global_pool_nhwc_c(&x[0], &y[0], N, S, C, is_max, _nthreads(nthreads))
+
+
+cdef void global_pool_nhwc_c(const float* x, float* y, Py_ssize_t N, Py_ssize_t S, Py_ssize_t C, int is_max,
+                             int nthreads) noexcept nogil:
+    """y[n, c] := max / mean over s of x[n, s, c] (N * C > 0, S > 0), as global_avgpool_nhwc_f32 /
+    global_maxpool_nhwc_f32 and the run loop's RL_GPOOL_NHWC step run it."""
+    cdef GpoolnJob job
+    cdef Py_ssize_t nb = (C + GPN_BLOCK - 1) // GPN_BLOCK
+    job.x, job.y, job.S, job.C, job.nb, job.is_max = x, y, S, C, nb, is_max
+    parallel_for(N * nb, 1 if N * S * C < POOL_PAR_WORK else nthreads, _gpoolnhwc_task_p, &job)
 
 
 cdef struct GpoolnJob:

@@ -68,7 +68,8 @@ cdef enum:
                             # (norm slice)
     RL_ATTENTION = 32       # s0 q, s1 k, s2 v, s3 y, s4 offsets (int64), s5.. masks; n: ATP_* ; f0 alpha, f1.. fills:
                             # as attention_masked_f32 runs it (gemm slice)
-    RL_NFNS = 33
+    RL_GPOOL_NHWC = 33      # (mobile2 slice) s0 x, s1 y: global_pool_nhwc_c; n0 N, n1 S, n2 C, n3 max (1/0)
+    RL_NFNS = 34
 
 cdef extern from "rl_ops.h" nogil:
     enum: RL_MAXD
@@ -489,6 +490,12 @@ cdef void _rl_resize2(const RStep* s, char** p) noexcept nogil:
               <const float*>p[s.slot[4]], _nthreads(s.nthreads), NORM_PAR_WORK)
 
 
+
+cdef void _rl_gpool_nhwc(const RStep* s, char** p) noexcept nogil:
+    # (mobile2 slice) channel-last global average / max pool
+    global_pool_nhwc_c(<const float*>p[s.slot[0]], <float*>p[s.slot[1]], s.n[0], s.n[1], s.n[2], <int>s.n[3],
+                       _nthreads(s.nthreads))
+
 def row_sum_f32(const float[::1] x, float[::1] y, Py_ssize_t C):
     """y[r] := sum of x[r * C:(r + 1) * C] (rl_row_sum, as the run loop's RL_ROW_SUM step runs it)."""
     cdef Py_ssize_t R = y.shape[0]
@@ -549,6 +556,7 @@ _RL_FNS[RL_DW_NHWC] = _rl_dw_nhwc
 _RL_FNS[RL_GROUP_NORM] = _rl_group_norm
 _RL_FNS[RL_RESIZE2] = _rl_resize2
 _RL_FNS[RL_ATTENTION] = _rl_attention
+_RL_FNS[RL_GPOOL_NHWC] = _rl_gpool_nhwc
 
 #: the entries' ids, for the kernels' c_step (onnxep/backends/cpu/runloop.py)
 RUNLOOP_FNS = {"alias": RL_ALIAS, "copy": RL_COPY, "binary": RL_BINARY, "unary": RL_UNARY, "tf_unary": RL_TF_UNARY,
@@ -562,7 +570,7 @@ RUNLOOP_FNS = {"alias": RL_ALIAS, "copy": RL_COPY, "binary": RL_BINARY, "unary":
                "gather_elements": RL_GATHER_ELEMENTS,
                "silu_gate": RL_SILU_GATE, "conv_nhwc": RL_CONV_NHWC, "dw_nhwc": RL_DW_NHWC,
                "group_norm": RL_GROUP_NORM, "resize2": RL_RESIZE2,
-               "attention": RL_ATTENTION}
+               "attention": RL_ATTENTION, "gpool_nhwc": RL_GPOOL_NHWC}
 RUNLOOP_LIMITS = {"slots": RL_SLOTS, "ints": RL_INTS, "floats": RL_FLOATS, "bcast_dims": BCAST_MAX_DIMS,
                   "copy_dims": RL_MAXD}
 

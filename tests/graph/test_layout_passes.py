@@ -483,3 +483,67 @@ def test_internal_silu_runs_on_twins():
     ops = _ops(sess)
     assert ops.count("Transpose") == 2 and "Silu" in ops, ops
     assert_outputs_match(sess.run(None, {"x": x}), run_ort(ref, {"x": x}), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("batch,groups,stride,extra_reader", [("n", 12, 1, False), (2, 12, 2, False),
+                                                              (2, 1, 1, False), (2, 12, 1, True)])
+def test_sequence_conv_runs_channel_last(batch, groups, stride, extra_reader):
+    """SegFormer's Mix-FFN conv between token sequences, (N, L, C) -> Transpose (0, 2, 1) -> Reshape (N, C, H, W) ->
+    Conv -> Reshape (N, C', L') -> Transpose (0, 2, 1): NhwcConv between two Reshapes, no Transpose (depthwise or
+    dense, strided, a symbolic batch); a second reader of the NCHW map keeps the model's nodes. Oracle: onnxruntime."""
+    c, h, w = 12, 5, 7
+    ho, wo = (h + stride - 1) // stride, (w + stride - 1) // stride
+    inits = {"w": _w(c, c // groups, 3, 3), "b": _w(c), "s1": np.array([0, c, h, w], np.int64),
+             "s2": np.array([0, c, ho * wo], np.int64)}
+    nodes = [helper.make_node("Transpose", ["x"], ["t"], perm=[0, 2, 1]),
+             helper.make_node("Reshape", ["t", "s1"], ["r"]),
+             helper.make_node("Conv", ["r", "w", "b"], ["c"], pads=[1, 1, 1, 1], group=groups,
+                              strides=[stride, stride]),
+             helper.make_node("Reshape", ["c", "s2"], ["r2"]),
+             helper.make_node("Transpose", ["r2"], ["t2"], perm=[0, 2, 1]),
+             helper.make_node("Relu", ["t2"], ["y"])]
+    outs = ["y"]
+    if extra_reader:
+        nodes.append(helper.make_node("Sigmoid", ["c"], ["z"]))
+        outs.append("z")
+    x = RNG.uniform(-1, 1, (2, h * w, c)).astype(np.float32)
+    model = make_model(nodes, {"x": x}, outs, initializers=inits, input_shapes={"x": [batch, h * w, c]})
+    sess = _session(model)
+    ops = _ops(sess)
+    if extra_reader:
+        assert "Transpose" in ops, ops
+    else:
+        assert "NhwcConv" in ops and "Transpose" not in ops and "Conv" not in ops, ops
+    assert_outputs_match(sess.run(None, {"x": x}), run_ort(model, {"x": x}), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("zeros", [False, True])
+def test_sequence_conv_with_runtime_shapes(zeros):
+    """The same with the Reshape shapes computed at run time from Shape nodes (torch.onnx's TorchScript export, a
+    dynamic sequence length), the conv's output also read by a Shape (a graph output here), and 0 entries ("copy
+    this dim") that move under the permutation: the channel-last conv, no Transpose, onnxruntime's results
+    (oracle) for two sequence lengths."""
+    c, h = 8, 4
+    w_len = np.array([-1], np.int64)
+    inits = {"w": _w(c, 1, 3, 3), "b": _w(c), "i0": np.array([0], np.int64), "i01": np.array([0, 1], np.int64),
+             "hc": np.array([h], np.int64), "m1": w_len,
+             "s1c": np.array([0, 0], np.int64) if zeros else np.array([c], np.int64)}
+    nodes = [helper.make_node("Shape", ["x"], ["sx"]),
+             helper.make_node("Gather", ["sx", "i0"], ["n"], axis=0),
+             helper.make_node("Concat", ["s1c", "hc", "m1"] if zeros else ["n", "s1c", "hc", "m1"], ["s1"], axis=0),
+             helper.make_node("Transpose", ["x"], ["t"], perm=[0, 2, 1]),
+             helper.make_node("Reshape", ["t", "s1"], ["r"]),
+             helper.make_node("Conv", ["r", "w", "b"], ["c"], pads=[1, 1, 1, 1], group=c),
+             helper.make_node("Shape", ["c"], ["sc"]),
+             helper.make_node("Gather", ["sc", "i01"], ["nc"], axis=0),
+             helper.make_node("Concat", ["nc", "m1"], ["s2"], axis=0),
+             helper.make_node("Reshape", ["c", "s2"], ["r2"]),
+             helper.make_node("Transpose", ["r2"], ["t2"], perm=[0, 2, 1]),
+             helper.make_node("Relu", ["t2"], ["y"])]
+    x = RNG.uniform(-1, 1, (2, h * 6, c)).astype(np.float32)
+    model = make_model(nodes, {"x": x}, ["y", "sc"], initializers=inits, input_shapes={"x": ["n", "l", c]})
+    sess = _session(model)
+    ops = _ops(sess)
+    assert "NhwcConv" in ops and "Transpose" not in ops and "Conv" not in ops, ops
+    for x in (x, RNG.uniform(-1, 1, (3, h * 5, c)).astype(np.float32)):
+        assert_outputs_match(sess.run(None, {"x": x}), run_ort(model, {"x": x}), rtol=1e-4, atol=1e-5)

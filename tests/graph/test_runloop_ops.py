@@ -381,3 +381,17 @@ def test_nhwc_conv_steps(c):
     model = make_model(nodes, {"x": x}, ["y", "s"], initializers=inits, opset=17)
     progs = _check(model, _feeds(x), 7, rtol=1e-4, atol=1e-5)
     assert any(p.n_py == 0 for p in progs), [(p.n_c, p.n_py) for p in progs]
+
+
+@pytest.mark.parametrize("op", ["GlobalAveragePool", "GlobalMaxPool", "ReduceMean"])
+@pytest.mark.parametrize("c,hw", [(16, (8, 8)), (37, (5, 3)), (70, (1, 1))])
+def test_global_pool_channel_last(op, c, hw):
+    """A global pool (or torch's spatial ReduceMean) after a conv runs channel-last (NhwcGlobal*Pool) as the
+    RL_GPOOL_NHWC step: compiled equals the Python loop bit for bit, onnxruntime is the oracle, no Python step."""
+    x = _f32(2, 3, *hw)
+    inits = {"w": _f32(c, 3, 1, 1)}
+    pool = helper.make_node(op, ["r"], ["y"], axes=[2, 3]) if op == "ReduceMean" else helper.make_node(op, ["r"], ["y"])
+    nodes = [helper.make_node("Conv", ["x", "w"], ["cv"]), helper.make_node("Relu", ["cv"], ["r"]), pool]
+    model = make_model(nodes, {"x": x}, ["y"], initializers=inits, opset=17)
+    progs = _check(model, _feeds(x), 2, rtol=1e-4, atol=1e-5)
+    assert max(p.n_py for p in progs) == 0, [(p.n_c, p.n_py) for p in progs]

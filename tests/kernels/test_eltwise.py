@@ -15,7 +15,12 @@ BINARY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divid
 # (a shape, b shape): same shape, scalars, per-channel, trailing, both broadcast, 0-size, sizes over two chunks
 SHAPES = [((7,), (7,)), ((3, 5), ()), ((), (3, 5)), ((), ()), ((1, 8, 5, 5), (8, 1, 1)), ((4, 9), (9,)),
           ((5, 1, 3), (1, 4, 1)), ((2, 0, 3), (3,)), ((1,), (1,)), ((2, 3, 1, 5), (1, 3, 4, 1)),
-          ((3, 40000), (40000,)), ((2, 64, 300), (64, 1)), ((70001,), ()), ((6, 1, 2, 1, 3, 1, 5), (1, 4, 1, 2, 1, 7, 1))]
+          ((3, 40000), (40000,)), ((2, 64, 300), (64, 1)), ((70001,), ()), ((6, 1, 2, 1, 3, 1, 5), (1, 4, 1, 2, 1, 7, 1)),
+          # channel-last data times a per-image channel vector (short rows: the 2-D row loop, b tiled when it repeats),
+          # odd channel counts, rows split across chunks, the vector on either side, rows over the tile
+          ((3, 16, 16, 16), (3, 1, 1, 16)), ((3, 5, 7, 3), (3, 1, 1, 3)), ((2, 3000, 24), (2, 1, 24)),
+          ((3, 1, 1, 16), (3, 16, 16, 16)), ((2, 9, 9, 70), (2, 1, 1, 70)), ((2, 7, 130), (2, 1, 130)),
+          ((4, 33, 5), (1, 33, 5)), ((5, 2, 64), (5, 1, 64))]
 
 
 def _data(shape, seed):
@@ -62,6 +67,12 @@ def test_binary_in_place():
     dims, (sa, sb) = collapse(a.shape, a.shape, b.shape)
     GENERIC.add_f32(a.reshape(-1), b.reshape(-1), a.reshape(-1), dims, sa, sb, 2)
     np.testing.assert_array_equal(a, want)
+    for mod in [GENERIC] + list(VARIANTS.values()):      # channel-last rows times a channel vector, in place
+        a, b = _data((2, 300, 12), 5), _data((2, 1, 12), 6)
+        want = a * b
+        dims, (sa, sb) = collapse(a.shape, a.shape, b.shape)
+        mod.mul_f32(a.reshape(-1), b.reshape(-1), a.reshape(-1), dims, sa, sb, 2)
+        np.testing.assert_array_equal(a, want)
 
 
 def test_binary_errors():

@@ -258,3 +258,17 @@ def test_resize_linear_native_run_loop(shape, sizes, ctm):
     sess = onnxep.InferenceSession(m.SerializeToString(), cpu_only_options())
     for feeds in ({"x": x}, {"x": x}, {"x": rand(shape, 12)}):
         assert_outputs_match(sess.run(None, feeds), run_ort(m, feeds), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("mode", ["linear", "nearest", "cubic"])
+def test_resize_to_own_size_run_loop(mode):
+    """A resize to the input's own size changes nothing: a copy, and in the compiled run loop a strided copy step
+    that reads each run's input (second run, new values). Oracle: onnxruntime (and x itself)."""
+    x = rand((2, 3, 6, 5), 13)
+    m = make_model([node("Resize", ["x", "", "", "s"], ["y"], mode=mode, coordinate_transformation_mode="half_pixel")],
+                   {"x": x}, ["y"], opset=13, initializers={"s": np.asarray(x.shape, np.int64)})
+    sess = onnxep.InferenceSession(m.SerializeToString(), cpu_only_options())
+    for feeds in ({"x": x}, {"x": x}, {"x": rand(x.shape, 14)}):
+        got = sess.run(None, feeds)[0]
+        np.testing.assert_array_equal(got, run_ort(m, feeds)[0])
+        np.testing.assert_array_equal(got, feeds["x"])

@@ -168,14 +168,20 @@ class _Layout:
             readers.setdefault(name, []).append(None)
         self.readers = readers
         self.skip = set()
+        self.deferred = {}       # id(node) -> what to emit in its place
         for node in self.g.nodes:
             if id(node) in self.skip:
+                continue
+            if id(node) in self.deferred:
+                self.deferred.pop(id(node))()
                 continue
             if self.channel_shuffle(node):
                 continue
             if self.model_transpose(node):
                 continue
             if self.spatial_mean(node):
+                continue
+            if self.sequence_conv(node):
                 continue
             if self.has_twin(node):
                 for x in node.inputs[1:]:
@@ -303,6 +309,106 @@ class _Layout:
             self.out.append(make_node(self.g, self.names.new(f"{y}_flat"), "Reshape", [t, shape], [y], {}))
             self.nchw.add(y)
         return True
+
+    def sequence_conv(self, node) -> bool:
+        """A conv between token sequences (SegFormer's Mix-FFN depthwise 3x3): X (N, L, C) -> Transpose (0, 2, 1) ->
+        Reshape (N, C, H, W) -> Conv -> Reshape (N, C', L') -> Transpose (0, 2, 1) -> (N, L', C'). X viewed as
+        (N, H, W, C) is the conv's NHWC input and its NHWC output viewed as (N, L', C') the result: two Reshapes
+        (views) and the channel-last conv instead of two Transposes and the NCHW one. One reader each (Shape nodes
+        may also read the conv's output: they read the twin's shape, gathered back to NCHW). Static shapes (but N)
+        give constant shapes; otherwise the model's own shape tensors are permuted (their 0 entries, "copy this dim
+        of the input", first replaced by the dims they copy)."""
+        if node.op_type != "Transpose" or node.domain != "" or len(node.outputs) != 1 or not node.inputs \
+                or [int(p) for p in node.attrs.get("perm") or ()] != [0, 2, 1] or node.inputs[0] in self.nhwc:
+            return False
+        r1 = self._only_reader(node.outputs[0], "Reshape")
+        conv = self._only_reader(r1.outputs[0], "Conv") if r1 is not None else None
+        shapes_of_y, r2 = [], None
+        if conv is not None and conv.inputs[0] == r1.outputs[0] and len(conv.outputs) == 1:
+            rs = self.readers.get(conv.outputs[0], [])
+            shapes_of_y = [r for r in rs if r is not None and r.op_type == "Shape" and r.domain == ""
+                           and not r.attrs.get("start") and r.attrs.get("end") is None]
+            rest = [r for r in rs if all(r is not q for q in shapes_of_y)]
+            r2 = rest[0] if len(rest) == 1 and rest[0] is not None and rest[0].op_type == "Reshape" \
+                and rest[0].domain == "" else None
+        t2 = self._only_reader(r2.outputs[0], "Transpose") if r2 is not None else None
+        if t2 is None or [int(p) for p in t2.attrs.get("perm") or ()] != [0, 2, 1] \
+                or any(op in self.keep_ops for op in ("Reshape", "Transpose", "Shape", "Gather", "Equal", "Where",
+                                                       "Concat")) \
+                or r1.attrs.get("allowzero") or r2.attrs.get("allowzero"):
+            return False
+        vt = [self.vt.get(v) for v in (node.inputs[0], r1.outputs[0], conv.outputs[0], t2.outputs[0])]
+        shapes = [tuple(v.shape) if v is not None and v.kind == "tensor" and v.shape is not None else None for v in vt]
+        if any(sh is None or len(sh) != k for sh, k in zip(shapes, (3, 4, 4, 3))):
+            return False
+        (n, l, c), (n1, c1, h, w), (n2, c2, h2, w2), out = shapes
+        if not (isinstance(c, int) and c > 0 and isinstance(c2, int) and c2 > 0):
+            return False
+        static = all(isinstance(d, int) and d > 0 for sh in shapes for d in sh[1:]) and n is not None \
+            and n == n1 == n2 == out[0]
+        if static and (c1 != c or h * w != l or out[1:] != (h2 * w2, c2)):
+            return False
+        if any(x and x not in self.consts for x in conv.inputs[1:]):
+            return False
+        xh = self.names.new(f"{node.inputs[0]}_nhwc")
+        self.vt[xh] = tensor_type(vt[0], (n1, h, w, c))
+        self.nhwc[r1.outputs[0]] = xh
+        if not self.has_twin(conv):
+            del self.nhwc[r1.outputs[0]]
+            return False
+        y = self.new_twin_output(conv.outputs[0])
+        self.deferred[id(r1)] = lambda: self._sequence_conv_head(node, r1, conv, shapes_of_y, static, xh, y, h, w, c)
+        self.deferred[id(t2)] = lambda: self._sequence_conv_tail(r2, t2, static, y, out)
+        self.skip.update((id(conv), id(r2)))
+        return True
+
+    def _sequence_conv_head(self, node, r1, conv, shapes_of_y, static, xh, y, h, w, c):
+        """In r1's place (its shape is computed by then): X's NHWC view, the conv, the Shape readers of its output."""
+        if static:
+            s1h = self._new_const(f"{xh}_shape", np.array([0, h, w, c], np.int64))
+        else:     # s1 with its 0s replaced by T's dims (T = X transposed (0, 2, 1)), permuted (0, 2, 3, 1)
+            sx = self._shape_op("Shape", [node.inputs[0]], 3)
+            st = self._shape_op("Concat", [self._shape_op("Gather", [sx, self._perm([0, 2, 1])], 3),
+                                           self._perm([0])], 4, axis=0)
+            s1h = self._shape_op("Gather", [self._unzero(r1.inputs[1], st), self._perm([0, 2, 3, 1])], 4)
+        self.out.append(make_node(self.g, node.name, "Reshape", [node.inputs[0], s1h], [xh], {}))
+        for x in conv.inputs[1:]:
+            self.need_nchw(x)
+        self.out.append(make_node(self.g, conv.name, NHWC_TWINS["Conv"], (xh, *conv.inputs[1:]), (y,), conv.attrs,
+                                  INTERNAL_DOMAIN))
+        for sh in shapes_of_y:            # the NCHW shape: the twin's, gathered (0, 3, 1, 2)
+            self.out.append(make_node(self.g, sh.name, "Gather", [self._shape_op("Shape", [y], 4),
+                                                                 self._perm(TO_NCHW)], [sh.outputs[0]], {"axis": 0}))
+            self.skip.add(id(sh))
+
+    def _sequence_conv_tail(self, r2, t2, static, y, out):
+        """In t2's place (r2's shape may be computed from the conv output's shape): the result, a view of the twin."""
+        if static:
+            s2h = self._new_const(f"{t2.outputs[0]}_shape", np.array([0, *out[1:]], np.int64))
+        else:     # s2 with its 0s replaced by the NCHW conv output's dims, permuted (0, 2, 1)
+            sy3 = self._shape_op("Gather", [self._shape_op("Shape", [y], 4), self._perm([0, 3, 1])], 3)
+            s2h = self._shape_op("Gather", [self._unzero(r2.inputs[1], sy3), self._perm([0, 2, 1])], 3)
+        self.out.append(make_node(self.g, t2.name, "Reshape", [y, s2h], [t2.outputs[0]], {}))
+        self.nchw.add(t2.outputs[0])
+
+    def _perm(self, idx):
+        return self._new_const("perm", np.array(idx, np.int64))
+
+    def _shape_op(self, op, ins, size, **attrs):
+        """A node op(ins) writing a fresh int64 vector of `size` values (shape logic); its name."""
+        y = self.names.new(f"{op.lower()}_nhwc")
+        self.vt[y] = ValueType.of_array(np.zeros(size, np.int64))
+        self.out.append(make_node(self.g, self.names.new(f"{y}_node"), op, ins, [y], attrs))
+        return y
+
+    def _unzero(self, shape, dims):
+        """shape (a Reshape's, allowzero=0) with each 0 replaced by the input dim it copies (dims)."""
+        k = len(self.vt[dims].shape) if self.vt.get(dims) is not None else None
+        zero = self._new_const("zero", np.array(0, np.int64))
+        eq = self.names.new("is_zero_nhwc")
+        self.vt[eq] = ValueType.of_array(np.zeros(k, np.bool_))
+        self.out.append(make_node(self.g, self.names.new(f"{eq}_node"), "Equal", [shape, zero], [eq], {}))
+        return self._shape_op("Where", [eq, dims, shape], k)
 
     def _only_reader(self, value, op_type):
         rs = self.readers.get(value, [])

@@ -357,6 +357,7 @@ class _ResizeBase(OpKernel):
             if y.size == 0:
                 return
             if not moving:
+                self._copy = _signature(x, roi, scales, sizes)
                 np.copyto(y, x)
                 return
         mode = _attr_str(self.mode, "nearest")
@@ -385,12 +386,14 @@ class _ResizeBase(OpKernel):
 
     _repeat = None           # (input signature, reps) of the last integer-factor nearest upsampling compute ran
     _linear = None           # (input signature, 2-tap tables) of the last native 2-D resize compute ran
+    _copy = None             # input signature of the last resize compute found to change nothing (a copy)
 
     c_value_inputs = (1, 2, 3)   # roi / scales / sizes: the C step bakes in the factors they give
 
     def c_step(self, ins, outs, nthreads):
-        """The compiled run loop's entry for an integer-factor nearest upsampling (what compute found for these
-        inputs): one RL_STRIDED copy from x broadcast over the repeat axes."""
+        """The compiled run loop's entry for what compute found for these inputs: the native 2-D resize (RL resize2),
+        an integer-factor nearest upsampling (one RL_STRIDED copy from x broadcast over the repeat axes), or a
+        resize that changes nothing (an RL_STRIDED copy)."""
         from onnxep.ops._c_steps import strided
         if not ins or ins[0] is None:
             return None
@@ -407,6 +410,8 @@ class _ResizeBase(OpKernel):
                 return None
             ih, wh, iw, ww = self._linear[1]
             return "resize2", [0, ih, wh, iw, ww, ~0], list(_planes(x.shape, y.shape)), []
+        if self._copy is not None and key == self._copy:
+            return strided(x, x, y)     # (e.g. a decoder head's upsampling of its finest stage to its own size)
         if self._repeat is None or key != self._repeat[0]:
             return None
         src, dst = _repeat_views(x, self._repeat[1], y)

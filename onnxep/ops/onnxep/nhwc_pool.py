@@ -101,6 +101,17 @@ class NhwcGlobalAveragePool_1(OpKernel):
         fn = _kernels.global_maxpool_nhwc_f32 if self.is_max else _kernels.global_avgpool_nhwc_f32
         fn(x.reshape(-1), tuple(x.shape), y.reshape(-1), ctx.num_threads)
 
+    def c_step(self, ins, outs, nthreads):
+        """The compiled run loop's entry: RL_GPOOL_NHWC, the kernel compute runs (global_pool_nhwc_c)."""
+        from onnxep.ops._c_steps import plain
+        x, y = ins[0], outs[0]
+        if x is None or not plain(x, y) or x.dtype != np.float32 or y.dtype != np.float32 or x.ndim != 4 \
+                or y.shape != (x.shape[0], 1, 1, x.shape[3]) or x.size == 0 or y.size == 0 \
+                or np.may_share_memory(x, y):
+            return None
+        n, h, w, c = x.shape
+        return "gpool_nhwc", [0, ~0], [n, h * w, c, 1 if self.is_max else 0], []
+
 
 class NhwcGlobalMaxPool_1(NhwcGlobalAveragePool_1):
     """Y[n, 0, 0, c] := max(X[n, :, :, c])."""
