@@ -379,7 +379,9 @@ def test_nhwc_conv_steps(c):
              helper.make_node("HardSwish", ["c5"], ["y"])]
     x = _f32(2, 4, 11, 12)
     model = make_model(nodes, {"x": x}, ["y", "s"], initializers=inits, opset=17)
-    progs = _check(model, _feeds(x), 7, rtol=1e-4, atol=1e-5)
+    # atol: the 24-channel 3x3 conv runs Winograd F(4x4), whose rounding grows with the channels and the tile
+    # (tests/kernels/test_conv_winograd.py _tol: about 3e-5 here on values near 1)
+    progs = _check(model, _feeds(x), 7, rtol=1e-4, atol=1e-4)
     assert any(p.n_py == 0 for p in progs), [(p.n_c, p.n_py) for p in progs]
 
 
