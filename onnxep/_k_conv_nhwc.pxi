@@ -462,38 +462,61 @@ cdef void _dconv_rows(const ImplicitA* ia, const DTap* taps, Py_ssize_t ntaps, D
     jp0 .. jp1-1 of one group (ia.x, wp, bias, res and y offset to the group). runs: room for 2 * ntaps DRuns. Panel
     by panel, and for each the rows' tiles one after another: a panel of the weight (K x NR) is read from memory
     once per work item, then from cache. Output pixels at or past pend (the last row of a pointwise conv's
-    flattened image) are not computed."""
+    flattened image) are not computed. Rows go in bands of the same image and the same kernel rows inside x: the
+    interior pixels of each row in tiles along the row; a border column's pixels (some kernel column in the padding)
+    in tiles down the band (its pixels read x sh*W*C floats apart with the same runs), not one by one."""
     cdef Py_ssize_t HW = ia.H * ia.W * ia.C, row, n, ih0, b0, b1, e0, e1, nint, cnt, ow, mr, iw0, jp, n0, wend, hi
+    cdef Py_ssize_t band, r2, nb0, nb1, rs
     cdef const float* img
     cdef DRun* rr
     for jp in range(jp0, jp1):
         n0 = jp * SGEMM_NR
-        for row in range(row0, row1):
+        row = row0
+        while row < row1:
             n = row // ia.Ho
             img = ia.x + n * HW
             ih0 = (row - n * ia.Ho) * ia.sh - ia.ph
             _dconv_tap_range(ih0, ia.dh, ia.H, ia.kh, &b0, &b1)
+            # the band: the following rows of image n with the same kernel rows inside x
+            band = row + 1
+            while band < row1 and band < (n + 1) * ia.Ho:
+                _dconv_tap_range((band - n * ia.Ho) * ia.sh - ia.ph, ia.dh, ia.H, ia.kh, &nb0, &nb1)
+                if nb0 != b0 or nb1 != b1:
+                    break
+                band += 1
             nint = _dconv_select(taps, ntaps, b0, b1, 0, ia.kw, runs)
-            wend = min(ia.Wo, pend - row * ia.Wo)
-            hi = min(ow_hi, wend)
-            ow = 0
-            while ow < wend:
-                iw0 = ow * ia.sw - ia.pw
-                if ow < ow_lo or ow >= hi:
-                    mr = 1
-                    _dconv_tap_range(iw0, ia.dw, ia.W, ia.kw, &e0, &e1)
-                    rr = runs + ntaps
-                    cnt = _dconv_select(taps, ntaps, b0, b1, e0, e1, rr)
-                else:   # interior pixels in tiles of (nearly) equal size: no thin tail tile
+            for r2 in range(row, band):
+                wend = min(ia.Wo, pend - r2 * ia.Wo)
+                hi = min(ow_hi, wend)
+                ow = min(ow_lo, hi)
+                while ow < hi:      # interior pixels in tiles of (nearly) equal size: no thin tail tile
                     mr = hi - ow
                     mr = (mr + (mr + SGEMM_MR - 1) // SGEMM_MR - 1) // ((mr + SGEMM_MR - 1) // SGEMM_MR)
-                    rr = runs
-                    cnt = nint
-                dconv_uk(mr, img, (ih0 * ia.W + iw0) * ia.C, ia.sw * ia.C, rr, cnt, wp, jp,
-                         min(<Py_ssize_t>SGEMM_NR, Coutg - n0), y + (row * ia.Wo + ow) * cout + n0, cout, 1.0, 0.0,
-                         (bias + n0) if bias != NULL else NULL, NULL,
-                         (res + (row * ia.Wo + ow) * cout + n0) if res != NULL else NULL, act)
-                ow += mr
+                    iw0 = ow * ia.sw - ia.pw
+                    dconv_uk(mr, img, ((ih0 + (r2 - row) * ia.sh) * ia.W + iw0) * ia.C, ia.sw * ia.C, runs, nint, wp,
+                             jp, min(<Py_ssize_t>SGEMM_NR, Coutg - n0), y + (r2 * ia.Wo + ow) * cout + n0, cout, 1.0,
+                             0.0, (bias + n0) if bias != NULL else NULL, NULL,
+                             (res + (r2 * ia.Wo + ow) * cout + n0) if res != NULL else NULL, act)
+                    ow += mr
+            # border columns (pend only cuts a pointwise conv's rows, which have none)
+            rs = ia.sh * ia.W * ia.C
+            for ow in range(ia.Wo):
+                if ow_lo <= ow < ow_hi:
+                    continue
+                iw0 = ow * ia.sw - ia.pw
+                _dconv_tap_range(iw0, ia.dw, ia.W, ia.kw, &e0, &e1)
+                rr = runs + ntaps
+                cnt = _dconv_select(taps, ntaps, b0, b1, e0, e1, rr)
+                r2 = row
+                while r2 < band:
+                    mr = band - r2
+                    mr = (mr + (mr + SGEMM_MR - 1) // SGEMM_MR - 1) // ((mr + SGEMM_MR - 1) // SGEMM_MR)
+                    dconv_uk(mr, img, ((ih0 + (r2 - row) * ia.sh) * ia.W + iw0) * ia.C, rs, rr, cnt, wp, jp,
+                             min(<Py_ssize_t>SGEMM_NR, Coutg - n0), y + (r2 * ia.Wo + ow) * cout + n0, ia.Wo * cout,
+                             1.0, 0.0, (bias + n0) if bias != NULL else NULL, NULL,
+                             (res + (r2 * ia.Wo + ow) * cout + n0) if res != NULL else NULL, act)
+                    r2 += mr
+            row = band
 
 
 cdef enum:
@@ -541,6 +564,12 @@ cdef int _conv_nhwc_direct(const ImplicitA* ia0, Py_ssize_t N, Py_ssize_t group,
     ntaps = _dconv_taps(&ia, Kc, _round_up(Coutg, SGEMM_NR), taps)
     # row blocks of about DCONV_ITEM_PIXELS pixels, of (nearly) equal height
     job.rb = max(<Py_ssize_t>1, DCONV_ITEM_PIXELS // max(ia.Wo, <Py_ssize_t>1))
+    # the pixels of a row whose every kernel column falls inside x: ow_lo <= ow < ow_hi
+    _inside_range(ia.W, ia.Wo, ia.kw, ia.sw, ia.dw, ia.pw, &job.ow_lo, &job.ow_hi)
+    if job.ow_lo > 0 or job.ow_hi < ia.Wo:
+        # border columns go in tiles down a block's rows: blocks of up to MR rows while that leaves
+        # DCONV_ITEMS_PER_THREAD items per thread
+        job.rb = max(job.rb, min(<Py_ssize_t>SGEMM_MR, rows * group // (<Py_ssize_t>nth * DCONV_ITEMS_PER_THREAD)))
     job.rows = (rows + job.rb - 1) // job.rb
     job.rb = (rows + job.rows - 1) // job.rows
     job.rows = (rows + job.rb - 1) // job.rb
@@ -552,8 +581,6 @@ cdef int _conv_nhwc_direct(const ImplicitA* ia0, Py_ssize_t N, Py_ssize_t group,
     if runbuf == NULL:
         free(taps)
         return -1
-    # the pixels of a row whose every kernel column falls inside x: ow_lo <= ow < ow_hi
-    _inside_range(ia.W, ia.Wo, ia.kw, ia.sw, ia.dw, ia.pw, &job.ow_lo, &job.ow_hi)
     job.ia, job.x, job.wp, job.blen, job.bias, job.res, job.y = &ia, x, wp, blen, bias, res, y
     job.Coutg, job.Kc, job.cout, job.act, job.taps, job.ntaps = Coutg, Kc, cout, act, taps, ntaps
     job.runbuf, job.P, job.rows_total = runbuf, P, rows

@@ -69,7 +69,10 @@ cdef enum:
     RL_ATTENTION = 32       # s0 q, s1 k, s2 v, s3 y, s4 offsets (int64), s5.. masks; n: ATP_* ; f0 alpha, f1.. fills:
                             # as attention_masked_f32 runs it (gemm slice)
     RL_GPOOL_NHWC = 33      # (mobile2 slice) s0 x, s1 y: global_pool_nhwc_c; n0 N, n1 S, n2 C, n3 max (1/0)
-    RL_NFNS = 34
+    # conv slice: the channel-last window pools (onnxep/ops/onnxep/nhwc_pool.py c_step)
+    RL_POOL_NHWC = 34       # s0 x, s1 y: _poolnhwc_f32; n0 N, n1 C, n2 mode (0 max, 1 average), n3 count_include_pad,
+                            # n4.. the 21-entry pooling geometry (PoolAttrs.geom_vector)
+    RL_NFNS = 35
 
 cdef extern from "rl_ops.h" nogil:
     enum: RL_MAXD
@@ -475,6 +478,15 @@ cdef void _rl_dw_nhwc(const RStep* s, char** p) noexcept nogil:
         p[0] = <char*>1
 
 
+cdef void _rl_pool_nhwc(const RStep* s, char** p) noexcept nogil:
+    cdef int64_t g[21]
+    cdef int i
+    for i in range(21):
+        g[i] = s.n[4 + i]
+    _poolnhwc_f32(<const float*>p[s.slot[0]], <float*>p[s.slot[1]], s.n[0], s.n[1], g, <int>s.n[2], <int>s.n[3],
+                  s.nthreads)
+
+
 cdef void _rl_group_norm(const RStep* s, char** p) noexcept nogil:
     # (norm slice) a failed scratch allocation marks the step bad: Python redoes it and raises MemoryError
     if group_norm_c(<const float*>p[s.slot[0]], <float*>p[s.slot[3]], s.n[0], s.n[1], s.n[2], s.n[3],
@@ -556,6 +568,7 @@ _RL_FNS[RL_DW_NHWC] = _rl_dw_nhwc
 _RL_FNS[RL_GROUP_NORM] = _rl_group_norm
 _RL_FNS[RL_RESIZE2] = _rl_resize2
 _RL_FNS[RL_ATTENTION] = _rl_attention
+_RL_FNS[RL_POOL_NHWC] = _rl_pool_nhwc
 _RL_FNS[RL_GPOOL_NHWC] = _rl_gpool_nhwc
 
 #: the entries' ids, for the kernels' c_step (onnxep/backends/cpu/runloop.py)
@@ -570,7 +583,8 @@ RUNLOOP_FNS = {"alias": RL_ALIAS, "copy": RL_COPY, "binary": RL_BINARY, "unary":
                "gather_elements": RL_GATHER_ELEMENTS,
                "silu_gate": RL_SILU_GATE, "conv_nhwc": RL_CONV_NHWC, "dw_nhwc": RL_DW_NHWC,
                "group_norm": RL_GROUP_NORM, "resize2": RL_RESIZE2,
-               "attention": RL_ATTENTION, "gpool_nhwc": RL_GPOOL_NHWC}
+               "attention": RL_ATTENTION, "gpool_nhwc": RL_GPOOL_NHWC,
+               "pool_nhwc": RL_POOL_NHWC}
 RUNLOOP_LIMITS = {"slots": RL_SLOTS, "ints": RL_INTS, "floats": RL_FLOATS, "bcast_dims": BCAST_MAX_DIMS,
                   "copy_dims": RL_MAXD}
 

@@ -151,6 +151,8 @@ DIRECT_CASES = [  # x (N, C, H, W), w (cout, Cg, kh, kw), group, strides, dilati
     ((2, 17, 5, 31), (40, 17, 1, 1), 1, (1, 1), (1, 1), (0, 0), ("",)),               # pointwise: pixels flattened
     ((1, 64, 7, 7), (12, 64, 1, 1), 1, (2, 2), (1, 1), (0, 0), ("Sigmoid",)),         # strided 1x1
     ((1, 2, 3, 2), (5, 2, 3, 3), 1, (1, 1), (1, 1), (2, 2), ("Tanh",)),               # smaller than the padding
+    ((3, 4, 40, 30), (20, 4, 5, 5), 1, (2, 2), (1, 1), (2, 2), ("Relu",)),            # border columns in tiles down
+    ((2, 3, 29, 9), (8, 3, 3, 3), 1, (1, 1), (1, 1), (1, 1), ("",)),                  #   blocks across images
 ]
 
 

@@ -40,6 +40,12 @@ WINOGRAD_MAX_EXTRA_BYTES = 8 << 20
 # after the output transforms moved into registers (F(4x4) alone now 0.75-0.78x F(2x2)'s time): still 0.91-0.94x on
 # F(2x2) at 2 threads
 WINOGRAD_F4_MIN_PIXELS = 24 * 24
+# ... or, on smaller images, while F(4x4)'s transformed weight takes at most this many bytes (a quarter of a 2 MiB
+# L2, so it stays in cache beside the activations from run to run: SqueezeNet's 13x13 convs above, 1.3-2.4 MiB, were
+# slower on F(4x4)) and the batch has at least a micro-kernel tile's rows (MR) of 4x4 tiles (fewer leave the GEMM
+# rows mostly empty). Kernel alone, 1 thread, F(4x4) against F(2x2): 3x16x16 16 -> 16 0.52x the time, 3x8x8 32 ->
+# 32 0.65x, 3x8x8 64 -> 64 0.70x, 3x7x7 64 -> 64 0.73x; 3x4x4 64 -> 64 (3 tiles) 1.9x
+WINOGRAD_F4_SMALL_WEIGHT_BYTES = 512 << 10
 _WINOGRAD_PATHS = {0: "auto", 2: "winograd", 4: "winograd4"}      # _winograd's tile -> conv_nhwc_f32's path
 
 
@@ -91,7 +97,8 @@ class NhwcConv_1(ConvAttrs, PackedWeightMixin, OpKernel):
         """The Winograd tile m that W of this shape is packed for (and runs on): 4 (F(4x4, 3x3)) or else 2 (F(2x2,
         3x3)) for 3x3, stride and dilation 1, group 1, at least WINOGRAD_MIN_CHANNELS input and output channels,
         the larger tile that adds at most WINOGRAD_MAX_EXTRA_BYTES of packed weight over the direct path's (SIMD
-        variants), F(4x4) only on images of WINOGRAD_F4_MIN_PIXELS or more; 0: not Winograd. Decided from the
+        variants), F(4x4) only on images of WINOGRAD_F4_MIN_PIXELS or more, or of at least MR 4x4 tiles in the
+        batch with at most WINOGRAD_F4_SMALL_WEIGHT_BYTES of F(4x4) weight; 0: not Winograd. Decided from the
         attributes, W's shape and X's static shape alone, so packing and running (and an EPContext load, whose value
         types are the saved model's) agree."""
         if wshape[0] < WINOGRAD_MIN_CHANNELS or wshape[1] < WINOGRAD_MIN_CHANNELS \
@@ -100,7 +107,9 @@ class NhwcConv_1(ConvAttrs, PackedWeightMixin, OpKernel):
             return 0
         x = f32_shape(self.info.input_types[0], 4) if self.info.input_types else None
         big = x is not None and isinstance(x[1], int) and isinstance(x[2], int) \
-            and x[1] * x[2] >= WINOGRAD_F4_MIN_PIXELS
+            and (x[1] * x[2] >= WINOGRAD_F4_MIN_PIXELS
+                 or (36 * 4 * wshape[0] * wshape[1] <= WINOGRAD_F4_SMALL_WEIGHT_BYTES
+                     and (x[0] if isinstance(x[0], int) else 1) * (-(-x[1] // 4)) * (-(-x[2] // 4)) >= _kernels.MR))
         for m in ((4, 2) if big else (2,)):
             if ((m + 2) ** 2 - 9) * 4 * wshape[0] * wshape[1] <= WINOGRAD_MAX_EXTRA_BYTES:
                 return m

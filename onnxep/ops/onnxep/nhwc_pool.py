@@ -16,6 +16,7 @@ from onnxep.ops._base import OpKernel, f32_shape
 from onnxep.ops._pool_common import PoolAttrs, WindowPool
 
 DOMAIN = "com.onnxep"
+_F32 = np.dtype(np.float32)
 
 
 def _single_4d_f32_input(op):
@@ -53,6 +54,27 @@ class _NhwcPool(WindowPool, OpKernel):
         y = ctx.output(0, (x.shape[0], out[0], out[1], x.shape[3]), np.float32)
         return x, y, g
 
+    _mode = 0
+    count_include_pad = 0
+
+    def c_step(self, ins, outs, nthreads):
+        """The compiled run loop's entry (RL_POOL_NHWC: the kernel compute calls, on its geometry vector), for plain
+        contiguous float32 arrays (no Python per pool)."""
+        if "compute" in self.__dict__ or len(outs) != 1:
+            return None
+        x, y = ins[0], outs[0]
+        if not (_plain_f32(x) and _plain_f32(y)) or x.ndim != 4:
+            return None
+        out, g = self._geom[x.shape[1:3]]       # a geometry that raises: the run loop leaves the step in Python
+        if y.shape != (x.shape[0], out[0], out[1], x.shape[3]) or y.size == 0:
+            return None
+        return "pool_nhwc", [0, ~0], [x.shape[0], x.shape[3], self._mode, int(self.count_include_pad)] \
+            + [int(v) for v in g], []
+
+
+def _plain_f32(a):
+    return a.__class__ is np.ndarray and a.dtype == _F32 and a.flags.c_contiguous
+
 
 class NhwcMaxPool_1(_NhwcPool):
     """MaxPool-12 on NHWC (no Indices output)."""
@@ -71,6 +93,7 @@ class NhwcAveragePool_1(_NhwcPool):
 
     op_type = "NhwcAveragePool"
     count_include_pad = 0
+    _mode = 1
 
     def compute(self, ctx):
         x, y, g = self._prepare(ctx)
