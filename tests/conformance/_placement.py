@@ -8,6 +8,8 @@ from __future__ import annotations
 import os
 from collections import Counter
 
+from onnxep._zoo import reference_ops
+
 #: pytest node id -> Counter(op type -> nodes of that type placed on the reference backend, and CPU_NODES -> nodes
 #: placed on the cpu backend)
 ON_REFERENCE: dict[str, Counter] = {}
@@ -20,13 +22,8 @@ def current_test() -> str:
 
 
 def record(session) -> None:
-    ops = Counter()
-    for plan in session.plans:
-        if plan.backend_name == "reference":
-            ops.update(plan.op_types)
+    ops = reference_ops(session)    # the plans and node_assignment disagreeing count as "?"
     n_ref = sum(1 for b in session.node_assignment.values() if b == "reference")
-    if sum(ops.values()) != n_ref:  # the plans and node_assignment disagree: count the nodes without an op type
-        ops["?"] += n_ref - sum(ops.values())
     ops[CPU_NODES] += len(session.node_assignment) - n_ref
     for plan in _body_plans(session.plans):     # nodes of If / Loop / Scan / SequenceMap bodies the cpu backend runs
         if plan.backend_name == "reference":

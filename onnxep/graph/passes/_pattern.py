@@ -55,6 +55,31 @@ def scalar_const(consts: dict, name, value: float, rtol=1e-6) -> bool:
     return abs(float(v.reshape(())) - value) <= rtol * abs(value)
 
 
+def half_x_times(consts, producer, cons, outputs, x, p, rtol=1e-6):
+    """0.5 * x * p as exporters write the end of a Gelu, after p: (nodes, last node) or None. the forms:
+    Mul(x, p) -> Mul(., 0.5); Mul(p, 0.5) -> Mul(x, .); Mul(x, 0.5) and Mul(that, p); operand order free; every
+    intermediate read by the pattern only; 0.5 within rtol (a Fusion's consts, producer, cons and outputs)."""
+    m1 = only_consumer(cons, outputs, p, "Mul")
+    if m1 is None:
+        return None
+    q = other_input(m1, p)
+    if q == x:                                           # Mul(x, p) -> Mul(., 0.5)
+        m2 = only_consumer(cons, outputs, m1.outputs[0], "Mul")
+        if m2 is None or not scalar_const(consts, other_input(m2, m1.outputs[0]), 0.5, rtol):
+            return None
+        return [m1, m2], m2
+    if scalar_const(consts, q, 0.5, rtol):               # Mul(p, 0.5) -> Mul(x, .)
+        m2 = only_consumer(cons, outputs, m1.outputs[0], "Mul")
+        if m2 is None or other_input(m2, m1.outputs[0]) != x:
+            return None
+        return [m1, m2], m2
+    half = producer.get(q)                               # Mul(x, 0.5) -> Mul(that, p)
+    if (default_op(half, "Mul") and only_consumer(cons, outputs, q) is m1 and other_input(half, x) is not None
+            and scalar_const(consts, other_input(half, x), 0.5, rtol)):
+        return [half, m1], m1
+    return None
+
+
 def is_f32(graph: Graph, name) -> bool:
     vt = graph.value_types.get(name)
     return vt is not None and vt.kind == "tensor" and vt.type_str == "tensor(float)" and vt.shape is not None

@@ -15,7 +15,8 @@ import math
 
 from onnxep.graph.ir import Graph
 from onnxep.graph.passes._edit import INTERNAL_DOMAIN, make_node
-from onnxep.graph.passes._pattern import Fusion, default_op, is_f32, keeps_any, only_consumer, other_input, scalar_const
+from onnxep.graph.passes._pattern import (Fusion, default_op, half_x_times, is_f32, keeps_any, only_consumer, other_input,
+                                          scalar_const)
 
 SQRT2 = math.sqrt(2.0)
 
@@ -38,26 +39,10 @@ def _match(node, graph, consts, producer, cons, outputs):
     add = only_consumer(cons, outputs, erf.outputs[0], "Add")
     if add is None or not scalar_const(consts, other_input(add, erf.outputs[0]), 1.0):
         return None
-    p = add.outputs[0]
-    m1 = only_consumer(cons, outputs, p, "Mul")
-    if m1 is None:
+    tail = half_x_times(consts, producer, cons, outputs, x, add.outputs[0])
+    if tail is None:
         return None
-    q = other_input(m1, p)
-    if q == x:                                           # Mul(x, p) -> Mul(., 0.5)
-        m2 = only_consumer(cons, outputs, m1.outputs[0], "Mul")
-        if m2 is None or not scalar_const(consts, other_input(m2, m1.outputs[0]), 0.5):
-            return None
-        return x, [div, erf, add, m1, m2], m2
-    if scalar_const(consts, q, 0.5):                     # Mul(p, 0.5) -> Mul(x, .)
-        m2 = only_consumer(cons, outputs, m1.outputs[0], "Mul")
-        if m2 is None or other_input(m2, m1.outputs[0]) != x:
-            return None
-        return x, [div, erf, add, m1, m2], m2
-    half = producer.get(q)                               # Mul(x, 0.5) -> Mul(that, p)
-    if (default_op(half, "Mul") and only_consumer(cons, outputs, q) is m1
-            and other_input(half, x) is not None and scalar_const(consts, other_input(half, x), 0.5)):
-        return x, [div, erf, add, half, m1], m1
-    return None
+    return x, [div, erf, add] + tail[0], tail[1]
 
 
 def fuse_gelu(graph: Graph, ctx=None) -> Graph:

@@ -16,22 +16,14 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 
 from onnxep.graph.ir import Graph
 from onnxep.graph.passes._edit import INTERNAL_DOMAIN, make_node
-from onnxep.graph.passes._pattern import Fusion, default_op, is_f32, keeps_any, only_consumer, other_input
+from onnxep.graph.passes._pattern import (Fusion, default_op, half_x_times, is_f32, keeps_any, only_consumer, other_input,
+                                          scalar_const)
 
 SQRT_2_PI = math.sqrt(2.0 / math.pi)
 RTOL = 1e-5
-
-
-def _const(consts, name, value) -> bool:
-    """`name` a float32 constant of one value equal to `value` within RTOL"""
-    v = consts.get(name)
-    if v is None or v.dtype != np.float32 or v.size != 1:
-        return False
-    return abs(float(v.reshape(())) - value) <= RTOL * abs(value)
 
 
 def _scaled(node, consts, value):
@@ -39,9 +31,9 @@ def _scaled(node, consts, value):
     if not default_op(node, "Mul") or len(node.inputs) != 2:
         return None
     a, b = node.inputs
-    if _const(consts, b, value):
+    if scalar_const(consts, b, value, RTOL):
         return a
-    if _const(consts, a, value):
+    if scalar_const(consts, a, value, RTOL):
         return b
     return None
 
@@ -93,28 +85,12 @@ def _match(tanh, graph, f):
     if x in consts or not is_f32(graph, x):
         return None
     one = only_consumer(cons, outputs, tanh.outputs[0], "Add")
-    if one is None or not _const(consts, other_input(one, tanh.outputs[0]), 1.0):
+    if one is None or not scalar_const(consts, other_input(one, tanh.outputs[0]), 1.0, RTOL):
         return None
-    p = one.outputs[0]
-    m1 = only_consumer(cons, outputs, p, "Mul")
-    if m1 is None:
+    tail = half_x_times(consts, producer, cons, outputs, x, one.outputs[0], RTOL)
+    if tail is None:
         return None
-    q = other_input(m1, p)
-    if q == x:                                           # Mul(x, p) -> Mul(., 0.5)
-        m2 = only_consumer(cons, outputs, m1.outputs[0], "Mul")
-        if m2 is None or not _const(consts, other_input(m2, m1.outputs[0]), 0.5):
-            return None
-        return x, front + [one, m1, m2], m2
-    if _const(consts, q, 0.5):                           # Mul(p, 0.5) -> Mul(x, .)
-        m2 = only_consumer(cons, outputs, m1.outputs[0], "Mul")
-        if m2 is None or other_input(m2, m1.outputs[0]) != x:
-            return None
-        return x, front + [one, m1, m2], m2
-    half = producer.get(q)                               # Mul(x, 0.5) -> Mul(that, p)
-    if (default_op(half, "Mul") and only_consumer(cons, outputs, q) is m1 and other_input(half, x) is not None
-            and _const(consts, other_input(half, x), 0.5)):
-        return x, front + [one, half, m1], m1
-    return None
+    return x, front + [one] + tail[0], tail[1]
 
 
 def fuse_gelu_tanh(graph: Graph, ctx=None) -> Graph:
