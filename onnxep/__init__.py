@@ -17,6 +17,10 @@ from onnxep.session import (ExecutionMode, GraphOptimizationLevel, InferenceSess
 
 __version__ = "0.1.0"
 
+from onnxep import _threadpool  # noqa: E402  (after the kernels load: threadpoolctl lists the chosen variant)
+
+_threadpool.register()
+
 
 def show_config(file=None):
     """Print the kernel variant chosen at import and the thread pool (like numpy.show_config)."""

@@ -140,7 +140,9 @@ cdef extern from *:
     /* fn(ctx, i, tid) for i < n, tid < nth; returns when every item is done. */
     static void onnxep_parallel_for(Py_ssize_t n, int nth, onnxep_task fn, void* ctx) {
         Py_ssize_t i;
+        int lim = onnxep_get_thread_limit();       /* threadpoolctl's cap (_kernels_impl.pxi) */
         if (n <= 0) return;
+        if (lim > 0 && nth > lim) nth = lim;
         if (nth > n) nth = (int)n;
         if (nth <= 1 || pthread_mutex_trylock(&onnxep_pool.busy) != 0) {
             for (i = 0; i < n; i++) fn(ctx, i, 0);
