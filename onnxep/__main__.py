@@ -42,7 +42,10 @@ def main(argv=None) -> int:
     b.add_argument("--only", nargs="+", metavar="NAME",
                    help="--suite zoo: these architectures (or arch.exporter names) only")
     b.add_argument("--exporter", choices=("dynamo", "torchscript"), help="--suite zoo: one exporter only")
-    b.add_argument("--json", metavar="OUT", help="also write the rows to OUT as JSON")
+    b.add_argument("--json", metavar="OUT", help="also write every figure to OUT as JSON, with the machine, ISA and "
+                                                 "versions")
+    b.add_argument("--plot", metavar="PNG", help="also draw the ratios against onnxruntime (and OpenVINO) per model "
+                                                 "to PNG (needs the plot extra: matplotlib)")
     f = sub.add_parser("profile", help="where the time goes, beside onnxruntime's profile",
                        description=_profile.__doc__,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -86,8 +89,13 @@ def main(argv=None) -> int:
             rows = bench(getattr(args, "models", None) or None, threads=getattr(args, "threads", 0),
                          warmup=getattr(args, "warmup", 3), repeat=getattr(args, "repeat", 10),
                          use_ort=not getattr(args, "no_ort", False), weights=getattr(args, "weights", "random"))
-        if getattr(args, "json", None):
-            _write_json(args.json, suite, args, rows)
+        if getattr(args, "json", None) or getattr(args, "plot", None):
+            doc = _bench_doc(suite, args, rows)
+            if args.json:
+                _write_json(args.json, doc)
+            if args.plot:
+                from onnxep._report import plot
+                print(f"plot: {plot(doc, args.plot)}")
         return 1 if any(r.get("check", "").startswith(("MISMATCH", "ERROR")) for r in rows) else 0
     if cmd == "profile":
         return _profile.main(args)
@@ -118,9 +126,8 @@ def main(argv=None) -> int:
     return 2
 
 
-def _write_json(path, suite, args, rows) -> None:
+def _bench_doc(suite, args, rows) -> dict:
     """The bench rows with what produced them: versions, ISA, CPU, threads, run counts."""
-    import json
     import platform
 
     import numpy as np
@@ -136,6 +143,15 @@ def _write_json(path, suite, args, rows) -> None:
            "numpy": np.__version__, "python": platform.python_version(), "machine": platform.machine(),
            "cpu": _cpu_name(), "cores": __import__("os").cpu_count(), "threads": args.threads,
            "warmup": args.warmup, "repeat": args.repeat, "rows": rows}
+    if any("openvino_ms" in r for r in rows):
+        import openvino
+        doc["openvino"] = openvino.__version__.split("-")[0]
+    return doc
+
+
+def _write_json(path, doc) -> None:
+    import json
+
     with open(path, "w") as f:
         json.dump(doc, f, indent=1, default=str)
 

@@ -150,7 +150,9 @@ def bench_zoo(folder=None, only=None, exporter=None, threads=0, warmup=3, repeat
     print(hdr, file=out)
     print("-" * len(hdr), file=out)
     rows = []
-    for e in entries:
+    from onnxep._report import progress
+
+    for e in progress(entries, len(entries), "zoo"):
         path, feeds, want = load_case(folder, e)
         row = {"model": e["name"], "arch": e["arch"], "exporter": e["exporter"], "tolerance": e.get("tolerance")}
         with warnings.catch_warnings():
