@@ -1,0 +1,181 @@
+"""Thread scaling beside onnxruntime (issue 25 items 3 and 4): two Python threads on two sessions, and 2 threads vs 1.
+
+    python bench/bench_threads.py pair                     # light squeezenet: 2 Python threads, 1-thread sessions
+    python bench/bench_threads.py pair --model resnet50 --rounds 9
+    python bench/bench_threads.py scale                    # the nine light models: 2-thread speedup over 1 thread
+    python bench/bench_threads.py scale --model squeezenet zoo:bert.dynamo zoo:resnet18.torchscript
+
+`pair`: per library, two sessions of the same model with intra_op_num_threads=1 (onnxruntime also
+inter_op_num_threads=1). A block runs `--runs` calls of session A on this thread (t1), then the same number on each
+of two Python threads started together, one per session (t2, wall time until both are done); throughput gain =
+2 * t1 / t2 (2.0 = perfect; 1.0 = the two threads serialize). Blocks of the two libraries alternate, with a pause and a
+garbage collection before each, and the figure is the median over `--rounds` blocks.
+
+`scale`: per model, sessions at 1 and 2 intra-op threads for each library; the four are timed in alternating blocks
+of `--block` runs (pause and gc before each block, as above), speedup = median 1-thread run / median 2-thread run,
+and the table prints onnxep's speedup / onnxruntime's (the issue's must-show: at least 0.9).
+
+Light models get seeded random weights (onnxep/_light.py); zoo models (zoo:ARCH.EXPORTER) their stored inputs from
+~/.cache/onnxep/zoo (bench/zoo/export.py). Both libraries spin their idle workers for a while after a parallel call
+(onnxruntime by default, onnxep up to ONNXEP_SPIN_US, onnxep/_k_threads.pxi): the pause before each block lets the
+other library's workers go to sleep first, so one library's spinning never takes the CPU from the other's block.
+The machine's noise is large on a shared VM with 2 vCPUs: read the spread (min-max over blocks) the table prints.
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import statistics
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # this checkout's onnxep first
+
+import numpy as np  # noqa: E402
+
+ZOO = os.path.expanduser(os.environ.get("ONNXEP_ZOO", "~/.cache/onnxep/zoo"))
+
+
+def load(name):
+    """(serialized model, feeds) of a light model name or zoo:ARCH.EXPORTER."""
+    if name.startswith("zoo:"):
+        base = os.path.join(ZOO, name[4:])
+        with open(base + ".onnx", "rb") as f:
+            data = f.read()
+        npz = np.load(base + ".npz")
+        feeds = {k.split(":", 1)[1]: npz[k] for k in npz.files if k.startswith("input:")}
+        return data, feeds
+    from onnxep._bench import random_feeds
+    from onnxep._light import light_model
+    import onnxep
+    data = light_model(name).SerializeToString()
+    return data, random_feeds(onnxep.InferenceSession(data))
+
+
+def make(lib, data, threads):
+    if lib == "onnxep":
+        import onnxep
+        so = onnxep.SessionOptions()
+        so.intra_op_num_threads = threads
+        return onnxep.InferenceSession(data, so)
+    import onnxruntime as ort
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    so.log_severity_level = 3
+    return ort.InferenceSession(data, so, providers=["CPUExecutionProvider"])
+
+
+def settle(pause):
+    gc.collect()
+    time.sleep(pause)
+
+
+def pair_block(sa, sb, feeds, runs):
+    """(t1, t2): `runs` calls of sa on this thread; then `runs` calls of each session on two threads at once."""
+    t0 = time.perf_counter()
+    for _ in range(runs):
+        sa.run(None, feeds)
+    t1 = time.perf_counter() - t0
+    go = threading.Barrier(3)
+
+    def work(s):
+        go.wait()
+        for _ in range(runs):
+            s.run(None, feeds)
+
+    ts = [threading.Thread(target=work, args=(s,)) for s in (sa, sb)]
+    for t in ts:
+        t.start()
+    go.wait()
+    t0 = time.perf_counter()
+    for t in ts:
+        t.join()
+    return t1, time.perf_counter() - t0
+
+
+def pair(args):
+    libs = ["onnxep", "onnxruntime"]
+    data, feeds = load(args.model)
+    sess = {lib: (make(lib, data, 1), make(lib, data, 1)) for lib in libs}
+    # calls per block: about `--seconds` of one thread's runs
+    for a, b in sess.values():
+        for _ in range(3):
+            a.run(None, feeds)
+            b.run(None, feeds)
+    t0 = time.perf_counter()
+    sess["onnxep"][0].run(None, feeds)
+    runs = args.runs or max(4, int(args.seconds / max(time.perf_counter() - t0, 1e-6)))
+    gains = {lib: [] for lib in libs}
+    for r in range(args.rounds):
+        for lib in (libs if r % 2 == 0 else libs[::-1]):
+            settle(args.pause)
+            t1, t2 = pair_block(*sess[lib], feeds, runs)
+            gains[lib].append(2 * t1 / t2)
+    print(f"{args.model}: two Python threads, each its own 1-thread session, {runs} runs per thread per block; "
+          f"throughput of two threads / one thread, median (min-max) of {args.rounds} alternating blocks")
+    for lib in libs:
+        g = gains[lib]
+        print(f"  {lib:<12} {statistics.median(g):.2f}x  ({min(g):.2f}-{max(g):.2f})")
+    return {lib: statistics.median(g) for lib, g in gains.items()}
+
+
+def scale(args):
+    from onnxep._light import light_names
+    names = args.model or light_names()
+    libs = ["onnxep", "onnxruntime"]
+    print(f"2-thread speedup over 1 thread; median of {args.rounds} alternating blocks of {args.block} runs per "
+          f"session (pause {args.pause * 1e3:.0f} ms and gc before each block)")
+    hdr = f"{'model':<30}{'ep 1t ms':>9}{'ep 2t ms':>9}{'ort 1t':>8}{'ort 2t':>8}{'ep x':>7}{'ort x':>7}{'ep/ort':>8}"
+    print(hdr)
+    rows = []
+    for name in names:
+        data, feeds = load(name)
+        sess = {(lib, t): make(lib, data, t) for lib in libs for t in (1, 2)}
+        for s in sess.values():
+            for _ in range(2):
+                s.run(None, feeds)
+        times = {k: [] for k in sess}
+        keys = list(sess)
+        for r in range(args.rounds):
+            for k in (keys if r % 2 == 0 else keys[::-1]):
+                settle(args.pause)
+                s = sess[k]
+                s.run(None, feeds)               # (the first run after the pause: workers waking up)
+                for _ in range(args.block):
+                    t0 = time.perf_counter()
+                    s.run(None, feeds)
+                    times[k].append(time.perf_counter() - t0)
+        med = {k: statistics.median(v) * 1e3 for k, v in times.items()}
+        ep = med["onnxep", 1] / med["onnxep", 2]
+        ort_ = med["onnxruntime", 1] / med["onnxruntime", 2]
+        rows.append((name, ep, ort_, ep / ort_))
+        print(f"{name:<30}{med['onnxep', 1]:>9.2f}{med['onnxep', 2]:>9.2f}{med['onnxruntime', 1]:>8.2f}"
+              f"{med['onnxruntime', 2]:>8.2f}{ep:>7.2f}{ort_:>7.2f}{ep / ort_:>8.2f}", flush=True)
+        del sess
+    if rows:
+        gm = float(np.exp(np.mean(np.log([r[3] for r in rows]))))
+        print(f"{'geomean ep speedup / ort speedup':<72}{gm:>8.2f}")
+    return rows
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("mode", choices=["pair", "scale"])
+    ap.add_argument("--model", nargs="*", default=None, help="light model names or zoo:ARCH.EXPORTER")
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--runs", type=int, default=0, help="pair: runs per thread per block (default: ~--seconds)")
+    ap.add_argument("--seconds", type=float, default=0.25)
+    ap.add_argument("--block", type=int, default=5, help="scale: timed runs per block")
+    ap.add_argument("--pause", type=float, default=0.15)
+    args = ap.parse_args(argv)
+    if args.mode == "pair":
+        args.model = (args.model or ["squeezenet"])[0]
+        return pair(args)
+    return scale(args)
+
+
+if __name__ == "__main__":
+    main()
