@@ -17,14 +17,14 @@ and the table prints onnxep's speedup / onnxruntime's (the issue's must-show: at
 
 Light models get seeded random weights (onnxep/_light.py); zoo models (zoo:ARCH.EXPORTER) their stored inputs from
 ~/.cache/onnxep/zoo (bench/zoo/export.py). Both libraries spin their idle workers for a while after a parallel call
-(onnxruntime by default, onnxep up to ONNXEP_SPIN_US, onnxep/_k_threads.pxi): the pause before each block lets the
-other library's workers go to sleep first, so one library's spinning never takes the CPU from the other's block.
+(onnxruntime's for ~100 ms on this VM, onnxep's up to ONNXEP_SPIN_US, onnxep/_k_threads.pxi): before each block the
+bench waits until no thread of the process uses the CPU (onnxep._bench._settle), so one library's spinning never
+takes a core from the other's block.
 The machine's noise is large on a shared VM with 2 vCPUs: read the spread (min-max over blocks) the table prints.
 """
 from __future__ import annotations
 
 import argparse
-import gc
 import os
 import statistics
 import sys
@@ -69,8 +69,9 @@ def make(lib, data, threads):
 
 
 def settle(pause):
-    gc.collect()
-    time.sleep(pause)
+    """Garbage collected, `pause` slept, then until no thread of the process uses the CPU (onnxep/_bench.py)."""
+    from onnxep._bench import _settle
+    _settle(pause)
 
 
 def pair_block(sa, sb, feeds, runs):
