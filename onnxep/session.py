@@ -619,9 +619,10 @@ class InferenceSession:
         run_ctx = RunContext(self._stream, self._limit, run_options, self._pool)
         if run_options is None and self._plain:
             out = self._executor.run(feeds, list(output_names), run_ctx)
-            if self._fast_misses < _FAST_TRIES:      # (each plain run that took this path counts)
-                self._fast_misses += 1
+            if self._fast_misses < _FAST_TRIES:
                 self._fast = _FastRun.make(self, feeds, output_names)
+                if self._fast is None:
+                    self._fast_misses += 1
             return out
         return self._run_with_options(feeds, list(output_names), run_ctx, run_options)
 
@@ -814,7 +815,8 @@ class InferenceSession:
 
 
 
-#: plain runs that may each try to make a _FastRun before a session stops trying (a model whose runs never qualify)
+#: plain runs that may fail to make a _FastRun before a session stops trying (a model whose runs never qualify; a
+#: run whose feeds are not the fast path's makes one for its own signature: a few microseconds)
 _FAST_TRIES = 16
 
 
