@@ -3,7 +3,8 @@
     python bench/bench_threads.py pair                     # light squeezenet: 2 Python threads, 1-thread sessions
     python bench/bench_threads.py pair --model resnet50 --rounds 9
     python bench/bench_threads.py scale                    # the nine light models: 2-thread speedup over 1 thread
-    python bench/bench_threads.py scale --model squeezenet zoo:bert.dynamo zoo:resnet18.torchscript
+    python bench/bench_threads.py scale --model squeezenet zoo:bert.dynamo zoo:resnet.torchscript
+    python bench/bench_threads.py wake                     # onnxep's pool: wake-up of its worker after a gap
 
 `pair`: per library, two sessions of the same model with intra_op_num_threads=1 (onnxruntime also
 inter_op_num_threads=1). A block runs `--runs` calls of session A on this thread (t1), then the same number on each
@@ -14,6 +15,12 @@ garbage collection before each, and the figure is the median over `--rounds` blo
 `scale`: per model, sessions at 1 and 2 intra-op threads for each library; the four are timed in alternating blocks
 of `--block` runs (pause and gc before each block, as above), speedup = median 1-thread run / median 2-thread run,
 and the table prints onnxep's speedup / onnxruntime's (the issue's must-show: at least 0.9).
+
+`wake`: onnxep's pool alone (_kernels.pool_probe): parallel calls of 16 items busy 25 us each on 2 threads, the
+caller busy for a gap before each call (a run's serial work between two parallel steps). Per gap: how long after
+the call's start the worker took its first item (median), the share of items it ran, and the call's time against
+the 200 us of a perfect split: below the pool's spin time (ONNXEP_SPIN_US, 200 us) the worker is spinning; above
+it, asleep on a condition variable, and the call pays its wake-up.
 
 Light models get seeded random weights (onnxep/_light.py); zoo models (zoo:ARCH.EXPORTER) their stored inputs from
 ~/.cache/onnxep/zoo (bench/zoo/export.py). Both libraries spin their idle workers for a while after a parallel call
@@ -162,9 +169,28 @@ def scale(args):
     return rows
 
 
+def wake(args):
+    from onnxep import _kernels
+    n, item = 16, 25_000
+    print(f"onnxep pool, 2 threads: {n} items x {item // 1000} us per call, the caller busy for a gap before each; "
+          f"median over {args.calls} calls (perfect split: {n * item // 2000} us)")
+    print(f"{'gap us':>8}{'worker 1st item us':>20}{'worker share':>14}{'call us':>10}")
+    rows = []
+    for gap_us in (0, 50, 150, 400, 1000, 5000):
+        r = _kernels.pool_probe(args.calls, n, item, gap_us * 1000, 2)
+        firsts = [f / 1e3 for f, _, _ in r if f >= 0]
+        share = sum(b for _, b, _ in r) / (n * len(r))
+        call = statistics.median(ns for _, _, ns in r) / 1e3
+        first = statistics.median(firsts) if firsts else float("nan")
+        rows.append((gap_us, first, share, call))
+        print(f"{gap_us:>8}{first:>20.1f}{share:>14.2f}{call:>10.1f}", flush=True)
+    return rows
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("mode", choices=["pair", "scale"])
+    ap.add_argument("mode", choices=["pair", "scale", "wake"])
+    ap.add_argument("--calls", type=int, default=200, help="wake: calls per gap")
     ap.add_argument("--model", nargs="*", default=None, help="light model names or zoo:ARCH.EXPORTER")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--runs", type=int, default=0, help="pair: runs per thread per block (default: ~--seconds)")
@@ -172,6 +198,8 @@ def main(argv=None):
     ap.add_argument("--block", type=int, default=5, help="scale: timed runs per block")
     ap.add_argument("--pause", type=float, default=0.15)
     args = ap.parse_args(argv)
+    if args.mode == "wake":
+        return wake(args)
     if args.mode == "pair":
         args.model = (args.model or ["squeezenet"])[0]
         return pair(args)
