@@ -22,6 +22,16 @@ the call's start the worker took its first item (median), the share of items it 
 the 200 us of a perfect split: below the pool's spin time (ONNXEP_SPIN_US, 200 us) the worker is spinning; above
 it, asleep on a condition variable, and the call pays its wake-up.
 
+Measured (branch threads, 2-vCPU VM shared with four other helpers, load 4-9 throughout: no quiet window):
+- pair, squeezenet: onnxep 0.96-0.99x, onnxruntime 1.00-1.11x; resnet50 1.03x vs 1.01x: at that load a second
+  thread gains nothing for either library, so the 1.8x target cannot be read here. What could serialize onnxep's
+  two threads is the GIL: per 1-thread run, the time outside the compiled program's C stretches (GIL held, or
+  kernels of Python steps) fell from 66% to 1% of the run on squeezenet and from 64% to 3% on inception_v1 once the
+  Concat-slot convs became C steps (runloop._concat_slots), 0% on resnet50 before and after.
+- scale, at load 4.5: onnxep's 2-thread speedup 0.91-0.93x, onnxruntime's 0.51-0.69x (squeezenet, shufflenet,
+  inception_v1): oversubscribed, onnxep's pool degrades to the caller's speed (the caller claims every item a worker
+  has not started), onnxruntime's spinning workers cost it a third to a half.
+
 Light models get seeded random weights (onnxep/_light.py); zoo models (zoo:ARCH.EXPORTER) their stored inputs from
 ~/.cache/onnxep/zoo (bench/zoo/export.py). Both libraries spin their idle workers for a while after a parallel call
 (onnxruntime's for ~100 ms on this VM, onnxep's up to ONNXEP_SPIN_US, onnxep/_k_threads.pxi): before each block the
