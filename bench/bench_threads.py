@@ -5,6 +5,7 @@
     python bench/bench_threads.py scale                    # the nine light models: 2-thread speedup over 1 thread
     python bench/bench_threads.py scale --model squeezenet zoo:bert.dynamo zoo:resnet.torchscript
     python bench/bench_threads.py wake                     # onnxep's pool: wake-up of its worker after a gap
+    python bench/bench_threads.py gil --model squeezenet shufflenet   # share of a run outside the C program
 
 `pair`: per library, two sessions of the same model with intra_op_num_threads=1 (onnxruntime also
 inter_op_num_threads=1). A block runs `--runs` calls of session A on this thread (t1), then the same number on each
@@ -27,10 +28,16 @@ Measured (branch threads, 2-vCPU VM shared with four other helpers, load 4-9 thr
   thread gains nothing for either library, so the 1.8x target cannot be read here. What could serialize onnxep's
   two threads is the GIL: per 1-thread run, the time outside the compiled program's C stretches (GIL held, or
   kernels of Python steps) fell from 66% to 1% of the run on squeezenet and from 64% to 3% on inception_v1 once the
-  Concat-slot convs became C steps (runloop._concat_slots), 0% on resnet50 before and after.
+  Concat-slot convs became C steps (runloop._concat_slots), 0% on resnet50 before and after; with a Concat's one
+  input no conv wrote copied in by a C step too: densenet121 41% -> 10%, inception_v2 4% -> 0% (`gil`).
 - scale, at load 4.5: onnxep's 2-thread speedup 0.91-0.93x, onnxruntime's 0.51-0.69x (squeezenet, shufflenet,
   inception_v1): oversubscribed, onnxep's pool degrades to the caller's speed (the caller claims every item a worker
   has not started), onnxruntime's spinning workers cost it a third to a half.
+
+`gil`: onnxep alone, 1 thread, per model: the share of a run spent outside the compiled program's C stretches
+(Program.run, which releases the GIL): the session's and run loop's Python, and the Python steps (their kernels
+release the GIL inside, so this bounds the GIL-held time from above). Unlike the pair throughput it does not depend
+on how busy the machine is: two Python threads serialize at most by this share.
 
 Light models get seeded random weights (onnxep/_light.py); zoo models (zoo:ARCH.EXPORTER) their stored inputs from
 ~/.cache/onnxep/zoo (bench/zoo/export.py). Both libraries spin their idle workers for a while after a parallel call
@@ -197,9 +204,56 @@ def wake(args):
     return rows
 
 
+def gil(args):
+    from onnxep._light import light_names
+    from onnxep.backends.cpu.runloop import Compiled
+    inside = [0.0]
+
+    class Timed:
+        """A Program whose run() adds its time to `inside`."""
+
+        def __init__(self, prog):
+            self.prog = prog
+
+        def run(self, start, stop):
+            t0 = time.perf_counter()
+            r = self.prog.run(start, stop)
+            inside[0] += time.perf_counter() - t0
+            return r
+
+        def __getattr__(self, name):
+            return getattr(self.prog, name)
+
+    print("onnxep, 1 thread: share of a run outside the compiled program's C stretches (best of 15 runs)")
+    print(f"{'model':<30}{'run ms':>9}{'in C ms':>9}{'outside':>9}{'Python steps':>14}")
+    rows = []
+    for name in args.model or light_names():
+        data, feeds = load(name)
+        s = make("onnxep", data, 1)
+        for _ in range(3):
+            s.run(None, feeds)
+        progs = [c for per_plan in s._executor.memory._pool._views.values() for views in per_plan.values()
+                 for c in getattr(views, "programs", {}).values() if c.__class__ is Compiled]
+        for c in progs:
+            c.prog = Timed(c.prog)
+        best = None
+        for _ in range(15):
+            inside[0] = 0.0
+            t0 = time.perf_counter()
+            s.run(None, feeds)
+            t = time.perf_counter() - t0
+            if best is None or t < best[0]:
+                best = (t, inside[0])
+        t, c = best
+        n_py = sum(p.n_py for p in progs)
+        rows.append((name, (t - c) / t))
+        print(f"{name:<30}{t * 1e3:>9.2f}{c * 1e3:>9.2f}{100 * (t - c) / t:>8.0f}%{n_py:>14}", flush=True)
+    return rows
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("mode", choices=["pair", "scale", "wake"])
+    ap.add_argument("mode", choices=["pair", "scale", "wake", "gil"])
     ap.add_argument("--calls", type=int, default=200, help="wake: calls per gap")
     ap.add_argument("--model", nargs="*", default=None, help="light model names or zoo:ARCH.EXPORTER")
     ap.add_argument("--rounds", type=int, default=7)
@@ -210,6 +264,8 @@ def main(argv=None):
     args = ap.parse_args(argv)
     if args.mode == "wake":
         return wake(args)
+    if args.mode == "gil":
+        return gil(args)
     if args.mode == "pair":
         args.model = (args.model or ["squeezenet"])[0]
         return pair(args)

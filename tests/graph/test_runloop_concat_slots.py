@@ -17,9 +17,10 @@ from tests.graph.test_runloop import _programs
 pytest.importorskip("onnxruntime")
 
 
-def _fire_model(n, h, w, c, s, e1, e3, tail="relu"):
+def _fire_model(n, h, w, c, s, e1, e3, tail="relu", pool=False):
     """SqueezeNet's fire module twice (squeeze 1x1, expand 1x1 and 3x3, Concat on channels), then a 1x1 conv:
-    the Concat's inputs are two convs written in place; `tail` "none" makes the second Concat a graph output."""
+    the Concat's inputs are two convs written in place; `tail` "none" makes the second Concat a graph output;
+    `pool` adds a third Concat input, a max pool of the squeeze (no conv: copied into the Concat's channels)."""
     rng = np.random.default_rng(n * 1000 + h * 10 + c)
     x = rng.standard_normal((n, c, h, w)).astype(np.float32)
     inits = {}
@@ -36,9 +37,10 @@ def _fire_model(n, h, w, c, s, e1, e3, tail="relu"):
             helper.make_node("Relu", [f"e1{k}"], [f"e1r{k}"]),
             helper.make_node("Conv", [f"sqr{k}", f"e3_{k}_w", f"e3_{k}_b"], [f"e3{k}"], pads=[1, 1, 1, 1]),
             helper.make_node("Relu", [f"e3{k}"], [f"e3r{k}"]),
-            helper.make_node("Concat", [f"e1r{k}", f"e3r{k}"], [f"cat{k}"], axis=1),
+            helper.make_node("MaxPool", [f"sqr{k}"], [f"mp{k}"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+            helper.make_node("Concat", [f"e1r{k}", f"e3r{k}"] + ([f"mp{k}"] if pool else []), [f"cat{k}"], axis=1),
         ]
-        prev, cin = f"cat{k}", e1 + e3
+        prev, cin = f"cat{k}", e1 + e3 + (s if pool else 0)
     outs = ["cat1"]
     if tail == "relu":
         inits["t_w"] = (rng.standard_normal((8, cin, 1, 1)) / np.sqrt(cin)).astype(np.float32)
@@ -53,11 +55,12 @@ def _compiled(sess):
     return progs
 
 
+@pytest.mark.parametrize("pool", [False, True])
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("shape", [(1, 13, 13, 16, 8, 16, 16), (2, 7, 9, 12, 6, 10, 14), (1, 28, 28, 32, 16, 64, 64)])
-def test_fire_modules_match_onnxruntime(shape, threads):
+def test_fire_modules_match_onnxruntime(shape, threads, pool):
     n, h, w, c, s, e1, e3 = shape
-    model, feeds = _fire_model(n, h, w, c, s, e1, e3)
+    model, feeds = _fire_model(n, h, w, c, s, e1, e3, pool=pool)
     want = run_ort(model, feeds)
     so = onnxep.SessionOptions()
     so.intra_op_num_threads = threads

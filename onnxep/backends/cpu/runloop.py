@@ -28,6 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from onnxep import _kernels
+from onnxep.ops import _c_steps
 
 FNS = _kernels.RUNLOOP_FNS
 LIMITS = _kernels.RUNLOOP_LIMITS
@@ -206,7 +207,8 @@ def compile_plan(plan, run, caps, k0, k1, arena, nthreads):
     if placed:          # Concats whose inputs C steps write in place: their output is a fixed arena array
         consts = dict(consts)
         for j, y in placed.items():
-            fixed_steps.add(j)
+            if j not in slot_specs:         # (else its C step copies the one input written elsewhere)
+                fixed_steps.add(j)
             consts[run[j][2][0]] = y
     plan_inputs = set(plan.inputs)
     producer = {}
@@ -278,7 +280,7 @@ def compile_plan(plan, run, caps, k0, k1, arena, nthreads):
                         per_run.add(o)
             continue
         entry, args, ints, floats, fresh = spec
-        if i in slot_specs:     # its output is a view of a placed Concat's output: fixed, for a Python resume
+        if i in slot_specs and i not in placed:     # a view of a placed Concat's output: fixed, for a resume
             fixed[outs[0]] = cap.outs[0]
         arg_slots = []
         for a in args:
@@ -346,7 +348,7 @@ def compile_plan(plan, run, caps, k0, k1, arena, nthreads):
             j = last = i
             views_after = []
             # (a placed Concat between C steps does not run: the stretch goes on past it)
-            while j < n_steps and (specs[j] is not None or j in placed):
+            while j < n_steps and (specs[j] is not None or j in fixed_steps and j in placed):
                 if specs[j] is not None:
                     views_after.extend(materialize.get(j, ()))
                     last = j
@@ -403,10 +405,11 @@ SLOT_ENTRIES = {"conv_nhwc": ("conv_nhwc_ldy", 3)}
 def _concat_slots(plan, run, caps, arena, nthreads, skip):
     """Concat elimination in C (device.concat_slots made the plan slots): ({producer step: C spec writing its channel
     slice of the Concat's output in place}, {Concat step: its output}) for each Concat along the last axis whose
-    every input a slot producer wrote in place during the capture, each producer's C entry taking a pixel stride
-    (SLOT_ENTRIES), and whose output is an arena array of the run's buffer (fixed address, not a graph output). Such a
-    Concat does not run in a compiled run (its output is the program's constant); any other stays as it was: its
-    producers and the Concat itself Python steps."""
+    input but at most one a slot producer wrote in place during the capture, each producer's C entry taking a pixel
+    stride (SLOT_ENTRIES), and whose output is an arena array of the run's buffer (fixed address, not a graph
+    output). Such a Concat does not run in a compiled run (its output is the program's constant), or, with one input
+    written elsewhere (a pool's, an input's), is the RL_STRIDED step copying that one into its channels; any other
+    stays as it was: its producers and the Concat itself Python steps."""
     views = arena.views
     if not plan.slots or views is None:
         return {}, {}
@@ -428,8 +431,29 @@ def _concat_slots(plan, run, caps, arena, nthreads, skip):
                 or not y.flags.c_contiguous or caps[j].k1 != caps[j].k0):
             continue
         made = {run[p][2][0]: p for p in producers}
-        if sorted(run[j][1]) != sorted(made) or len(set(run[j][1])) != len(run[j][1]):
+        ins = run[j][1]
+        if not set(made) <= set(ins) or len(set(ins)) != len(ins) or len(caps[j].ins) != len(ins):
             continue
+        # inputs no slot producer wrote: at most one, copied in by the Concat's own C step (RL_STRIDED)
+        rest, offset = [], 0
+        for k, (x, v) in enumerate(zip(ins, caps[j].ins)):
+            if v.__class__ is not np.ndarray or v.ndim != y.ndim:
+                rest = None
+                break
+            if x not in made:
+                rest.append((k, v, offset))
+            offset += v.shape[-1]
+        if rest is None or len(rest) > 1 or offset != y.shape[-1]:
+            continue
+        copy = None
+        if rest:
+            k, v, offset = rest[0]
+            c = _c_steps.collapse(v.shape, v.strides, y.strides)
+            if (v.dtype != y.dtype or not v.flags.c_contiguous or v.shape[:-1] != y.shape[:-1] or c is None
+                    or np.may_share_memory(v, y)):
+                continue
+            nd, shape, xs, ds = c
+            copy = ("strided", [k, y.reshape(-1)[offset:]], [v.itemsize, nd, 0, *shape, *xs, *ds], [], ())
         group = {}
         for p in producers:
             spec = _slot_spec(run[p], caps[p], plan.slots[p], y, nthreads)
@@ -438,6 +462,8 @@ def _concat_slots(plan, run, caps, arena, nthreads, skip):
             group[p] = spec
         else:
             specs.update(group)
+            if copy is not None:
+                specs[j] = copy
             placed[j] = y
     return specs, placed
 
