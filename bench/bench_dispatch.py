@@ -8,7 +8,10 @@ pause between them: worker threads spin after a call); each round times `--runs`
 calls; the figure is the median over rounds after a warm-up. Per node = (chain run - one-node run) / (nodes - 1), so
 the per-run overhead cancels; per run = the one-node model's run.
 
-Measured (branch runloop, 2-vCPU VM shared with other jobs, default arguments): per node onnxep 0.031 us, onnxruntime
+Measured (branch threads, the per-signature fast path of run(): session._FastRun; same VM, busy, default
+arguments): one-node run onnxep 8.35 us, onnxruntime 10.11 us (0.83x; before it 11.56 vs 10.24, 1.13x); per node
+0.035 vs 0.776 us.
+Earlier (branch runloop, 2-vCPU VM shared with other jobs, default arguments): per node onnxep 0.031 us, onnxruntime
 0.783 us; one-node run onnxep 12.0 us, onnxruntime 10.45 us (1.15x). ONNXEP_COMPILED_RUNS=0 (the Python loop):
 5.5 us per node, 13.6 us per run.
 """

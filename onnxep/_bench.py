@@ -9,6 +9,7 @@ onnxruntime: max |diff| / max |ort| <= 1e-5.
 compares the model output against onnxruntime. Both tables time the two libraries in alternating rounds (_alternate)."""
 from __future__ import annotations
 
+import gc
 import os
 import statistics
 import sys
@@ -57,23 +58,43 @@ def random_feeds(sess, seed=0) -> dict:
     return feeds
 
 
+def _settle(pause, slice_s=0.01, idle=0.05, limit=1.0) -> float:
+    """Collect garbage, sleep `pause`, then go on sleeping in `slice_s` slices until two slices in a row show this
+    process idle (its threads together used at most `idle` of one core; at most `limit` seconds). Returns the seconds
+    waited. Why: a library's idle workers spin after a parallel call -- onnxruntime's intra-op threads burned CPU for
+    ~100 ms after a 2-thread round on this 2-vCPU VM (measured with time.process_time() slices), onnxep's for up to
+    ONNXEP_SPIN_US (200 us) -- and a spinning worker of the library timed last takes a core from the library timed
+    next: onnxep's 2-thread SqueezeNet read 1.42x onnxruntime's behind a 100 ms pause, 0.83-0.91x behind 150 ms."""
+    t0 = time.perf_counter()
+    gc.collect()
+    time.sleep(pause)
+    quiet = 0
+    while quiet < 2 and time.perf_counter() - t0 < limit:
+        c0, w0 = time.process_time(), time.perf_counter()
+        time.sleep(slice_s)
+        quiet = quiet + 1 if time.process_time() - c0 <= idle * (time.perf_counter() - w0) else 0
+    return time.perf_counter() - t0
+
+
 def _alternate(fns, warmup, repeat, round_size, pause) -> list:
     """Median seconds per call of each function (one run of one library's session each), all warmed up, then timed
-    in alternating rounds of `round_size` calls (one function's round, pause, the next one's, pause, ...) until each
-    has `repeat` timed calls, so the machine's slow and fast phases (minutes long on a shared VM) hit every library
-    alike, and the pause lets the other library's spinning workers go idle."""
+    in alternating rounds of `round_size` calls (one function's round, settle, the next one's, settle, ...) until
+    each has `repeat` timed calls, so the machine's slow and fast phases (minutes long on a shared VM) hit every
+    library alike. Before each round _settle collects garbage (no collection of the other library's garbage inside a
+    timed call), waits `pause` and then until no thread of the process uses the CPU any more: the other library's
+    workers, spinning after its round, would otherwise take a core from this one (_settle says what was measured)."""
     times = [[] for _ in fns]
     for fn in fns:
         for _ in range(warmup):
             fn()
-        time.sleep(pause)
+        _settle(pause)
     while len(times[-1]) < repeat:
         for ts, fn in zip(times, fns):
             for _ in range(min(round_size, repeat - len(ts))):
                 t0 = time.perf_counter()
                 fn()
                 ts.append(time.perf_counter() - t0)
-            time.sleep(pause)
+            _settle(pause)
     return [statistics.median(ts) for ts in times]
 
 

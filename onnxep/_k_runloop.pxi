@@ -72,7 +72,10 @@ cdef enum:
     # conv slice: the channel-last window pools (onnxep/ops/onnxep/nhwc_pool.py c_step)
     RL_POOL_NHWC = 34       # s0 x, s1 y: _poolnhwc_f32; n0 N, n1 C, n2 mode (0 max, 1 average), n3 count_include_pad,
                             # n4.. the 21-entry pooling geometry (PoolAttrs.geom_vector)
-    RL_NFNS = 35
+    # threads slice: a conv writing its channel slice of a Concat's output (the plan slot), pixels n24 floats apart
+    RL_CONV_NHWC_LDY = 35   # s0 x, s1 packed W, s2 bias, s3 NULL, s4 y at the slice's first channel: n0..n23 and
+                            # f0 f1 as RL_CONV_NHWC, n24 ldy (the Concat output's channels)
+    RL_NFNS = 36
 
 cdef extern from "rl_ops.h" nogil:
     enum: RL_MAXD
@@ -537,6 +540,23 @@ cdef rl_fn _RL_FNS[RL_NFNS]
 _RL_FNS[RL_ALIAS] = _rl_alias
 _RL_FNS[RL_COPY] = _rl_copy
 _RL_FNS[RL_BINARY] = _rl_binary
+# threads slice: Concat elimination in the compiled run loop (onnxep/backends/cpu/runloop.py _concat_slots)
+cdef void _rl_conv_nhwc_ldy(const RStep* s, char** p) noexcept nogil:
+    cdef Py_ssize_t* n = <Py_ssize_t*>s.n
+    cdef ImplicitA ia
+    cdef Act act
+    act.kind, act.a, act.b = <int>n[9], s.f[0], s.f[1]
+    ia.x, ia.p0 = NULL, 0
+    ia.H, ia.W, ia.C, ia.Cg, ia.kh, ia.kw, ia.sh, ia.sw = n[10], n[11], n[12], n[13], n[14], n[15], n[16], n[17]
+    ia.dh, ia.dw, ia.ph, ia.pw, ia.Ho, ia.Wo = n[18], n[19], n[20], n[21], n[22], n[23]
+    if n[5] == 0:
+        return
+    if conv_nhwc_exec(&ia, n[0], n[1], n[2], n[3], n[4], n[5], n[6], <bint>n[7], n[8], &act,
+                      <const float*>p[s.slot[0]], <const float*>p[s.slot[1]] if n[4] > 0 else NULL,
+                      <const float*>p[s.slot[2]], NULL, <float*>p[s.slot[4]], n[24], s.nthreads) != 0:
+        p[0] = <char*>1
+
+
 _RL_FNS[RL_UNARY] = _rl_unary
 _RL_FNS[RL_TF_UNARY] = _rl_tf_unary
 _RL_FNS[RL_GEMM_PACKED] = _rl_gemm_packed
@@ -570,6 +590,7 @@ _RL_FNS[RL_RESIZE2] = _rl_resize2
 _RL_FNS[RL_ATTENTION] = _rl_attention
 _RL_FNS[RL_POOL_NHWC] = _rl_pool_nhwc
 _RL_FNS[RL_GPOOL_NHWC] = _rl_gpool_nhwc
+_RL_FNS[RL_CONV_NHWC_LDY] = _rl_conv_nhwc_ldy
 
 #: the entries' ids, for the kernels' c_step (onnxep/backends/cpu/runloop.py)
 RUNLOOP_FNS = {"alias": RL_ALIAS, "copy": RL_COPY, "binary": RL_BINARY, "unary": RL_UNARY, "tf_unary": RL_TF_UNARY,
@@ -584,7 +605,7 @@ RUNLOOP_FNS = {"alias": RL_ALIAS, "copy": RL_COPY, "binary": RL_BINARY, "unary":
                "silu_gate": RL_SILU_GATE, "conv_nhwc": RL_CONV_NHWC, "dw_nhwc": RL_DW_NHWC,
                "group_norm": RL_GROUP_NORM, "resize2": RL_RESIZE2,
                "attention": RL_ATTENTION, "gpool_nhwc": RL_GPOOL_NHWC,
-               "pool_nhwc": RL_POOL_NHWC}
+               "pool_nhwc": RL_POOL_NHWC, "conv_nhwc_ldy": RL_CONV_NHWC_LDY}
 RUNLOOP_LIMITS = {"slots": RL_SLOTS, "ints": RL_INTS, "floats": RL_FLOATS, "bcast_dims": BCAST_MAX_DIMS,
                   "copy_dims": RL_MAXD}
 

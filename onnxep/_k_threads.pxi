@@ -209,3 +209,52 @@ def pool_selftest(Py_ssize_t n, int nth):
         with nogil:
             parallel_for(n, nth, _test_item, &c)
     return out, tids
+
+
+
+cdef extern from *:
+    """
+    typedef struct { long item_ns, t0, first; Py_ssize_t by_workers; } onnxep_probe;
+    static void onnxep_probe_spin(long ns) {
+        long t0 = onnxep_now_ns();
+        while (onnxep_now_ns() - t0 < ns) onnxep_relax();
+    }
+    /* an item busy for item_ns; a worker's (tid > 0) notes when it started (the earliest, atomic) */
+    static void onnxep_probe_item(void* p, Py_ssize_t i, int tid) {
+        onnxep_probe* c = (onnxep_probe*)p;
+        if (tid > 0) {
+            long t = onnxep_now_ns() - c->t0, cur = ONNXEP_LOAD(&c->first);
+            while ((cur < 0 || t < cur) && !__atomic_compare_exchange_n(&c->first, &cur, t, 0, __ATOMIC_SEQ_CST,
+                                                                         __ATOMIC_SEQ_CST)) {}
+            ONNXEP_ADD(&c->by_workers, 1);
+        }
+        onnxep_probe_spin(c->item_ns);
+    }
+    """
+    ctypedef struct _Probe "onnxep_probe":
+        long item_ns, t0, first
+        Py_ssize_t by_workers
+    void _probe_spin "onnxep_probe_spin"(long ns) noexcept nogil
+    void _probe_item "onnxep_probe_item"(void* p, Py_ssize_t i, int tid) noexcept nogil
+    long _now_ns "onnxep_now_ns"() noexcept nogil
+
+
+def pool_probe(int calls, Py_ssize_t n, long item_ns, long gap_ns, int nth):
+    """Wake-up timings of the pool (bench/bench_threads.py `wake`): `calls` parallel_for calls of n items busy for
+    item_ns each, the caller busy for gap_ns before each call (a run's serial work between parallel steps). Per
+    call: (ns from the call's start to the first item a worker started, -1 when no worker took one; items the
+    workers ran; the call's ns)."""
+    cdef _Probe c
+    cdef int k
+    cdef long t1
+    out = []
+    c.item_ns = item_ns
+    for k in range(calls):
+        with nogil:
+            _probe_spin(gap_ns)
+            c.first, c.by_workers = -1, 0
+            c.t0 = _now_ns()
+            parallel_for(n, nth, _probe_item, &c)
+            t1 = _now_ns()
+        out.append((c.first, c.by_workers, t1 - c.t0))
+    return out

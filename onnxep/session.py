@@ -28,7 +28,7 @@ from onnxep.errors import (Fail, InvalidArgument, NotImplemented as OnnxepNotImp
 from onnxep.graph import epcontext
 from onnxep.graph import model as model_mod
 from onnxep.graph.executor import TERMINATED, Executor, RunContext, StepTrace
-from onnxep.graph.planner import ArenaPlanner
+from onnxep.graph.planner import SIGNATURE_INT_ELEMS, ArenaPlanner, ArenaRun, signature
 from onnxep.graph.ir import ValueType
 from onnxep.graph.partition import partition as make_partitions
 from onnxep.graph.passes import disabled_passes, optimize
@@ -596,7 +596,15 @@ class InferenceSession:
         return list(self._executor.plans)
 
     # ------------------------------------------------------------------ run
+    _fast = None        # _FastRun of the last input signature run the plain way, or None
+    _fast_misses = 0    # plain runs after which no _FastRun could be made (stop trying after _FAST_TRIES)
+
     def run(self, output_names, input_feed, run_options=None):
+        fast = self._fast
+        if fast is not None and run_options is None and self._plain:
+            out = fast.run(self, output_names, input_feed)
+            if out is not None:
+                return out
         if not isinstance(input_feed, dict):
             raise InvalidArgument(f"input_feed must be a dict of input name -> array, got {type(input_feed).__name__}")
         if output_names is None or len(output_names) == 0:
@@ -610,7 +618,12 @@ class InferenceSession:
         feeds = self._check_feeds(input_feed)
         run_ctx = RunContext(self._stream, self._limit, run_options, self._pool)
         if run_options is None and self._plain:
-            return self._executor.run(feeds, list(output_names), run_ctx)
+            out = self._executor.run(feeds, list(output_names), run_ctx)
+            if self._fast_misses < _FAST_TRIES:
+                self._fast = _FastRun.make(self, feeds, output_names)
+                if self._fast is None:
+                    self._fast_misses += 1
+            return out
         return self._run_with_options(feeds, list(output_names), run_ctx, run_options)
 
     def _run_bound(self, output_names, input_feed, run_options, bound):
@@ -800,6 +813,106 @@ class InferenceSession:
             feeds[name] = _check_value(name, value, vt)
         return feeds
 
+
+
+#: plain runs that may fail to make a _FastRun before a session stops trying (a model whose runs never qualify; a
+#: run whose feeds are not the fast path's makes one for its own signature: a few microseconds)
+_FAST_TRIES = 16
+
+
+class _FastRun:
+    """The plain run() of one input signature with the per-run checks and look-ups worked out once (issue 25 item 2).
+
+    Made after a plain run (no RunOptions, not profiled) whose feeds were exact C-contiguous arrays, when the
+    session's memory planner has planned that signature in a pooled arena of the default allocator and every plan
+    runs without boundary copies. A later run whose feeds are arrays of exactly those shapes and dtypes (and, for
+    small integer feeds, the same values: the planner's signature) skips the feed checks, the signature, the
+    executor's and the planner's generic code: it borrows an arena buffer, runs each plan through its backend (the
+    compiled run loop for cpu plans, backends/cpu/runloop.py) and builds the output list as Executor._run does.
+    Anything else -- other feeds or output names, a signature the planner dropped or re-records, a session whose
+    executor set_providers replaced -- returns None and the caller takes the generic path."""
+
+    __slots__ = ("ex", "memory", "key", "mplan", "sig", "nfeeds", "outputs", "names", "plans", "views", "size")
+
+    @classmethod
+    def make(cls, sess, feeds, output_names):
+        ex = sess._executor
+        memory = ex.memory
+        if (memory is None or memory.__class__ is not ArenaPlanner or not memory.pooled or ex.overridable
+                or any(ex.copies) or not sess._stream.uses_default_allocator
+                or not memory.stream.uses_default_allocator):
+            return None
+        sig = []
+        for name, v in feeds.items():
+            if v.__class__ is not np.ndarray or v.dtype == object or not v.flags.c_contiguous:
+                return None
+            small = v.tobytes() if v.dtype.kind in "iub" and v.size <= SIGNATURE_INT_ELEMS else None
+            sig.append((name, v.shape, v.dtype, small))
+        key = signature(feeds)
+        mplan = memory.plans.get(key)
+        if mplan is None:
+            return None
+        f = cls()
+        f.ex, f.memory, f.key, f.mplan = ex, memory, key, mplan
+        f.sig, f.nfeeds = tuple(sig), len(sig)
+        f.outputs = sess._output_names
+        f.names = tuple(output_names)
+        f.plans = tuple((p, ex.backends[p.backend_name], frees) for p, frees in zip(ex.plans, ex.frees))
+        f.views = {}
+        f.size = max(mplan.arena_size, 1)
+        return f
+
+    def run(self, sess, output_names, feeds):
+        """The outputs, or None (nothing done) when this run is not one of the signature's plain runs."""
+        if (tuple(output_names) if output_names else self.outputs) != self.names:
+            return None
+        if feeds.__class__ is not dict or len(feeds) != self.nfeeds or sess._executor is not self.ex:
+            return None
+        for name, shape, dtype, small in self.sig:
+            v = feeds.get(name)
+            if v.__class__ is not np.ndarray or v.shape != shape or v.dtype != dtype or not v.flags.c_contiguous or (
+                    small is not None and v.tobytes() != small):
+                return None
+        memory = self.memory
+        key = self.key
+        mplan = self.mplan
+        if memory.plans.get(key) is not mplan:
+            sess._fast = None
+            return None
+        run_ctx = RunContext(sess._stream, sess._limit, None, sess._pool)
+        pool = memory._pool
+        buf = pool.borrow(self.size, memory.backend)
+        views = self.views.get(buf)
+        if views is None:
+            if len(self.views) >= 8:        # (buffers the pool freed: do not keep them)
+                self.views.clear()
+            views = self.views[buf] = pool.views(buf, mplan)
+        arena = run_ctx.arena = ArenaRun(mplan, buf.memory(), views)
+        values = dict(feeds)
+        ok = False
+        try:
+            for plan, backend, frees in self.plans:
+                backend.graph_plan_compute(plan, values, run_ctx)
+                for x in frees:
+                    values.pop(x, None)
+            ok = True
+        finally:
+            if ok and not arena.diverged:
+                run_ctx.arena = None
+                pool.give_back(buf)
+            else:
+                memory.finish((key, arena, buf), run_ctx, self.ex.graph_outputs, ok)
+                sess._fast = None
+        out = []
+        diverged = arena.diverged
+        constants = self.ex.constants
+        for name in self.names:
+            v = values[name] if name in values else constants[name]
+            if v.__class__ is np.ndarray and (not v.flags.writeable or name not in values or (
+                    diverged and np.may_share_memory(v, arena.mem))):
+                v = v.copy()
+            out.append(v)
+        return out
 
 
 def _status_message(e) -> str:

@@ -106,3 +106,16 @@ def test_fork_while_jobs_run_elsewhere():
     finally:
         stop.set()
         t.join()
+
+
+@pytest.mark.parametrize("isa", list(VARIANTS))
+def test_pool_probe_contract(isa):
+    """pool_probe (bench_threads.py wake): per call (first worker start, items by workers, call ns). Oracle: the
+    pool's contract -- one thread: no worker item; two: workers run at most every item, a first start is reported
+    exactly when some worker ran an item, and a call lasts at least its share of the busy items."""
+    probe = VARIANTS[isa].pool_probe
+    for first, by_workers, ns in probe(5, 8, 20_000, 0, 1):
+        assert first == -1 and by_workers == 0 and ns >= 8 * 20_000
+    for first, by_workers, ns in probe(20, 8, 20_000, 10_000, 2):
+        assert 0 <= by_workers <= 8 and (first >= 0) == (by_workers > 0)
+        assert ns >= (8 - by_workers) * 20_000

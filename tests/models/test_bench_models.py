@@ -66,3 +66,30 @@ def test_light_bench_table_alternates_rounds(monkeypatch):
     rows = _bench.bench(["squeezenet"], threads=1, warmup=1, repeat=4, round_size=2, pause=0.0, out=out)
     assert len(rows) == 1 and rows[0]["check"].startswith("ok") and np.isfinite(rows[0]["ratio"])
     assert order == [0, 1] + [0, 0, 1, 1] * 2                 # warm-up, then rounds of 2: onnxep, onnxruntime, ...
+
+
+def test_settle_waits_for_spinning_threads():
+    """_alternate's settle (onnxep/_bench.py): it collects garbage and returns only once no thread of the process
+    burns CPU (the other library's spinning workers). Oracle: a Python thread spinning for 0.3 s -- settle cannot
+    return before it stops; with nothing spinning it returns within its limit."""
+    import gc
+    import threading
+    import time
+
+    stop = time.perf_counter() + 0.3
+
+    def spin():
+        while time.perf_counter() < stop:
+            pass
+    t = threading.Thread(target=spin)
+    t.start()
+    waited = _bench._settle(0.0, limit=5.0)
+    returned = time.perf_counter()
+    t.join()
+    assert returned >= stop and waited > 0.0
+    garbage = [[]]
+    garbage[0].append(garbage)
+    n = len(gc.get_objects())
+    del garbage
+    assert _bench._settle(0.0, limit=5.0) < 5.0
+    assert len(gc.get_objects()) < n             # the cycle was collected

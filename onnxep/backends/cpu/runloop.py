@@ -28,6 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from onnxep import _kernels
+from onnxep.ops import _c_steps
 
 FNS = _kernels.RUNLOOP_FNS
 LIMITS = _kernels.RUNLOOP_LIMITS
@@ -193,13 +194,22 @@ def compile_plan(plan, run, caps, k0, k1, arena, nthreads):
     """A Compiled for the plan from its capture (`caps`, one StepCapture per step), or None when no step runs in C."""
     views = arena.views
     consts = plan.constants
-    fixed_steps = _signature_fixed_steps(plan, run, caps)
+    shape_fixed = _signature_fixed_steps(plan, run, caps)
+    fixed_steps = set(shape_fixed)
     if fixed_steps:     # their outputs are constants of the program: the steps do not run
         consts = dict(consts)
         for i in fixed_steps:
             for o, v in zip(run[i][2], caps[i].outs):
                 if o:
                     consts[o] = v
+    slot_specs, placed = _concat_slots(plan, run, caps, arena, nthreads, fixed_steps)
+    same_values = consts        # (values the same on every run: not a placed Concat's output)
+    if placed:          # Concats whose inputs C steps write in place: their output is a fixed arena array
+        consts = dict(consts)
+        for j, y in placed.items():
+            if j not in slot_specs:         # (else its C step copies the one input written elsewhere)
+                fixed_steps.add(j)
+            consts[run[j][2][0]] = y
     plan_inputs = set(plan.inputs)
     producer = {}
     for i, s in enumerate(run):
@@ -215,6 +225,9 @@ def compile_plan(plan, run, caps, k0, k1, arena, nthreads):
         if i in fixed_steps:
             specs.append(None)
             continue
+        if i in slot_specs:
+            specs.append(slot_specs[i])
+            continue
         if slot is None and info is not None and i not in plan.slots and not any(
                 o in _slot_targets(plan) for o in outs if o):
             try:
@@ -223,11 +236,11 @@ def compile_plan(plan, run, caps, k0, k1, arena, nthreads):
                 spec = None
         if spec is not None and len(spec[1]) > LIMITS["slots"]:
             spec = None
-        if spec is not None and not all(_value_fixed(ins[a], consts, producer, specs, caps, run)
+        if spec is not None and not all(_value_fixed(ins[a], same_values, producer, specs, caps, run)
                                         for a in getattr(kernel, "c_value_inputs", ()) if a < len(ins) and ins[a]):
             spec = None     # the step bakes in an input's values: only constants and checked values qualify
         specs.append(spec)
-    _small_results_checked(run, caps, specs, {(i, a) for i in fixed_steps
+    _small_results_checked(run, caps, specs, {(i, a) for i in shape_fixed
                                               for a in range(run[i][0].__self__._n_shape)})
     n_c = sum(s is not None for s in specs)
     if n_c == 0:
@@ -267,6 +280,8 @@ def compile_plan(plan, run, caps, k0, k1, arena, nthreads):
                         per_run.add(o)
             continue
         entry, args, ints, floats, fresh = spec
+        if i in slot_specs and i not in placed:     # a view of a placed Concat's output: fixed, for a resume
+            fixed[outs[0]] = cap.outs[0]
         arg_slots = []
         for a in args:
             if a is None:
@@ -330,12 +345,15 @@ def compile_plan(plan, run, caps, k0, k1, arena, nthreads):
     n_steps = len(run)
     while i < n_steps:
         if specs[i] is not None:
-            j = i
+            j = last = i
             views_after = []
-            while j < n_steps and specs[j] is not None:
-                views_after.extend(materialize.get(j, ()))
+            # (a placed Concat between C steps does not run: the stretch goes on past it)
+            while j < n_steps and (specs[j] is not None or j in fixed_steps and j in placed):
+                if specs[j] is not None:
+                    views_after.extend(materialize.get(j, ()))
+                    last = j
                 j += 1
-            segments.append((True, index[i], index[j - 1] + 1, tuple(views_after)))
+            segments.append((True, index[i], index[last] + 1, tuple(views_after)))
             i = j
             continue
         if i in fixed_steps:
@@ -375,8 +393,105 @@ def compile_plan(plan, run, caps, k0, k1, arena, nthreads):
     c.inputs = tuple(x for x in plan.inputs if x in need or x in slots)
     c.feed_slots = tuple(slots[x] for x in feeds)
     c.externals = tuple(externals)
-    c.n_c, c.n_py = n_c, n_steps - n_c
+    c.n_c, c.n_py = n_c, sum(not seg[0] for seg in segments)
     return c
+
+
+#: C entries that take the output's pixel stride as one more int (their kernel writes a channel slice in place):
+#: entry -> (the entry writing a slice, the args index of the residual input, which must be None)
+SLOT_ENTRIES = {"conv_nhwc": ("conv_nhwc_ldy", 3)}
+
+
+def _concat_slots(plan, run, caps, arena, nthreads, skip):
+    """Concat elimination in C (device.concat_slots made the plan slots): ({producer step: C spec writing its channel
+    slice of the Concat's output in place}, {Concat step: its output}) for each Concat along the last axis whose
+    input but at most one a slot producer wrote in place during the capture, each producer's C entry taking a pixel
+    stride (SLOT_ENTRIES), and whose output is an arena array of the run's buffer (fixed address, not a graph
+    output). Such a Concat does not run in a compiled run (its output is the program's constant), or, with one input
+    written elsewhere (a pool's, an input's), is the RL_STRIDED step copying that one into its channels; any other
+    stays as it was: its producers and the Concat itself Python steps."""
+    views = arena.views
+    if not plan.slots or views is None:
+        return {}, {}
+    in_arena = {id(e[2]) for e in views if e is not None}
+    groups = {}
+    for p, (target, offset, ldy) in plan.slots.items():
+        groups.setdefault(target, []).append(p)
+    concat_of = {}
+    for j, s in enumerate(run):
+        if s[2] and s[2][0] in groups and s[6] == "Concat":
+            concat_of[s[2][0]] = j
+    specs, placed = {}, {}
+    for target, producers in groups.items():
+        j = concat_of.get(target)
+        if j is None or j in skip:
+            continue
+        y = caps[j].outs[0]
+        if (y.__class__ is not np.ndarray or id(y) not in in_arena or y.dtype != np.float32
+                or not y.flags.c_contiguous or caps[j].k1 != caps[j].k0):
+            continue
+        made = {run[p][2][0]: p for p in producers}
+        ins = run[j][1]
+        if not set(made) <= set(ins) or len(set(ins)) != len(ins) or len(caps[j].ins) != len(ins):
+            continue
+        # inputs no slot producer wrote: at most one, copied in by the Concat's own C step (RL_STRIDED)
+        rest, offset = [], 0
+        for k, (x, v) in enumerate(zip(ins, caps[j].ins)):
+            if v.__class__ is not np.ndarray or v.ndim != y.ndim:
+                rest = None
+                break
+            if x not in made:
+                rest.append((k, v, offset))
+            offset += v.shape[-1]
+        if rest is None or len(rest) > 1 or offset != y.shape[-1]:
+            continue
+        copy = None
+        if rest:
+            k, v, offset = rest[0]
+            c = _c_steps.collapse(v.shape, v.strides, y.strides)
+            if (v.dtype != y.dtype or not v.flags.c_contiguous or v.shape[:-1] != y.shape[:-1] or c is None
+                    or np.may_share_memory(v, y)):
+                continue
+            nd, shape, xs, ds = c
+            copy = ("strided", [k, y.reshape(-1)[offset:]], [v.itemsize, nd, 0, *shape, *xs, *ds], [], ())
+        group = {}
+        for p in producers:
+            spec = _slot_spec(run[p], caps[p], plan.slots[p], y, nthreads)
+            if spec is None or p in skip:
+                break
+            group[p] = spec
+        else:
+            specs.update(group)
+            if copy is not None:
+                specs[j] = copy
+            placed[j] = y
+    return specs, placed
+
+
+def _slot_spec(step, cap, slot, y, nthreads):
+    """The C spec of a slot producer writing its channel slice of y in place, or None."""
+    compute, ins, outs, packed, frees, name, op, _ = step
+    kernel = getattr(compute, "__self__", None)
+    v = cap.outs[0] if len(cap.outs) == 1 else None
+    target, offset, ldy = slot
+    if (kernel is None or getattr(kernel, "c_step", None) is None or v.__class__ is not np.ndarray
+            or v.dtype != np.float32 or v.ndim < 1 or ldy != y.shape[-1] or v.shape[:-1] != y.shape[:-1]
+            or offset + v.shape[-1] > ldy or _addr(v) != _addr(y) + 4 * offset):
+        return None
+    try:
+        spec = kernel.c_step(cap.ins, [np.empty(v.shape, np.float32)], nthreads)
+    except Exception:       # a c_step that cannot describe this case: the step stays in Python
+        return None
+    if spec is None or spec[0] not in SLOT_ENTRIES:
+        return None
+    entry, args, ints, floats = spec
+    ldy_entry, res = SLOT_ENTRIES[entry]
+    if len(args) <= res or args[res] is not None or len(ints) + 1 > LIMITS["ints"]:
+        return None
+    # the output: y's bytes from the slice's first channel on (a fixed buffer of the program)
+    out = y.reshape(-1)[offset:]
+    args = [out if a is not None and a.__class__ is int and a < 0 else a for a in args]
+    return ldy_entry, args, list(ints) + [ldy], floats, ()
 
 
 def _small_results_checked(run, caps, specs, shape_reads=frozenset()):
