@@ -72,7 +72,9 @@ cdef enum:
     # conv slice: the channel-last window pools (onnxep/ops/onnxep/nhwc_pool.py c_step)
     RL_POOL_NHWC = 34       # s0 x, s1 y: _poolnhwc_f32; n0 N, n1 C, n2 mode (0 max, 1 average), n3 count_include_pad,
                             # n4.. the 21-entry pooling geometry (PoolAttrs.geom_vector)
-    RL_NFNS = 35
+    # vit slice: Transpose through transpose_copy's tiled kernels (onnxep/ops/tensor/transpose.py c_step)
+    RL_TRANSPOSE = 35       # s0 x, s1 y: _tr_exec; n: the _tr_plan plan (TRP_* entries, then the loop dims)
+    RL_NFNS = 36
 
 cdef extern from "rl_ops.h" nogil:
     enum: RL_MAXD
@@ -533,6 +535,11 @@ cdef void _rl_attention(const RStep* s, char** p) noexcept nogil:
         p[0] = <char*>1       # the error mark (no memory for the workspace)
 
 
+# vit slice
+cdef void _rl_transpose(const RStep* s, char** p) noexcept nogil:
+    _tr_exec(s.n, <const uint8_t*>p[s.slot[0]], <uint8_t*>p[s.slot[1]])
+
+
 cdef rl_fn _RL_FNS[RL_NFNS]
 _RL_FNS[RL_ALIAS] = _rl_alias
 _RL_FNS[RL_COPY] = _rl_copy
@@ -570,6 +577,7 @@ _RL_FNS[RL_RESIZE2] = _rl_resize2
 _RL_FNS[RL_ATTENTION] = _rl_attention
 _RL_FNS[RL_POOL_NHWC] = _rl_pool_nhwc
 _RL_FNS[RL_GPOOL_NHWC] = _rl_gpool_nhwc
+_RL_FNS[RL_TRANSPOSE] = _rl_transpose
 
 #: the entries' ids, for the kernels' c_step (onnxep/backends/cpu/runloop.py)
 RUNLOOP_FNS = {"alias": RL_ALIAS, "copy": RL_COPY, "binary": RL_BINARY, "unary": RL_UNARY, "tf_unary": RL_TF_UNARY,
@@ -584,7 +592,7 @@ RUNLOOP_FNS = {"alias": RL_ALIAS, "copy": RL_COPY, "binary": RL_BINARY, "unary":
                "silu_gate": RL_SILU_GATE, "conv_nhwc": RL_CONV_NHWC, "dw_nhwc": RL_DW_NHWC,
                "group_norm": RL_GROUP_NORM, "resize2": RL_RESIZE2,
                "attention": RL_ATTENTION, "gpool_nhwc": RL_GPOOL_NHWC,
-               "pool_nhwc": RL_POOL_NHWC}
+               "pool_nhwc": RL_POOL_NHWC, "transpose": RL_TRANSPOSE}
 RUNLOOP_LIMITS = {"slots": RL_SLOTS, "ints": RL_INTS, "floats": RL_FLOATS, "bcast_dims": BCAST_MAX_DIMS,
                   "copy_dims": RL_MAXD}
 
