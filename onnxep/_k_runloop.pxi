@@ -75,7 +75,9 @@ cdef enum:
     # threads slice: a conv writing its channel slice of a Concat's output (the plan slot), pixels n24 floats apart
     RL_CONV_NHWC_LDY = 35   # s0 x, s1 packed W, s2 bias, s3 NULL, s4 y at the slice's first channel: n0..n23 and
                             # f0 f1 as RL_CONV_NHWC, n24 ldy (the Concat output's channels)
-    RL_NFNS = 36
+    # vit slice: Transpose through transpose_copy's tiled kernels (onnxep/ops/tensor/transpose.py c_step)
+    RL_TRANSPOSE = 36       # s0 x, s1 y: _tr_exec; n: the _tr_plan plan (TRP_* entries, then the loop dims)
+    RL_NFNS = 37
 
 cdef extern from "rl_ops.h" nogil:
     enum: RL_MAXD
@@ -536,6 +538,11 @@ cdef void _rl_attention(const RStep* s, char** p) noexcept nogil:
         p[0] = <char*>1       # the error mark (no memory for the workspace)
 
 
+# vit slice
+cdef void _rl_transpose(const RStep* s, char** p) noexcept nogil:
+    _tr_exec(s.n, <const uint8_t*>p[s.slot[0]], <uint8_t*>p[s.slot[1]])
+
+
 cdef rl_fn _RL_FNS[RL_NFNS]
 _RL_FNS[RL_ALIAS] = _rl_alias
 _RL_FNS[RL_COPY] = _rl_copy
@@ -591,6 +598,7 @@ _RL_FNS[RL_ATTENTION] = _rl_attention
 _RL_FNS[RL_POOL_NHWC] = _rl_pool_nhwc
 _RL_FNS[RL_GPOOL_NHWC] = _rl_gpool_nhwc
 _RL_FNS[RL_CONV_NHWC_LDY] = _rl_conv_nhwc_ldy
+_RL_FNS[RL_TRANSPOSE] = _rl_transpose
 
 #: the entries' ids, for the kernels' c_step (onnxep/backends/cpu/runloop.py)
 RUNLOOP_FNS = {"alias": RL_ALIAS, "copy": RL_COPY, "binary": RL_BINARY, "unary": RL_UNARY, "tf_unary": RL_TF_UNARY,
@@ -605,7 +613,8 @@ RUNLOOP_FNS = {"alias": RL_ALIAS, "copy": RL_COPY, "binary": RL_BINARY, "unary":
                "silu_gate": RL_SILU_GATE, "conv_nhwc": RL_CONV_NHWC, "dw_nhwc": RL_DW_NHWC,
                "group_norm": RL_GROUP_NORM, "resize2": RL_RESIZE2,
                "attention": RL_ATTENTION, "gpool_nhwc": RL_GPOOL_NHWC,
-               "pool_nhwc": RL_POOL_NHWC, "conv_nhwc_ldy": RL_CONV_NHWC_LDY}
+               "pool_nhwc": RL_POOL_NHWC, "conv_nhwc_ldy": RL_CONV_NHWC_LDY,
+               "transpose": RL_TRANSPOSE}
 RUNLOOP_LIMITS = {"slots": RL_SLOTS, "ints": RL_INTS, "floats": RL_FLOATS, "bcast_dims": BCAST_MAX_DIMS,
                   "copy_dims": RL_MAXD}
 

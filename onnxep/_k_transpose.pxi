@@ -320,11 +320,47 @@ cdef void transpose_range(const uint8_t* x, uint8_t* y, int kind, int esz, int m
             offy += ds[d]
 
 
-def transpose_copy(const uint8_t[::1] x, shape, perm, int itemsize, uint8_t[::1] y, int nthreads=0):
-    """y := x.transpose(perm) on raw bytes: x holds a C-contiguous array of `shape` with `itemsize`-byte elements
-    (1, 2, 4 or 8), y receives the C-contiguous result (shape [shape[p] for p in perm]). y must not overlap x."""
-    cdef Py_ssize_t ish[TR_MAX_DIMS]
-    cdef int pm[TR_MAX_DIMS]
+cdef struct TrJob:
+    const uint8_t* x
+    uint8_t* y
+    int kind, esz, m
+    const Py_ssize_t* size
+    const Py_ssize_t* ss
+    const Py_ssize_t* ds
+    Py_ssize_t run, chunk, lda, ldb, A, B, TA, TB, nitems, nchunks
+
+
+cdef void _transpose_task(void* p, Py_ssize_t c, int tid) noexcept nogil:
+    cdef TrJob* j = <TrJob*>p
+    transpose_range(j.x, j.y, j.kind, j.esz, j.m, j.size, j.ss, j.ds, j.run, j.chunk, j.lda, j.ldb, j.A, j.B, j.TA,
+                    j.TB, c * j.nitems // j.nchunks, (c + 1) * j.nitems // j.nchunks)
+
+
+cdef enum:
+    TR_SHUFFLE = 3              # (pixels, G, Cg) -> (pixels, Cg, G) of 4-byte elements: channel_shuffle_4b's loop
+    # a transpose plan (_tr_plan): TRP_* fixed entries, then the m loop dims' sizes, input and output byte strides
+    TRP_KIND = 0
+    TRP_ESZ = 1
+    TRP_M = 2
+    TRP_RUN = 3                 # SHUFFLE: pixels
+    TRP_CHUNK = 4
+    TRP_LDA = 5
+    TRP_LDB = 6
+    TRP_A = 7                   # SHUFFLE: G
+    TRP_B = 8                   # SHUFFLE: Cg
+    TRP_TA = 9
+    TRP_TB = 10
+    TRP_NITEMS = 11
+    TRP_NT = 12
+    TRP_DIMS = 13
+    TRP_MAX = TRP_DIMS + 3 * (TR_MAX_DIMS + 2)
+
+
+cdef int _tr_plan(int nd, const Py_ssize_t* ish, const int* pm, Py_ssize_t esz, int nthreads, bint aligned,
+                  Py_ssize_t* pl) noexcept nogil:
+    """The plan of y := x.transpose(pm) for a C-contiguous x of shape ish (nd dims, none negative, total > 0) with
+    esz-byte elements, into pl (TRP_MAX entries at most); returns how many entries it used. nthreads: the pool's
+    thread count for the call (0: the default); aligned: x and y are 4-byte aligned (the SHUFFLE loop needs it)."""
     cdef int newidx[TR_MAX_DIMS]
     cdef int op[TR_MAX_DIMS]
     cdef int cont[TR_MAX_DIMS]
@@ -335,34 +371,14 @@ def transpose_copy(const uint8_t[::1] x, shape, perm, int itemsize, uint8_t[::1]
     cdef Py_ssize_t n[TR_MAX_DIMS]
     cdef Py_ssize_t sin[TR_MAX_DIMS]
     cdef Py_ssize_t sout[TR_MAX_DIMS]
-    cdef Py_ssize_t size[TR_MAX_DIMS + 2]
+    cdef Py_ssize_t* size = pl + TRP_DIMS
     cdef Py_ssize_t ss[TR_MAX_DIMS + 2]
     cdef Py_ssize_t ds[TR_MAX_DIMS + 2]
-    cdef int nd = len(shape), d, k, r = 0, R = 0, m = 0, q = 0, kind, nt, c
-    cdef Py_ssize_t total = 1, esz = itemsize, run = 0, chunk = 1, lda = 0, ldb = 0, A = 0, B = 0, TA = 1, TB = 1
+    cdef int d, k, r = 0, R = 0, m = 0, q = 0, kind, nt
+    cdef Py_ssize_t total = 1, run = 0, chunk = 1, lda = 0, ldb = 0, A = 0, B = 0, TA = 1, TB = 1
     cdef Py_ssize_t nitems = 1, acc
-    if itemsize not in (1, 2, 4, 8):
-        raise ValueError(f"transpose_copy: itemsize must be 1, 2, 4 or 8 bytes, got {itemsize}")
-    if nd > TR_MAX_DIMS or len(perm) != nd:
-        raise ValueError(f"transpose_copy: need a perm of the same length as shape (at most {TR_MAX_DIMS} dims), "
-                         f"got shape {tuple(shape)} and perm {tuple(perm)}")
     for d in range(nd):
-        ish[d] = shape[d]
-        if ish[d] < 0:
-            raise ValueError(f"transpose_copy: negative dim in shape {tuple(shape)}")
         total *= ish[d]
-        cont[d] = 0
-    for k in range(nd):
-        pm[k] = perm[k]
-        if pm[k] < 0 or pm[k] >= nd or cont[pm[k]]:
-            raise ValueError(f"transpose_copy: perm {tuple(perm)} is not a permutation of {nd} dims")
-        cont[pm[k]] = 1
-    if x.shape[0] != total * esz or y.shape[0] != total * esz:
-        raise ValueError(f"transpose_copy: shape {tuple(shape)} of {itemsize}-byte elements needs {total * esz} bytes, "
-                         f"x has {x.shape[0]} and y has {y.shape[0]}")
-    if total == 0:
-        return
-
     # drop size-1 dims; op[k]: the kept input dim at kept output position k
     for d in range(nd):
         newidx[d] = -1
@@ -405,15 +421,15 @@ def transpose_copy(const uint8_t[::1] x, shape, perm, int itemsize, uint8_t[::1]
         acc *= n[k]
 
     nt = 1 if total * esz < TR_SERIAL_BYTES else _nthreads(nthreads)
+    pl[TRP_ESZ], pl[TRP_NT] = esz, nt
     if (esz == 4 and R >= 2 and (n[R - 1] == 2 or n[R - 1] == 3 or n[R - 1] == 4 or n[R - 1] == 8)
-            and ((R == 2 and P[0] == 1) or (R == 3 and P[0] == 0 and P[1] == 2))
-            and (<size_t>&x[0]) % 4 == 0 and (<size_t>&y[0]) % 4 == 0):
+            and ((R == 2 and P[0] == 1) or (R == 3 and P[0] == 0 and P[1] == 2)) and aligned):
         # (pixels, G, Cg) -> (pixels, Cg, G) of 4-byte elements with 2, 3, 4 or 8 groups -- an NCHW -> NHWC
         # transpose of a few channels (a network's input), a channel shuffle -- is channel_shuffle_4b's loop, with
         # G a constant (the tiles below move 3 floats per pixel row by row: 1x3x224x224 46 us against 17, 1 thread)
-        with nogil:
-            _shuffle_4b(<const float*>&x[0], <float*>&y[0], n[0] if R == 3 else 1, n[R - 1], n[R - 2], nt)
-        return
+        pl[TRP_KIND], pl[TRP_M] = TR_SHUFFLE, 0
+        pl[TRP_RUN], pl[TRP_A], pl[TRP_B] = n[0] if R == 3 else 1, n[R - 1], n[R - 2]
+        return TRP_DIMS
     acc = 1
     for k in range(R - 2):
         acc *= n[k]
@@ -477,31 +493,87 @@ def transpose_copy(const uint8_t[::1] x, shape, perm, int itemsize, uint8_t[::1]
         m += 2
     for d in range(m):
         nitems *= size[d]
-    if nt > nitems:
-        nt = <int>nitems
+        pl[TRP_DIMS + m + d] = ss[d]
+        pl[TRP_DIMS + 2 * m + d] = ds[d]
+    pl[TRP_KIND], pl[TRP_M], pl[TRP_RUN], pl[TRP_CHUNK] = kind, m, run, chunk
+    pl[TRP_LDA], pl[TRP_LDB], pl[TRP_A], pl[TRP_B], pl[TRP_TA], pl[TRP_TB] = lda, ldb, A, B, TA, TB
+    pl[TRP_NITEMS] = nitems
+    return TRP_DIMS + 3 * m
+
+
+cdef void _tr_exec(const Py_ssize_t* pl, const uint8_t* x, uint8_t* y) noexcept nogil:
+    """Run a _tr_plan plan: y := x transposed (x and y as planned, not overlapping)."""
+    cdef int m = <int>pl[TRP_M], nt = <int>pl[TRP_NT]
     cdef TrJob job
-    job.x, job.y, job.kind, job.esz, job.m, job.size, job.ss, job.ds = &x[0], &y[0], kind, <int>esz, m, size, ss, ds
-    job.run, job.chunk, job.lda, job.ldb, job.A, job.B, job.TA, job.TB = run, chunk, lda, ldb, A, B, TA, TB
-    job.nitems = nitems
-    job.nchunks = 1 if nt <= 1 else min(nitems, <Py_ssize_t>nt * 4)   # a few chunks per thread, taken dynamically
+    if pl[TRP_KIND] == TR_SHUFFLE:
+        _shuffle_4b(<const float*>x, <float*>y, pl[TRP_RUN], pl[TRP_A], pl[TRP_B], nt)
+        return
+    if nt > pl[TRP_NITEMS]:
+        nt = <int>pl[TRP_NITEMS]
+    job.x, job.y, job.kind, job.esz, job.m = x, y, <int>pl[TRP_KIND], <int>pl[TRP_ESZ], m
+    job.size, job.ss, job.ds = pl + TRP_DIMS, pl + TRP_DIMS + m, pl + TRP_DIMS + 2 * m
+    job.run, job.chunk, job.lda, job.ldb = pl[TRP_RUN], pl[TRP_CHUNK], pl[TRP_LDA], pl[TRP_LDB]
+    job.A, job.B, job.TA, job.TB = pl[TRP_A], pl[TRP_B], pl[TRP_TA], pl[TRP_TB]
+    job.nitems = pl[TRP_NITEMS]
+    job.nchunks = 1 if nt <= 1 else min(job.nitems, <Py_ssize_t>nt * 4)   # a few chunks per thread, taken dynamically
+    parallel_for(job.nchunks, nt, _transpose_task, &job)
+
+
+cdef int _tr_args(shape, perm, int itemsize, Py_ssize_t* ish, int* pm) except -1:
+    """Checks transpose_copy's / transpose_plan's shape and perm into ish / pm; returns the rank."""
+    cdef int nd = len(shape), d, k
+    cdef int seen[TR_MAX_DIMS]
+    if itemsize not in (1, 2, 4, 8):
+        raise ValueError(f"transpose_copy: itemsize must be 1, 2, 4 or 8 bytes, got {itemsize}")
+    if nd > TR_MAX_DIMS or len(perm) != nd:
+        raise ValueError(f"transpose_copy: need a perm of the same length as shape (at most {TR_MAX_DIMS} dims), "
+                         f"got shape {tuple(shape)} and perm {tuple(perm)}")
+    for d in range(nd):
+        ish[d] = shape[d]
+        if ish[d] < 0:
+            raise ValueError(f"transpose_copy: negative dim in shape {tuple(shape)}")
+        seen[d] = 0
+    for k in range(nd):
+        pm[k] = perm[k]
+        if pm[k] < 0 or pm[k] >= nd or seen[pm[k]]:
+            raise ValueError(f"transpose_copy: perm {tuple(perm)} is not a permutation of {nd} dims")
+        seen[pm[k]] = 1
+    return nd
+
+
+def transpose_copy(const uint8_t[::1] x, shape, perm, int itemsize, uint8_t[::1] y, int nthreads=0):
+    """y := x.transpose(perm) on raw bytes: x holds a C-contiguous array of `shape` with `itemsize`-byte elements
+    (1, 2, 4 or 8), y receives the C-contiguous result (shape [shape[p] for p in perm]). y must not overlap x."""
+    cdef Py_ssize_t ish[TR_MAX_DIMS]
+    cdef int pm[TR_MAX_DIMS]
+    cdef Py_ssize_t pl[TRP_MAX]
+    cdef int nd = _tr_args(shape, perm, itemsize, ish, pm), d
+    cdef Py_ssize_t total = 1
+    for d in range(nd):
+        total *= ish[d]
+    if x.shape[0] != total * itemsize or y.shape[0] != total * itemsize:
+        raise ValueError(f"transpose_copy: shape {tuple(shape)} of {itemsize}-byte elements needs "
+                         f"{total * itemsize} bytes, x has {x.shape[0]} and y has {y.shape[0]}")
+    if total == 0:
+        return
+    cdef bint aligned = (<size_t>&x[0]) % 4 == 0 and (<size_t>&y[0]) % 4 == 0
     with nogil:
-        parallel_for(job.nchunks, nt, _transpose_task, &job)
+        _tr_plan(nd, ish, pm, itemsize, nthreads, aligned, pl)
+        _tr_exec(pl, &x[0], &y[0])
 
 
-cdef struct TrJob:
-    const uint8_t* x
-    uint8_t* y
-    int kind, esz, m
-    const Py_ssize_t* size
-    const Py_ssize_t* ss
-    const Py_ssize_t* ds
-    Py_ssize_t run, chunk, lda, ldb, A, B, TA, TB, nitems, nchunks
-
-
-cdef void _transpose_task(void* p, Py_ssize_t c, int tid) noexcept nogil:
-    cdef TrJob* j = <TrJob*>p
-    transpose_range(j.x, j.y, j.kind, j.esz, j.m, j.size, j.ss, j.ds, j.run, j.chunk, j.lda, j.ldb, j.A, j.B, j.TA,
-                    j.TB, c * j.nitems // j.nchunks, (c + 1) * j.nitems // j.nchunks)
+def transpose_plan(shape, perm, int itemsize, int nthreads, Py_ssize_t max_len):
+    """transpose_copy's plan for 4-byte-aligned, non-empty x and y (the run loop's RL_TRANSPOSE step): a list of
+    ints for _tr_exec, or None when it needs more than max_len entries."""
+    cdef Py_ssize_t ish[TR_MAX_DIMS]
+    cdef int pm[TR_MAX_DIMS]
+    cdef Py_ssize_t pl[TRP_MAX]
+    cdef int nd = _tr_args(shape, perm, itemsize, ish, pm), d, k
+    for d in range(nd):
+        if ish[d] == 0:
+            return None
+    k = _tr_plan(nd, ish, pm, itemsize, nthreads, True, pl)
+    return None if k > max_len else [pl[d] for d in range(k)]
 
 
 def copy_rows(const uint8_t[::1] x, Py_ssize_t rows, Py_ssize_t nbytes, uint8_t[::1] y, Py_ssize_t y_stride,

@@ -517,6 +517,35 @@ def test_sequence_conv_runs_channel_last(batch, groups, stride, extra_reader):
     assert_outputs_match(sess.run(None, {"x": x}), run_ort(model, {"x": x}), rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.parametrize("batch,runtime", [("n", False), (2, False), (2, True)])
+def test_sequence_conv_allowzero_constant_shapes(batch, runtime):
+    """torch.onnx's dynamo export: the two Reshapes carry allowzero=1 with constant (-1, C, H, W) / (-1, C, L)
+    shapes (no 0 entry, so allowzero changes nothing): still NhwcConv between two Reshapes, no Transpose. The first
+    shape fed at run time with allowzero=1 (a 0 would then be a real 0-sized dim) keeps the model's Transposes.
+    Oracle: onnxruntime."""
+    c, h, w = 12, 5, 7
+    s1 = np.array([-1, c, h, w], np.int64)
+    inits = {"w": _w(c, 1, 3, 3), "b": _w(c), "s2": np.array([-1, c, h * w], np.int64)}
+    if not runtime:
+        inits["s1"] = s1
+    nodes = [helper.make_node("Transpose", ["x"], ["t"], perm=[0, 2, 1]),
+             helper.make_node("Reshape", ["t", "s1"], ["r"], allowzero=1),
+             helper.make_node("Conv", ["r", "w", "b"], ["c"], pads=[1, 1, 1, 1], group=c),
+             helper.make_node("Reshape", ["c", "s2"], ["r2"], allowzero=1),
+             helper.make_node("Transpose", ["r2"], ["t2"], perm=[0, 2, 1]),
+             helper.make_node("Relu", ["t2"], ["y"])]
+    x = RNG.uniform(-1, 1, (2, h * w, c)).astype(np.float32)
+    feeds = {"x": x, "s1": s1} if runtime else {"x": x}
+    model = make_model(nodes, feeds, ["y"], opset=18, initializers=inits, input_shapes={"x": [batch, h * w, c]})
+    sess = _session(model)
+    ops = _ops(sess)
+    if runtime:
+        assert "Transpose" in ops, ops
+    else:
+        assert "NhwcConv" in ops and "Transpose" not in ops and "Conv" not in ops, ops
+    assert_outputs_match(sess.run(None, feeds), run_ort(model, feeds), rtol=1e-4, atol=1e-5)
+
+
 @pytest.mark.parametrize("zeros", [False, True])
 def test_sequence_conv_with_runtime_shapes(zeros):
     """The same with the Reshape shapes computed at run time from Shape nodes (torch.onnx's TorchScript export, a

@@ -104,6 +104,39 @@ def test_transpose(perm, dt):
     assert max(p.n_py for p in progs) == 0
 
 
+@pytest.mark.parametrize("shape,perm,dt", [
+    ((2, 3, 37, 41), (0, 2, 3, 1), np.float32),     # NCHW -> NHWC of 3 channels: the channel-shuffle loop
+    ((2, 40, 33, 35), (0, 2, 3, 1), np.float32),    # tiles with ragged edges
+    ((2, 33, 35, 40), (0, 3, 1, 2), np.float16),    # NHWC -> NCHW, 2-byte tiles
+    ((5, 7, 9, 16), (0, 2, 1, 3), np.float32),      # attention heads: rows of short runs
+    ((130, 70), (1, 0), np.int8),                   # 1-byte tiles
+    ((3, 1, 257, 1), (3, 2, 1, 0), np.int64),       # size-1 dims dropped: a copy
+])
+def test_transpose_tiled_step(monkeypatch, shape, perm, dt):
+    """A Transpose of a 1, 2, 4 or 8-byte dtype is one RL_TRANSPOSE step (transpose_copy's plan and kernels) in the
+    compiled run loop, for each of the plan's kinds; bits equal to the Python loop's and to numpy's transpose
+    (oracle), onnxruntime close."""
+    from onnxep.ops.tensor.transpose import Transpose_1
+    kinds = []
+    orig = Transpose_1.c_step
+
+    def spy(self, ins, outs, nthreads):
+        r = orig(self, ins, outs, nthreads)
+        kinds.append(r[0] if r else None)
+        return r
+    monkeypatch.setattr(Transpose_1, "c_step", spy)
+    make = (lambda: (RNG.standard_normal(shape) * 50).astype(dt))
+    x = make()
+    nodes = [helper.make_node("Identity", ["x"], ["xi"]), helper.make_node("Transpose", ["xi"], ["y"], perm=perm)]
+    model = make_model(nodes, {"x": x}, ["y"])
+    feeds = _feeds(x, make=make)
+    progs = _check(model, feeds, 1)
+    assert max(p.n_py for p in progs) == 0 and kinds and set(kinds) == {"transpose"}, kinds
+    got, _ = compiled_vs_python(model, feeds)
+    for f, g in zip(feeds, got):
+        assert np.array_equal(g[0], f["x"].transpose(perm))
+
+
 @pytest.mark.parametrize("axis", [0, 1, -1])
 @pytest.mark.parametrize("dt", [np.float32, np.int64, np.float16])
 def test_concat(axis, dt):

@@ -188,6 +188,38 @@ def test_matmul_bias_residual_fused(act, a_shape):
     np.testing.assert_allclose(got, _session(m).run(None, {"a": a, "r": r})[0], rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.parametrize("act", ["", "Relu"])
+@pytest.mark.parametrize("a_shape,r_shape", [((2, 5, 40), (2, 5, 24)), ((2, 5, 40), (1, 5, 24)),
+                                             ((1, 5, 40), (3, 5, 24)), ((2, 1, 40), (2, 5, 24))])
+def test_matmul_residual_with_other_symbolic_dims(act, a_shape, r_shape):
+    """The product's dims named apart from the residual's (a TorchScript export's Reshape with run-time shapes):
+    the residual still joins the FusedMatMul; equal shapes at run time take the epilogue, others (1 against n either
+    way) numpy's broadcasting, as the Add did, with and without pre-packing. Oracle: onnxruntime."""
+    a = RNG.standard_normal(a_shape).astype(np.float32)
+    r = RNG.standard_normal(r_shape).astype(np.float32)
+    consts = {"w": (RNG.standard_normal((40, 24)) * 0.1).astype(np.float32),
+              "b": RNG.standard_normal(24).astype(np.float32)}
+    nodes = [helper.make_node("MatMul", ["a", "w"], ["mm"]), helper.make_node("Add", ["mm", "b"], ["h"]),
+             helper.make_node("Add", ["r", "h"], ["y" if not act else "s"])]
+    if act:
+        nodes.append(helper.make_node("Relu", ["s"], ["y"]))
+    m = make_model(nodes, {"a": a, "r": r}, ["y"], initializers=consts,
+                   input_shapes={"a": ["p", "q", 40], "r": ["n", "l", 24]})
+    feeds = {"a": a, "r": r}
+    assert _check(m, feeds, rtol=1e-5) == {"FusedMatMul": 1}
+    so = onnxep.SessionOptions()
+    so.add_session_config_entry("session.disable_prepacking", "1")
+    for _ in range(2):        # the second run: the compiled run loop
+        got = onnxep.InferenceSession(m.SerializeToString(), so).run(None, feeds)[0]
+        want = run_ort(m, feeds)[0]
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    sess = _session(m, threads=1)
+    for _ in range(3):
+        got = sess.run(None, feeds)[0]
+        np.testing.assert_allclose(got, run_ort(m, feeds)[0], rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("trans_b", [0, 1])
 @pytest.mark.parametrize("c_shape,beta", [((70,), 1.0), ((1, 70), 0.5), (None, 1.0), ((1,), 2.0)])
 @pytest.mark.parametrize("tail", ["Relu", "residual"])

@@ -2,7 +2,7 @@
 Gemm of a 2-D A by a constant weight (transA 0, alpha 1, transB either, C absent or a row-vector bias) -- whose
 output only feeds an Add of a constant bias with N values along the last axis (shape (N,), (1, N), ...: one that
 does not change the product's shape), optionally followed by an Add of a computed tensor of the product's (static
-or symbolic) shape -- a residual -- and then optionally by Relu or a com.onnxep Gelu (fuse_gelu runs first),
+or symbolic; a symbolic dim may stand for any value: checked at run time) shape -- a residual -- and then optionally by Relu or a com.onnxep Gelu (fuse_gelu runs first),
 becomes one com.onnxep FusedMatMul (ops/onnxep/fused_mat_mul.py): the bias, the residual and Relu go into the packed SGEMM's
 epilogue, Gelu runs over the product in place right after it -- one node and one output buffer instead of up to
 three elementwise passes over it. The MatMul's A must be a float32 tensor of known rank >= 1. A Gemm is rewritten
@@ -33,6 +33,15 @@ def _known(graph, name):
     if vt is None or vt.shape is None or any(not isinstance(d, (int, str)) for d in vt.shape):
         return None
     return tuple(vt.shape)
+
+
+def _may_match(rs, ys):
+    """Whether a residual of shape rs may have the product's shape ys: both known, of one rank, every dim pair equal
+    or one of them symbolic (a TorchScript export's Reshape with run-time shapes names the product's dims afresh:
+    (unk__20, unk__21, 64) against the residual's (batch, 50, 64)). FusedMatMul checks at run time and adds a
+    residual of another shape with numpy's broadcasting, as the Add did."""
+    return rs is not None and ys is not None and len(rs) == len(ys) and all(
+        a == b or isinstance(a, str) or isinstance(b, str) for a, b in zip(rs, ys))
 
 
 def _gemm_as_matmul(graph, gemm, consts):
@@ -98,8 +107,8 @@ def fuse_matmul_bias(graph: Graph, ctx=None) -> Graph:
         act, residual = "", None
         nxt = only_consumer(cons, outputs, last.outputs[0])
         r = other_input(nxt, last.outputs[0]) if default_op(nxt, "Add") else None
-        if r is not None and r not in consts and is_f32(graph, r) and _known(graph, r) is not None \
-                and _known(graph, r) == _known(graph, last.outputs[0]):
+        if r is not None and r not in consts and is_f32(graph, r) \
+                and _may_match(_known(graph, r), _known(graph, last.outputs[0])):
             residual = r
             pattern.append(nxt)
             last = nxt

@@ -335,7 +335,7 @@ class _Layout:
         if t2 is None or [int(p) for p in t2.attrs.get("perm") or ()] != [0, 2, 1] \
                 or any(op in self.keep_ops for op in ("Reshape", "Transpose", "Shape", "Gather", "Equal", "Where",
                                                        "Concat")) \
-                or r1.attrs.get("allowzero") or r2.attrs.get("allowzero"):
+                or not self._zero_free(r1) or not self._zero_free(r2):
             return False
         vt = [self.vt.get(v) for v in (node.inputs[0], r1.outputs[0], conv.outputs[0], t2.outputs[0])]
         shapes = [tuple(v.shape) if v is not None and v.kind == "tensor" and v.shape is not None else None for v in vt]
@@ -361,6 +361,15 @@ class _Layout:
         self.deferred[id(t2)] = lambda: self._sequence_conv_tail(r2, t2, static, y, out)
         self.skip.update((id(conv), id(r2)))
         return True
+
+    def _zero_free(self, reshape) -> bool:
+        """Whether the Reshape's 0 entries, if any, mean "copy this dim": allowzero=0, or allowzero=1 with a
+        constant shape holding no 0 (torch.onnx's dynamo export sets allowzero=1 on its constant (-1, C, H, W)
+        shapes; then both readings agree)."""
+        if not reshape.attrs.get("allowzero"):
+            return True
+        s = self.consts.get(reshape.inputs[1]) if len(reshape.inputs) > 1 else None
+        return s is not None and np.asarray(s).ndim == 1 and bool(np.all(np.asarray(s) != 0))
 
     def _sequence_conv_head(self, node, r1, conv, shapes_of_y, static, xh, y, h, w, c):
         """In r1's place (its shape is computed by then): X's NHWC view, the conv, the Shape readers of its output."""

@@ -90,7 +90,8 @@ class FusedMatMul_1(PackedWeightMixin, OpKernel):
             raise ValueError(f"FusedMatMul: bias has shape {bias.shape}, expected ({N},)")
         R = ctx.input(3)
         if R is not None and R.shape != y_shape:
-            raise ValueError(f"FusedMatMul: the residual has shape {R.shape}, the product {y_shape}")
+            self._broadcast_residual(ctx, A, bp, K, N, rows, y_shape, bias, R)
+            return
         Y = ctx.output(0, y_shape, F32)
         A2, Y2 = A.reshape(rows, K), Y.reshape(rows, N)
         relu = self.activation == "Relu"
@@ -110,6 +111,29 @@ class FusedMatMul_1(PackedWeightMixin, OpKernel):
                 if relu:
                     np.copyto(Y, 0.0, where=~(Y > 0))   # NaN -> 0, as the epilogue's Relu
         if self.activation == "Gelu":
+            flat = Y.reshape(-1)
+            _kernels.gelu_f32(flat, flat, nt)
+
+    def _broadcast_residual(self, ctx, A, bp, K, N, rows, y_shape, bias, R):
+        """A residual whose shape differs from the product's at run time (the pass matched symbolic dims): the product
+        with its bias, then the residual added with numpy's broadcasting (the Add's result shape), then the
+        activation -- what the unfused MatMul, Add, Add [, Relu | Gelu] compute."""
+        try:
+            shape = np.broadcast_shapes(y_shape, R.shape)
+        except ValueError:
+            raise ValueError(f"FusedMatMul: the residual has shape {R.shape}, the product {y_shape}") from None
+        P = np.empty((rows, N), F32)
+        nt = ctx.num_threads
+        if bp is not None:
+            _kernels.sgemm_packed_f32(False, 1.0, A.reshape(rows, K), bp, N, 0.0, P, bias, None, False, nt)
+        else:
+            B = ctx.input(1)
+            _kernels.sgemm_f32(False, bool(self.trans_b), 1.0, A.reshape(rows, K), B, 0.0, P, nt, bias, None, False)
+        Y = ctx.output(0, shape, F32)
+        np.add(P.reshape(y_shape), R, out=Y)
+        if self.activation == "Relu":
+            np.copyto(Y, 0.0, where=~(Y > 0))   # NaN -> 0, as the epilogue's Relu
+        elif self.activation == "Gelu":
             flat = Y.reshape(-1)
             _kernels.gelu_f32(flat, flat, nt)
 

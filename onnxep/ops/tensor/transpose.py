@@ -7,6 +7,7 @@ from onnxep.ops.tensor._helpers import ALL_TYPES, new_output
 
 _NATIVE_ITEMSIZES = (1, 2, 4, 8)
 _NATIVE_MAX_DIMS = 32   # transpose_copy's TR_MAX_DIMS
+_RL_INTS = _kernels.RUNLOOP_LIMITS["ints"]
 
 
 class Transpose_1(OpKernel):
@@ -40,9 +41,16 @@ class Transpose_1(OpKernel):
                                 y.reshape(-1).view(np.uint8), ctx.num_threads)
 
     def c_step(self, ins, outs, nthreads):
-        """The compiled run loop's entry: a strided copy of the permuted view (one thread)."""
+        """The compiled run loop's entry: transpose_copy's plan (RL_TRANSPOSE, its tiled kernels) for a 1, 2, 4 or
+        8-byte dtype, else a strided copy of the permuted view (one thread)."""
         x, y = ins[0], outs[0]
         last = self._last
         if last is None or last[0] != x.shape:
             return None
+        if (x.size and x.itemsize in _NATIVE_ITEMSIZES and x.ndim <= _NATIVE_MAX_DIMS and _c_steps.plain(x, y)
+                and y.dtype == x.dtype and y.shape == last[2] and not np.may_share_memory(x, y)
+                and x.ctypes.data % 4 == 0 and y.ctypes.data % 4 == 0):
+            plan = _kernels.transpose_plan(x.shape, last[1], x.itemsize, nthreads, _RL_INTS)
+            if plan is not None:
+                return "transpose", [0, ~0], plan, []
         return _c_steps.strided(x, x.transpose(last[1]), y)
