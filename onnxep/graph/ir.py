@@ -9,6 +9,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+_GraphProto = onnx.GraphProto
+
 _ELEM_NAMES = {
     TensorProto.FLOAT: "float", TensorProto.UINT8: "uint8", TensorProto.INT8: "int8", TensorProto.UINT16: "uint16",
     TensorProto.INT16: "int16", TensorProto.INT32: "int32", TensorProto.INT64: "int64", TensorProto.STRING: "string",
@@ -148,14 +150,18 @@ class Node:
         """The GraphProto attributes (If/Loop/Scan bodies)."""
         out = []
         for v in self.attrs.values():
-            for g in (v if isinstance(v, list) else [v]):
-                if isinstance(g, onnx.GraphProto):
-                    out.append(g)
+            if isinstance(v, list):
+                out.extend(g for g in v if isinstance(g, _GraphProto))
+            elif isinstance(v, _GraphProto):
+                out.append(v)
         return out
 
     @property
     def has_subgraph(self) -> bool:
-        return bool(self.subgraphs)
+        for v in self.attrs.values():
+            if isinstance(v, _GraphProto) or (isinstance(v, list) and any(isinstance(g, _GraphProto) for g in v)):
+                return True
+        return False
 
 
 def attribute_proto(name: str, value, node: Node) -> onnx.AttributeProto:

@@ -13,27 +13,39 @@ class Names:
     """Fresh value / node names that clash with nothing in the graph."""
 
     def __init__(self, graph: Graph):
-        self.used = set(graph.initializers) | set(graph.value_types) | {n for n, _ in graph.inputs}
-        self.used |= {n for n, _ in graph.outputs}
-        for node in graph.nodes:
-            self.used.update(node.inputs)
-            self.used.update(node.outputs)
-            self.used.add(node.name)
+        self._graph, self._used = graph, None
+
+    @property
+    def used(self) -> set:
+        """Every name of the graph as it was at the first call (the names new() gave since included): gathered at the
+        first new(), not at construction -- most passes make a Names and then find nothing to rewrite."""
+        if self._used is None:
+            graph = self._graph
+            used = set(graph.initializers) | set(graph.value_types) | {n for n, _ in graph.inputs}
+            used |= {n for n, _ in graph.outputs}
+            for node in graph.nodes:
+                used.update(node.inputs)
+                used.update(node.outputs)
+                used.add(node.name)
+            self._used, self._graph = used, None
+        return self._used
 
     def new(self, base: str) -> str:
         name, i = base, 0
-        while name in self.used:
+        used = self.used
+        while name in used:
             i += 1
             name = f"{base}_{i}"
-        self.used.add(name)
+        used.add(name)
         return name
 
 
 def reads(node: Node) -> list:
     """The value names a node reads: its inputs and the outer names its subgraphs use."""
     out = [x for x in node.inputs if x]
-    for g in node.subgraphs:
-        out.extend(sorted(graph_outer_names(g)))
+    if node.has_subgraph:
+        for g in node.subgraphs:
+            out.extend(sorted(graph_outer_names(g)))
     return out
 
 
