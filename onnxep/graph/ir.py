@@ -102,6 +102,18 @@ class ValueType:
         return _held((kind, 0, None, sys.intern(type_string(tp)), raw))
 
     @staticmethod
+    def of_tensor(elem_type: int, dims) -> "ValueType":
+        """from_proto(helper.make_tensor_type_proto(elem_type, dims)) without the message: dims are ints, non-empty
+        strs (symbolic) or None (unknown); dims None: rank unknown. The passes make one per value they add."""
+        shape = None
+        if dims is not None:
+            shape = tuple(dims)
+            if not all(d is None or type(d) is int or (type(d) is str and d) for d in shape):
+                return ValueType.from_proto(helper.make_tensor_type_proto(elem_type, dims))
+        return _held(("tensor", elem_type, shape, sys.intern(f"tensor({_ELEM_NAMES.get(elem_type, 'undefined')})"),
+                      b""))
+
+    @staticmethod
     def of_array(a: np.ndarray) -> "ValueType":
         elem = helper.np_dtype_to_tensor_dtype(a.dtype)
         return _held(("tensor", elem, tuple(a.shape), sys.intern(f"tensor({_ELEM_NAMES.get(elem, 'undefined')})"), b""))

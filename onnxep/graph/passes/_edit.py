@@ -1,7 +1,6 @@
 """Small helpers the graph passes share: fresh value names, consumer counts, new nodes and value types."""
 from __future__ import annotations
 
-from onnx import helper
 
 from onnxep.graph.ir import Graph, Node, ValueType
 from onnxep.graph.model import graph_outer_names
@@ -85,7 +84,7 @@ def tensor_type(like: ValueType | None, shape) -> ValueType:
     if elem == 0 or shape is None:
         return ValueType()
     dims = [d if isinstance(d, (int, str)) else None for d in shape]
-    return ValueType.from_proto(helper.make_tensor_type_proto(elem, dims))
+    return ValueType.of_tensor(elem, dims)
 
 
 def absorb(into: Node, node: Node, producer: dict, drop: set) -> None:
