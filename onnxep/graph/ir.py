@@ -162,8 +162,9 @@ class Node:
         """The GraphProto attributes (If/Loop/Scan bodies)."""
         out = []
         for v in self.attrs.values():
-            if isinstance(v, list):
-                out.extend(g for g in v if isinstance(g, _GraphProto))
+            if type(v) is list:        # (a list attribute holds one kind: graphs when its first one is)
+                if v and isinstance(v[0], _GraphProto):
+                    out.extend(g for g in v if isinstance(g, _GraphProto))
             elif isinstance(v, _GraphProto):
                 out.append(v)
         return out
@@ -171,7 +172,7 @@ class Node:
     @property
     def has_subgraph(self) -> bool:
         for v in self.attrs.values():
-            if isinstance(v, _GraphProto) or (isinstance(v, list) and any(isinstance(g, _GraphProto) for g in v)):
+            if isinstance(v, _GraphProto) or (type(v) is list and v and isinstance(v[0], _GraphProto)):
                 return True
         return False
 
