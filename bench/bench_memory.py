@@ -2,11 +2,13 @@
 the same model adds, with and without a shared PrePackedWeightsContainer. Every number comes from a fresh process.
 
     python bench/bench_memory.py [MODEL.onnx ...] [--threads 2] [--repeat 3] [--only resnet50 vgg19]
-                                 [--weights random|shipped]
+                                 [--weights random|shipped] [--zoo all | --zoo bert.dynamo gpt2.torchscript ...]
+                                 [--skip second]
 
 Models: the nine light model-zoo models inside the onnx wheel (onnx/backend/test/data/light), with seeded random
 weights of the same shapes written to a temporary folder (onnxep/_light.py; `--weights shipped`: the files' own
-ConstantOfShape(0.02), which merge in the weight cache as real weights never do), or the paths given.
+ConstantOfShape(0.02), which merge in the weight cache as real weights never do), or the paths given, or the zoo
+models named by --zoo (run on the inputs stored in NAME.npz beside each, as any model path with such a file).
 Both libraries run with intra_op_num_threads = --threads (default 2). Each cell is the median over --repeat fresh
 processes; the processes of one model run one at a time, interleaved between the libraries and modes.
 
@@ -84,6 +86,10 @@ def session(container=None, stream=None):
     return rt.InferenceSession(path, so, providers=["CPUExecutionProvider"])
 
 def feeds(sess):
+    npz = os.path.splitext(path)[0] + ".npz"
+    if os.path.exists(npz):         # a zoo model: the inputs stored beside it
+        with np.load(npz) as z:
+            return {k[len("input:"):]: z[k] for k in z.files if k.startswith("input:")}
     rng = np.random.default_rng(0)
     types = {"tensor(float)": np.float32, "tensor(double)": np.float64, "tensor(int64)": np.int64,
              "tensor(int32)": np.int32}
@@ -165,19 +171,31 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--only", nargs="*", help="light model names (e.g. resnet50 vgg19)")
+    ap.add_argument("--zoo", nargs="*", default=[],
+                    help="zoo model names (bert.dynamo ...; 'all': every one) from $ONNXEP_ZOO or ~/.cache/onnxep/zoo, "
+                         "run on the inputs stored beside them (NAME.npz); with --zoo, the light models only with "
+                         "--only")
     ap.add_argument("--skip", nargs="*", default=[], choices=["peak", "second"])
     ap.add_argument("--weights", choices=["random", "shipped"], default="random",
                     help="the light models' weights (default: seeded random ones of the same shapes)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="onnxep-bench-memory-") as tmp:
-        models = args.models
-        if not models:
+        models = list(args.models)
+        if args.zoo:
+            zoo_dir = os.environ.get("ONNXEP_ZOO", os.path.join(os.path.expanduser("~"), ".cache", "onnxep", "zoo"))
+            names = args.zoo
+            if names == ["all"]:
+                names = sorted(f[:-5] for f in os.listdir(zoo_dir) if f.endswith(".onnx"))
+            models += [os.path.join(zoo_dir, f"{n}.onnx") for n in names]
+        if not models or (args.zoo and args.only):
+            zoo = models
             models = light_models()
             if args.only:
                 models = [p for p in models if any(os.path.basename(p) in (f"light_{n}.onnx", n, f"{n}.onnx")
                                                    for n in args.only)]
             if args.weights == "random":
                 models = _write_random(models, tmp)
+            models = models + (zoo if args.zoo else [])
         _tables(args, models)
 
 
@@ -200,7 +218,8 @@ def _tables(args, models):
           f"{'' if args.models else f'; light models with {args.weights} weights'}")
     if "peak" not in args.skip:
         print("\npeak RSS (create + 5 runs); + = increase over the RSS right after the imports")
-        print(f"{'model':<22}{'onnxep MB':>10}{'ort MB':>9}{'ratio':>7}{'+onnxep MB':>12}{'+ort MB':>9}{'ratio+':>8}")
+        print(f"{'model':<30}{'onnxep MB':>10}{'ort MB':>9}{'ratio':>7}{'+onnxep MB':>12}{'+ort MB':>9}{'ratio+':>8}")
+        ratios = []
         for path in models:
             rows = {"onnxep": [], "ort": []}
             for _ in range(args.repeat):
@@ -211,12 +230,17 @@ def _tables(args, models):
             po, pr = _med(rows["onnxep"], "peak"), _med(rows["ort"], "peak")
             io, ir = _med(rows["onnxep"], "inc"), _med(rows["ort"], "inc")
             name = os.path.splitext(os.path.basename(path))[0]
-            print(f"{name:<22}{po / mb:>10.1f}{pr / mb:>9.1f}{po / pr:>7.2f}{io / mb:>12.1f}{ir / mb:>9.1f}"
+            print(f"{name:<30}{po / mb:>10.1f}{pr / mb:>9.1f}{po / pr:>7.2f}{io / mb:>12.1f}{ir / mb:>9.1f}"
                   f"{io / ir:>8.2f}", flush=True)
+            ratios.append((po / pr, name))
+        if len(ratios) > 1:
+            worst = max(ratios)
+            print(f"peak ratio over 1.00 on {sum(r > 1 for r, _ in ratios)} of {len(ratios)} models; largest "
+                  f"{worst[0]:.2f} ({worst[1]})")
     if "second" not in args.skip:
         print("\nRSS added by a second session of the same model (create + 3 runs), / weight bytes; (trim): after "
               "gc.collect() + malloc_trim(0)")
-        print(f"{'model':<22}{'weights MB':>11}{'ort':>7}{'onnxep':>8}{'shared':>8}{'+stream':>8}{'ort(trim)':>11}"
+        print(f"{'model':<30}{'weights MB':>11}{'ort':>7}{'onnxep':>8}{'shared':>8}{'+stream':>8}{'ort(trim)':>11}"
               f"{'onnxep(trim)':>14}{'shared(trim)':>14}{'+stream(trim)':>15}{'act MB':>9}{'container MB':>14}")
         for path in models:
             w = weight_bytes(path)
@@ -228,7 +252,7 @@ def _tables(args, models):
             pool = _med(rows[("onnxep", "shared")], "pool")
             cont = _med(rows[("onnxep", "shared")], "container")
             name = os.path.splitext(os.path.basename(path))[0]
-            print(f"{name:<22}{w / mb:>11.1f}{f[0]:>7.2f}{f[1]:>8.2f}{f[2]:>8.2f}{f[3]:>8.2f}{f[4]:>11.2f}"
+            print(f"{name:<30}{w / mb:>11.1f}{f[0]:>7.2f}{f[1]:>8.2f}{f[2]:>8.2f}{f[3]:>8.2f}{f[4]:>11.2f}"
                   f"{f[5]:>14.2f}{f[6]:>14.2f}{f[7]:>15.2f}{pool / mb:>9.1f}{cont / mb:>14.1f}", flush=True)
 
 

@@ -271,11 +271,21 @@ def conv_wino_pack_weight(const float[:, :, :, ::1] w, float[::1] out, Py_ssize_
     """out := U = G g G^T of every 3x3 filter g of w (cout, cin, 3, 3), in double then rounded once (G: WINO_G2 for
     m = 2, WINO_G4 for m = 4): for each of the (m + 2)^2 positions xi, the cin x cout matrix U_xi packed by
     sgemm_pack_b_raw, one after another."""
-    cdef Py_ssize_t cout = w.shape[0], cin = w.shape[1], blen, o, c, r, q, k, xi, planes = _wino_planes(m)
+    cdef Py_ssize_t cout = w.shape[0], cin = w.shape[1], blen, o, c, r, q, xi, planes = _wino_planes(m)
     cdef Py_ssize_t al = m + 2
     cdef const double* G = WINO_G2 if m == 2 else WINO_G4
-    cdef double t[18]
-    cdef double acc
+    cdef double g0, g1, g2
+    cdef float* wt           # wt[(c*9 + e)*cout + o] = w[o, c, e // 3, e % 3]: W transposed, filters side by side
+    cdef double* tt          # tt[r*3 + q][o] = (G g)[r][q] of one input channel's filters
+    cdef const float* f0
+    cdef const float* f1
+    cdef const float* f2
+    cdef const double* s0
+    cdef const double* s1
+    cdef const double* s2
+    cdef Py_ssize_t i0, j0, i, j, rows
+    cdef double* dt
+    cdef float* du
     cdef float* u
     if w.shape[2] != 3 or w.shape[3] != 3 or cout < 1:
         raise ValueError(f"conv_wino_pack_weight: w must be (cout >= 1, cin, 3, 3), got {tuple(w.shape)}")
@@ -284,30 +294,46 @@ def conv_wino_pack_weight(const float[:, :, :, ::1] w, float[::1] out, Py_ssize_
         raise ValueError(f"conv_wino_pack_weight: out has {out.shape[0]} elements, expected {planes * blen}")
     if cin == 0:
         return
+    cdef const float* wp = &w[0, 0, 0, 0]
+    rows = cin * 9
     u = <float*>malloc(planes * cin * cout * sizeof(float))
-    if u == NULL:
+    wt = <float*>malloc(rows * cout * sizeof(float))
+    tt = <double*>malloc(3 * al * cout * sizeof(double))
+    if u == NULL or wt == NULL or tt == NULL:
+        free(u)
+        free(wt)
+        free(tt)
         raise MemoryError("conv_wino_pack_weight: cannot allocate the transformed weight")
     try:
         with nogil:
-            for o in range(cout):
-                for c in range(cin):
-                    for r in range(al):         # t = G g (al x 3)
-                        for q in range(3):
-                            acc = 0
-                            for k in range(3):
-                                acc = acc + G[r * 3 + k] * w[o, c, k, q]
-                            t[r * 3 + q] = acc
-                    for r in range(al):         # u = t G^T (al x al); u[xi][c][o]
-                        for q in range(al):
-                            acc = 0
-                            for k in range(3):
-                                acc = acc + t[r * 3 + k] * G[q * 3 + k]
-                            xi = r * al + q
-                            u[(xi * cin + c) * cout + o] = <float>acc
+            for i0 in range(0, cout, 32):       # wt := W (cout x cin*9) transposed, in 32 x 32 tiles
+                for j0 in range(0, rows, 32):
+                    for i in range(i0, min(i0 + 32, cout)):
+                        for j in range(j0, min(j0 + 32, rows)):
+                            wt[j * cout + i] = wp[i * rows + j]
+            # The same sums in the same order as G g G^T filter by filter, run over all cout filters of one input
+            # channel at once: the inner loops are over o, contiguous, and vectorise; u[xi][c][o] is written in rows.
+            for c in range(cin):
+                for r in range(al):             # t = G g (al x 3)
+                    g0, g1, g2 = G[r * 3], G[r * 3 + 1], G[r * 3 + 2]
+                    for q in range(3):
+                        f0, f1, f2 = wt + (c * 9 + q) * cout, wt + (c * 9 + 3 + q) * cout, wt + (c * 9 + 6 + q) * cout
+                        dt = tt + (r * 3 + q) * cout
+                        for o in range(cout):
+                            dt[o] = g0 * f0[o] + g1 * f1[o] + g2 * f2[o]
+                for r in range(al):             # u = t G^T (al x al)
+                    s0, s1, s2 = tt + (r * 3) * cout, tt + (r * 3 + 1) * cout, tt + (r * 3 + 2) * cout
+                    for q in range(al):
+                        g0, g1, g2 = G[q * 3], G[q * 3 + 1], G[q * 3 + 2]
+                        du = u + ((r * al + q) * cin + c) * cout
+                        for o in range(cout):
+                            du[o] = <float>(s0[o] * g0 + s1[o] * g1 + s2[o] * g2)
             for xi in range(planes):
                 sgemm_pack_b_raw(cin, cout, u + xi * cin * cout, cout, 1, &out[xi * blen])
     finally:
         free(u)
+        free(wt)
+        free(tt)
 
 
 cdef struct WinoJob:

@@ -13,6 +13,8 @@ opset 8 (batch axis, sequence_lens, directions) and refuses scan axes and direct
 ImageDecoder decodes with Pillow, which onnxep does not require: a model with one needs Pillow installed."""
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import onnx
 from onnx import helper, numpy_helper
@@ -83,7 +85,7 @@ class ReferenceBackend(Backend):
                 except ImportError:
                     raise NotImplemented(f"ImageDecoder node '{n.proto.name}' runs on the reference backend, which "
                                          f"decodes images with Pillow: pip install pillow") from None
-        evaluator = ReferenceEvaluator(model, new_ops=_FIXED_OPS)
+        evaluator = ReferenceEvaluator(model, new_ops=_fixed_ops())
         op_types = tuple(n.op_type if n.domain in ("", "ai.onnx") else f"{n.domain}:{n.op_type}"
                          for n in partition.nodes)
         return ReferencePlan(partition.inputs, partition.outputs, evaluator, len(partition.nodes), op_types)
@@ -151,165 +153,170 @@ def _elem_dtype(type_proto):
     return None
 
 
-class _Fixed:
-    """OpRun classes named like the op they replace (the evaluator keys new_ops by class name)."""
+@functools.lru_cache(maxsize=None)
+def _fixed_ops() -> list:
+    """The corrected OpRun classes given to every evaluator: made at the first reference partition, so that
+    importing onnxep does not import onnx.reference (about 200 modules, ~12 MB of a process that never falls back)."""
 
-    from onnx.reference.op_run import OpRun as _OpRun
-    from onnx.reference.ops.op_if import If as _If
-    from onnx.reference.ops.op_loop import Loop as _Loop
+    class _Fixed:
+        """OpRun classes named like the op they replace (the evaluator keys new_ops by class name)."""
 
-    class _NoneOk:
-        """An empty optional is None: let it through the output check (onnx.reference allows arrays, lists, dicts)."""
+        from onnx.reference.op_run import OpRun as _OpRun
+        from onnx.reference.ops.op_if import If as _If
+        from onnx.reference.ops.op_loop import Loop as _Loop
 
-        def _check_and_fix_outputs(self, res):
-            if not isinstance(res, tuple) or not res:
-                return super()._check_and_fix_outputs(res)
-            present = [i for i, r in enumerate(res) if r is not None]
-            if not present:
-                return res
-            fixed = super()._check_and_fix_outputs(tuple(res[i] for i in present))
-            out = list(res)
-            for i, r in zip(present, fixed):
-                out[i] = r
-            return tuple(out)
+        class _NoneOk:
+            """An empty optional is None: let it through the output check (onnx.reference allows arrays, lists,
+            dicts)."""
 
-    class Optional(_NoneOk, _OpRun):
-        """Optional(x) is x; Optional() is the empty optional, None."""
+            def _check_and_fix_outputs(self, res):
+                if not isinstance(res, tuple) or not res:
+                    return super()._check_and_fix_outputs(res)
+                present = [i for i, r in enumerate(res) if r is not None]
+                if not present:
+                    return res
+                fixed = super()._check_and_fix_outputs(tuple(res[i] for i in present))
+                out = list(res)
+                for i, r in zip(present, fixed):
+                    out[i] = r
+                return tuple(out)
 
-        def _run(self, x=None, type=None):  # noqa: A002 - the attribute's name
-            return (x,)
+        class Optional(_NoneOk, _OpRun):
+            """Optional(x) is x; Optional() is the empty optional, None."""
 
-    class If(_NoneOk, _If):
-        """If whose branch may return an empty optional (None) for an optional-typed output."""
+            def _run(self, x=None, type=None):  # noqa: A002 - the attribute's name
+                return (x,)
 
-        def _run(self, cond, context=None, else_branch=None, then_branch=None, attributes=None, bindings=None):
-            if np.asarray(cond).size != 1:
-                raise ValueError(f"If node {self.onnx_node.name!r}: the condition must have one element, got shape "
-                                 f"{np.shape(cond)}")
-            branch = self.then_branch if bool(np.asarray(cond).reshape(-1)[0]) else self.else_branch
-            outs = tuple(branch.run(None, context or {}, attributes=attributes))
-            types = [o.type for o in branch.onnx_graph_.output] if branch.onnx_graph_ is not None else []
-            for i, o in enumerate(outs):
-                if o is None and not (i < len(types) and _is_optional(types[i])):
-                    raise RuntimeError(f"If node {self.onnx_node.name!r}: output {i} of the branch is None but not "
-                                       f"an optional")
-            return self._check_and_fix_outputs(outs)
+        class If(_NoneOk, _If):
+            """If whose branch may return an empty optional (None) for an optional-typed output."""
 
-    class Loop(_NoneOk, _Loop):
-        """Loop: scan outputs stacked on a new axis 0 (np.stack: a scalar per iteration gives (n,), not (n, 1)); zero
-        iterations give empty scan outputs; loop-carried values may be empty optionals."""
+            def _run(self, cond, context=None, else_branch=None, then_branch=None, attributes=None, bindings=None):
+                if np.asarray(cond).size != 1:
+                    raise ValueError(f"If node {self.onnx_node.name!r}: the condition must have one element, got shape "
+                                     f"{np.shape(cond)}")
+                branch = self.then_branch if bool(np.asarray(cond).reshape(-1)[0]) else self.else_branch
+                outs = tuple(branch.run(None, context or {}, attributes=attributes))
+                types = [o.type for o in branch.onnx_graph_.output] if branch.onnx_graph_ is not None else []
+                for i, o in enumerate(outs):
+                    if o is None and not (i < len(types) and _is_optional(types[i])):
+                        raise RuntimeError(f"If node {self.onnx_node.name!r}: output {i} of the branch is None but not "
+                                           f"an optional")
+                return self._check_and_fix_outputs(outs)
 
-        def _run(self, M, cond, *args, context=None, body=None, attributes=None, bindings=None):
-            body = self.body
-            names_in, names_out = body.input_names, body.output_names
-            n_carried = len(names_in) - 2
-            n_scan = len(names_out) - 1 - n_carried
-            inputs = dict(context or {})
-            carried = list(args[:n_carried]) + [None] * (n_carried - len(args))
-            inputs.update(zip(names_in[2:], carried))
-            scans = [[] for _ in range(n_scan)]
-            it = 0
-            max_trip = None if M is None else int(np.asarray(M).reshape(-1)[0])
-            go = True if cond is None else bool(np.asarray(cond).reshape(-1)[0])
-            while go and (max_trip is None or it < max_trip):
-                inputs[names_in[0]] = np.array(it, dtype=np.int64)
-                inputs[names_in[1]] = np.array(go)
-                outs = body.run(None, inputs, attributes=attributes)
-                go = bool(np.asarray(outs[0]).reshape(-1)[0])
-                carried = list(outs[1:1 + n_carried])
+        class Loop(_NoneOk, _Loop):
+            """Loop: scan outputs stacked on a new axis 0 (np.stack: a scalar per iteration gives (n,), not (n, 1));
+            zero iterations give empty scan outputs; loop-carried values may be empty optionals."""
+
+            def _run(self, M, cond, *args, context=None, body=None, attributes=None, bindings=None):
+                body = self.body
+                names_in, names_out = body.input_names, body.output_names
+                n_carried = len(names_in) - 2
+                n_scan = len(names_out) - 1 - n_carried
+                inputs = dict(context or {})
+                carried = list(args[:n_carried]) + [None] * (n_carried - len(args))
                 inputs.update(zip(names_in[2:], carried))
-                for k in range(n_scan):
-                    scans[k].append(outs[1 + n_carried + k])
-                it += 1
-            types = [o.type for o in body.onnx_graph_.output] if body.onnx_graph_ is not None else []
-            stacked = [_stack(v, _elem_dtype(types[1 + n_carried + k]) if 1 + n_carried + k < len(types) else None)
-                       for k, v in enumerate(scans)]
-            return self._check_and_fix_outputs(tuple(carried + stacked))
+                scans = [[] for _ in range(n_scan)]
+                it = 0
+                max_trip = None if M is None else int(np.asarray(M).reshape(-1)[0])
+                go = True if cond is None else bool(np.asarray(cond).reshape(-1)[0])
+                while go and (max_trip is None or it < max_trip):
+                    inputs[names_in[0]] = np.array(it, dtype=np.int64)
+                    inputs[names_in[1]] = np.array(go)
+                    outs = body.run(None, inputs, attributes=attributes)
+                    go = bool(np.asarray(outs[0]).reshape(-1)[0])
+                    carried = list(outs[1:1 + n_carried])
+                    inputs.update(zip(names_in[2:], carried))
+                    for k in range(n_scan):
+                        scans[k].append(outs[1 + n_carried + k])
+                    it += 1
+                types = [o.type for o in body.onnx_graph_.output] if body.onnx_graph_ is not None else []
+                stacked = [_stack(v, _elem_dtype(types[1 + n_carried + k]) if 1 + n_carried + k < len(types) else None)
+                           for k, v in enumerate(scans)]
+                return self._check_and_fix_outputs(tuple(carried + stacked))
 
-    class Scan(_OpRun):
-        """Scan, every opset: 8 (batch axis 0 on states and scan inputs, optional sequence_lens, `directions` of the
-        scan inputs; outputs past a sequence's length are zero) and 9+ (scan_input_axes / _directions,
-        scan_output_axes / _directions, negative axes)."""
+        class Scan(_OpRun):
+            """Scan, every opset: 8 (batch axis 0 on states and scan inputs, optional sequence_lens, `directions` of the
+            scan inputs; outputs past a sequence's length are zero) and 9+ (scan_input_axes / _directions,
+            scan_output_axes / _directions, negative axes)."""
 
-        def need_context(self) -> bool:
-            return True
+            def need_context(self) -> bool:
+                return True
 
-        def _opset(self) -> int:
-            return int(self.run_params["opsets"].get("", self.run_params["opsets"].get("ai.onnx", 21)))
+            def _opset(self) -> int:
+                return int(self.run_params["opsets"].get("", self.run_params["opsets"].get("ai.onnx", 21)))
 
-        def _run(self, *args, context=None, attributes=None, bindings=None, **atts):
-            if self._opset() < 9:
-                return self._run_8(*args, context=context, attributes=attributes)
-            m = self.num_scan_inputs
-            n = len(args) - m
-            states, xs = list(args[:n]), list(args[n:])
-            in_axes = [a % np.ndim(x) for a, x in zip(self._list("scan_input_axes", m, 0), xs)]
-            in_dirs = self._list("scan_input_directions", m, 0)
-            lengths = {np.shape(x)[a] for x, a in zip(xs, in_axes)}
-            if len(lengths) != 1:
-                raise ValueError(f"Scan node {self.onnx_node.name!r}: scan inputs of different lengths along their "
-                                 f"axes {sorted(lengths)}")
-            states, ys = self._iterate(states, [np.moveaxis(np.asarray(x), a, 0) for x, a in zip(xs, in_axes)],
-                                       in_dirs, lengths.pop(), context, attributes)
-            k = len(ys)
-            out_dirs = self._list("scan_output_directions", k, 0)
-            out_axes = self._list("scan_output_axes", k, 0)
-            outs = []
-            for y, d, a in zip(ys, out_dirs, out_axes):
-                y = _stack(y[::-1] if d else y)
-                outs.append(np.moveaxis(y, 0, a % y.ndim))
-            return (*states, *outs)
+            def _run(self, *args, context=None, attributes=None, bindings=None, **atts):
+                if self._opset() < 9:
+                    return self._run_8(*args, context=context, attributes=attributes)
+                m = self.num_scan_inputs
+                n = len(args) - m
+                states, xs = list(args[:n]), list(args[n:])
+                in_axes = [a % np.ndim(x) for a, x in zip(self._list("scan_input_axes", m, 0), xs)]
+                in_dirs = self._list("scan_input_directions", m, 0)
+                lengths = {np.shape(x)[a] for x, a in zip(xs, in_axes)}
+                if len(lengths) != 1:
+                    raise ValueError(f"Scan node {self.onnx_node.name!r}: scan inputs of different lengths along their "
+                                     f"axes {sorted(lengths)}")
+                states, ys = self._iterate(states, [np.moveaxis(np.asarray(x), a, 0) for x, a in zip(xs, in_axes)],
+                                           in_dirs, lengths.pop(), context, attributes)
+                k = len(ys)
+                out_dirs = self._list("scan_output_directions", k, 0)
+                out_axes = self._list("scan_output_axes", k, 0)
+                outs = []
+                for y, d, a in zip(ys, out_dirs, out_axes):
+                    y = _stack(y[::-1] if d else y)
+                    outs.append(np.moveaxis(y, 0, a % y.ndim))
+                return (*states, *outs)
 
-        def _run_8(self, seq_lens, *args, context=None, attributes=None):
-            m = self.num_scan_inputs
-            n = len(args) - m
-            states, xs = [np.asarray(s) for s in args[:n]], [np.asarray(x) for x in args[n:]]
-            batch, max_len = xs[0].shape[0], xs[0].shape[1]
-            dirs = self._list("directions", m, 0)
-            lens = [max_len] * batch if seq_lens is None or np.size(seq_lens) == 0 else \
-                [int(v) for v in np.asarray(seq_lens).reshape(-1)]
-            if len(lens) != batch or any(not 1 <= v <= max_len for v in lens):  # onnxruntime refuses 0 too
-                raise ValueError(f"Scan node {self.onnx_node.name!r}: sequence_lens {lens} must have {batch} values "
-                                 f"in [1, {max_len}]")
-            if batch == 0 or max_len == 0:
-                raise ValueError(f"Scan node {self.onnx_node.name!r}: empty batch or sequences {xs[0].shape}")
-            finals, scans = [], []
-            for b in range(batch):
-                st, ys = self._iterate([s[b] for s in states], [x[b, :lens[b]] for x in xs], dirs, lens[b],
-                                       context, attributes)
-                finals.append(st)
-                scans.append(ys)
-            out_states = [np.stack([f[i] for f in finals]) for i in range(n)]
-            out_scans = []
-            for k in range(len(scans[0]) if scans else 0):
-                per = [_stack(s[k]) for s in scans]
-                y = np.zeros((batch, max_len) + per[0].shape[1:], dtype=per[0].dtype)
-                for b, p in enumerate(per):
-                    y[b, :lens[b]] = p
-                out_scans.append(y)
-            return (*out_states, *out_scans)
+            def _run_8(self, seq_lens, *args, context=None, attributes=None):
+                m = self.num_scan_inputs
+                n = len(args) - m
+                states, xs = [np.asarray(s) for s in args[:n]], [np.asarray(x) for x in args[n:]]
+                batch, max_len = xs[0].shape[0], xs[0].shape[1]
+                dirs = self._list("directions", m, 0)
+                lens = [max_len] * batch if seq_lens is None or np.size(seq_lens) == 0 else \
+                    [int(v) for v in np.asarray(seq_lens).reshape(-1)]
+                if len(lens) != batch or any(not 1 <= v <= max_len for v in lens):  # onnxruntime refuses 0 too
+                    raise ValueError(f"Scan node {self.onnx_node.name!r}: sequence_lens {lens} must have {batch} "
+                                     f"values in [1, {max_len}]")
+                if batch == 0 or max_len == 0:
+                    raise ValueError(f"Scan node {self.onnx_node.name!r}: empty batch or sequences {xs[0].shape}")
+                finals, scans = [], []
+                for b in range(batch):
+                    st, ys = self._iterate([s[b] for s in states], [x[b, :lens[b]] for x in xs], dirs, lens[b],
+                                           context, attributes)
+                    finals.append(st)
+                    scans.append(ys)
+                out_states = [np.stack([f[i] for f in finals]) for i in range(n)]
+                out_scans = []
+                for k in range(len(scans[0]) if scans else 0):
+                    per = [_stack(s[k]) for s in scans]
+                    y = np.zeros((batch, max_len) + per[0].shape[1:], dtype=per[0].dtype)
+                    for b, p in enumerate(per):
+                        y[b, :lens[b]] = p
+                    out_scans.append(y)
+                return (*out_states, *out_scans)
 
-        def _list(self, name, count, default):
-            v = getattr(self, name, None)
-            v = list(v) if v is not None else []
-            return v + [default] * (count - len(v))
+            def _list(self, name, count, default):
+                v = getattr(self, name, None)
+                v = list(v) if v is not None else []
+                return v + [default] * (count - len(v))
 
-        def _iterate(self, states, xs, dirs, length, context, attributes):
-            """Run the body `length` times over xs (scan axis first); returns (final states, [per-iteration scan
-            outputs] per scan output)."""
-            body = self.body
-            names_in, names_out = body.input_names, body.output_names
-            n = len(states)
-            ys = [[] for _ in names_out[n:]]
-            for t in range(length):
-                feeds = dict(context or {})
-                feeds.update(zip(names_in[:n], states))
-                feeds.update((nm, x[length - 1 - t] if d else x[t]) for nm, x, d in zip(names_in[n:], xs, dirs))
-                outs = body.run(None, feeds, attributes=attributes)
-                states = list(outs[:n])
-                for k, y in enumerate(outs[n:]):
-                    ys[k].append(y)
-            return states, ys
+            def _iterate(self, states, xs, dirs, length, context, attributes):
+                """Run the body `length` times over xs (scan axis first); returns (final states, [per-iteration scan
+                outputs] per scan output)."""
+                body = self.body
+                names_in, names_out = body.input_names, body.output_names
+                n = len(states)
+                ys = [[] for _ in names_out[n:]]
+                for t in range(length):
+                    feeds = dict(context or {})
+                    feeds.update(zip(names_in[:n], states))
+                    feeds.update((nm, x[length - 1 - t] if d else x[t]) for nm, x, d in zip(names_in[n:], xs, dirs))
+                    outs = body.run(None, feeds, attributes=attributes)
+                    states = list(outs[:n])
+                    for k, y in enumerate(outs[n:]):
+                        ys[k].append(y)
+                return states, ys
 
-
-_FIXED_OPS = [_Fixed.Optional, _Fixed.If, _Fixed.Loop, _Fixed.Scan]
+    return [_Fixed.Optional, _Fixed.If, _Fixed.Loop, _Fixed.Scan]

@@ -9,6 +9,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+_GraphProto = onnx.GraphProto
+
 _ELEM_NAMES = {
     TensorProto.FLOAT: "float", TensorProto.UINT8: "uint8", TensorProto.INT8: "int8", TensorProto.UINT16: "uint16",
     TensorProto.INT16: "int16", TensorProto.INT32: "int32", TensorProto.INT64: "int64", TensorProto.STRING: "string",
@@ -100,6 +102,18 @@ class ValueType:
         return _held((kind, 0, None, sys.intern(type_string(tp)), raw))
 
     @staticmethod
+    def of_tensor(elem_type: int, dims) -> "ValueType":
+        """from_proto(helper.make_tensor_type_proto(elem_type, dims)) without the message: dims are ints, non-empty
+        strs (symbolic) or None (unknown); dims None: rank unknown. The passes make one per value they add."""
+        shape = None
+        if dims is not None:
+            shape = tuple(dims)
+            if not all(d is None or type(d) is int or (type(d) is str and d) for d in shape):
+                return ValueType.from_proto(helper.make_tensor_type_proto(elem_type, dims))
+        return _held(("tensor", elem_type, shape, sys.intern(f"tensor({_ELEM_NAMES.get(elem_type, 'undefined')})"),
+                      b""))
+
+    @staticmethod
     def of_array(a: np.ndarray) -> "ValueType":
         elem = helper.np_dtype_to_tensor_dtype(a.dtype)
         return _held(("tensor", elem, tuple(a.shape), sys.intern(f"tensor({_ELEM_NAMES.get(elem, 'undefined')})"), b""))
@@ -148,14 +162,19 @@ class Node:
         """The GraphProto attributes (If/Loop/Scan bodies)."""
         out = []
         for v in self.attrs.values():
-            for g in (v if isinstance(v, list) else [v]):
-                if isinstance(g, onnx.GraphProto):
-                    out.append(g)
+            if type(v) is list:        # (a list attribute holds one kind: graphs when its first one is)
+                if v and isinstance(v[0], _GraphProto):
+                    out.extend(g for g in v if isinstance(g, _GraphProto))
+            elif isinstance(v, _GraphProto):
+                out.append(v)
         return out
 
     @property
     def has_subgraph(self) -> bool:
-        return bool(self.subgraphs)
+        for v in self.attrs.values():
+            if isinstance(v, _GraphProto) or (type(v) is list and v and isinstance(v[0], _GraphProto)):
+                return True
+        return False
 
 
 def attribute_proto(name: str, value, node: Node) -> onnx.AttributeProto:

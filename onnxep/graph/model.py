@@ -432,7 +432,31 @@ def _subgraph_outer_names(node) -> set:
     return out
 
 
+_OUTER_NAMES: dict = {}     # serialized GraphProto -> its outer names (frozenset)
+_OUTER_NAMES_MAX_BYTES = 1 << 21     # the keys held, in all (cleared past it)
+_OUTER_NAMES_HELD = 0
+
+
 def graph_outer_names(g) -> set:
+    """The names graph `g` (a subgraph body) reads from enclosing scopes. Worked out once per distinct body (keyed by
+    its bytes, so an edited body is worked out again; at most 2 MB of keys held): the passes and partition ask it of
+    the same If / Loop / ShapeSubgraph bodies for every walk over the graph's readers."""
+    global _OUTER_NAMES_HELD
+    size = g.ByteSize()
+    if size > _OUTER_NAMES_MAX_BYTES:        # (a large body, weights inside: not held as a key)
+        return _graph_outer_names(g)
+    key = g.SerializeToString()
+    names = _OUTER_NAMES.get(key)
+    if names is None:
+        if _OUTER_NAMES_HELD + size > _OUTER_NAMES_MAX_BYTES:
+            _OUTER_NAMES.clear()
+            _OUTER_NAMES_HELD = 0
+        names = _OUTER_NAMES[key] = frozenset(_graph_outer_names(g))
+        _OUTER_NAMES_HELD += size
+    return set(names)
+
+
+def _graph_outer_names(g) -> set:
     defined = {i.name for i in g.input} | {t.name for t in g.initializer} | {
         t.values.name for t in g.sparse_initializer}
     used = set()

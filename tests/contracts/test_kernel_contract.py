@@ -226,6 +226,34 @@ def test_every_registered_kernel_follows_the_contract():
                 inspect.signature(getattr(Kernel, name)).parameters), (cls, name)
 
 
+def test_op_index_lists_what_every_op_module_registers():
+    """ops/_index.py (which module defines which ops, read so the registry imports a module at the first lookup of one
+    of its ops) is what importing every op module registers (oracle: the modules themselves); after an op module is
+    added or changed, write it anew with onnxep.ops._registry.write_index()."""
+    from onnxep.ops._index import INDEX
+    assert INDEX == _registry.index()
+
+
+def test_a_lookup_imports_only_its_op_modules():
+    """A fresh process that imports onnxep and looks up one op imports that op's module, not the ~200 others; the op
+    found is the one the full registry gives (oracle: all_kernels after load_all)."""
+    import subprocess
+    import sys
+    code = ("import sys, onnxep\nfrom onnxep.ops import _registry\n"
+            "before = {m for m in sys.modules if m.startswith('onnxep.ops.')}\n"
+            "cls = _registry.lookup('', 'Celu', 12)\n"
+            "after = {m for m in sys.modules if m.startswith('onnxep.ops.')}\n"
+            "print(sorted(after - before), cls.__module__ + '.' + cls.__qualname__, len(before) < 100)\n"
+            "n = len(_registry.all_kernels())\n"
+            "print(_registry.lookup('', 'Celu', 12) is cls, n > 300)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    first, second = r.stdout.strip().splitlines()[-2:]
+    assert "onnxep.ops.math.activations'] onnxep.ops.math.activations.Celu" in first and first.endswith("True")
+    assert first.count("'onnxep.ops.") <= 3       # its module, and what that one imports
+    assert second == "True True"
+
+
 def test_compute_errors_name_the_node_and_the_session_still_works():
     class Boom(PackedMatMul):
         op_type = "Boom"

@@ -52,3 +52,12 @@ def test_value_types_are_frozen_and_held_once_while_in_use():
     del a
     gc.collect()
     assert ref() is None
+
+
+@pytest.mark.parametrize("elem", [1, 6, 7, 9, 10, 11, 16, 0, 999])
+@pytest.mark.parametrize("dims", [None, [], [1], [0], [-1], [3, "N", None], ["a", "b"], [None], [1, 2, 3, 4, 5],
+                                  ["", 2], (2, "x")])
+def test_of_tensor_is_from_proto_of_the_message(elem, dims):
+    """ValueType.of_tensor (what the passes make for each value they add) hands out the very object from_proto gives
+    for helper.make_tensor_type_proto(elem, dims) (oracle: that message), without building it."""
+    assert ValueType.of_tensor(elem, dims) is ValueType.from_proto(helper.make_tensor_type_proto(elem, dims))

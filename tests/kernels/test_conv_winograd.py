@@ -215,3 +215,24 @@ def test_winograd_refusals():
     assert not gen.wino_applies((3, 3), (1, 1), (1, 1), 1, 4)
     with pytest.raises(ValueError, match="needs a SIMD variant"):
         gen.ConvNhwc(*ok, False, None, "winograd")
+
+
+@pytest.mark.parametrize("isa", sorted(VARIANTS))
+@pytest.mark.parametrize("m", [2, 4])
+@pytest.mark.parametrize("cout,cin", [(1, 1), (3, 5), (17, 33), (40, 1), (1, 70), (65, 31)])
+def test_pack_weight_is_g_w_gt_of_every_filter(isa, m, cout, cin):
+    """conv_wino_pack_weight: plane xi = (r, q) of the packed weight is the cin x cout matrix U[c, o] = (G g_oc G^T)[r,
+    q] packed by sgemm_pack_b (oracle: G g G^T in float64 numpy, rounded once to float32; 1 float32 ulp of slack for
+    the order of the double sums), on every variant, filters and channels off the 32 x 32 transpose tiles and the NR
+    panels."""
+    mod = VARIANTS[isa]
+    w = np.random.default_rng(cout * 100 + cin).uniform(-1, 1, (cout, cin, 3, 3)).astype(np.float32)
+    g = np.array(MATRICES[m][1], np.float64)
+    u = np.einsum("rk,ockl,ql->rqco", g, w.astype(np.float64), g).astype(np.float32)   # (al, al, cin, cout)
+    blen = mod.sgemm_pack_b_size(cin, cout)
+    expect = np.empty((m + 2) ** 2 * blen, np.float32)
+    for xi, plane in enumerate(u.reshape(-1, cin, cout)):
+        mod.sgemm_pack_b(np.ascontiguousarray(plane), False, expect[xi * blen:(xi + 1) * blen])
+    got = np.empty(mod.conv_wino_pack_weight_size(cout, cin, m), np.float32)
+    mod.conv_wino_pack_weight(w, got, m)
+    np.testing.assert_allclose(got, expect, rtol=0, atol=float(np.spacing(np.float32(np.abs(u).max()))))

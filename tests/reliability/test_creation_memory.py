@@ -82,3 +82,32 @@ def test_creation_peak_under_twice_the_weights(chain, mode):
     for w in weights:
         want = want @ w.astype(np.float64)
     np.testing.assert_allclose(np.array(out["y"]), want[:, :8], rtol=1e-3, atol=1e-3)
+
+
+IMPORTS = r"""
+import sys
+sys.path.insert(0, sys.argv[1])
+import onnxep
+import numpy as np
+from onnx import TensorProto, helper
+print(sorted(m for m in sys.modules if m == "onnx.reference" or m.startswith("onnx.reference.")))
+g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
+                      [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+onnxep.InferenceSession(m.SerializeToString()).run(None, {"x": np.array([-1, 0, 2], np.float32)})
+print(sorted(m for m in sys.modules if m == "onnx.reference" or m.startswith("onnx.reference.")))
+so = onnxep.SessionOptions()
+so.add_session_config_entry("onnxep.fallback_op_types", "Relu")
+y, = onnxep.InferenceSession(m.SerializeToString(), so).run(None, {"x": np.array([-1, 0, 2], np.float32)})
+print(y.tolist(), "onnx.reference" in sys.modules)
+"""
+
+
+def test_onnx_reference_imported_only_by_a_fallback():
+    """Importing onnxep, and creating and running a session whose nodes all run natively, leave onnx.reference (about
+    200 modules, ~12 MB of RSS) unimported; a node on the reference backend imports it and runs (oracle: Relu)."""
+    r = subprocess.run([sys.executable, "-c", IMPORTS, ROOT], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    lines = r.stdout.strip().splitlines()
+    assert lines[-3:] == ["[]", "[]", "[0.0, 0.0, 2.0] True"]

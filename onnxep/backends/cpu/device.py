@@ -14,6 +14,7 @@ from onnxep.graph.ir import OpInfo, ValueType
 from onnxep.graph.partition import subgraph_reads
 from onnxep.backends.cpu.runloop import MAX_PROGRAMS, Compiled, StepCapture, compile_plan
 from onnxep.ops import _registry
+from onnxep.ops._base import OpKernel
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +73,32 @@ def _sharing(container):
     return (lambda x: x) if container is None else container.share_immutable
 
 
+_BASE_CHECK_TYPES = OpKernel.check_types.__func__
+_CHECKED: dict = {}     # (class, opset, input and output type signatures) -> what OpKernel.check_types answered
+
+
+def _signature(names, types) -> tuple:
+    """What OpKernel.check_types reads of a node's inputs or outputs: per name, None when absent, 0 when its type is
+    unknown, else (kind, type string)."""
+    n = len(types)
+    return tuple(None if not x else 0 if i >= n or types[i] is None else (types[i].kind, types[i].type_str)
+                 for i, x in enumerate(names))
+
+
+def _check_types(cls, op) -> bool:
+    """cls.check_types(op), asked once per class, opset and type signature when the class keeps OpKernel's (it reads
+    the op schema's type constraints and the node's value types only): a graph asks it for hundreds of nodes of a few
+    signatures, partition and the passes again for the same nodes, and each answer walked the schema."""
+    if getattr(cls.check_types, "__func__", None) is not _BASE_CHECK_TYPES:
+        return cls.check_types(op)
+    node = op.node
+    key = (cls, node.opset, _signature(node.inputs, op.input_types), _signature(node.outputs, op.output_types))
+    ok = _CHECKED.get(key)
+    if ok is None:
+        ok = _CHECKED[key] = bool(cls.check_types(op))
+    return ok
+
+
 class CpuDevice(Device):
     name = "cpu"
     description = "onnxep native kernels (float32, nogil Cython)"
@@ -84,7 +111,7 @@ class CpuDevice(Device):
         if cls is None:
             return False
         try:
-            return bool(cls.check_types(op) and cls.supports(op))
+            return bool(_check_types(cls, op) and cls.supports(op))
         except Exception as e:
             node = op.node
             raise EPFail(f"cpu backend: {cls.__module__}.{cls.__qualname__} (check_types / supports) raised on "

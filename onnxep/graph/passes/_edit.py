@@ -1,7 +1,6 @@
 """Small helpers the graph passes share: fresh value names, consumer counts, new nodes and value types."""
 from __future__ import annotations
 
-from onnx import helper
 
 from onnxep.graph.ir import Graph, Node, ValueType
 from onnxep.graph.model import graph_outer_names
@@ -13,27 +12,39 @@ class Names:
     """Fresh value / node names that clash with nothing in the graph."""
 
     def __init__(self, graph: Graph):
-        self.used = set(graph.initializers) | set(graph.value_types) | {n for n, _ in graph.inputs}
-        self.used |= {n for n, _ in graph.outputs}
-        for node in graph.nodes:
-            self.used.update(node.inputs)
-            self.used.update(node.outputs)
-            self.used.add(node.name)
+        self._graph, self._used = graph, None
+
+    @property
+    def used(self) -> set:
+        """Every name of the graph as it was at the first call (the names new() gave since included): gathered at the
+        first new(), not at construction -- most passes make a Names and then find nothing to rewrite."""
+        if self._used is None:
+            graph = self._graph
+            used = set(graph.initializers) | set(graph.value_types) | {n for n, _ in graph.inputs}
+            used |= {n for n, _ in graph.outputs}
+            for node in graph.nodes:
+                used.update(node.inputs)
+                used.update(node.outputs)
+                used.add(node.name)
+            self._used, self._graph = used, None
+        return self._used
 
     def new(self, base: str) -> str:
         name, i = base, 0
-        while name in self.used:
+        used = self.used
+        while name in used:
             i += 1
             name = f"{base}_{i}"
-        self.used.add(name)
+        used.add(name)
         return name
 
 
 def reads(node: Node) -> list:
     """The value names a node reads: its inputs and the outer names its subgraphs use."""
     out = [x for x in node.inputs if x]
-    for g in node.subgraphs:
-        out.extend(sorted(graph_outer_names(g)))
+    if node.has_subgraph:
+        for g in node.subgraphs:
+            out.extend(sorted(graph_outer_names(g)))
     return out
 
 
@@ -73,7 +84,7 @@ def tensor_type(like: ValueType | None, shape) -> ValueType:
     if elem == 0 or shape is None:
         return ValueType()
     dims = [d if isinstance(d, (int, str)) else None for d in shape]
-    return ValueType.from_proto(helper.make_tensor_type_proto(elem, dims))
+    return ValueType.of_tensor(elem, dims)
 
 
 def absorb(into: Node, node: Node, producer: dict, drop: set) -> None:

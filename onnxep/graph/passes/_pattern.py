@@ -94,6 +94,95 @@ def internal_op(node, op_type) -> bool:
     return node is not None and node.domain == INTERNAL_DOMAIN and node.op_type == op_type
 
 
+class _Lazy(dict):
+    """A dict made by make(graph) at its first use: a pass that finds nothing to rewrite never asks who produces or
+    consumes a value, and building the maps walked every node once per pass. Read and written as a dict (get, [],
+    in, iteration; producers are reassigned by absorb); the graph is the one the Fusion was made on, as it is then."""
+
+    __slots__ = ("_make", "_graph")
+
+    def __init__(self, make, graph):
+        super().__init__()
+        self._make, self._graph = make, graph
+
+    def _fill(self):
+        make, graph = self._make, self._graph
+        self._make = self._graph = None
+        dict.update(self, make(graph))
+
+    def get(self, key, default=None):
+        if self._make is not None:
+            self._fill()
+        return dict.get(self, key, default)
+
+    def __getitem__(self, key):
+        if self._make is not None:
+            self._fill()
+        return dict.__getitem__(self, key)
+
+    def __setitem__(self, key, value):
+        if self._make is not None:
+            self._fill()
+        dict.__setitem__(self, key, value)
+
+    def __delitem__(self, key):
+        if self._make is not None:
+            self._fill()
+        dict.__delitem__(self, key)
+
+    def __contains__(self, key):
+        if self._make is not None:
+            self._fill()
+        return dict.__contains__(self, key)
+
+    def __iter__(self):
+        if self._make is not None:
+            self._fill()
+        return dict.__iter__(self)
+
+    def __len__(self):
+        if self._make is not None:
+            self._fill()
+        return dict.__len__(self)
+
+    def keys(self):
+        if self._make is not None:
+            self._fill()
+        return dict.keys(self)
+
+    def values(self):
+        if self._make is not None:
+            self._fill()
+        return dict.values(self)
+
+    def items(self):
+        if self._make is not None:
+            self._fill()
+        return dict.items(self)
+
+    def setdefault(self, key, default=None):
+        if self._make is not None:
+            self._fill()
+        return dict.setdefault(self, key, default)
+
+    def pop(self, key, *default):
+        if self._make is not None:
+            self._fill()
+        return dict.pop(self, key, *default)
+
+    def __eq__(self, other):
+        if self._make is not None:
+            self._fill()
+        return dict.__eq__(self, other)
+
+    __hash__ = None
+
+    def __repr__(self):
+        if self._make is not None:
+            self._fill()
+        return dict.__repr__(self)
+
+
 class Fusion:
     """One run of a pattern-fusion pass: what it looks values up in (constants, producers, consumers, graph outputs,
     fresh names), and what it rewrites -- each matched pattern's nodes go, and the node the pattern becomes takes the
@@ -102,8 +191,8 @@ class Fusion:
     def __init__(self, graph: Graph):
         self.graph = graph
         self.consts = graph.constants
-        self.producer = producers(graph)
-        self.cons = consumers(graph)
+        self.producer = _Lazy(producers, graph)
+        self.cons = _Lazy(consumers, graph)
         self.outputs = {n for n, _ in graph.outputs}
         self.names = Names(graph)
         self._drop, self._replace = set(), {}
