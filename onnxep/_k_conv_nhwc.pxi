@@ -206,7 +206,7 @@ cdef class ConvNhwc:
         self.ia = ia
         self.w = w_packed
         self.direct = not self.wino and self.Kc > 0 and (path == "direct" or (path == "auto"
-                                                                              and _dconv_auto(&ia, self.Kc)))
+                                                                              and _dconv_auto(&ia, self.N, self.Kc)))
 
     def run(self, const float[::1] x, const float[::1] bias, const float[::1] res, float[::1] y, int nthreads=0,
             Py_ssize_t ldy=0):
@@ -379,15 +379,65 @@ cdef struct DTap:
     DRun run
 
 
-cdef bint _dconv_auto(const ImplicitA* ia, Py_ssize_t Kc) noexcept nogil:
+cdef bint _dconv_auto(const ImplicitA* ia, Py_ssize_t N, Py_ssize_t Kc) noexcept nogil:
     """The direct path where it measured faster than packing (SIMD variants only). Interleaved A/B in one process,
     2026-11: at K within one block, 0.51-0.90x of the packed path's time on 17 shapes from the light models; above
     it, on ResNet-50's 3x3 and 1x1 convs, 0.85-1.0x at 1 and 2 threads -- except where a tile's pixels lie a multiple
     of 4 KiB apart (1x1 over 1024 channels: 1.2-1.3x at 1 thread): then all of a tile's A rows fall in one L1 set and
-    evict each other, so those stay packed."""
+    evict each other, so those stay packed.
+    (dense slice) Also packed above one K block when the direct tiles hold fewer than MR/2 pixels on average
+    (_dconv_tiles; small images, where most pixels are border ones going one or two per tile): each tile streams its
+    K x NR weight panel (past L1 there) for that few rows, where the packed path reads it once per MR rows. Kernel
+    alone, 1 thread, packed / direct time (batch 3 unless said): 8x8 32->64 3x3/2 0.58, 4x4 64->128 3x3/2 0.33,
+    2x2 128->128 3x3 0.44, batch 1 7x7 512->512 3x3 0.76, 14x14 256->512 3x3/2 0.95; left direct: 14x14 256->256 3x3
+    (mean 9.8 pixels per tile) 1.00."""
     if not SGEMM_SIMD:
         return False
-    return Kc <= SGEMM_KC or (ia.sw * ia.C * <Py_ssize_t>sizeof(float)) % 4096 != 0
+    if Kc <= SGEMM_KC:
+        return True
+    if (ia.sw * ia.C * <Py_ssize_t>sizeof(float)) % 4096 == 0:
+        return False
+    return 2 * N * ia.Ho * ia.Wo >= SGEMM_MR * _dconv_tiles(ia, N)
+
+
+cdef Py_ssize_t _dconv_tiles(const ImplicitA* ia, Py_ssize_t N) noexcept nogil:
+    """(dense slice) About how many micro-kernel calls per weight panel the direct path makes over the batch (its
+    row blocks ignored, as _dconv_rows tiles them): each output row's interior pixels in tiles of up to MR, each
+    border column's pixels in tiles of up to MR down the bands of rows with the same kernel rows inside x. A
+    pointwise conv's pixels (one long row) count as full tiles."""
+    cdef Py_ssize_t lo, hi, b0, b1, nb0, nb1, oh, band, nborder, tiles
+    if ia.kh == 1 and ia.kw == 1 and ia.sh == 1 and ia.sw == 1 and ia.ph == 0 and ia.pw == 0:
+        return (N * ia.Ho * ia.Wo + SGEMM_MR - 1) // SGEMM_MR
+    _inside_range(ia.W, ia.Wo, ia.kw, ia.sw, ia.dw, ia.pw, &lo, &hi)
+    nborder = ia.Wo - (hi - lo)
+    tiles = ia.Ho * ((hi - lo + SGEMM_MR - 1) // SGEMM_MR)
+    oh = 0
+    while oh < ia.Ho:
+        _dconv_tap_range(oh * ia.sh - ia.ph, ia.dh, ia.H, ia.kh, &b0, &b1)
+        band = oh + 1
+        while band < ia.Ho:
+            _dconv_tap_range(band * ia.sh - ia.ph, ia.dh, ia.H, ia.kh, &nb0, &nb1)
+            if nb0 != b0 or nb1 != b1:
+                break
+            band += 1
+        tiles += nborder * ((band - oh + SGEMM_MR - 1) // SGEMM_MR)
+        oh = band
+    return N * tiles
+
+
+def conv_direct_auto(tuple xshape, tuple kernel, tuple strides, tuple dilations, tuple pads, tuple out_spatial,
+                     Py_ssize_t group=1):
+    """Whether ConvNhwc's "auto" path picks the direct path for this dense conv geometry (_dconv_auto); for tests."""
+    cdef ImplicitA ia
+    cdef Py_ssize_t N
+    N, ia.H, ia.W, ia.C = xshape
+    ia.kh, ia.kw = kernel
+    ia.sh, ia.sw = strides
+    ia.dh, ia.dw = dilations
+    ia.ph, ia.pw = pads
+    ia.Ho, ia.Wo = out_spatial
+    ia.Cg = ia.C // group
+    return bool(_dconv_auto(&ia, N, ia.Cg * ia.kh * ia.kw))
 
 
 cdef inline Py_ssize_t _dconv_max_taps(const ImplicitA* ia, Py_ssize_t Kc) noexcept nogil:

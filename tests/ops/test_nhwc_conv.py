@@ -121,15 +121,19 @@ def test_nhwc_conv_bad_input_names_the_node():
     ((16, 16, 5, 5), {}, 0),
     ((256, 256, 3, 3), {"pads": [1, 1, 1, 1]}, 4),        # F(4x4): 6.75 MiB more packed weight
     ((320, 256, 3, 3), {"pads": [1, 1, 1, 1]}, 2),        # F(4x4) would add 8.4 MiB, F(2x2) adds 2.2 MiB
-    ((256, 256, 3, 3), {"pads": [1, 1, 1, 1], "small": True}, 2),
-    ((512, 512, 3, 3), {"pads": [1, 1, 1, 1], "small": True}, 2),   # F(2x2): 7 MiB more
-    ((640, 512, 3, 3), {"pads": [1, 1, 1, 1], "small": True}, 0),   # F(2x2) would add 8.75 MiB: direct
+    # small images: F(2x2) with at least MR 2x2 tiles in the batch (6x7: 12 a image), 4 * MR past 2 MiB of weight
+    ((256, 256, 3, 3), {"pads": [1, 1, 1, 1], "small": True}, 0),   # 4 MiB of F(2x2) weight, 12 tiles: not
+    ((256, 256, 3, 3), {"pads": [1, 1, 1, 1], "small": True, "batch": 4}, 2),   # 48 tiles
+    ((512, 512, 3, 3), {"pads": [1, 1, 1, 1], "small": True, "batch": 4}, 2),   # F(2x2): 7 MiB more
+    ((640, 512, 3, 3), {"pads": [1, 1, 1, 1], "small": True, "batch": 4}, 0),   # F(2x2) would add 8.75 MiB
+    ((64, 64, 3, 3), {"pads": [1, 1, 1, 1], "tiny": True}, 0),      # a 2x2 image: 1 tile
+    ((64, 64, 3, 3), {"pads": [1, 1, 1, 1], "tiny": True, "batch": 12}, 2),    # 12 tiles, 256 KiB
 ])
 def test_nhwc_conv_packs_for_winograd_where_it_applies(monkeypatch, ws, attrs, tile):
     """The weight is packed for (and run on) a Winograd path exactly for 3x3, stride 1, dilation 1, group 1, at
     least 16 input and output channels, on SIMD variants: F(4x4, 3x3) where it adds at most 8 MiB of packed weight
     over the direct path's and the image has at least 24 * 24 pixels, else F(2x2, 3x3) where that one fits the
-    budget; the session's output matches onnxruntime's Conv either way (oracle; tolerance: the Winograd bound of
+    budget (on smaller images with enough 2x2 tiles in the batch: WINOGRAD_F2_CACHED_WEIGHT_BYTES); the session's output matches onnxruntime's Conv either way (oracle; tolerance: the Winograd bound of
     tests/kernels/test_conv_winograd.py)."""
     from onnxep import _kernels
     calls = []
@@ -137,7 +141,8 @@ def test_nhwc_conv_packs_for_winograd_where_it_applies(monkeypatch, ws, attrs, t
     monkeypatch.setattr(_kernels, "conv_wino_pack_weight",
                         lambda w, out, m: (calls.append((w.shape, m)), real(w, out, m)))
     attrs = dict(attrs)
-    xs = (1, ws[1] * attrs.get("group", 1)) + ((6, 7) if attrs.pop("small", False) else (24, 25))
+    hw = (6, 7) if attrs.pop("small", False) else (2, 2) if attrs.pop("tiny", False) else (24, 25)
+    xs = (attrs.pop("batch", 1), ws[1] * attrs.get("group", 1)) + hw
     x = RNG.uniform(-1, 1, xs).astype(np.float32)
     w = RNG.uniform(-1, 1, ws).astype(np.float32)
     b = RNG.uniform(-1, 1, ws[0]).astype(np.float32)

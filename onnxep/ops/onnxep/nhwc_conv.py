@@ -46,6 +46,14 @@ WINOGRAD_F4_MIN_PIXELS = 24 * 24
 # rows mostly empty). Kernel alone, 1 thread, F(4x4) against F(2x2): 3x16x16 16 -> 16 0.52x the time, 3x8x8 32 ->
 # 32 0.65x, 3x8x8 64 -> 64 0.70x, 3x7x7 64 -> 64 0.73x; 3x4x4 64 -> 64 (3 tiles) 1.9x
 WINOGRAD_F4_SMALL_WEIGHT_BYTES = 512 << 10
+# ... and F(2x2, 3x3) on such small images only with at least MR 2x2 tiles in the batch, or 4 * MR when its
+# transformed weight is larger than this (a 2 MiB L2: read from memory on every run, the GEMMs over so few rows are
+# bound by the 16/9 larger weight, not the products). Kernel alone, 1 thread, against the direct / packed paths'
+# best: 3x2x2 128 -> 128 (3 tiles) 1.6x the time, 3x2x2 64 -> 64 1.3x, 1x4x4 256 -> 256 (4 tiles) 1.0x,
+# 1x7x7 512 -> 512 (16 tiles, 16 MiB) 1.3x, 2x7x7 512 -> 512 (32 tiles) 1.3x -- those now packed; kept: 3x4x4
+# 64 -> 64 (12 tiles, 256 KiB) 0.51x, 1x7x7 256 -> 256 (16 tiles, 1 MiB) 0.87x, 1x13x13 64 -> 256 0.82x,
+# 1x14x14 256 -> 256 (49 tiles, 4 MiB) 0.67x, 1x14x14 512 -> 512 (16 MiB) 0.78x
+WINOGRAD_F2_CACHED_WEIGHT_BYTES = 2 << 20
 _WINOGRAD_PATHS = {0: "auto", 2: "winograd", 4: "winograd4"}      # _winograd's tile -> conv_nhwc_f32's path
 
 
@@ -98,7 +106,8 @@ class NhwcConv_1(ConvAttrs, PackedWeightMixin, OpKernel):
         3x3)) for 3x3, stride and dilation 1, group 1, at least WINOGRAD_MIN_CHANNELS input and output channels,
         the larger tile that adds at most WINOGRAD_MAX_EXTRA_BYTES of packed weight over the direct path's (SIMD
         variants), F(4x4) only on images of WINOGRAD_F4_MIN_PIXELS or more, or of at least MR 4x4 tiles in the
-        batch with at most WINOGRAD_F4_SMALL_WEIGHT_BYTES of F(4x4) weight; 0: not Winograd. Decided from the
+        batch with at most WINOGRAD_F4_SMALL_WEIGHT_BYTES of F(4x4) weight, F(2x2) on smaller images only with MR
+        2x2 tiles (4 * MR past WINOGRAD_F2_CACHED_WEIGHT_BYTES of F(2x2) weight); 0: not Winograd. Decided from the
         attributes, W's shape and X's static shape alone, so packing and running (and an EPContext load, whose value
         types are the saved model's) agree."""
         if wshape[0] < WINOGRAD_MIN_CHANNELS or wshape[1] < WINOGRAD_MIN_CHANNELS \
@@ -111,8 +120,15 @@ class NhwcConv_1(ConvAttrs, PackedWeightMixin, OpKernel):
                  or (36 * 4 * wshape[0] * wshape[1] <= WINOGRAD_F4_SMALL_WEIGHT_BYTES
                      and (x[0] if isinstance(x[0], int) else 1) * (-(-x[1] // 4)) * (-(-x[2] // 4)) >= _kernels.MR))
         for m in ((4, 2) if big else (2,)):
-            if ((m + 2) ** 2 - 9) * 4 * wshape[0] * wshape[1] <= WINOGRAD_MAX_EXTRA_BYTES:
-                return m
+            if ((m + 2) ** 2 - 9) * 4 * wshape[0] * wshape[1] > WINOGRAD_MAX_EXTRA_BYTES:
+                continue
+            if m == 2 and x is not None and isinstance(x[1], int) and isinstance(x[2], int) \
+                    and x[1] * x[2] < WINOGRAD_F4_MIN_PIXELS:
+                tiles = (x[0] if isinstance(x[0], int) else 1) * (-(-x[1] // 2)) * (-(-x[2] // 2))
+                cached = 16 * 4 * wshape[0] * wshape[1] <= WINOGRAD_F2_CACHED_WEIGHT_BYTES
+                if tiles < (1 if cached else 4) * _kernels.MR:
+                    continue
+            return m
         return 0
 
     def prepack_format(self, input_index):

@@ -1,0 +1,59 @@
+"""Which path ConvNhwc's "auto" takes for a dense conv (_dconv_auto): the direct path (A read in place) within one K
+block; past it, the packed GEMM path where the direct tiles would hold fewer than MR/2 pixels on average (small
+images: mostly border pixels, a tile or two per row), else direct.
+
+Oracles: the tile counts worked out by hand below (the choice), and the float64 numpy direct convolution of
+test_conv.py (the result of the auto path on those geometries, every ISA variant; tolerance as test_conv_nhwc.py)."""
+import numpy as np
+import pytest
+
+from tests.kernels.test_conv import EPS, VARIANTS
+from tests.kernels.test_conv_nhwc import _expected, _run
+
+RNG = np.random.default_rng(53)
+
+
+@pytest.mark.parametrize("xshape, k, s, out, direct, direct_avx2", [
+    # within one K block (Kc <= KC = 256): direct whatever the tiles
+    ((3, 16, 16, 16), 3, 2, (8, 8), True, True),
+    ((3, 4, 4, 16), 3, 2, (2, 2), True, True),
+    # 8x8 32 -> 64 3x3/2 (Kc 288): 4x4 output, per image 4 interior tiles of 3 pixels + 2 border tiles (bands of
+    # rows {0}, {1, 2, 3} in column 0): 18 tiles for 48 pixels, 2.7 a tile, under MR / 2 (6 / 3 on AVX2)
+    ((3, 8, 8, 32), 3, 2, (4, 4), False, False),
+    ((3, 4, 4, 64), 3, 2, (2, 2), False, False),            # 1 pixel a tile
+    # 7 rows of 5 interior pixels + 2 border columns in 3 bands: 13 tiles, 49 / 13 = 3.8 a tile
+    ((1, 7, 7, 512), 3, 1, (7, 7), False, True),
+    ((1, 14, 14, 256), 3, 2, (7, 7), False, True),          # 9 tiles: 5.4
+    ((1, 14, 14, 256), 3, 1, (14, 14), True, True),         # 20 tiles (AVX2: 36): 9.8 (5.4)
+    ((1, 28, 28, 128), 3, 1, (28, 28), True, True),
+    ((1, 56, 56, 64), 3, 1, (56, 56), True, True),
+    ((1, 7, 7, 512), 1, 1, (7, 7), True, True),            # pointwise: one long row of full tiles
+])
+def test_auto_path_choice(xshape, k, s, out, direct, direct_avx2):
+    for name, mod in VARIANTS.items():
+        p = (k - 1) // 2
+        got = mod.conv_direct_auto(xshape, (k, k), (s, s), (1, 1), (p, p), out)
+        want = {"generic": False, "avx2": direct_avx2}.get(name, direct)   # generic: no direct path
+        assert got is want, name
+
+
+@pytest.mark.parametrize("xshape, cout, k, s", [
+    ((3, 64, 8, 8), 64, 3, 2), ((3, 64, 4, 4), 128, 3, 2), ((1, 96, 7, 7), 40, 3, 1), ((2, 40, 5, 6), 33, 3, 1),
+    ((3, 128, 2, 2), 128, 3, 1),
+])
+@pytest.mark.parametrize("relu", [False, True])
+def test_auto_path_on_small_images_matches_direct_conv(xshape, cout, k, s, relu):
+    """The geometries the rule sends to the packed path (and tails: 33 channels, 5x6 images), on every variant, with
+    a bias and a residual, against the float64 oracle."""
+    x = RNG.uniform(-1, 1, xshape).astype(np.float32)
+    w = RNG.uniform(-1, 1, (cout, xshape[1], k, k)).astype(np.float32)
+    b = RNG.uniform(-1, 1, cout).astype(np.float32)
+    p = (k - 1) // 2
+    outs = ((xshape[2] + 2 * p - k) // s + 1, (xshape[3] + 2 * p - k) // s + 1)
+    res = RNG.uniform(-1, 1, (xshape[0],) + outs + (cout,)).astype(np.float32)
+    want = _expected(x.astype(np.float64), w.astype(np.float64), b, res, 1, (s, s), (1, 1), (p, p), outs, relu)
+    tol = 2 * (xshape[1] * k * k + 2) * EPS
+    for name, mod in VARIANTS.items():
+        for nth in (1, 2):
+            y = _run(mod, x, w, b, res, 1, (s, s), (1, 1), (p, p), outs, relu, nth)
+            np.testing.assert_allclose(y, want, rtol=0, atol=tol, err_msg=f"{name} nthreads={nth}")
