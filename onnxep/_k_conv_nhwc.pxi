@@ -385,19 +385,20 @@ cdef bint _dconv_auto(const ImplicitA* ia, Py_ssize_t N, Py_ssize_t Kc) noexcept
     it, on ResNet-50's 3x3 and 1x1 convs, 0.85-1.0x at 1 and 2 threads -- except where a tile's pixels lie a multiple
     of 4 KiB apart (1x1 over 1024 channels: 1.2-1.3x at 1 thread): then all of a tile's A rows fall in one L1 set and
     evict each other, so those stay packed.
-    (dense slice) Also packed above one K block when the direct tiles hold fewer than MR/2 pixels on average
-    (_dconv_tiles; small images, where most pixels are border ones going one or two per tile): each tile streams its
-    K x NR weight panel (past L1 there) for that few rows, where the packed path reads it once per MR rows. Kernel
-    alone, 1 thread, packed / direct time (batch 3 unless said): 8x8 32->64 3x3/2 0.58, 4x4 64->128 3x3/2 0.33,
-    2x2 128->128 3x3 0.44, batch 1 7x7 512->512 3x3 0.76, 14x14 256->512 3x3/2 0.95; left direct: 14x14 256->256 3x3
-    (mean 9.8 pixels per tile) 1.00."""
+    (dense slice) Also packed above one K block when the direct tiles hold fewer than 2/3 MR pixels on average
+    (_dconv_tiles; small images, where most pixels are border ones going one or two per tile, and stride-2 rows a
+    little over one tile long): each tile streams its K x NR weight panel (past L1 there) for that few rows, where
+    the packed path reads it once per MR rows. Kernel alone, 1 thread, packed / direct time (batch 3 unless said;
+    mean pixels per AVX-512 tile): 8x8 32->64 3x3/2 0.58 (2.7), 4x4 64->128 3x3/2 0.33 (1), 2x2 128->128 3x3 0.44,
+    batch 1 7x7 512->512 3x3 0.76 (3.8), 14x14 256->512 3x3/2 0.95 (5.4), 28x28 128->256 3x3/2 0.86-0.90 (6.3);
+    left direct: 28x28 128->128 3x3 1.02 (8.3), 56x56 64->128 3x3/2 1.05 (9), 14x14 256->256 3x3 1.00 (9.8)."""
     if not SGEMM_SIMD:
         return False
     if Kc <= SGEMM_KC:
         return True
     if (ia.sw * ia.C * <Py_ssize_t>sizeof(float)) % 4096 == 0:
         return False
-    return 2 * N * ia.Ho * ia.Wo >= SGEMM_MR * _dconv_tiles(ia, N)
+    return 3 * N * ia.Ho * ia.Wo >= 2 * SGEMM_MR * _dconv_tiles(ia, N)
 
 
 cdef Py_ssize_t _dconv_tiles(const ImplicitA* ia, Py_ssize_t N) noexcept nogil:

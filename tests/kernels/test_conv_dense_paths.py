@@ -1,5 +1,5 @@
 """Which path ConvNhwc's "auto" takes for a dense conv (_dconv_auto): the direct path (A read in place) within one K
-block; past it, the packed GEMM path where the direct tiles would hold fewer than MR/2 pixels on average (small
+block; past it, the packed GEMM path where the direct tiles would hold fewer than 2/3 MR pixels on average (small
 images: mostly border pixels, a tile or two per row), else direct.
 
 Oracles: the tile counts worked out by hand below (the choice), and the float64 numpy direct convolution of
@@ -18,12 +18,14 @@ RNG = np.random.default_rng(53)
     ((3, 16, 16, 16), 3, 2, (8, 8), True, True),
     ((3, 4, 4, 16), 3, 2, (2, 2), True, True),
     # 8x8 32 -> 64 3x3/2 (Kc 288): 4x4 output, per image 4 interior tiles of 3 pixels + 2 border tiles (bands of
-    # rows {0}, {1, 2, 3} in column 0): 18 tiles for 48 pixels, 2.7 a tile, under MR / 2 (6 / 3 on AVX2)
+    # rows {0}, {1, 2, 3} in column 0): 18 tiles for 48 pixels, 2.7 a tile, under 2/3 MR (8; 4 on AVX2)
     ((3, 8, 8, 32), 3, 2, (4, 4), False, False),
     ((3, 4, 4, 64), 3, 2, (2, 2), False, False),            # 1 pixel a tile
     # 7 rows of 5 interior pixels + 2 border columns in 3 bands: 13 tiles, 49 / 13 = 3.8 a tile
-    ((1, 7, 7, 512), 3, 1, (7, 7), False, True),
+    ((1, 7, 7, 512), 3, 1, (7, 7), False, False),
     ((1, 14, 14, 256), 3, 2, (7, 7), False, True),          # 9 tiles: 5.4
+    # 14 rows of 13 interior pixels in 2 tiles (AVX2: 3) + column 0 in bands {0}, {1..13}: 31 tiles (46), 6.3 (4.3)
+    ((1, 28, 28, 128), 3, 2, (14, 14), False, True),
     ((1, 14, 14, 256), 3, 1, (14, 14), True, True),         # 20 tiles (AVX2: 36): 9.8 (5.4)
     ((1, 28, 28, 128), 3, 1, (28, 28), True, True),
     ((1, 56, 56, 64), 3, 1, (56, 56), True, True),
