@@ -60,11 +60,13 @@ cdef extern from *:
        K step), so the first A panel over it does not wait on memory for each line (AVX-512 only; in-process A/B on
        the dev machine: 128 x 768 x 768 / x 3072 / 128 x 3072 x 768 0.97-0.99x the time at 2 threads, the encoder
        0.97x, the MLP 0.96x; the conv models 1.00x). */
-    /* The fused activation of the epilogue (NULL: none). Relu, Clip and LeakyRelu are applied in registers; Sigmoid,
-       HardSigmoid and Tanh over the tile just stored (still in L1), with the same scalar code in every variant. */
+    /* The fused activation of the epilogue (NULL: none). Relu, Clip, LeakyRelu and HardSwish are applied in
+       registers; Sigmoid, HardSigmoid and Tanh over the tile just stored (still in L1), with the same scalar code in
+       every variant. HardSwish is v * min(1, max(0, v/6 + 1/2)) (ONNX's alpha 1/6, beta 1/2, as hard_swish_f32). */
     #include <math.h>
     enum { ONNXEP_ACT_NONE = 0, ONNXEP_ACT_RELU, ONNXEP_ACT_CLIP, ONNXEP_ACT_LEAKY_RELU, ONNXEP_ACT_SIGMOID,
-           ONNXEP_ACT_HARD_SIGMOID, ONNXEP_ACT_TANH };
+           ONNXEP_ACT_HARD_SIGMOID, ONNXEP_ACT_TANH, ONNXEP_ACT_HARD_SWISH };
+    #define ONNXEP_ACT_IN_REGS(kind) ((kind) <= ONNXEP_ACT_LEAKY_RELU || (kind) == ONNXEP_ACT_HARD_SWISH)
     typedef struct { int kind; float a, b; } onnxep_act;   /* Clip: [a, b]; LeakyRelu: a; HardSigmoid: a, b */
     static inline float onnxep_act1(const onnxep_act* act, float v)
     {
@@ -75,6 +77,10 @@ cdef extern from *:
         case ONNXEP_ACT_SIGMOID: return 1.0f / (1.0f + expf(-v));
         case ONNXEP_ACT_HARD_SIGMOID: { float h = act->a * v + act->b; return h < 0.0f ? 0.0f : (h > 1.0f ? 1.0f : h); }
         case ONNXEP_ACT_TANH: return tanhf(v);
+        case ONNXEP_ACT_HARD_SWISH: {
+            float h = v * (1.0f / 6.0f) + 0.5f;
+            h = h < 0.0f ? 0.0f : h;
+            return v * (h > 1.0f ? 1.0f : h); }
         default: return v;
         }
     }
@@ -131,11 +137,15 @@ cdef extern from *:
             } else if (kind == ONNXEP_ACT_LEAKY_RELU) {
                 v0 = _mm512_mask_mul_ps(v0, _mm512_cmp_ps_mask(v0, z, _CMP_LT_OQ), v0, lo);
                 v1 = _mm512_mask_mul_ps(v1, _mm512_cmp_ps_mask(v1, z, _CMP_LT_OQ), v1, lo);
+            } else if (kind == ONNXEP_ACT_HARD_SWISH) {
+                __m512 s6 = _mm512_set1_ps(1.0f / 6.0f), h5 = _mm512_set1_ps(0.5f), one = _mm512_set1_ps(1.0f);
+                v0 = _mm512_mul_ps(v0, _mm512_min_ps(one, _mm512_max_ps(z, _mm512_fmadd_ps(v0, s6, h5))));
+                v1 = _mm512_mul_ps(v1, _mm512_min_ps(one, _mm512_max_ps(z, _mm512_fmadd_ps(v1, s6, h5))));
             }
             _mm512_mask_storeu_ps(ci, m0, v0);
             _mm512_mask_storeu_ps(ci + 16, m1, v1);
         }
-        if (kind > ONNXEP_ACT_LEAKY_RELU) onnxep_act_tile(act, c, rsc, MRV, nr);
+        if (!ONNXEP_ACT_IN_REGS(kind)) onnxep_act_tile(act, c, rsc, MRV, nr);
     }
     static inline __attribute__((always_inline)) void onnxep_uk_body(const int MRV, const int NV, ONNXEP_UK_ARGS)
     {
@@ -228,6 +238,10 @@ cdef extern from *:
             } else if (kind == ONNXEP_ACT_LEAKY_RELU) {
                 v0 = _mm256_blendv_ps(v0, _mm256_mul_ps(v0, lo), _mm256_cmp_ps(v0, z, _CMP_LT_OQ));
                 v1 = _mm256_blendv_ps(v1, _mm256_mul_ps(v1, lo), _mm256_cmp_ps(v1, z, _CMP_LT_OQ));
+            } else if (kind == ONNXEP_ACT_HARD_SWISH) {
+                __m256 s6 = _mm256_set1_ps(1.0f / 6.0f), h5 = _mm256_set1_ps(0.5f), one = _mm256_set1_ps(1.0f);
+                v0 = _mm256_mul_ps(v0, _mm256_min_ps(one, _mm256_max_ps(z, _mm256_fmadd_ps(v0, s6, h5))));
+                v1 = _mm256_mul_ps(v1, _mm256_min_ps(one, _mm256_max_ps(z, _mm256_fmadd_ps(v1, s6, h5))));
             }
             if (full) {
                 _mm256_storeu_ps(ci, v0);
@@ -237,7 +251,7 @@ cdef extern from *:
                 _mm256_maskstore_ps(ci + 8, m1, v1);
             }
         }
-        if (kind > ONNXEP_ACT_LEAKY_RELU) onnxep_act_tile(act, c, rsc, MRV, nr);
+        if (!ONNXEP_ACT_IN_REGS(kind)) onnxep_act_tile(act, c, rsc, MRV, nr);
     }
     static inline __attribute__((always_inline)) void onnxep_uk_body(const int MRV, const int NV, ONNXEP_UK_ARGS)
     {
@@ -342,6 +356,7 @@ cdef extern from *:
         ACT_SIGMOID "ONNXEP_ACT_SIGMOID"
         ACT_HARD_SIGMOID "ONNXEP_ACT_HARD_SIGMOID"
         ACT_TANH "ONNXEP_ACT_TANH"
+        ACT_HARD_SWISH "ONNXEP_ACT_HARD_SWISH"
     float act1 "onnxep_act1"(const Act* act, float v) noexcept nogil
     enum:
         SGEMM_MR "ONNXEP_SGEMM_MR"
@@ -880,7 +895,8 @@ cdef void _sgemm_tile_task(void* p, Py_ssize_t t, int tid) noexcept nogil:
 
 #: the epilogue activations by ONNX op name, and how many float parameters each takes
 ACTIVATIONS = {"": (ACT_NONE, 0), "Relu": (ACT_RELU, 0), "Clip": (ACT_CLIP, 2), "LeakyRelu": (ACT_LEAKY_RELU, 1),
-               "Sigmoid": (ACT_SIGMOID, 0), "HardSigmoid": (ACT_HARD_SIGMOID, 2), "Tanh": (ACT_TANH, 0)}
+               "Sigmoid": (ACT_SIGMOID, 0), "HardSigmoid": (ACT_HARD_SIGMOID, 2), "Tanh": (ACT_TANH, 0),
+               "HardSwish": (ACT_HARD_SWISH, 0)}
 
 
 cdef Act make_act(activation, bint relu=False) except *:

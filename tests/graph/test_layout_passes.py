@@ -161,7 +161,7 @@ def test_conv_bn_not_folded_when_conv_output_is_shared():
 
 @pytest.mark.parametrize("act", [("Relu", {}, []), ("LeakyRelu", {"alpha": 0.2}, []), ("Sigmoid", {}, []),
                                  ("HardSigmoid", {"alpha": 0.3, "beta": 0.4}, []), ("Tanh", {}, []),
-                                 ("Clip", {}, ["lo", "hi"]), ("Clip", {}, ["", "hi"])],
+                                 ("Clip", {}, ["lo", "hi"]), ("Clip", {}, ["", "hi"]), ("HardSwish", {}, [])],
                          ids=lambda a: a[0] + "".join(a[2]))
 def test_activation_fuses_into_nhwc_conv(act):
     """Conv -> activation becomes one NhwcConv with that epilogue activation. Oracle: onnxruntime."""

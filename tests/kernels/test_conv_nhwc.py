@@ -153,7 +153,11 @@ DIRECT_CASES = [  # x (N, C, H, W), w (cout, Cg, kh, kw), group, strides, dilati
     ((1, 2, 3, 2), (5, 2, 3, 3), 1, (1, 1), (1, 1), (2, 2), ("Tanh",)),               # smaller than the padding
     ((3, 4, 40, 30), (20, 4, 5, 5), 1, (2, 2), (1, 1), (2, 2), ("Relu",)),            # border columns in tiles down
     ((2, 3, 29, 9), (8, 3, 3, 3), 1, (1, 1), (1, 1), (1, 1), ("",)),                  #   blocks across images
+    ((3, 3, 21, 19), (17, 3, 3, 3), 1, (2, 2), (1, 1), (1, 1), ("HardSwish",)),       # MobileNetV3's stem, cout 17
+    ((2, 33, 5, 7), (97, 33, 1, 1), 1, (1, 1), (1, 1), (0, 0), ("HardSwish",)),       # its 1x1 expansions, tails
 ]
+
+HARD_SWISH = lambda r: r * np.clip(r / 6 + 0.5, 0, 1)      # noqa: E731  ONNX HardSwish (alpha 1/6, beta 1/2)
 
 
 @pytest.mark.parametrize("isa", [i for i in VARIANTS if i != "generic"])
@@ -170,9 +174,26 @@ def test_conv_nhwc_direct_matches_packed(isa, case, nthreads):
     name, *params = act
     fns = {"": lambda r: r, "Relu": lambda r: np.maximum(r, 0), "Clip": lambda r: np.clip(r, *params),
            "LeakyRelu": lambda r: np.where(r >= 0, r, r * params[0]), "Sigmoid": lambda r: 1 / (1 + np.exp(-r)),
-           "Tanh": np.tanh}
+           "Tanh": np.tanh, "HardSwish": HARD_SWISH}
     ref = fns[name](ref)
     np.testing.assert_allclose(ys["direct"], ref, rtol=0, atol=2 * (kc + 2) * EPS + 1e-6)
+
+
+@pytest.mark.parametrize("isa", list(VARIANTS))
+@pytest.mark.parametrize("case", [c[:6] for c in DIRECT_CASES[-2:]] + [((1, 64, 9, 14), (40, 64, 3, 3), 1, (1, 1),
+                                                                         (1, 1), (1, 1))],
+                         ids=lambda c: "x".join(map(str, c[0])) + "_k" + "x".join(map(str, c[1])))
+def test_conv_nhwc_hard_swish_epilogue_every_isa(isa, case):
+    """HardSwish in the GEMM epilogue (in registers on the SIMD variants, onnxep_act1 on the generic one), with bias
+    and residual, packed path, 1 and 2 threads (bit-identical) and column tails. Oracle: numpy HardSwish of the
+    float64 direct conv + res, within the GEMM bound."""
+    run, ref, res, kc = _case(VARIANTS[isa], case, 5)
+    big = res * 4           # a wider residual spreads the sums over both kinks (-3, 3) of HardSwish
+    y1, y2 = run("packed", 1, ("HardSwish",), big), run("packed", 2, ("HardSwish",), big)
+    np.testing.assert_array_equal(y1, y2)
+    want = ref - res + big
+    assert (want < -3).any() and (want > 3).any() and (abs(want) < 3).any()
+    np.testing.assert_allclose(y1, HARD_SWISH(want), rtol=0, atol=4 * (kc + 6) * EPS + 1e-6)
 
 
 BLOCKED_CASES = [  # K above one block (KC = 256): the direct path's runs address the K blocks of the packed weight

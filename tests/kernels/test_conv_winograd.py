@@ -19,13 +19,14 @@ from tests.kernels.test_conv import EPS, VARIANTS, _ref_conv
 SIMD = {isa: mod for isa, mod in VARIANTS.items() if isa != "generic"}
 CHANNELS = st.sampled_from([1, 2, 3, 5, 12, 13, 16, 17, 31, 32, 33, 64])
 ACTS = [("",), ("Relu",), ("Clip", -0.5, 0.5), ("LeakyRelu", 0.1), ("Sigmoid",), ("HardSigmoid", 0.2, 0.5),
-        ("Tanh",)]
+        ("Tanh",), ("HardSwish",)]
 
 
 def _act(name, *p):
     return {"": lambda r: r, "Relu": lambda r: np.maximum(r, 0), "Clip": lambda r: np.clip(r, *p),
             "LeakyRelu": lambda r: np.where(r >= 0, r, r * p[0]), "Sigmoid": lambda r: 1 / (1 + np.exp(-r)),
-            "HardSigmoid": lambda r: np.clip(p[0] * r + p[1], 0, 1), "Tanh": np.tanh}[name]
+            "HardSigmoid": lambda r: np.clip(p[0] * r + p[1], 0, 1), "Tanh": np.tanh,
+            "HardSwish": lambda r: r * np.clip(r / 6 + 0.5, 0, 1)}[name]
 
 
 # the transforms (Lavin & Gray's): m -> (B^T, G, A^T)

@@ -2,9 +2,9 @@
 
 - NhwcConv -> Add / Sum(two inputs) with a same-shaped other input Z: the conv takes Z as its 4th input
   (y = conv + B + Z) and moves to the Add's place (Z may be computed after the conv in the original order);
-- NhwcConv -> Relu / Clip (constant bounds) / LeakyRelu / Sigmoid / HardSigmoid / Tanh: the conv's activation
-  (applied after the residual add, as in a ResNet block); a depthwise conv fuses Relu, Clip (MobileNetV2's ReLU6) and
-  HardSwish (MobileNetV3), which its own kernel applies.
+- NhwcConv -> Relu / Clip (constant bounds) / LeakyRelu / Sigmoid / HardSigmoid / Tanh / HardSwish: the conv's
+  activation (applied after the residual add, as in a ResNet block); a depthwise conv fuses Relu, Clip (MobileNetV2's
+  ReLU6) and HardSwish (MobileNetV3), which its own kernel applies.
 
 Only when the conv's output has no other reader (and is not a graph output)."""
 from __future__ import annotations
@@ -83,7 +83,7 @@ def fuse_nhwc_conv(graph: Graph, ctx=None) -> Graph:
         if act is not None:
             conv = producer.get(node.inputs[0])
             if _fusable_conv(conv, counts, node.inputs[0]) \
-                    and (act[0] in DW_ACTS if _depthwise(conv, consts) else act[0] != "HardSwish"):
+                    and (act[0] in DW_ACTS or not _depthwise(conv, consts)):
                 conv.attrs = dict(conv.attrs, activation=act[0], activation_params=list(act[1]) or None)
                 conv.outputs = (node.outputs[0],)
                 producer[node.outputs[0]] = conv

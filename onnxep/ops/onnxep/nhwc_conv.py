@@ -2,7 +2,7 @@
 layout_nhwc.py), never by users. X is (N, H, W, C) and Y (N, Ho, Wo, Cout); W, B and the attributes are the ONNX Conv's
 (W stays (Cout, Cin/group, kh, kw)). More from the fusion passes: an optional 4th input Z (NHWC, Y's shape) added to
 the result, and `activation` with `activation_params` (as onnxruntime's FusedConv: "" / Relu / Clip [min, max] /
-LeakyRelu [alpha] / Sigmoid / HardSigmoid [alpha, beta] / Tanh) applied last -- y = act(conv(x, W) + B + Z), all in the
+LeakyRelu [alpha] / Sigmoid / HardSigmoid [alpha, beta] / Tanh, and HardSwish) applied last -- y = act(conv(x, W) + B + Z), all in the
 GEMM epilogue; a depthwise conv: "" / Relu / Clip / HardSwish, in its own kernel's epilogue.
 
 Dense and grouped convs run conv_nhwc_f32 (implicit im2col, no col buffer; 3x3 stride-1 ones with enough channels by
