@@ -450,3 +450,39 @@ def test_nhwc_pool_steps(ceil):
     model = make_model(nodes, {"x": x}, ["g", "gm", "m"], initializers=inits, opset=17)
     progs = _check(model, _feeds(x), 5, rtol=1e-4, atol=1e-5)
     assert any(p.n_py == 0 for p in progs), [(p.n_c, p.n_py) for p in progs]
+
+
+@pytest.mark.parametrize("shape", [(1, 3, 9, 7), (3, 3, 8, 5), (2, 2, 5, 6), (2, 4, 3, 3), (1, 8, 4, 5),
+                                   (2, 5, 3, 4), (3, 3, 1, 1)])
+@pytest.mark.parametrize("dt", [np.float32, np.int32])
+def test_transpose_nchw_to_nhwc_few_channels(shape, dt):
+    """NCHW -> NHWC of few channels (a network's input) is one RL_TRANSPOSE C step (transpose_copy's plan; its
+    channel-shuffle loop for 4-byte elements). Oracles: the Python loop (same bits), onnxruntime."""
+    x = (RNG.standard_normal(shape) * 50).astype(dt)
+    nodes = [helper.make_node("Identity", ["x"], ["xi"]),
+             helper.make_node("Transpose", ["xi"], ["y"], perm=[0, 2, 3, 1])]
+    model = make_model(nodes, {"x": x}, ["y"])
+    progs = _check(model, _feeds(x, make=lambda: (RNG.standard_normal(shape) * 50).astype(dt)), 1)
+    assert max(p.n_py for p in progs) == 0
+
+
+@pytest.mark.parametrize("nthreads", [1, 2])
+@pytest.mark.parametrize("shape,group", [((1, 64, 70, 24), 2), ((3, 7, 7, 12), 3), ((2, 5, 5, 20), 5),
+                                         ((1, 230, 231, 8), 4)])
+def test_channel_shuffle_step(shape, group, nthreads):
+    """com.onnxep ChannelShuffle on float32 runs as an RL_TRANSPOSE C step (any group count; large ones on both
+    threads). Oracle: numpy (reshape, swap the last two axes, reshape), bit-exact, every run."""
+    x = _f32(*shape)
+    model = make_model([helper.make_node("Identity", ["x"], ["xi"]),
+                        helper.make_node("ChannelShuffle", ["xi"], ["y"], domain="com.onnxep", group=group)],
+                       {"x": x}, ["y"])
+    model.opset_import.append(helper.make_opsetid("com.onnxep", 1))
+    so = onnxep.SessionOptions()
+    so.intra_op_num_threads = nthreads
+    sess = onnxep.InferenceSession(model.SerializeToString(), so)
+    for _ in range(3):
+        x = _f32(*shape)
+        want = x.reshape(shape[:-1] + (group, shape[-1] // group)).swapaxes(-1, -2).reshape(shape)
+        np.testing.assert_array_equal(sess.run(None, {"x": x})[0], want)
+    progs = _programs(sess)
+    assert progs and max(p.n_py for p in progs) == 0 and max(p.n_c for p in progs) >= 1

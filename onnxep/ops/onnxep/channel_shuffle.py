@@ -6,7 +6,7 @@ import numpy as np
 
 from onnxep import _kernels
 from onnxep.ops._base import OpKernel
-from onnxep.ops.tensor.transpose import _NATIVE_ITEMSIZES
+from onnxep.ops.tensor.transpose import _NATIVE_ITEMSIZES, transpose_step
 
 DOMAIN = "com.onnxep"
 
@@ -44,3 +44,12 @@ class ChannelShuffle_1(OpKernel):
             return
         _kernels.transpose_copy(np.ascontiguousarray(x).reshape(-1).view(np.uint8), (P, G, Cg), (0, 2, 1),
                                 x.itemsize, y.reshape(-1).view(np.uint8), ctx.num_threads)
+
+    def c_step(self, ins, outs, nthreads):
+        """The compiled run loop's entry: the (P, G, Cg) -> (P, Cg, G) copy as an RL_TRANSPOSE step (transpose_copy's
+        plan, the same kernels compute runs), for the shape compute last planned."""
+        plan, x, y = self._plan, ins[0], outs[0]
+        if plan is None or plan[0] != x.shape or plan[1] != x.dtype:
+            return None
+        _, _, P, G, Cg = plan
+        return transpose_step(x, y, (P, G, Cg), (0, 2, 1), nthreads)

@@ -10,6 +10,18 @@ _NATIVE_MAX_DIMS = 32   # transpose_copy's TR_MAX_DIMS
 _RL_INTS = _kernels.RUNLOOP_LIMITS["ints"]
 
 
+def transpose_step(x, y, shape, perm, nthreads):
+    """The RL_TRANSPOSE run-loop step copying x, read as `shape`, permuted by `perm` into y (transpose_copy's plan and
+    tiled kernels), or None where that plan does not apply: other element sizes, views, overlap, misalignment."""
+    if (x.size and x.itemsize in _NATIVE_ITEMSIZES and len(shape) <= _NATIVE_MAX_DIMS and _c_steps.plain(x, y)
+            and y.dtype == x.dtype and y.size == x.size and not np.may_share_memory(x, y)
+            and x.ctypes.data % 4 == 0 and y.ctypes.data % 4 == 0):
+        plan = _kernels.transpose_plan(tuple(shape), tuple(perm), x.itemsize, nthreads, _RL_INTS)
+        if plan is not None:
+            return "transpose", [0, ~0], plan, []
+    return None
+
+
 class Transpose_1(OpKernel):
     """Y := X with its dims permuted by perm (default: reversed) (opsets 1, 13, 21). Copied into a new tensor."""
 
@@ -47,10 +59,8 @@ class Transpose_1(OpKernel):
         last = self._last
         if last is None or last[0] != x.shape:
             return None
-        if (x.size and x.itemsize in _NATIVE_ITEMSIZES and x.ndim <= _NATIVE_MAX_DIMS and _c_steps.plain(x, y)
-                and y.dtype == x.dtype and y.shape == last[2] and not np.may_share_memory(x, y)
-                and x.ctypes.data % 4 == 0 and y.ctypes.data % 4 == 0):
-            plan = _kernels.transpose_plan(x.shape, last[1], x.itemsize, nthreads, _RL_INTS)
-            if plan is not None:
-                return "transpose", [0, ~0], plan, []
+        if y.shape == last[2]:
+            step = transpose_step(x, y, x.shape, last[1], nthreads)
+            if step is not None:
+                return step
         return _c_steps.strided(x, x.transpose(last[1]), y)
