@@ -104,6 +104,8 @@ cdef extern from "_native/ort_plugin_abi.h":
         void (*ReleaseTensorTypeAndShapeInfo)(OrtTensorTypeAndShapeInfo* info) noexcept nogil
         OrtStatus* (*KernelInfoGetAttribute_float)(const OrtKernelInfo* info, const char* name,
                                                    float* out) noexcept nogil
+        OrtStatus* (*KernelInfoGetAttribute_int64)(const OrtKernelInfo* info, const char* name,
+                                                   int64_t* out) noexcept nogil
         OrtStatus* (*KernelContext_GetInputCount)(const OrtKernelContext* context, size_t* out) noexcept nogil
         OrtStatus* (*KernelContext_GetInput)(const OrtKernelContext* context, size_t index,
                                              const OrtValue** out) noexcept nogil
@@ -182,6 +184,7 @@ cdef extern from "_native/ort_plugin_abi.h":
         ONNXEP_PK_RELU, ONNXEP_PK_LEAKY_RELU, ONNXEP_PK_SIGMOID, ONNXEP_PK_TANH, ONNXEP_PK_EXP, ONNXEP_PK_SQRT
         ONNXEP_PK_NEG, ONNXEP_PK_ABS, ONNXEP_PK_HARD_SIGMOID, ONNXEP_PK_HARD_SWISH
         ONNXEP_PK_ADD, ONNXEP_PK_SUB, ONNXEP_PK_MUL, ONNXEP_PK_DIV, ONNXEP_PK_MAX, ONNXEP_PK_MIN
+        ONNXEP_PK_SOFTMAX, ONNXEP_PK_LOG_SOFTMAX
         ONNXEP_PK_COUNT
 
     ctypedef struct onnxep_plugin_op:
@@ -195,6 +198,7 @@ cdef extern from "_native/ort_plugin_abi.h":
     ctypedef struct onnxep_kstate:
         onnxep_factory* factory
         int kind
+        int since
     ctypedef struct onnxep_factory:
         OrtEpFactory base
         const OrtApi* api
@@ -209,6 +213,8 @@ cdef extern from "_native/ort_plugin_abi.h":
         const OrtApi* api
         int kind
         float p0, p1
+        int64_t axis
+        int since
 
     ctypedef struct onnxep_abi_slot:
         const char* type
@@ -434,8 +440,59 @@ cdef OrtStatus* _compute_binary(onnxep_kernel* k, OrtKernelContext* ctx) noexcep
     return NULL
 
 
+cdef OrtStatus* _compute_softmax(onnxep_kernel* k, OrtKernelContext* ctx) noexcept nogil:
+    """_softmax_f32 over (outer, K, inner): opset 13+ along `axis` alone; before 13 the input is flattened to 2-D at
+    `axis` (K = every dim from axis on, inner = 1)."""
+    cdef const OrtApi* api = k.api
+    cdef const OrtValue* x = NULL
+    cdef OrtValue* y = NULL
+    cdef int64_t dims[_PLUGIN_MAX_DIMS]
+    cdef size_t ndim = 0
+    cdef ONNXTensorElementDataType dt
+    cdef const void* xp = NULL
+    cdef void* yp = NULL
+    cdef int64_t axis
+    cdef Py_ssize_t outer = 1, K = 1, inner = 1
+    cdef size_t d
+    cdef OrtStatus* st = api.KernelContext_GetInput(ctx, 0, &x)
+    if st != NULL:
+        return st
+    if x == NULL:
+        return api.CreateStatus(ORT_INVALID_ARGUMENT, "onnxep: missing input 0")
+    st = _tensor_shape(api, x, dims, &ndim, &dt)
+    if st != NULL:
+        return st
+    if dt != ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT:
+        return api.CreateStatus(ORT_INVALID_ARGUMENT, "onnxep: the plugin's Softmax takes float32 only")
+    axis = k.axis + <int64_t>ndim if k.axis < 0 else k.axis
+    if ndim == 0 or axis < 0 or axis >= <int64_t>ndim:
+        return api.CreateStatus(ORT_INVALID_ARGUMENT, "onnxep: Softmax axis out of range for the input's rank")
+    for d in range(ndim):
+        if <int64_t>d < axis:
+            outer *= <Py_ssize_t>dims[d]
+        elif <int64_t>d == axis or k.since < 13:
+            K *= <Py_ssize_t>dims[d]
+        else:
+            inner *= <Py_ssize_t>dims[d]
+    st = api.KernelContext_GetOutput(ctx, 0, dims, ndim, &y)
+    if st != NULL:
+        return st
+    if outer * K * inner == 0:
+        return NULL
+    st = api.GetTensorData(x, &xp)
+    if st == NULL:
+        st = api.GetTensorMutableData(y, &yp)
+    if st != NULL:
+        return st
+    if _softmax_f32(<const float*>xp, <float*>yp, outer, K, inner, k.kind == ONNXEP_PK_LOG_SOFTMAX, 0) != 0:
+        return api.CreateStatus(ORT_FAIL, "onnxep: Softmax could not allocate its scratch")
+    return NULL
+
+
 cdef OrtStatus* _kernel_compute(OrtKernelImpl* this_ptr, OrtKernelContext* ctx) noexcept nogil:
     cdef onnxep_kernel* k = <onnxep_kernel*>this_ptr
+    if k.kind == ONNXEP_PK_SOFTMAX or k.kind == ONNXEP_PK_LOG_SOFTMAX:
+        return _compute_softmax(k, ctx)
     if k.kind >= ONNXEP_PK_ADD:
         return _compute_binary(k, ctx)
     return _compute_unary(k, ctx)
@@ -467,6 +524,15 @@ cdef float _attr_f(const OrtApi* api, const OrtKernelInfo* info, const char* nam
     return v
 
 
+cdef int64_t _attr_i(const OrtApi* api, const OrtKernelInfo* info, const char* name, int64_t dflt) noexcept nogil:
+    cdef int64_t v = dflt
+    cdef OrtStatus* st = api.KernelInfoGetAttribute_int64(info, name, &v)
+    if st != NULL:              # absent: the ONNX default
+        api.ReleaseStatus(st)
+        return dflt
+    return v
+
+
 cdef OrtStatus* _create_kernel(void* state, const OrtKernelInfo* info, OrtKernelImpl** out) noexcept nogil:
     cdef onnxep_kstate* ks = <onnxep_kstate*>state
     cdef const OrtApi* api = ks.factory.api
@@ -482,11 +548,14 @@ cdef OrtStatus* _create_kernel(void* state, const OrtKernelInfo* info, OrtKernel
     k.base.SetSharedPrePackedWeight = _kernel_set_shared
     k.api = api
     k.kind = ks.kind
+    k.since = ks.since
     if ks.kind == ONNXEP_PK_LEAKY_RELU:
         k.p0 = _attr_f(api, info, "alpha", 0.01)
     elif ks.kind == ONNXEP_PK_HARD_SIGMOID:
         k.p0 = _attr_f(api, info, "alpha", 0.2)
         k.p1 = _attr_f(api, info, "beta", 0.5)
+    elif ks.kind == ONNXEP_PK_SOFTMAX or ks.kind == ONNXEP_PK_LOG_SOFTMAX:
+        k.axis = _attr_i(api, info, "axis", -1 if ks.since >= 13 else 1)
     out[0] = &k.base
     return NULL
 
@@ -672,6 +741,7 @@ cdef OrtStatus* _build_registry(onnxep_factory* f) noexcept nogil:
         kdef = NULL
         f.kstates[i].factory = f
         f.kstates[i].kind = onnxep_plugin_ops[i].kind
+        f.kstates[i].since = onnxep_plugin_ops[i].since_start
         st = ep.CreateKernelDefBuilder(&b)
         if st == NULL:
             st = ep.KernelDefBuilder_SetOperatorType(b, onnxep_plugin_ops[i].op_type)

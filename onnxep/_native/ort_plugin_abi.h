@@ -637,6 +637,7 @@ enum {
     ONNXEP_PK_RELU = 0, ONNXEP_PK_LEAKY_RELU, ONNXEP_PK_SIGMOID, ONNXEP_PK_TANH, ONNXEP_PK_EXP, ONNXEP_PK_SQRT,
     ONNXEP_PK_NEG, ONNXEP_PK_ABS, ONNXEP_PK_HARD_SIGMOID, ONNXEP_PK_HARD_SWISH,
     ONNXEP_PK_ADD, ONNXEP_PK_SUB, ONNXEP_PK_MUL, ONNXEP_PK_DIV, ONNXEP_PK_MAX, ONNXEP_PK_MIN,
+    ONNXEP_PK_SOFTMAX, ONNXEP_PK_LOG_SOFTMAX,
     ONNXEP_PK_COUNT
 };
 
@@ -650,7 +651,7 @@ typedef struct onnxep_plugin_op {
    matches an open range [s, INT_MAX] only to nodes of since-version s, so each version is listed; a future version
    is not claimed until it is added here). Left out: versions 1-5 (`consumed_inputs`), Max / Min before 8 (no
    broadcasting). */
-#define ONNXEP_PLUGIN_NROWS 39
+#define ONNXEP_PLUGIN_NROWS 45
 static const onnxep_plugin_op onnxep_plugin_ops[ONNXEP_PLUGIN_NROWS] = {
     {"Relu", 6, 12, ONNXEP_PK_RELU},
     {"Relu", 13, 13, ONNXEP_PK_RELU},
@@ -691,6 +692,12 @@ static const onnxep_plugin_op onnxep_plugin_ops[ONNXEP_PLUGIN_NROWS] = {
     {"Min", 8, 11, ONNXEP_PK_MIN},
     {"Min", 12, 12, ONNXEP_PK_MIN},
     {"Min", 13, 0x7fffffff, ONNXEP_PK_MIN},
+    {"Softmax", 1, 10, ONNXEP_PK_SOFTMAX},
+    {"Softmax", 11, 12, ONNXEP_PK_SOFTMAX},
+    {"Softmax", 13, 0x7fffffff, ONNXEP_PK_SOFTMAX},
+    {"LogSoftmax", 1, 10, ONNXEP_PK_LOG_SOFTMAX},
+    {"LogSoftmax", 11, 12, ONNXEP_PK_LOG_SOFTMAX},
+    {"LogSoftmax", 13, 0x7fffffff, ONNXEP_PK_LOG_SOFTMAX},
 };
 
 typedef struct onnxep_factory onnxep_factory;
@@ -698,6 +705,7 @@ typedef struct onnxep_factory onnxep_factory;
 typedef struct onnxep_kstate {       /* kernel_create_func_state of one registered kernel */
     onnxep_factory* factory;
     int kind;
+    int since;                       /* the row's first opset version (Softmax before 13 flattens to 2-D) */
 } onnxep_kstate;
 
 struct onnxep_factory {
@@ -718,6 +726,8 @@ typedef struct onnxep_kernel {
     const OrtApi* api;
     int kind;
     float p0, p1;                    /* LeakyRelu alpha; HardSigmoid alpha, beta */
+    int64_t axis;                    /* Softmax / LogSoftmax */
+    int since;
 } onnxep_kernel;
 
 /* Slot numbers as this header lays them out (offsetof / sizeof(void*)), for the ABI test. */

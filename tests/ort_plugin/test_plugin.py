@@ -1,7 +1,7 @@
 """onnxep as an onnxruntime plugin EP, run inside the installed onnxruntime (>= 1.24).
 
 Oracle: onnxruntime's CPU EP alone on the same model and feeds. The plugin claims the elementwise float32 nodes it has
-kernels for; onnxruntime's CPU EP runs the rest (Softmax, MatMul here).
+kernels for; onnxruntime's CPU EP runs the rest (MatMul and a three-input Max here).
 """
 
 import json
@@ -19,10 +19,6 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 from onnxep import ort as onnxep_ort  # noqa: E402
 
-PLUGIN_OPS = {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "Exp", "Sqrt", "Neg", "Abs", "HardSigmoid", "HardSwish",
-              "Add", "Sub", "Mul", "Div", "Max", "Min"}
-
-
 def _model_bytes(nodes, inputs, outputs, inits=(), opset=17):
     g = helper.make_graph(nodes, "g", inputs, outputs, initializer=list(inits))
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
@@ -31,7 +27,7 @@ def _model_bytes(nodes, inputs, outputs, inits=(), opset=17):
 
 
 def _mixed_model():
-    """Supported elementwise ops with broadcasting, around nodes the plugin does not claim (Softmax, MatMul, a
+    """Supported elementwise ops with broadcasting and a Softmax, around nodes the plugin does not claim (MatMul, a
     three-input Max)."""
     rng = np.random.default_rng(0)
     f = TensorProto.FLOAT
@@ -43,7 +39,7 @@ def _mixed_model():
         helper.make_node("Add", ["x", "bias"], ["a0"]),                     # channel broadcast
         helper.make_node("Relu", ["a0"], ["a1"]),
         helper.make_node("Mul", ["a1", "scale"], ["a2"]),                   # trailing broadcast
-        helper.make_node("Softmax", ["a2"], ["a3"], axis=-1),               # CPU EP
+        helper.make_node("Softmax", ["a2"], ["a3"], axis=-1),
         helper.make_node("Sigmoid", ["a2"], ["b0"]),
         helper.make_node("Sub", ["a3", "b0"], ["b1"]),
         helper.make_node("LeakyRelu", ["b1"], ["b2"], alpha=0.2),
@@ -110,9 +106,8 @@ def test_profiler_shows_nodes_on_onnxep():
             args = e.get("args", {})
             providers[args.get("op_name")] = providers.get(args.get("op_name"), set()) | {args.get("provider")}
     assert providers, "no node events in the profile"
-    for op in ("Relu", "Add", "Sigmoid", "Tanh", "HardSwish"):
+    for op in ("Relu", "Add", "Sigmoid", "Tanh", "HardSwish", "Softmax"):
         assert providers[op] == {"onnxep"}, (op, providers[op])
-    assert providers["Softmax"] == {"CPUExecutionProvider"}
     assert providers["MatMul"] == {"CPUExecutionProvider"}
     assert providers["Max"] == {"onnxep", "CPUExecutionProvider"}   # two inputs: onnxep; three: the CPU EP
 
@@ -171,3 +166,18 @@ def test_binary_broadcast_shapes(op, shape_a, shape_b):
     got = _plugin_session(model).run(None, feeds)[0]
     assert got.shape == ref.shape
     np.testing.assert_allclose(got, ref, rtol=1e-6, atol=0)
+
+
+@pytest.mark.parametrize("opset", [11, 13])
+@pytest.mark.parametrize("axis", [-1, 0, 1, 3])
+@pytest.mark.parametrize("op", ["Softmax", "LogSoftmax"])
+def test_softmax_axes_and_opsets(op, axis, opset):
+    """Opset 13 normalises along `axis` alone; before 13 over the 2-D flattening at `axis`."""
+    f = TensorProto.FLOAT
+    model = _model_bytes([helper.make_node(op, ["x"], ["y"], axis=axis)],
+                         [helper.make_tensor_value_info("x", f, [2, 3, 4, 5])],
+                         [helper.make_tensor_value_info("y", f, None)], opset=opset)
+    x = (np.random.default_rng(4).standard_normal((2, 3, 4, 5)) * 3).astype(np.float32)
+    ref = _cpu_session(model).run(None, {"x": x})[0]
+    got = _plugin_session(model).run(None, {"x": x})[0]
+    np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-6)
