@@ -454,6 +454,7 @@ cdef OrtStatus* _compute_softmax(onnxep_kernel* k, OrtKernelContext* ctx) noexce
     cdef int64_t axis
     cdef Py_ssize_t outer = 1, K = 1, inner = 1
     cdef size_t d
+    cdef TfJob job
     cdef OrtStatus* st = api.KernelContext_GetInput(ctx, 0, &x)
     if st != NULL:
         return st
@@ -484,6 +485,10 @@ cdef OrtStatus* _compute_softmax(onnxep_kernel* k, OrtKernelContext* ctx) noexce
         st = api.GetTensorMutableData(y, &yp)
     if st != NULL:
         return st
+    if inner == 1:              # contiguous rows: the vectorised-exp row kernel (as onnxep's own Softmax op)
+        job.x, job.y, job.n, job.log, job.kind = <const float*>xp, <float*>yp, K, k.kind == ONNXEP_PK_LOG_SOFTMAX, 2
+        parallel_for(outer, 1 if outer * K < NORM_PAR_WORK else _nthreads(0), _tf_task, &job)
+        return NULL
     if _softmax_f32(<const float*>xp, <float*>yp, outer, K, inner, k.kind == ONNXEP_PK_LOG_SOFTMAX, 0) != 0:
         return api.CreateStatus(ORT_FAIL, "onnxep: Softmax could not allocate its scratch")
     return NULL
