@@ -117,6 +117,8 @@ cdef extern from "_native/ort_plugin_abi.h":
         OrtStatus* (*Graph_GetNodes)(const OrtGraph* graph, const OrtNode** nodes, size_t num_nodes) noexcept nogil
         OrtStatus* (*Node_GetOperatorType)(const OrtNode* node, const char** operator_type) noexcept nogil
         OrtStatus* (*Node_GetNumInputs)(const OrtNode* node, size_t* num_inputs) noexcept nogil
+        OrtStatus* (*KernelContext_ParallelFor)(const OrtKernelContext* context, void (*fn)(void*, size_t) noexcept nogil,
+                                                size_t total, size_t num_batch, void* usr_data) noexcept nogil
 
     ctypedef struct OrtApiBase:
         const OrtApi* (*GetApi)(uint32_t version) noexcept nogil
@@ -271,6 +273,35 @@ cdef inline Py_ssize_t _numel(const int64_t* dims, size_t ndim) noexcept nogil:
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# Threads: inside onnxruntime the adapters run their items on onnxruntime's intra-op pool
+# (KernelContext_ParallelFor), sized by the session's intra_op_num_threads, instead of waking onnxep's own pool
+# beside onnxruntime's spinning one. Items keep onnxep's task signature; tid is 0 (no adapter that goes through here
+# uses it).
+
+cdef struct _OrtPfor:
+    task_fn fn
+    void* ctx
+
+
+cdef void _ort_item(void* p, size_t i) noexcept nogil:
+    cdef _OrtPfor* j = <_OrtPfor*>p
+    j.fn(j.ctx, <Py_ssize_t>i, 0)
+
+
+cdef OrtStatus* _pfor(const OrtApi* api, OrtKernelContext* kctx, Py_ssize_t n, bint parallel, task_fn fn,
+                      void* ctx) noexcept nogil:
+    """fn(ctx, i, 0) for i in range(n): on onnxruntime's pool when `parallel` (onnxep's size threshold) and n >= 2."""
+    cdef Py_ssize_t i
+    cdef _OrtPfor job
+    if not parallel or n < 2:
+        for i in range(n):
+            fn(ctx, i, 0)
+        return NULL
+    job.fn, job.ctx = fn, ctx
+    return api.KernelContext_ParallelFor(kctx, _ort_item, <size_t>n, 0, &job)
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # Kernels: OrtKernelImpl adapters
 
 cdef int _unary_code(int kind) noexcept nogil:
@@ -344,8 +375,7 @@ cdef OrtStatus* _compute_unary(onnxep_kernel* k, OrtKernelContext* ctx) noexcept
     job.x, job.y, job.n, job.g = <const float*>xp, <float*>yp, n, NULL
     job.op, job.p0, job.p1 = _unary_code(k.kind), k.p0, k.p1
     nchunks = (n + ELTWISE_CHUNK - 1) // ELTWISE_CHUNK
-    parallel_for(nchunks, 1 if nchunks < 2 else _nthreads(0), _unary_task, &job)
-    return NULL
+    return _pfor(api, ctx, nchunks, nchunks >= 2, _unary_task, &job)
 
 
 cdef OrtStatus* _compute_binary(onnxep_kernel* k, OrtKernelContext* ctx) noexcept nogil:
@@ -436,8 +466,7 @@ cdef OrtStatus* _compute_binary(onnxep_kernel* k, OrtKernelContext* ctx) noexcep
     job.op, job.a, job.b, job.z, job.ndim, job.shape, job.sa, job.sb, job.total = (
         _binary_code(k.kind), <const float*>ap, <const float*>bp, <float*>zp, m, shape, sa, sb, total)
     nchunks = (total + ELTWISE_CHUNK - 1) // ELTWISE_CHUNK
-    parallel_for(nchunks, 1 if nchunks < 2 else _nthreads(0), _binary_task, &job)
-    return NULL
+    return _pfor(api, ctx, nchunks, nchunks >= 2, _binary_task, &job)
 
 
 cdef OrtStatus* _compute_softmax(onnxep_kernel* k, OrtKernelContext* ctx) noexcept nogil:
@@ -487,8 +516,7 @@ cdef OrtStatus* _compute_softmax(onnxep_kernel* k, OrtKernelContext* ctx) noexce
         return st
     if inner == 1:              # contiguous rows: the vectorised-exp row kernel (as onnxep's own Softmax op)
         job.x, job.y, job.n, job.log, job.kind = <const float*>xp, <float*>yp, K, k.kind == ONNXEP_PK_LOG_SOFTMAX, 2
-        parallel_for(outer, 1 if outer * K < NORM_PAR_WORK else _nthreads(0), _tf_task, &job)
-        return NULL
+        return _pfor(api, ctx, outer, outer * K >= NORM_PAR_WORK, _tf_task, &job)
     if _softmax_f32(<const float*>xp, <float*>yp, outer, K, inner, k.kind == ONNXEP_PK_LOG_SOFTMAX, 0) != 0:
         return api.CreateStatus(ORT_FAIL, "onnxep: Softmax could not allocate its scratch")
     return NULL

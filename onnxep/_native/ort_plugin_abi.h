@@ -366,7 +366,7 @@ struct OrtApi {
     void* SetSymbolicDimensions;  /* 271 */
     void* ReadOpAttr;  /* 272 */
     void* SetDeterministicCompute;  /* 273 */
-    void* KernelContext_ParallelFor;  /* 274 */
+    OrtStatus* (*KernelContext_ParallelFor)(const OrtKernelContext* context, void (*fn)(void*, size_t), size_t total, size_t num_batch, void* usr_data);  /* 274 */
     void* SessionOptionsAppendExecutionProvider_OpenVINO_V2;  /* 275 */
     void* SessionOptionsAppendExecutionProvider_VitisAI;  /* 276 */
     void* KernelContext_GetScratchBuffer;  /* 277 */

@@ -181,3 +181,23 @@ def test_softmax_axes_and_opsets(op, axis, opset):
     ref = _cpu_session(model).run(None, {"x": x})[0]
     got = _plugin_session(model).run(None, {"x": x})[0]
     np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("intra", [1, 2])
+def test_large_ops_on_onnxruntime_pool(intra):
+    """Work above the parallel thresholds runs its items through KernelContext_ParallelFor (onnxruntime's intra-op
+    pool; none at 1 thread): results as the CPU EP's at both sizes."""
+    f = TensorProto.FLOAT
+    model = _model_bytes([helper.make_node("Add", ["a", "b"], ["s"]), helper.make_node("Sigmoid", ["s"], ["t"]),
+                          helper.make_node("Softmax", ["t"], ["y"], axis=-1)],
+                         [helper.make_tensor_value_info("a", f, [64, 96, 97]),
+                          helper.make_tensor_value_info("b", f, [96, 1])],
+                         [helper.make_tensor_value_info("y", f, None)])
+    rng = np.random.default_rng(5)
+    feeds = {"a": rng.standard_normal((64, 96, 97)).astype(np.float32),
+             "b": rng.standard_normal((96, 1)).astype(np.float32)}
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = intra
+    got = ort.InferenceSession(model, onnxep_ort.session_options(so)).run(None, feeds)[0]
+    ref = _cpu_session(model).run(None, feeds)[0]
+    np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-7)
