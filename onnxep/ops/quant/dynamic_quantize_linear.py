@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from onnxep import _kernels
 from onnxep.ops._base import OpKernel
 from onnxep.ops.quant import _common as c
 from onnxep.ops.tensor._helpers import new_output
@@ -20,6 +21,12 @@ class DynamicQuantizeLinear_11(OpKernel):
     def compute(self, ctx):
         x = ctx.input(0)
         y = new_output(ctx, 0, x.shape, np.uint8, f"DynamicQuantizeLinear node {self.name!r}")
+        if x.size and x.dtype == F32 and x.flags.c_contiguous and y.flags.c_contiguous \
+                and hasattr(_kernels, "dynamic_quantize_linear_u8") and not np.isnan(x).any():
+            s, z = _kernels.dynamic_quantize_linear_u8(x.reshape(-1), y.reshape(-1))   # native (_k_qgemm.pxi)
+            ctx.output(1, (), F32)[...] = s
+            ctx.output(2, (), np.uint8)[...] = z
+            return
         if x.size:
             hi, lo = F32(max(F32(0), x.max())), F32(min(F32(0), x.min()))
         else:

@@ -1,0 +1,73 @@
+"""int8 bench (issue 29): onnxruntime.quantization.quantize_dynamic of zoo encoders, onnxep vs onnxruntime side by
+side (alternating rounds, medians), plus outputs vs onnxruntime's (cosine, max rel err).
+
+    python bench/bench_int8.py bert.dynamo minilm_sentence.dynamo --threads 2 --repeat 20
+
+Quantized files are written once to --out (default /tmp/onnxep_int8)."""
+import argparse
+import logging
+import os
+import statistics
+import time
+
+import numpy as np
+import onnxruntime as ort
+
+import onnxep
+
+ZOO = os.path.expanduser("~/.cache/onnxep/zoo")
+
+
+def quantized(name, out):
+    from onnxruntime.quantization import quantize_dynamic
+    os.makedirs(out, exist_ok=True)
+    dst = os.path.join(out, f"{name}.int8.onnx")
+    if not os.path.exists(dst):
+        logging.getLogger().setLevel(logging.ERROR)
+        quantize_dynamic(os.path.join(ZOO, f"{name}.onnx"), dst)
+    return dst
+
+
+def feeds(name, sess):
+    data = np.load(os.path.join(ZOO, f"{name}.npz"))
+    names = [i.name for i in sess.get_inputs()]
+    return {n: data[n] if n in data else data[f"input:{n}"] for n in names}
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("models", nargs="+")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--repeat", type=int, default=20)
+    p.add_argument("--out", default="/tmp/onnxep_int8")
+    a = p.parse_args()
+    for name in a.models:
+        path = quantized(name, a.out)
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = a.threads
+        so.inter_op_num_threads = 1
+        rs = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+        eo = onnxep.SessionOptions() if hasattr(onnxep, "SessionOptions") else ort.SessionOptions()
+        eo.intra_op_num_threads = a.threads
+        es = onnxep.InferenceSession(path, eo)
+        f = feeds(name, rs)
+        want = rs.run(None, f)
+        got = es.run(None, f)
+        for _ in range(2):
+            rs.run(None, f), es.run(None, f)
+        te, tr = [], []
+        for _ in range(a.repeat):
+            t = time.perf_counter(); es.run(None, f); te.append(time.perf_counter() - t)
+            t = time.perf_counter(); rs.run(None, f); tr.append(time.perf_counter() - t)
+        me, mr = statistics.median(te), statistics.median(tr)
+        cos = min(float(np.dot(g.ravel().astype(np.float64), w.ravel().astype(np.float64))
+                        / (np.linalg.norm(g.astype(np.float64)) * np.linalg.norm(w.astype(np.float64)) or 1.0))
+                  for g, w in zip(got, want) if g.dtype.kind == "f")
+        rel = max(float(np.abs(g.astype(np.float64) - w).max() / (np.abs(w).max() or 1.0))
+                  for g, w in zip(got, want) if g.dtype.kind == "f")
+        print(f"{name:28s} t={a.threads} onnxep {me * 1e3:8.2f} ms  ort {mr * 1e3:8.2f} ms  ratio {me / mr:6.2f}x  "
+              f"cos {cos:.6f}  max rel err {rel:.2e}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,187 @@
+# int8 GEMM (issue 29): u8 x s8 -> s32 exact, weights packed once; MatMulInteger, DynamicQuantizeLinear and the fused
+# DynamicQuantizeMatMul call these. The C (packing, micro-kernels, epilogue) is onnxep/_native/qgemm.h.
+
+from libc.stdlib cimport malloc, free
+from libc.stdint cimport int32_t
+
+cdef extern from "_native/qgemm.h":
+    ctypedef struct qg_args:
+        const uint8_t* Ap
+        int64_t lda4
+        const int32_t* rs
+        const uint8_t* Bp
+        const int32_t* cs
+        int64_t M, N, K, K4
+        const int32_t* za
+        int za_stride
+        const int32_t* zb
+        int zb_stride
+        int32_t* Yi
+        float* Yf
+        int64_t ldy
+        const float* scale
+        int scale_stride
+        const float* bias
+        int kern
+        int64_t nmb, nnb
+    int QG_MB, QG_NB
+    int qg_force
+    int64_t qg_k4(int64_t K) noexcept nogil
+    int64_t qg_np(int64_t N) noexcept nogil
+    int64_t qg_pack_b_bytes(int64_t K, int64_t N) noexcept nogil
+    void qg_pack_b(const uint8_t* B, int b_signed, int64_t K, int64_t N, int64_t ldb, uint8_t* out) noexcept nogil
+    void qg_pack_a(const uint8_t* A, int a_signed, int64_t M, int64_t K, int64_t lda, uint8_t* out,
+                   int32_t* rs) noexcept nogil
+    int qg_have(int k) noexcept nogil
+    int qg_kernel() noexcept nogil
+    void qg_item(void* ctx, Py_ssize_t item, int tid) noexcept nogil
+    void qg_dql_params(const float* x, int64_t n, float* scale, uint8_t* zp) noexcept nogil
+    void qg_quantize_rows(const float* x, int64_t M, int64_t K, float scale, uint8_t zp, uint8_t* y, int64_t ldy,
+                          int32_t* rs) noexcept nogil
+
+#: names the packed int8 B layout (16-column panels of 4-byte k groups, s8, then int32 column sums)
+QGEMM_FORMAT = "qgemm_u8s8:p16k4:v1"
+QGEMM_KERNELS = ("generic", "avx2", "vnni")
+
+
+def qgemm_pack_b_size(int64_t K, int64_t N):
+    """Bytes of the packed B of a (K, N) int8 / uint8 weight."""
+    return qg_pack_b_bytes(K, N)
+
+
+def qgemm_pack_b(const uint8_t[:, ::1] B, bint b_signed, uint8_t[::1] out):
+    """Packs B (K, N) (its bytes; b_signed: int8) into out (qgemm_pack_b_size bytes)."""
+    cdef int64_t K = B.shape[0], N = B.shape[1]
+    if out.shape[0] < qg_pack_b_bytes(K, N):
+        raise ValueError("qgemm_pack_b: output too small")
+    with nogil:
+        qg_pack_b(&B[0, 0] if K * N else NULL, b_signed, K, N, N, &out[0])
+
+
+def qgemm_kernel():
+    """The micro-kernel qgemm uses now: 'generic', 'avx2' or 'vnni'."""
+    return QGEMM_KERNELS[qg_kernel()]
+
+
+def qgemm_have(name):
+    """Whether this variant on this CPU can run micro-kernel `name`."""
+    return bool(qg_have(QGEMM_KERNELS.index(name)))
+
+
+def qgemm_force(name):
+    """Tests: force micro-kernel `name` (None: the best available)."""
+    global qg_force
+    qg_force = -1 if name is None else QGEMM_KERNELS.index(name)
+
+
+cdef int _qg_threads(int64_t M, int64_t N, int64_t K, int nthreads, int64_t items) noexcept nogil:
+    # one thread below ~2M multiply-adds (about 20 us with vpdpbusd): a wake-up costs more than it saves
+    if M * N * K < 2000000 or items < 2:
+        return 1
+    return _nthreads(nthreads)
+
+
+cdef int _qg_run(const uint8_t* Ap, int64_t lda4, const int32_t* rs, const uint8_t* Bp, int64_t M, int64_t N,
+                 int64_t K, const int32_t* za, int za_stride, const int32_t* zb, int zb_stride, int32_t* Yi,
+                 float* Yf, int64_t ldy, const float* scale, int scale_stride, const float* bias,
+                 int nthreads) noexcept nogil:
+    cdef qg_args a
+    cdef int64_t K4 = qg_k4(K)
+    a.Ap = Ap; a.lda4 = lda4; a.rs = rs; a.Bp = Bp
+    a.cs = <const int32_t*>(Bp + qg_np(N) * 16 * K4 * 4)
+    a.M = M; a.N = N; a.K = K; a.K4 = K4
+    a.za = za; a.za_stride = za_stride; a.zb = zb; a.zb_stride = zb_stride
+    a.Yi = Yi; a.Yf = Yf; a.ldy = ldy
+    a.scale = scale; a.scale_stride = scale_stride; a.bias = bias
+    a.kern = qg_kernel()
+    a.nmb = (M + QG_MB - 1) // QG_MB
+    a.nnb = (N + QG_NB - 1) // QG_NB
+    cdef int64_t items = a.nmb * a.nnb
+    parallel_for(items, _qg_threads(M, N, K, nthreads, items), <task_fn>qg_item, &a)
+    return 0
+
+
+def qgemm(const uint8_t[:, ::1] A, bint a_signed, const uint8_t[::1] Bp, int64_t K, int64_t N,
+          const int32_t[::1] za, const int32_t[::1] zb, int32_t[:, ::1] Y, int nthreads=0):
+    """Y (M, N) int32 = (A - za) @ (B - zb) exactly (mod 2**32), B packed by qgemm_pack_b. A (M, K) bytes (a_signed:
+    int8). za: 1 or M int32 zero points of A (as A's values); zb: 1 or N of B, already shifted for a uint8 B (zb - 128,
+    the packing stores B - 128)."""
+    cdef int64_t M = A.shape[0], K4 = qg_k4(K)
+    if A.shape[1] != K or Y.shape[0] != M or Y.shape[1] != N or Bp.shape[0] < qg_pack_b_bytes(K, N):
+        raise ValueError("qgemm: shapes do not match")
+    if za.shape[0] not in (1, M) or zb.shape[0] not in (1, N):
+        raise ValueError("qgemm: zero points must have 1 or M (A) / N (B) elements")
+    if M == 0 or N == 0:
+        return
+    cdef int32_t* zas = NULL
+    cdef uint8_t* ap = <uint8_t*>malloc(M * K4 * 4 + M * 4 + M * 4 + 64)
+    if ap == NULL:
+        raise MemoryError()
+    cdef int32_t* rs = <int32_t*>(ap + ((M * K4 * 4 + 15) // 16) * 16)
+    zas = rs + M
+    cdef int64_t i
+    cdef int zs = 1 if za.shape[0] == M and M > 1 else 0
+    with nogil:
+        for i in range(M if zs else 1):
+            zas[i] = za[i] + (128 if a_signed else 0)
+        if K:
+            qg_pack_a(&A[0, 0], a_signed, M, K, K, ap, rs)
+        else:
+            for i in range(M):
+                rs[i] = 0
+        _qg_run(ap, K4 * 4, rs, &Bp[0], M, N, K, zas, zs, &zb[0], 1 if zb.shape[0] == N and N > 1 else 0,
+                &Y[0, 0], NULL, N, NULL, 0, NULL, nthreads)
+    free(ap)
+
+
+def dynamic_quantize_linear_u8(const float[::1] x, uint8_t[::1] y):
+    """ONNX DynamicQuantizeLinear of x into y; returns (scale, zero_point)."""
+    cdef float s
+    cdef uint8_t z
+    cdef int64_t n = x.shape[0]
+    if y.shape[0] != n:
+        raise ValueError("dynamic_quantize_linear_u8: shapes do not match")
+    with nogil:
+        qg_dql_params(&x[0] if n else NULL, n, &s, &z)
+        if n:
+            qg_quantize_rows(&x[0], 1, n, s, z, &y[0], n, NULL)
+    return s, z
+
+
+def dq_matmul_f32(const float[:, ::1] A, const uint8_t[::1] Bp, int64_t K, int64_t N, const int32_t[::1] zb,
+                  const float[::1] b_scale, const float[::1] bias, float[:, ::1] Y, int nthreads=0):
+    """onnxruntime's DynamicQuantizeMatMul: A (M, K) float32 quantized as DynamicQuantizeLinear does (scale_a, za),
+    Y = float((Aq - za) @ (B - zb)) * (scale_a * b_scale[n]) (+ bias[n]). zb as qgemm's (shifted for a uint8 B);
+    b_scale 1 or N elements. Returns (scale_a, za)."""
+    cdef int64_t M = A.shape[0], K4 = qg_k4(K)
+    if A.shape[1] != K or Y.shape[0] != M or Y.shape[1] != N or Bp.shape[0] < qg_pack_b_bytes(K, N):
+        raise ValueError("dq_matmul_f32: shapes do not match")
+    if zb.shape[0] not in (1, N) or b_scale.shape[0] not in (1, N) or (bias is not None and bias.shape[0] != N):
+        raise ValueError("dq_matmul_f32: zero point / scale / bias sizes")
+    cdef float sa
+    cdef uint8_t z
+    cdef int32_t za
+    cdef int64_t i
+    cdef int ss = 1 if b_scale.shape[0] == N and N > 1 else 0
+    if M == 0 or N == 0:
+        return
+    cdef uint8_t* ap = <uint8_t*>malloc(M * K4 * 4 + M * 4 + N * 4 + 64)
+    if ap == NULL:
+        raise MemoryError()
+    cdef int32_t* rs = <int32_t*>(ap + ((M * K4 * 4 + 15) // 16) * 16)
+    cdef float* sc = <float*>(rs + M)
+    cdef const float* bp = &bias[0] if bias is not None else NULL
+    with nogil:
+        qg_dql_params(&A[0, 0] if K else NULL, M * K, &sa, &z)
+        za = z
+        for i in range(N if ss else 1):
+            sc[i] = sa * b_scale[i]
+        if K:
+            qg_quantize_rows(&A[0, 0], M, K, sa, z, ap, K4 * 4, rs)
+        else:
+            for i in range(M):
+                rs[i] = 0
+        _qg_run(ap, K4 * 4, rs, &Bp[0], M, N, K, &za, 0, &zb[0], 1 if zb.shape[0] == N and N > 1 else 0,
+                NULL, &Y[0, 0], N, sc, ss, bp, nthreads)
+    free(ap)
+    return sa, z

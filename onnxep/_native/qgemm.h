@@ -1,0 +1,317 @@
+/* onnxep int8 GEMM (issue 29): u8 x s8 -> s32, exact (int32 accumulation with wraparound, as ONNX's MatMulInteger and
+   onnxruntime's MLAS).
+
+   Every operand pair is brought to u8 (A) x s8 (B) with int32 zero points, so one kernel serves all four type pairs:
+     A s8: Au = A ^ 0x80 = A + 128, so A - za = Au - (za + 128);
+     B u8: Bs = B ^ 0x80 = B - 128, so B - zb = Bs - (zb - 128).
+   Then sum_k (Au - za')(Bs - zb') = C - zb'[n] rowsum(Au)[m] - za'[m] colsum(Bs)[n] + K za'[m] zb'[n], C = Au @ Bs,
+   all modulo 2**32 (computed in uint32 so the wraparound is defined).
+
+   Packed B (qg_pack_b): panels of 16 columns (N padded to 16), each K4 = ceil(K / 4) groups of 64 bytes, group g
+   holding column c's bytes k = 4g .. 4g+3 at [4c .. 4c+3] (vpdpbusd's layout), zero padded; then the int32 column
+   sums of Bs (N padded to 16). Packed A (qg_pack_a): rows of K4 * 4 bytes (zero padded) plus int32 row sums.
+
+   Micro-kernels: AVX512-VNNI vpdpbusd (6 rows x 32 columns; chosen at run time by CPUID leaf 7 ECX bit 11 plus the
+   OS's ZMM state; compiled with a target attribute, never by -m flags), AVX2 (exact: operands widened to s16 and
+   multiplied pairwise by vpmaddwd, whose s32 pair sums cannot overflow -- vpmaddubsw's s16 pair sums saturate at
+   255 * 127 * 2 > 32767, which onnxruntime / oneDNN accept or avoid with 7-bit weights; here the result stays exact),
+   and generic C. */
+#ifndef ONNXEP_QGEMM_H
+#define ONNXEP_QGEMM_H
+#include <stdint.h>
+#include <string.h>
+#include <math.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#include <cpuid.h>
+#define QG_X86 1
+#else
+#define QG_X86 0
+#endif
+
+#define QG_NR 16
+#define QG_MB 48          /* rows per work item */
+#define QG_NB 128         /* columns per work item (8 panels) */
+
+static inline int64_t qg_k4(int64_t K) { return (K + 3) / 4; }
+static inline int64_t qg_np(int64_t N) { return (N + QG_NR - 1) / QG_NR; }
+static inline int64_t qg_pack_b_bytes(int64_t K, int64_t N) {
+    return qg_np(N) * QG_NR * qg_k4(K) * 4 + qg_np(N) * QG_NR * 4;
+}
+
+/* B (K, N) row-major, u8 (b_signed 0) or s8 (1) bytes, row stride ldb -> packed (see above). */
+static void qg_pack_b(const uint8_t* B, int b_signed, int64_t K, int64_t N, int64_t ldb, uint8_t* out) {
+    int64_t K4 = qg_k4(K), NP = qg_np(N);
+    uint8_t flip = b_signed ? 0 : 0x80;
+    int32_t* cs = (int32_t*)(out + NP * QG_NR * K4 * 4);
+    memset(out, 0, (size_t)qg_pack_b_bytes(K, N));
+    for (int64_t p = 0; p < NP; p++) {
+        uint8_t* pan = out + p * QG_NR * K4 * 4;
+        for (int64_t c = 0; c < QG_NR; c++) {
+            int64_t n = p * QG_NR + c;
+            if (n >= N) break;
+            int32_t s = 0;
+            for (int64_t k = 0; k < K; k++) {
+                uint8_t v = B[k * ldb + n] ^ flip;
+                pan[(k / 4) * 64 + c * 4 + (k & 3)] = v;
+                s += (int8_t)v;
+            }
+            cs[n] = s;
+        }
+    }
+}
+
+/* A (M, K) row-major u8 / s8 (a_signed), row stride lda -> rows of K4 * 4 u8 bytes + row sums. */
+static void qg_pack_a(const uint8_t* A, int a_signed, int64_t M, int64_t K, int64_t lda, uint8_t* out, int32_t* rs) {
+    int64_t K4 = qg_k4(K);
+    uint8_t flip = a_signed ? 0x80 : 0;
+    for (int64_t m = 0; m < M; m++) {
+        uint8_t* o = out + m * K4 * 4;
+        const uint8_t* a = A + m * lda;
+        int32_t s = 0;
+        for (int64_t k = 0; k < K; k++) { uint8_t v = a[k] ^ flip; o[k] = v; s += v; }
+        for (int64_t k = K; k < K4 * 4; k++) o[k] = 0;
+        rs[m] = s;
+    }
+}
+
+/* ---------------------------------------------------------------- kernel selection */
+enum { QG_GENERIC = 0, QG_AVX2 = 1, QG_VNNI = 2 };
+static int qg_force = -1;        /* tests: force a kernel (-1: best available) */
+
+static int qg_cpu_vnni(void) {
+#if QG_X86
+    static int cached = -1;
+    if (cached >= 0) return cached;
+    unsigned a, b, c, d;
+    int ok = 0;
+    if (__get_cpuid(1, &a, &b, &c, &d) && ((c >> 27) & 1) && __get_cpuid_max(0, 0) >= 7) {
+        unsigned lo, hi;
+        __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+        int zmm_ok = (lo & 0xE6) == 0xE6;
+        __cpuid_count(7, 0, a, b, c, d);
+        int f = (b >> 16) & 1, bw = (b >> 30) & 1, vnni = (c >> 11) & 1;
+        ok = zmm_ok && f && bw && vnni;
+    }
+    cached = ok;
+    return ok;
+#else
+    return 0;
+#endif
+}
+
+static int qg_have(int k) {
+    if (k == QG_GENERIC) return 1;
+#if defined(__AVX2__)
+    if (k == QG_AVX2) return 1;
+#endif
+    if (k == QG_VNNI) return qg_cpu_vnni();
+    return 0;
+}
+
+static int qg_kernel(void) {
+    if (qg_force >= 0 && qg_have(qg_force)) return qg_force;
+    if (qg_have(QG_VNNI)) return QG_VNNI;
+    if (qg_have(QG_AVX2)) return QG_AVX2;
+    return QG_GENERIC;
+}
+
+/* ---------------------------------------------------------------- micro-kernels: C[mr, 16*np] (int32, ldc) */
+static void qg_micro_generic(const uint8_t* A, int64_t lda4, const uint8_t* Bp, int64_t pstride, int64_t K4, int mr,
+                             int np, int32_t* C, int64_t ldc) {
+    for (int i = 0; i < mr; i++) {
+        const uint8_t* a = A + i * lda4;
+        for (int p = 0; p < np; p++) {
+            const int8_t* b = (const int8_t*)(Bp + p * pstride);
+            int32_t acc[QG_NR];
+            for (int c = 0; c < QG_NR; c++) acc[c] = 0;
+            for (int64_t g = 0; g < K4; g++) {
+                const uint8_t* ag = a + 4 * g;
+                const int8_t* bg = b + 64 * g;
+                for (int c = 0; c < QG_NR; c++)
+                    acc[c] += (int32_t)ag[0] * bg[4 * c] + (int32_t)ag[1] * bg[4 * c + 1]
+                            + (int32_t)ag[2] * bg[4 * c + 2] + (int32_t)ag[3] * bg[4 * c + 3];
+            }
+            memcpy(C + i * ldc + p * QG_NR, acc, sizeof acc);
+        }
+    }
+}
+
+#if defined(__AVX2__)
+/* 2 rows x 16 columns: 4-column chunks widened to s16, vpmaddwd against the row's 4 A bytes (s16) repeated. */
+static inline __attribute__((always_inline)) void qg_avx2_rows(const uint8_t* A, int64_t lda4, const uint8_t* b,
+                                                               int64_t K4, int mr, int32_t* C, int64_t ldc) {
+    __m256i acc[2][4];
+    for (int i = 0; i < 2; i++) for (int j = 0; j < 4; j++) acc[i][j] = _mm256_setzero_si256();
+    for (int64_t g = 0; g < K4; g++) {
+        __m256i bw[4];
+        for (int j = 0; j < 4; j++)
+            bw[j] = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i*)(b + 64 * g + 16 * j)));
+        for (int i = 0; i < mr; i++) {
+            int32_t a4;
+            memcpy(&a4, A + i * lda4 + 4 * g, 4);
+            __m128i aw = _mm_cvtepu8_epi16(_mm_cvtsi32_si128(a4));
+            __m256i ab = _mm256_broadcastq_epi64(aw);
+            for (int j = 0; j < 4; j++) acc[i][j] = _mm256_add_epi32(acc[i][j], _mm256_madd_epi16(ab, bw[j]));
+        }
+    }
+    for (int i = 0; i < mr; i++) {
+        __m256i lo = _mm256_permute4x64_epi64(_mm256_hadd_epi32(acc[i][0], acc[i][1]), 0xD8);
+        __m256i hi = _mm256_permute4x64_epi64(_mm256_hadd_epi32(acc[i][2], acc[i][3]), 0xD8);
+        _mm256_storeu_si256((__m256i*)(C + i * ldc), lo);
+        _mm256_storeu_si256((__m256i*)(C + i * ldc + 8), hi);
+    }
+}
+
+static void qg_micro_avx2(const uint8_t* A, int64_t lda4, const uint8_t* Bp, int64_t pstride, int64_t K4, int mr,
+                          int np, int32_t* C, int64_t ldc) {
+    for (int i = 0; i < mr; i += 2) {
+        int r = mr - i < 2 ? mr - i : 2;
+        for (int p = 0; p < np; p++) {
+            if (r == 2) qg_avx2_rows(A + i * lda4, lda4, Bp + p * pstride, K4, 2, C + i * ldc + p * QG_NR, ldc);
+            else qg_avx2_rows(A + i * lda4, lda4, Bp + p * pstride, K4, 1, C + i * ldc + p * QG_NR, ldc);
+        }
+    }
+}
+#endif
+
+#if QG_X86
+#define QG_VNNI_T __attribute__((target("avx512vnni,avx512bw,avx512f"), always_inline)) inline
+/* MR rows x 32 columns (two panels) or x 16 (np 1): vpdpbusd, A's 4 bytes broadcast. */
+static QG_VNNI_T void qg_vnni_tile(const uint8_t* A, int64_t lda4, const uint8_t* Bp, int64_t pstride, int64_t K4,
+                                   const int MR, const int NP, int32_t* C, int64_t ldc) {
+    __m512i acc[6][2];
+    for (int i = 0; i < MR; i++) for (int j = 0; j < NP; j++) acc[i][j] = _mm512_setzero_si512();
+    const uint8_t* b0 = Bp;
+    const uint8_t* b1 = Bp + pstride;
+    for (int64_t g = 0; g < K4; g++) {
+        __m512i w0 = _mm512_loadu_si512((const void*)(b0 + 64 * g));
+        __m512i w1 = NP > 1 ? _mm512_loadu_si512((const void*)(b1 + 64 * g)) : w0;
+        for (int i = 0; i < MR; i++) {
+            int32_t a4;
+            memcpy(&a4, A + i * lda4 + 4 * g, 4);
+            __m512i ab = _mm512_set1_epi32(a4);
+            acc[i][0] = _mm512_dpbusd_epi32(acc[i][0], ab, w0);
+            if (NP > 1) acc[i][1] = _mm512_dpbusd_epi32(acc[i][1], ab, w1);
+        }
+    }
+    for (int i = 0; i < MR; i++)
+        for (int j = 0; j < NP; j++) _mm512_storeu_si512((void*)(C + i * ldc + j * QG_NR), acc[i][j]);
+}
+
+#define QG_VNNI_CASE(R) \
+    case R: if (n2) qg_vnni_tile(Ar, lda4, Bp + p * pstride, pstride, K4, R, 2, C + p * QG_NR, ldc); \
+            else qg_vnni_tile(Ar, lda4, Bp + p * pstride, pstride, K4, R, 1, C + p * QG_NR, ldc); break;
+
+__attribute__((target("avx512vnni,avx512bw,avx512f")))
+static void qg_micro_vnni(const uint8_t* A, int64_t lda4, const uint8_t* Bp, int64_t pstride, int64_t K4, int mr,
+                          int np, int32_t* C0, int64_t ldc) {
+    for (int i = 0; i < mr; i += 6) {
+        int r = mr - i < 6 ? mr - i : 6;
+        const uint8_t* Ar = A + i * lda4;
+        int32_t* C = C0 + i * ldc;
+        for (int p = 0; p < np; p += 2) {
+            int n2 = p + 1 < np;
+            switch (r) { QG_VNNI_CASE(1) QG_VNNI_CASE(2) QG_VNNI_CASE(3) QG_VNNI_CASE(4) QG_VNNI_CASE(5)
+                         QG_VNNI_CASE(6) }
+        }
+    }
+}
+#endif
+
+/* ---------------------------------------------------------------- the GEMM with its epilogue
+   Y[m, n] = C - zb[n] rs[m] - za[m] cs[n] + K za[m] zb[n] (uint32 arithmetic), za / zb with strides 0 or 1 (already
+   shifted, see above). Output int32 (Yf NULL) or float: Yf = float(acc) * scale[n * scale_stride] + bias[n]. */
+typedef struct {
+    const uint8_t* Ap; int64_t lda4; const int32_t* rs;
+    const uint8_t* Bp; const int32_t* cs;
+    int64_t M, N, K, K4;
+    const int32_t* za; int za_stride; const int32_t* zb; int zb_stride;
+    int32_t* Yi; float* Yf; int64_t ldy;
+    const float* scale; int scale_stride; const float* bias;
+    int kern;
+    int64_t nmb, nnb;
+} qg_args;
+
+static void qg_item(void* ctx, Py_ssize_t item, int tid) {
+    qg_args* a = (qg_args*)ctx;
+    int64_t nb = item / a->nmb, mb = item % a->nmb;
+    int64_t m0 = mb * QG_MB, m1 = m0 + QG_MB < a->M ? m0 + QG_MB : a->M;
+    int64_t n0 = nb * QG_NB, n1 = n0 + QG_NB < a->N ? n0 + QG_NB : a->N;
+    int np = (int)((n1 - n0 + QG_NR - 1) / QG_NR);
+    int64_t pstride = QG_NR * a->K4 * 4;
+    int32_t buf[QG_MB * QG_NB];
+    const uint8_t* Bp = a->Bp + (n0 / QG_NR) * pstride;
+    const uint8_t* Ap = a->Ap + m0 * a->lda4;
+    int mr = (int)(m1 - m0);
+    (void)tid;
+#if QG_X86
+    if (a->kern == QG_VNNI) qg_micro_vnni(Ap, a->lda4, Bp, pstride, a->K4, mr, np, buf, QG_NB);
+    else
+#endif
+#if defined(__AVX2__)
+    if (a->kern == QG_AVX2) qg_micro_avx2(Ap, a->lda4, Bp, pstride, a->K4, mr, np, buf, QG_NB);
+    else
+#endif
+    qg_micro_generic(Ap, a->lda4, Bp, pstride, a->K4, mr, np, buf, QG_NB);
+    uint32_t K = (uint32_t)a->K;
+    for (int64_t m = m0; m < m1; m++) {
+        const int32_t* c = buf + (m - m0) * QG_NB;
+        uint32_t za = (uint32_t)a->za[m * a->za_stride], rs = (uint32_t)a->rs[m];
+        uint32_t kza = K * za;
+        if (a->Yf) {
+            float* y = a->Yf + m * a->ldy;
+            for (int64_t n = n0; n < n1; n++) {
+                uint32_t zb = (uint32_t)a->zb[n * a->zb_stride];
+                uint32_t v = (uint32_t)c[n - n0] - zb * rs - za * (uint32_t)a->cs[n] + kza * zb;
+                float f = (float)(int32_t)v * a->scale[n * a->scale_stride];
+                y[n] = a->bias ? f + a->bias[n] : f;
+            }
+        } else {
+            int32_t* y = a->Yi + m * a->ldy;
+            for (int64_t n = n0; n < n1; n++) {
+                uint32_t zb = (uint32_t)a->zb[n * a->zb_stride];
+                y[n] = (int32_t)((uint32_t)c[n - n0] - zb * rs - za * (uint32_t)a->cs[n] + kza * zb);
+            }
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- DynamicQuantizeLinear (ONNX): float -> u8 */
+/* Range [min(0, min x), max(0, max x)] -> scale (hi - lo) / 255 (1 when equal), zp = rint(clamp(-lo / scale, 0, 255)),
+   all float32, as the spec and onnxruntime. */
+static void qg_dql_params(const float* x, int64_t n, float* scale, uint8_t* zp) {
+    float lo = 0.f, hi = 0.f;
+    for (int64_t i = 0; i < n; i++) { float v = x[i]; lo = v < lo ? v : lo; hi = v > hi ? v : hi; }
+    float s = hi == lo ? 1.f : (hi - lo) / 255.f;
+    float z = 0.f - lo / s;
+    z = z > 0.f ? z : 0.f;
+    z = z < 255.f ? z : 255.f;
+    *scale = s;
+    *zp = (uint8_t)nearbyintf(z);
+}
+
+/* y = saturate(rint(x / scale) + zp) (round half to even; NaN -> 0); optionally rows of K into a K4*4 padded buffer
+   with the rows' sums (rs non-NULL). */
+static void qg_quantize_rows(const float* x, int64_t M, int64_t K, float scale, uint8_t zp, uint8_t* y, int64_t ldy,
+                             int32_t* rs) {
+    float z = (float)zp;
+    for (int64_t m = 0; m < M; m++) {
+        const float* xr = x + m * K;
+        uint8_t* yr = y + m * ldy;
+        int32_t s = 0;
+        for (int64_t k = 0; k < K; k++) {
+            float r = rintf(xr[k] / scale) + z;
+            r = r > 0.f ? r : 0.f;
+            r = r < 255.f ? r : 255.f;
+            uint8_t q = (uint8_t)(int32_t)r;
+            yr[k] = q;
+            s += q;
+        }
+        if (rs) {
+            for (int64_t k = K; k < ldy; k++) yr[k] = 0;
+            rs[m] = s;
+        }
+    }
+}
+#endif
