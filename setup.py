@@ -1,6 +1,8 @@
 """Build: one Cython source compiled once per ISA, plus a baseline entry module that picks one at import.
 
 onnxep/_kernels.pyx          baseline x86-64; CPUID + XGETBV probe; imports the chosen variant
+onnxep/_native/*.h           the C (intrinsics micro-kernels, thread pool, run-loop steps) that the .pxi files
+                             declare and wrap; compiled inside each variant with that variant's flags
 onnxep/_kernels_<isa>.pyx    thin files that `include "_kernels_impl.pxi"` (Cython 3.3 crashes when one
                              .pyx is listed in two extensions, so each variant gets its own stem)
 
@@ -39,6 +41,7 @@ extensions = [
     Extension(
         "onnxep._kernels",
         ["onnxep/_kernels.pyx"],
+        include_dirs=["onnxep"],
         extra_compile_args=["-O2"],
     )
 ]

@@ -79,7 +79,7 @@ cdef enum:
     RL_TRANSPOSE = 36       # s0 x, s1 y: _tr_exec; n: the _tr_plan plan (TRP_* entries, then the loop dims)
     RL_NFNS = 37
 
-cdef extern from "rl_ops.h" nogil:
+cdef extern from "_native/rl_ops.h" nogil:
     enum: RL_MAXD
     void rl_strided_copy(char* dst, const char* src, Py_ssize_t item, int nd, const Py_ssize_t* shape,
                          const Py_ssize_t* ss, const Py_ssize_t* ds)

@@ -10,7 +10,7 @@ from onnxep import _kernels
 MAXD = _kernels.RUNLOOP_LIMITS["copy_dims"]
 SLOTS = _kernels.RUNLOOP_LIMITS["slots"]
 
-#: numpy dtype -> rl_ops.h RL_T_* code
+#: numpy dtype -> _native/rl_ops.h RL_T_* code
 CAST_CODES = {np.dtype(np.float32): 0, np.dtype(np.float16): 1, np.dtype(np.int64): 2, np.dtype(np.int32): 3,
               np.dtype(np.bool_): 4, np.dtype(np.float64): 5}
 #: (from, to) pairs rl_cast converts as numpy's astype does (integer -> float16 left out: numpy rounds twice)

@@ -1,4 +1,4 @@
-"""The decoder kernels of the compiled run loop's block in onnxep/rl_ops.h (rms_norm_f32, rotary_f32): every ISA
+"""The decoder kernels of the compiled run loop's block in onnxep/_native/rl_ops.h (rms_norm_f32, rotary_f32): every ISA
 variant in onnxep._kernels.AVAILABLE against numpy oracles (float64 RMS statistics; the rotate-half / interleaved
 formulas of ops/onnxep/rotary_*.py written with np.concatenate / np.stack), odd sizes and tails, one thread vs
 several (row chunks on the pool above the parallel threshold)."""

@@ -144,7 +144,7 @@ class Binary(NativeOrNumpy, BinaryF32):
         self.ufunc(a, b, out=z)
 
     def c_step(self, ins, outs, nthreads):
-        """BinaryF32's entry for float32; RL_BINARY_INT (rl_binary_int, onnxep/rl_ops.h) for int64 / int32 Add / Sub /
+        """BinaryF32's entry for float32; RL_BINARY_INT (rl_binary_int, onnxep/_native/rl_ops.h) for int64 / int32 Add / Sub /
         Mul (positions and masks of decoders and encoders), wrapping as numpy does."""
         a = ins[0]
         if a.__class__ is not np.ndarray or a.dtype not in _INT_SIZES:

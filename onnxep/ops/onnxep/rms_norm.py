@@ -1,7 +1,7 @@
 """RMSNormalization (domain com.onnxep): ONNX RMSNormalization-23 for models importing an older default-domain opset,
 written by graph/passes/fuse_rms_norm.py (the decomposed RMSNorm / T5LayerNorm chains exporters write). The same
 kernel as ops/nn/rms_normalization.py (float32 here: the pass fuses float32 chains only), except that the usual case
-(contiguous X, a Scale of one value per normalized element) runs rl_rms_norm_rows (onnxep/rl_ops.h: per row the sum
+(contiguous X, a Scale of one value per normalized element) runs rl_rms_norm_rows (onnxep/_native/rl_ops.h: per row the sum
 of squares, then x / sqrt(sum / C + epsilon) * scale), in compute and as the compiled run loop's RL_RMS_NORM step."""
 import math
 

@@ -5,7 +5,7 @@ element: the first Slice's end) and B (int64, one element: the second Slice's st
 dim as Slice does. Written by passes, never by users.
 
 Fast path (A == B == D / 2, Cos / Sin broadcast to X): per half, y1 = x1 * c1 - x2 * s1 and y2 = x2 * c2 + x1 * s2;
-with float32 C-contiguous operands and Y apart from X, rl_rotary_rows (onnxep/rl_ops.h) per row of D, in compute and
+with float32 C-contiguous operands and Y apart from X, rl_rotary_rows (onnxep/_native/rl_ops.h) per row of D, in compute and
 as the compiled run loop's RL_ROTARY step (Cos / Sin rows found by broadcast strides), else six numpy calls on
 half-size views written into Y's halves (no concatenated temporary); otherwise the numpy expression itself."""
 import numpy as np

@@ -4,7 +4,7 @@ write (two step-2 Slices of the last axis, Neg, two Unsqueezes, Concat, Reshape,
 (float32, broadcast as the Muls / Add broadcast) and Shape (int64: the Reshape's target, 0 copying a dim unless
 allowzero, one -1 inferred). Written by passes, never by users.
 
-Fast path (Shape resolves to X's shape, Cos / Sin broadcast to X): rl_rotary_rows (onnxep/rl_ops.h) per row when
+Fast path (Shape resolves to X's shape, Cos / Sin broadcast to X): rl_rotary_rows (onnxep/_native/rl_ops.h) per row when
 rotary_half.rotary_rows applies, in compute and as the compiled run loop's RL_ROTARY step; else the rotated tensor
 written pairwise into one buffer (negate the odd elements into the even places, copy the even ones into the odd places), then three products
 / sums in place; otherwise the numpy expression itself."""

@@ -55,7 +55,7 @@ class ArgReduce(OpKernel):
             self.argfn(x, axis=axis, keepdims=bool(self.keepdims), out=y)
 
     def c_step(self, ins, outs, nthreads):
-        """RL_ARG (rl_arg_extreme, onnxep/rl_ops.h): float32 / int64 / int32, the first extreme (NaN first, as numpy's
+        """RL_ARG (rl_arg_extreme, onnxep/_native/rl_ops.h): float32 / int64 / int32, the first extreme (NaN first, as numpy's
         argmax / argmin) or the last one for the integer types."""
         if type(self).compute is not ArgReduce.compute or "compute" in self.__dict__:
             return None

@@ -68,7 +68,7 @@ class Cumulative(OpKernel):
     c_value_inputs = (1,)      # the axis
 
     def c_step(self, ins, outs, nthreads):
-        """RL_CUMSUM (rl_cumsum, onnxep/rl_ops.h) for CumSum of float32 / int64 / int32: sequential sums in X's type,
+        """RL_CUMSUM (rl_cumsum, onnxep/_native/rl_ops.h) for CumSum of float32 / int64 / int32: sequential sums in X's type,
         as numpy's add.accumulate makes them."""
         if self.ufunc is not np.add or type(self).compute is not Cumulative.compute or "compute" in self.__dict__:
             return None

@@ -49,7 +49,7 @@ class GatherElements_11(OpKernel):
             np.take(x.reshape(-1), flat_positions(x.shape, idx, axis), out=y)
 
     def c_step(self, ins, outs, nthreads):
-        """RL_GATHER_ELEMENTS (rl_gather_elements, onnxep/rl_ops.h): the indices read per run (one out of range stops
+        """RL_GATHER_ELEMENTS (rl_gather_elements, onnxep/_native/rl_ops.h): the indices read per run (one out of range stops
         the compiled run; the Python step then raises the named error)."""
         if type(self).compute is not GatherElements_11.compute or "compute" in self.__dict__:
             return None

@@ -56,7 +56,7 @@ class GatherND_11(OpKernel):
             np.take(x.reshape((-1,) + inner), rows, axis=0, out=y)
 
     def c_step(self, ins, outs, nthreads):
-        """RL_GATHER_ND (rl_gather_nd, onnxep/rl_ops.h): the rows compute takes, the indices read per run (one out of
+        """RL_GATHER_ND (rl_gather_nd, onnxep/_native/rl_ops.h): the rows compute takes, the indices read per run (one out of
         range stops the compiled run; the Python step then raises the named error)."""
         if type(self).compute is not GatherND_11.compute or "compute" in self.__dict__:
             return None

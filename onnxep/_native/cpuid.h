@@ -1,0 +1,41 @@
+/* onnxep native code, included by onnxep/_kernels.pyx (compiled once per ISA; see setup.py). */
+#ifndef ONNXEP_NATIVE_CPUID_H
+#define ONNXEP_NATIVE_CPUID_H
+
+#if defined(__x86_64__) || defined(_M_X64) || defined(__i386__)
+#include <cpuid.h>
+#define ONNXEP_HAVE_CPUID 1
+#else
+#define ONNXEP_HAVE_CPUID 0
+#endif
+
+/* bit 0: x86-64 baseline, bit 1: AVX2+FMA usable, bit 2: AVX-512 F/BW/DQ/VL usable.
+   "usable" = the CPU has it (CPUID) AND the OS saves the registers (XGETBV): MLAS checks
+   (xcr0 & 0xE0) == 0xE0 for the opmask/ZMM state before using AVX-512. */
+static int onnxep_cpu_features(void) {
+#if ONNXEP_HAVE_CPUID
+    unsigned int a = 0, b = 0, c = 0, d = 0;
+    unsigned long long xcr0 = 0;
+    int feats = 1;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return feats;
+    int osxsave = (c >> 27) & 1, avx = (c >> 28) & 1, fma = (c >> 12) & 1;
+    if (osxsave) {
+        unsigned int lo, hi;
+        __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+        xcr0 = ((unsigned long long)hi << 32) | lo;
+    }
+    int ymm_ok = (xcr0 & 0x6) == 0x6;
+    int zmm_ok = ymm_ok && (xcr0 & 0xE0) == 0xE0;
+    if (__get_cpuid_max(0, 0) < 7) return feats;
+    __cpuid_count(7, 0, a, b, c, d);
+    int avx2 = (b >> 5) & 1;
+    int f = (b >> 16) & 1, dq = (b >> 17) & 1, bw = (b >> 30) & 1, vl = (b >> 31) & 1;
+    if (avx && avx2 && fma && ymm_ok) feats |= 2;
+    if ((feats & 2) && f && dq && bw && vl && zmm_ok) feats |= 4;
+    return feats;
+#else
+    return 1;
+#endif
+}
+
+#endif /* ONNXEP_NATIVE_CPUID_H */

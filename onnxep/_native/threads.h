@@ -1,0 +1,164 @@
+/* onnxep native code, included by onnxep/_k_threads.pxi (compiled once per ISA; see setup.py). */
+#ifndef ONNXEP_NATIVE_THREADS_H
+#define ONNXEP_NATIVE_THREADS_H
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <time.h>
+typedef void (*onnxep_task)(void* ctx, Py_ssize_t item, int tid);
+typedef struct {
+    onnxep_task fn;
+    void* ctx;
+    Py_ssize_t n;
+    int want;                        /* workers allowed in (tids 1 .. want) */
+    Py_ssize_t next, done;           /* next item to claim, items finished (atomic) */
+    int tids, refs;                  /* workers that took a tid, workers holding the slot (atomic) */
+} onnxep_job;
+static struct {
+    pthread_mutex_t busy;            /* held by the caller of the running job */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    long gen;                        /* job generation (atomic); slot = gen & 1 */
+    int sleepers;                    /* workers waiting on cv (atomic) */
+    int nworkers;
+    long spin_ns;                    /* -1 until first use */
+    onnxep_job slot[2];
+} onnxep_pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, -1};
+
+#define ONNXEP_LOAD(p) __atomic_load_n(p, __ATOMIC_SEQ_CST)
+#define ONNXEP_STORE(p, v) __atomic_store_n(p, v, __ATOMIC_SEQ_CST)
+#define ONNXEP_ADD(p, v) __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST)
+static inline void onnxep_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+static inline long onnxep_now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long)t.tv_sec * 1000000000L + t.tv_nsec;
+}
+/* Items are claimed in runs of (items left) / (4 * threads), at least one: a claim moves the counter's cache line
+   between the cores, and per-item claims of ~1 us items (a depthwise conv's planes) cost up to a third of a
+   2-thread call on this VM; the runs shrink towards the end, so the threads still finish together. */
+static void onnxep_run_items(onnxep_job* j, int tid) {
+    Py_ssize_t div = 4 * (Py_ssize_t)(j->want + 1);
+    for (;;) {
+        Py_ssize_t i = ONNXEP_LOAD(&j->next), c, k;
+        do {
+            if (i >= j->n) return;
+            c = (j->n - i) / div;
+            if (c < 1) c = 1;
+        } while (!__atomic_compare_exchange_n(&j->next, &i, i + c, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST));
+        for (k = i; k < i + c; k++) j->fn(j->ctx, k, tid);
+        ONNXEP_ADD(&j->done, c);
+    }
+}
+static void* onnxep_worker(void* arg) {
+    long seen = (long)(size_t)arg;   /* the generation current when this worker was started */
+    for (;;) {
+        long g = ONNXEP_LOAD(&onnxep_pool.gen);
+        if (g == seen) {             /* wait for a new job: spin (yielding now and then), then sleep */
+            long t0 = onnxep_now_ns();
+            unsigned k = 0;
+            while ((g = ONNXEP_LOAD(&onnxep_pool.gen)) == seen) {
+                onnxep_relax();
+                if ((++k & 63) == 0) {
+                    if (onnxep_now_ns() - t0 > onnxep_pool.spin_ns) break;
+                    sched_yield();
+                }
+            }
+            if (g == seen) {
+                pthread_mutex_lock(&onnxep_pool.mu);
+                ONNXEP_ADD(&onnxep_pool.sleepers, 1);
+                while ((g = ONNXEP_LOAD(&onnxep_pool.gen)) == seen)
+                    pthread_cond_wait(&onnxep_pool.cv, &onnxep_pool.mu);
+                ONNXEP_ADD(&onnxep_pool.sleepers, -1);
+                pthread_mutex_unlock(&onnxep_pool.mu);
+            }
+        }
+        seen = g;
+        onnxep_job* j = &onnxep_pool.slot[g & 1];
+        ONNXEP_ADD(&j->refs, 1);
+        if (ONNXEP_LOAD(&onnxep_pool.gen) == g) {     /* still job g: the slot holds it */
+            int tid = ONNXEP_ADD(&j->tids, 1) + 1;
+            if (tid <= j->want) onnxep_run_items(j, tid);
+        }
+        ONNXEP_ADD(&j->refs, -1);
+    }
+    return NULL;
+}
+/* In a forked child (pthread_atfork): the parent's workers are gone, with any lock, claim or wait they held. */
+static void onnxep_pool_child(void) {
+    pthread_mutex_init(&onnxep_pool.busy, NULL);
+    pthread_mutex_init(&onnxep_pool.mu, NULL);
+    pthread_cond_init(&onnxep_pool.cv, NULL);
+    ONNXEP_STORE(&onnxep_pool.sleepers, 0);
+    ONNXEP_STORE(&onnxep_pool.slot[0].refs, 0);
+    ONNXEP_STORE(&onnxep_pool.slot[1].refs, 0);
+    onnxep_pool.nworkers = 0;
+}
+/* Start workers up to `want` (under the busy lock). Returns how many there are. */
+static int onnxep_pool_grow(int want) {
+    if (onnxep_pool.spin_ns < 0) {   /* first use */
+        const char* s = getenv("ONNXEP_SPIN_US");
+        onnxep_pool.spin_ns = (s && *s) ? atol(s) * 1000L : 200000L;
+        pthread_atfork(NULL, NULL, onnxep_pool_child);
+    }
+    while (onnxep_pool.nworkers < want) {
+        pthread_t t;
+        pthread_attr_t a;
+        pthread_attr_init(&a);
+        pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+        pthread_attr_setstacksize(&a, 1 << 20);
+        int rc = pthread_create(&t, &a, onnxep_worker, (void*)(size_t)ONNXEP_LOAD(&onnxep_pool.gen));
+        pthread_attr_destroy(&a);
+        if (rc != 0) break;
+        onnxep_pool.nworkers++;
+    }
+    return onnxep_pool.nworkers;
+}
+/* fn(ctx, i, tid) for i < n, tid < nth; returns when every item is done. */
+static void onnxep_parallel_for(Py_ssize_t n, int nth, onnxep_task fn, void* ctx) {
+    Py_ssize_t i;
+    int lim = onnxep_get_thread_limit();       /* threadpoolctl's cap (_kernels_impl.pxi) */
+    if (n <= 0) return;
+    if (lim > 0 && nth > lim) nth = lim;
+    if (nth > n) nth = (int)n;
+    if (nth <= 1 || pthread_mutex_trylock(&onnxep_pool.busy) != 0) {
+        for (i = 0; i < n; i++) fn(ctx, i, 0);
+        return;
+    }
+    int have = onnxep_pool_grow(nth - 1);
+    if (have < 1) {
+        pthread_mutex_unlock(&onnxep_pool.busy);
+        for (i = 0; i < n; i++) fn(ctx, i, 0);
+        return;
+    }
+    long g = ONNXEP_LOAD(&onnxep_pool.gen) + 1;
+    onnxep_job* j = &onnxep_pool.slot[g & 1];
+    while (ONNXEP_LOAD(&j->refs) != 0) onnxep_relax();   /* a late worker of job g-2 still looking */
+    j->fn = fn;
+    j->ctx = ctx;
+    j->n = n;
+    j->want = nth - 1 < have ? nth - 1 : have;
+    ONNXEP_STORE(&j->next, 0);
+    ONNXEP_STORE(&j->done, 0);
+    ONNXEP_STORE(&j->tids, 0);
+    ONNXEP_STORE(&onnxep_pool.gen, g);
+    if (ONNXEP_LOAD(&onnxep_pool.sleepers) > 0) {
+        pthread_mutex_lock(&onnxep_pool.mu);
+        pthread_cond_broadcast(&onnxep_pool.cv);
+        pthread_mutex_unlock(&onnxep_pool.mu);
+    }
+    onnxep_run_items(j, 0);
+    unsigned k = 0;
+    while (ONNXEP_LOAD(&j->done) < n) {       /* items a worker started: wait for them only */
+        onnxep_relax();
+        if ((++k & 255) == 0) sched_yield();
+    }
+    pthread_mutex_unlock(&onnxep_pool.busy);
+}
+
+#endif /* ONNXEP_NATIVE_THREADS_H */
