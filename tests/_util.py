@@ -1,6 +1,8 @@
 """Shared test helpers: build one-node models, run them through onnxep and the oracles."""
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import onnx
 from onnx import TensorProto, helper
@@ -90,3 +92,23 @@ def local_function_model():
     m.opset_import.append(helper.make_opsetid("local", 1))
     m.functions.append(fn)
     return m
+
+
+def run_threads(work, n):
+    """Run work(k) for k < n on n Python threads at once and wait for them; re-raise the first exception any raised
+    (an assertion inside work fails the test as it would on the main thread)."""
+    errors = []
+
+    def guarded(k):
+        try:
+            work(k)
+        except BaseException as e:  # noqa: BLE001 - re-raised below
+            errors.append(e)
+
+    threads = [threading.Thread(target=guarded, args=(k,)) for k in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]

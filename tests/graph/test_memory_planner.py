@@ -18,7 +18,7 @@ import onnxep
 from onnxep.contracts import Stream, register_allocator
 from onnxep.errors import RuntimeException
 from onnxep.graph.planner import plan_memory
-from tests._util import make_model, run_reference
+from tests._util import make_model, run_reference, run_threads
 from tests.contracts.test_allocator import CountingAllocator
 
 ALIGN = 64
@@ -279,7 +279,6 @@ def test_concurrent_runs_of_one_session_stay_correct():
              helper.make_node("Mul", ["a", "b"], ["c"]), helper.make_node("Sigmoid", ["c"], ["y"])]
     m = make_model(nodes, {"x": np.zeros((64, 256), np.float32)}, ["y"])
     sess = _session(m)
-    errors = []
 
     def worker(seed):
         rng = np.random.default_rng(seed)
@@ -287,16 +286,9 @@ def test_concurrent_runs_of_one_session_stay_correct():
             x = rng.standard_normal((64, 256)).astype(np.float32)
             r = np.maximum(x, 0)
             want = 1 / (1 + np.exp(r * r))
-            got = sess.run(None, {"x": x})[0]
-            if not np.allclose(got, want, rtol=1e-5, atol=1e-6):
-                errors.append(seed)
+            np.testing.assert_allclose(sess.run(None, {"x": x})[0], want, rtol=1e-5, atol=1e-6)
 
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors
+    run_threads(worker, 4)
 
 
 def test_sessions_on_one_stream_share_one_arena_and_stay_correct():
@@ -413,24 +405,16 @@ def _run_from_two_threads(models, sessions, seed, nruns):
     """Session i runs model i's random inputs nruns times from thread i, both threads started together. Returns, per
     session, its (input, output) pairs."""
     start = threading.Barrier(2)
-    got, errors = [[], []], []
+    got = [[], []]
 
     def worker(i):
-        try:
-            rng = np.random.default_rng(seed + i)
-            start.wait()
-            for _ in range(nruns):
-                x = _x(rng, models[i])
-                got[i].append((x, sessions[i].run(None, {"x": x})[0]))
-        except Exception as e:  # noqa: BLE001 - reported by the test
-            errors.append(e)
+        rng = np.random.default_rng(seed + i)
+        start.wait()
+        for _ in range(nruns):
+            x = _x(rng, models[i])
+            got[i].append((x, sessions[i].run(None, {"x": x})[0]))
 
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors
+    run_threads(worker, 2)
     return got
 
 

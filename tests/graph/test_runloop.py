@@ -6,7 +6,6 @@ of the same kernels must give the same bits), the same model with ONNXEP_COMPILE
 """
 from __future__ import annotations
 
-import threading
 
 import numpy as np
 import pytest
@@ -15,7 +14,7 @@ from onnx import helper
 import onnxep
 from onnxep.backends.cpu import device
 from onnxep.backends.cpu.runloop import Compiled
-from tests._util import assert_outputs_match, fallback_options, make_model, run_ort
+from tests._util import assert_outputs_match, fallback_options, make_model, run_ort, run_threads
 
 
 def _programs(sess):
@@ -148,24 +147,15 @@ def test_two_threads_each_get_their_own_program():
     rng = np.random.default_rng(4)
     feeds = [rng.standard_normal(x.shape).astype(np.float32) for _ in range(6)]
     want = [sess.run(None, {"x": f}) for f in feeds]
-    errors = []
 
     def work(k):
-        try:
-            for r in range(40):
-                j = (r + k) % len(feeds)
-                got = sess.run(None, {"x": feeds[j]})
-                for a, b in zip(got, want[j]):
-                    np.testing.assert_array_equal(a, b)
-        except Exception as e:      # pragma: no cover - reported below
-            errors.append(e)
+        for r in range(40):
+            j = (r + k) % len(feeds)
+            got = sess.run(None, {"x": feeds[j]})
+            for a, b in zip(got, want[j]):
+                np.testing.assert_array_equal(a, b)
 
-    ts = [threading.Thread(target=work, args=(k,)) for k in range(2)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
-    assert not errors, errors[0]
+    run_threads(work, 2)
 
 
 @pytest.mark.parametrize("shape_b", [(16,), (1, 16), (3, 1), (3, 16), ()])

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from onnxep import _kernels
+from tests._util import run_threads
 
 VARIANTS = {isa: importlib.import_module(f"onnxep._kernels_{isa}") for isa in _kernels.AVAILABLE}
 
@@ -31,23 +32,13 @@ def test_repeated_jobs_do_not_mix():
 
 def test_concurrent_callers():
     """Two Python threads calling at once: one gets the pool, the other runs inline; both complete correctly."""
-    errors = []
 
-    def work():
-        try:
-            for _ in range(300):
-                out, _ = _kernels.pool_selftest(5000, 2)
-                if not np.array_equal(out, np.arange(5000, dtype=np.int64) ** 2):
-                    errors.append("wrong result")
-        except Exception as e:  # noqa: BLE001 -- reported below
-            errors.append(repr(e))
+    def work(_):
+        for _ in range(300):
+            out, _ = _kernels.pool_selftest(5000, 2)
+            np.testing.assert_array_equal(out, np.arange(5000, dtype=np.int64) ** 2)
 
-    threads = [threading.Thread(target=work) for _ in range(3)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors
+    run_threads(work, 3)
 
 
 def _forked_child_computes(n: int, timeout: float = 20.0) -> bool:

@@ -1,7 +1,6 @@
 """run()'s per-signature fast path (session._FastRun): the same answers as the generic path, and the generic path
 whenever a run is not one of the signature's plain runs. Oracle: numpy (the models compute x + c, x.reshape(shape) * 2)
 and the generic path itself (ONNXEP runs with the fast path dropped)."""
-import threading
 
 import numpy as np
 import pytest
@@ -9,6 +8,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import onnxep
 from onnxep import session as session_mod
+from tests._util import run_threads
 
 
 def _add_model(dims):
@@ -103,25 +103,16 @@ def test_set_providers_drops_the_fast_path():
 def test_threads_share_a_session():
     s = onnxep.InferenceSession(_add_model(["N", 4]))
     c = np.arange(4, dtype=np.float32)
-    errors = []
 
     def work(seed):
         rng = np.random.default_rng(seed)
-        try:
-            for i in range(300):
-                x = rng.standard_normal((1 + (i // 50) % 3, 4)).astype(np.float32)
-                y, z = s.run(None, {"x": x})
-                np.testing.assert_array_equal(y, x + c)
-                np.testing.assert_array_equal(z, np.maximum(x + c, 0))
-        except Exception as e:      # noqa: BLE001 - reported below
-            errors.append(e)
+        for i in range(300):
+            x = rng.standard_normal((1 + (i // 50) % 3, 4)).astype(np.float32)
+            y, z = s.run(None, {"x": x})
+            np.testing.assert_array_equal(y, x + c)
+            np.testing.assert_array_equal(z, np.maximum(x + c, 0))
 
-    ts = [threading.Thread(target=work, args=(k,)) for k in range(4)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
-    assert not errors, errors[0]
+    run_threads(work, 4)
 
 
 def test_gives_up_on_sessions_that_never_qualify(monkeypatch):

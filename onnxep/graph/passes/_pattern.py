@@ -110,77 +110,26 @@ class _Lazy(dict):
         self._make = self._graph = None
         dict.update(self, make(graph))
 
-    def get(self, key, default=None):
-        if self._make is not None:
-            self._fill()
-        return dict.get(self, key, default)
-
-    def __getitem__(self, key):
-        if self._make is not None:
-            self._fill()
-        return dict.__getitem__(self, key)
-
-    def __setitem__(self, key, value):
-        if self._make is not None:
-            self._fill()
-        dict.__setitem__(self, key, value)
-
-    def __delitem__(self, key):
-        if self._make is not None:
-            self._fill()
-        dict.__delitem__(self, key)
-
-    def __contains__(self, key):
-        if self._make is not None:
-            self._fill()
-        return dict.__contains__(self, key)
-
-    def __iter__(self):
-        if self._make is not None:
-            self._fill()
-        return dict.__iter__(self)
-
-    def __len__(self):
-        if self._make is not None:
-            self._fill()
-        return dict.__len__(self)
-
-    def keys(self):
-        if self._make is not None:
-            self._fill()
-        return dict.keys(self)
-
-    def values(self):
-        if self._make is not None:
-            self._fill()
-        return dict.values(self)
-
-    def items(self):
-        if self._make is not None:
-            self._fill()
-        return dict.items(self)
-
-    def setdefault(self, key, default=None):
-        if self._make is not None:
-            self._fill()
-        return dict.setdefault(self, key, default)
-
-    def pop(self, key, *default):
-        if self._make is not None:
-            self._fill()
-        return dict.pop(self, key, *default)
-
-    def __eq__(self, other):
-        if self._make is not None:
-            self._fill()
-        return dict.__eq__(self, other)
-
     __hash__ = None
 
-    def __repr__(self):
+
+def _filled(name):
+    """_Lazy's override of dict.<name>: fill the dict on first use, then the plain dict method."""
+    plain = getattr(dict, name)
+
+    def method(self, *args):
         if self._make is not None:
             self._fill()
-        return dict.__repr__(self)
+        return plain(self, *args)
+
+    method.__name__ = name
+    return method
+
+
+for _name in ("get", "__getitem__", "__setitem__", "__delitem__", "__contains__", "__iter__", "__len__", "keys",
+              "values", "items", "setdefault", "pop", "__eq__", "__repr__"):
+    setattr(_Lazy, _name, _filled(_name))
+del _name
 
 
 class Fusion:
