@@ -563,6 +563,21 @@ def build_graph(model: onnx.ModelProto, infer_shapes: bool = True, weights: dict
     outputs = [(o.name, value_types.get(o.name, ValueType())) for o in g.output]
     nodes = []
     for i, n in enumerate(g.node):
+        if n.op_type == "Constant" and n.domain in ("", "ai.onnx") and len(n.output) == 1 and n.output[0] \
+                and len(n.attribute) == 1 and n.attribute[0].name == "value" and n.attribute[0].type == _ATTR_TENSOR:
+            # a Constant holding a tensor is an initializer, as onnxruntime's graph makes it at load: no node to
+            # decode, order, fold or run (a torch export carries one for every scalar and shape, half its nodes)
+            try:
+                v = _tensor_array(n.attribute[0].t)
+            except Exception as e:
+                raise InvalidGraph(f"Constant node {n.name or n.op_type + '_' + str(i)!r}: its value cannot be "
+                                   f"read: {e}") from None
+            if v.dtype != object:
+                name = sys.intern(n.output[0])
+                initializers[name] = v
+                if name not in value_types:
+                    value_types[name] = ValueType.of_array(v)
+                continue
         attrs = {sys.intern(a.name): _attr_value(a) for a in n.attribute}
         if i in typed_subgraphs:
             attrs.update(typed_subgraphs[i])

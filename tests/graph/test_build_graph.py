@@ -183,3 +183,30 @@ def test_string_tensor_attribute_kept_as_onnx_gives_it():
     m = make_model([helper.make_node("Constant", [], ["y"], value=t)], {}, ["y"])
     g = model_mod.build_graph(m, infer_shapes=False)
     np.testing.assert_array_equal(g.nodes[0].attrs["value"], onnx.numpy_helper.to_array(t))
+
+
+def test_constant_tensor_nodes_become_initializers():
+    """A Constant node holding a tensor becomes an initializer when the graph is built (as onnxruntime's graph does
+    at load): no Constant node is left, its value is numpy_helper.to_array's, and a model whose output is a
+    Constant's, or which feeds one into a node, runs as onnx.reference runs it. Other Constant forms (value_floats)
+    stay nodes."""
+    c = np.arange(6, dtype=np.float32).reshape(2, 3)
+    s = np.array([3, 2], np.int64)
+    nodes = [helper.make_node("Constant", [], ["c"], value=numpy_helper.from_array(c)),
+             helper.make_node("Constant", [], ["s"], value=numpy_helper.from_array(s)),
+             helper.make_node("Constant", [], ["f"], value_floats=[1.5, 2.5]),
+             helper.make_node("Reshape", ["c", "s"], ["r"]),
+             helper.make_node("Add", ["x", "r"], ["y"])]
+    x = np.ones((3, 2), np.float32)
+    m = make_model(nodes, {"x": x}, ["y", "c", "f"])
+    g = model_mod.build_graph(m)
+    assert [n.op_type for n in g.nodes] == ["Constant", "Reshape", "Add"]
+    np.testing.assert_array_equal(g.initializers["c"], c)
+    np.testing.assert_array_equal(g.initializers["s"], s)
+    assert "f" not in g.initializers
+    so = onnxep.SessionOptions()
+    so.graph_optimization_level = onnxep.GraphOptimizationLevel.ORT_DISABLE_ALL
+    for opts in (None, so):
+        got = onnxep.InferenceSession(m.SerializeToString(), opts).run(None, {"x": x})
+        for a, b in zip(got, run_reference(m, {"x": x})):
+            np.testing.assert_array_equal(a, b)

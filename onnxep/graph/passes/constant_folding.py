@@ -15,6 +15,7 @@ from onnxep.graph.ir import Graph, ValueType
 from onnxep.graph.model import check_size
 from onnxep.graph.partition import op_info
 from onnxep.ops import _registry
+from onnxep.ops.tensor.constant import _value as constant_value
 
 NONDETERMINISTIC = {"RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike", "Multinomial",
                     "Bernoulli", "Dropout"}
@@ -42,6 +43,11 @@ def fold_constants(graph: Graph, ctx=None) -> Graph:
                 or not node.outputs):
             keep.append(node)
             continue
+        if node.op_type == "Constant" and not node.domain and len(node.outputs) == 1:
+            v = constant_value(node.attrs)        # no kernel needed: the value is the attribute
+            if v is not None:
+                _store(graph, constants, folded, node.outputs[0], v)
+                continue
         op = op_info(node, graph.value_types, constants)
         if not CPU_DEVICE.supports_op(op):
             keep.append(node)
@@ -62,9 +68,13 @@ def fold_constants(graph: Graph, ctx=None) -> Graph:
             keep.append(node)
             continue
         for name, v in outs.items():
-            v = v if v.flags.c_contiguous else np.ascontiguousarray(v)  # (ascontiguousarray makes 0-d 1-d)
-            constants[name] = v
-            folded[name] = v
-            graph.value_types.setdefault(name, ValueType.of_array(v))
+            _store(graph, constants, folded, name, v)
     graph.initializers = folded
     return graph
+
+
+def _store(graph, constants, folded, name, v):
+    v = v if v.flags.c_contiguous else np.ascontiguousarray(v)  # (ascontiguousarray makes 0-d 1-d)
+    constants[name] = v
+    folded[name] = v
+    graph.value_types.setdefault(name, ValueType.of_array(v))
