@@ -171,6 +171,8 @@ class Node:
 
     @property
     def has_subgraph(self) -> bool:
+        if not self.attrs:
+            return False
         for v in self.attrs.values():
             if isinstance(v, _GraphProto) or (type(v) is list and v and isinstance(v[0], _GraphProto)):
                 return True

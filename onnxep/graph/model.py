@@ -493,6 +493,8 @@ def build_graph(model: onnx.ModelProto, infer_shapes: bool = True, weights: dict
         raise InvalidGraph("the model has no graph")
     weights = weights or {}
     inferred = None
+    if infer_shapes and _fully_typed(model):
+        infer_shapes = False     # (what inference would add, the exporter wrote: torch's dynamo exporter does)
     if infer_shapes:
         try:
             # onnx's inference serializes the model it is given and parses the result back: it gets a copy whose
@@ -593,6 +595,35 @@ def build_graph(model: onnx.ModelProto, infer_shapes: bool = True, weights: dict
     }
     return Graph(nodes, inputs, outputs, initializers, overridable, value_types, opsets, model.ir_version,
                  list(model.functions), meta)
+
+
+def _fully_typed(model: onnx.ModelProto) -> bool:
+    """Whether the main graph already types every value shape inference would: each node output (and graph input and
+    output) has a tensor type with an element type and a shape whose every dim is a number or a name, and no node has
+    a subgraph (inference also types the bodies) or belongs to ai.onnx.ml (complete_types fills those). Then onnx's
+    inference, which serializes the model and parses it back, would hand back what the model carries."""
+    g = model.graph
+    if any(o.domain == ML for o in model.opset_import):
+        return False
+    complete = set()
+    for vi in itertools.chain(g.value_info, g.input, g.output):
+        tp = vi.type
+        if tp.WhichOneof("value") != "tensor_type" or not tp.tensor_type.elem_type \
+                or not tp.tensor_type.HasField("shape"):
+            continue
+        if all(d.HasField("dim_value") or d.HasField("dim_param") for d in tp.tensor_type.shape.dim):
+            complete.add(vi.name)
+    inits = {t.name for t in g.initializer}
+    if any(i.name not in complete and i.name not in inits for i in g.input):
+        return False
+    for n in g.node:
+        for a in n.attribute:
+            if a.type in _GRAPH_KINDS:
+                return False
+        for o in n.output:
+            if o and o not in complete:
+                return False
+    return all(o.name in complete for o in g.output)
 
 
 def check_graph(model: onnx.ModelProto) -> None:

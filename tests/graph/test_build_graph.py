@@ -210,3 +210,32 @@ def test_constant_tensor_nodes_become_initializers():
         got = onnxep.InferenceSession(m.SerializeToString(), opts).run(None, {"x": x})
         for a, b in zip(got, run_reference(m, {"x": x})):
             np.testing.assert_array_equal(a, b)
+
+
+def test_fully_typed_model_skips_inference_with_the_same_types():
+    """A model whose value_info already types every node output (as torch's dynamo exporter writes) is built without
+    onnx's shape inference, and gets the types inference gives (oracle: onnx.shape_inference on the same model
+    stripped of its value_info); one untyped output, or a symbolic-less unknown dim, sends it through inference."""
+    nodes = [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Transpose", ["r"], ["t"], perm=[1, 0]),
+             helper.make_node("Add", ["t", "t"], ["y"])]
+    m = make_model(nodes, {"x": X}, ["y"])
+    del m.graph.value_info[:]
+    inferred = onnx.shape_inference.infer_shapes(m)
+    assert not model_mod._fully_typed(m)
+    full = onnx.ModelProto()
+    full.CopyFrom(inferred)
+    assert model_mod._fully_typed(full)
+    want = model_mod.build_graph(m).value_types
+    got = model_mod.build_graph(full).value_types
+    for name in ("x", "r", "t", "y"):
+        assert got[name] == want[name], name
+    partial = onnx.ModelProto()
+    partial.CopyFrom(full)
+    del partial.graph.value_info[0]
+    assert not model_mod._fully_typed(partial)
+    unknown = onnx.ModelProto()
+    unknown.CopyFrom(full)
+    unknown.graph.value_info[0].type.tensor_type.shape.dim[0].Clear()
+    assert not model_mod._fully_typed(unknown)
+    np.testing.assert_array_equal(onnxep.InferenceSession(full.SerializeToString()).run(None, {"x": X})[0],
+                                  run_reference(m, {"x": X})[0])

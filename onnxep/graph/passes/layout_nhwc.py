@@ -93,8 +93,9 @@ class _Layout:
         return t
 
     # -- which nodes move
-    def _cpu_runs(self, node):
-        return node.op_type not in self.keep_ops and CPU_DEVICE.supports_op(op_info(node, self.vt, self.consts))
+    def _cpu_runs(self, node, op=None):
+        return node.op_type not in self.keep_ops and CPU_DEVICE.supports_op(
+            op or op_info(node, self.vt, self.consts))
 
     def has_twin(self, node) -> bool:
         twin = NHWC_TWINS.get(node.op_type)
@@ -102,12 +103,14 @@ class _Layout:
                 or _shape4(self.vt.get(node.outputs[0])) is None:
             return False
         cls = _registry.lookup(INTERNAL_DOMAIN, twin, 1)
-        if cls is None or len(node.outputs) != 1 or not self._cpu_runs(node):
+        if cls is None or len(node.outputs) != 1:
             return False
         if node.inputs[0] not in self.nhwc and not self._dense_conv(node):
             return False      # only a dense conv starts a channel-last region (see the module docstring)
-        # what the twin would see: the data input and the output as NHWC types, the rest as they are
         op = op_info(node, self.vt, self.consts)
+        if not self._cpu_runs(node, op):
+            return False
+        # what the twin would see: the data input and the output as NHWC types, the rest as they are
         perm = [tensor_type(vt, None if s is None else (s[0], s[2], s[3], s[1]))
                 for vt, s in ((op.input_types[0], _shape4(op.input_types[0])),
                               (op.output_types[0], _shape4(op.output_types[0])))]
