@@ -599,19 +599,17 @@ def build_graph(model: onnx.ModelProto, infer_shapes: bool = True, weights: dict
 
 def _fully_typed(model: onnx.ModelProto) -> bool:
     """Whether the main graph already types every value shape inference would: each node output (and graph input and
-    output) has a tensor type with an element type and a shape whose every dim is a number or a name, and no node has
-    a subgraph (inference also types the bodies) or belongs to ai.onnx.ml (complete_types fills those). Then onnx's
-    inference, which serializes the model and parses it back, would hand back what the model carries."""
+    output) has a tensor type with an element type and a rank, and no node has a subgraph (inference also types the
+    bodies) or belongs to ai.onnx.ml (complete_types fills those). Then onnx's inference, which serializes the model
+    and parses it back, would hand back what the model carries: on torch's dynamo exports it names the dims the
+    exporter left unknown (unk__N), nothing more."""
     g = model.graph
     if any(o.domain == ML for o in model.opset_import):
         return False
     complete = set()
     for vi in itertools.chain(g.value_info, g.input, g.output):
         tp = vi.type
-        if tp.WhichOneof("value") != "tensor_type" or not tp.tensor_type.elem_type \
-                or not tp.tensor_type.HasField("shape"):
-            continue
-        if all(d.HasField("dim_value") or d.HasField("dim_param") for d in tp.tensor_type.shape.dim):
+        if tp.WhichOneof("value") == "tensor_type" and tp.tensor_type.elem_type and tp.tensor_type.HasField("shape"):
             complete.add(vi.name)
     inits = {t.name for t in g.initializer}
     if any(i.name not in complete and i.name not in inits for i in g.input):

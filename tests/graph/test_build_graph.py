@@ -215,7 +215,7 @@ def test_constant_tensor_nodes_become_initializers():
 def test_fully_typed_model_skips_inference_with_the_same_types():
     """A model whose value_info already types every node output (as torch's dynamo exporter writes) is built without
     onnx's shape inference, and gets the types inference gives (oracle: onnx.shape_inference on the same model
-    stripped of its value_info); one untyped output, or a symbolic-less unknown dim, sends it through inference."""
+    stripped of its value_info); one untyped or rank-less output sends it through inference."""
     nodes = [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Transpose", ["r"], ["t"], perm=[1, 0]),
              helper.make_node("Add", ["t", "t"], ["y"])]
     m = make_model(nodes, {"x": X}, ["y"])
@@ -233,9 +233,9 @@ def test_fully_typed_model_skips_inference_with_the_same_types():
     partial.CopyFrom(full)
     del partial.graph.value_info[0]
     assert not model_mod._fully_typed(partial)
-    unknown = onnx.ModelProto()
-    unknown.CopyFrom(full)
-    unknown.graph.value_info[0].type.tensor_type.shape.dim[0].Clear()
-    assert not model_mod._fully_typed(unknown)
+    rankless = onnx.ModelProto()
+    rankless.CopyFrom(full)
+    rankless.graph.value_info[0].type.tensor_type.ClearField("shape")
+    assert not model_mod._fully_typed(rankless)
     np.testing.assert_array_equal(onnxep.InferenceSession(full.SerializeToString()).run(None, {"x": X})[0],
                                   run_reference(m, {"x": X})[0])
