@@ -6,6 +6,7 @@
     python bench/bench_threads.py scale --model squeezenet zoo:bert.dynamo zoo:resnet.torchscript
     python bench/bench_threads.py wake                     # onnxep's pool: wake-up of its worker after a gap
     python bench/bench_threads.py gil --model squeezenet shufflenet   # share of a run outside the C program
+    python bench/bench_threads.py limits                   # threadpoolctl: CPU time / wall time, capped or not
 
 `pair`: per library, two sessions of the same model with intra_op_num_threads=1 (onnxruntime also
 inter_op_num_threads=1). A block runs `--runs` calls of session A on this thread (t1), then the same number on each
@@ -33,6 +34,10 @@ Measured (branch threads, 2-vCPU VM shared with four other helpers, load 4-9 thr
 - scale, at load 4.5: onnxep's 2-thread speedup 0.91-0.93x, onnxruntime's 0.51-0.69x (squeezenet, shufflenet,
   inception_v1): oversubscribed, onnxep's pool degrades to the caller's speed (the caller claims every item a worker
   has not started), onnxruntime's spinning workers cost it a third to a half.
+
+`limits`: onnxep alone, a 2-thread session (light resnet50 unless --model), in alternating blocks of --block runs
+uncapped and under threadpoolctl.threadpool_limits(1): process CPU time over wall time (about 2 uncapped, 1 under the
+cap: the kernels' parallel_for honours the limit) and ms per run; the median over --rounds blocks.
 
 `gil`: onnxep alone, 1 thread, per model: the share of a run spent outside the compiled program's C stretches
 (Program.run, which releases the GIL): the session's and run loop's Python, and the Python steps (their kernels
@@ -251,9 +256,35 @@ def gil(args):
     return rows
 
 
+def limits(args):
+    from threadpoolctl import threadpool_info, threadpool_limits
+    name = (args.model or ["resnet50"])[0]
+    data, feeds = load(name)
+    sess = make("onnxep", data, 2)
+    pools = [(i["user_api"], i["internal_api"], i["num_threads"]) for i in threadpool_info()]
+    print(f"threadpool_info(): {pools}")
+    for _ in range(3):
+        sess.run(None, feeds)
+    got = {"uncapped": [], "threadpool_limits(1)": []}
+    for r in range(args.rounds):
+        for key in (list(got) if r % 2 == 0 else list(got)[::-1]):
+            settle(args.pause)
+            with threadpool_limits(1 if key != "uncapped" else None):
+                c0, w0 = time.process_time(), time.perf_counter()
+                for _ in range(args.block):
+                    sess.run(None, feeds)
+                cpu, wall = time.process_time() - c0, time.perf_counter() - w0
+            got[key].append((cpu / wall, wall / args.block * 1e3))
+    print(f"{name}, intra_op_num_threads=2, median of {args.rounds} blocks of {args.block} runs")
+    for key, v in got.items():
+        print(f"  {key:<22} CPU time / wall time {statistics.median(x[0] for x in v):.2f}   "
+              f"{statistics.median(x[1] for x in v):.1f} ms per run")
+    return got
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("mode", choices=["pair", "scale", "wake", "gil"])
+    ap.add_argument("mode", choices=["pair", "scale", "wake", "gil", "limits"])
     ap.add_argument("--calls", type=int, default=200, help="wake: calls per gap")
     ap.add_argument("--model", nargs="*", default=None, help="light model names or zoo:ARCH.EXPORTER")
     ap.add_argument("--rounds", type=int, default=7)
@@ -266,6 +297,8 @@ def main(argv=None):
         return wake(args)
     if args.mode == "gil":
         return gil(args)
+    if args.mode == "limits":
+        return limits(args)
     if args.mode == "pair":
         args.model = (args.model or ["squeezenet"])[0]
         return pair(args)
