@@ -171,10 +171,9 @@ class Node:
 
     @property
     def has_subgraph(self) -> bool:
-        if not self.attrs:
-            return False
-        for v in self.attrs.values():
-            if isinstance(v, _GraphProto) or (type(v) is list and v and isinstance(v[0], _GraphProto)):
+        for v in self.attrs.values():       # (exact types: asked of every node by several passes)
+            t = type(v)
+            if t is _GraphProto or (t is list and v and type(v[0]) is _GraphProto):
                 return True
         return False
 
