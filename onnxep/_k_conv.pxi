@@ -86,6 +86,24 @@ cdef inline bint _conv_is_pointwise(const ConvGeom* g) noexcept nogil:
             and g.pd == 0 and g.ph == 0 and g.pw == 0 and g.Do == g.D and g.Ho == g.H and g.Wo == g.W)
 
 
+cdef inline bint _conv_is_1d(const ConvGeom* g) noexcept nogil:
+    """A 1-D conv (D = H = 1, no padding there) that is not pointwise: its im2col is read in place (_conv_1d_implicit)."""
+    return (g.D == 1 and g.H == 1 and g.kd == 1 and g.kh == 1 and g.pd == 0 and g.ph == 0 and g.Do == 1
+            and g.Ho == 1 and not _conv_is_pointwise(g))
+
+
+cdef void _conv_1d_implicit(const float* xg, const ConvGeom* g, Py_ssize_t Cg, ImplicitA* ia) noexcept nogil:
+    """The im2col of one image and group of a 1-D conv as an implicit A (no col buffer, packed straight from x):
+        A[p, c*kw + e] = x[c, p*sw - pw + e*dw]      (0 outside the row)
+    is ImplicitA's channel-last conv over a one-channel "image" whose rows are x's Cg channels (H = Cg, W = L, C = 1)
+    with a Cg x kw kernel, no row stride or padding, and one output row: its k = (b*kw + e)*1 + 0 is the NCW weight's
+    flattened (c, e) index, so the weight packed for the im2col path serves as it is."""
+    ia.x = xg
+    ia.H, ia.W, ia.C, ia.Cg = Cg, g.W, 1, 1
+    ia.kh, ia.kw, ia.sh, ia.sw, ia.dh, ia.dw, ia.ph, ia.pw = Cg, g.kw, 1, g.sw, 1, g.dw, 0, g.pw
+    ia.Ho, ia.Wo, ia.p0 = 1, g.Wo, 0
+
+
 cdef void _conv_one(Py_ssize_t n, Py_ssize_t gi, const float* x, const float* wp, const float* bias, float* y,
                     const Act* act, const ConvGeom* g, float* col, float* work, int nth) noexcept nogil:
     """Y[n, group gi] for one image and group (col: im2col workspace, unused for pointwise convs)."""
@@ -93,6 +111,13 @@ cdef void _conv_one(Py_ssize_t n, Py_ssize_t gi, const float* x, const float* wp
     cdef Py_ssize_t Kc = Cg * g.kd * g.kh * g.kw, P = g.Do * g.Ho * g.Wo, DHW = g.D * g.H * g.W
     cdef const float* xg = x + (n * g.C + gi * Cg) * DHW
     cdef const float* a
+    cdef ImplicitA ia
+    if _conv_is_1d(g):
+        _conv_1d_implicit(xg, g, Cg, &ia)
+        sgemm_packed_ex(P, Coutg, Kc, 1.0, NULL, 0, 0, &ia, wp + gi * sgemm_pack_b_len(Kc, Coutg), 0.0,
+                        y + (n * g.cout + gi * Coutg) * P, 1, P,
+                        (bias + gi * Coutg) if bias != NULL else NULL, NULL, NULL, act, work, nth)
+        return
     if _conv_is_pointwise(g):
         a = xg
     else:
@@ -770,7 +795,7 @@ def conv_f32(const float[::1] x, tuple xshape, const float[::1] w_packed, Py_ssi
     xp = &x[0] if x.shape[0] else NULL
     bptr = &bias[0] if bias is not None else NULL
     yp = &y[0]
-    col_len = 0 if _conv_is_pointwise(&g) else Kc * P
+    col_len = 0 if _conv_is_pointwise(&g) or _conv_is_1d(&g) else Kc * P
     # Small per-group GEMMs run one per thread over (image, group); big ones run one after another, each threaded.
     nth = sgemm_threads(P, Coutg, Kc, nthreads)
     if nth == 1 and total > 1 and <double>2.0 * P * Coutg * Kc * total >= SGEMM_MT_FLOPS:

@@ -249,6 +249,72 @@ cdef inline Py_ssize_t implicit_run(const ImplicitA* ia, const PanelRows* pr, Py
     return ln
 
 
+cdef void _pack_a_implicit_c1(const ImplicitA* ia, Py_ssize_t i0, Py_ssize_t mc, Py_ssize_t pc, Py_ssize_t kc,
+                              float* out) noexcept nogil:
+    """pack_a_implicit for a one-channel input (C = Cg = 1: k = b*kw + e is a tap, one float per pixel; also the 1-D
+    NCW conv of _k_conv.pxi, whose channels are the rows of such an image). The runs of implicit_run would be one
+    float long at the borders: instead, column k of a panel whose rows are adjacent pixels of one output row is
+    x[ih, iw + i*sw] for i < mr -- one copy (a memcpy at stride 1) when it lies inside the row, a checked gather at
+    the borders."""
+    cdef PanelRows pr
+    cdef Py_ssize_t ip = 0, k, b, e, i, mr, ih, iw, lo, hi
+    cdef bint adjacent
+    cdef float* d
+    cdef const float* base
+    while ip < mc:
+        mr = min(<Py_ssize_t>SGEMM_MR, mc - ip)
+        panel_rows(ia, i0 + ip, mr, &pr)
+        adjacent = True
+        for i in range(1, mr):
+            if pr.img[i] != pr.img[0] or pr.ih0[i] != pr.ih0[0] or pr.iw0[i] != pr.iw0[0] + i * ia.sw:
+                adjacent = False
+                break
+        d = out + ip * kc
+        b = pc // ia.kw
+        e = pc - b * ia.kw
+        for k in range(kc):
+            if adjacent:
+                ih = pr.ih0[0] + b * ia.dh
+                iw = pr.iw0[0] + e * ia.dw
+                if 0 <= ih < ia.H:
+                    base = pr.img[0] + ih * ia.W
+                    if iw >= 0 and iw + (mr - 1) * ia.sw < ia.W:
+                        if ia.sw == 1 and mr == SGEMM_MR:   # a fixed-size copy (gcc: one or two vector moves)
+                            for i in range(SGEMM_MR):
+                                d[i] = base[iw + i]
+                        elif ia.sw == 1:
+                            memcpy(d, base + iw, mr * sizeof(float))
+                        else:
+                            for i in range(mr):
+                                d[i] = base[iw + i * ia.sw]
+                    else:     # at a border: rows [lo, hi) read inside the row, the others are padding
+                        lo = 0 if iw >= 0 else min((ia.sw - 1 - iw) // ia.sw, mr)
+                        hi = min((ia.W - 1 - iw) // ia.sw + 1, mr) if ia.W - 1 - iw >= 0 else 0
+                        hi = max(hi, lo)
+                        for i in range(lo):
+                            d[i] = 0.0
+                        for i in range(lo, hi):
+                            d[i] = base[iw + i * ia.sw]
+                        for i in range(hi, mr):
+                            d[i] = 0.0
+                else:
+                    for i in range(mr):
+                        d[i] = 0.0
+            else:
+                for i in range(mr):
+                    ih = pr.ih0[i] + b * ia.dh
+                    iw = pr.iw0[i] + e * ia.dw
+                    d[i] = pr.img[i][ih * ia.W + iw] if (0 <= ih < ia.H and 0 <= iw < ia.W) else 0.0
+            for i in range(mr, SGEMM_MR):
+                d[i] = 0.0
+            d += SGEMM_MR
+            e += 1
+            if e == ia.kw:
+                e = 0
+                b += 1
+        ip += SGEMM_MR
+
+
 cdef void pack_a_implicit(const ImplicitA* ia, Py_ssize_t i0, Py_ssize_t mc, Py_ssize_t pc, Py_ssize_t kc,
                           float* out) noexcept nogil:
     """out := the mc x kc block of A (rows i0.., columns pc..) of ia as MR-row panels (kc x MR each, zero-padded),
@@ -256,6 +322,9 @@ cdef void pack_a_implicit(const ImplicitA* ia, Py_ssize_t i0, Py_ssize_t mc, Py_
     cdef PanelRows pr
     cdef const float* srcs[SGEMM_MR]
     cdef Py_ssize_t ip = 0, k, ln
+    if ia.C == 1 and ia.Cg == 1:
+        _pack_a_implicit_c1(ia, i0, mc, pc, kc, out)
+        return
     while ip < mc:
         panel_rows(ia, i0 + ip, min(<Py_ssize_t>SGEMM_MR, mc - ip), &pr)
         k = pc

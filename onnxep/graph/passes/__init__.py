@@ -44,7 +44,7 @@ from onnxep.graph.passes.fuse_group_norm import fuse_group_norm, fuse_group_norm
 from onnxep.graph.passes.fuse_layernorm import fuse_layernorm
 from onnxep.graph.passes.fuse_matmul_bias import fuse_matmul_bias
 from onnxep.graph.passes.fuse_matmul_transpose import fuse_matmul_transpose
-from onnxep.graph.passes.fuse_pad_conv import fuse_pad_conv
+from onnxep.graph.passes.fuse_pad_conv import fuse_conv_slice, fuse_pad_conv
 from onnxep.graph.passes.fuse_rms_norm import fuse_rms_norm
 from onnxep.graph.passes.fuse_rotary import fuse_rotary
 from onnxep.graph.passes.fuse_silu import fuse_silu
@@ -67,6 +67,7 @@ PASSES: list = [
     (1, remove_identity),
     (1, fold_constants),
     (1, fuse_pad_conv),        # after folding: exporters compute the pads from shapes
+    (1, fuse_conv_slice),
     (1, fuse_conv_affine),
     (2, fuse_layernorm),
     (2, fuse_gelu),
@@ -95,6 +96,7 @@ PASS_NAMES: dict = {
     remove_identity: ("remove_identity", "EliminateIdentity", "EliminateDropout"),
     fold_constants: ("fold_constants", "constant_folding", "ConstantFolding"),
     fuse_pad_conv: ("fuse_pad_conv", "PadFusion"),
+    fuse_conv_slice: ("fuse_conv_slice",),
     fuse_conv_affine: ("fuse_conv_affine", "ConvBNFusion", "ConvMulFusion", "ConvAddFusion"),
     fuse_layernorm: ("fuse_layernorm", "LayerNormFusion", "LayerNormFusionL1", "LayerNormFusionL2"),
     fuse_gelu: ("fuse_gelu", "GeluFusion", "GeluFusionL1", "GeluFusionL2"),

@@ -87,3 +87,78 @@ def fuse_pad_conv(graph: Graph, ctx=None) -> Graph:
         fused = dataclasses.replace(conv, inputs=(pad.inputs[0],) + tuple(conv.inputs[1:]), attrs=attrs)
         f.fuse([pad, conv], conv, fused)
     return f.apply()
+
+
+def _slice_drops(sl, consts, rank, out_shape):
+    """{spatial axis: outputs dropped at its end} of a Slice that keeps a prefix of some spatial dims of a
+    rank-`rank` tensor of shape out_shape (starts 0, steps 1, constant inputs; a positive end needs that dim static),
+    and nothing else; else None."""
+    if sl.opset < 10 or len(sl.inputs) < 3:
+        return None
+    ins = list(sl.inputs) + [""] * (5 - len(sl.inputs))
+    vals = [consts.get(x) if x else None for x in ins[1:5]]
+    starts, ends = vals[0], vals[1]
+    if starts is None or ends is None or (ins[3] and vals[2] is None) or (ins[4] and vals[3] is None):
+        return None
+    starts, ends = [int(v) for v in starts.reshape(-1)], [int(v) for v in ends.reshape(-1)]
+    axes = [int(v) for v in vals[2].reshape(-1)] if ins[3] else list(range(len(starts)))
+    steps = [int(v) for v in vals[3].reshape(-1)] if ins[4] else [1] * len(starts)
+    if not (len(starts) == len(ends) == len(axes) == len(steps)) or any(s != 1 for s in steps):
+        return None
+    dropped = {}
+    for st, en, ax in zip(starts, ends, axes):
+        ax = ax + rank if ax < 0 else ax
+        if not 2 <= ax < rank or ax in dropped or st != 0:
+            return None
+        dim = out_shape[ax]
+        if en < 0 and en >= -(1 << 31):    # "all but the last -en": known whatever the dim (an audio length)
+            dropped[ax] = -en
+        elif isinstance(dim, int) and 0 < en < dim:
+            dropped[ax] = dim - en
+        elif isinstance(dim, int) and en >= dim:
+            dropped[ax] = 0
+        else:
+            return None
+    return dropped
+
+
+def fuse_conv_slice(graph: Graph, ctx=None) -> Graph:
+    """A Conv whose output only a Slice reads, keeping a prefix of spatial dims (starts 0, steps 1) -- the trailing
+    output dropped after a "same"-padded conv with an even kernel (wav2vec2's positional conv, Conv1d with padding
+    k/2 then [..., :-1]) -- computes that prefix itself: each dim's end pad shrinks by (dropped outputs) * stride,
+    when it has that much (the output of a conv is a function of its own window only, so the kept outputs do not
+    change). The Conv writes the Slice's output; the copy goes. Explicit pads (auto_pad NOTSET) only; a negative end
+    ("all but the last d", what torch writes) needs no static shape. (One case differs: an input so short that the
+    conv has exactly d outputs -- the Slice would give an empty tensor, the smaller conv refuses the input.)"""
+    if keeps_any(ctx, {"Slice", "Conv"}):
+        return graph
+    f = Fusion(graph)
+    consts = f.consts
+    for conv in graph.nodes:
+        if not default_op(conv, "Conv") or len(conv.outputs) != 1 or f.taken((conv,)):
+            continue
+        if (conv.attrs.get("auto_pad") or "NOTSET") != "NOTSET":
+            continue
+        sl = only_consumer(f.cons, f.outputs, conv.outputs[0], "Slice")
+        vt = graph.value_types.get(conv.outputs[0])
+        if sl is None or sl.inputs[0] != conv.outputs[0] or f.taken((sl,)) or vt is None or vt.shape is None:
+            continue
+        shape, rank = tuple(vt.shape), len(vt.shape)
+        if rank < 3:
+            continue
+        drops = _slice_drops(sl, consts, rank, shape)
+        r = rank - 2
+        pads = [int(p) for p in (conv.attrs.get("pads") or [0] * (2 * r))]
+        strides = [int(s) for s in (conv.attrs.get("strides") or [1] * r)]
+        if drops is None or not drops or len(pads) != 2 * r or len(strides) != r:
+            continue
+        new = list(pads)
+        for ax, d in drops.items():
+            new[r + ax - 2] -= d * strides[ax - 2]
+            if isinstance(shape[ax], int) and shape[ax] - d < 1:
+                new[r + ax - 2] = -1     # nothing kept: leave the Slice (an empty result)
+        if min(new) < 0:
+            continue
+        fused = dataclasses.replace(conv, outputs=(sl.outputs[0],), attrs=dict(conv.attrs, pads=new))
+        f.fuse([conv, sl], sl, fused)
+    return f.apply()
