@@ -415,7 +415,7 @@ struct OrtApi {
     void* CreateMemoryInfo_V2;  /* 320 */
     void* MemoryInfoGetDeviceMemType;  /* 321 */
     void* MemoryInfoGetVendorId;  /* 322 */
-    void* ValueInfo_GetValueProducer;  /* 323 */
+    OrtStatus* (*ValueInfo_GetValueProducer)(const OrtValueInfo* value_info, const OrtNode** producer_node, size_t* producer_output_index);  /* 323 */
     OrtStatus* (*ValueInfo_GetValueNumConsumers)(const OrtValueInfo* value_info, size_t* num_consumers);  /* 324 */
     OrtStatus* (*ValueInfo_GetValueConsumers)(const OrtValueInfo* value_info, const OrtNode** nodes, int64_t* input_indices, size_t num_consumers);  /* 325 */
     OrtStatus* (*ValueInfo_GetInitializerValue)(const OrtValueInfo* value_info, const OrtValue** initializer_value);  /* 326 */
@@ -746,6 +746,7 @@ typedef struct onnxep_ep {
     onnxep_fused_act* fused;         /* malloc'ed, nfused entries */
     size_t nfused, cap_fused;
     int fuse_acts;                   /* ep option fuse_activations (default 1) */
+    int claim_conv;                  /* claim Conv (env ONNXEP_ORT_CLAIM_CONV=1; off: measured slower than the CPU EP) */
 } onnxep_ep;
 
 typedef struct onnxep_kernel {
