@@ -369,7 +369,9 @@ cdef OrtStatus* _pfor(const OrtApi* api, OrtKernelContext* kctx, Py_ssize_t n, b
             fn(ctx, i, 0)
         return NULL
     job.fn, job.ctx = fn, ctx
-    return api.KernelContext_ParallelFor(kctx, _ort_item, <size_t>n, 0, &job)
+    # In at most 16 batches of consecutive items: one onnxruntime task per item (num_batch 0) cost more than the
+    # work of small items (measured: a 512x7x7 3x3 conv's 4608 im2col rows took 7.1 ms instead of 3.0 at 1 thread).
+    return api.KernelContext_ParallelFor(kctx, _ort_item, <size_t>n, <size_t>min(n, <Py_ssize_t>16), &job)
 
 
 # ---------------------------------------------------------------------------------------------------------------
