@@ -849,7 +849,8 @@ cdef OrtStatus* _compute_conv(onnxep_kernel* k, OrtKernelContext* ctx) noexcept 
                 st = _pfor(api, ctx, Kc, <double>Kc * P >= 32768, _im2col_task, &job)
                 if st != NULL:
                     break
-            st = _pgemm(api, ctx, P, Coutg, Kc, 1.0, col if col != NULL else job.x, 1, P, wpk + gi * blen, 0.0,
+            st = _pgemm(api, ctx, P, Coutg, Kc, 1.0, <const float*>col if col != NULL else job.x, 1, P,
+                        wpk + gi * blen, 0.0,
                         <float*>yp + (n * g.cout + gi * Coutg) * P, 1, P,
                         (<const float*>bp + gi * Coutg) if bp != NULL else NULL, &act)
             if st != NULL:
