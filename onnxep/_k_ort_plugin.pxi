@@ -10,8 +10,8 @@
 # factory / EP / kernel structs, allocated with malloc.
 
 from libc.stdint cimport uint32_t
-from libc.stdlib cimport malloc, calloc, free
-from libc.string cimport strcmp
+from libc.stdlib cimport malloc, calloc, realloc, free, getenv
+from libc.string cimport strcmp, strcpy, strlen
 
 cdef extern from "_native/ort_plugin_abi.h":
     ctypedef unsigned char ort_bool "bool"      # C99 bool (stdbool.h)
@@ -86,6 +86,11 @@ cdef extern from "_native/ort_plugin_abi.h":
         OrtStatus* (*KernelDefBuilder_Build)(OrtKernelDefBuilder* b, OrtKernelDef** out) noexcept nogil
         void (*ReleaseKernelDef)(OrtKernelDef* kernel_def) noexcept nogil
         OrtStatus* (*GetTensorDataType)(ONNXTensorElementDataType elem_type, const OrtDataType** out) noexcept nogil
+        OrtStatus* (*SharedPrePackedWeightCache_StoreWeightData)(OrtSharedPrePackedWeightCache* cache,
+                                                                 void** ptrs, size_t* sizes, size_t n) noexcept nogil
+        OrtStatus* (*KernelDefBuilder_AddInputOutputMutableAliases)(OrtKernelDefBuilder* b, const int* ins,
+                                                                    const int* outs, size_t n) noexcept nogil
+        OrtStatus* (*KernelInfo_GetEp)(const OrtKernelInfo* info, const OrtEp** ep) noexcept nogil
         OrtStatus* (*EpGraphSupportInfo_LookUpKernel)(OrtEpGraphSupportInfo* info, const OrtNode* node,
                                                       const OrtKernelDef** out_kernel_def) noexcept nogil
 
@@ -117,6 +122,28 @@ cdef extern from "_native/ort_plugin_abi.h":
         OrtStatus* (*Graph_GetNodes)(const OrtGraph* graph, const OrtNode** nodes, size_t num_nodes) noexcept nogil
         OrtStatus* (*Node_GetOperatorType)(const OrtNode* node, const char** operator_type) noexcept nogil
         OrtStatus* (*Node_GetNumInputs)(const OrtNode* node, size_t* num_inputs) noexcept nogil
+        OrtStatus* (*AllocatorAlloc)(OrtAllocator* a, size_t size, void** out) noexcept nogil
+        OrtStatus* (*AllocatorFree)(OrtAllocator* a, void* p) noexcept nogil
+        OrtStatus* (*KernelInfoGetAttributeArray_int64)(const OrtKernelInfo* info, const char* name, int64_t* out,
+                                                        size_t* size) noexcept nogil
+        OrtStatus* (*KernelInfoGetAttribute_string)(const OrtKernelInfo* info, const char* name, char* out,
+                                                    size_t* size) noexcept nogil
+        OrtStatus* (*KernelInfo_GetInputName)(const OrtKernelInfo* info, size_t index, char* out,
+                                              size_t* size) noexcept nogil
+        OrtStatus* (*KernelInfo_GetOutputName)(const OrtKernelInfo* info, size_t index, char* out,
+                                               size_t* size) noexcept nogil
+        OrtStatus* (*GetValueInfoName)(const OrtValueInfo* v, const char** name) noexcept nogil
+        OrtStatus* (*ValueInfo_GetValueProducer)(const OrtValueInfo* v, const OrtNode** producer,
+                                                 size_t* output_index) noexcept nogil
+        OrtStatus* (*ValueInfo_GetValueNumConsumers)(const OrtValueInfo* v, size_t* n) noexcept nogil
+        OrtStatus* (*ValueInfo_GetValueConsumers)(const OrtValueInfo* v, const OrtNode** nodes, int64_t* input_indices,
+                                                  size_t n) noexcept nogil
+        OrtStatus* (*ValueInfo_GetInitializerValue)(const OrtValueInfo* v, const OrtValue** out) noexcept nogil
+        OrtStatus* (*ValueInfo_IsGraphOutput)(const OrtValueInfo* v, ort_bool* out) noexcept nogil
+        OrtStatus* (*ValueInfo_IsConstantInitializer)(const OrtValueInfo* v, ort_bool* out) noexcept nogil
+        OrtStatus* (*Node_GetInputs)(const OrtNode* node, const OrtValueInfo** inputs, size_t n) noexcept nogil
+        OrtStatus* (*Node_GetNumOutputs)(const OrtNode* node, size_t* n) noexcept nogil
+        OrtStatus* (*Node_GetOutputs)(const OrtNode* node, const OrtValueInfo** outputs, size_t n) noexcept nogil
         OrtStatus* (*KernelContext_ParallelFor)(const OrtKernelContext* context, void (*fn)(void*, size_t) noexcept nogil,
                                                 size_t total, size_t num_batch, void* usr_data) noexcept nogil
 
@@ -187,6 +214,7 @@ cdef extern from "_native/ort_plugin_abi.h":
         ONNXEP_PK_NEG, ONNXEP_PK_ABS, ONNXEP_PK_HARD_SIGMOID, ONNXEP_PK_HARD_SWISH
         ONNXEP_PK_ADD, ONNXEP_PK_SUB, ONNXEP_PK_MUL, ONNXEP_PK_DIV, ONNXEP_PK_MAX, ONNXEP_PK_MIN
         ONNXEP_PK_SOFTMAX, ONNXEP_PK_LOG_SOFTMAX
+        ONNXEP_PK_CONV, ONNXEP_PK_GEMM, ONNXEP_PK_MATMUL
         ONNXEP_PK_COUNT
 
     ctypedef struct onnxep_plugin_op:
@@ -207,9 +235,19 @@ cdef extern from "_native/ort_plugin_abi.h":
         const OrtEpApi* ep_api
         OrtKernelRegistry* registry
         onnxep_kstate* kstates
+    enum:
+        ONNXEP_FUSE_NAME_MAX
+    ctypedef struct onnxep_fused_act:
+        char value[256]
+        int act_kind
+        float a, b
     ctypedef struct onnxep_ep:
         OrtEp base
         onnxep_factory* factory
+        onnxep_fused_act* fused
+        size_t nfused, cap_fused
+        int fuse_acts
+        int claim_conv
     ctypedef struct onnxep_kernel:
         OrtKernelImpl base
         const OrtApi* api
@@ -217,6 +255,17 @@ cdef extern from "_native/ort_plugin_abi.h":
         float p0, p1
         int64_t axis
         int since
+        int64_t group, auto_pad
+        int64_t nks, kshape[3], nstrides, strides[3], ndil, dil[3], npads, pads[6]
+        int act_kind
+        float act_a, act_b
+        int trans_a, trans_b
+        float alpha, beta
+        int passthrough
+        const float* wp
+        float* wp_owned
+        int64_t wdims[5]
+        size_t wndim
 
     ctypedef struct onnxep_abi_slot:
         const char* type
@@ -224,6 +273,28 @@ cdef extern from "_native/ort_plugin_abi.h":
         long slot
     const onnxep_abi_slot* onnxep_abi_slots
     size_t ONNXEP_ABI_NSLOTS
+
+
+cdef extern from "<stdlib.h>":
+    int posix_memalign(void** memptr, size_t alignment, size_t size) noexcept nogil
+
+
+cdef extern from "_native/ort_plugin_work.h":
+    float* plugin_tl "onnxep_plugin_tl"(int slot, size_t n) noexcept nogil
+    void shared_log_add "onnxep_shared_log_add"(const void* p) noexcept nogil
+    int shared_log_count "onnxep_shared_log_count"() noexcept nogil
+    const void* shared_log_get "onnxep_shared_log_get"(int i) noexcept nogil
+    void shared_log_reset "onnxep_shared_log_reset"() noexcept nogil
+
+
+def ort_shared_prepack_log(bint reset=False):
+    """Addresses of the buffers onnxruntime handed to this library's kernels through SetSharedPrePackedWeight, in
+    order (at most 256 kept); reset=True clears the log after reading it. For the tests (issue 28's must-show)."""
+    cdef int i
+    out = [<size_t>shared_log_get(i) for i in range(shared_log_count())]
+    if reset:
+        shared_log_reset()
+    return out
 
 
 def ort_abi_slots():
@@ -298,7 +369,9 @@ cdef OrtStatus* _pfor(const OrtApi* api, OrtKernelContext* kctx, Py_ssize_t n, b
             fn(ctx, i, 0)
         return NULL
     job.fn, job.ctx = fn, ctx
-    return api.KernelContext_ParallelFor(kctx, _ort_item, <size_t>n, 0, &job)
+    # In at most 16 batches of consecutive items: one onnxruntime task per item (num_batch 0) cost more than the
+    # work of small items (measured: a 512x7x7 3x3 conv's 4608 im2col rows took 7.1 ms instead of 3.0 at 1 thread).
+    return api.KernelContext_ParallelFor(kctx, _ort_item, <size_t>n, <size_t>min(n, <Py_ssize_t>16), &job)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -522,8 +595,424 @@ cdef OrtStatus* _compute_softmax(onnxep_kernel* k, OrtKernelContext* ctx) noexce
     return NULL
 
 
+# ---------------------------------------------------------------------------------------------------------------
+# Conv / Gemm / MatMul: onnxep's packed-B SGEMM (_sgemm_tile) and NCHW conv pieces (im2col rows, depthwise planes),
+# with the items run on onnxruntime's pool. The weight (Conv's W, Gemm's / MatMul's constant B) is packed once in
+# PrePackWeight, into onnxruntime's shared pre-packed weight cache when it passes one (two nodes with the same
+# initializer then share one buffer), else into a buffer this kernel owns. A fused activation (a Relu that only
+# reads this node's output, see GetCapability) runs in the GEMM epilogue.
+
+cdef struct _PGemm:
+    # one GEMM split into (row block, column slab) tiles, each run by whichever onnxruntime thread takes it
+    Py_ssize_t M, N, K, rsa, csa, rsc, csc, ntiles, mcb, slab, npanels
+    float alpha, beta
+    const float* a
+    const float* bp
+    float* c
+    const float* bias_col
+    const Act* act
+    int oom
+
+
+cdef void _pgemm_task(void* p, Py_ssize_t t, int tid) noexcept nogil:
+    cdef _PGemm* j = <_PGemm*>p
+    cdef float* work = plugin_tl(1, SGEMM_WORK_PER_THREAD)
+    cdef Py_ssize_t ic = (t // j.ntiles) * j.mcb, jp0 = (t % j.ntiles) * j.slab
+    if work == NULL:
+        j.oom = 1
+        return
+    _sgemm_tile(ic, min(j.mcb, j.M - ic), jp0, min(jp0 + j.slab, j.npanels), j.N, j.K, j.alpha, j.a, j.rsa, j.csa,
+                NULL, j.bp, j.beta, j.c, j.rsc, j.csc, j.bias_col, NULL, NULL, j.act, work)
+
+
+cdef OrtStatus* _pgemm(const OrtApi* api, OrtKernelContext* ctx, Py_ssize_t M, Py_ssize_t N, Py_ssize_t K,
+                       float alpha, const float* a, Py_ssize_t rsa, Py_ssize_t csa, const float* bp, float beta,
+                       float* c, Py_ssize_t rsc, Py_ssize_t csc, const float* bias_col, const Act* act) noexcept nogil:
+    """C := act(alpha*A@B + beta*C [+ bias_col]), B packed (sgemm_pack_b_raw): one thread below onnxep's flop
+    threshold (SGEMM_MT_FLOPS), else tiles of equal row blocks (<= MC rows) x column slabs, at least 8 when the
+    columns allow it (balance over onnxruntime's threads, whose count an adapter does not see)."""
+    cdef _PGemm j
+    cdef Py_ssize_t mtiles, cap, want
+    cdef float* work
+    cdef OrtStatus* st
+    if M <= 0 or N <= 0:
+        return NULL
+    if K <= 0 or <double>2.0 * M * N * K < SGEMM_MT_FLOPS:
+        work = plugin_tl(1, SGEMM_WORK_PER_THREAD)
+        if work == NULL:
+            return api.CreateStatus(ORT_FAIL, "onnxep: out of memory for the GEMM workspace")
+        sgemm_packed_raw(M, N, K, alpha, a, rsa, csa, bp, beta, c, rsc, csc, bias_col, NULL, act, work, 1)
+        return NULL
+    j.M, j.N, j.K, j.alpha, j.beta, j.a, j.rsa, j.csa, j.bp = M, N, K, alpha, beta, a, rsa, csa, bp
+    j.c, j.rsc, j.csc, j.bias_col, j.act, j.oom = c, rsc, csc, bias_col, act, 0
+    j.npanels = (N + SGEMM_NR - 1) // SGEMM_NR
+    mtiles = (M + SGEMM_MC - 1) // SGEMM_MC
+    j.mcb = _round_up((M + mtiles - 1) // mtiles, SGEMM_MR)
+    mtiles = (M + j.mcb - 1) // j.mcb
+    cap = <Py_ssize_t>(SGEMM_NC_MAX // SGEMM_NR)
+    if csc != 1 and beta == 0.0:
+        cap = min(cap, <Py_ssize_t>(SGEMM_CT_COLS // SGEMM_NR))
+    j.slab = min(j.npanels, cap)
+    if mtiles * ((j.npanels + j.slab - 1) // j.slab) < 8:
+        want = (8 + mtiles - 1) // mtiles
+        j.slab = max(<Py_ssize_t>1, min(cap, (j.npanels + want - 1) // want))
+    j.ntiles = (j.npanels + j.slab - 1) // j.slab
+    st = _pfor(api, ctx, mtiles * j.ntiles, True, _pgemm_task, &j)
+    if st == NULL and j.oom:
+        st = api.CreateStatus(ORT_FAIL, "onnxep: out of memory for the GEMM workspace")
+    return st
+
+
+cdef void _act_task(void* p, Py_ssize_t t, int tid) noexcept nogil:
+    """The epilogue activation over chunk t of a depthwise conv's output (_PGemm reused: c, M = length, act)."""
+    cdef _PGemm* j = <_PGemm*>p
+    cdef Py_ssize_t i, lo = t * 16384, hi = min(lo + 16384, j.M)
+    for i in range(lo, hi):
+        j.c[i] = act1(j.act, j.c[i])
+
+
+cdef OrtStatus* _weight_input(onnxep_kernel* k, OrtKernelContext* ctx, int64_t* wdims, size_t* wndim,
+                              const float** w) noexcept nogil:
+    """The weight input (index 1) as onnxruntime passes it, for a kernel whose weight was not pre-packed."""
+    cdef const OrtApi* api = k.api
+    cdef const OrtValue* v = NULL
+    cdef const void* p = NULL
+    cdef ONNXTensorElementDataType dt
+    cdef OrtStatus* st = api.KernelContext_GetInput(ctx, 1, &v)
+    if st == NULL and v == NULL:
+        st = api.CreateStatus(ORT_INVALID_ARGUMENT, "onnxep: missing weight input")
+    if st == NULL:
+        st = _tensor_shape(api, v, wdims, wndim, &dt)
+    if st == NULL and dt != ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT:
+        st = api.CreateStatus(ORT_INVALID_ARGUMENT, "onnxep: the plugin's Conv / Gemm take float32 only")
+    if st == NULL:
+        st = api.GetTensorData(v, &p)
+    w[0] = <const float*>p
+    return st
+
+
+cdef inline bint _conv_is_dw(const onnxep_kernel* k, const int64_t* wdims) noexcept nogil:
+    return wdims[1] == 1 and k.group > 1
+
+
+cdef OrtStatus* _compute_conv(onnxep_kernel* k, OrtKernelContext* ctx) noexcept nogil:
+    cdef const OrtApi* api = k.api
+    cdef const OrtValue* x = NULL
+    cdef const OrtValue* bv = NULL
+    cdef OrtValue* y = NULL
+    cdef int64_t xd[_PLUGIN_MAX_DIMS]
+    cdef int64_t wd[_PLUGIN_MAX_DIMS]
+    cdef int64_t bd[_PLUGIN_MAX_DIMS]
+    cdef int64_t yd[5]
+    cdef size_t xn = 0, wn = 0, bn = 0, nin = 0, d
+    cdef ONNXTensorElementDataType dt
+    cdef const void* xp = NULL
+    cdef const void* bp = NULL
+    cdef void* yp = NULL
+    cdef const float* w = NULL
+    cdef const float* wpk
+    cdef float* col = NULL
+    cdef float* packed = NULL
+    cdef ConvGeom g
+    cdef Act act
+    cdef Py_ssize_t ins[3]
+    cdef Py_ssize_t ks[3]
+    cdef Py_ssize_t ss[3]
+    cdef Py_ssize_t dl[3]
+    cdef Py_ssize_t pb[3]
+    cdef Py_ssize_t outs[3]
+    cdef Py_ssize_t N, nsp, i, Cg, Coutg, Kc, P, blen, n, gi, ext, total, o, DHW
+    cdef ConvNchwJob job
+    cdef Dw3Job dj
+    cdef _PGemm aj
+    cdef OrtStatus* st = api.KernelContext_GetInput(ctx, 0, &x)
+    if st != NULL:
+        return st
+    st = _tensor_shape(api, x, xd, &xn, &dt)
+    if st != NULL:
+        return st
+    if dt != ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT or xn < 3 or xn > 5:
+        return api.CreateStatus(ORT_INVALID_ARGUMENT, "onnxep: the plugin's Conv takes float32 inputs of rank 3 to 5")
+    if k.wp != NULL:
+        wn = k.wndim
+        for d in range(wn):
+            wd[d] = k.wdims[d]
+    else:
+        st = _weight_input(k, ctx, wd, &wn, &w)
+        if st != NULL:
+            return st
+    if wn != xn:
+        return api.CreateStatus(ORT_INVALID_ARGUMENT, "onnxep: Conv weight rank differs from the input's")
+    N = xd[0]
+    nsp = <Py_ssize_t>xn - 2
+    g.cout, g.group, g.C = wd[0], k.group, xd[1]
+    if g.group < 1 or g.C != wd[1] * g.group or g.cout % g.group != 0 or g.cout < 1:
+        return api.CreateStatus(ORT_INVALID_ARGUMENT, "onnxep: Conv channels do not match the weight and group")
+    if (k.nks and k.nks != nsp) or (k.nstrides and k.nstrides != nsp) or (k.ndil and k.ndil != nsp) \
+            or (k.npads and k.npads != 2 * nsp):
+        return api.CreateStatus(ORT_INVALID_ARGUMENT, "onnxep: Conv attribute lengths do not match the input's rank")
+    for i in range(3):                  # leading spatial dims of 1 for 1-D and 2-D convs
+        ins[i], ks[i], ss[i], dl[i], pb[i], outs[i] = 1, 1, 1, 1, 0, 1
+    for i in range(nsp):
+        o = 3 - nsp + i
+        ins[o] = xd[2 + i]
+        ks[o] = wd[2 + i]
+        if k.nks and k.kshape[i] != wd[2 + i]:
+            return api.CreateStatus(ORT_INVALID_ARGUMENT, "onnxep: Conv kernel_shape differs from the weight's")
+        ss[o] = k.strides[i] if k.nstrides else 1
+        dl[o] = k.dil[i] if k.ndil else 1
+        if ss[o] < 1 or dl[o] < 1:
+            return api.CreateStatus(ORT_INVALID_ARGUMENT, "onnxep: Conv strides and dilations must be >= 1")
+        ext = (ks[o] - 1) * dl[o] + 1
+        if k.auto_pad == 0:
+            pb[o] = k.pads[i] if k.npads else 0
+            if k.npads and (k.pads[i] < 0 or k.pads[nsp + i] < 0):
+                return api.CreateStatus(ORT_INVALID_ARGUMENT, "onnxep: Conv pads must be >= 0")
+            outs[o] = (ins[o] + pb[o] + (k.pads[nsp + i] if k.npads else 0) - ext) // ss[o] + 1 \
+                if ins[o] + pb[o] + (k.pads[nsp + i] if k.npads else 0) >= ext else 0
+        elif k.auto_pad == 1:
+            outs[o] = (ins[o] - ext) // ss[o] + 1 if ins[o] >= ext else 0
+        else:
+            outs[o] = (ins[o] + ss[o] - 1) // ss[o]
+            total = max(<Py_ssize_t>0, (outs[o] - 1) * ss[o] + ext - ins[o])
+            pb[o] = total // 2 if k.auto_pad == 2 else total - total // 2
+    g.D, g.H, g.W = ins[0], ins[1], ins[2]
+    g.kd, g.kh, g.kw = ks[0], ks[1], ks[2]
+    g.sd, g.sh, g.sw = ss[0], ss[1], ss[2]
+    g.dd, g.dh, g.dw = dl[0], dl[1], dl[2]
+    g.pd, g.ph, g.pw = pb[0], pb[1], pb[2]
+    g.Do, g.Ho, g.Wo = outs[0], outs[1], outs[2]
+    yd[0], yd[1] = N, g.cout
+    for i in range(nsp):
+        yd[2 + i] = outs[3 - nsp + i]
+    st = api.KernelContext_GetInputCount(ctx, &nin)
+    if st == NULL and nin > 2:
+        st = api.KernelContext_GetInput(ctx, 2, &bv)
+    if st == NULL and bv != NULL:
+        st = _tensor_shape(api, bv, bd, &bn, &dt)
+        if st == NULL and (bn != 1 or bd[0] != g.cout or dt != ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT):
+            st = api.CreateStatus(ORT_INVALID_ARGUMENT, "onnxep: Conv bias must be float32 of shape (M,)")
+        if st == NULL:
+            st = api.GetTensorData(bv, &bp)
+    if st == NULL:
+        st = api.KernelContext_GetOutput(ctx, 0, yd, xn, &y)
+    if st != NULL:
+        return st
+    P = g.Do * g.Ho * g.Wo
+    if N * g.cout * P == 0:
+        return NULL
+    st = api.GetTensorData(x, &xp)
+    if st == NULL:
+        st = api.GetTensorMutableData(y, &yp)
+    if st != NULL:
+        return st
+    act.kind, act.a, act.b = k.act_kind, k.act_a, k.act_b
+    Cg = g.C // g.group
+    Coutg = g.cout // g.group
+    Kc = Cg * g.kd * g.kh * g.kw
+    DHW = g.D * g.H * g.W
+    if _conv_is_dw(k, wd):                  # one input channel per group: direct planes (weight not packed)
+        if w == NULL:
+            return api.CreateStatus(ORT_FAIL, "onnxep: depthwise Conv weight missing")
+        if _dw3_ok(&g):
+            dj.x, dj.w, dj.bias, dj.y, dj.relu, dj.g = <const float*>xp, w, <const float*>bp, <float*>yp, \
+                act.kind == ACT_RELU, &g
+            st = _pfor(api, ctx, N * g.cout, <double>8.0 * N * g.cout * P * 9 >= SGEMM_MT_FLOPS, _dw3_task, &dj)
+        else:
+            job.x, job.w, job.bias, job.y, job.relu, job.g = <const float*>xp, w, <const float*>bp, <float*>yp, \
+                act.kind == ACT_RELU, &g
+            st = _pfor(api, ctx, N * g.cout, <double>8.0 * N * g.cout * P * g.kd * g.kh * g.kw >= SGEMM_MT_FLOPS,
+                       _dw_plane_task, &job)
+        if st == NULL and act.kind != ACT_NONE and act.kind != ACT_RELU:
+            aj.c, aj.M, aj.act = <float*>yp, N * g.cout * P, &act
+            st = _pfor(api, ctx, (aj.M + 16383) // 16384, aj.M >= 65536, _act_task, &aj)
+        return st
+    blen = sgemm_pack_b_len(Kc, Coutg)
+    wpk = k.wp
+    if wpk == NULL:                         # weight not pre-packed (not an initializer): pack it for this call
+        packed = <float*>malloc(<size_t>(g.group * blen) * sizeof(float) + 64)
+        if packed == NULL:
+            return api.CreateStatus(ORT_FAIL, "onnxep: out of memory packing a Conv weight")
+        for gi in range(g.group):
+            sgemm_pack_b_raw(Kc, Coutg, w + gi * Coutg * Kc, 1, Kc, packed + gi * blen)
+        wpk = packed
+    if not _conv_is_pointwise(&g):
+        col = plugin_tl(0, <size_t>(Kc * P))
+        if col == NULL:
+            free(packed)
+            return api.CreateStatus(ORT_FAIL, "onnxep: out of memory for the im2col workspace")
+    job.g, job.col, job.P = &g, col, P
+    for n in range(N):
+        for gi in range(g.group):
+            job.x = <const float*>xp + (n * g.C + gi * Cg) * DHW
+            if col != NULL:
+                st = _pfor(api, ctx, Kc, <double>Kc * P >= 32768, _im2col_task, &job)
+                if st != NULL:
+                    break
+            st = _pgemm(api, ctx, P, Coutg, Kc, 1.0, <const float*>col if col != NULL else job.x, 1, P,
+                        wpk + gi * blen, 0.0,
+                        <float*>yp + (n * g.cout + gi * Coutg) * P, 1, P,
+                        (<const float*>bp + gi * Coutg) if bp != NULL else NULL, &act)
+            if st != NULL:
+                break
+        if st != NULL:
+            break
+    free(packed)
+    return st
+
+
+cdef OrtStatus* _compute_gemm(onnxep_kernel* k, OrtKernelContext* ctx) noexcept nogil:
+    """Gemm (Y = alpha*A'B' + beta*C, C unidirectionally broadcast) and MatMul with a 2-D B (A of any rank >= 1)."""
+    cdef const OrtApi* api = k.api
+    cdef const OrtValue* av = NULL
+    cdef const OrtValue* cv = NULL
+    cdef OrtValue* y = NULL
+    cdef int64_t ad[_PLUGIN_MAX_DIMS]
+    cdef int64_t bd[_PLUGIN_MAX_DIMS]
+    cdef int64_t cd[_PLUGIN_MAX_DIMS]
+    cdef int64_t yd[_PLUGIN_MAX_DIMS]
+    cdef size_t an = 0, bn = 0, cn = 0, nin = 0, d, yn
+    cdef ONNXTensorElementDataType dt
+    cdef const void* ap = NULL
+    cdef const void* cp = NULL
+    cdef void* yp = NULL
+    cdef const float* b = NULL
+    cdef const float* bpk
+    cdef const float* bias = NULL
+    cdef float* packed = NULL
+    cdef float* yf
+    cdef const float* cf
+    cdef Py_ssize_t M, K, N, i, jx, cm, cnn, rsa, csa
+    cdef float beta = 0.0
+    cdef Act act
+    cdef bint gemm = k.kind == ONNXEP_PK_GEMM
+    cdef OrtStatus* st = api.KernelContext_GetInput(ctx, 0, &av)
+    if st == NULL:
+        st = _tensor_shape(api, av, ad, &an, &dt)
+    if st != NULL:
+        return st
+    if dt != ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT or an < 1 or (gemm and an != 2):
+        return api.CreateStatus(ORT_INVALID_ARGUMENT, "onnxep: the plugin's Gemm / MatMul take float32 A "
+                                                      "(rank 2 for Gemm)")
+    if k.wp != NULL:
+        bn = k.wndim
+        for d in range(bn):
+            bd[d] = k.wdims[d]
+    else:
+        st = _weight_input(k, ctx, bd, &bn, &b)
+        if st != NULL:
+            return st
+    if bn != 2:
+        return api.CreateStatus(ORT_INVALID_ARGUMENT, "onnxep: the plugin's Gemm / MatMul take a 2-D B")
+    if gemm:
+        if k.trans_a:
+            M, K, rsa, csa = ad[1], ad[0], 1, ad[1]
+        else:
+            M, K, rsa, csa = ad[0], ad[1], ad[1], 1
+    else:
+        K = ad[an - 1]
+        M = 1
+        for d in range(an - 1):
+            M *= <Py_ssize_t>ad[d]
+        rsa, csa = K, 1
+    N = bd[0] if (gemm and k.trans_b) else bd[1]
+    if (bd[1] if (gemm and k.trans_b) else bd[0]) != K:
+        return api.CreateStatus(ORT_INVALID_ARGUMENT, "onnxep: Gemm / MatMul inner dimensions differ")
+    if gemm:
+        yd[0], yd[1] = M, N
+        yn = 2
+    else:
+        for d in range(an - 1):
+            yd[d] = ad[d]
+        yd[an - 1] = N
+        yn = an if an >= 2 else 1
+        if an == 1:
+            yd[0] = N
+    act.kind, act.a, act.b = k.act_kind, k.act_a, k.act_b
+    if gemm:
+        st = api.KernelContext_GetInputCount(ctx, &nin)
+        if st == NULL and nin > 2:
+            st = api.KernelContext_GetInput(ctx, 2, &cv)
+        if st == NULL and cv != NULL and k.beta != 0.0:
+            st = _tensor_shape(api, cv, cd, &cn, &dt)
+            if st == NULL and (dt != ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT or cn > 2):
+                st = api.CreateStatus(ORT_INVALID_ARGUMENT, "onnxep: Gemm C must be float32 of rank <= 2")
+            if st == NULL:
+                st = api.GetTensorData(cv, &cp)
+        if st != NULL:
+            return st
+    st = api.KernelContext_GetOutput(ctx, 0, yd, yn, &y)
+    if st == NULL:
+        st = api.GetTensorMutableData(y, &yp)
+    if st == NULL:
+        st = api.GetTensorData(av, &ap)
+    if st != NULL or M * N == 0:
+        return st
+    yf = <float*>yp
+    if cp != NULL:
+        cm, cnn = 1, 1
+        if cn == 1:
+            cnn = cd[0]
+        elif cn == 2:
+            cm, cnn = cd[0], cd[1]
+        if (cm != 1 and cm != M) or (cnn != 1 and cnn != N):
+            return api.CreateStatus(ORT_INVALID_ARGUMENT, "onnxep: Gemm C does not broadcast to (M, N)")
+        cf = <const float*>cp
+        if cm == 1 and cnn == N and k.beta == 1.0:
+            bias = cf                       # a row vector: the epilogue's column bias
+        else:
+            for i in range(M):
+                for jx in range(N):
+                    yf[i * N + jx] = cf[(i if cm > 1 else 0) * cnn + (jx if cnn > 1 else 0)]
+            beta = k.beta
+    bpk = k.wp
+    if bpk == NULL and K > 0:
+        packed = <float*>malloc(<size_t>sgemm_pack_b_len(K, N) * sizeof(float) + 64)
+        if packed == NULL:
+            return api.CreateStatus(ORT_FAIL, "onnxep: out of memory packing B")
+        if gemm and k.trans_b:
+            sgemm_pack_b_raw(K, N, b, 1, K, packed)
+        else:
+            sgemm_pack_b_raw(K, N, b, N, 1, packed)
+        bpk = packed
+    st = _pgemm(api, ctx, M, N, K, k.alpha if gemm else 1.0, <const float*>ap, rsa, csa, bpk, beta, yf, N, 1, bias,
+                &act)
+    free(packed)
+    return st
+
+
+cdef OrtStatus* _compute_passthrough(onnxep_kernel* k, OrtKernelContext* ctx) noexcept nogil:
+    """An activation already applied in its producer's epilogue: the input as is (no copy when onnxruntime gave the
+    output the input's buffer, which the kernel's in-place alias lets it do)."""
+    cdef const OrtApi* api = k.api
+    cdef const OrtValue* x = NULL
+    cdef OrtValue* y = NULL
+    cdef int64_t dims[_PLUGIN_MAX_DIMS]
+    cdef size_t ndim = 0
+    cdef const void* xp = NULL
+    cdef void* yp = NULL
+    cdef OrtStatus* st = api.KernelContext_GetInput(ctx, 0, &x)
+    if st == NULL:
+        st = _tensor_shape(api, x, dims, &ndim, NULL)
+    if st == NULL:
+        st = api.KernelContext_GetOutput(ctx, 0, dims, ndim, &y)
+    if st == NULL:
+        st = api.GetTensorData(x, &xp)
+    if st == NULL:
+        st = api.GetTensorMutableData(y, &yp)
+    if st == NULL and xp != yp and _numel(dims, ndim) > 0:
+        memcpy(yp, xp, <size_t>_numel(dims, ndim) * sizeof(float))
+    return st
+
+
 cdef OrtStatus* _kernel_compute(OrtKernelImpl* this_ptr, OrtKernelContext* ctx) noexcept nogil:
     cdef onnxep_kernel* k = <onnxep_kernel*>this_ptr
+    if k.passthrough:
+        return _compute_passthrough(k, ctx)
+    if k.kind == ONNXEP_PK_CONV:
+        return _compute_conv(k, ctx)
+    if k.kind == ONNXEP_PK_GEMM or k.kind == ONNXEP_PK_MATMUL:
+        return _compute_gemm(k, ctx)
     if k.kind == ONNXEP_PK_SOFTMAX or k.kind == ONNXEP_PK_LOG_SOFTMAX:
         return _compute_softmax(k, ctx)
     if k.kind >= ONNXEP_PK_ADD:
@@ -532,19 +1021,100 @@ cdef OrtStatus* _kernel_compute(OrtKernelImpl* this_ptr, OrtKernelContext* ctx) 
 
 
 cdef void _kernel_release(OrtKernelImpl* this_ptr) noexcept nogil:
+    free((<onnxep_kernel*>this_ptr).wp_owned)
     free(this_ptr)
 
 
 cdef OrtStatus* _kernel_prepack(OrtKernelImpl* this_ptr, const OrtValue* tensor, int input_index,
                                 OrtAllocator* allocator, OrtSharedPrePackedWeightCache* cache,
                                 ort_bool* is_packed) noexcept nogil:
-    is_packed[0] = 0            # no weights to pack in the elementwise kernels
+    """Conv's W (not depthwise) and Gemm's / MatMul's 2-D B, packed as onnxep's SGEMM B operand (per group for Conv).
+    With a shared cache (onnxruntime passes one for CPU allocators) the buffer comes from `allocator` and is handed
+    to the cache (SharedPrePackedWeightCache_StoreWeightData; onnxruntime then owns it and gives every kernel with
+    the same initializer the same buffer through SetSharedPrePackedWeight); without one this kernel owns it."""
+    cdef onnxep_kernel* k = <onnxep_kernel*>this_ptr
+    cdef const OrtApi* api = k.api
+    cdef const OrtEpApi* ep_api
+    cdef int64_t dims[_PLUGIN_MAX_DIMS]
+    cdef size_t ndim = 0, d, nbytes
+    cdef ONNXTensorElementDataType dt
+    cdef const void* src = NULL
+    cdef void* buf = NULL
+    cdef float* out
+    cdef const float* w
+    cdef Py_ssize_t K, N = 0, blen = 0, gi, Coutg = 0
+    cdef OrtStatus* st
+    cdef OrtStatus* free_st
+    is_packed[0] = 0
+    if input_index != 1 or k.kind < ONNXEP_PK_CONV:
+        return NULL
+    st = _tensor_shape(api, tensor, dims, &ndim, &dt)
+    if st != NULL or dt != ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT:
+        return st
+    if k.kind == ONNXEP_PK_CONV:
+        if ndim < 3 or ndim > 5 or k.group < 1 or dims[0] % k.group != 0 or _conv_is_dw(k, dims):
+            return NULL                 # depthwise reads W as it is; bad shapes fail in Compute
+        Coutg = dims[0] // k.group
+        K = 1
+        for d in range(1, ndim):
+            K *= <Py_ssize_t>dims[d]
+        blen = sgemm_pack_b_len(K, Coutg)
+        nbytes = <size_t>(k.group * blen) * sizeof(float)
+    else:
+        if ndim != 2:
+            return NULL
+        if k.kind == ONNXEP_PK_GEMM and k.trans_b:
+            K, N = dims[1], dims[0]
+        else:
+            K, N = dims[0], dims[1]
+        nbytes = <size_t>sgemm_pack_b_len(K, N) * sizeof(float)
+    if nbytes == 0 or K <= 0:
+        return NULL
+    st = api.GetTensorData(tensor, &src)
+    if st != NULL:
+        return st
+    if cache != NULL:
+        st = api.AllocatorAlloc(allocator, nbytes, &buf)
+        if st != NULL:
+            return st
+    elif posix_memalign(&buf, 64, nbytes) != 0:
+        return api.CreateStatus(ORT_FAIL, "onnxep: out of memory pre-packing a weight")
+    out = <float*>buf
+    w = <const float*>src
+    if k.kind == ONNXEP_PK_CONV:
+        for gi in range(k.group):
+            sgemm_pack_b_raw(K, Coutg, w + gi * Coutg * K, 1, K, out + gi * blen)
+    elif k.kind == ONNXEP_PK_GEMM and k.trans_b:
+        sgemm_pack_b_raw(K, N, w, 1, K, out)
+    else:
+        sgemm_pack_b_raw(K, N, w, N, 1, out)
+    if cache != NULL:
+        ep_api = api.GetEpApi()
+        st = ep_api.SharedPrePackedWeightCache_StoreWeightData(cache, &buf, &nbytes, 1)
+        if st != NULL:
+            free_st = api.AllocatorFree(allocator, buf)
+            if free_st != NULL:
+                api.ReleaseStatus(free_st)
+            return st
+        k.wp = out                      # onnxruntime owns it now; SetSharedPrePackedWeight may swap in a twin's
+    else:
+        free(k.wp_owned)
+        k.wp_owned = out
+        k.wp = out
+    k.wndim = ndim
+    for d in range(ndim):
+        k.wdims[d] = dims[d]
+    is_packed[0] = 1
     return NULL
 
 
 cdef OrtStatus* _kernel_set_shared(OrtKernelImpl* this_ptr, const void* const* buffer_data_ptrs,
                                    const size_t* buffer_data_sizes, size_t num_buffers,
                                    int input_index) noexcept nogil:
+    cdef onnxep_kernel* k = <onnxep_kernel*>this_ptr
+    if input_index == 1 and num_buffers >= 1 and buffer_data_ptrs[0] != NULL:
+        k.wp = <const float*>buffer_data_ptrs[0]
+        shared_log_add(buffer_data_ptrs[0])
     return NULL
 
 
@@ -589,8 +1159,90 @@ cdef OrtStatus* _create_kernel(void* state, const OrtKernelInfo* info, OrtKernel
         k.p1 = _attr_f(api, info, "beta", 0.5)
     elif ks.kind == ONNXEP_PK_SOFTMAX or ks.kind == ONNXEP_PK_LOG_SOFTMAX:
         k.axis = _attr_i(api, info, "axis", -1 if ks.since >= 13 else 1)
+    elif ks.kind == ONNXEP_PK_CONV:
+        k.group = _attr_i(api, info, "group", 1)
+        k.nks = _attr_ints(api, info, "kernel_shape", k.kshape, 3)
+        k.nstrides = _attr_ints(api, info, "strides", k.strides, 3)
+        k.ndil = _attr_ints(api, info, "dilations", k.dil, 3)
+        k.npads = _attr_ints(api, info, "pads", k.pads, 6)
+        k.auto_pad = _auto_pad(api, info)
+        if k.nks < 0 or k.nstrides < 0 or k.ndil < 0 or k.npads < 0 or k.auto_pad < 0:
+            free(k)
+            return api.CreateStatus(ORT_INVALID_ARGUMENT, "onnxep: Conv attributes the plugin does not take "
+                                                          "(rank above 3 or an unknown auto_pad)")
+    elif ks.kind == ONNXEP_PK_GEMM:
+        k.alpha = _attr_f(api, info, "alpha", 1.0)
+        k.beta = _attr_f(api, info, "beta", 1.0)
+        k.trans_a = _attr_i(api, info, "transA", 0) != 0
+        k.trans_b = _attr_i(api, info, "transB", 0) != 0
+    if ks.kind == ONNXEP_PK_CONV or ks.kind == ONNXEP_PK_GEMM or ks.kind == ONNXEP_PK_RELU:
+        _fused_lookup(api, info, k)
     out[0] = &k.base
     return NULL
+
+
+cdef int64_t _attr_ints(const OrtApi* api, const OrtKernelInfo* info, const char* name, int64_t* out,
+                        size_t cap) noexcept nogil:
+    """Length of int list attribute `name` read into out[:cap] (0 when absent, -1 when longer than cap)."""
+    cdef int64_t tmp[16]
+    cdef size_t n = 16, i
+    cdef OrtStatus* st = api.KernelInfoGetAttributeArray_int64(info, name, tmp, &n)
+    if st != NULL:
+        api.ReleaseStatus(st)
+        return 0
+    if n > cap:
+        return -1
+    for i in range(n):
+        out[i] = tmp[i]
+    return <int64_t>n
+
+
+cdef int64_t _auto_pad(const OrtApi* api, const OrtKernelInfo* info) noexcept nogil:
+    cdef char buf[32]
+    cdef size_t n = 32
+    cdef OrtStatus* st = api.KernelInfoGetAttribute_string(info, "auto_pad", buf, &n)
+    if st != NULL:
+        api.ReleaseStatus(st)
+        return 0
+    if strcmp(buf, "NOTSET") == 0 or buf[0] == 0:
+        return 0
+    if strcmp(buf, "VALID") == 0:
+        return 1
+    if strcmp(buf, "SAME_UPPER") == 0:
+        return 2
+    if strcmp(buf, "SAME_LOWER") == 0:
+        return 3
+    return -1
+
+
+cdef void _fused_lookup(const OrtApi* api, const OrtKernelInfo* info, onnxep_kernel* k) noexcept nogil:
+    """A Conv / Gemm whose output GetCapability fused with an activation takes the activation in its epilogue; that
+    activation (a Relu reading the value) becomes a pass-through."""
+    cdef const OrtEp* ep = NULL
+    cdef onnxep_ep* e
+    cdef char name[256]
+    cdef size_t n = 256, i
+    cdef OrtStatus* st = api.GetEpApi().KernelInfo_GetEp(info, &ep)
+    if st != NULL:
+        api.ReleaseStatus(st)
+        return
+    e = <onnxep_ep*>ep
+    if e == NULL or e.nfused == 0:
+        return
+    if k.kind == ONNXEP_PK_RELU:
+        st = api.KernelInfo_GetInputName(info, 0, name, &n)
+    else:
+        st = api.KernelInfo_GetOutputName(info, 0, name, &n)
+    if st != NULL:
+        api.ReleaseStatus(st)
+        return
+    for i in range(e.nfused):
+        if strcmp(e.fused[i].value, name) == 0:
+            if k.kind == ONNXEP_PK_RELU:
+                k.passthrough = 1
+            else:
+                k.act_kind, k.act_a, k.act_b = e.fused[i].act_kind, e.fused[i].a, e.fused[i].b
+            return
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -604,7 +1256,10 @@ cdef OrtStatus* _ep_get_capability(OrtEp* this_ptr, const OrtGraph* graph,
                                    OrtEpGraphSupportInfo* support) noexcept nogil:
     """Claims each node that has a kernel in the registry (op, domain, opset range, float32 by the registry's type
     constraints) and whose arity the adapter takes (Max / Min: exactly two inputs)."""
-    cdef onnxep_factory* f = (<onnxep_ep*>this_ptr).factory
+    cdef onnxep_ep* e = <onnxep_ep*>this_ptr
+    cdef onnxep_factory* f = e.factory
+    cdef int claim
+    cdef char* claimed
     cdef const OrtApi* api = f.api
     cdef const OrtEpApi* ep_api = f.ep_api
     cdef size_t n = 0, i, nin
@@ -617,6 +1272,10 @@ cdef OrtStatus* _ep_get_capability(OrtEp* this_ptr, const OrtGraph* graph,
     nodes = <const OrtNode**>malloc(n * sizeof(OrtNode*))
     if nodes == NULL:
         return api.CreateStatus(ORT_FAIL, "onnxep: out of memory in GetCapability")
+    claimed = <char*>calloc(n, 1)
+    if claimed == NULL:
+        free(nodes)
+        return api.CreateStatus(ORT_FAIL, "onnxep: out of memory in GetCapability")
     st = api.Graph_GetNodes(graph, nodes, n)
     i = 0
     while st == NULL and i < n:
@@ -628,11 +1287,141 @@ cdef OrtStatus* _ep_get_capability(OrtEp* this_ptr, const OrtGraph* graph,
                 st = api.Node_GetNumInputs(nodes[i], &nin)
                 if st == NULL and nin != 2:
                     kdef = NULL
+            if st == NULL and (strcmp(op_type, "Conv") == 0 or strcmp(op_type, "Gemm") == 0
+                               or strcmp(op_type, "MatMul") == 0):
+                claim = 0
+                if strcmp(op_type, "Conv") != 0 or e.claim_conv:
+                    st = _weight_claimable(api, nodes[i], strcmp(op_type, "Conv") == 0, &claim)
+                if st == NULL and not claim:
+                    kdef = NULL
+                if st == NULL and claim and strcmp(op_type, "MatMul") != 0:
+                    st = _fuse_activation(e, support, nodes[i])
+            elif st == NULL and kdef != NULL:
+                st = _after_cpu_fusable(api, nodes, claimed, n, nodes[i], &claim)
+                if st == NULL and claim:
+                    kdef = NULL
             if st == NULL and kdef != NULL:
                 st = ep_api.EpGraphSupportInfo_AddSingleNode(support, nodes[i])
+                claimed[i] = 1
         i += 1
     free(nodes)
+    free(claimed)
     return st
+
+
+cdef OrtStatus* _after_cpu_fusable(const OrtApi* api, const OrtNode** nodes, const char* claimed, size_t n,
+                                   const OrtNode* node, int* out) noexcept nogil:
+    """out = 1 when an input of this elementwise node comes from a node left to the CPU EP that the CPU EP fuses
+    with what follows it (Conv, ConvTranspose, MatMul, Gemm, and an Add, which its Conv+Add+Relu fusion takes):
+    claiming the node would split that fusion (measured: lone claimed activations after CPU convs made models
+    0.83-2.3x slower, issue 28)."""
+    cdef size_t nin = 0, j, t, idx
+    cdef const OrtValueInfo* ins[8]
+    cdef const OrtNode* prod
+    cdef const char* ptype
+    cdef OrtStatus* st = api.Node_GetNumInputs(node, &nin)
+    out[0] = 0
+    if st != NULL or nin == 0:
+        return st
+    if nin > 8:
+        out[0] = 1
+        return NULL
+    st = api.Node_GetInputs(node, ins, nin)
+    j = 0
+    while st == NULL and j < nin and not out[0]:
+        prod = NULL
+        if ins[j] != NULL:
+            st = api.ValueInfo_GetValueProducer(ins[j], &prod, &idx)
+        if st == NULL and prod != NULL:
+            st = api.Node_GetOperatorType(prod, &ptype)
+            if st == NULL and (strcmp(ptype, "Conv") == 0 or strcmp(ptype, "ConvTranspose") == 0
+                               or strcmp(ptype, "MatMul") == 0 or strcmp(ptype, "Gemm") == 0
+                               or strcmp(ptype, "Add") == 0 or strcmp(ptype, "Sum") == 0):
+                out[0] = 1
+                for t in range(n):
+                    if nodes[t] == prod:
+                        out[0] = not claimed[t]
+                        break
+        j += 1
+    return st
+
+
+cdef OrtStatus* _weight_claimable(const OrtApi* api, const OrtNode* node, bint conv, int* claim) noexcept nogil:
+    """Conv / Gemm / MatMul run on onnxep's packed SGEMM when their weight (input 1) is a constant initializer
+    (packed once in PrePackWeight), 2-D for Gemm / MatMul."""
+    cdef size_t nin = 0, ndim = 0
+    cdef const OrtValueInfo* ins[3]
+    cdef const OrtValue* v = NULL
+    cdef int64_t dims[_PLUGIN_MAX_DIMS]
+    cdef ort_bool const_init = 0
+    cdef OrtStatus* st = api.Node_GetNumInputs(node, &nin)
+    claim[0] = 0
+    if st != NULL or nin < 2 or nin > 3:
+        return st
+    st = api.Node_GetInputs(node, ins, nin)
+    if st == NULL and ins[1] != NULL:
+        st = api.ValueInfo_IsConstantInitializer(ins[1], &const_init)
+    if st != NULL or not const_init:
+        return st
+    st = api.ValueInfo_GetInitializerValue(ins[1], &v)
+    if st == NULL and v != NULL:
+        st = _tensor_shape(api, v, dims, &ndim, NULL)
+    if st == NULL and v != NULL:
+        claim[0] = (3 <= ndim <= 5) if conv else ndim == 2
+    return st
+
+
+cdef OrtStatus* _fuse_activation(onnxep_ep* e, OrtEpGraphSupportInfo* support, const OrtNode* node) noexcept nogil:
+    """Record node's output as fused with the activation reading it when that activation is its only consumer, is
+    not a graph output and has a kernel here (Relu): the producer's GEMM epilogue applies it."""
+    cdef const OrtApi* api = e.factory.api
+    cdef size_t nout = 0, ncons = 0, i
+    cdef const OrtValueInfo* outv = NULL
+    cdef const OrtNode* cons = NULL
+    cdef int64_t idx = 0
+    cdef ort_bool is_out = 0
+    cdef const char* name = NULL
+    cdef const char* op_type = NULL
+    cdef const OrtKernelDef* kdef = NULL
+    cdef onnxep_fused_act* grown
+    cdef OrtStatus* st
+    if not e.fuse_acts:
+        return NULL
+    st = api.Node_GetNumOutputs(node, &nout)
+    if st != NULL or nout != 1:
+        return st
+    st = api.Node_GetOutputs(node, &outv, 1)
+    if st == NULL:
+        st = api.ValueInfo_IsGraphOutput(outv, &is_out)
+    if st == NULL and not is_out:
+        st = api.ValueInfo_GetValueNumConsumers(outv, &ncons)
+    if st != NULL or is_out or ncons != 1:
+        return st
+    st = api.ValueInfo_GetValueConsumers(outv, &cons, &idx, 1)
+    if st == NULL and cons != NULL:
+        st = api.Node_GetOperatorType(cons, &op_type)
+    if st != NULL or cons == NULL or strcmp(op_type, "Relu") != 0:
+        return st
+    st = e.factory.ep_api.EpGraphSupportInfo_LookUpKernel(support, cons, &kdef)
+    if st == NULL:
+        st = api.GetValueInfoName(outv, &name)
+    if st != NULL or kdef == NULL or name == NULL or strlen(name) >= ONNXEP_FUSE_NAME_MAX:
+        return st
+    for i in range(e.nfused):
+        if strcmp(e.fused[i].value, name) == 0:
+            return NULL
+    if e.nfused == e.cap_fused:
+        grown = <onnxep_fused_act*>realloc(e.fused, (e.cap_fused * 2 + 16) * sizeof(onnxep_fused_act))
+        if grown == NULL:
+            return api.CreateStatus(ORT_FAIL, "onnxep: out of memory in GetCapability")
+        e.fused = grown
+        e.cap_fused = e.cap_fused * 2 + 16
+    strcpy(e.fused[e.nfused].value, name)
+    e.fused[e.nfused].act_kind = ACT_RELU
+    e.fused[e.nfused].a = 0.0
+    e.fused[e.nfused].b = 0.0
+    e.nfused += 1
+    return NULL
 
 
 cdef OrtStatus* _ep_get_kernel_registry(OrtEp* this_ptr, const OrtKernelRegistry** out) noexcept nogil:
@@ -687,6 +1476,7 @@ cdef OrtStatus* _f_create_ep(OrtEpFactory* this_ptr, const OrtHardwareDevice* co
                              OrtEp** ep) noexcept nogil:
     cdef onnxep_factory* f = <onnxep_factory*>this_ptr
     cdef onnxep_ep* e = <onnxep_ep*>calloc(1, sizeof(onnxep_ep))   # every OrtEp slot not set below stays NULL
+    cdef const char* env
     ep[0] = NULL
     if e == NULL:
         return f.api.CreateStatus(ORT_FAIL, "onnxep: out of memory creating the EP")
@@ -695,11 +1485,16 @@ cdef OrtStatus* _f_create_ep(OrtEpFactory* this_ptr, const OrtHardwareDevice* co
     e.base.GetCapability = _ep_get_capability
     e.base.GetKernelRegistry = _ep_get_kernel_registry
     e.factory = f
+    e.fuse_acts = 1
+    env = getenv("ONNXEP_ORT_CLAIM_CONV")
+    e.claim_conv = env != NULL and env[0] == c'1'
     ep[0] = &e.base
     return NULL
 
 
 cdef void _f_release_ep(OrtEpFactory* this_ptr, OrtEp* ep) noexcept nogil:
+    if ep != NULL:
+        free((<onnxep_ep*>ep).fused)
     free(ep)
 
 
@@ -765,6 +1560,7 @@ cdef OrtStatus* _build_registry(onnxep_factory* f) noexcept nogil:
     cdef OrtKernelDefBuilder* b
     cdef OrtKernelDef* kdef
     cdef int i
+    cdef int zero = 0
     cdef OrtStatus* st = ep.CreateKernelRegistry(&f.registry)
     if st == NULL:
         st = ep.GetTensorDataType(ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT, &t_float)
@@ -787,6 +1583,8 @@ cdef OrtStatus* _build_registry(onnxep_factory* f) noexcept nogil:
             st = ep.KernelDefBuilder_SetExecutionProvider(b, ONNXEP_EP_NAME)
         if st == NULL:
             st = ep.KernelDefBuilder_AddTypeConstraint(b, "T", &t_float, 1)
+        if st == NULL and onnxep_plugin_ops[i].kind == ONNXEP_PK_RELU:   # in place: a fused Relu is a no-op
+            st = ep.KernelDefBuilder_AddInputOutputMutableAliases(b, &zero, &zero, 1)
         if st == NULL:
             st = ep.KernelDefBuilder_Build(b, &kdef)
         if st == NULL:

@@ -167,8 +167,8 @@ struct OrtApi {
     void* MemoryInfoGetId;  /* 72 */
     void* MemoryInfoGetMemType;  /* 73 */
     void* MemoryInfoGetType;  /* 74 */
-    void* AllocatorAlloc;  /* 75 */
-    void* AllocatorFree;  /* 76 */
+    OrtStatus* (*AllocatorAlloc)(OrtAllocator* ort_allocator, size_t size, void** out);  /* 75 */
+    OrtStatus* (*AllocatorFree)(OrtAllocator* ort_allocator, void* p);  /* 76 */
     void* AllocatorGetInfo;  /* 77 */
     void* GetAllocatorWithDefaultOptions;  /* 78 */
     void* AddFreeDimensionOverride;  /* 79 */
@@ -179,7 +179,7 @@ struct OrtApi {
     void* GetOpaqueValue;  /* 84 */
     OrtStatus* (*KernelInfoGetAttribute_float)(const OrtKernelInfo* info, const char* name, float* out);  /* 85 */
     OrtStatus* (*KernelInfoGetAttribute_int64)(const OrtKernelInfo* info, const char* name, int64_t* out);  /* 86 */
-    void* KernelInfoGetAttribute_string;  /* 87 */
+    OrtStatus* (*KernelInfoGetAttribute_string)(const OrtKernelInfo* info, const char* name, char* out, size_t* size);  /* 87 */
     OrtStatus* (*KernelContext_GetInputCount)(const OrtKernelContext* context, size_t* out);  /* 88 */
     OrtStatus* (*KernelContext_GetOutputCount)(const OrtKernelContext* context, size_t* out);  /* 89 */
     OrtStatus* (*KernelContext_GetInput)(const OrtKernelContext* context, size_t index, const OrtValue** out);  /* 90 */
@@ -255,7 +255,7 @@ struct OrtApi {
     void* SetCurrentGpuDeviceId;  /* 160 */
     void* GetCurrentGpuDeviceId;  /* 161 */
     void* KernelInfoGetAttributeArray_float;  /* 162 */
-    void* KernelInfoGetAttributeArray_int64;  /* 163 */
+    OrtStatus* (*KernelInfoGetAttributeArray_int64)(const OrtKernelInfo* info, const char* name, int64_t* out, size_t* size);  /* 163 */
     void* CreateArenaCfgV2;  /* 164 */
     void* AddRunConfigEntry;  /* 165 */
     void* CreatePrepackedWeightsContainer;  /* 166 */
@@ -324,8 +324,8 @@ struct OrtApi {
     void* RegisterCustomOpsUsingFunction;  /* 229 */
     OrtStatus* (*KernelInfo_GetInputCount)(const OrtKernelInfo* info, size_t* out);  /* 230 */
     void* KernelInfo_GetOutputCount;  /* 231 */
-    void* KernelInfo_GetInputName;  /* 232 */
-    void* KernelInfo_GetOutputName;  /* 233 */
+    OrtStatus* (*KernelInfo_GetInputName)(const OrtKernelInfo* info, size_t index, char* out, size_t* size);  /* 232 */
+    OrtStatus* (*KernelInfo_GetOutputName)(const OrtKernelInfo* info, size_t index, char* out, size_t* size);  /* 233 */
     void* KernelInfo_GetInputTypeInfo;  /* 234 */
     void* KernelInfo_GetOutputTypeInfo;  /* 235 */
     void* KernelInfoGetAttribute_tensor;  /* 236 */
@@ -381,7 +381,7 @@ struct OrtApi {
     void* ReleaseNode;  /* 286 */
     void* ReleaseGraph;  /* 287 */
     void* ReleaseModel;  /* 288 */
-    void* GetValueInfoName;  /* 289 */
+    OrtStatus* (*GetValueInfoName)(const OrtValueInfo* value_info, const char** name);  /* 289 */
     OrtStatus* (*GetValueInfoTypeInfo)(const OrtValueInfo* value_info, const OrtTypeInfo** type_info);  /* 290 */
     void* GetModelEditorApi;  /* 291 */
     void* CreateTensorWithDataAndDeleterAsOrtValue;  /* 292 */
@@ -415,15 +415,15 @@ struct OrtApi {
     void* CreateMemoryInfo_V2;  /* 320 */
     void* MemoryInfoGetDeviceMemType;  /* 321 */
     void* MemoryInfoGetVendorId;  /* 322 */
-    void* ValueInfo_GetValueProducer;  /* 323 */
-    void* ValueInfo_GetValueNumConsumers;  /* 324 */
-    void* ValueInfo_GetValueConsumers;  /* 325 */
-    void* ValueInfo_GetInitializerValue;  /* 326 */
+    OrtStatus* (*ValueInfo_GetValueProducer)(const OrtValueInfo* value_info, const OrtNode** producer_node, size_t* producer_output_index);  /* 323 */
+    OrtStatus* (*ValueInfo_GetValueNumConsumers)(const OrtValueInfo* value_info, size_t* num_consumers);  /* 324 */
+    OrtStatus* (*ValueInfo_GetValueConsumers)(const OrtValueInfo* value_info, const OrtNode** nodes, int64_t* input_indices, size_t num_consumers);  /* 325 */
+    OrtStatus* (*ValueInfo_GetInitializerValue)(const OrtValueInfo* value_info, const OrtValue** initializer_value);  /* 326 */
     void* ValueInfo_GetExternalInitializerInfo;  /* 327 */
     void* ValueInfo_IsRequiredGraphInput;  /* 328 */
     void* ValueInfo_IsOptionalGraphInput;  /* 329 */
-    void* ValueInfo_IsGraphOutput;  /* 330 */
-    void* ValueInfo_IsConstantInitializer;  /* 331 */
+    OrtStatus* (*ValueInfo_IsGraphOutput)(const OrtValueInfo* value_info, bool* is_graph_output);  /* 330 */
+    OrtStatus* (*ValueInfo_IsConstantInitializer)(const OrtValueInfo* value_info, bool* is_constant_initializer);  /* 331 */
     void* ValueInfo_IsFromOuterScope;  /* 332 */
     void* Graph_GetName;  /* 333 */
     void* Graph_GetModelPath;  /* 334 */
@@ -447,8 +447,8 @@ struct OrtApi {
     OrtStatus* (*Node_GetSinceVersion)(const OrtNode* node, int* since_version);  /* 352 */
     OrtStatus* (*Node_GetNumInputs)(const OrtNode* node, size_t* num_inputs);  /* 353 */
     OrtStatus* (*Node_GetInputs)(const OrtNode* node, const OrtValueInfo** inputs, size_t num_inputs);  /* 354 */
-    void* Node_GetNumOutputs;  /* 355 */
-    void* Node_GetOutputs;  /* 356 */
+    OrtStatus* (*Node_GetNumOutputs)(const OrtNode* node, size_t* num_outputs);  /* 355 */
+    OrtStatus* (*Node_GetOutputs)(const OrtNode* node, const OrtValueInfo** outputs, size_t num_outputs);  /* 356 */
     void* Node_GetNumImplicitInputs;  /* 357 */
     void* Node_GetImplicitInputs;  /* 358 */
     void* Node_GetNumAttributes;  /* 359 */
@@ -538,7 +538,7 @@ struct OrtEpApi {
     void* KernelDefBuilder_SetOutputMemType;  /* 28 */
     OrtStatus* (*KernelDefBuilder_AddTypeConstraint)(OrtKernelDefBuilder* kernel_def_builder, const char* arg_name, const OrtDataType* const* types, size_t num_types);  /* 29 */
     void* KernelDefBuilder_AddInputOutputAliases;  /* 30 */
-    void* KernelDefBuilder_AddInputOutputMutableAliases;  /* 31 */
+    OrtStatus* (*KernelDefBuilder_AddInputOutputMutableAliases)(OrtKernelDefBuilder* kernel_def_builder, const int* input_indices, const int* output_indices, size_t num_io_indices);  /* 31 */
     OrtStatus* (*KernelDefBuilder_Build)(OrtKernelDefBuilder* kernel_def_builder, OrtKernelDef** kernel_def_out);  /* 32 */
     void (*ReleaseKernelDef)(OrtKernelDef* kernel_def);  /* 33 */
     void* KernelDef_GetOperatorType;  /* 34 */
@@ -549,8 +549,8 @@ struct OrtEpApi {
     void* KernelDef_GetOutputMemType;  /* 39 */
     OrtStatus* (*GetTensorDataType)(ONNXTensorElementDataType elem_type, const OrtDataType** out);  /* 40 */
     OrtStatus* (*EpGraphSupportInfo_LookUpKernel)(OrtEpGraphSupportInfo* graph_support_info, const OrtNode* node, const OrtKernelDef** out_kernel_def);  /* 41 */
-    void* SharedPrePackedWeightCache_StoreWeightData;  /* 42 */
-    void* KernelInfo_GetEp;  /* 43 */
+    OrtStatus* (*SharedPrePackedWeightCache_StoreWeightData)(OrtSharedPrePackedWeightCache* prepacked_weight_cache, void** buffer_data_ptrs, size_t* buffer_data_sizes, size_t num_buffers);  /* 42 */
+    OrtStatus* (*KernelInfo_GetEp)(const OrtKernelInfo* info, const OrtEp** ep);  /* 43 */
     void* DeviceEpIncompatibilityDetails_SetDetails;  /* 44 */
     void* CreateIfKernel;  /* 45 */
     void* CreateLoopKernel;  /* 46 */
@@ -638,6 +638,7 @@ enum {
     ONNXEP_PK_NEG, ONNXEP_PK_ABS, ONNXEP_PK_HARD_SIGMOID, ONNXEP_PK_HARD_SWISH,
     ONNXEP_PK_ADD, ONNXEP_PK_SUB, ONNXEP_PK_MUL, ONNXEP_PK_DIV, ONNXEP_PK_MAX, ONNXEP_PK_MIN,
     ONNXEP_PK_SOFTMAX, ONNXEP_PK_LOG_SOFTMAX,
+    ONNXEP_PK_CONV, ONNXEP_PK_GEMM, ONNXEP_PK_MATMUL,
     ONNXEP_PK_COUNT
 };
 
@@ -651,8 +652,8 @@ typedef struct onnxep_plugin_op {
    matches an open range [s, INT_MAX] only to nodes of since-version s, so each version is listed; a future version
    is not claimed until it is added here). Left out: versions 1-5 (`consumed_inputs`), Max / Min before 8 (no
    broadcasting). */
-#define ONNXEP_PLUGIN_NROWS 45
-static const onnxep_plugin_op onnxep_plugin_ops[ONNXEP_PLUGIN_NROWS] = {
+#define ONNXEP_PLUGIN_NROWS 55
+static const onnxep_plugin_op onnxep_plugin_ops[] = {
     {"Relu", 6, 12, ONNXEP_PK_RELU},
     {"Relu", 13, 13, ONNXEP_PK_RELU},
     {"Relu", 14, 0x7fffffff, ONNXEP_PK_RELU},
@@ -698,7 +699,20 @@ static const onnxep_plugin_op onnxep_plugin_ops[ONNXEP_PLUGIN_NROWS] = {
     {"LogSoftmax", 1, 10, ONNXEP_PK_LOG_SOFTMAX},
     {"LogSoftmax", 11, 12, ONNXEP_PK_LOG_SOFTMAX},
     {"LogSoftmax", 13, 0x7fffffff, ONNXEP_PK_LOG_SOFTMAX},
+    {"Conv", 1, 10, ONNXEP_PK_CONV},
+    {"Conv", 11, 21, ONNXEP_PK_CONV},
+    {"Conv", 22, 0x7fffffff, ONNXEP_PK_CONV},
+    {"Gemm", 7, 8, ONNXEP_PK_GEMM},
+    {"Gemm", 9, 10, ONNXEP_PK_GEMM},
+    {"Gemm", 11, 12, ONNXEP_PK_GEMM},
+    {"Gemm", 13, 0x7fffffff, ONNXEP_PK_GEMM},
+    {"MatMul", 1, 8, ONNXEP_PK_MATMUL},
+    {"MatMul", 9, 12, ONNXEP_PK_MATMUL},
+    {"MatMul", 13, 0x7fffffff, ONNXEP_PK_MATMUL},
 };
+
+_Static_assert(sizeof(onnxep_plugin_ops) / sizeof(onnxep_plugin_ops[0]) == ONNXEP_PLUGIN_NROWS,
+               "ONNXEP_PLUGIN_NROWS must count the rows of onnxep_plugin_ops");
 
 typedef struct onnxep_factory onnxep_factory;
 
@@ -716,9 +730,23 @@ struct onnxep_factory {
     onnxep_kstate kstates[ONNXEP_PLUGIN_NROWS];
 };
 
+/* A Conv / Gemm whose only consumer is an activation the plugin also claims: the activation runs in the GEMM
+   epilogue and the activation node becomes a pass-through (its output may share the input's buffer). Keyed by the
+   value name between the two nodes (unique in a graph), recorded by GetCapability, read at kernel creation. */
+#define ONNXEP_FUSE_NAME_MAX 256
+typedef struct onnxep_fused_act {
+    char value[ONNXEP_FUSE_NAME_MAX];
+    int act_kind;                    /* ONNXEP_ACT_* */
+    float a, b;
+} onnxep_fused_act;
+
 typedef struct onnxep_ep {
     OrtEp base;
     onnxep_factory* factory;
+    onnxep_fused_act* fused;         /* malloc'ed, nfused entries */
+    size_t nfused, cap_fused;
+    int fuse_acts;                   /* ep option fuse_activations (default 1) */
+    int claim_conv;                  /* claim Conv (env ONNXEP_ORT_CLAIM_CONV=1; off: measured slower than the CPU EP) */
 } onnxep_ep;
 
 typedef struct onnxep_kernel {
@@ -728,6 +756,18 @@ typedef struct onnxep_kernel {
     float p0, p1;                    /* LeakyRelu alpha; HardSigmoid alpha, beta */
     int64_t axis;                    /* Softmax / LogSoftmax */
     int since;
+    /* Conv / Gemm / MatMul */
+    int64_t group, auto_pad;         /* auto_pad: 0 NOTSET, 1 VALID, 2 SAME_UPPER, 3 SAME_LOWER */
+    int64_t nks, kshape[3], nstrides, strides[3], ndil, dil[3], npads, pads[6];
+    int act_kind;                    /* ONNXEP_ACT_* applied in the epilogue (a fused activation node) */
+    float act_a, act_b;
+    int trans_a, trans_b;
+    float alpha, beta;
+    int passthrough;                 /* an activation fused into its producer: copy (or nothing when in place) */
+    const float* wp;                 /* the packed weight in use: owned, or onnxruntime's shared buffer */
+    float* wp_owned;                 /* packed by this kernel without a shared cache: freed in Release */
+    int64_t wdims[5];                /* the packed weight's shape */
+    size_t wndim;
 } onnxep_kernel;
 
 /* Slot numbers as this header lays them out (offsetof / sizeof(void*)), for the ABI test. */

@@ -1,7 +1,7 @@
 """onnxep as an onnxruntime plugin EP, run inside the installed onnxruntime (>= 1.24).
 
 Oracle: onnxruntime's CPU EP alone on the same model and feeds. The plugin claims the elementwise float32 nodes it has
-kernels for; onnxruntime's CPU EP runs the rest (MatMul and a three-input Max here).
+kernels for (and MatMul with a constant 2-D B); onnxruntime's CPU EP runs the rest (a three-input Max here).
 """
 
 import json
@@ -27,8 +27,8 @@ def _model_bytes(nodes, inputs, outputs, inits=(), opset=17):
 
 
 def _mixed_model():
-    """Supported elementwise ops with broadcasting and a Softmax, around nodes the plugin does not claim (MatMul, a
-    three-input Max)."""
+    """Supported elementwise ops with broadcasting and a Softmax, a MatMul with a constant B, around a node the plugin
+    does not claim (a three-input Max)."""
     rng = np.random.default_rng(0)
     f = TensorProto.FLOAT
     bias = numpy_helper.from_array(rng.standard_normal((1, 8, 1, 1)).astype(np.float32), "bias")
@@ -46,7 +46,7 @@ def _mixed_model():
         helper.make_node("HardSigmoid", ["b2"], ["b3"], alpha=0.3, beta=0.4),
         helper.make_node("Max", ["b3", "b1"], ["b4"]),
         helper.make_node("Max", ["b3", "b1", "a3"], ["b5"]),                # three inputs: CPU EP
-        helper.make_node("MatMul", ["b5", "w"], ["c0"]),                    # CPU EP
+        helper.make_node("MatMul", ["b5", "w"], ["c0"]),                    # constant B: onnxep
         helper.make_node("Tanh", ["c0"], ["c1"]),
         helper.make_node("Div", ["c1", "two"], ["c2"]),                     # scalar broadcast
         helper.make_node("Abs", ["c2"], ["c3"]),
@@ -108,7 +108,7 @@ def test_profiler_shows_nodes_on_onnxep():
     assert providers, "no node events in the profile"
     for op in ("Relu", "Add", "Sigmoid", "Tanh", "HardSwish", "Softmax"):
         assert providers[op] == {"onnxep"}, (op, providers[op])
-    assert providers["MatMul"] == {"CPUExecutionProvider"}
+    assert providers["MatMul"] == {"onnxep"}       # constant 2-D B: onnxep's packed SGEMM
     assert providers["Max"] == {"onnxep", "CPUExecutionProvider"}   # two inputs: onnxep; three: the CPU EP
 
 

@@ -1,0 +1,135 @@
+"""onnxep as an onnxruntime plugin EP (issue 28): each model in onnxruntime with the plugin and with the CPU EP alone.
+
+Per model: max |plugin - cpu| / max |cpu| over the outputs, both sessions timed in alternating rounds (medians, ms),
+the ratio plugin / CPU EP alone, and onnxruntime's own profiler share of node time per provider (a separate
+profiled session). Light models: seeded random-weight copies (onnxep/_light.py) with random inputs; zoo models
+(``zoo:ARCH.EXPORTER``): the cache's stored inputs (~/.cache/onnxep/zoo). Geomean of the ratios at the end.
+
+    python bench/bench_ort_plugin.py --threads 2 --repeat 20
+    python bench/bench_ort_plugin.py resnet50 zoo:resnet.dynamo --threads 1
+"""
+
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import numpy as np  # noqa: E402
+import onnx  # noqa: E402
+import onnxruntime as ort  # noqa: E402
+
+from onnxep import ort as onnxep_ort  # noqa: E402
+from onnxep._light import light_model  # noqa: E402
+
+ZOO = os.path.expanduser("~/.cache/onnxep/zoo")
+DEFAULT = ["resnet50", "squeezenet", "inception_v1", "zoo:resnet.dynamo", "zoo:mobilenet_v2.dynamo",
+           "zoo:regnet.dynamo"]
+_NP = {onnx.TensorProto.FLOAT: np.float32, onnx.TensorProto.INT64: np.int64, onnx.TensorProto.INT32: np.int32}
+
+
+def _load(spec):
+    """(model bytes, feeds) of a light model name or zoo:ARCH.EXPORTER."""
+    if spec.startswith("zoo:"):
+        base = os.path.join(ZOO, spec[4:])
+        m = onnx.load(base + ".onnx")
+        data = np.load(base + ".npz")
+        feeds = {k.split(":", 1)[1]: data[k] for k in data.files if k.startswith("input:")}
+    else:
+        m = light_model(spec)
+        rng = np.random.default_rng(0)
+        inits = {i.name for i in m.graph.initializer}
+        feeds = {}
+        for vi in m.graph.input:
+            if vi.name in inits:
+                continue
+            t = vi.type.tensor_type
+            shape = [d.dim_value if d.dim_value > 0 else 1 for d in t.shape.dim]
+            feeds[vi.name] = rng.standard_normal(shape).astype(_NP.get(t.elem_type, np.float32))
+    m.ir_version = min(m.ir_version, 10)
+    return m.SerializeToString(), feeds
+
+
+def _session(mb, threads, plugin, profile=False, **ep_options):
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    if profile:
+        so.enable_profiling = True
+        so.profile_file_prefix = os.path.join(tempfile.gettempdir(), "onnxep_plugin_bench")
+    if plugin:
+        so = onnxep_ort.session_options(so, **ep_options)
+    return ort.InferenceSession(mb, sess_options=so, providers=None if plugin else ["CPUExecutionProvider"])
+
+
+def provider_share(mb, feeds, threads, runs=5):
+    """{provider: fraction of node kernel time} from onnxruntime's profiler over `runs` runs (after one warm-up)."""
+    s = _session(mb, threads, True, profile=True)
+    s.run(None, feeds)
+    for _ in range(runs):
+        s.run(None, feeds)
+    path = s.end_profiling()
+    with open(path) as f:
+        events = json.load(f)
+    os.remove(path)
+    tot = {}
+    for e in events:
+        if e.get("cat") == "Node" and e.get("name", "").endswith("_kernel_time"):
+            p = e["args"].get("provider", "?")
+            tot[p] = tot.get(p, 0) + e["dur"]
+    s_all = sum(tot.values()) or 1
+    return {p: v / s_all for p, v in sorted(tot.items(), key=lambda kv: -kv[1])}
+
+
+def bench(spec, threads, repeat):
+    mb, feeds = _load(spec)
+    cpu = _session(mb, threads, False)
+    plug = _session(mb, threads, True)
+    ref = cpu.run(None, feeds)
+    out = plug.run(None, feeds)
+    err = max(float(np.abs(np.asarray(o, np.float64) - r).max() / max(np.abs(r).max(), 1e-30))
+              for o, r in zip(out, ref))
+    tc, tp = [], []
+    for _ in range(3):
+        cpu.run(None, feeds)
+        plug.run(None, feeds)
+    for i in range(repeat):
+        for sess, acc in ((cpu, tc), (plug, tp)) if i % 2 == 0 else ((plug, tp), (cpu, tc)):
+            t0 = time.perf_counter()
+            sess.run(None, feeds)
+            acc.append(time.perf_counter() - t0)
+    mc, mp = statistics.median(tc) * 1e3, statistics.median(tp) * 1e3
+    share = provider_share(mb, feeds, threads)
+    return err, mc, mp, share
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("models", nargs="*", default=DEFAULT, help="light model names or zoo:ARCH.EXPORTER")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--repeat", type=int, default=20)
+    a = ap.parse_args()
+    onnxep_ort.register()
+    print(f"onnxruntime {ort.__version__}, {a.threads} thread(s), {a.repeat} alternating rounds, medians")
+    print(f"{'model':28s} {'rel err':>9s} {'cpu ms':>8s} {'plugin ms':>9s} {'ratio':>6s}  provider share")
+    ratios = []
+    for spec in a.models:
+        try:
+            err, mc, mp, share = bench(spec, a.threads, a.repeat)
+        except Exception as e:  # report and go on with the next model
+            print(f"{spec:28s} FAILED: {type(e).__name__}: {str(e)[:200]}")
+            continue
+        ratios.append(mp / mc)
+        sh = " ".join(f"{p.replace('ExecutionProvider', '')}={v:.0%}" for p, v in share.items())
+        print(f"{spec:28s} {err:9.1e} {mc:8.2f} {mp:9.2f} {mp / mc:6.2f}  {sh}", flush=True)
+    if ratios:
+        print(f"geomean ratio plugin / CPU EP alone: {math.exp(sum(map(math.log, ratios)) / len(ratios)):.3f}")
+
+
+if __name__ == "__main__":
+    main()
