@@ -77,7 +77,9 @@ cdef enum:
                             # f0 f1 as RL_CONV_NHWC, n24 ldy (the Concat output's channels)
     # vit slice: Transpose through transpose_copy's tiled kernels (onnxep/ops/tensor/transpose.py c_step)
     RL_TRANSPOSE = 36       # s0 x, s1 y: _tr_exec; n: the _tr_plan plan (TRP_* entries, then the loop dims)
-    RL_NFNS = 37
+    RL_DQ_MATMUL = 37       # (qdq slice) s0 A, s1 packed B, s2 zb (int32), s3 b_scale, s4 bias (or NULL), s5 y:
+                            # _qg_dq_matmul_raw; n0 M, n1 K, n2 N, n3 zb stride, n4 scale stride (0 / 1)
+    RL_NFNS = 38
 
 cdef extern from "_native/rl_ops.h" nogil:
     enum: RL_MAXD
@@ -600,6 +602,17 @@ _RL_FNS[RL_GPOOL_NHWC] = _rl_gpool_nhwc
 _RL_FNS[RL_CONV_NHWC_LDY] = _rl_conv_nhwc_ldy
 _RL_FNS[RL_TRANSPOSE] = _rl_transpose
 
+
+# qdq slice
+cdef void _rl_dq_matmul(const RStep* s, char** p) noexcept nogil:
+    if _qg_dq_matmul_raw(<const float*>p[s.slot[0]], <const uint8_t*>p[s.slot[1]], s.n[0], s.n[1], s.n[2],
+                         <const int32_t*>p[s.slot[2]], <int>s.n[3], <const float*>p[s.slot[3]], <int>s.n[4],
+                         <const float*>p[s.slot[4]], <float*>p[s.slot[5]], s.nthreads) != 0:
+        p[0] = <char*>1
+
+
+_RL_FNS[RL_DQ_MATMUL] = _rl_dq_matmul
+
 #: the entries' ids, for the kernels' c_step (onnxep/backends/cpu/runloop.py)
 RUNLOOP_FNS = {"alias": RL_ALIAS, "copy": RL_COPY, "binary": RL_BINARY, "unary": RL_UNARY, "tf_unary": RL_TF_UNARY,
                "gemm_packed": RL_GEMM_PACKED, "layernorm": RL_LAYERNORM, "softmax": RL_SOFTMAX,
@@ -614,7 +627,8 @@ RUNLOOP_FNS = {"alias": RL_ALIAS, "copy": RL_COPY, "binary": RL_BINARY, "unary":
                "group_norm": RL_GROUP_NORM, "resize2": RL_RESIZE2,
                "attention": RL_ATTENTION, "gpool_nhwc": RL_GPOOL_NHWC,
                "pool_nhwc": RL_POOL_NHWC, "conv_nhwc_ldy": RL_CONV_NHWC_LDY,
-               "transpose": RL_TRANSPOSE}
+               "transpose": RL_TRANSPOSE,
+               "dq_matmul": RL_DQ_MATMUL}
 RUNLOOP_LIMITS = {"slots": RL_SLOTS, "ints": RL_INTS, "floats": RL_FLOATS, "bcast_dims": BCAST_MAX_DIMS,
                   "copy_dims": RL_MAXD}
 

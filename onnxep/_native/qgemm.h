@@ -233,6 +233,9 @@ typedef struct {
     int64_t nmb, nnb;
 } qg_args;
 
+/* fp-contract off: the float epilogue rounds as the unfused Cast, Mul and Add nodes do (a product, then a sum), never
+   as one fused multiply-add (gcc contracts by default where the ISA has FMA) */
+__attribute__((optimize("fp-contract=off")))
 static void qg_item(void* ctx, Py_ssize_t item, int tid) {
     qg_args* a = (qg_args*)ctx;
     int64_t nb = item / a->nmb, mb = item % a->nmb;
@@ -280,15 +283,17 @@ static void qg_item(void* ctx, Py_ssize_t item, int tid) {
 /* ---------------------------------------------------------------- DynamicQuantizeLinear (ONNX): float -> u8 */
 /* Range [min(0, min x), max(0, max x)] -> scale (hi - lo) / 255 (1 when equal), zp = rint(clamp(-lo / scale, 0, 255)),
    all float32, as the spec and onnxruntime. */
-static void qg_dql_params(const float* x, int64_t n, float* scale, uint8_t* zp) {
+static int qg_dql_params(const float* x, int64_t n, float* scale, uint8_t* zp) {
     float lo = 0.f, hi = 0.f;
-    for (int64_t i = 0; i < n; i++) { float v = x[i]; lo = v < lo ? v : lo; hi = v > hi ? v : hi; }
+    int nan = 0;
+    for (int64_t i = 0; i < n; i++) { float v = x[i]; lo = v < lo ? v : lo; hi = v > hi ? v : hi; nan |= v != v; }
     float s = hi == lo ? 1.f : (hi - lo) / 255.f;
     float z = 0.f - lo / s;
     z = z > 0.f ? z : 0.f;
     z = z < 255.f ? z : 255.f;
     *scale = s;
     *zp = (uint8_t)nearbyintf(z);
+    return nan;      /* 1: x holds a NaN (the parameters ignore it) */
 }
 
 /* y = saturate(rint(x / scale) + zp) (round half to even; NaN -> 0); optionally rows of K into a K4*4 padded buffer
