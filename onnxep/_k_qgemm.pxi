@@ -36,6 +36,10 @@ cdef extern from "_native/qgemm.h":
     int qg_kernel() noexcept nogil
     void qg_item(void* ctx, Py_ssize_t item, int tid) noexcept nogil
     int qg_dql_params(const float* x, int64_t n, float* scale, uint8_t* zp) noexcept nogil
+    void qg_quantize_tensor(const float* x, int64_t n, float scale, float zp, int is_signed,
+                            uint8_t* y) noexcept nogil
+    void qg_dequantize_tensor(const uint8_t* q, int64_t n, int is_signed, float scale, float zp,
+                              float* y) noexcept nogil
     void qg_quantize_rows(const float* x, int64_t M, int64_t K, float scale, uint8_t zp, uint8_t* y, int64_t ldy,
                           int32_t* rs) noexcept nogil
 
@@ -212,3 +216,21 @@ cdef int _qg_dq_matmul_raw(const float* A, const uint8_t* Bp, int64_t M, int64_t
     _qg_run(ap, K4 * 4, rs, Bp, M, N, K, &za, 0, zb, zb_stride, NULL, Y, N, sc, scale_stride, bias, nthreads)
     free(ap)
     return 0
+
+
+def quantize_tensor_f32(const float[::1] x, float scale, float zp, bint is_signed, uint8_t[::1] y):
+    """QuantizeLinear per tensor, float32 -> int8 (is_signed; y holds its bytes) or uint8."""
+    if x.shape[0] != y.shape[0]:
+        raise ValueError("quantize_tensor_f32: sizes differ")
+    if x.shape[0]:
+        with nogil:
+            qg_quantize_tensor(&x[0], x.shape[0], scale, zp, is_signed, &y[0])
+
+
+def dequantize_tensor_f32(const uint8_t[::1] q, bint is_signed, float scale, float zp, float[::1] y):
+    """DequantizeLinear per tensor, int8 (is_signed; q its bytes) or uint8 -> float32."""
+    if q.shape[0] != y.shape[0]:
+        raise ValueError("dequantize_tensor_f32: sizes differ")
+    if q.shape[0]:
+        with nogil:
+            qg_dequantize_tensor(&q[0], q.shape[0], is_signed, scale, zp, &y[0])

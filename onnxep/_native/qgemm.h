@@ -405,3 +405,54 @@ static void qg_quantize_rows(const float* x, int64_t M, int64_t K, float scale, 
     }
 }
 #endif
+
+/* ---------------------------------------------------------------- QuantizeLinear / DequantizeLinear, per tensor
+   (QDQ graphs' activations): y = saturate(rint(x / scale) + zp) into int8 (is_signed) or uint8, a NaN giving the
+   type's minimum (as onnxruntime and ops/quant/_common.py quantize_into); x = (q - zp) * scale, q - zp exact in
+   float32. The same float32 operations, in the same order, as the numpy paths of ops/quant. */
+static void qg_quantize_tensor(const float* x, int64_t n, float scale, float zp, int is_signed, uint8_t* y) {
+    const float lo = is_signed ? -128.f : 0.f, hi = is_signed ? 127.f : 255.f;
+    int64_t i = 0;
+#if defined(__AVX512F__)
+    {
+        const __m512 vs = _mm512_set1_ps(scale), vz = _mm512_set1_ps(zp), vlo = _mm512_set1_ps(lo),
+                     vhi = _mm512_set1_ps(hi);
+        for (; i + 16 <= n; i += 16) {
+            __m512 r = _mm512_roundscale_ps(_mm512_div_ps(_mm512_loadu_ps(x + i), vs),
+                                            _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            r = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(r, vz), vlo), vhi);   /* NaN: max gives vlo */
+            _mm_storeu_si128((__m128i*)(y + i), _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(r)));
+        }
+    }
+#elif defined(__AVX2__)
+    {
+        const __m256 vs = _mm256_set1_ps(scale), vz = _mm256_set1_ps(zp), vlo = _mm256_set1_ps(lo),
+                     vhi = _mm256_set1_ps(hi);
+        const __m128i flip = _mm_set1_epi8((char)(is_signed ? 0x80 : 0));
+        const __m256 off = _mm256_set1_ps(is_signed ? 128.f : 0.f);
+        for (; i + 8 <= n; i += 8) {
+            __m256 r = _mm256_round_ps(_mm256_div_ps(_mm256_loadu_ps(x + i), vs),
+                                       _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            r = _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(r, vz), vlo), vhi);
+            __m256i q = _mm256_cvtps_epi32(_mm256_add_ps(r, off));                 /* 0 .. 255 */
+            __m128i p16 = _mm_packus_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+            _mm_storel_epi64((__m128i*)(y + i), _mm_xor_si128(_mm_packus_epi16(p16, p16), flip));
+        }
+    }
+#endif
+    for (; i < n; i++) {
+        float r = rintf(x[i] / scale) + zp;
+        r = r > lo ? r : lo;
+        r = r < hi ? r : hi;
+        y[i] = (uint8_t)(int32_t)r;
+    }
+}
+
+static void qg_dequantize_tensor(const uint8_t* q, int64_t n, int is_signed, float scale, float zp, float* y) {
+    if (is_signed) {
+        const int8_t* s = (const int8_t*)q;
+        for (int64_t i = 0; i < n; i++) y[i] = ((float)s[i] - zp) * scale;
+    } else {
+        for (int64_t i = 0; i < n; i++) y[i] = ((float)q[i] - zp) * scale;
+    }
+}
