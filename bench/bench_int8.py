@@ -2,8 +2,11 @@
 side (alternating rounds, medians), plus outputs vs onnxruntime's (cosine, max rel err).
 
     python bench/bench_int8.py bert.dynamo minilm_sentence.dynamo --threads 2 --repeat 20
+    python bench/bench_int8.py --static resnet.dynamo mobilenet_v2.dynamo --threads 2 --repeat 20
 
-Quantized files are written once to --out (default /tmp/onnxep_int8)."""
+--static: quantize_static in QDQ format (QuantFormat.QDQ, per-channel weights, onnxruntime's default types), calibrated
+by a CalibrationDataReader over 16 random inputs of the zoo input's shape (seeded). Quantized files are written once
+to --out (default /tmp/onnxep_int8)."""
 import argparse
 import logging
 import os
@@ -28,6 +31,33 @@ def quantized(name, out):
     return dst
 
 
+def quantized_static(name, out, n_calib=16):
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, quantize_static
+    os.makedirs(out, exist_ok=True)
+    dst = os.path.join(out, f"{name}.qdq.onnx")
+    if os.path.exists(dst):
+        return dst
+    src = os.path.join(ZOO, f"{name}.onnx")
+    data = np.load(os.path.join(ZOO, f"{name}.npz"))
+    names = [i.name for i in ort.InferenceSession(src, providers=["CPUExecutionProvider"]).get_inputs()]
+    shapes = {n: (data[n] if n in data else data[f"input:{n}"]).shape for n in names}
+    rng = np.random.default_rng(0)
+
+    class Reader(CalibrationDataReader):
+        def __init__(self):
+            self.left = n_calib
+
+        def get_next(self):
+            if self.left == 0:
+                return None
+            self.left -= 1
+            return {n: rng.standard_normal(sh).astype(np.float32) for n, sh in shapes.items()}
+
+    logging.getLogger().setLevel(logging.ERROR)
+    quantize_static(src, dst, Reader(), quant_format=QuantFormat.QDQ, per_channel=True)
+    return dst
+
+
 def feeds(name, sess):
     data = np.load(os.path.join(ZOO, f"{name}.npz"))
     names = [i.name for i in sess.get_inputs()]
@@ -40,9 +70,10 @@ def main():
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--repeat", type=int, default=20)
     p.add_argument("--out", default="/tmp/onnxep_int8")
+    p.add_argument("--static", action="store_true", help="quantize_static, QDQ format (else quantize_dynamic)")
     a = p.parse_args()
     for name in a.models:
-        path = quantized(name, a.out)
+        path = quantized_static(name, a.out) if a.static else quantized(name, a.out)
         so = ort.SessionOptions()
         so.intra_op_num_threads = a.threads
         so.inter_op_num_threads = 1

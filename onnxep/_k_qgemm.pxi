@@ -35,7 +35,11 @@ cdef extern from "_native/qgemm.h":
     int qg_have(int k) noexcept nogil
     int qg_kernel() noexcept nogil
     void qg_item(void* ctx, Py_ssize_t item, int tid) noexcept nogil
-    void qg_dql_params(const float* x, int64_t n, float* scale, uint8_t* zp) noexcept nogil
+    int qg_dql_params(const float* x, int64_t n, float* scale, uint8_t* zp) noexcept nogil
+    void qg_quantize_tensor(const float* x, int64_t n, float scale, float zp, int is_signed,
+                            uint8_t* y) noexcept nogil
+    void qg_dequantize_tensor(const uint8_t* q, int64_t n, int is_signed, float scale, float zp,
+                              float* y) noexcept nogil
     void qg_quantize_rows(const float* x, int64_t M, int64_t K, float scale, uint8_t zp, uint8_t* y, int64_t ldy,
                           int32_t* rs) noexcept nogil
 
@@ -185,3 +189,48 @@ def dq_matmul_f32(const float[:, ::1] A, const uint8_t[::1] Bp, int64_t K, int64
                 NULL, &Y[0, 0], N, sc, ss, bp, nthreads)
     free(ap)
     return sa, z
+
+
+cdef int _qg_dq_matmul_raw(const float* A, const uint8_t* Bp, int64_t M, int64_t K, int64_t N, const int32_t* zb,
+                           int zb_stride, const float* b_scale, int scale_stride, const float* bias, float* Y,
+                           int nthreads) noexcept nogil:
+    """dq_matmul_f32 on raw pointers (the run loop's RL_DQ_MATMUL step): 0, or 1 when A holds a NaN or no memory
+    (Y untouched; the caller runs the kernel's compute)."""
+    cdef int64_t K4 = qg_k4(K), i
+    cdef float sa
+    cdef uint8_t z
+    cdef int32_t za
+    if M == 0 or N == 0:
+        return 0
+    if K == 0 or qg_dql_params(A, M * K, &sa, &z) != 0:
+        return 1
+    cdef uint8_t* ap = <uint8_t*>malloc(M * K4 * 4 + M * 4 + N * 4 + 64)
+    if ap == NULL:
+        return 1
+    cdef int32_t* rs = <int32_t*>(ap + ((M * K4 * 4 + 15) // 16) * 16)
+    cdef float* sc = <float*>(rs + M)
+    za = z
+    for i in range(N if scale_stride else 1):
+        sc[i] = sa * b_scale[i]
+    qg_quantize_rows(A, M, K, sa, z, ap, K4 * 4, rs)
+    _qg_run(ap, K4 * 4, rs, Bp, M, N, K, &za, 0, zb, zb_stride, NULL, Y, N, sc, scale_stride, bias, nthreads)
+    free(ap)
+    return 0
+
+
+def quantize_tensor_f32(const float[::1] x, float scale, float zp, bint is_signed, uint8_t[::1] y):
+    """QuantizeLinear per tensor, float32 -> int8 (is_signed; y holds its bytes) or uint8."""
+    if x.shape[0] != y.shape[0]:
+        raise ValueError("quantize_tensor_f32: sizes differ")
+    if x.shape[0]:
+        with nogil:
+            qg_quantize_tensor(&x[0], x.shape[0], scale, zp, is_signed, &y[0])
+
+
+def dequantize_tensor_f32(const uint8_t[::1] q, bint is_signed, float scale, float zp, float[::1] y):
+    """DequantizeLinear per tensor, int8 (is_signed; q its bytes) or uint8 -> float32."""
+    if q.shape[0] != y.shape[0]:
+        raise ValueError("dequantize_tensor_f32: sizes differ")
+    if q.shape[0]:
+        with nogil:
+            qg_dequantize_tensor(&q[0], q.shape[0], is_signed, scale, zp, &y[0])

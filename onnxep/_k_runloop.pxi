@@ -77,7 +77,11 @@ cdef enum:
                             # f0 f1 as RL_CONV_NHWC, n24 ldy (the Concat output's channels)
     # vit slice: Transpose through transpose_copy's tiled kernels (onnxep/ops/tensor/transpose.py c_step)
     RL_TRANSPOSE = 36       # s0 x, s1 y: _tr_exec; n: the _tr_plan plan (TRP_* entries, then the loop dims)
-    RL_NFNS = 37
+    RL_DQ_MATMUL = 37       # (qdq slice) s0 A, s1 packed B, s2 zb (int32), s3 b_scale, s4 bias (or NULL), s5 y:
+                            # _qg_dq_matmul_raw; n0 M, n1 K, n2 N, n3 zb stride, n4 scale stride (0 / 1)
+    RL_QUANTIZE = 38        # (qdq slice) s0 x, s1 y: qg_quantize_tensor; n0 count, n1 signed; f0 scale, f1 zero point
+    RL_DEQUANTIZE = 39      # (qdq slice) s0 q, s1 y: qg_dequantize_tensor; n0 count, n1 signed; f0 scale, f1 zp
+    RL_NFNS = 40
 
 cdef extern from "_native/rl_ops.h" nogil:
     enum: RL_MAXD
@@ -600,6 +604,29 @@ _RL_FNS[RL_GPOOL_NHWC] = _rl_gpool_nhwc
 _RL_FNS[RL_CONV_NHWC_LDY] = _rl_conv_nhwc_ldy
 _RL_FNS[RL_TRANSPOSE] = _rl_transpose
 
+
+# qdq slice
+cdef void _rl_dq_matmul(const RStep* s, char** p) noexcept nogil:
+    if _qg_dq_matmul_raw(<const float*>p[s.slot[0]], <const uint8_t*>p[s.slot[1]], s.n[0], s.n[1], s.n[2],
+                         <const int32_t*>p[s.slot[2]], <int>s.n[3], <const float*>p[s.slot[3]], <int>s.n[4],
+                         <const float*>p[s.slot[4]], <float*>p[s.slot[5]], s.nthreads) != 0:
+        p[0] = <char*>1
+
+
+_RL_FNS[RL_DQ_MATMUL] = _rl_dq_matmul
+
+
+cdef void _rl_quantize(const RStep* s, char** p) noexcept nogil:
+    qg_quantize_tensor(<const float*>p[s.slot[0]], s.n[0], s.f[0], s.f[1], <int>s.n[1], <uint8_t*>p[s.slot[1]])
+
+
+cdef void _rl_dequantize(const RStep* s, char** p) noexcept nogil:
+    qg_dequantize_tensor(<const uint8_t*>p[s.slot[0]], s.n[0], <int>s.n[1], s.f[0], s.f[1], <float*>p[s.slot[1]])
+
+
+_RL_FNS[RL_QUANTIZE] = _rl_quantize
+_RL_FNS[RL_DEQUANTIZE] = _rl_dequantize
+
 #: the entries' ids, for the kernels' c_step (onnxep/backends/cpu/runloop.py)
 RUNLOOP_FNS = {"alias": RL_ALIAS, "copy": RL_COPY, "binary": RL_BINARY, "unary": RL_UNARY, "tf_unary": RL_TF_UNARY,
                "gemm_packed": RL_GEMM_PACKED, "layernorm": RL_LAYERNORM, "softmax": RL_SOFTMAX,
@@ -614,7 +641,8 @@ RUNLOOP_FNS = {"alias": RL_ALIAS, "copy": RL_COPY, "binary": RL_BINARY, "unary":
                "group_norm": RL_GROUP_NORM, "resize2": RL_RESIZE2,
                "attention": RL_ATTENTION, "gpool_nhwc": RL_GPOOL_NHWC,
                "pool_nhwc": RL_POOL_NHWC, "conv_nhwc_ldy": RL_CONV_NHWC_LDY,
-               "transpose": RL_TRANSPOSE}
+               "transpose": RL_TRANSPOSE,
+               "dq_matmul": RL_DQ_MATMUL, "quantize": RL_QUANTIZE, "dequantize": RL_DEQUANTIZE}
 RUNLOOP_LIMITS = {"slots": RL_SLOTS, "ints": RL_INTS, "floats": RL_FLOATS, "bcast_dims": BCAST_MAX_DIMS,
                   "copy_dims": RL_MAXD}
 

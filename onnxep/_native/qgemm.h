@@ -233,6 +233,9 @@ typedef struct {
     int64_t nmb, nnb;
 } qg_args;
 
+/* fp-contract off: the float epilogue rounds as the unfused Cast, Mul and Add nodes do (a product, then a sum), never
+   as one fused multiply-add (gcc contracts by default where the ISA has FMA) */
+__attribute__((optimize("fp-contract=off")))
 static void qg_item(void* ctx, Py_ssize_t item, int tid) {
     qg_args* a = (qg_args*)ctx;
     int64_t nb = item / a->nmb, mb = item % a->nmb;
@@ -254,25 +257,44 @@ static void qg_item(void* ctx, Py_ssize_t item, int tid) {
     else
 #endif
     qg_micro_generic(Ap, a->lda4, Bp, pstride, a->K4, mr, np, buf, QG_NB);
-    uint32_t K = (uint32_t)a->K;
+    /* the epilogue on locals (Python's -fno-strict-aliasing makes every a-> field a reload after a store), one loop
+       per stride case so gcc vectorizes each: the zero-point correction in place in buf, then the float or int32
+       output */
+    const uint32_t K = (uint32_t)a->K;
+    const int32_t* __restrict zbp = a->zb + (a->zb_stride ? n0 : 0);
+    const int32_t* __restrict csp = a->cs + n0;
+    const int zst = a->zb_stride;
+    const uint32_t zb0 = (uint32_t)zbp[0];
+    float* const Yf = a->Yf;
+    int32_t* const Yi = a->Yi;
+    const int64_t ldy = a->ldy, w = n1 - n0;
+    const float* __restrict scp = a->Yf ? a->scale + (a->scale_stride ? n0 : 0) : NULL;
+    const int sst = a->scale_stride;
+    const float* __restrict bp = a->bias ? a->bias + n0 : NULL;
+    const int32_t* zap = a->za;
+    const int zast = a->za_stride;
+    const int32_t* rsp = a->rs;
     for (int64_t m = m0; m < m1; m++) {
-        const int32_t* c = buf + (m - m0) * QG_NB;
-        uint32_t za = (uint32_t)a->za[m * a->za_stride], rs = (uint32_t)a->rs[m];
-        uint32_t kza = K * za;
-        if (a->Yf) {
-            float* y = a->Yf + m * a->ldy;
-            for (int64_t n = n0; n < n1; n++) {
-                uint32_t zb = (uint32_t)a->zb[n * a->zb_stride];
-                uint32_t v = (uint32_t)c[n - n0] - zb * rs - za * (uint32_t)a->cs[n] + kza * zb;
-                float f = (float)(int32_t)v * a->scale[n * a->scale_stride];
-                y[n] = a->bias ? f + a->bias[n] : f;
+        uint32_t* __restrict c = (uint32_t*)(buf + (m - m0) * QG_NB);
+        const uint32_t za = (uint32_t)zap[m * zast], rs = (uint32_t)rsp[m];
+        const uint32_t kza = K * za;
+        if (zst) {
+            for (int64_t j = 0; j < w; j++) {
+                uint32_t zb = (uint32_t)zbp[j];
+                c[j] = c[j] - zb * rs - za * (uint32_t)csp[j] + kza * zb;
             }
         } else {
-            int32_t* y = a->Yi + m * a->ldy;
-            for (int64_t n = n0; n < n1; n++) {
-                uint32_t zb = (uint32_t)a->zb[n * a->zb_stride];
-                y[n] = (int32_t)((uint32_t)c[n - n0] - zb * rs - za * (uint32_t)a->cs[n] + kza * zb);
-            }
+            const uint32_t off = zb0 * rs - kza * zb0;
+            for (int64_t j = 0; j < w; j++) c[j] = c[j] - off - za * (uint32_t)csp[j];
+        }
+        if (Yf) {
+            float* __restrict y = Yf + m * ldy + n0;
+            const int32_t* __restrict ci = (const int32_t*)c;
+            if (sst) for (int64_t j = 0; j < w; j++) y[j] = (float)ci[j] * scp[j];
+            else { const float s0 = scp[0]; for (int64_t j = 0; j < w; j++) y[j] = (float)ci[j] * s0; }
+            if (bp) for (int64_t j = 0; j < w; j++) y[j] = y[j] + bp[j];
+        } else {
+            memcpy(Yi + m * ldy + n0, c, (size_t)w * 4);
         }
     }
 }
@@ -280,15 +302,48 @@ static void qg_item(void* ctx, Py_ssize_t item, int tid) {
 /* ---------------------------------------------------------------- DynamicQuantizeLinear (ONNX): float -> u8 */
 /* Range [min(0, min x), max(0, max x)] -> scale (hi - lo) / 255 (1 when equal), zp = rint(clamp(-lo / scale, 0, 255)),
    all float32, as the spec and onnxruntime. */
-static void qg_dql_params(const float* x, int64_t n, float* scale, uint8_t* zp) {
+static int qg_dql_params(const float* x, int64_t n, float* scale, uint8_t* zp) {
     float lo = 0.f, hi = 0.f;
-    for (int64_t i = 0; i < n; i++) { float v = x[i]; lo = v < lo ? v : lo; hi = v > hi ? v : hi; }
+    int nan = 0;
+    int64_t i0 = 0;
+#if defined(__AVX512F__)
+    if (n >= 16) {      /* min / max ignore a NaN as the scalar compares do (the NaN operand first: the other wins) */
+        __m512 vlo = _mm512_setzero_ps(), vhi = _mm512_setzero_ps();
+        __mmask16 bad = 0;
+        for (; i0 + 16 <= n; i0 += 16) {
+            __m512 v = _mm512_loadu_ps(x + i0);
+            vlo = _mm512_min_ps(v, vlo);
+            vhi = _mm512_max_ps(v, vhi);
+            bad |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+        }
+        lo = _mm512_reduce_min_ps(vlo);
+        hi = _mm512_reduce_max_ps(vhi);
+        nan = bad != 0;
+    }
+#elif defined(__AVX2__)
+    if (n >= 8) {
+        __m256 vlo = _mm256_setzero_ps(), vhi = _mm256_setzero_ps(), bad = _mm256_setzero_ps();
+        for (; i0 + 8 <= n; i0 += 8) {
+            __m256 v = _mm256_loadu_ps(x + i0);
+            vlo = _mm256_min_ps(v, vlo);
+            vhi = _mm256_max_ps(v, vhi);
+            bad = _mm256_or_ps(bad, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+        }
+        float l8[8], h8[8];
+        _mm256_storeu_ps(l8, vlo);
+        _mm256_storeu_ps(h8, vhi);
+        for (int j = 0; j < 8; j++) { lo = l8[j] < lo ? l8[j] : lo; hi = h8[j] > hi ? h8[j] : hi; }
+        nan = _mm256_movemask_ps(bad) != 0;
+    }
+#endif
+    for (int64_t i = i0; i < n; i++) { float v = x[i]; lo = v < lo ? v : lo; hi = v > hi ? v : hi; nan |= v != v; }
     float s = hi == lo ? 1.f : (hi - lo) / 255.f;
     float z = 0.f - lo / s;
     z = z > 0.f ? z : 0.f;
     z = z < 255.f ? z : 255.f;
     *scale = s;
     *zp = (uint8_t)nearbyintf(z);
+    return nan;      /* 1: x holds a NaN (the parameters ignore it) */
 }
 
 /* y = saturate(rint(x / scale) + zp) (round half to even; NaN -> 0); optionally rows of K into a K4*4 padded buffer
@@ -300,7 +355,42 @@ static void qg_quantize_rows(const float* x, int64_t M, int64_t K, float scale, 
         const float* xr = x + m * K;
         uint8_t* yr = y + m * ldy;
         int32_t s = 0;
-        for (int64_t k = 0; k < K; k++) {
+        int64_t k0 = 0;
+#if defined(__AVX512F__)
+        {   /* x / scale, round half to even (the current mode, as rintf), + zp, clamp (a NaN -> 0 as below) */
+            const __m512 vs = _mm512_set1_ps(scale), vz = _mm512_set1_ps(z), v0 = _mm512_setzero_ps(),
+                         v255 = _mm512_set1_ps(255.f);
+            __m512i acc = _mm512_setzero_si512();
+            for (; k0 + 16 <= K; k0 += 16) {
+                __m512 r = _mm512_roundscale_ps(_mm512_div_ps(_mm512_loadu_ps(xr + k0), vs),
+                                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+                r = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(r, vz), v0), v255);
+                __m512i q = _mm512_cvtps_epi32(r);
+                acc = _mm512_add_epi32(acc, q);
+                _mm_storeu_si128((__m128i*)(yr + k0), _mm512_cvtepi32_epi8(q));
+            }
+            s = _mm512_reduce_add_epi32(acc);
+        }
+#elif defined(__AVX2__)
+        {
+            const __m256 vs = _mm256_set1_ps(scale), vz = _mm256_set1_ps(z), v0 = _mm256_setzero_ps(),
+                         v255 = _mm256_set1_ps(255.f);
+            __m256i acc = _mm256_setzero_si256();
+            for (; k0 + 8 <= K; k0 += 8) {
+                __m256 r = _mm256_round_ps(_mm256_div_ps(_mm256_loadu_ps(xr + k0), vs),
+                                           _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+                r = _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(r, vz), v0), v255);
+                __m256i q = _mm256_cvtps_epi32(r);
+                acc = _mm256_add_epi32(acc, q);
+                __m128i p16 = _mm_packus_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+                _mm_storel_epi64((__m128i*)(yr + k0), _mm_packus_epi16(p16, p16));
+            }
+            int32_t t[8];
+            _mm256_storeu_si256((__m256i*)t, acc);
+            for (int j = 0; j < 8; j++) s += t[j];
+        }
+#endif
+        for (int64_t k = k0; k < K; k++) {
             float r = rintf(xr[k] / scale) + z;
             r = r > 0.f ? r : 0.f;
             r = r < 255.f ? r : 255.f;
@@ -315,3 +405,54 @@ static void qg_quantize_rows(const float* x, int64_t M, int64_t K, float scale, 
     }
 }
 #endif
+
+/* ---------------------------------------------------------------- QuantizeLinear / DequantizeLinear, per tensor
+   (QDQ graphs' activations): y = saturate(rint(x / scale) + zp) into int8 (is_signed) or uint8, a NaN giving the
+   type's minimum (as onnxruntime and ops/quant/_common.py quantize_into); x = (q - zp) * scale, q - zp exact in
+   float32. The same float32 operations, in the same order, as the numpy paths of ops/quant. */
+static void qg_quantize_tensor(const float* x, int64_t n, float scale, float zp, int is_signed, uint8_t* y) {
+    const float lo = is_signed ? -128.f : 0.f, hi = is_signed ? 127.f : 255.f;
+    int64_t i = 0;
+#if defined(__AVX512F__)
+    {
+        const __m512 vs = _mm512_set1_ps(scale), vz = _mm512_set1_ps(zp), vlo = _mm512_set1_ps(lo),
+                     vhi = _mm512_set1_ps(hi);
+        for (; i + 16 <= n; i += 16) {
+            __m512 r = _mm512_roundscale_ps(_mm512_div_ps(_mm512_loadu_ps(x + i), vs),
+                                            _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            r = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(r, vz), vlo), vhi);   /* NaN: max gives vlo */
+            _mm_storeu_si128((__m128i*)(y + i), _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(r)));
+        }
+    }
+#elif defined(__AVX2__)
+    {
+        const __m256 vs = _mm256_set1_ps(scale), vz = _mm256_set1_ps(zp), vlo = _mm256_set1_ps(lo),
+                     vhi = _mm256_set1_ps(hi);
+        const __m128i flip = _mm_set1_epi8((char)(is_signed ? 0x80 : 0));
+        const __m256 off = _mm256_set1_ps(is_signed ? 128.f : 0.f);
+        for (; i + 8 <= n; i += 8) {
+            __m256 r = _mm256_round_ps(_mm256_div_ps(_mm256_loadu_ps(x + i), vs),
+                                       _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            r = _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(r, vz), vlo), vhi);
+            __m256i q = _mm256_cvtps_epi32(_mm256_add_ps(r, off));                 /* 0 .. 255 */
+            __m128i p16 = _mm_packus_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+            _mm_storel_epi64((__m128i*)(y + i), _mm_xor_si128(_mm_packus_epi16(p16, p16), flip));
+        }
+    }
+#endif
+    for (; i < n; i++) {
+        float r = rintf(x[i] / scale) + zp;
+        r = r > lo ? r : lo;
+        r = r < hi ? r : hi;
+        y[i] = (uint8_t)(int32_t)r;
+    }
+}
+
+static void qg_dequantize_tensor(const uint8_t* q, int64_t n, int is_signed, float scale, float zp, float* y) {
+    if (is_signed) {
+        const int8_t* s = (const int8_t*)q;
+        for (int64_t i = 0; i < n; i++) y[i] = ((float)s[i] - zp) * scale;
+    } else {
+        for (int64_t i = 0; i < n; i++) y[i] = ((float)q[i] - zp) * scale;
+    }
+}

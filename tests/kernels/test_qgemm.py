@@ -67,6 +67,43 @@ def test_dq_matmul_matches_unfused(mod, M, K, N):
     mod.qgemm_pack_b(b.view(np.uint8), True, bp)
     y = np.empty((M, N), np.float32)
     mod.dq_matmul_f32(x, bp, K, N, np.zeros(1, np.int32), np.array([bs]), bias, y, 2)
-    # the integer product is exact; the epilogue float(acc) * scale + bias may be contracted into one FMA by gcc
-    # (one rounding instead of two): within 2 ulp of the unfused Mul then Add
-    np.testing.assert_allclose(y, want, rtol=0, atol=2 * np.spacing(np.abs(want).max()))
+    # the integer product is exact and the epilogue is compiled without FMA contraction: the unfused Mul then Add
+    np.testing.assert_array_equal(y, want)
+
+
+def _dql_oracle(x):
+    """ONNX DynamicQuantizeLinear in numpy float32: (y, scale, zero point)."""
+    f = np.float32
+    hi, lo = f(max(f(0), x.max())), f(min(f(0), x.min()))
+    s = f(1) if hi == lo else f((hi - lo) / f(255))
+    z = np.rint(np.clip(f(0) - lo / s, f(0), f(255)))
+    y = np.clip(np.rint(np.divide(x, s, dtype=f)) + z, 0, 255).astype(np.uint8)
+    return y, s, int(z)
+
+
+@pytest.mark.parametrize("n", [1, 7, 8, 15, 16, 17, 33, 255, 1000])
+@pytest.mark.parametrize("kind", ["normal", "halves", "positive", "negative"])
+def test_dynamic_quantize_exact(mod, n, kind):
+    """The vector min / max, division, round-half-even and clamp of every ISA variant against numpy, tails included;
+    "halves" puts values on exact .5 quotients (ties to even)."""
+    rng = np.random.default_rng(n)
+    x = rng.standard_normal(n).astype(np.float32)
+    if kind == "halves":
+        x = (rng.integers(-40, 40, n) + np.float32(0.5)).astype(np.float32)
+    elif kind == "positive":
+        x = np.abs(x) + 1
+    elif kind == "negative":
+        x = -np.abs(x) - 1
+    y = np.empty(n, np.uint8)
+    s, z = mod.dynamic_quantize_linear_u8(x, y)
+    wy, ws, wz = _dql_oracle(x)
+    assert np.float32(s) == ws and z == wz
+    np.testing.assert_array_equal(y, wy)
+    # the fused op's row quantization (padded rows + row sums) through dq_matmul_f32 with B = identity columns
+    K = n
+    b = np.eye(K, dtype=np.int8)
+    bp = np.empty(mod.qgemm_pack_b_size(K, K), np.uint8)
+    mod.qgemm_pack_b(b.view(np.uint8), True, bp)
+    out = np.empty((1, K), np.float32)
+    mod.dq_matmul_f32(x.reshape(1, K), bp, K, K, np.zeros(1, np.int32), np.ones(1, np.float32), None, out, 1)
+    np.testing.assert_array_equal(out.reshape(-1), (wy.astype(np.int32) - wz).astype(np.float32) * ws)

@@ -37,6 +37,7 @@ from onnxep.graph.passes.expand_gradient import expand_gradient
 from onnxep.graph.passes.fuse_attention import fuse_attention
 from onnxep.graph.passes.fuse_channel_affine import fuse_channel_affine
 from onnxep.graph.passes.fuse_conv_affine import fuse_conv_affine
+from onnxep.graph.passes.fuse_dynamic_quantize_matmul import fuse_dynamic_quantize_matmul
 from onnxep.graph.passes.fuse_exporter_attention import fuse_exporter_attention
 from onnxep.graph.passes.fuse_gelu import fuse_gelu
 from onnxep.graph.passes.fuse_gelu_tanh import fuse_gelu_tanh
@@ -69,6 +70,7 @@ PASSES: list = [
     (1, fuse_pad_conv),        # after folding: exporters compute the pads from shapes
     (1, fuse_conv_slice),
     (1, fuse_conv_affine),
+    (2, fuse_dynamic_quantize_matmul),
     (2, fuse_layernorm),
     (2, fuse_gelu),
     (2, fuse_gelu_tanh),
@@ -98,6 +100,8 @@ PASS_NAMES: dict = {
     fuse_pad_conv: ("fuse_pad_conv", "PadFusion"),
     fuse_conv_slice: ("fuse_conv_slice",),
     fuse_conv_affine: ("fuse_conv_affine", "ConvBNFusion", "ConvMulFusion", "ConvAddFusion"),
+    fuse_dynamic_quantize_matmul: ("fuse_dynamic_quantize_matmul", "DynamicQuantizeMatMulFusion",
+                                   "MatMulIntegerToFloatFusion"),
     fuse_layernorm: ("fuse_layernorm", "LayerNormFusion", "LayerNormFusionL1", "LayerNormFusionL2"),
     fuse_gelu: ("fuse_gelu", "GeluFusion", "GeluFusionL1", "GeluFusionL2"),
     fuse_gelu_tanh: ("fuse_gelu_tanh", "FastGeluFusion"),

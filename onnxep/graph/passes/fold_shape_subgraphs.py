@@ -94,6 +94,7 @@ _ops(INTERNAL_DOMAIN, """Gelu FusedMatMul StridedMatMul MaskedSoftmax FusedAtten
          NhwcAveragePool NhwcGlobalAveragePool NhwcGlobalMaxPool NhwcLRN ChannelAffine ChannelShuffle Silu
          RMSNormalization FastGelu GroupNorm""")
 _ops(INTERNAL_DOMAIN, "RotaryHalf", (3, 4))           # the split points decide the shape
+_ops(INTERNAL_DOMAIN, "DynamicQuantizeMatMul")      # qdq slice: MatMul's output shape
 _ops(INTERNAL_DOMAIN, "RotaryInterleaved", (3,))      # so does the Reshape's shape
 
 

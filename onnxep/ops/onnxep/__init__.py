@@ -7,4 +7,5 @@ OPS = (
     "shape_subgraph",
     "rms_norm", "silu", "rotary_half", "rotary_interleaved",
     "fast_gelu", "group_norm",
+    "dynamic_quantize_mat_mul",
 )

@@ -302,3 +302,16 @@ def channel_param(kernel, p, m, trailing, what):
     if p.ndim == 1 and p.shape[0] == m:
         return p.reshape((m,) + (1,) * trailing)
     raise bad(kernel, f"{what} has shape {p.shape}: expected one element or one per output channel ({m},)")
+
+
+_BYTES = (np.dtype(np.int8), np.dtype(np.uint8))
+
+
+def per_tensor_8bit(scale, zp, qtype):
+    """(scale, zero point) as Python floats when a Quantize / DequantizeLinear is per tensor on 8-bit integers with a
+    float32 scale (the native kernels of _k_qgemm.pxi: qg_quantize_tensor / qg_dequantize_tensor), else None."""
+    if qtype not in _BYTES or scale is None or scale.dtype != F32 or scale.size != 1:
+        return None
+    if zp is not None and (zp.dtype != qtype or zp.size != 1):
+        return None
+    return float(scale.reshape(())), 0.0 if zp is None else float(zp.reshape(()))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from onnxep import _kernels
 from onnxep.ops._base import OpKernel, static_dtype
 from onnxep.ops.quant import _common as c
 from onnxep.ops.tensor._helpers import new_output
@@ -68,7 +69,31 @@ class QuantizeLinear_10(c.PreparedParams, OpKernel):
             s, z, div = self.prepare_and_keep(x, scale, zp)
         y = new_output(ctx, 0, x.shape, self.out_dtype, f"QuantizeLinear node {self.name!r}")
         if y.size:
+            p = self._native(x, scale, zp, y)
+            if p is not None:     # per tensor, float32 -> 8 bits: one vector pass (_k_qgemm.pxi)
+                _kernels.quantize_tensor_f32(x.reshape(-1), p[0], p[1], y.dtype == np.int8,
+                                             y.reshape(-1).view(np.uint8))
+                return
             c.quantize_into(y, c.divide(x, s, div), z, bool(self.saturate))
+
+    c_value_inputs = (1, 2)     # the C step bakes in the scale and zero point
+
+    def _native(self, x, scale, zp, y):
+        if x.dtype != c.F32 or int(self.precision or 0) or int(self.block_size or 0) \
+                or not x.flags.c_contiguous or not y.flags.c_contiguous or not hasattr(_kernels, "quantize_tensor_f32"):
+            return None
+        return c.per_tensor_8bit(scale, zp, y.dtype)
+
+    def c_step(self, ins, outs, nthreads):
+        """The compiled run loop's entry (RL_QUANTIZE): the per-tensor 8-bit path of compute."""
+        x, y = ins[0], outs[0]
+        if type(self).compute is not QuantizeLinear_10.compute or x.__class__ is not np.ndarray \
+                or x.shape != y.shape or y.size == 0 or np.may_share_memory(x, y):
+            return None
+        p = self._native(x, ins[1], ins[2] if len(ins) > 2 else None, y)
+        if p is None:
+            return None
+        return "quantize", [0, ~0], [y.size, 1 if y.dtype == np.int8 else 0], [p[0], p[1]]
 
 
 class QuantizeLinear_13(QuantizeLinear_10):
