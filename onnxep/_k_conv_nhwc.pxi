@@ -511,6 +511,48 @@ cdef inline Py_ssize_t _panel_slab(Py_ssize_t npanels, Py_ssize_t items, int nth
     return (npanels + nslabs - 1) // nslabs
 
 
+cdef enum:
+    DCONV_SLAB_SETUP_Q = 8       # an item's setup (its runs, its A rows into L1) costs about 1/this of a panel's products
+
+
+cdef Py_ssize_t _dconv_slab_mt(const ConvJob* j, Py_ssize_t items, Py_ssize_t npanels, Py_ssize_t Wo,
+                               int nth) noexcept nogil:
+    """(light slice) The direct path's panels per slab on nth threads: _panel_slab's choice (j.pslab), unless another
+    slab count lets the items, claimed in order by the first free thread (parallel_for), finish at least 1% sooner;
+    an item (group, row block of j.rb rows, slab) costs its pixels * (panels + 1/DCONV_SLAB_SETUP_Q). _panel_slab
+    alone can leave an odd count of unequal items: ResNet-50's 14x14 256 -> 1024 1x1 convs, 196 pixels in rows of
+    66, 66, 64 by 3 slabs of 11, 11, 10 panels, 9 items and a 0.91 share of each thread's time busy on 2 threads; 4
+    slabs of 8 give 12 items and 1.0."""
+    cdef Py_ssize_t best = j.pslab, best_span = 0, ns, ps, t, sl, rblk, px, pan, span, lo
+    cdef Py_ssize_t fin[64]
+    cdef int k, kmin, nthr = nth if nth < 64 else 64
+    cdef Py_ssize_t cand = 0
+    for ns in range(0, min(npanels, 8 * <Py_ssize_t>nth) + 1):
+        ps = j.pslab if ns == 0 else (npanels + ns - 1) // ns      # ns == 0: _panel_slab's choice, tried first
+        if ns > 0 and ps == j.pslab:
+            continue
+        cand = (npanels + ps - 1) // ps
+        for k in range(nthr):
+            fin[k] = 0
+        for t in range(items * cand):
+            sl = t % cand
+            rblk = (t // cand) % j.rows
+            lo = rblk * j.rb * Wo
+            px = min((rblk + 1) * j.rb * Wo, j.P) - lo
+            pan = min((sl + 1) * ps, npanels) - sl * ps
+            kmin = 0
+            for k in range(1, nthr):
+                if fin[k] < fin[kmin]:
+                    kmin = k
+            fin[kmin] += px * (DCONV_SLAB_SETUP_Q * pan + 1)
+        span = 0
+        for k in range(nthr):
+            span = max(span, fin[k])
+        if ns == 0 or 100 * span < 99 * best_span:
+            best, best_span = ps, span
+    return best
+
+
 cdef int _conv_nhwc_direct(const ImplicitA* ia0, Py_ssize_t N, Py_ssize_t group, const float* x, const float* wp,
                            Py_ssize_t blen, const float* bias, const float* res, float* y, Py_ssize_t Coutg,
                            Py_ssize_t Kc, Py_ssize_t cout, const Act* act, int nth) noexcept nogil:
@@ -552,6 +594,9 @@ cdef int _conv_nhwc_direct(const ImplicitA* ia0, Py_ssize_t N, Py_ssize_t group,
     job.rows = (rows + job.rb - 1) // job.rb
     items = group * job.rows
     job.pslab = _panel_slab(npanels, items, nth)
+    if nth > 1:
+        job.P = P
+        job.pslab = _dconv_slab_mt(&job, items, npanels, ia.Wo, nth)
     job.nslabs = (npanels + job.pslab - 1) // job.pslab
     nth = <int>max(1, min(<Py_ssize_t>nth, items * job.nslabs))
     runbuf = <DRun*>malloc(nth * 2 * ntaps * sizeof(DRun))

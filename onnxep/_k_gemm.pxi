@@ -540,6 +540,54 @@ cdef void sgemm_packed_raw(Py_ssize_t M, Py_ssize_t N, Py_ssize_t K, float alpha
                     work, nth)
 
 
+cdef inline Py_ssize_t _row_block(Py_ssize_t b, Py_ssize_t mq, Py_ssize_t mrem) noexcept nogil:
+    """First row of row block b (b == the block count: past the last row) when M's MR-row tiles are dealt out mq
+    per block, one more to each of the first mrem blocks."""
+    return SGEMM_MR * (b * mq + min(b, mrem))
+
+
+cdef enum:
+    SGEMM_SLAB_REPACK_Q = 4     # a tile's A packing costs about 1/this of one NR panel's products over its rows
+
+
+cdef Py_ssize_t _sgemm_slab_mt(Py_ssize_t M, Py_ssize_t mtiles, Py_ssize_t mq, Py_ssize_t mrem, Py_ssize_t npanels,
+                               Py_ssize_t slab_cap, int nth) noexcept nogil:
+    """The column slab (in NR panels) that lets nth threads finish a GEMM's tiles soonest: for each slab width from
+    the widest (fewest tiles; each tile packs its A block again), the time the tiles take when each is claimed in
+    order by the first thread free (parallel_for's dynamic claims), a tile costing rows * (panels + the A packing,
+    1/SGEMM_SLAB_REPACK_Q panel); a narrower slab is taken only when it finishes at least 1% sooner. Row blocks
+    differ by one MR tile at most, so a tile count that is a multiple of nth can still leave a thread waiting
+    (ResNet-50's 14x14 1x1 convs: 196 rows in blocks of 108 and 88 on 2 threads, a 0.91 share of each thread's time
+    busy; 2 slabs give 4 tiles, two of each, and 1.0)."""
+    cdef Py_ssize_t target, cand, prev = 0, best = 0, ntl, t, rows, pan
+    cdef Py_ssize_t cost, span, best_span = 0
+    cdef Py_ssize_t fin[64]
+    cdef int k, kmin, nthr = nth if nth < 64 else 64
+    for target in range(1, min(npanels, 8 * <Py_ssize_t>nth) + 1):
+        cand = min((npanels + target - 1) // target, slab_cap)
+        if cand == prev:
+            continue
+        prev = cand
+        ntl = (npanels + cand - 1) // cand
+        for k in range(nthr):
+            fin[k] = 0
+        for t in range(mtiles * ntl):
+            rows = min(_row_block(t // ntl + 1, mq, mrem), M) - _row_block(t // ntl, mq, mrem)
+            pan = min((t % ntl + 1) * cand, npanels) - (t % ntl) * cand
+            cost = rows * (SGEMM_SLAB_REPACK_Q * pan + 1)
+            kmin = 0
+            for k in range(1, nthr):
+                if fin[k] < fin[kmin]:
+                    kmin = k
+            fin[kmin] += cost
+        span = 0
+        for k in range(nthr):
+            span = max(span, fin[k])
+        if best == 0 or 100 * span < 99 * best_span:
+            best, best_span = cand, span
+    return best
+
+
 cdef void sgemm_packed_ex(Py_ssize_t M, Py_ssize_t N, Py_ssize_t K, float alpha,
                           const float* a, Py_ssize_t rsa, Py_ssize_t csa, const ImplicitA* ia, const float* bp,
                           float beta, float* c, Py_ssize_t rsc, Py_ssize_t csc,
@@ -547,8 +595,7 @@ cdef void sgemm_packed_ex(Py_ssize_t M, Py_ssize_t N, Py_ssize_t K, float alpha,
                           float* work, int nth) noexcept nogil:
     """sgemm_packed_raw with A read through `ia` (implicit im2col, see ImplicitA) when it is not NULL, and a residual
     res (C's strides; csc == 1) added in the epilogue when res is not NULL."""
-    cdef Py_ssize_t npanels, mtiles, ntiles, slab, slab_cap, best, cand, target, t, ic, mc, mcb, jp0, jp1, i, j
-    cdef int pass_
+    cdef Py_ssize_t npanels, mtiles, ntiles, slab, slab_cap, t, ic, mc, mq, mrem, jp0, jp1, i, j
     cdef float zero[SGEMM_MR * SGEMM_NR]
     if M <= 0 or N <= 0:
         return
@@ -569,48 +616,37 @@ cdef void sgemm_packed_ex(Py_ssize_t M, Py_ssize_t N, Py_ssize_t K, float alpha,
         return
     npanels = (N + SGEMM_NR - 1) // SGEMM_NR
     mtiles = (M + SGEMM_MC - 1) // SGEMM_MC
-    mcb = _round_up((M + mtiles - 1) // mtiles, SGEMM_MR)   # row blocks of equal size (<= MC), for thread balance
-    mtiles = (M + mcb - 1) // mcb
-    # Column slab per tile (at most SGEMM_NC_MAX columns, or the scratch C tile's width for strided-column C): as
-    # few slabs (each re-packs its A block) as give a tile count that is a multiple of the thread count (row blocks
-    # are of equal size, so threads finish together), else at least 2 tiles per thread, else one per thread.
+    # row blocks: M's MR-row tiles dealt out evenly, mq per block and one more to the first mrem (each <= MC rows;
+    # the partial tile, if any, in the last block), so blocks differ by at most one MR tile (_row_block)
+    mq = (M + SGEMM_MR - 1) // SGEMM_MR // mtiles
+    mrem = (M + SGEMM_MR - 1) // SGEMM_MR - mq * mtiles
+    # Column slab per tile (at most SGEMM_NC_MAX columns, or the scratch C tile's width for strided-column C): on
+    # several threads, the one that finishes soonest (_sgemm_slab_mt).
     slab_cap = <Py_ssize_t>(SGEMM_NC_MAX // SGEMM_NR)
     if csc != 1 and beta == 0.0:  # the tile goes through the scratch C tile (see _sgemm_tile)
         slab_cap = min(slab_cap, <Py_ssize_t>(SGEMM_CT_COLS // SGEMM_NR))
     slab = min(npanels, slab_cap)
     if nth > 1:
-        best = 0
-        for pass_ in range(3):
-            for target in range(1, min(npanels, 8 * <Py_ssize_t>nth) + 1):
-                cand = min((npanels + target - 1) // target, slab_cap)
-                ntiles = mtiles * ((npanels + cand - 1) // cand)
-                if ((pass_ == 0 and ntiles % nth == 0) or (pass_ == 1 and ntiles >= 2 * nth)
-                        or (pass_ == 2 and ntiles >= nth)):
-                    best = cand
-                    break
-            if best:
-                break
-        if best:
-            slab = best
+        slab = _sgemm_slab_mt(M, mtiles, mq, mrem, npanels, slab_cap, nth)
     ntiles = (npanels + slab - 1) // slab
     if nth <= 1 or mtiles * ntiles < 2:
         for t in range(mtiles * ntiles):
-            ic = (t // ntiles) * mcb
+            ic = _row_block(t // ntiles, mq, mrem)
             jp0 = (t % ntiles) * slab
-            _sgemm_tile(ic, min(mcb, M - ic), jp0, min(jp0 + slab, npanels), N, K, alpha,
-                        a, rsa, csa, ia, bp, beta, c, rsc, csc, bias_col, bias_row, res, act, work)
+            _sgemm_tile(ic, min(_row_block(t // ntiles + 1, mq, mrem), M) - ic, jp0, min(jp0 + slab, npanels), N, K,
+                        alpha, a, rsa, csa, ia, bp, beta, c, rsc, csc, bias_col, bias_row, res, act, work)
         return
     cdef GemmJob job
     job.M, job.N, job.K, job.alpha, job.beta = M, N, K, alpha, beta
     job.a, job.rsa, job.csa, job.ia, job.bp = a, rsa, csa, ia, bp
     job.c, job.rsc, job.csc, job.bias_col, job.bias_row, job.res, job.act = c, rsc, csc, bias_col, bias_row, res, act
-    job.ntiles, job.mcb, job.slab, job.npanels, job.work = ntiles, mcb, slab, npanels, work
+    job.ntiles, job.mq, job.mrem, job.slab, job.npanels, job.work = ntiles, mq, mrem, slab, npanels, work
     parallel_for(mtiles * ntiles, nth, _sgemm_tile_task, &job)
 
 
 cdef struct GemmJob:
     # sgemm_packed_ex's arguments and tiling, for its tasks (one tile each) on the thread pool
-    Py_ssize_t M, N, K, rsa, csa, rsc, csc, ntiles, mcb, slab, npanels
+    Py_ssize_t M, N, K, rsa, csa, rsc, csc, ntiles, mq, mrem, slab, npanels
     float alpha, beta
     const float* a
     const ImplicitA* ia
@@ -625,8 +661,8 @@ cdef struct GemmJob:
 
 cdef void _sgemm_tile_task(void* p, Py_ssize_t t, int tid) noexcept nogil:
     cdef GemmJob* j = <GemmJob*>p
-    cdef Py_ssize_t ic = (t // j.ntiles) * j.mcb, jp0 = (t % j.ntiles) * j.slab
-    _sgemm_tile(ic, min(j.mcb, j.M - ic), jp0, min(jp0 + j.slab, j.npanels), j.N, j.K, j.alpha, j.a, j.rsa, j.csa,
+    cdef Py_ssize_t ic = _row_block(t // j.ntiles, j.mq, j.mrem), jp0 = (t % j.ntiles) * j.slab
+    _sgemm_tile(ic, min(_row_block(t // j.ntiles + 1, j.mq, j.mrem), j.M) - ic, jp0, min(jp0 + j.slab, j.npanels), j.N, j.K, j.alpha, j.a, j.rsa, j.csa,
                 j.ia, j.bp, j.beta, j.c, j.rsc, j.csc, j.bias_col, j.bias_row, j.res, j.act,
                 j.work + <Py_ssize_t>tid * SGEMM_WORK_PER_THREAD)
 

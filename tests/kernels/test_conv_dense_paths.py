@@ -59,3 +59,27 @@ def test_auto_path_on_small_images_matches_direct_conv(xshape, cout, k, s, relu)
         for nth in (1, 2):
             y = _run(mod, x, w, b, res, 1, (s, s), (1, 1), (p, p), outs, relu, nth)
             np.testing.assert_allclose(y, want, rtol=0, atol=tol, err_msg=f"{name} nthreads={nth}")
+
+
+@pytest.mark.parametrize("xshape, cout, k, s", [
+    ((1, 256, 14, 14), 1024, 1, 1),     # 196 pixels in 3 rows of 66, 66, 64: 4 slabs of 8 panels on 2 threads
+    ((1, 64, 14, 14), 320, 1, 1),       # 10 panels
+    ((2, 48, 9, 11), 200, 3, 1),        # border tiles, 7 panels (AVX-512), 2 images
+])
+def test_direct_path_slabs_on_threads(xshape, cout, k, s):
+    """(light slice) The direct path's items cut by _dconv_slab_mt on 2 and 3 threads: every output element once,
+    bit-identical to the 1-thread run (each element adds in the same order on any thread) and within the float64
+    numpy oracle's bound, on every variant."""
+    x = RNG.uniform(-1, 1, xshape).astype(np.float32)
+    w = RNG.uniform(-1, 1, (cout, xshape[1], k, k)).astype(np.float32)
+    b = RNG.uniform(-1, 1, cout).astype(np.float32)
+    p = (k - 1) // 2
+    outs = ((xshape[2] + 2 * p - k) // s + 1, (xshape[3] + 2 * p - k) // s + 1)
+    want = _expected(x.astype(np.float64), w.astype(np.float64), b, None, 1, (s, s), (1, 1), (p, p), outs, True)
+    tol = 2 * (xshape[1] * k * k + 2) * EPS
+    for name, mod in VARIANTS.items():
+        y1 = _run(mod, x, w, b, None, 1, (s, s), (1, 1), (p, p), outs, True, 1)
+        np.testing.assert_allclose(y1, want, rtol=0, atol=tol, err_msg=name)
+        for nth in (2, 3):
+            y = _run(mod, x, w, b, None, 1, (s, s), (1, 1), (p, p), outs, True, nth)
+            np.testing.assert_array_equal(y, y1, err_msg=f"{name} nthreads={nth}")

@@ -163,10 +163,13 @@ def test_row_result_independent_of_panel(isa):
 
 
 @pytest.mark.parametrize("isa", list(VARIANTS))
-@pytest.mark.parametrize("M,N,K,trans_a", [(300, 200, 600, False), (300, 70, 577, True), (2 * 144 + 1, 515, 40, False)])
+@pytest.mark.parametrize("M,N,K,trans_a", [(300, 200, 600, False), (300, 70, 577, True), (2 * 144 + 1, 515, 40, False),
+                                           (196, 256, 300, False), (729, 192, 70, False), (49, 512, 33, True),
+                                           (5 * 144 + 7, 1000, 20, False)])
 def test_threads_do_not_change_results(isa, M, N, K, trans_a):
     """Oracle: the single-thread run of the same variant (bit-identical for any thread count and tile partition),
-    and numpy float64 within the bound."""
+    and numpy float64 within the bound. The later sizes give row blocks one MR tile apart (the MR tiles dealt out
+    evenly, the partial one last) and several column slabs on 2 and 3 threads (_sgemm_slab_mt)."""
     mod = VARIANTS[isa]
     rng = np.random.default_rng(5)
     A, B, _ = _case(rng, M, N, K, trans_a, False)
