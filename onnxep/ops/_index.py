@@ -250,4 +250,5 @@ INDEX = {
     'onnxep.ops.onnxep.rotary_interleaved': (('com.onnxep', 'RotaryInterleaved'),),
     'onnxep.ops.onnxep.fast_gelu': (('com.onnxep', 'FastGelu'),),
     'onnxep.ops.onnxep.group_norm': (('com.onnxep', 'GroupNorm'),),
+    'onnxep.ops.onnxep.dynamic_quantize_mat_mul': (('com.onnxep', 'DynamicQuantizeMatMul'),),
 }
