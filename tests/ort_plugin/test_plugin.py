@@ -6,7 +6,6 @@ kernels for (and MatMul with a constant 2-D B); onnxruntime's CPU EP runs the re
 
 import json
 import os
-import threading
 
 import numpy as np
 import pytest
@@ -18,6 +17,7 @@ if tuple(int(p) for p in ort.__version__.split(".")[:2]) < (1, 24):
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 from onnxep import ort as onnxep_ort  # noqa: E402
+from tests._util import run_threads  # noqa: E402
 
 def _model_bytes(nodes, inputs, outputs, inits=(), opset=17):
     g = helper.make_graph(nodes, "g", inputs, outputs, initializer=list(inits))
@@ -133,21 +133,12 @@ def test_sessions_from_several_threads():
     ref_sess = _cpu_session(model)
     xs = [np.random.default_rng(10 + i).standard_normal((2, 8, 5, 16)).astype(np.float32) for i in range(4)]
     refs = [ref_sess.run(None, {"x": x})[0] for x in xs]
-    errors = []
 
     def work(i):
-        try:
-            for _ in range(5):
-                np.testing.assert_allclose(sess.run(None, {"x": xs[i]})[0], refs[i], rtol=1e-5, atol=1e-6)
-        except Exception as e:  # noqa: BLE001 - reported below
-            errors.append(e)
+        for _ in range(5):
+            np.testing.assert_allclose(sess.run(None, {"x": xs[i]})[0], refs[i], rtol=1e-5, atol=1e-6)
 
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors, errors[0]
+    run_threads(work, 4)
 
 
 @pytest.mark.parametrize("shape_a,shape_b", [((), ()), ((1, 1), ()), ((7,), (7,)), ((1,), (5, 1)), ((4, 1, 3), (2, 1)), ((0, 3), (3,)),

@@ -6,7 +6,6 @@ with ONNXEP_ORT_CLAIM_CONV=1 (the default policy leaves it to the CPU EP, measur
 
 import json
 import os
-import threading
 
 import numpy as np
 import pytest
@@ -18,6 +17,7 @@ if tuple(int(p) for p in ort.__version__.split(".")[:2]) < (1, 24):
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 from onnxep import ort as onnxep_ort  # noqa: E402
+from tests._util import run_threads  # noqa: E402
 
 F = TensorProto.FLOAT
 
@@ -194,18 +194,9 @@ def test_conv_sessions_from_several_threads(claim_conv):
     ref = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
     xs = [rng.standard_normal((2, 8, 20, 20)).astype(np.float32) for _ in range(4)]
     refs = [ref.run(None, {"x": x})[0] for x in xs]
-    errors = []
 
     def work(i):
-        try:
-            for _ in range(5):
-                np.testing.assert_allclose(sess.run(None, {"x": xs[i]})[0], refs[i], rtol=1e-4, atol=1e-4)
-        except Exception as e:  # noqa: BLE001 - reported below
-            errors.append(e)
+        for _ in range(5):
+            np.testing.assert_allclose(sess.run(None, {"x": xs[i]})[0], refs[i], rtol=1e-4, atol=1e-4)
 
-    ts = [threading.Thread(target=work, args=(i,)) for i in range(4)]
-    for t in ts:
-        t.start()
-    for t in ts:
-        t.join()
-    assert not errors, errors[0]
+    run_threads(work, 4)
