@@ -65,7 +65,7 @@ from onnxep.contracts.weight_cache import content_hash
 from onnxep.errors import Fail, InvalidArgument, InvalidGraph, NoSuchFile
 from onnxep.errors import NotImplemented as OnnxepNotImplemented
 from onnxep.graph.ir import Node, ValueType
-from onnxep.graph.model import _attr_value
+from onnxep.graph.model import _attr_value, decode_bodies
 from onnxep.graph.partition import op_info, subgraph_reads
 
 CONFIG_ENABLE = "ep.context_enable"
@@ -557,8 +557,8 @@ def _decode(manifest, data, name, buft, version=FORMAT_VERSION) -> LoadedContext
         raise InvalidGraph(f"{where}: {len(g.node)} nodes but {len(opsets)} opsets")
     nodes = []
     for n, opset in zip(g.node, opsets):
-        node = Node(n.name, n.op_type, n.domain, tuple(n.input), tuple(n.output),
-                    {a.name: _attr_value(a) for a in n.attribute}, opset)
+        node = decode_bodies(Node(n.name, n.op_type, n.domain, tuple(n.input), tuple(n.output),
+                                  {a.name: _attr_value(a) for a in n.attribute}, opset))
         if _registry.lookup(node.domain, node.op_type, opset) is None:
             raise InvalidGraph(f"{where}: node {node.name!r} (op {node.domain + '.' if node.domain else ''}"
                                f"{node.op_type}, opset {opset}) has no cpu kernel in this onnxep")

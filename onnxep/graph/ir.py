@@ -178,11 +178,51 @@ class Node:
         return False
 
 
+#: (domain, op type) -> the graph attributes that are Bodies (onnxep's own ops written by passes); a model or
+#: EPContext blob holding such a node gets them as GraphProtos, which graph/model.py decode_bodies turns back
+BODY_ATTRS = {("com.onnxep", "ShapeSubgraph"): ("body",)}
+
+
+@dataclass(eq=False, slots=True)
+class Body:
+    """A graph attribute held as decoded Nodes, for onnxep's own ops whose bodies the passes write (ShapeSubgraph):
+    its inputs are named as the node's inputs and it reads nothing else from the enclosing scope, so it is not a
+    subgraph to the walks over readers (Node.has_subgraph). The pass hands the kernel its nodes and types as they are;
+    the GraphProto is made only when the node is written out (Node.proto: EPContext export, optimized_model_filepath).
+    """
+
+    name: str
+    nodes: tuple                    # Node, in order
+    inputs: tuple                   # value names
+    outputs: tuple
+    types: dict                     # value name -> ValueType (inputs, outputs and the values in between it knows)
+
+    @property
+    def proto(self) -> onnx.GraphProto:
+        def info(x):
+            vt = self.types.get(x)
+            tp = vt.proto if vt is not None else None
+            if tp is None:
+                return helper.make_empty_tensor_value_info(x)
+            vi = onnx.ValueInfoProto()
+            vi.name = x
+            vi.type.CopyFrom(tp)
+            return vi
+        ends = set(self.inputs) | set(self.outputs)
+        inner = sorted({o for n in self.nodes for o in n.outputs if o and o not in ends and o in self.types})
+        g = helper.make_graph([n.proto for n in self.nodes], self.name, [info(x) for x in self.inputs],
+                              [info(x) for x in self.outputs])
+        g.value_info.extend(info(x) for x in inner)
+        return g
+
+
 def attribute_proto(name: str, value, node: Node) -> onnx.AttributeProto:
     """An AttributeProto from a decoded attribute value (the inverse of graph/model.py's _attr_value). An empty list
     carries no element type: it takes the one the node's op schema declares, else INTS."""
     if isinstance(value, np.ndarray):
         return helper.make_attribute(name, numpy_helper.from_array(value))
+    if isinstance(value, Body):
+        return helper.make_attribute(name, value.proto)
     if isinstance(value, str):
         return helper.make_attribute(name, value.encode("utf-8", errors="surrogateescape"))
     if isinstance(value, (list, tuple)):

@@ -15,7 +15,7 @@ from onnx import helper, numpy_helper
 from onnx.external_data_helper import uses_external_data
 
 from onnxep.errors import Fail, InvalidArgument, InvalidGraph, InvalidProtobuf, NoSuchFile
-from onnxep.graph.ir import Graph, Node, ValueType
+from onnxep.graph.ir import BODY_ATTRS, Body, Graph, Node, ValueType
 from onnxep.graph.ml_types import ML, complete_types
 
 
@@ -328,6 +328,25 @@ def _external_range(t, root) -> tuple:
     return full, offset, length
 
 
+def decode_bodies(node: Node) -> Node:
+    """`node` with its BODY_ATTRS graph attributes as graph/ir.py Bodies (the passes write them so; a model written
+    out and read back holds GraphProtos). The body's nodes run at the node's `opset` attribute."""
+    names = BODY_ATTRS.get((node.domain, node.op_type))
+    if names:
+        opset = node.attrs.get("opset")
+        for k in names:
+            g = node.attrs.get(k)
+            if isinstance(g, onnx.GraphProto) and isinstance(opset, int):
+                types = {vi.name: ValueType.from_proto(vi.type) for vi in (*g.input, *g.value_info, *g.output)
+                         if vi.type.WhichOneof("value") is not None}
+                nodes = tuple(Node(n.name, n.op_type, n.domain if n.domain != "ai.onnx" else "", tuple(n.input),
+                                   tuple(n.output), {a.name: _attr_value(a) for a in n.attribute}, opset)
+                              for n in g.node)
+                node.attrs[k] = Body(g.name, nodes, tuple(i.name for i in g.input), tuple(o.name for o in g.output),
+                                     types)
+    return node
+
+
 def _attr_value(a):
     if a.type == onnx.AttributeProto.GRAPH:
         return a.g
@@ -584,9 +603,9 @@ def build_graph(model: onnx.ModelProto, infer_shapes: bool = True, weights: dict
         if i in typed_subgraphs:
             attrs.update(typed_subgraphs[i])
         domain = n.domain if n.domain != "ai.onnx" else ""
-        nodes.append(Node(sys.intern(n.name or f"{n.op_type}_{i}"), sys.intern(n.op_type), sys.intern(domain),
-                          tuple(map(sys.intern, n.input)), tuple(map(sys.intern, n.output)), attrs,
-                          opsets.get(domain, 0)))
+        node = Node(sys.intern(n.name or f"{n.op_type}_{i}"), sys.intern(n.op_type), sys.intern(domain),
+                    tuple(map(sys.intern, n.input)), tuple(map(sys.intern, n.output)), attrs, opsets.get(domain, 0))
+        nodes.append(decode_bodies(node) if domain else node)
     nodes = _topological(nodes)
     meta = {
         "producer_name": model.producer_name, "graph_name": g.name, "domain": model.domain,

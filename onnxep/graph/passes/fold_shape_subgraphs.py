@@ -31,26 +31,20 @@ there, and every reader of its outputs comes after (a reader of a level-L value 
 stays topologically ordered. A ShapeSubgraph's inputs are, in order: the tensors it reads the shape of only (its
 attribute shape_inputs counts them; the kernel never reads their data), the signature-determined values of earlier
 ShapeSubgraphs it reads (data, part of the cache key), and the constants it reads. Its outputs are its values that
-other nodes, subgraphs or graph outputs read; its attribute `body` is the captured nodes as a GraphProto (inputs and
-outputs named as the node's), `opset` the default-domain opset they run at.
+other nodes, subgraphs or graph outputs read; its attribute `body` is the captured nodes as a graph/ir.py Body (inputs
+and outputs named as the node's; a GraphProto when the node is written out), `opset` the default-domain opset they run at.
 
 A level holding a single Shape or Size node is left as it is (nothing to save). Runs after every other pass (the
 layout pass must not see ShapeSubgraph nodes reading channel-first tensors); level 2, as it writes a com.onnxep op."""
 from __future__ import annotations
 
-import weakref
-
-import onnx
-from onnx import helper
-
 from onnxep.backends.cpu import CPU_DEVICE
-from onnxep.graph.ir import Graph, ValueType
+from onnxep.graph.ir import Body, Graph, ValueType
 from onnxep.graph.partition import op_info
 from onnxep.graph.passes._edit import INTERNAL_DOMAIN, Names, drop_unused_initializers, make_node, reads
 from onnxep.graph.passes.constant_folding import NONDETERMINISTIC
 
 OP_TYPE = "ShapeSubgraph"
-_PROTOS = weakref.WeakKeyDictionary()     # ValueType -> its TypeProto (the body's value infos repeat a few types)
 SHAPE_OPS = ("Shape", "Size")
 
 _ALL = None      # every input's data decides the output shape
@@ -234,26 +228,15 @@ def _collapse(graph, names, lvl, members, readers, constants):
                 shape_only.append(x)
     inputs = shape_only + data + consts
     vtypes = graph.value_types
-
-    def info(name):
-        vt = vtypes.get(name)
-        if vt is None and name in constants:
-            vt = ValueType.of_array(constants[name])
-        if vt is None:
-            return helper.make_empty_tensor_value_info(name)
-        tp = _PROTOS.get(vt)
-        if tp is None:
-            tp = _PROTOS[vt] = vt.proto
-        vi = onnx.ValueInfoProto()
-        vi.name = name
-        if tp is not None:
-            vi.type.CopyFrom(tp)
-        return vi
-
-    internal = [o for o in produced if o not in outputs]
-    body = helper.make_graph([n.proto for n in members], names.new(f"shape_subgraph_{lvl + 1}_body"),
-                             [info(x) for x in inputs], [info(o) for o in outputs])
-    body.value_info.extend(info(o) for o in sorted(internal) if vtypes.get(o) is not None)
+    types = {}
+    for x in (*inputs, *produced):
+        vt = vtypes.get(x)
+        if vt is None and x in constants:
+            vt = ValueType.of_array(constants[x])
+        if vt is not None:
+            types[x] = vt
+    # the members as they are, with their types: the kernel takes them without a proto round trip (graph/ir.py Body)
+    body = Body(names.new(f"shape_subgraph_{lvl + 1}_body"), tuple(members), tuple(inputs), tuple(outputs), types)
     opset = graph.opsets.get("", graph.opsets.get("ai.onnx", 1))
     return make_node(graph, names.new(f"shape_subgraph_{lvl + 1}"), OP_TYPE, inputs, outputs,
                      {"body": body, "shape_inputs": len(shape_only), "opset": int(opset)}, INTERNAL_DOMAIN)

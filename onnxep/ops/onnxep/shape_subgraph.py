@@ -3,7 +3,8 @@ and on constants, computed once per signature and cached -- what graph/passes/fo
 shape logic exporters write (Shape -> Gather -> Unsqueeze -> Concat, Range / Expand / Where building positions and
 masks). Written by passes, never by users.
 
-Attributes: `body` (graph) the captured nodes, its inputs and outputs named as the node's; `shape_inputs` (int) how
+Attributes: `body` (graph: a graph/ir.py Body, as the pass writes it and graph/model.py decode_bodies reads it
+back from a file) the captured nodes, its inputs and outputs named as the node's; `shape_inputs` (int) how
 many leading inputs are read for their shape only (the body reads them through Shape / Size; the kernel hands it
 stand-ins of the same shape and dtype, never their data); `opset` (int) the default-domain opset of the nodes. The other
 inputs are read as data: signature-determined values made by earlier ShapeSubgraph nodes, and constants.
@@ -21,7 +22,6 @@ import threading
 import weakref
 
 import numpy as np
-import onnx
 
 from onnxep.errors import OnnxepError, RuntimeException
 from onnxep.ops._base import OpKernel
@@ -33,20 +33,6 @@ KEY_BYTES = 4096
 
 #: id -> array, every array a ShapeSubgraph holds in its cache (weak: an entry goes with its array)
 _CACHED = weakref.WeakValueDictionary()
-
-
-_TYPES = {}          # serialized TypeProto -> ValueType (a body names a few distinct types for many values)
-
-
-def _value_type(tp):
-    from onnxep.graph.ir import ValueType
-    raw = tp.SerializeToString()
-    vt = _TYPES.get(raw)
-    if vt is None:
-        vt = ValueType.from_proto(tp)
-        if len(_TYPES) < 4096:
-            _TYPES[raw] = vt
-    return vt
 
 
 def _alloc_limit(ctx):
@@ -63,46 +49,44 @@ class ShapeSubgraph_1(OpKernel):
 
     @classmethod
     def supports(cls, op):
+        from onnxep.graph.ir import Body
         from onnxep.ops import _registry
         node = op.node
         body = node.attrs.get("body")
         n_shape = node.attrs.get("shape_inputs", 0)
         opset = node.attrs.get("opset", 0)
-        if (not isinstance(body, onnx.GraphProto) or not isinstance(n_shape, int) or not isinstance(opset, int)
-                or len(body.input) != len(node.inputs) or len(body.output) != len(node.outputs)
+        if (not isinstance(body, Body) or not isinstance(n_shape, int) or not isinstance(opset, int)
+                or len(body.inputs) != len(node.inputs) or len(body.outputs) != len(node.outputs)
                 or not 0 <= n_shape <= len(node.inputs) or not all(node.inputs) or not all(node.outputs)):
             return False
         return all(n.domain in ("", "ai.onnx") and _registry.lookup("", n.op_type, opset) is not None
-                   for n in body.node)
+                   for n in body.nodes)
 
     def __init__(self, info):
         super().__init__(info)
         from onnxep.backends.cpu.device import KernelInfo
-        from onnxep.graph.model import _attr_value
         from onnxep.ops import _registry
         body, opset = self.body, int(self.opset)
-        self._ins = tuple(i.name for i in body.input)
-        self._outs = tuple(o.name for o in body.output)
+        self._ins, self._outs = tuple(body.inputs), tuple(body.outputs)
+        types = dict(body.types)
+        nodes = [(n.name, n.op_type, n.inputs, n.outputs, n.attrs) for n in body.nodes]
         self._n_shape = int(self.shape_inputs)
         consts = {self._ins[j]: a for j, a in info.constants.items() if j < len(self._ins)}
         self._data = tuple(j for j in range(self._n_shape, len(self._ins)) if j not in info.constants)
-        types = {vi.name: _value_type(vi.type) for vi in (*body.input, *body.value_info, *body.output)
-                 if vi.type.WhichOneof("value") is not None}
         for j, t in enumerate(info.input_types):
             if t is not None and j < len(self._ins):
                 types[self._ins[j]] = t
         self._steps = []
         try:
-            for n in body.node:
-                cls = _registry.lookup("", n.op_type, opset)
+            for name, op_type, ins, outs, attrs in nodes:
+                cls = _registry.lookup("", op_type, opset)
                 if cls is None:
-                    raise OnnxepError(f"ShapeSubgraph node {self.name!r}: no cpu kernel for {n.op_type} at opset "
-                                      f"{opset} (node {n.name!r})")
-                attrs = {a.name: _attr_value(a) for a in n.attribute}
-                kinfo = KernelInfo(n.name, n.op_type, "", opset, attrs, tuple(types.get(x) for x in n.input),
-                                   tuple(types.get(x) for x in n.output),
-                                   {j: consts[x] for j, x in enumerate(n.input) if x in consts})
-                self._steps.append((cls(kinfo), tuple(n.input), tuple(n.output), n.name, n.op_type))
+                    raise OnnxepError(f"ShapeSubgraph node {self.name!r}: no cpu kernel for {op_type} at opset "
+                                      f"{opset} (node {name!r})")
+                kinfo = KernelInfo(name, op_type, "", opset, dict(attrs), tuple(types.get(x) for x in ins),
+                                   tuple(types.get(x) for x in outs),
+                                   {j: consts[x] for j, x in enumerate(ins) if x in consts})
+                self._steps.append((cls(kinfo), tuple(ins), tuple(outs), name, op_type))
         except BaseException:
             self.release()
             raise
