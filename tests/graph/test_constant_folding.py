@@ -78,3 +78,32 @@ def test_huge_constants_are_not_materialized_at_load():
     assert "ConstantOfShape_0" in s.node_assignment
     with pytest.raises(onnxep.Fail, match="ConstantOfShape.*bytes"):
         s.run(None, {"x": np.zeros((1,), np.float32)})
+
+
+def test_repeated_constant_computations_fold_once_each_name_its_own_copy():
+    """graph/passes/constant_folding.py: a node whose op, attributes and input values match one folded before takes
+    its results (copies). Oracle: the same model unfolded (ORT_DISABLE_ALL), and the pass's own results per node."""
+    from onnxep.graph.model import build_graph
+    from onnxep.graph.passes.constant_folding import fold_constants
+    c = np.array([[1, 2], [3, 4]], np.float32)
+    nodes = [helper.make_node("Transpose", ["c"], ["t1"], perm=[1, 0]),
+             helper.make_node("Transpose", ["c_again"], ["t2"], perm=[1, 0]),      # same values, other name
+             helper.make_node("Transpose", ["c"], ["t3"], perm=[0, 1]),            # other attribute
+             helper.make_node("Transpose", ["d"], ["t4"], perm=[1, 0]),            # other values
+             helper.make_node("Sum", ["x", "t1", "t2", "t3", "t4"], ["y"])]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 2])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 2])],
+                          [onnx.numpy_helper.from_array(c, "c"), onnx.numpy_helper.from_array(c.copy(), "c_again"),
+                           onnx.numpy_helper.from_array(c + 10, "d")])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    graph = fold_constants(build_graph(m))
+    assert [n.op_type for n in graph.nodes] == ["Sum"]
+    k = graph.initializers
+    np.testing.assert_array_equal(k["t1"], c.T)
+    np.testing.assert_array_equal(k["t2"], c.T)
+    assert k["t1"] is not k["t2"]            # a later pass may edit one in place
+    np.testing.assert_array_equal(k["t3"], c)
+    np.testing.assert_array_equal(k["t4"], (c + 10).T)
+    x = np.arange(4, dtype=np.float32).reshape(2, 2)
+    folded, plain = _session(m), _session(m, onnxep.GraphOptimizationLevel.ORT_DISABLE_ALL)
+    np.testing.assert_array_equal(folded.run(None, {"x": x})[0], plain.run(None, {"x": x})[0])

@@ -3,7 +3,12 @@ and its outputs become constants. Weights computed by ConstantOfShape (the light
 initializers that Gemm/Conv pre-pack at compile.
 
 Skipped: nodes with subgraphs, non-deterministic ops, nodes the cpu backend does not support, and outputs larger than
-MAX_FOLDED_BYTES each (folding must not turn a tiny model into a huge one)."""
+MAX_FOLDED_BYTES each (folding must not turn a tiny model into a huge one).
+
+Exporters repeat the same constant computation once per layer (torch's TorchScript exporter writes the pads of every
+"same"-padded conv as its own ConstantOfShape -> Concat -> Reshape -> Slice -> Transpose -> Reshape -> Cast chain). A
+node whose op, attributes and input values (small ones, up to MEMO_BYTES in all) match a node folded before gets that
+node's results (copies) without running a kernel."""
 from __future__ import annotations
 
 import numpy as np
@@ -20,6 +25,7 @@ from onnxep.ops.tensor.constant import _value as constant_value
 NONDETERMINISTIC = {"RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike", "Multinomial",
                     "Bernoulli", "Dropout"}
 MAX_FOLDED_BYTES = 1 << 30
+MEMO_BYTES = 4096         # inputs up to this many bytes in all make a memo key (see the module docstring)
 
 
 def _alloc(shape, dtype=np.float32):
@@ -36,6 +42,7 @@ def fold_constants(graph: Graph, ctx=None) -> Graph:
     pending = graph.nodes
     graph.nodes = keep
     pending.reverse()
+    memo = {}
     while pending:
         node = pending.pop()
         ins = [x for x in node.inputs if x]
@@ -47,6 +54,14 @@ def fold_constants(graph: Graph, ctx=None) -> Graph:
             v = constant_value(node.attrs)        # no kernel needed: the value is the attribute
             if v is not None:
                 _store(graph, constants, folded, node.outputs[0], v)
+                continue
+        key = _memo_key(node, constants)
+        if key is not None:
+            hit = memo.get(key)
+            if hit is not None:
+                for name, v in zip(node.outputs, hit):
+                    if name:           # (a copy: a later pass may edit one name's array in place)
+                        _store(graph, constants, folded, name, v.copy())
                 continue
         op = op_info(node, graph.value_types, constants)
         if not CPU_DEVICE.supports_op(op):
@@ -69,8 +84,40 @@ def fold_constants(graph: Graph, ctx=None) -> Graph:
             continue
         for name, v in outs.items():
             _store(graph, constants, folded, name, v)
+        if key is not None:
+            memo[key] = tuple(constants.get(o) if o else None for o in node.outputs)
     graph.initializers = folded
     return graph
+
+
+_SCALARS = (int, float, str, bytes, bool)
+
+
+def _memo_key(node, constants):
+    """What decides a node's results: op, opset, attributes, output slots and input values; None when an input or an
+    attribute is too large (or of a kind) not worth hashing."""
+    attrs = []
+    for k, v in node.attrs.items():
+        if v is None or type(v) in _SCALARS:
+            attrs.append((k, v))
+        elif type(v) is list and all(type(e) in _SCALARS for e in v):
+            attrs.append((k, tuple(v)))
+        elif isinstance(v, np.ndarray) and v.nbytes <= MEMO_BYTES and v.dtype != object:
+            attrs.append((k, v.dtype.str, v.shape, v.tobytes()))
+        else:
+            return None
+    ins = []
+    total = 0
+    for x in node.inputs:
+        if not x:
+            ins.append(None)
+            continue
+        a = constants[x]
+        total += a.nbytes
+        if total > MEMO_BYTES or a.dtype == object:
+            return None
+        ins.append((a.dtype.str, a.shape, a.tobytes()))
+    return (node.domain, node.op_type, node.opset, tuple(attrs), tuple(ins), tuple(bool(o) for o in node.outputs))
 
 
 def _store(graph, constants, folded, name, v):
