@@ -43,6 +43,10 @@ def content_hash(weight: np.ndarray) -> int:
     return _kernels.xxh64(data)
 
 
+#: share_constant keys a constant up to this many bytes by its bytes themselves
+SMALL_CONSTANT_BYTES = 256
+
+
 class SharedPrePackedWeightCache:
     """OrtSharedPrePackedWeightCache: the packed buffers of one shared weight, handed over by one kernel."""
 
@@ -107,6 +111,7 @@ class PrePackedWeightsContainer:
     def __init__(self):
         self._entries: dict[tuple, list[_Entry]] = {}
         self._constants: dict[tuple, list[np.ndarray]] = {}
+        self._small: dict[tuple, np.ndarray] = {}      # constants up to SMALL_CONSTANT_BYTES, keyed by their bytes
         self._immutable: dict = {}
         self._lock = threading.Lock()
         self.hits = 0
@@ -152,6 +157,19 @@ class PrePackedWeightsContainer:
         value = np.asarray(value)
         if value.dtype.hasobject:
             return value
+        if value.nbytes <= SMALL_CONSTANT_BYTES:
+            # (a model reads hundreds of scalars and shapes: their bytes are the key, no hash and no compare)
+            key = (value.dtype.str, value.shape, value.tobytes())
+            with self._lock:
+                held = self._small.get(key)
+                if held is not None:
+                    self.constant_hits += 1
+                    return held
+                held = value.view()
+                held.flags.writeable = False
+                self._small[key] = held
+                self.constant_misses += 1
+                return held
         key = ("constant", self.hash_function(value), value.dtype.str, value.shape)
         raw = np.ascontiguousarray(value).reshape(-1).view(np.uint8)
         with self._lock:
@@ -176,7 +194,7 @@ class PrePackedWeightsContainer:
     @property
     def constant_nbytes(self) -> int:
         """Bytes of the unpacked constants held (share_constant)."""
-        return sum(a.nbytes for c in self._constants.values() for a in c)
+        return sum(a.nbytes for c in self._constants.values() for a in c) + sum(a.nbytes for a in self._small.values())
 
     def _hit(self, e, free):
         e.users += 1
@@ -209,6 +227,7 @@ class PrePackedWeightsContainer:
                         b.free_buffer()
             self._entries.clear()
             self._constants.clear()
+            self._small.clear()
             self._immutable.clear()
 
 

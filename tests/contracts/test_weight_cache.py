@@ -128,18 +128,19 @@ def test_content_hash_is_64_bit_and_content_based():
     assert content_hash(b) != h
 
 
-def test_share_constant_holds_equal_constants_once():
+@pytest.mark.parametrize("n", [12, 1200])      # keyed by its bytes (SMALL_CONSTANT_BYTES), and by hash + compare
+def test_share_constant_holds_equal_constants_once(n):
     # the container holds an unpacked constant (a bias a kernel reads as is) once: equal bytes, dtype and shape give
     # back the first array filed, read-only. Oracle: object identity and numpy.
     c = PrePackedWeightsContainer()
-    a = np.arange(12, dtype=np.float32)
+    a = np.arange(n, dtype=np.float32)
     first = c.share_constant(a)
     np.testing.assert_array_equal(first, a)
     assert not first.flags.writeable and np.shares_memory(first, a)       # a read-only view, no copy
     again = c.share_constant(a.copy())
     assert again is first and (c.constant_hits, c.constant_misses) == (1, 1)
     # another dtype, shape or content is another constant
-    others = [a.astype(np.float64), a.reshape(3, 4), a + 1]
+    others = [a.astype(np.float64), a.reshape(3, -1), a + 1]
     shared = [c.share_constant(o) for o in others]
     assert all(s is not first for s in shared) and c.constant_misses == 4
     for o, s in zip(others, shared):
