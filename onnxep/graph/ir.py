@@ -88,15 +88,30 @@ class ValueType:
         if tp is None:
             return ValueType()
         which = tp.WhichOneof("value")
-        raw = tp.SerializeToString()
         if which == "tensor_type":
             tt = tp.tensor_type
+            # the fields say it all (proto_bytes b""; `proto` makes the same message) unless the message has
+            # denotations, no element type, or a dim whose dim_param is set but empty
+            plain = not tp.denotation and tt.HasField("elem_type")
             shape = None
             if tt.HasField("shape"):
-                shape = tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in tt.shape.dim)
-            if raw == helper.make_tensor_type_proto(tt.elem_type, shape).SerializeToString():
-                raw = b""       # the fields say it all
-            return _held(("tensor", tt.elem_type, shape, sys.intern(type_string(tp)), raw))
+                dims = []
+                for d in tt.shape.dim:
+                    w = d.WhichOneof("value")
+                    if w == "dim_value":
+                        dims.append(d.dim_value)
+                    else:
+                        p = d.dim_param if w is not None else ""
+                        dims.append(p or None)
+                        if w is not None and not p:
+                            plain = False
+                    if d.denotation:
+                        plain = False
+                shape = tuple(dims)
+            elem = tt.elem_type
+            return _held(("tensor", elem, shape, sys.intern(f"tensor({_ELEM_NAMES.get(elem, 'undefined')})"),
+                          b"" if plain else tp.SerializeToString()))
+        raw = tp.SerializeToString()
         kind = {"sequence_type": "sequence", "map_type": "map", "optional_type": "optional",
                 "sparse_tensor_type": "sparse_tensor"}.get(which, "unknown")
         return _held((kind, 0, None, sys.intern(type_string(tp)), raw))

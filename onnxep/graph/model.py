@@ -273,6 +273,7 @@ def _load_external_data(model, base, weights=None):
 
 _EXTERNAL = onnx.TensorProto.EXTERNAL
 _ATTR_TENSOR, _ATTR_TENSORS = onnx.AttributeProto.TENSOR, onnx.AttributeProto.TENSORS
+_ATTR_INT, _ATTR_INTS, _ATTR_FLOAT = onnx.AttributeProto.INT, onnx.AttributeProto.INTS, onnx.AttributeProto.FLOAT
 _ATTR_GRAPH, _ATTR_GRAPHS = onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS
 
 
@@ -354,6 +355,13 @@ def _attr_value(a):
         return list(a.graphs)
     if a.ref_attr_name:
         return None
+    t = a.type      # (the common kinds read directly: a torch export decodes thousands of attributes)
+    if t == _ATTR_INT:
+        return a.i
+    if t == _ATTR_INTS:
+        return list(a.ints)
+    if t == _ATTR_FLOAT:
+        return a.f
     v = helper.get_attribute_value(a)
     if isinstance(v, bytes):
         return v.decode("utf-8", errors="surrogateescape")
@@ -548,12 +556,8 @@ def build_graph(model: onnx.ModelProto, infer_shapes: bool = True, weights: dict
     del seen
     # subgraph attributes (If / Loop / Scan bodies) as inference annotated them: the value_info onnx infers inside a
     # body (its untyped inputs typed from the enclosing node) is what the body's own graph is built from later
-    typed_subgraphs = {}
-    if inferred is not None and len(typed.node) == len(g.node):
-        for i, n in enumerate(typed.node):
-            if any(a.type in _GRAPH_KINDS for a in n.attribute):
-                typed_subgraphs[i] = {sys.intern(a.name): _attr_value(a) for a in n.attribute if a.type in _GRAPH_KINDS}
-    del typed, inferred
+    # (looked up for the nodes that have one, while the nodes are decoded)
+    typed_nodes = typed.node if inferred is not None and len(typed.node) == len(g.node) else None
     initializers = {}
     for t in g.initializer:
         name = sys.intern(t.name)
@@ -600,12 +604,14 @@ def build_graph(model: onnx.ModelProto, infer_shapes: bool = True, weights: dict
                     value_types[name] = ValueType.of_array(v)
                 continue
         attrs = {sys.intern(a.name): _attr_value(a) for a in n.attribute}
-        if i in typed_subgraphs:
-            attrs.update(typed_subgraphs[i])
         domain = n.domain if n.domain != "ai.onnx" else ""
         node = Node(sys.intern(n.name or f"{n.op_type}_{i}"), sys.intern(n.op_type), sys.intern(domain),
                     tuple(map(sys.intern, n.input)), tuple(map(sys.intern, n.output)), attrs, opsets.get(domain, 0))
+        if typed_nodes is not None and attrs and node.has_subgraph:
+            attrs.update({sys.intern(a.name): _attr_value(a) for a in typed_nodes[i].attribute
+                          if a.type in _GRAPH_KINDS})
         nodes.append(decode_bodies(node) if domain else node)
+    del typed_nodes, typed, inferred
     nodes = _topological(nodes)
     meta = {
         "producer_name": model.producer_name, "graph_name": g.name, "domain": model.domain,

@@ -61,3 +61,26 @@ def test_of_tensor_is_from_proto_of_the_message(elem, dims):
     """ValueType.of_tensor (what the passes make for each value they add) hands out the very object from_proto gives
     for helper.make_tensor_type_proto(elem, dims) (oracle: that message), without building it."""
     assert ValueType.of_tensor(elem, dims) is ValueType.from_proto(helper.make_tensor_type_proto(elem, dims))
+
+
+def _odd_tensor_types():
+    """Tensor types whose fields alone do not give the message back: from_proto must keep their bytes."""
+    no_elem = TypeProto()
+    no_elem.tensor_type.shape.dim.add().dim_value = 3
+    empty_param = helper.make_tensor_type_proto(TensorProto.FLOAT, (2, 2))
+    empty_param.tensor_type.shape.dim[1].dim_param = ""
+    dim_denoted = helper.make_tensor_type_proto(TensorProto.FLOAT, (1, 3, "H", "W"))
+    dim_denoted.tensor_type.shape.dim[1].denotation = "DATA_CHANNEL"
+    zero = helper.make_tensor_type_proto(TensorProto.INT64, (0, None))
+    return [no_elem, empty_param, dim_denoted, zero, helper.make_tensor_type_proto(TensorProto.FLOAT, (1, "N", None))]
+
+
+@pytest.mark.parametrize("i", range(5), ids=["no_elem", "empty_param", "dim_denotation", "zero_dim", "plain"])
+def test_tensor_round_trip_decided_from_the_fields(i):
+    # from_proto decides from the fields whether to keep the bytes; the message must come back byte for byte, and
+    # a plain one keeps none (every kernel holds its ValueTypes)
+    tp = _odd_tensor_types()[i]
+    vt = ValueType.from_proto(tp)
+    assert vt.proto.SerializeToString() == tp.SerializeToString()
+    assert (vt.proto_bytes == b"") == (i in (3, 4))
+    assert vt.type_str == ("tensor(undefined)" if i == 0 else "tensor(int64)" if i == 3 else "tensor(float)")
