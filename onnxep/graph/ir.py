@@ -279,7 +279,10 @@ class Graph:
 
     @property
     def constants(self) -> dict:
-        """Initializers a caller cannot override."""
+        """Initializers a caller cannot override: `initializers` itself when none is overridable (the passes ask it
+        again and again, and add to both when they make a constant), else a filtered copy."""
+        if not self.overridable:
+            return self.initializers
         over = {n for n, _ in self.overridable}
         return {k: v for k, v in self.initializers.items() if k not in over}
 
