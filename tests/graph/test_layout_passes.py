@@ -576,3 +576,32 @@ def test_sequence_conv_with_runtime_shapes(zeros):
     assert "NhwcConv" in ops and "Transpose" not in ops and "Conv" not in ops, ops
     for x in (x, RNG.uniform(-1, 1, (3, h * 5, c)).astype(np.float32)):
         assert_outputs_match(sess.run(None, {"x": x}), run_ort(model, {"x": x}), rtol=1e-4, atol=1e-5)
+
+
+def test_residual_add_of_unproven_equal_shapes_stays_nhwc():
+    """A residual Add whose operands carry different symbolic dims (what onnx's inference leaves on a TorchScript
+    export: unk__54 beside unk__60, equal at run time) runs on the twins, not between a pair of Transposes: the same
+    permutation of two 4-D operands broadcasts the same way whatever their dims. Oracle: onnxruntime."""
+    c = 8
+    f = onnx.TensorProto.FLOAT
+
+    def vi(name, dims):
+        return helper.make_tensor_value_info(name, f, dims)
+
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["c1"], pads=[1, 1, 1, 1]),
+             helper.make_node("Conv", ["x", "w2"], ["c2"]),
+             helper.make_node("Add", ["c1", "c2"], ["s"]),
+             helper.make_node("Conv", ["s", "w3"], ["y"], pads=[1, 1, 1, 1])]
+    g = helper.make_graph(nodes, "g", [vi("x", ["n", c, "h", "w"])], [vi("y", ["n", c, "h4", "w4"])],
+                          [onnx.numpy_helper.from_array(_w(c, c, 3, 3), "w1"),
+                           onnx.numpy_helper.from_array(_w(c, c, 1, 1), "w2"),
+                           onnx.numpy_helper.from_array(_w(c, c, 3, 3), "w3")],
+                          value_info=[vi("c1", ["n", c, "h1", "w1_"]), vi("c2", ["n", c, "h2", "w2_"]),
+                                      vi("s", ["n", c, "h3", "w3_"])])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    sess = _session(model)
+    ops = _ops(sess)
+    assert ops.count("Transpose") == 2 and ops[0] == "Transpose" and ops[-1] == "Transpose", ops
+    for shape in ((2, c, 9, 7), (1, c, 5, 6)):
+        x = RNG.uniform(-1, 1, shape).astype(np.float32)
+        assert_outputs_match(sess.run(None, {"x": x}), run_ort(model, {"x": x}), rtol=1e-4, atol=1e-5)

@@ -148,16 +148,11 @@ class _Layout:
             return None
         if not data or not any(x in self.nhwc for x in data):
             return None
-        shapes = {_shape4(self.vt.get(x)) for x in data}
-        out = _shape4(self.vt.get(node.outputs[0]))
-        if None in shapes or out is None:
+        # every operand and the output 4-D: then the same permutation of every operand broadcasts the same way (a
+        # squeeze-excite scale (N, C, 1, 1) times the (N, C, H, W) map), whatever the dims are -- also when the
+        # exporter's symbolic dims do not show two of them equal (a residual Add of two convs' outputs)
+        if _shape4(self.vt.get(node.outputs[0])) is None or any(_shape4(self.vt.get(x)) is None for x in data):
             return None
-        if len(shapes) != 1 or out not in shapes:
-            # 4-D operands broadcasting to the 4-D output (a squeeze-excite scale (N, C, 1, 1) times the (N, C, H, W)
-            # map): the same permutation of every operand broadcasts the same way; every dim must be known to be the
-            # output's or 1
-            if node.op_type not in BINARY or not all(d == o or d == 1 for sh in shapes for d, o in zip(sh, out)):
-                return None
         if any(x in self.consts for x in data) or node.op_type in self.keep_ops:
             return None
         return data      # (whichever backend runs it: elementwise results do not depend on the layout)
