@@ -209,6 +209,14 @@ class CpuBackend(Backend):
         super().__init__(device, stream)
         self.num_threads = num_threads
         self.compute_precision = compute_precision
+
+    @property
+    def effective_precision(self) -> str:
+        """The precision the kernels' GEMMs run in: bf16 only when asked and the CPU has vdpbf16ps (ops/_bf16.py)."""
+        if self.compute_precision == "bf16":
+            from onnxep import _kernels
+            return "bf16" if _kernels.bgemm_hw() else "fp32"
+        return "fp32"
         self._body_backends = None       # device name -> Backend, for subgraph plans (made on first use)
 
     def graph_plan_create(self, partition, ctx) -> CpuPlan:
@@ -220,6 +228,13 @@ class CpuBackend(Backend):
         placement = partition
         loaded = partition.context
         if loaded is not None:
+            blob_precision = getattr(loaded, "compute_precision", "fp32")
+            if blob_precision != self.effective_precision:
+                raise InvalidGraph(f"EPContext node {loaded.name!r}: its weights were packed for "
+                                   f"onnxep.compute_precision={blob_precision!r}, this session computes in "
+                                   f"{self.effective_precision!r} (asked: {self.compute_precision!r}; bf16 needs a CPU "
+                                   f"with AVX512_BF16): set the session config entry to {blob_precision!r} on such a "
+                                   f"CPU, or export the EPContext model again")
             partition = loaded          # the blob's nodes, value types, unpacked constants, inputs and outputs
         steps = []
         constants = {}
