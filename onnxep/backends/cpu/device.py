@@ -209,6 +209,7 @@ class CpuBackend(Backend):
         super().__init__(device, stream)
         self.num_threads = num_threads
         self.compute_precision = compute_precision
+        self._body_backends = None       # device name -> Backend, for subgraph plans (made on first use)
 
     @property
     def effective_precision(self) -> str:
@@ -217,7 +218,6 @@ class CpuBackend(Backend):
             from onnxep import _kernels
             return "bf16" if _kernels.bgemm_hw() else "fp32"
         return "fp32"
-        self._body_backends = None       # device name -> Backend, for subgraph plans (made on first use)
 
     def graph_plan_create(self, partition, ctx) -> CpuPlan:
         """Kernels for the partition's nodes, constant weights pre-packed through the shared cache. A partition
