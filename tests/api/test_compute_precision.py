@@ -74,3 +74,29 @@ def test_epcontext_records_precision(tmp_path):
     _session(model, "fp32", **{"ep.context_enable": "1", "ep.context_file_path": str(out32)})
     with pytest.raises(Exception, match=r"compute_precision='fp32'.*'bf16'"):
         _session(str(out32), "bf16")
+
+
+@pytest.mark.parametrize("trans_a,trans_b,c_shape,alpha,beta", [(0, 0, None, 1.0, 1.0), (0, 1, (33,), 1.0, 1.0),
+                                                                 (1, 0, (7, 1), 0.5, 2.0), (1, 1, (7, 33), 1.5, 0.5),
+                                                                 (0, 1, (), 1.0, -1.0)])
+def test_gemm_bf16_close_to_fp32(trans_a, trans_b, c_shape, alpha, beta):
+    rng = np.random.default_rng(3)
+    K, N, M = 70, 33, 7
+    b = rng.standard_normal((N, K) if trans_b else (K, N)).astype(np.float32)
+    inits = [numpy_helper.from_array(b, "b")]
+    ins = ["a", "b"]
+    if c_shape is not None:
+        inits.append(numpy_helper.from_array(rng.standard_normal(c_shape).astype(np.float32), "c"))
+        ins.append("c")
+    node = helper.make_node("Gemm", ins, ["y"], alpha=alpha, beta=beta, transA=trans_a, transB=trans_b)
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("a", TensorProto.FLOAT,
+                                                                      [K, M] if trans_a else [M, K])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [M, N])], inits)
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]).SerializeToString()
+    a = rng.standard_normal((K, M) if trans_a else (M, K)).astype(np.float32)
+    y32 = _session(model, "fp32").run(None, {"a": a})[0]
+    y16 = _session(model, "bf16").run(None, {"a": a})[0]
+    s = abs(alpha) * (np.abs(a.T if trans_a else a).astype(np.float64) @ np.abs(b.T if trans_b else b))
+    assert np.all(np.abs(y16 - y32) <= (2 ** -7 + K * 2 ** -22) * s + 1e-5 * (np.abs(y32) + 1))
+    if _kernels.bgemm_hw():
+        assert not np.array_equal(y16, y32)       # the bf16 GEMM ran
