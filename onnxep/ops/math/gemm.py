@@ -138,8 +138,6 @@ class Gemm_7(NativeOrNumpy, PackedWeightMixin, OpKernel):
         if (bp is None or "compute" in self.__dict__ or type(self).compute is not Gemm_7.compute or self.transA
                 or self.alpha != 1.0):
             return None
-        if self.__dict__.get("_bf16"):
-            return None          # the bf16 GEMM runs from compute (no C step yet)
         A, Y = ins[0], outs[0]
         K, N = self._b_kn
         C = ins[2] if len(ins) > 2 else None
@@ -153,6 +151,8 @@ class Gemm_7(NativeOrNumpy, PackedWeightMixin, OpKernel):
             bias = 2
         else:
             bias = None
+        if self.__dict__.get("_bf16"):      # the bf16 GEMM (onnxep.compute_precision=bf16)
+            return "bgemm", [0, bp, bias, None, ~0], [A.shape[0], N, K, 0, 0], [1.0]
         return "gemm_packed", [0, bp, bias, None, ~0], [A.shape[0], N, K, 0, 0], []
 
 

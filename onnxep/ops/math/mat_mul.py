@@ -114,13 +114,13 @@ class MatMul_1(NativeOrNumpy, PackedWeightMixin, OpKernel):
             return None
         if bp is None:
             return self._c_step_batched(ins[0], ins[1], outs[0])
-        if self.__dict__.get("_bf16"):
-            return None          # the bf16 GEMM runs from compute (no C step yet)
         A, Y = ins[0], outs[0]
         K, N = self._b_kn
         if (not _plain_f32(A, Y) or A.ndim < 1 or A.shape[-1] != K or Y.shape != A.shape[:-1] + (N,) or K == 0
                 or Y.size == 0):
             return None
+        if self.__dict__.get("_bf16"):      # the bf16 GEMM (onnxep.compute_precision=bf16)
+            return "bgemm", [0, bp, None, None, ~0], [Y.size // N, N, K, 0, 0], [1.0]
         return "gemm_packed", [0, bp, None, None, ~0], [Y.size // N, N, K, 0, 0], []
 
     def _c_step_batched(self, A, B, Y):

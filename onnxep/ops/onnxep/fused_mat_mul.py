@@ -154,8 +154,6 @@ class FusedMatMul_1(PackedWeightMixin, OpKernel):
         bp = self.packed(1)
         if bp is None or type(self).compute is not FusedMatMul_1.compute or "compute" in self.__dict__:
             return None
-        if self.__dict__.get("_bf16"):
-            return None          # the bf16 GEMM runs from compute (no C step yet)
         A, Y = ins[0], outs[0]
         K, N = self._b_kn
         bias = ins[2] if len(ins) > 2 else None
@@ -172,4 +170,7 @@ class FusedMatMul_1(PackedWeightMixin, OpKernel):
         rows = Y.size // N
         relu = self.activation == "Relu"
         args = [0, bp, 2 if bias is not None else None, 3 if R is not None else None, ~0]
-        return "gemm_packed", args, [rows, N, K, 1 if relu else 0, 1 if self.activation == "Gelu" else 0], []
+        ints = [rows, N, K, 1 if relu else 0, 1 if self.activation == "Gelu" else 0]
+        if self.__dict__.get("_bf16"):      # the bf16 GEMM (onnxep.compute_precision=bf16)
+            return "bgemm", args, ints, [1.0]
+        return "gemm_packed", args, ints, []
