@@ -30,6 +30,9 @@ def main(argv=None) -> int:
     b.add_argument("--warmup", type=int, default=3)
     b.add_argument("--repeat", type=int, default=10)
     b.add_argument("--no-ort", action="store_true", help="time onnxep only")
+    b.add_argument("--precision", choices=("fp32", "bf16"), default="fp32",
+                   help="onnxep's onnxep.compute_precision (bf16: GEMMs on bf16 operands where the CPU has "
+                        "AVX512_BF16); onnxruntime stays fp32. bench/zoo/bf16.py adds the cosine vs fp32")
     b.add_argument("--weights", choices=("random", "shipped"), default="random",
                    help="the light models' weights: seeded random ones of the same shapes (default), or the files' "
                         "own ConstantOfShape(0.02), whose logits are one repeated number")
@@ -72,6 +75,9 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     cmd = args.cmd or "bench"
     if cmd == "bench":
+        if getattr(args, "precision", "fp32") != "fp32":
+            from onnxep import _bench
+            _bench.SESSION_CONFIG["onnxep.compute_precision"] = args.precision
         suite = getattr(args, "suite", "light")
         if suite == "models":
             from onnxep._bench import bench_models

@@ -26,6 +26,11 @@ from onnxep._zoo import rel_err  # noqa: F401 -- also this module's public name
 REL_ERR = 1e-5
 
 
+#: extra session config entries for onnxep's sessions in every bench here and in _zoo (python -m onnxep bench
+#: --precision bf16 sets onnxep.compute_precision; onnxruntime's sessions stay fp32)
+SESSION_CONFIG: dict = {}
+
+
 def with_presoftmax_output(model: onnx.ModelProto):
     """A copy of `model` whose last Softmax input is also a graph output; returns (model, that name or None)."""
     m = onnx.ModelProto()
@@ -129,6 +134,8 @@ def bench(models=None, threads=0, warmup=3, repeat=10, use_ort=True, out=sys.std
         data = model.SerializeToString()
         so = onnxep.SessionOptions()
         so.intra_op_num_threads = threads
+        for k, v in SESSION_CONFIG.items():
+            so.add_session_config_entry(k, v)
         t0 = time.perf_counter()
         ours = onnxep.InferenceSession(data, so)
         init_s = time.perf_counter() - t0
@@ -187,6 +194,8 @@ def bench_models(threads=0, warmup=3, repeat=20, round_size=5, pause=0.1, out=sy
         data = model.SerializeToString()
         so = onnxep.SessionOptions()
         so.intra_op_num_threads = threads
+        for k, v in SESSION_CONFIG.items():
+            so.add_session_config_entry(k, v)
         ours = onnxep.InferenceSession(data, so)
         fallback = sum(1 for b in ours.node_assignment.values() if b != "cpu")
         oso = ort.SessionOptions()

@@ -81,7 +81,9 @@ cdef enum:
                             # _qg_dq_matmul_raw; n0 M, n1 K, n2 N, n3 zb stride, n4 scale stride (0 / 1)
     RL_QUANTIZE = 38        # (qdq slice) s0 x, s1 y: qg_quantize_tensor; n0 count, n1 signed; f0 scale, f1 zero point
     RL_DEQUANTIZE = 39      # (qdq slice) s0 q, s1 y: qg_dequantize_tensor; n0 count, n1 signed; f0 scale, f1 zp
-    RL_NFNS = 40
+    RL_BGEMM = 40           # (bf16 slice) s0 A, s1 bf16-packed B, s2 bias (or NULL), s3 residual (or NULL), s4 Y;
+                            # n0 M, n1 N, n2 K, n3 act kind (ACT_*), n4 gelu after (1/0); f0 alpha: bgemm_run
+    RL_NFNS = 41
 
 cdef extern from "_native/rl_ops.h" nogil:
     enum: RL_MAXD
@@ -627,6 +629,29 @@ cdef void _rl_dequantize(const RStep* s, char** p) noexcept nogil:
 _RL_FNS[RL_QUANTIZE] = _rl_quantize
 _RL_FNS[RL_DEQUANTIZE] = _rl_dequantize
 
+
+# bf16 slice: the bf16 GEMM (onnxep.compute_precision=bf16; _k_bgemm.pxi) as RL_GEMM_PACKED runs the fp32 one
+cdef void _rl_bgemm(const RStep* s, char** p) noexcept nogil:
+    cdef Py_ssize_t M = s.n[0], N = s.n[1], K = s.n[2], n, nchunks
+    cdef Act act
+    cdef float* y = <float*>p[s.slot[4]]
+    cdef TfJob job
+    act.kind, act.a, act.b = <int>s.n[3], 0.0, 0.0
+    if M == 0 or N == 0:
+        return
+    if bgemm_run(<const float*>p[s.slot[0]], K, <const float*>p[s.slot[1]], M, N, K, s.f[0],
+                 <const float*>p[s.slot[2]], <const float*>p[s.slot[3]], N, y, N, &act, s.nthreads) != 0:
+        p[0] = <char*>1       # the error mark (no memory for packed A): the Python step raises
+        return
+    if s.n[4]:
+        n = M * N
+        job.x, job.y, job.n, job.op, job.kind = y, y, n, TF_UNARY_GELU, 0
+        nchunks = (n + ELTWISE_CHUNK - 1) // ELTWISE_CHUNK
+        parallel_for(nchunks, 1 if nchunks < 2 else _nthreads(s.nthreads), _tf_task, &job)
+
+
+_RL_FNS[RL_BGEMM] = _rl_bgemm
+
 #: the entries' ids, for the kernels' c_step (onnxep/backends/cpu/runloop.py)
 RUNLOOP_FNS = {"alias": RL_ALIAS, "copy": RL_COPY, "binary": RL_BINARY, "unary": RL_UNARY, "tf_unary": RL_TF_UNARY,
                "gemm_packed": RL_GEMM_PACKED, "layernorm": RL_LAYERNORM, "softmax": RL_SOFTMAX,
@@ -642,7 +667,8 @@ RUNLOOP_FNS = {"alias": RL_ALIAS, "copy": RL_COPY, "binary": RL_BINARY, "unary":
                "attention": RL_ATTENTION, "gpool_nhwc": RL_GPOOL_NHWC,
                "pool_nhwc": RL_POOL_NHWC, "conv_nhwc_ldy": RL_CONV_NHWC_LDY,
                "transpose": RL_TRANSPOSE,
-               "dq_matmul": RL_DQ_MATMUL, "quantize": RL_QUANTIZE, "dequantize": RL_DEQUANTIZE}
+               "dq_matmul": RL_DQ_MATMUL, "quantize": RL_QUANTIZE, "dequantize": RL_DEQUANTIZE,
+               "bgemm": RL_BGEMM}
 RUNLOOP_LIMITS = {"slots": RL_SLOTS, "ints": RL_INTS, "floats": RL_FLOATS, "bcast_dims": BCAST_MAX_DIMS,
                   "copy_dims": RL_MAXD}
 

@@ -79,9 +79,12 @@ def reference_ops(sess) -> Counter:
 
 def onnxep_session(path, threads=0, fallback=False):
     import onnxep
+    from onnxep._bench import SESSION_CONFIG
     so = onnxep.SessionOptions()
     if threads:
         so.intra_op_num_threads = threads
+    for k, v in SESSION_CONFIG.items():       # (python -m onnxep bench --precision)
+        so.add_session_config_entry(k, v)
     if not fallback:
         so.add_session_config_entry(DISABLE_FALLBACK, "1")
     return onnxep.InferenceSession(str(path), so)

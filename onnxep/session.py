@@ -41,6 +41,11 @@ CONFIG_DISABLE_FALLBACK = "session.disable_cpu_ep_fallback"
 CONFIG_DISABLE_PREPACKING = "session.disable_prepacking"
 #: onnxep's own: comma-separated op types always run on the reference backend (to bisect a suspected kernel bug).
 CONFIG_FALLBACK_OP_TYPES = "onnxep.fallback_op_types"
+#: opt-in reduced-precision compute (issue 29): "bf16" runs the GEMMs with constant weights (MatMul, Gemm, the fused
+#: MatMul ops, 1x1 / im2col convs) on bf16 operands with fp32 accumulation where the CPU has AVX512_BF16
+#: (vdpbf16ps), else in fp32; "fp32" (the default) changes nothing
+CONFIG_COMPUTE_PRECISION = "onnxep.compute_precision"
+COMPUTE_PRECISIONS = ("fp32", "bf16")
 
 
 def get_available_providers():
@@ -411,6 +416,7 @@ class InferenceSession:
         fallback = not so._flag(CONFIG_DISABLE_FALLBACK)
         devices, self._providers, self._provider_options = _select_providers(providers, provider_options, fallback)
         _check_session_options(so)
+        precision = compute_precision(so._config)
         disabled, unknown_passes = disabled_passes(kwargs.get("disabled_optimizers"))
         for name in unknown_passes:
             warn_once(("disabled_optimizers", name), f"disabled_optimizers: {name!r} names no onnxep pass nor an "
@@ -491,7 +497,8 @@ class InferenceSession:
         self.node_assignment = {n.name: p.backend for p in partitions
                                 for n in (p.context.nodes if p.context is not None else p.nodes)}
         nthreads = int(so.intra_op_num_threads or 0)
-        self._backends = {d.name: d.init_backend(self._stream, **({"num_threads": nthreads} if d is CPU_DEVICE else {}))
+        cpu_opts = {"num_threads": nthreads, "compute_precision": precision}
+        self._backends = {d.name: d.init_backend(self._stream, **(cpu_opts if d is CPU_DEVICE else {}))
                           for d in (CPU_DEVICE, REFERENCE_DEVICE)}
         log = self._log
         if log.enabled(logging.DEBUG):
@@ -1020,6 +1027,16 @@ def _check_session_options(so: SessionOptions) -> None:
     if not so.use_per_session_threads:
         warn_once("use_per_session_threads", "use_per_session_threads=False: onnxep's kernels use its one "
                   "process-wide thread pool either way (intra_op_num_threads still limits each session's calls)")
+
+
+def compute_precision(config: dict) -> str:
+    """The session's onnxep.compute_precision entry ("fp32" when not set), else InvalidArgument naming the key, the
+    value and the allowed values."""
+    value = config.get(CONFIG_COMPUTE_PRECISION, "fp32")
+    if value.strip().lower() not in COMPUTE_PRECISIONS:
+        raise InvalidArgument(f"session config {CONFIG_COMPUTE_PRECISION}={value!r}: allowed values are "
+                              f"{', '.join(repr(v) for v in COMPUTE_PRECISIONS)}")
+    return value.strip().lower()
 
 
 def _run_config(config: dict) -> bool:

@@ -281,6 +281,9 @@ def serialize(partition, plan, name: str) -> bytes:
         "inputs": list(plan.inputs), "outputs": list(plan.outputs),
         "opsets": [int(n.opset) for n in nodes], "graph": graph_ref,
         "constants": constants, "prepacked": prepacked, "repack": repack,
+        # onnxep.compute_precision the weights were packed for (the effective one: bf16 only where the CPU has it);
+        # a session computing in another precision refuses the blob (backends/cpu/device.py)
+        "compute_precision": _plan_precision(plan),
     }
     version = PLAIN_FORMAT_VERSION
     if outer:
@@ -301,6 +304,13 @@ def serialize(partition, plan, name: str) -> bytes:
         pos += n
     digest = _kernels.xxh64(np.frombuffer(payload, np.uint8))
     return _header(len(mbytes), data.size, digest, version) + bytes(payload)
+
+
+def _plan_precision(plan) -> str:
+    """The effective onnxep.compute_precision of the plan's kernels: "bf16" when the session asked for it and the CPU
+    has vdpbf16ps (ops/_bf16.py; what CpuBackend.effective_precision compares on load), else "fp32"."""
+    asked = any(getattr(getattr(s[0], "info", None), "precision", "fp32") == "bf16" for s in plan.steps)
+    return "bf16" if asked and _kernels.bgemm_hw() else "fp32"
 
 
 def _header(manifest_len, data_len, digest, version=FORMAT_VERSION, isa=None, fmt=None) -> bytes:
@@ -616,5 +626,10 @@ def _decode(manifest, data, name, buft, version=FORMAT_VERSION) -> LoadedContext
         opsets = {o.domain: int(o.version) for o in scope.opset_import}
         ir_version = int(scope.ir_version)
         functions = list(scope.functions)
-    return LoadedContext(str(manifest.get("partition_name", name)), nodes, inputs, outputs, constants, value_types,
-                         packed, repack, opsets, ir_version, functions)
+    precision = str(manifest.get("compute_precision", "fp32"))
+    if precision not in ("fp32", "bf16"):
+        raise InvalidGraph(f"{where}: compute_precision {precision!r} is not one onnxep knows ('fp32', 'bf16')")
+    loaded = LoadedContext(str(manifest.get("partition_name", name)), nodes, inputs, outputs, constants, value_types,
+                           packed, repack, opsets, ir_version, functions)
+    loaded.compute_precision = precision
+    return loaded

@@ -60,7 +60,10 @@ class PackedWeightMixin:
         shape, dtype, nfloats = tuple(int(d) for d in info["shape"]), np.dtype(str(info["dtype"])), int(info["nfloats"])
         # a packing holds every weight (plus padding): a weight larger than its packing is a lie, refused before
         # the stand-in is allocated
-        if any(d < 0 for d in shape) or dtype.kind not in "fiub" or int(np.prod(shape, dtype=object)) > nfloats:
+        # (a bf16 packing, onnxep.compute_precision=bf16, holds two weights per float slot: ops/_bf16.py)
+        per_slot = 2 if getattr(getattr(self, "info", None), "precision", "fp32") == "bf16" else 1
+        if (any(d < 0 for d in shape) or dtype.kind not in "fiub"
+                or int(np.prod(shape, dtype=object)) > nfloats * per_slot):
             raise ValueError(f"input {input_index}: invalid weight shape {shape} / dtype {dtype} for {nfloats} "
                              f"packed floats")
         spec = self._pack_spec(np.zeros(shape, dtype), input_index)   # shapes only: fill is never called

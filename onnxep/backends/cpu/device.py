@@ -32,6 +32,9 @@ class KernelInfo:
     #: a node with subgraphs (If, Loop, Scan, SequenceMap): the SubgraphScope its kernel compiles its bodies with,
     #: during construction only (the plan drops it once the kernel is made); None for every other node
     scope: object = None
+    #: the session's onnxep.compute_precision ("fp32" or "bf16"): kernels with a bf16 path (MatMul, Gemm, the fused
+    #: MatMul ops, convs through GEMM) pack their weights in bf16 when "bf16" and the CPU has vdpbf16ps
+    precision: str = "fp32"
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,10 +205,19 @@ def concat_slots(steps, keep) -> dict:
 class CpuBackend(Backend):
     records_steps = True
 
-    def __init__(self, device, stream, num_threads=0):
+    def __init__(self, device, stream, num_threads=0, compute_precision="fp32"):
         super().__init__(device, stream)
         self.num_threads = num_threads
+        self.compute_precision = compute_precision
         self._body_backends = None       # device name -> Backend, for subgraph plans (made on first use)
+
+    @property
+    def effective_precision(self) -> str:
+        """The precision the kernels' GEMMs run in: bf16 only when asked and the CPU has vdpbf16ps (ops/_bf16.py)."""
+        if self.compute_precision == "bf16":
+            from onnxep import _kernels
+            return "bf16" if _kernels.bgemm_hw() else "fp32"
+        return "fp32"
 
     def graph_plan_create(self, partition, ctx) -> CpuPlan:
         """Kernels for the partition's nodes, constant weights pre-packed through the shared cache. A partition
@@ -216,6 +228,13 @@ class CpuBackend(Backend):
         placement = partition
         loaded = partition.context
         if loaded is not None:
+            blob_precision = getattr(loaded, "compute_precision", "fp32")
+            if blob_precision != self.effective_precision:
+                raise InvalidGraph(f"EPContext node {loaded.name!r}: its weights were packed for "
+                                   f"onnxep.compute_precision={blob_precision!r}, this session computes in "
+                                   f"{self.effective_precision!r} (asked: {self.compute_precision!r}; bf16 needs a CPU "
+                                   f"with AVX512_BF16): set the session config entry to {blob_precision!r} on such a "
+                                   f"CPU, or export the EPContext model again")
             partition = loaded          # the blob's nodes, value types, unpacked constants, inputs and outputs
         steps = []
         constants = {}
@@ -248,7 +267,8 @@ class CpuBackend(Backend):
                     scope, ins, input_types = self._scope(partition, placement, node, outer[i], ctx, consts,
                                                           input_types)
                 info = KernelInfo(name, node.op_type, node.domain, node.opset, dict(node.attrs),
-                                  once(tuple(input_types)), once(tuple(op.output_types)), consts, scope)
+                                  once(tuple(input_types)), once(tuple(op.output_types)), consts, scope,
+                                  self.compute_precision)
                 kernel = cls(info)
                 if scope is not None and getattr(kernel, "info", None) is info:
                     kernel.info = info = replace(info, scope=None)    # the scope is for construction only

@@ -7,6 +7,7 @@ from onnxep import _kernels
 from onnxep.ops._base import OpKernel
 from onnxep.errors import InvalidArgument
 from onnxep.ops._packed import PackedWeightMixin
+from onnxep.ops._bf16 import bf16_format, bf16_pack_spec, use_bf16
 from onnxep.ops.math._numpy import NativeOrNumpy
 from onnxep.ops.math.mat_mul import matmul_into
 
@@ -73,11 +74,17 @@ class Gemm_7(NativeOrNumpy, PackedWeightMixin, OpKernel):
                 and (len(op.input_types) < 3 or not op.node.inputs[2] or _rank_ok(op.input_types[2], (0, 1, 2))))
 
     def prepack_format(self, input_index):
+        if use_bf16(self):
+            return bf16_format(self.transB)            # onnxep.compute_precision=bf16 (ops/_bf16.py)
         return f"{_kernels.SGEMM_FORMAT}:trans_b={int(bool(self.transB))}"
 
     def _pack_spec(self, tensor, input_index):
         if input_index != 1 or tensor.ndim != 2 or tensor.dtype != F32:
             return None
+        if use_bf16(self):
+            self._b_kn, n, fill = bf16_pack_spec(tensor, self.transB)
+            self._bf16 = True
+            return n, fill
         K, N = (tensor.shape[1], tensor.shape[0]) if self.transB else tensor.shape
         self._b_kn = (int(K), int(N))
         b = np.ascontiguousarray(tensor)
@@ -105,6 +112,14 @@ class Gemm_7(NativeOrNumpy, PackedWeightMixin, OpKernel):
         if C is not None and self.beta != 0.0:
             bias_col, bias_row, full = gemm_bias(C, M, N, self.beta)
         Y = ctx.output(0, (M, N), F32)
+        if bp is not None and self.__dict__.get("_bf16"):
+            # bf16 GEMM: alpha on the product, beta*C as the column bias, a residual, or a row bias added after
+            R = None if full is None else np.ascontiguousarray(np.multiply(full, F32(self.beta), dtype=F32))
+            _kernels.bgemm_f32(np.ascontiguousarray(A.T) if self.transA else A, bp, N, Y, bias_col, R, self.alpha,
+                               None, False, ctx.num_threads)
+            if bias_row is not None:
+                Y += bias_row[:, None]
+            return
         if full is not None:
             Y[...] = full
             beta = self.beta
@@ -136,6 +151,8 @@ class Gemm_7(NativeOrNumpy, PackedWeightMixin, OpKernel):
             bias = 2
         else:
             bias = None
+        if self.__dict__.get("_bf16"):      # the bf16 GEMM (onnxep.compute_precision=bf16)
+            return "bgemm", [0, bp, bias, None, ~0], [A.shape[0], N, K, 0, 0], [1.0]
         return "gemm_packed", [0, bp, bias, None, ~0], [A.shape[0], N, K, 0, 0], []
 
 

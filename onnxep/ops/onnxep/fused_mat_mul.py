@@ -17,6 +17,7 @@ import numpy as np
 from onnxep import _kernels
 from onnxep.ops._base import F32, OpKernel, f32_shape
 from onnxep.ops._packed import PackedWeightMixin
+from onnxep.ops._bf16 import bf16_format, bf16_pack_spec, use_bf16
 
 DOMAIN = "com.onnxep"
 ACTIVATIONS = ("", "Relu", "Gelu")
@@ -51,6 +52,8 @@ class FusedMatMul_1(PackedWeightMixin, OpKernel):
         return True
 
     def prepack_format(self, input_index):
+        if use_bf16(self):
+            return bf16_format(self.trans_b)           # onnxep.compute_precision=bf16 (ops/_bf16.py)
         return f"{_kernels.SGEMM_FORMAT}:trans_b={int(bool(self.trans_b))}"   # MatMul's / Gemm's layout: shared
 
     def _gemv(self):
@@ -63,6 +66,10 @@ class FusedMatMul_1(PackedWeightMixin, OpKernel):
         if input_index != 1 or tensor.ndim != 2 or tensor.dtype != F32 or self._gemv():
             return None
         tb = bool(self.trans_b)
+        if use_bf16(self):
+            self._b_kn, n, fill = bf16_pack_spec(tensor, tb)
+            self._bf16 = True
+            return n, fill
         self._b_kn = (int(tensor.shape[1]), int(tensor.shape[0])) if tb else tuple(int(d) for d in tensor.shape)
         b = np.ascontiguousarray(tensor)
         return _kernels.sgemm_pack_b_size(*self._b_kn), lambda out: _kernels.sgemm_pack_b(b, tb, out)
@@ -96,7 +103,9 @@ class FusedMatMul_1(PackedWeightMixin, OpKernel):
         A2, Y2 = A.reshape(rows, K), Y.reshape(rows, N)
         relu = self.activation == "Relu"
         nt = ctx.num_threads
-        if bp is not None and R is not None:
+        if bp is not None and self.__dict__.get("_bf16"):
+            _kernels.bgemm_f32(A2, bp, N, Y2, bias, None if R is None else R.reshape(rows, N), 1.0, None, relu, nt)
+        elif bp is not None and R is not None:
             _kernels.sgemm_packed_res_f32(A2, bp, N, Y2, bias, R.reshape(rows, N), relu, nt)
         elif bp is not None:
             _kernels.sgemm_packed_f32(False, 1.0, A2, bp, N, 0.0, Y2, bias, None, relu, nt)
@@ -124,7 +133,9 @@ class FusedMatMul_1(PackedWeightMixin, OpKernel):
             raise ValueError(f"FusedMatMul: the residual has shape {R.shape}, the product {y_shape}") from None
         P = np.empty((rows, N), F32)
         nt = ctx.num_threads
-        if bp is not None:
+        if bp is not None and self.__dict__.get("_bf16"):
+            _kernels.bgemm_f32(A.reshape(rows, K), bp, N, P, bias, None, 1.0, None, False, nt)
+        elif bp is not None:
             _kernels.sgemm_packed_f32(False, 1.0, A.reshape(rows, K), bp, N, 0.0, P, bias, None, False, nt)
         else:
             B = ctx.input(1)
@@ -159,4 +170,7 @@ class FusedMatMul_1(PackedWeightMixin, OpKernel):
         rows = Y.size // N
         relu = self.activation == "Relu"
         args = [0, bp, 2 if bias is not None else None, 3 if R is not None else None, ~0]
-        return "gemm_packed", args, [rows, N, K, 1 if relu else 0, 1 if self.activation == "Gelu" else 0], []
+        ints = [rows, N, K, 1 if relu else 0, 1 if self.activation == "Gelu" else 0]
+        if self.__dict__.get("_bf16"):      # the bf16 GEMM (onnxep.compute_precision=bf16)
+            return "bgemm", args, ints, [1.0]
+        return "gemm_packed", args, ints, []

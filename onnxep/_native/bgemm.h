@@ -1,0 +1,248 @@
+/* onnxep bf16 GEMM (issue 29, session config onnxep.compute_precision=bf16): Y = act(alpha * A @ B [+ bias] [+ R]),
+   A and B rounded to bf16 (round to nearest even), products accumulated in fp32.
+
+   Packed B (bg_pack_b, once per constant weight): panels of BG_NR = 32 columns (N padded to 32), each K2 = ceil(K/2)
+   pair groups of 32 x 2 bf16: group g holds column c's k = 2g, 2g+1 at [2c], [2c + 1] (vdpbf16ps's pair layout),
+   zero padded. Half the bytes of the fp32 packing; counted in floats (one float slot = one bf16 pair) so it goes
+   through the same packed-weight cache as the fp32 packings (format key BGEMM_FORMAT, _k_bgemm.pxi).
+   Packed A (bg_pack_a, per call, in parallel): rows of K2 bf16 pairs (one uint32 each), zero padded.
+
+   Micro-kernel: AVX512_BF16 vdpbf16ps, chosen at run time by CPUID (leaf 7 subleaf 1 EAX bit 5, plus AVX-512 F/BW and
+   the OS's ZMM state; compiled with a target attribute in every variant, never by -m flags), MR rows x 32 columns.
+   Generic C on the same packed data elsewhere (the Python side uses bf16 only where the CPU has vdpbf16ps, and the
+   fp32 GEMM otherwise; the generic kernel is the tests' reference layout and the fallback if forced).
+
+   Blocking (derived, not tuned to a model): AVX-512 has 32 zmm registers; a 32-column tile needs 2 accumulators per
+   row, 2 registers for B's pair vectors and 1 for A's broadcast pair: 2 MR + 3 <= 32 gives MR <= 14; MR = 12 keeps
+   a spare register (and BG_MB = 4 MR). KC: one B panel block (KC x 32 bf16 = 64 KC bytes) and an item's A rows
+   (BG_MB x KC bf16 = 96 KC bytes) should stay in L1D (32-48 KB on the target CPUs): 160 KC <= 48 KB gives KC <= 307,
+   KC = 256 (a power of two, 40 KB). An item (BG_MB x BG_NB = 48 x 128) keeps its fp32 C tile (24 KB) across K
+   blocks; the A block of a whole item row (48 x K bf16) stays in L2 (1-2 MB) for K up to ~10000. */
+#ifndef ONNXEP_BGEMM_H
+#define ONNXEP_BGEMM_H
+#include <stdint.h>
+#include <string.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#include <cpuid.h>
+#define BG_X86 1
+#else
+#define BG_X86 0
+#endif
+
+#define BG_NR 32
+#define BG_MR 12
+#define BG_MB 48          /* rows per work item (4 register blocks) */
+#define BG_NB 128         /* columns per work item (4 panels) */
+#define BG_KC 256         /* k per block (128 pairs) */
+
+static inline int64_t bg_k2(int64_t K) { return (K + 1) / 2; }
+static inline int64_t bg_np(int64_t N) { return (N + BG_NR - 1) / BG_NR; }
+/* packed B length in float-sized slots (one bf16 pair each) */
+static inline int64_t bg_pack_b_len(int64_t K, int64_t N) { return bg_np(N) * BG_NR * bg_k2(K); }
+
+/* fp32 -> bf16, round to nearest even; NaN stays a (quiet) NaN */
+static inline uint16_t bg_f2b(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    if ((u & 0x7FFFFFFFu) > 0x7F800000u) return (uint16_t)((u >> 16) | 0x40u);
+    u += 0x7FFFu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+static inline float bg_b2f(uint16_t b) {
+    uint32_t u = (uint32_t)b << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* B element (k, n) at B[k * sk + n * sn] (sk = N, sn = 1 for a K x N weight; sk = 1, sn = K for transB) */
+static void bg_pack_b(const float* B, int64_t K, int64_t N, int64_t sk, int64_t sn, uint16_t* out) {
+    int64_t K2 = bg_k2(K), NP = bg_np(N);
+    memset(out, 0, (size_t)bg_pack_b_len(K, N) * 4);
+    for (int64_t p = 0; p < NP; p++) {
+        uint16_t* pan = out + p * K2 * BG_NR * 2;
+        for (int64_t k = 0; k < K; k++) {
+            uint16_t* g = pan + (k / 2) * BG_NR * 2 + (k & 1);
+            const float* b = B + k * sk;
+            int64_t c1 = N - p * BG_NR < BG_NR ? N - p * BG_NR : BG_NR;
+            for (int64_t c = 0; c < c1; c++) g[2 * c] = bg_f2b(b[(p * BG_NR + c) * sn]);
+        }
+    }
+}
+
+/* rows m0..m1 of A (row stride lda) -> rows of K2 bf16 pairs (uint32: low half k even, high half k odd) */
+static void bg_pack_a_rows(const float* A, int64_t lda, int64_t K, int64_t m0, int64_t m1, uint32_t* out) {
+    int64_t K2 = bg_k2(K);
+    for (int64_t m = m0; m < m1; m++) {
+        const float* a = A + m * lda;
+        uint32_t* o = out + m * K2;
+        int64_t g;
+        for (g = 0; g < K / 2; g++) o[g] = (uint32_t)bg_f2b(a[2 * g]) | ((uint32_t)bg_f2b(a[2 * g + 1]) << 16);
+        if (K & 1) o[g] = (uint32_t)bg_f2b(a[K - 1]);
+    }
+}
+
+/* ---------------------------------------------------------------- kernel selection */
+enum { BG_GENERIC = 0, BG_AVX512BF16 = 1 };
+static int bg_force = -1;        /* tests: force a kernel (-1: best available) */
+
+static int bg_cpu_bf16(void) {
+#if BG_X86
+    static int cached = -1;
+    if (cached >= 0) return cached;
+    unsigned a, b, c, d;
+    int ok = 0;
+    if (__get_cpuid(1, &a, &b, &c, &d) && ((c >> 27) & 1) && __get_cpuid_max(0, 0) >= 7) {
+        unsigned lo, hi;
+        __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+        int zmm_ok = (lo & 0xE6) == 0xE6;
+        __cpuid_count(7, 0, a, b, c, d);
+        int f = (b >> 16) & 1, bw = (b >> 30) & 1;
+        __cpuid_count(7, 1, a, b, c, d);
+        int bf16 = (a >> 5) & 1;
+        ok = zmm_ok && f && bw && bf16;
+    }
+    cached = ok;
+    return ok;
+#else
+    return 0;
+#endif
+}
+
+static int bg_have(int k) {
+    if (k == BG_GENERIC) return 1;
+    if (k == BG_AVX512BF16) return bg_cpu_bf16();
+    return 0;
+}
+
+static int bg_kernel(void) {
+    if (bg_force >= 0 && bg_have(bg_force)) return bg_force;
+    return bg_have(BG_AVX512BF16) ? BG_AVX512BF16 : BG_GENERIC;
+}
+
+/* ---------------------------------------------------------------- micro-kernels
+   C[mr, nr] (fp32, ldc) (+)= sum over kp pairs of A rows (uint32 pairs, lda2) x one B panel block (kp x 32 x 2);
+   load: add to C's current values (later K blocks), else overwrite. */
+static void bg_micro_generic(const uint32_t* A, int64_t lda2, const uint16_t* Bp, int64_t kp, int mr, int nr,
+                             float* C, int64_t ldc, int load) {
+    for (int i = 0; i < mr; i++) {
+        float acc[BG_NR];
+        for (int c = 0; c < BG_NR; c++) acc[c] = load && c < nr ? C[i * ldc + c] : 0.0f;
+        const uint32_t* a = A + i * lda2;
+        for (int64_t g = 0; g < kp; g++) {
+            float a0 = bg_b2f((uint16_t)(a[g] & 0xFFFF)), a1 = bg_b2f((uint16_t)(a[g] >> 16));
+            const uint16_t* b = Bp + g * BG_NR * 2;
+            for (int c = 0; c < BG_NR; c++) acc[c] += a0 * bg_b2f(b[2 * c]) + a1 * bg_b2f(b[2 * c + 1]);
+        }
+        for (int c = 0; c < nr; c++) C[i * ldc + c] = acc[c];
+    }
+}
+
+#if BG_X86
+#define BG_T __attribute__((target("avx512bf16,avx512bw,avx512f"), always_inline)) inline
+static BG_T void bg_tile(const uint32_t* A, int64_t lda2, const uint16_t* Bp, int64_t kp, const int MR, const int NV,
+                         int nr, float* C, int64_t ldc, int load) {
+    __m512 acc0[BG_MR], acc1[BG_MR];
+    __mmask16 m0 = nr >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << nr) - 1u);
+    __mmask16 m1 = nr >= 32 ? (__mmask16)0xFFFF : nr <= 16 ? (__mmask16)0 : (__mmask16)((1u << (nr - 16)) - 1u);
+    for (int i = 0; i < MR; i++) {
+        acc0[i] = load ? _mm512_maskz_loadu_ps(m0, C + i * ldc) : _mm512_setzero_ps();
+        acc1[i] = load && NV > 1 ? _mm512_maskz_loadu_ps(m1, C + i * ldc + 16) : _mm512_setzero_ps();
+    }
+    for (int64_t g = 0; g < kp; g++) {
+        __m512i b0 = _mm512_loadu_si512((const void*)(Bp + g * 64));
+        __m512i b1 = NV > 1 ? _mm512_loadu_si512((const void*)(Bp + g * 64 + 32)) : b0;
+        for (int i = 0; i < MR; i++) {
+            __m512i ab = _mm512_set1_epi32((int)A[i * lda2 + g]);
+            acc0[i] = _mm512_dpbf16_ps(acc0[i], (__m512bh)ab, (__m512bh)b0);
+            if (NV > 1) acc1[i] = _mm512_dpbf16_ps(acc1[i], (__m512bh)ab, (__m512bh)b1);
+        }
+    }
+    for (int i = 0; i < MR; i++) {
+        _mm512_mask_storeu_ps(C + i * ldc, m0, acc0[i]);
+        if (NV > 1) _mm512_mask_storeu_ps(C + i * ldc + 16, m1, acc1[i]);
+    }
+}
+
+#define BG_CASE(R) \
+    case R: if (nr > 16) bg_tile(Ar, lda2, Bp, kp, R, 2, nr, C, ldc, load); \
+            else bg_tile(Ar, lda2, Bp, kp, R, 1, nr, C, ldc, load); break;
+
+__attribute__((target("avx512bf16,avx512bw,avx512f")))
+static void bg_micro_bf16(const uint32_t* A, int64_t lda2, const uint16_t* Bp, int64_t kp, int mr, int nr,
+                          float* C0, int64_t ldc, int load) {
+    for (int i = 0; i < mr; i += BG_MR) {
+        int r = mr - i < BG_MR ? mr - i : BG_MR;
+        const uint32_t* Ar = A + i * lda2;
+        float* C = C0 + i * ldc;
+        switch (r) { BG_CASE(1) BG_CASE(2) BG_CASE(3) BG_CASE(4) BG_CASE(5) BG_CASE(6) BG_CASE(7) BG_CASE(8)
+                     BG_CASE(9) BG_CASE(10) BG_CASE(11) BG_CASE(12) }
+    }
+}
+#endif
+
+/* ---------------------------------------------------------------- the GEMM with its epilogue
+   Y[m, n] = act(alpha * acc + bias[n] + R[m * ldr + n]) (bias / R optional), Y row stride ldy. */
+typedef struct {
+    const float* A; int64_t lda;        /* for the A packing pass */
+    uint32_t* Ap;                       /* packed A, M x K2 pairs */
+    const uint16_t* Bp;
+    int64_t M, N, K, K2;
+    float alpha;
+    const float* bias; const float* R; int64_t ldr;
+    float* Y; int64_t ldy;
+    const onnxep_act* act;
+    int kern;
+    int64_t nmb, nnb;
+} bg_args;
+
+static void bg_pack_item(void* ctx, Py_ssize_t item, int tid) {
+    bg_args* a = (bg_args*)ctx;
+    int64_t m0 = item * BG_MB, m1 = m0 + BG_MB < a->M ? m0 + BG_MB : a->M;
+    (void)tid;
+    bg_pack_a_rows(a->A, a->lda, a->K, m0, m1, a->Ap);
+}
+
+static void bg_item(void* ctx, Py_ssize_t item, int tid) {
+    bg_args* a = (bg_args*)ctx;
+    int64_t nb = item / a->nmb, mb = item % a->nmb;
+    int64_t m0 = mb * BG_MB, m1 = m0 + BG_MB < a->M ? m0 + BG_MB : a->M;
+    int64_t n0 = nb * BG_NB, n1 = n0 + BG_NB < a->N ? n0 + BG_NB : a->N;
+    const int64_t K2 = a->K2, w = n1 - n0;
+    float buf[BG_MB * BG_NB];
+    int mr = (int)(m1 - m0);
+    const int kern = a->kern;
+    (void)tid;
+    for (int64_t g0 = 0; g0 < K2; g0 += BG_KC / 2) {
+        int64_t kp = K2 - g0 < BG_KC / 2 ? K2 - g0 : BG_KC / 2;
+        const uint32_t* Ap = a->Ap + m0 * K2 + g0;
+        for (int64_t c0 = n0; c0 < n1; c0 += BG_NR) {
+            int nr = (int)(n1 - c0 < BG_NR ? n1 - c0 : BG_NR);
+            const uint16_t* Bp = a->Bp + ((c0 / BG_NR) * K2 + g0) * BG_NR * 2;
+            float* C = buf + (c0 - n0);
+#if BG_X86
+            if (kern == BG_AVX512BF16) bg_micro_bf16(Ap, K2, Bp, kp, mr, nr, C, BG_NB, g0 > 0);
+            else
+#endif
+            bg_micro_generic(Ap, K2, Bp, kp, mr, nr, C, BG_NB, g0 > 0);
+        }
+    }
+    if (K2 == 0) memset(buf, 0, sizeof(buf));
+    const float alpha = a->alpha;
+    const float* __restrict bp = a->bias ? a->bias + n0 : NULL;
+    const onnxep_act* act = a->act;
+    const int kind = act ? act->kind : ONNXEP_ACT_NONE;
+    for (int64_t m = m0; m < m1; m++) {
+        const float* __restrict c = buf + (m - m0) * BG_NB;
+        float* __restrict y = a->Y + m * a->ldy + n0;
+        if (alpha != 1.0f) for (int64_t j = 0; j < w; j++) y[j] = alpha * c[j];
+        else memcpy(y, c, (size_t)w * 4);
+        if (bp) for (int64_t j = 0; j < w; j++) y[j] += bp[j];
+        if (a->R) { const float* __restrict r = a->R + m * a->ldr + n0; for (int64_t j = 0; j < w; j++) y[j] += r[j]; }
+        if (kind == ONNXEP_ACT_RELU) { for (int64_t j = 0; j < w; j++) y[j] = y[j] > 0.0f ? y[j] : 0.0f; }
+        else if (kind != ONNXEP_ACT_NONE) { for (int64_t j = 0; j < w; j++) y[j] = onnxep_act1(act, y[j]); }
+    }
+}
+
+#endif /* ONNXEP_BGEMM_H */
