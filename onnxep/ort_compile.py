@@ -166,7 +166,7 @@ def build_model(descs: list, values: dict, fused: dict):
         nodes, "onnxep_partition",
         [_value_info(x, values.get(x)) for x in feed_names],
         [_value_info(o, values.get(o)) for o in fused["outputs"]],
-        [numpy_helper.from_array(np.ascontiguousarray(a), name=n) for n, a in inits.items()])
+        [numpy_helper.from_array(np.array(a, order="C"), name=n) for n, a in inits.items()])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid(d, v) for d, v in opsets.items()])
     model.ir_version = min(model.ir_version, 8)
     return model, feed_names
