@@ -22,8 +22,7 @@ HEAVY_OPS = frozenset({"Conv", "ConvTranspose", "MatMul", "Gemm", "LayerNormaliz
                        "MultiHeadAttention", "BatchNormalization", "Einsum", "LSTM", "GRU"})
 # Ops never claimed: onnxruntime keeps control flow and ops whose outputs feed shape logic cheaply.
 NEVER = frozenset({"If", "Loop", "Scan", "SequenceConstruct", "SequenceAt", "SplitToSequence", "ConcatFromSequence"})
-_FLOAT_TYPES = (1,)       # float32 first (ONNX TensorProto.FLOAT)
-_ALLOWED_TYPES = (1, 6, 7, 9)   # float32 data; int32 / int64 / bool for shapes and indices inside a partition
+_ALLOWED_TYPES = (1, 6, 7, 9)   # float32 data (first); int32 / int64 / bool for shapes and indices
 
 
 def _domain(d: str) -> str:
@@ -32,7 +31,8 @@ def _domain(d: str) -> str:
 
 def node_supported(desc: dict, values: dict) -> bool:
     """onnxep runs this node natively: its op registry has a kernel at the node's version, every attribute could be
-    read, and its float values are float32 (the other dtypes allowed are shape / index integers and bool)."""
+    read, and its float values are float32 (the other dtypes allowed are shape / index integers and bool: the shape
+    arithmetic between two float nodes stays inside the partition instead of splitting it)."""
     from onnxep.ops import _registry
 
     if desc["attrs"] is None or desc["op"] in NEVER:
@@ -42,7 +42,6 @@ def node_supported(desc: dict, values: dict) -> bool:
         return False
     if _registry.lookup(dom, desc["op"], int(desc["since"])) is None:
         return False
-    saw_float = False
     for name in desc["inputs"] + desc["outputs"]:
         if not name:
             continue
@@ -51,8 +50,7 @@ def node_supported(desc: dict, values: dict) -> bool:
             return False
         if v[1] not in _ALLOWED_TYPES:
             return False
-        saw_float = saw_float or v[1] in _FLOAT_TYPES
-    return saw_float
+    return True
 
 
 def _toposort(descs: list, ok: list) -> list:
