@@ -7,7 +7,7 @@ profiled session). Light models: seeded random-weight copies (onnxep/_light.py) 
 
     python bench/bench_ort_plugin.py --threads 2 --repeat 20
     python bench/bench_ort_plugin.py resnet50 zoo:resnet.dynamo --threads 1
-    python bench/bench_ort_plugin.py -o compile=1 --threads 2      # the compile path (fused partitions)
+    python bench/bench_ort_plugin.py -o compile=0 --threads 2      # the kernel-registry path (default: compile)
 """
 
 import argparse
@@ -30,7 +30,8 @@ from onnxep._light import light_model  # noqa: E402
 
 ZOO = os.path.expanduser("~/.cache/onnxep/zoo")
 DEFAULT = ["resnet50", "squeezenet", "inception_v1", "zoo:resnet.dynamo", "zoo:mobilenet_v2.dynamo",
-           "zoo:regnet.dynamo"]
+           "zoo:regnet.dynamo", "zoo:efficientnet.dynamo", "zoo:convnext.dynamo", "zoo:bert.dynamo", "zoo:vit.dynamo",
+           "zoo:gpt2.dynamo", "zoo:distilbert.dynamo"]
 _NP = {onnx.TensorProto.FLOAT: np.float32, onnx.TensorProto.INT64: np.int64, onnx.TensorProto.INT32: np.int32}
 
 
@@ -115,7 +116,7 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--repeat", type=int, default=20)
     ap.add_argument("--ep-option", "-o", action="append", default=[], metavar="KEY=VALUE",
-                    help="an option of onnxep's EP, e.g. -o compile=1 (the compile path); repeatable")
+                    help="an option of onnxep's EP, e.g. -o compile=0 (kernel-registry path) or -o threads=2; repeatable")
     a = ap.parse_args()
     ep_options = dict(kv.split("=", 1) for kv in a.ep_option)
     onnxep_ort.register()

@@ -10,8 +10,11 @@
 # factory / EP / kernel structs, allocated with malloc.
 
 from libc.stdint cimport uint32_t
-from libc.stdlib cimport malloc, calloc, realloc, free, getenv, atoi
+from libc.stdlib cimport malloc, calloc, realloc, free, atoi
 from cpython.ref cimport Py_INCREF, Py_DECREF
+
+cdef extern from "Python.h":
+    int Py_IsInitialized() noexcept nogil
 from libc.string cimport strcmp, strcpy, strlen
 
 cdef extern from "_native/ort_plugin_abi.h":
@@ -1518,7 +1521,6 @@ cdef OrtStatus* _f_create_ep(OrtEpFactory* this_ptr, const OrtHardwareDevice* co
                              OrtEp** ep) noexcept nogil:
     cdef onnxep_factory* f = <onnxep_factory*>this_ptr
     cdef onnxep_ep* e = <onnxep_ep*>calloc(1, sizeof(onnxep_ep))   # every OrtEp slot not set below stays NULL
-    cdef const char* env
     ep[0] = NULL
     if e == NULL:
         return f.api.CreateStatus(ORT_FAIL, "onnxep: out of memory creating the EP")
@@ -1528,9 +1530,9 @@ cdef OrtStatus* _f_create_ep(OrtEpFactory* this_ptr, const OrtHardwareDevice* co
     e.base.GetKernelRegistry = _ep_get_kernel_registry
     e.factory = f
     e.fuse_acts = 1
-    env = getenv("ONNXEP_ORT_CLAIM_CONV")
-    e.claim_conv = env != NULL and env[0] == c'1'
-    e.compile_mode = _ep_option_int(f.api, session_options, "ep.onnxep.compile", 0)
+    e.claim_conv = _ep_option_int(f.api, session_options, "ep.onnxep.claim_conv", 0)
+    # the compile path builds onnxep sessions in Python: off in a host without a Python interpreter
+    e.compile_mode = _ep_option_int(f.api, session_options, "ep.onnxep.compile", 0) and Py_IsInitialized()
     e.nthreads = _ep_option_int(f.api, session_options, "ep.onnxep.threads", 0)
     if e.compile_mode:
         e.base.Compile = _ep_compile
@@ -1982,7 +1984,8 @@ cdef void _ci_release_state(OrtNodeComputeInfo* this_ptr, void* state) noexcept 
 cdef OrtStatus* _ci_compute(OrtNodeComputeInfo* this_ptr, void* state, OrtKernelContext* kctx) noexcept with gil:
     cdef _onnxep_cinfo* ci = <_onnxep_cinfo*>this_ptr
     cdef const OrtApi* api = ci.api
-    cdef size_t nin = 0, i, nd, k
+    cdef size_t nin = 0, i, k
+    cdef Py_ssize_t nd
     cdef const OrtValue* v = NULL
     cdef OrtValue* y = NULL
     cdef OrtTensorTypeAndShapeInfo* info = NULL
@@ -2005,7 +2008,8 @@ cdef OrtStatus* _ci_compute(OrtNodeComputeInfo* this_ptr, void* state, OrtKernel
                 raise _ort_err(api, st)
             st = api.GetTensorElementType(info, &et)
             if st == NULL:
-                st = api.GetDimensionsCount(info, &nd)
+                st = api.GetDimensionsCount(info, &nin)
+                nd = <Py_ssize_t>nin
             if st == NULL and nd > 16:
                 st = api.CreateStatus(ORT_INVALID_ARGUMENT, "onnxep: more than 16 dimensions")
             if st == NULL:
@@ -2016,14 +2020,16 @@ cdef OrtStatus* _ci_compute(OrtNodeComputeInfo* this_ptr, void* state, OrtKernel
             st = api.GetTensorData(v, &p)
             if st != NULL:
                 raise _ort_err(api, st)
-            feeds[name] = _wrap_ptr(p, <int>et, tuple(int(dims[k]) for k in range(nd)), False)
+            feeds[name] = _wrap_ptr(p, <int>et, tuple(int(dims[k]) for k in range(<size_t>nd)), False)
         outs = part.run(feeds)
         for i in range(len(outs)):
             o = outs[i]
             nd = o.ndim
-            for k in range(nd):
+            if nd > 16:
+                raise ValueError("onnxep: an output has more than 16 dimensions")
+            for k in range(<size_t>nd):
                 dims[k] = o.shape[k]
-            st = api.KernelContext_GetOutput(kctx, i, dims, nd, &y)
+            st = api.KernelContext_GetOutput(kctx, i, dims, <size_t>nd, &y)
             if st != NULL:
                 raise _ort_err(api, st)
             if o.nbytes:

@@ -768,7 +768,7 @@ typedef struct onnxep_ep {
     onnxep_fused_act* fused;         /* malloc'ed, nfused entries */
     size_t nfused, cap_fused;
     int fuse_acts;                   /* ep option fuse_activations (default 1) */
-    int claim_conv;                  /* claim Conv (env ONNXEP_ORT_CLAIM_CONV=1; off: measured slower than the CPU EP) */
+    int claim_conv;                  /* kernel path: claim lone Conv (EP option claim_conv=1; off: measured slower than the CPU EP) */
     int compile_mode;                /* EP option compile=1: fused partitions run as onnxep plans (OrtEp::Compile) */
     int nthreads;                    /* EP option threads: onnxep's own pool for compiled partitions (0: default) */
 } onnxep_ep;

@@ -212,3 +212,15 @@ def test_kernel_error_is_an_onnxruntime_exception_and_session_survives():
     assert "onnxep" in str(ei.value) or "Conv" in str(ei.value)
     x = np.random.default_rng(5).standard_normal((1, 3, 15, 17)).astype(np.float32)
     assert _rel(plug.run(None, {"x": x})[0], cpu.run(None, {"x": x})[0]) <= 1e-4
+
+
+def test_default_session_options_compile():
+    mb = _conv_chain()
+    so = ort.SessionOptions()
+    so.enable_profiling = True
+    sess = ort.InferenceSession(mb, sess_options=onnxep_ort.session_options(so))     # compile=1 by default
+    x = np.random.default_rng(6).standard_normal((1, 3, 15, 17)).astype(np.float32)
+    ref = ort.InferenceSession(mb, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    assert _rel(sess.run(None, {"x": x})[0], ref) <= 1e-4
+    prov = _providers(sess)
+    assert set(prov) == {"onnxep"} and all(n.startswith("onnxep_") for n in prov["onnxep"]), prov
