@@ -7,6 +7,7 @@ profiled session). Light models: seeded random-weight copies (onnxep/_light.py) 
 
     python bench/bench_ort_plugin.py --threads 2 --repeat 20
     python bench/bench_ort_plugin.py resnet50 zoo:resnet.dynamo --threads 1
+    python bench/bench_ort_plugin.py -o compile=0 --threads 2      # the kernel-registry path (default: compile)
 """
 
 import argparse
@@ -29,7 +30,8 @@ from onnxep._light import light_model  # noqa: E402
 
 ZOO = os.path.expanduser("~/.cache/onnxep/zoo")
 DEFAULT = ["resnet50", "squeezenet", "inception_v1", "zoo:resnet.dynamo", "zoo:mobilenet_v2.dynamo",
-           "zoo:regnet.dynamo"]
+           "zoo:regnet.dynamo", "zoo:efficientnet.dynamo", "zoo:convnext.dynamo", "zoo:bert.dynamo", "zoo:vit.dynamo",
+           "zoo:gpt2.dynamo", "zoo:distilbert.dynamo"]
 _NP = {onnx.TensorProto.FLOAT: np.float32, onnx.TensorProto.INT64: np.int64, onnx.TensorProto.INT32: np.int32}
 
 
@@ -67,9 +69,9 @@ def _session(mb, threads, plugin, profile=False, **ep_options):
     return ort.InferenceSession(mb, sess_options=so, providers=None if plugin else ["CPUExecutionProvider"])
 
 
-def provider_share(mb, feeds, threads, runs=5):
+def provider_share(mb, feeds, threads, runs=5, **ep_options):
     """{provider: fraction of node kernel time} from onnxruntime's profiler over `runs` runs (after one warm-up)."""
-    s = _session(mb, threads, True, profile=True)
+    s = _session(mb, threads, True, profile=True, **ep_options)
     s.run(None, feeds)
     for _ in range(runs):
         s.run(None, feeds)
@@ -86,10 +88,10 @@ def provider_share(mb, feeds, threads, runs=5):
     return {p: v / s_all for p, v in sorted(tot.items(), key=lambda kv: -kv[1])}
 
 
-def bench(spec, threads, repeat):
+def bench(spec, threads, repeat, **ep_options):
     mb, feeds = _load(spec)
     cpu = _session(mb, threads, False)
-    plug = _session(mb, threads, True)
+    plug = _session(mb, threads, True, **ep_options)
     ref = cpu.run(None, feeds)
     out = plug.run(None, feeds)
     err = max(float(np.abs(np.asarray(o, np.float64) - r).max() / max(np.abs(r).max(), 1e-30))
@@ -104,7 +106,7 @@ def bench(spec, threads, repeat):
             sess.run(None, feeds)
             acc.append(time.perf_counter() - t0)
     mc, mp = statistics.median(tc) * 1e3, statistics.median(tp) * 1e3
-    share = provider_share(mb, feeds, threads)
+    share = provider_share(mb, feeds, threads, **ep_options)
     return err, mc, mp, share
 
 
@@ -113,14 +115,18 @@ def main():
     ap.add_argument("models", nargs="*", default=DEFAULT, help="light model names or zoo:ARCH.EXPORTER")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--repeat", type=int, default=20)
+    ap.add_argument("--ep-option", "-o", action="append", default=[], metavar="KEY=VALUE",
+                    help="an option of onnxep's EP, e.g. -o compile=0 (kernel-registry path) or -o threads=2; repeatable")
     a = ap.parse_args()
+    ep_options = dict(kv.split("=", 1) for kv in a.ep_option)
     onnxep_ort.register()
-    print(f"onnxruntime {ort.__version__}, {a.threads} thread(s), {a.repeat} alternating rounds, medians")
+    print(f"onnxruntime {ort.__version__}, {a.threads} thread(s), {a.repeat} alternating rounds, medians, "
+          f"EP options {ep_options}")
     print(f"{'model':28s} {'rel err':>9s} {'cpu ms':>8s} {'plugin ms':>9s} {'ratio':>6s}  provider share")
     ratios = []
     for spec in a.models:
         try:
-            err, mc, mp, share = bench(spec, a.threads, a.repeat)
+            err, mc, mp, share = bench(spec, a.threads, a.repeat, **ep_options)
         except Exception as e:  # report and go on with the next model
             print(f"{spec:28s} FAILED: {type(e).__name__}: {str(e)[:200]}")
             continue

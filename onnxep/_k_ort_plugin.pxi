@@ -10,7 +10,11 @@
 # factory / EP / kernel structs, allocated with malloc.
 
 from libc.stdint cimport uint32_t
-from libc.stdlib cimport malloc, calloc, realloc, free, getenv
+from libc.stdlib cimport malloc, calloc, realloc, free, atoi
+from cpython.ref cimport Py_INCREF, Py_DECREF
+
+cdef extern from "Python.h":
+    int Py_IsInitialized() noexcept nogil
 from libc.string cimport strcmp, strcpy, strlen
 
 cdef extern from "_native/ort_plugin_abi.h":
@@ -43,6 +47,19 @@ cdef extern from "_native/ort_plugin_abi.h":
     ctypedef struct OrtDeviceEpIncompatibilityDetails
     ctypedef struct OrtExternalResourceImporterImpl
     ctypedef struct OrtCustomOpDomain
+    ctypedef struct OrtOpAttr
+    ctypedef struct OrtNodeComputeContext
+    ctypedef enum OrtOpAttrType:
+        ORT_OP_ATTR_UNDEFINED, ORT_OP_ATTR_INT, ORT_OP_ATTR_INTS, ORT_OP_ATTR_FLOAT, ORT_OP_ATTR_FLOATS
+        ORT_OP_ATTR_STRING, ORT_OP_ATTR_STRINGS, ORT_OP_ATTR_GRAPH, ORT_OP_ATTR_TENSOR
+    ctypedef struct OrtNodeFusionOptions:
+        uint32_t ort_version_supported
+        ort_bool drop_constant_initializers
+    struct OrtNodeComputeInfo:
+        uint32_t ort_version_supported
+        OrtStatus* (*CreateState)(OrtNodeComputeInfo* this_ptr, OrtNodeComputeContext* ctx, void** state) noexcept nogil
+        OrtStatus* (*Compute)(OrtNodeComputeInfo* this_ptr, void* state, OrtKernelContext* kctx) noexcept nogil
+        void (*ReleaseState)(OrtNodeComputeInfo* this_ptr, void* state) noexcept nogil
 
     ctypedef enum OrtErrorCode:
         ORT_OK
@@ -69,6 +86,8 @@ cdef extern from "_native/ort_plugin_abi.h":
                                      const OrtKeyValuePairs* ep_metadata, const OrtKeyValuePairs* ep_options,
                                      OrtEpDevice** ep_device) noexcept nogil
         OrtStatus* (*EpGraphSupportInfo_AddSingleNode)(OrtEpGraphSupportInfo* info, const OrtNode* node) noexcept nogil
+        OrtStatus* (*EpGraphSupportInfo_AddNodesToFuse)(OrtEpGraphSupportInfo* info, const OrtNode* const* nodes,
+                                                        size_t n, const OrtNodeFusionOptions* opts) noexcept nogil
         OrtStatus* (*CreateKernelRegistry)(OrtKernelRegistry** kernel_registry) noexcept nogil
         void (*ReleaseKernelRegistry)(OrtKernelRegistry* kernel_registry) noexcept nogil
         OrtStatus* (*KernelRegistry_AddKernel)(OrtKernelRegistry* kernel_registry, const OrtKernelDef* kernel_def,
@@ -144,6 +163,24 @@ cdef extern from "_native/ort_plugin_abi.h":
         OrtStatus* (*Node_GetInputs)(const OrtNode* node, const OrtValueInfo** inputs, size_t n) noexcept nogil
         OrtStatus* (*Node_GetNumOutputs)(const OrtNode* node, size_t* n) noexcept nogil
         OrtStatus* (*Node_GetOutputs)(const OrtNode* node, const OrtValueInfo** outputs, size_t n) noexcept nogil
+        OrtStatus* (*Graph_GetNumInputs)(const OrtGraph* g, size_t* n) noexcept nogil
+        OrtStatus* (*Graph_GetInputs)(const OrtGraph* g, const OrtValueInfo** v, size_t n) noexcept nogil
+        OrtStatus* (*Graph_GetNumOutputs)(const OrtGraph* g, size_t* n) noexcept nogil
+        OrtStatus* (*Graph_GetOutputs)(const OrtGraph* g, const OrtValueInfo** v, size_t n) noexcept nogil
+        OrtStatus* (*Node_GetName)(const OrtNode* node, const char** name) noexcept nogil
+        OrtStatus* (*Node_GetDomain)(const OrtNode* node, const char** domain) noexcept nogil
+        OrtStatus* (*Node_GetSinceVersion)(const OrtNode* node, int* since) noexcept nogil
+        OrtStatus* (*Node_GetNumAttributes)(const OrtNode* node, size_t* n) noexcept nogil
+        OrtStatus* (*Node_GetAttributes)(const OrtNode* node, const OrtOpAttr** attrs, size_t n) noexcept nogil
+        OrtStatus* (*OpAttr_GetType)(const OrtOpAttr* a, OrtOpAttrType* t) noexcept nogil
+        OrtStatus* (*OpAttr_GetName)(const OrtOpAttr* a, const char** name) noexcept nogil
+        OrtStatus* (*ReadOpAttr)(const OrtOpAttr* a, OrtOpAttrType t, void* data, size_t len, size_t* out) noexcept nogil
+        OrtStatus* (*GetValueInfoTypeInfo)(const OrtValueInfo* v, const OrtTypeInfo** ti) noexcept nogil
+        OrtStatus* (*CastTypeInfoToTensorInfo)(const OrtTypeInfo* ti, const OrtTensorTypeAndShapeInfo** out) noexcept nogil
+        OrtStatus* (*HasSessionConfigEntry)(const OrtSessionOptions* so, const char* key, int* out) noexcept nogil
+        OrtStatus* (*GetSessionConfigEntry)(const OrtSessionOptions* so, const char* key, char* value,
+                                            size_t* size) noexcept nogil
+        OrtStatus* (*KernelContext_GetOutputCount)(const OrtKernelContext* context, size_t* out) noexcept nogil
         OrtStatus* (*KernelContext_ParallelFor)(const OrtKernelContext* context, void (*fn)(void*, size_t) noexcept nogil,
                                                 size_t total, size_t num_batch, void* usr_data) noexcept nogil
 
@@ -168,6 +205,9 @@ cdef extern from "_native/ort_plugin_abi.h":
         OrtStatus* (*GetCapability)(OrtEp* this_ptr, const OrtGraph* graph,
                                     OrtEpGraphSupportInfo* graph_support_info) noexcept nogil
         OrtStatus* (*GetKernelRegistry)(OrtEp* this_ptr, const OrtKernelRegistry** kernel_registry) noexcept nogil
+        OrtStatus* (*Compile)(OrtEp* this_ptr, const OrtGraph** graphs, const OrtNode** fused_nodes, size_t count,
+                              OrtNodeComputeInfo** infos, OrtNode** ep_context_nodes) noexcept nogil
+        void (*ReleaseNodeComputeInfos)(OrtEp* this_ptr, OrtNodeComputeInfo** infos, size_t n) noexcept nogil
 
     struct OrtEpFactory:
         uint32_t ort_version_supported
@@ -248,6 +288,8 @@ cdef extern from "_native/ort_plugin_abi.h":
         size_t nfused, cap_fused
         int fuse_acts
         int claim_conv
+        int compile_mode
+        int nthreads
     ctypedef struct onnxep_kernel:
         OrtKernelImpl base
         const OrtApi* api
@@ -1266,7 +1308,10 @@ cdef OrtStatus* _ep_get_capability(OrtEp* this_ptr, const OrtGraph* graph,
     cdef const OrtNode** nodes
     cdef const OrtKernelDef* kdef
     cdef const char* op_type
-    cdef OrtStatus* st = api.Graph_GetNumNodes(graph, &n)
+    cdef OrtStatus* st
+    if e.compile_mode:
+        return _ep_get_capability_compile(e, graph, support)
+    st = api.Graph_GetNumNodes(graph, &n)
     if st != NULL or n == 0:
         return st
     nodes = <const OrtNode**>malloc(n * sizeof(OrtNode*))
@@ -1476,7 +1521,6 @@ cdef OrtStatus* _f_create_ep(OrtEpFactory* this_ptr, const OrtHardwareDevice* co
                              OrtEp** ep) noexcept nogil:
     cdef onnxep_factory* f = <onnxep_factory*>this_ptr
     cdef onnxep_ep* e = <onnxep_ep*>calloc(1, sizeof(onnxep_ep))   # every OrtEp slot not set below stays NULL
-    cdef const char* env
     ep[0] = NULL
     if e == NULL:
         return f.api.CreateStatus(ORT_FAIL, "onnxep: out of memory creating the EP")
@@ -1486,8 +1530,13 @@ cdef OrtStatus* _f_create_ep(OrtEpFactory* this_ptr, const OrtHardwareDevice* co
     e.base.GetKernelRegistry = _ep_get_kernel_registry
     e.factory = f
     e.fuse_acts = 1
-    env = getenv("ONNXEP_ORT_CLAIM_CONV")
-    e.claim_conv = env != NULL and env[0] == c'1'
+    e.claim_conv = _ep_option_int(f.api, session_options, "ep.onnxep.claim_conv", 0)
+    # the compile path builds onnxep sessions in Python: off in a host without a Python interpreter
+    e.compile_mode = _ep_option_int(f.api, session_options, "ep.onnxep.compile", 0) and Py_IsInitialized()
+    e.nthreads = _ep_option_int(f.api, session_options, "ep.onnxep.threads", 0)
+    if e.compile_mode:
+        e.base.Compile = _ep_compile
+        e.base.ReleaseNodeComputeInfos = _ep_release_infos
     ep[0] = &e.base
     return NULL
 
@@ -1652,3 +1701,420 @@ cdef public OrtStatus* ReleaseEpFactory(OrtEpFactory* factory) noexcept nogil:
             f.ep_api.ReleaseKernelRegistry(f.registry)
         free(f)
     return NULL
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The compile path (EP option compile=1): GetCapability claims connected groups of nodes onnxep runs natively
+# (onnxep/ort_compile.py decides, from onnxep's own op registry) with EpGraphSupportInfo_AddNodesToFuse;
+# OrtEp::Compile turns each fused OrtGraph into an onnxep session (an onnx ModelProto built from the OrtGraph
+# accessors, the GIL taken: Compile runs on the thread that creates the session); Compute runs that session's plan.
+
+cdef object _ort_err(const OrtApi* api, OrtStatus* st):
+    msg = (<bytes>api.GetErrorMessage(st)).decode("utf-8", "replace")
+    api.ReleaseStatus(st)
+    return RuntimeError("onnxruntime: " + msg)
+
+
+cdef object _vi_desc(const OrtApi* api, const OrtValueInfo* v):
+    """(name, elem_type, dims or None, initializer ndarray or None) of one OrtValueInfo."""
+    import numpy as np
+    cdef const char* name = NULL
+    cdef const OrtTypeInfo* ti = NULL
+    cdef const OrtTensorTypeAndShapeInfo* tinfo = NULL
+    cdef OrtTensorTypeAndShapeInfo* vinfo = NULL
+    cdef ONNXTensorElementDataType et
+    cdef size_t nd = 0, i
+    cdef int64_t dims[16]
+    cdef const OrtValue* init = NULL
+    cdef const void* p = NULL
+    cdef OrtStatus* st
+    if v == NULL:
+        return ("", 0, None, None)
+    st = api.GetValueInfoName(v, &name)
+    if st != NULL:
+        raise _ort_err(api, st)
+    pyname = (<bytes>name).decode() if name != NULL else ""
+    elem = 0
+    shape = None
+    st = api.GetValueInfoTypeInfo(v, &ti)
+    if st == NULL and ti != NULL:
+        st = api.CastTypeInfoToTensorInfo(ti, &tinfo)
+        if st == NULL and tinfo != NULL:
+            st = api.GetTensorElementType(tinfo, &et)
+            if st == NULL:
+                elem = <int>et
+                st = api.GetDimensionsCount(tinfo, &nd)
+            if st == NULL and nd <= 16:
+                st = api.GetDimensions(tinfo, dims, nd)
+                if st == NULL:
+                    shape = [int(dims[i]) for i in range(nd)]
+    if st != NULL:
+        api.ReleaseStatus(st)
+    arr = None
+    st = api.ValueInfo_GetInitializerValue(v, &init)
+    if st != NULL:
+        api.ReleaseStatus(st)
+        init = NULL
+    if init != NULL:
+        st = api.GetTensorTypeAndShape(init, &vinfo)
+        if st != NULL:
+            raise _ort_err(api, st)
+        st = api.GetTensorElementType(vinfo, &et)
+        if st == NULL:
+            st = api.GetDimensionsCount(vinfo, &nd)
+        if st == NULL and nd <= 16:
+            st = api.GetDimensions(vinfo, dims, nd)
+        api.ReleaseTensorTypeAndShapeInfo(vinfo)
+        if st != NULL:
+            raise _ort_err(api, st)
+        st = api.GetTensorData(init, &p)
+        if st != NULL:
+            raise _ort_err(api, st)
+        ishape = tuple(int(dims[i]) for i in range(nd))
+        arr = _wrap_ptr(p, <int>et, ishape, True)
+        elem = <int>et
+        shape = list(ishape)
+    return (pyname, elem, shape, arr)
+
+
+_ONNX_NP = {1: "float32", 2: "uint8", 3: "int8", 4: "uint16", 5: "int16", 6: "int32", 7: "int64", 9: "bool",
+            10: "float16", 11: "float64", 12: "uint32", 13: "uint64"}
+
+
+cdef object _wrap_ptr(const void* p, int et, tuple shape, bint copy):
+    """An ndarray over onnxruntime's tensor memory (copied when `copy`; a view valid while the OrtValue lives)."""
+    import numpy as np
+    dt = _ONNX_NP.get(et)
+    if dt is None:
+        raise TypeError(f"onnxep plugin: tensor element type {et} is not supported by the compile path")
+    dtype = np.dtype(dt)
+    n = 1
+    for d in shape:
+        n *= d
+    nbytes = n * dtype.itemsize
+    if nbytes == 0 or p == NULL:
+        return np.zeros(shape, dtype)
+    a = np.frombuffer(<char[:nbytes]><char*>p, dtype=dtype).reshape(shape)
+    return a.copy() if copy else a
+
+
+cdef object _node_attrs(const OrtApi* api, const OrtNode* node):
+    """{name: value} of the node's attributes, or None when one is a graph / tensor / strings (not handled)."""
+    cdef size_t n = 0, i, need = 0
+    cdef const OrtOpAttr** attrs
+    cdef const char* aname = NULL
+    cdef OrtOpAttrType t
+    cdef int64_t iv
+    cdef float fv
+    cdef char* buf
+    cdef OrtStatus* st = api.Node_GetNumAttributes(node, &n)
+    if st != NULL:
+        raise _ort_err(api, st)
+    out = {}
+    if n == 0:
+        return out
+    attrs = <const OrtOpAttr**>malloc(n * sizeof(OrtOpAttr*))
+    try:
+        st = api.Node_GetAttributes(node, attrs, n)
+        if st != NULL:
+            raise _ort_err(api, st)
+        for i in range(n):
+            st = api.OpAttr_GetName(attrs[i], &aname)
+            if st == NULL:
+                st = api.OpAttr_GetType(attrs[i], &t)
+            if st != NULL:
+                raise _ort_err(api, st)
+            key = (<bytes>aname).decode()
+            if t == ORT_OP_ATTR_INT:
+                st = api.ReadOpAttr(attrs[i], t, &iv, sizeof(int64_t), &need)
+                if st != NULL:
+                    raise _ort_err(api, st)
+                out[key] = int(iv)
+            elif t == ORT_OP_ATTR_FLOAT:
+                st = api.ReadOpAttr(attrs[i], t, &fv, sizeof(float), &need)
+                if st != NULL:
+                    raise _ort_err(api, st)
+                out[key] = float(fv)
+            elif t == ORT_OP_ATTR_INTS or t == ORT_OP_ATTR_FLOATS or t == ORT_OP_ATTR_STRING:
+                need = 0
+                st = api.ReadOpAttr(attrs[i], t, NULL, 0, &need)
+                if st != NULL:
+                    api.ReleaseStatus(st)
+                buf = <char*>malloc(need + 8)
+                try:
+                    st = api.ReadOpAttr(attrs[i], t, buf, need, &need)
+                    if st != NULL:
+                        raise _ort_err(api, st)
+                    raw = buf[:need]
+                finally:
+                    free(buf)
+                if t == ORT_OP_ATTR_INTS:
+                    import struct
+                    out[key] = list(struct.unpack(f"<{need // 8}q", raw))
+                elif t == ORT_OP_ATTR_FLOATS:
+                    import struct
+                    out[key] = list(struct.unpack(f"<{need // 4}f", raw))
+                else:
+                    out[key] = raw.rstrip(b"\0").decode()
+            else:
+                return None
+        return out
+    finally:
+        free(attrs)
+
+
+cdef object _node_desc(const OrtApi* api, const OrtNode* node, dict values):
+    """One node as a dict for onnxep/ort_compile.py; its value infos land in `values` (name -> _vi_desc)."""
+    cdef const char* s = NULL
+    cdef int since = 0
+    cdef size_t nin = 0, nout = 0, i
+    cdef const OrtValueInfo** vis
+    cdef OrtStatus* st
+    d = {}
+    st = api.Node_GetOperatorType(node, &s)
+    if st != NULL:
+        raise _ort_err(api, st)
+    d["op"] = (<bytes>s).decode()
+    st = api.Node_GetDomain(node, &s)
+    if st != NULL:
+        raise _ort_err(api, st)
+    d["domain"] = (<bytes>s).decode() if s != NULL else ""
+    st = api.Node_GetName(node, &s)
+    if st != NULL:
+        raise _ort_err(api, st)
+    d["name"] = (<bytes>s).decode() if s != NULL else ""
+    st = api.Node_GetSinceVersion(node, &since)
+    if st != NULL:
+        raise _ort_err(api, st)
+    d["since"] = since
+    d["attrs"] = _node_attrs(api, node)
+    for key in ("inputs", "outputs"):
+        if key == "inputs":
+            st = api.Node_GetNumInputs(node, &nin)
+        else:
+            st = api.Node_GetNumOutputs(node, &nin)
+        if st != NULL:
+            raise _ort_err(api, st)
+        names = []
+        if nin:
+            vis = <const OrtValueInfo**>malloc(nin * sizeof(OrtValueInfo*))
+            try:
+                if key == "inputs":
+                    st = api.Node_GetInputs(node, vis, nin)
+                else:
+                    st = api.Node_GetOutputs(node, vis, nin)
+                if st != NULL:
+                    raise _ort_err(api, st)
+                for i in range(nin):
+                    if vis[i] == NULL:
+                        names.append("")
+                        continue
+                    vd = _vi_desc(api, vis[i])
+                    names.append(vd[0])
+                    if vd[0] and vd[0] not in values:
+                        values[vd[0]] = vd
+            finally:
+                free(vis)
+        d[key] = names
+    return d
+
+
+cdef object _graph_nodes(const OrtApi* api, const OrtGraph* graph, const OrtNode*** out_nodes, size_t* out_n):
+    cdef size_t n = 0
+    cdef OrtStatus* st = api.Graph_GetNumNodes(graph, &n)
+    if st != NULL:
+        raise _ort_err(api, st)
+    out_nodes[0] = <const OrtNode**>malloc((n + 1) * sizeof(OrtNode*))
+    out_n[0] = n
+    if n:
+        st = api.Graph_GetNodes(graph, out_nodes[0], n)
+        if st != NULL:
+            free(out_nodes[0])
+            out_nodes[0] = NULL
+            raise _ort_err(api, st)
+    return None
+
+
+cdef OrtStatus* _ep_get_capability_compile(onnxep_ep* e, const OrtGraph* graph,
+                                           OrtEpGraphSupportInfo* support) noexcept with gil:
+    cdef const OrtApi* api = e.factory.api
+    cdef const OrtNode** nodes = NULL
+    cdef const OrtNode** group = NULL
+    cdef size_t n = 0, i, k
+    cdef OrtStatus* st = NULL
+    try:
+        from onnxep import ort_compile
+        _graph_nodes(api, graph, &nodes, &n)
+        values = {}
+        descs = [_node_desc(api, nodes[i], values) for i in range(n)]
+        groups = ort_compile.capability(descs, values)
+        group = <const OrtNode**>malloc((n + 1) * sizeof(OrtNode*))
+        for g in groups:
+            k = 0
+            for idx in g:
+                group[k] = nodes[<size_t>idx]
+                k += 1
+            st = e.factory.ep_api.EpGraphSupportInfo_AddNodesToFuse(support, group, k, NULL)
+            if st != NULL:
+                break
+    except BaseException as ex:
+        msg = ("onnxep GetCapability: " + type(ex).__name__ + ": " + str(ex)).encode()
+        st = api.CreateStatus(ORT_FAIL, msg)
+    free(nodes)
+    free(group)
+    return st
+
+
+ctypedef struct _onnxep_cinfo:
+    OrtNodeComputeInfo base
+    const OrtApi* api
+    void* plan               # a strong reference to an ort_compile.Partition
+
+
+cdef OrtStatus* _ci_create_state(OrtNodeComputeInfo* this_ptr, OrtNodeComputeContext* ctx,
+                                 void** state) noexcept nogil:
+    state[0] = (<_onnxep_cinfo*>this_ptr).plan
+    return NULL
+
+
+cdef void _ci_release_state(OrtNodeComputeInfo* this_ptr, void* state) noexcept nogil:
+    pass
+
+
+cdef OrtStatus* _ci_compute(OrtNodeComputeInfo* this_ptr, void* state, OrtKernelContext* kctx) noexcept with gil:
+    cdef _onnxep_cinfo* ci = <_onnxep_cinfo*>this_ptr
+    cdef const OrtApi* api = ci.api
+    cdef size_t nin = 0, i, k
+    cdef Py_ssize_t nd
+    cdef const OrtValue* v = NULL
+    cdef OrtValue* y = NULL
+    cdef OrtTensorTypeAndShapeInfo* info = NULL
+    cdef ONNXTensorElementDataType et
+    cdef int64_t dims[16]
+    cdef const void* p = NULL
+    cdef void* yp = NULL
+    cdef OrtStatus* st = NULL
+    try:
+        part = <object>ci.plan
+        feeds = {}
+        for i, name in part.feed_index:
+            st = api.KernelContext_GetInput(kctx, i, &v)
+            if st != NULL:
+                raise _ort_err(api, st)
+            if v == NULL:
+                continue
+            st = api.GetTensorTypeAndShape(v, &info)
+            if st != NULL:
+                raise _ort_err(api, st)
+            st = api.GetTensorElementType(info, &et)
+            if st == NULL:
+                st = api.GetDimensionsCount(info, &nin)
+                nd = <Py_ssize_t>nin
+            if st == NULL and nd > 16:
+                st = api.CreateStatus(ORT_INVALID_ARGUMENT, "onnxep: more than 16 dimensions")
+            if st == NULL:
+                st = api.GetDimensions(info, dims, nd)
+            api.ReleaseTensorTypeAndShapeInfo(info)
+            if st != NULL:
+                raise _ort_err(api, st)
+            st = api.GetTensorData(v, &p)
+            if st != NULL:
+                raise _ort_err(api, st)
+            feeds[name] = _wrap_ptr(p, <int>et, tuple(int(dims[k]) for k in range(<size_t>nd)), False)
+        outs = part.run(feeds)
+        for i in range(len(outs)):
+            o = outs[i]
+            nd = o.ndim
+            if nd > 16:
+                raise ValueError("onnxep: an output has more than 16 dimensions")
+            for k in range(<size_t>nd):
+                dims[k] = o.shape[k]
+            st = api.KernelContext_GetOutput(kctx, i, dims, <size_t>nd, &y)
+            if st != NULL:
+                raise _ort_err(api, st)
+            if o.nbytes:
+                st = api.GetTensorMutableData(y, &yp)
+                if st != NULL:
+                    raise _ort_err(api, st)
+                _copy_out(yp, o)
+        return NULL
+    except BaseException as ex:
+        msg = ("onnxep: " + type(ex).__name__ + ": " + str(ex)).encode()
+        return api.CreateStatus(ORT_FAIL, msg)
+
+
+cdef object _copy_out(void* yp, object o):
+    import numpy as np
+    cdef Py_ssize_t nbytes = o.nbytes
+    dst = np.frombuffer(<char[:nbytes]><char*>yp, dtype=o.dtype).reshape(o.shape)
+    np.copyto(dst, o)
+
+
+cdef OrtStatus* _ep_compile(OrtEp* this_ptr, const OrtGraph** graphs, const OrtNode** fused_nodes, size_t count,
+                            OrtNodeComputeInfo** infos, OrtNode** ep_context_nodes) noexcept with gil:
+    cdef onnxep_ep* e = <onnxep_ep*>this_ptr
+    cdef const OrtApi* api = e.factory.api
+    cdef const OrtNode** nodes = NULL
+    cdef size_t n = 0, i, c
+    cdef _onnxep_cinfo* ci
+    for c in range(count):
+        infos[c] = NULL
+    try:
+        from onnxep import ort_compile
+        for c in range(count):
+            _graph_nodes(api, graphs[c], &nodes, &n)
+            try:
+                values = {}
+                descs = [_node_desc(api, nodes[i], values) for i in range(n)]
+            finally:
+                free(nodes)
+                nodes = NULL
+            fvals = {}
+            fused = _node_desc(api, fused_nodes[c], fvals)
+            part = ort_compile.Partition(descs, values, fused, e.nthreads)
+            ci = <_onnxep_cinfo*>calloc(1, sizeof(_onnxep_cinfo))
+            if ci == NULL:
+                raise MemoryError()
+            ci.base.ort_version_supported = ONNXEP_ORT_API_VERSION
+            ci.base.CreateState = _ci_create_state
+            ci.base.Compute = _ci_compute
+            ci.base.ReleaseState = _ci_release_state
+            ci.api = api
+            Py_INCREF(part)
+            ci.plan = <void*>part
+            infos[c] = &ci.base
+        return NULL
+    except BaseException as ex:
+        msg = ("onnxep Compile: " + type(ex).__name__ + ": " + str(ex)).encode()
+        return api.CreateStatus(ORT_FAIL, msg)
+
+
+cdef void _ep_release_infos(OrtEp* this_ptr, OrtNodeComputeInfo** infos, size_t n) noexcept with gil:
+    cdef size_t i
+    cdef _onnxep_cinfo* ci
+    for i in range(n):
+        ci = <_onnxep_cinfo*>infos[i]
+        if ci != NULL:
+            if ci.plan != NULL:
+                Py_DECREF(<object>ci.plan)
+            free(ci)
+
+
+cdef int _ep_option_int(const OrtApi* api, const OrtSessionOptions* so, const char* key, int dflt) noexcept nogil:
+    cdef int has = 0
+    cdef char buf[32]
+    cdef size_t size = 32
+    cdef OrtStatus* st
+    if so == NULL:
+        return dflt
+    st = api.HasSessionConfigEntry(so, key, &has)
+    if st != NULL:
+        api.ReleaseStatus(st)
+        return dflt
+    if not has:
+        return dflt
+    st = api.GetSessionConfigEntry(so, key, buf, &size)
+    if st != NULL:
+        api.ReleaseStatus(st)
+        return dflt
+    return atoi(buf)

@@ -10,6 +10,9 @@ offers one EP, ``onnxep``, on the CPU device. onnxruntime's CPU EP runs every no
     so = onnxep_ort.session_options()          # registers the library once, adds onnxep's EP device
     sess = ort.InferenceSession("model.onnx", so)
 
+With the default EP option ``compile=1`` onnxep claims whole partitions (OrtEp::Compile) and runs them with its
+own plan; ``compile=0`` selects the kernel-registry adapters (see :func:`session_options`).
+
 onnxruntime is optional (the ``ort`` extra, onnxruntime >= 1.24); importing this module does not import it.
 """
 
@@ -65,7 +68,15 @@ def devices() -> list:
 
 def session_options(so=None, **ep_options):
     """An onnxruntime.SessionOptions (``so`` itself when given) with onnxep's EP device added; onnxruntime puts its
-    CPU EP after it, so nodes onnxep does not claim run there. ``ep_options`` are passed to the EP as strings."""
+    CPU EP after it, so nodes onnxep does not claim run there. ``ep_options`` are passed to the EP as strings:
+
+    - ``compile`` (default 1): fuse connected groups of nodes onnxep runs natively that hold real compute (Conv,
+      MatMul, Gemm, attention / normalization) and run each as a whole onnxep plan (onnxep/ort_compile.py);
+      0: the kernel-registry path, node by node adapters;
+    - ``threads``: onnxep's own thread pool size for compiled partitions (default: onnxep's default, all cores);
+    - ``claim_conv`` (kernel-registry path only, default 0): claim lone Conv nodes (measured slower than the CPU EP).
+    """
+    ep_options.setdefault("compile", 1)
     ort = _onnxruntime()
     devs = devices()
     if not devs:

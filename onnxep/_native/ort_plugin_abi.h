@@ -45,6 +45,8 @@ typedef struct OrtAllocator OrtAllocator;
 typedef struct OrtDataTransferImpl OrtDataTransferImpl;
 typedef struct OrtSyncStreamImpl OrtSyncStreamImpl;
 typedef struct OrtNodeComputeInfo OrtNodeComputeInfo;
+typedef struct OrtNodeComputeContext OrtNodeComputeContext;
+typedef struct OrtOpAttr OrtOpAttr;
 typedef struct OrtRunOptions OrtRunOptions;
 typedef struct OrtKernelRegistry OrtKernelRegistry;
 typedef struct OrtKernelDefBuilder OrtKernelDefBuilder;
@@ -69,6 +71,26 @@ typedef enum ONNXTensorElementDataType {
 typedef enum OrtHardwareDeviceType {
     OrtHardwareDeviceType_CPU = 0, OrtHardwareDeviceType_GPU = 1, OrtHardwareDeviceType_NPU = 2
 } OrtHardwareDeviceType;
+
+/* OrtOpAttrType (onnxruntime_c_api.h): the attribute kinds ReadOpAttr reads. */
+typedef enum OrtOpAttrType {
+    ORT_OP_ATTR_UNDEFINED = 0, ORT_OP_ATTR_INT, ORT_OP_ATTR_INTS, ORT_OP_ATTR_FLOAT, ORT_OP_ATTR_FLOATS,
+    ORT_OP_ATTR_STRING, ORT_OP_ATTR_STRINGS, ORT_OP_ATTR_GRAPH, ORT_OP_ATTR_TENSOR
+} OrtOpAttrType;
+
+/* OrtNodeFusionOptions, version 23 layout. */
+typedef struct OrtNodeFusionOptions {
+    uint32_t ort_version_supported;
+    bool drop_constant_initializers;
+} OrtNodeFusionOptions;
+
+/* OrtNodeComputeInfo, version 23 layout: what OrtEp::Compile returns per fused node. */
+struct OrtNodeComputeInfo {
+    uint32_t ort_version_supported;
+    OrtStatus* (*CreateState)(OrtNodeComputeInfo* this_ptr, OrtNodeComputeContext* compute_context, void** compute_state);
+    OrtStatus* (*Compute)(OrtNodeComputeInfo* this_ptr, void* compute_state, OrtKernelContext* kernel_context);
+    void (*ReleaseState)(OrtNodeComputeInfo* this_ptr, void* compute_state);
+};
 
 typedef enum OrtCompiledModelCompatibility {
     OrtCompiledModelCompatibility_EP_NOT_APPLICABLE = 0
@@ -329,8 +351,8 @@ struct OrtApi {
     void* KernelInfo_GetInputTypeInfo;  /* 234 */
     void* KernelInfo_GetOutputTypeInfo;  /* 235 */
     void* KernelInfoGetAttribute_tensor;  /* 236 */
-    void* HasSessionConfigEntry;  /* 237 */
-    void* GetSessionConfigEntry;  /* 238 */
+    OrtStatus* (*HasSessionConfigEntry)(const OrtSessionOptions* options, const char* config_key, int* out);  /* 237 */
+    OrtStatus* (*GetSessionConfigEntry)(const OrtSessionOptions* options, const char* config_key, char* config_value, size_t* size);  /* 238 */
     void* SessionOptionsAppendExecutionProvider_Dnnl;  /* 239 */
     void* CreateDnnlProviderOptions;  /* 240 */
     void* UpdateDnnlProviderOptions;  /* 241 */
@@ -364,7 +386,7 @@ struct OrtApi {
     void* ShapeInferContext_GetAttribute;  /* 269 */
     void* ShapeInferContext_SetOutputTypeShape;  /* 270 */
     void* SetSymbolicDimensions;  /* 271 */
-    void* ReadOpAttr;  /* 272 */
+    OrtStatus* (*ReadOpAttr)(const OrtOpAttr* op_attr, OrtOpAttrType type, void* data, size_t len, size_t* out);  /* 272 */
     void* SetDeterministicCompute;  /* 273 */
     OrtStatus* (*KernelContext_ParallelFor)(const OrtKernelContext* context, void (*fn)(void*, size_t), size_t total, size_t num_batch, void* usr_data);  /* 274 */
     void* SessionOptionsAppendExecutionProvider_OpenVINO_V2;  /* 275 */
@@ -430,10 +452,10 @@ struct OrtApi {
     void* Graph_GetOnnxIRVersion;  /* 335 */
     void* Graph_GetNumOperatorSets;  /* 336 */
     void* Graph_GetOperatorSets;  /* 337 */
-    void* Graph_GetNumInputs;  /* 338 */
-    void* Graph_GetInputs;  /* 339 */
-    void* Graph_GetNumOutputs;  /* 340 */
-    void* Graph_GetOutputs;  /* 341 */
+    OrtStatus* (*Graph_GetNumInputs)(const OrtGraph* graph, size_t* num_inputs);  /* 338 */
+    OrtStatus* (*Graph_GetInputs)(const OrtGraph* graph, const OrtValueInfo** inputs, size_t num_inputs);  /* 339 */
+    OrtStatus* (*Graph_GetNumOutputs)(const OrtGraph* graph, size_t* num_outputs);  /* 340 */
+    OrtStatus* (*Graph_GetOutputs)(const OrtGraph* graph, const OrtValueInfo** outputs, size_t num_outputs);  /* 341 */
     void* Graph_GetNumInitializers;  /* 342 */
     void* Graph_GetInitializers;  /* 343 */
     OrtStatus* (*Graph_GetNumNodes)(const OrtGraph* graph, size_t* num_nodes);  /* 344 */
@@ -441,7 +463,7 @@ struct OrtApi {
     void* Graph_GetParentNode;  /* 346 */
     void* Graph_GetGraphView;  /* 347 */
     void* Node_GetId;  /* 348 */
-    void* Node_GetName;  /* 349 */
+    OrtStatus* (*Node_GetName)(const OrtNode* node, const char** node_name);  /* 349 */
     OrtStatus* (*Node_GetOperatorType)(const OrtNode* node, const char** operator_type);  /* 350 */
     OrtStatus* (*Node_GetDomain)(const OrtNode* node, const char** domain_name);  /* 351 */
     OrtStatus* (*Node_GetSinceVersion)(const OrtNode* node, int* since_version);  /* 352 */
@@ -451,12 +473,12 @@ struct OrtApi {
     OrtStatus* (*Node_GetOutputs)(const OrtNode* node, const OrtValueInfo** outputs, size_t num_outputs);  /* 356 */
     void* Node_GetNumImplicitInputs;  /* 357 */
     void* Node_GetImplicitInputs;  /* 358 */
-    void* Node_GetNumAttributes;  /* 359 */
-    void* Node_GetAttributes;  /* 360 */
+    OrtStatus* (*Node_GetNumAttributes)(const OrtNode* node, size_t* num_attributes);  /* 359 */
+    OrtStatus* (*Node_GetAttributes)(const OrtNode* node, const OrtOpAttr** attributes, size_t num_attributes);  /* 360 */
     void* Node_GetAttributeByName;  /* 361 */
     void* OpAttr_GetTensorAttributeAsOrtValue;  /* 362 */
-    void* OpAttr_GetType;  /* 363 */
-    void* OpAttr_GetName;  /* 364 */
+    OrtStatus* (*OpAttr_GetType)(const OrtOpAttr* attribute, OrtOpAttrType* type);  /* 363 */
+    OrtStatus* (*OpAttr_GetName)(const OrtOpAttr* attribute, const char** name);  /* 364 */
     void* Node_GetNumSubgraphs;  /* 365 */
     void* Node_GetSubgraphs;  /* 366 */
     void* Node_GetGraph;  /* 367 */
@@ -509,9 +531,9 @@ struct OrtApi {
 struct OrtEpApi {
     OrtStatus* (*CreateEpDevice)(OrtEpFactory* ep_factory, const OrtHardwareDevice* hardware_device, const OrtKeyValuePairs* ep_metadata, const OrtKeyValuePairs* ep_options, OrtEpDevice** ep_device);  /* 0 */
     void* ReleaseEpDevice;  /* 1 */
-    void* EpGraphSupportInfo_AddNodesToFuse;  /* 2 */
+    OrtStatus* (*EpGraphSupportInfo_AddNodesToFuse)(OrtEpGraphSupportInfo* graph_support_info, const OrtNode* const* nodes, size_t num_nodes, const OrtNodeFusionOptions* node_fusion_options);  /* 2 */
     OrtStatus* (*EpGraphSupportInfo_AddSingleNode)(OrtEpGraphSupportInfo* graph_support_info, const OrtNode* node);  /* 3 */
-    void* NodeComputeContext_NodeName;  /* 4 */
+    const char* (*NodeComputeContext_NodeName)(const OrtNodeComputeContext* context);  /* 4 */
     void* EpDevice_AddAllocatorInfo;  /* 5 */
     void* MemoryInfo_GetMemoryDevice;  /* 6 */
     void* Value_GetMemoryDevice;  /* 7 */
@@ -746,7 +768,9 @@ typedef struct onnxep_ep {
     onnxep_fused_act* fused;         /* malloc'ed, nfused entries */
     size_t nfused, cap_fused;
     int fuse_acts;                   /* ep option fuse_activations (default 1) */
-    int claim_conv;                  /* claim Conv (env ONNXEP_ORT_CLAIM_CONV=1; off: measured slower than the CPU EP) */
+    int claim_conv;                  /* kernel path: claim lone Conv (EP option claim_conv=1; off: measured slower than the CPU EP) */
+    int compile_mode;                /* EP option compile=1: fused partitions run as onnxep plans (OrtEp::Compile) */
+    int nthreads;                    /* EP option threads: onnxep's own pool for compiled partitions (0: default) */
 } onnxep_ep;
 
 typedef struct onnxep_kernel {

@@ -1,7 +1,7 @@
 """The plugin's Conv / Gemm / MatMul adapters (onnxep's packed SGEMM inside onnxruntime) and its pre-packed weights.
 
 Oracle: onnxruntime's CPU EP alone on the same model and feeds (max |diff| / max |ref| <= 1e-4). Conv is claimed only
-with ONNXEP_ORT_CLAIM_CONV=1 (the default policy leaves it to the CPU EP, measured faster): the Conv tests set it.
+with the EP option claim_conv=1 (the default policy leaves it to the CPU EP, measured faster): the Conv tests set it.
 """
 
 import json
@@ -49,7 +49,7 @@ def _check(model, feeds, expect_onnxep=(), threads=2):
     so = ort.SessionOptions()
     so.intra_op_num_threads = threads
     so.enable_profiling = True
-    sess = ort.InferenceSession(model, onnxep_ort.session_options(so))
+    sess = ort.InferenceSession(model, onnxep_ort.session_options(so, compile=0, **_EP_OPTIONS))
     got = sess.run(None, feeds)[0]
     assert got.shape == ref.shape
     err = np.abs(got.astype(np.float64) - ref).max() / max(np.abs(ref).max(), 1e-30) if ref.size else 0.0
@@ -60,9 +60,14 @@ def _check(model, feeds, expect_onnxep=(), threads=2):
     return sess
 
 
+_EP_OPTIONS = {}
+
+
 @pytest.fixture
-def claim_conv(monkeypatch):
-    monkeypatch.setenv("ONNXEP_ORT_CLAIM_CONV", "1")
+def claim_conv():
+    _EP_OPTIONS["claim_conv"] = 1
+    yield
+    _EP_OPTIONS.clear()
 
 
 CONV_CASES = [
@@ -161,7 +166,7 @@ def test_conv_kernel_error_then_session_usable(claim_conv):
     model = _model([helper.make_node("Conv", ["x", "W"], ["y"])],
                    [helper.make_tensor_value_info("x", F, [1, "C", 5, 5])],
                    [numpy_helper.from_array(rng.standard_normal((4, 3, 3, 3)).astype(np.float32), "W")])
-    so = onnxep_ort.session_options()
+    so = onnxep_ort.session_options(compile=0)
     sess = ort.InferenceSession(model, so)
     with pytest.raises(Exception):
         sess.run(None, {"x": np.ones((1, 5, 5, 5), np.float32)})
@@ -177,7 +182,7 @@ def test_conv_malformed_feeds_no_crash(claim_conv, feed):
     model = _model([helper.make_node("Conv", ["x", "W"], ["y"])],
                    [helper.make_tensor_value_info("x", F, ["N", "C", "H", "W"])],
                    [numpy_helper.from_array(rng.standard_normal((4, 3, 3, 3)).astype(np.float32), "W")])
-    sess = ort.InferenceSession(model, onnxep_ort.session_options())
+    sess = ort.InferenceSession(model, onnxep_ort.session_options(compile=0))
     try:
         sess.run(None, {"x": feed})
     except Exception:  # noqa: BLE001 - an onnxruntime error is the expected outcome; a crash is not
@@ -190,7 +195,7 @@ def test_conv_sessions_from_several_threads(claim_conv):
     model = _model([helper.make_node("Conv", ["x", "W"], ["c"], pads=[1, 1, 1, 1]),
                     helper.make_node("Relu", ["c"], ["y"])],
                    [helper.make_tensor_value_info("x", F, [2, 8, 20, 20])], inits)
-    sess = ort.InferenceSession(model, onnxep_ort.session_options())
+    sess = ort.InferenceSession(model, onnxep_ort.session_options(compile=0))
     ref = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
     xs = [rng.standard_normal((2, 8, 20, 20)).astype(np.float32) for _ in range(4)]
     refs = [ref.run(None, {"x": x})[0] for x in xs]
