@@ -13,7 +13,7 @@ from libc.stdint cimport uint32_t
 from libc.stdlib cimport malloc, calloc, realloc, free, atoi
 from cpython.ref cimport Py_INCREF, Py_DECREF
 
-cdef extern from "Python.h":
+cdef extern from *:              # (Python.h, which every Cython module includes)
     int Py_IsInitialized() noexcept nogil
 from libc.string cimport strcmp, strcpy, strlen
 
