@@ -39,6 +39,9 @@ NHWC_TWINS = {"Conv": "NhwcConv", "MaxPool": "NhwcMaxPool", "AveragePool": "Nhwc
 UNARY = {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "Clip", "Abs", "Neg", "Exp", "Sqrt", "Identity", "Dropout",
          "HardSigmoid", "Elu", "Selu", "Softplus", "Erf", "HardSwish", "Softsign", "Celu", "ThresholdedRelu", "Mish",
          "Gelu", "Reciprocal"}
+#: per-tensor quantization (scale and zero point one value each, checked as Clip's bounds are): elementwise too, so a
+#: QDQ model's Q / DQ pairs between convs stay channel-last
+QDQ = {"QuantizeLinear", "DequantizeLinear"}
 BINARY = {"Add", "Sum", "Mul", "Sub", "Div", "Max", "Min", "Mean"}
 #: com.onnxep elementwise ops whose inputs all have the output's shape (Silu: x [, gate])
 INTERNAL_ELEMENTWISE = {"Silu"}
@@ -135,7 +138,7 @@ class _Layout:
                 return None
         elif node.domain != "":
             return None
-        elif node.op_type in UNARY:
+        elif node.op_type in UNARY or node.op_type in QDQ and not node.attrs.get("block_size"):
             data = [node.inputs[0]] if node.inputs and node.inputs[0] else []
             rest = node.inputs[1:]
             if any(x and (x not in self.consts or self.consts[x].size != 1) for x in rest):
