@@ -40,6 +40,7 @@ cdef extern from "_native/qgemm.h":
                             uint8_t* y) noexcept nogil
     void qg_dequantize_tensor(const uint8_t* q, int64_t n, int is_signed, float scale, float zp,
                               float* y) noexcept nogil
+    void qg_qdq_tensor(const float* x, int64_t n, float scale, float zp, int is_signed, float* y) noexcept nogil
     void qg_quantize_rows(const float* x, int64_t M, int64_t K, float scale, uint8_t zp, uint8_t* y, int64_t ldy,
                           int32_t* rs) noexcept nogil
 
@@ -234,3 +235,13 @@ def dequantize_tensor_f32(const uint8_t[::1] q, bint is_signed, float scale, flo
     if q.shape[0]:
         with nogil:
             qg_dequantize_tensor(&q[0], q.shape[0], is_signed, scale, zp, &y[0])
+
+
+def qdq_tensor_f32(const float[::1] x, float scale, float zp, bint is_signed, float[::1] y):
+    """QuantizeLinear then DequantizeLinear per tensor (int8 when is_signed, else uint8), float32 -> float32 in one
+    pass, bit-identical to the two."""
+    if x.shape[0] != y.shape[0]:
+        raise ValueError("qdq_tensor_f32: sizes differ")
+    if x.shape[0]:
+        with nogil:
+            qg_qdq_tensor(&x[0], x.shape[0], scale, zp, is_signed, &y[0])

@@ -81,7 +81,8 @@ cdef enum:
                             # _qg_dq_matmul_raw; n0 M, n1 K, n2 N, n3 zb stride, n4 scale stride (0 / 1)
     RL_QUANTIZE = 38        # (qdq slice) s0 x, s1 y: qg_quantize_tensor; n0 count, n1 signed; f0 scale, f1 zero point
     RL_DEQUANTIZE = 39      # (qdq slice) s0 q, s1 y: qg_dequantize_tensor; n0 count, n1 signed; f0 scale, f1 zp
-    RL_NFNS = 40
+    RL_QDQ = 40             # (qdq2 slice) s0 x, s1 y: qg_qdq_tensor; n0 count, n1 signed; f0 scale, f1 zero point
+    RL_NFNS = 41
 
 cdef extern from "_native/rl_ops.h" nogil:
     enum: RL_MAXD
@@ -627,6 +628,14 @@ cdef void _rl_dequantize(const RStep* s, char** p) noexcept nogil:
 _RL_FNS[RL_QUANTIZE] = _rl_quantize
 _RL_FNS[RL_DEQUANTIZE] = _rl_dequantize
 
+
+# qdq2 slice
+cdef void _rl_qdq(const RStep* s, char** p) noexcept nogil:
+    qg_qdq_tensor(<const float*>p[s.slot[0]], s.n[0], s.f[0], s.f[1], <int>s.n[1], <float*>p[s.slot[1]])
+
+
+_RL_FNS[RL_QDQ] = _rl_qdq
+
 #: the entries' ids, for the kernels' c_step (onnxep/backends/cpu/runloop.py)
 RUNLOOP_FNS = {"alias": RL_ALIAS, "copy": RL_COPY, "binary": RL_BINARY, "unary": RL_UNARY, "tf_unary": RL_TF_UNARY,
                "gemm_packed": RL_GEMM_PACKED, "layernorm": RL_LAYERNORM, "softmax": RL_SOFTMAX,
@@ -642,7 +651,8 @@ RUNLOOP_FNS = {"alias": RL_ALIAS, "copy": RL_COPY, "binary": RL_BINARY, "unary":
                "attention": RL_ATTENTION, "gpool_nhwc": RL_GPOOL_NHWC,
                "pool_nhwc": RL_POOL_NHWC, "conv_nhwc_ldy": RL_CONV_NHWC_LDY,
                "transpose": RL_TRANSPOSE,
-               "dq_matmul": RL_DQ_MATMUL, "quantize": RL_QUANTIZE, "dequantize": RL_DEQUANTIZE}
+               "dq_matmul": RL_DQ_MATMUL, "quantize": RL_QUANTIZE, "dequantize": RL_DEQUANTIZE,
+               "qdq": RL_QDQ}
 RUNLOOP_LIMITS = {"slots": RL_SLOTS, "ints": RL_INTS, "floats": RL_FLOATS, "bcast_dims": BCAST_MAX_DIMS,
                   "copy_dims": RL_MAXD}
 

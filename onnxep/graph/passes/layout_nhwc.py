@@ -43,8 +43,8 @@ UNARY = {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "Clip", "Abs", "Neg", "Exp", "S
 #: QDQ model's Q / DQ pairs between convs stay channel-last
 QDQ = {"QuantizeLinear", "DequantizeLinear"}
 BINARY = {"Add", "Sum", "Mul", "Sub", "Div", "Max", "Min", "Mean"}
-#: com.onnxep elementwise ops whose inputs all have the output's shape (Silu: x [, gate])
-INTERNAL_ELEMENTWISE = {"Silu"}
+#: com.onnxep elementwise ops whose inputs all have the output's shape (Silu: x [, gate]; QuantizeDequantize: x)
+INTERNAL_ELEMENTWISE = {"Silu", "QuantizeDequantize"}
 
 
 def _shape4(vt):
