@@ -81,7 +81,7 @@ cdef enum:
                             # _qg_dq_matmul_raw; n0 M, n1 K, n2 N, n3 zb stride, n4 scale stride (0 / 1)
     RL_QUANTIZE = 38        # (qdq slice) s0 x, s1 y: qg_quantize_tensor; n0 count, n1 signed; f0 scale, f1 zero point
     RL_DEQUANTIZE = 39      # (qdq slice) s0 q, s1 y: qg_dequantize_tensor; n0 count, n1 signed; f0 scale, f1 zp
-    RL_QDQ = 40             # (qdq2 slice) s0 x, s1 y: qg_qdq_tensor; n0 count, n1 signed; f0 scale, f1 zero point
+    RL_QDQ = 40             # (qdq2 slice) s0 x, s1 y: _qg_qdq_run; n0 count, n1 signed; f0 scale, f1 zero point
     RL_NFNS = 41
 
 cdef extern from "_native/rl_ops.h" nogil:
@@ -631,7 +631,7 @@ _RL_FNS[RL_DEQUANTIZE] = _rl_dequantize
 
 # qdq2 slice
 cdef void _rl_qdq(const RStep* s, char** p) noexcept nogil:
-    qg_qdq_tensor(<const float*>p[s.slot[0]], s.n[0], s.f[0], s.f[1], <int>s.n[1], <float*>p[s.slot[1]])
+    _qg_qdq_run(<const float*>p[s.slot[0]], s.n[0], s.f[0], s.f[1], <int>s.n[1], <float*>p[s.slot[1]], s.nthreads)
 
 
 _RL_FNS[RL_QDQ] = _rl_qdq

@@ -37,14 +37,15 @@ def _inputs(n, s, z):
 
 
 @pytest.mark.parametrize("isa", list(VARIANTS))
-@pytest.mark.parametrize("n", [1, 7, 8, 15, 16, 17, 33, 100, 1027])
+@pytest.mark.parametrize("n", [1, 7, 8, 15, 16, 17, 33, 100, 1027, 40001])
 @pytest.mark.parametrize("signed,s,z", [(False, 0.05, 3), (False, 0.5, 128), (True, 0.02, -2), (True, 1.0, 0),
                                         (True, 0.125, 127)])
-def test_qdq_tensor_exact(isa, n, signed, s, z):
+@pytest.mark.parametrize("nthreads", [1, 2])
+def test_qdq_tensor_exact(isa, n, signed, s, z, nthreads):
     m = VARIANTS[isa]
     x = _inputs(n, np.float32(s), z)
     y = np.empty_like(x)
-    m.qdq_tensor_f32(x, float(np.float32(s)), float(z), signed, y)
+    m.qdq_tensor_f32(x, float(np.float32(s)), float(z), signed, y, nthreads)   # 40001: three chunks over the pool
     with np.errstate(invalid="ignore", over="ignore"):
         want = _oracle(x, s, z, signed)
     np.testing.assert_array_equal(y.view(np.uint32), want.view(np.uint32))
@@ -53,6 +54,8 @@ def test_qdq_tensor_exact(isa, n, signed, s, z):
     two = np.empty_like(x)
     m.dequantize_tensor_f32(q, signed, float(np.float32(s)), float(z), two)
     np.testing.assert_array_equal(y.view(np.uint32), two.view(np.uint32))
+    m.qdq_tensor_f32(x, float(np.float32(s)), float(z), signed, x, nthreads)          # in place
+    np.testing.assert_array_equal(x.view(np.uint32), two.view(np.uint32))
 
 
 def test_qdq_tensor_sizes_checked():

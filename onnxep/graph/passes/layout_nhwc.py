@@ -3,7 +3,8 @@ com.onnxep NHWC twins, and activations stay NHWC between them. The layout change
 NHWC op or the other way round (Transpose nodes), never per op:
 
 - a value keeps at most one NHWC twin (one Transpose in, however many NHWC readers it has);
-- elementwise ops whose data inputs are all NHWC twins (same 4-D shape; unary ops, Add/Sum/Mul/..., com.onnxep Silu),
+- elementwise ops whose data inputs are all NHWC twins (same 4-D shape; unary ops, Add/Sum/Mul/..., com.onnxep Silu,
+  per-tensor QuantizeLinear / DequantizeLinear and com.onnxep QuantizeDequantize: a QDQ model's chain stays NHWC),
   4-D operands that broadcast to the output (a squeeze-excite's (N, C, 1, 1) scale), or one twin and a constant with
   one value per channel (re-laid out as a (C,) vector), Concat on the channel axis, and
   BatchNormalization in inference mode (as a ChannelAffine) run on the twins and produce twins, so residual and dense

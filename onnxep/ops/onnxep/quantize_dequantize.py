@@ -3,7 +3,8 @@ scale, float32 -> float32, what graph/passes/fuse_qdq_pair.py makes of a per-ten
 (attribute signed) whose output only feeds DequantizeLinears with the same scale and zero point. The float32
 operations of QuantizeLinear then DequantizeLinear in the same order, so bit-identical to the two nodes (a NaN gives
 the type's minimum, as QuantizeLinear). Written by passes, never by users. One native pass (_k_qgemm.pxi's
-qdq_tensor_f32, qgemm.h qg_qdq_tensor), a C step of the compiled run loop (RL_QDQ)."""
+qdq_tensor_f32, qgemm.h qg_qdq_tensor; chunked over the thread pool from two 16384-element chunks, as the
+elementwise loops), a C step of the compiled run loop (RL_QDQ)."""
 import numpy as np
 
 from onnxep import _kernels
@@ -35,7 +36,7 @@ class QuantizeDequantize_1(OpKernel):
             return
         s, z, signed = self._params()
         if hasattr(_kernels, "qdq_tensor_f32"):
-            _kernels.qdq_tensor_f32(x.reshape(-1), float(s), float(z), signed, y.reshape(-1))
+            _kernels.qdq_tensor_f32(x.reshape(-1), float(s), float(z), signed, y.reshape(-1), ctx.num_threads)
             return
         lo, hi = (-128, 127) if signed else (0, 255)      # the numpy path of QuantizeLinear / DequantizeLinear
         with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
