@@ -40,6 +40,7 @@ cdef extern from "_native/qgemm.h":
                             uint8_t* y) noexcept nogil
     void qg_dequantize_tensor(const uint8_t* q, int64_t n, int is_signed, float scale, float zp,
                               float* y) noexcept nogil
+    void qg_qdq_tensor(const float* x, int64_t n, float scale, float zp, int is_signed, float* y) noexcept nogil
     void qg_quantize_rows(const float* x, int64_t M, int64_t K, float scale, uint8_t zp, uint8_t* y, int64_t ldy,
                           int32_t* rs) noexcept nogil
 
@@ -234,3 +235,47 @@ def dequantize_tensor_f32(const uint8_t[::1] q, bint is_signed, float scale, flo
     if q.shape[0]:
         with nogil:
             qg_dequantize_tensor(&q[0], q.shape[0], is_signed, scale, zp, &y[0])
+
+
+cdef enum:
+    QG_QDQ_CHUNK = 16384    # elements per parallel chunk, as _k_eltwise.pxi's elementwise loops: below two, one thread
+
+
+cdef struct QdqJob:
+    const float* x
+    float* y
+    int64_t n
+    float scale
+    float zp
+    int is_signed
+
+
+cdef void _qdq_task(void* p, Py_ssize_t c, int tid) noexcept nogil:
+    cdef QdqJob* j = <QdqJob*>p
+    cdef int64_t o = c * QG_QDQ_CHUNK
+    cdef int64_t m = j.n - o
+    if m > QG_QDQ_CHUNK:
+        m = QG_QDQ_CHUNK
+    qg_qdq_tensor(j.x + o, m, j.scale, j.zp, j.is_signed, j.y + o)
+
+
+cdef void _qg_qdq_run(const float* x, int64_t n, float scale, float zp, int is_signed, float* y,
+                      int nthreads) noexcept nogil:
+    """qg_qdq_tensor in QG_QDQ_CHUNK chunks over the pool (one thread below two chunks); y may alias x."""
+    cdef QdqJob job
+    cdef Py_ssize_t nchunks = (n + QG_QDQ_CHUNK - 1) // QG_QDQ_CHUNK
+    job.x = x; job.y = y; job.n = n; job.scale = scale; job.zp = zp; job.is_signed = is_signed
+    if nchunks < 2:
+        qg_qdq_tensor(x, n, scale, zp, is_signed, y)
+    else:
+        parallel_for(nchunks, _nthreads(nthreads), <task_fn>_qdq_task, &job)
+
+
+def qdq_tensor_f32(const float[::1] x, float scale, float zp, bint is_signed, float[::1] y, int nthreads=0):
+    """QuantizeLinear then DequantizeLinear per tensor (int8 when is_signed, else uint8), float32 -> float32 in one
+    pass, bit-identical to the two; chunked over the thread pool from two chunks (y may alias x)."""
+    if x.shape[0] != y.shape[0]:
+        raise ValueError("qdq_tensor_f32: sizes differ")
+    if x.shape[0]:
+        with nogil:
+            _qg_qdq_run(&x[0], x.shape[0], scale, zp, is_signed, &y[0], nthreads)

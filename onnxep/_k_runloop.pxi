@@ -83,7 +83,8 @@ cdef enum:
     RL_DEQUANTIZE = 39      # (qdq slice) s0 q, s1 y: qg_dequantize_tensor; n0 count, n1 signed; f0 scale, f1 zp
     RL_BGEMM = 40           # (bf16 slice) s0 A, s1 bf16-packed B, s2 bias (or NULL), s3 residual (or NULL), s4 Y;
                             # n0 M, n1 N, n2 K, n3 act kind (ACT_*), n4 gelu after (1/0); f0 alpha: bgemm_run
-    RL_NFNS = 41
+    RL_QDQ = 41             # (qdq2 slice) s0 x, s1 y: _qg_qdq_run; n0 count, n1 signed; f0 scale, f1 zero point
+    RL_NFNS = 42
 
 cdef extern from "_native/rl_ops.h" nogil:
     enum: RL_MAXD
@@ -652,6 +653,14 @@ cdef void _rl_bgemm(const RStep* s, char** p) noexcept nogil:
 
 _RL_FNS[RL_BGEMM] = _rl_bgemm
 
+
+# qdq2 slice: the fused per-tensor QuantizeLinear -> DequantizeLinear (com.onnxep QuantizeDequantize)
+cdef void _rl_qdq(const RStep* s, char** p) noexcept nogil:
+    _qg_qdq_run(<const float*>p[s.slot[0]], s.n[0], s.f[0], s.f[1], <int>s.n[1], <float*>p[s.slot[1]], s.nthreads)
+
+
+_RL_FNS[RL_QDQ] = _rl_qdq
+
 #: the entries' ids, for the kernels' c_step (onnxep/backends/cpu/runloop.py)
 RUNLOOP_FNS = {"alias": RL_ALIAS, "copy": RL_COPY, "binary": RL_BINARY, "unary": RL_UNARY, "tf_unary": RL_TF_UNARY,
                "gemm_packed": RL_GEMM_PACKED, "layernorm": RL_LAYERNORM, "softmax": RL_SOFTMAX,
@@ -668,7 +677,8 @@ RUNLOOP_FNS = {"alias": RL_ALIAS, "copy": RL_COPY, "binary": RL_BINARY, "unary":
                "pool_nhwc": RL_POOL_NHWC, "conv_nhwc_ldy": RL_CONV_NHWC_LDY,
                "transpose": RL_TRANSPOSE,
                "dq_matmul": RL_DQ_MATMUL, "quantize": RL_QUANTIZE, "dequantize": RL_DEQUANTIZE,
-               "bgemm": RL_BGEMM}
+               "bgemm": RL_BGEMM,
+               "qdq": RL_QDQ}
 RUNLOOP_LIMITS = {"slots": RL_SLOTS, "ints": RL_INTS, "floats": RL_FLOATS, "bcast_dims": BCAST_MAX_DIMS,
                   "copy_dims": RL_MAXD}
 

@@ -456,3 +456,41 @@ static void qg_dequantize_tensor(const uint8_t* q, int64_t n, int is_signed, flo
         for (int64_t i = 0; i < n; i++) y[i] = ((float)q[i] - zp) * scale;
     }
 }
+
+/* ---------------------------------------------------------------- QuantizeLinear -> DequantizeLinear, per tensor
+   (a QDQ graph's pair between two float ops, fused by graph/passes/fuse_qdq_pair.py): y = (saturate(rint(x / scale)
+   + zp) - zp) * scale, the float32 operations of qg_quantize_tensor then qg_dequantize_tensor in the same order, so
+   bit-identical to the two nodes; lo / hi the 8-bit type's range. One pass, no 8-bit tensor in between. */
+static void qg_qdq_tensor(const float* x, int64_t n, float scale, float zp, int is_signed, float* y) {
+    const float lo = is_signed ? -128.f : 0.f, hi = is_signed ? 127.f : 255.f;
+    int64_t i = 0;
+#if defined(__AVX512F__)
+    {
+        const __m512 vs = _mm512_set1_ps(scale), vz = _mm512_set1_ps(zp), vlo = _mm512_set1_ps(lo),
+                     vhi = _mm512_set1_ps(hi);
+        for (; i + 16 <= n; i += 16) {
+            __m512 r = _mm512_roundscale_ps(_mm512_div_ps(_mm512_loadu_ps(x + i), vs),
+                                            _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            r = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(r, vz), vlo), vhi);   /* NaN: max gives vlo */
+            _mm512_storeu_ps(y + i, _mm512_mul_ps(_mm512_sub_ps(r, vz), vs));
+        }
+    }
+#elif defined(__AVX2__)
+    {
+        const __m256 vs = _mm256_set1_ps(scale), vz = _mm256_set1_ps(zp), vlo = _mm256_set1_ps(lo),
+                     vhi = _mm256_set1_ps(hi);
+        for (; i + 8 <= n; i += 8) {
+            __m256 r = _mm256_round_ps(_mm256_div_ps(_mm256_loadu_ps(x + i), vs),
+                                       _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            r = _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(r, vz), vlo), vhi);
+            _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_sub_ps(r, vz), vs));
+        }
+    }
+#endif
+    for (; i < n; i++) {
+        float r = rintf(x[i] / scale) + zp;
+        r = r > lo ? r : lo;
+        r = r < hi ? r : hi;
+        y[i] = (r - zp) * scale;
+    }
+}

@@ -12,7 +12,8 @@
            com.onnxep FusedMatMul,
            the Transposes / scale around a MatMul of computed operands -> com.onnxep StridedMatMul, an additive
            mask + Softmax -> com.onnxep MaskedSoftmax, then those two products around that softmax -> com.onnxep
-           FusedAttention; last of all (after the level-3 passes when they run), the nodes computing values that
+           FusedAttention; a per-tensor QuantizeLinear -> DequantizeLinear pair -> com.onnxep QuantizeDequantize;
+           last of all (after the level-3 passes when they run), the nodes computing values that
            depend only on the input shapes and constants -> com.onnxep ShapeSubgraph (computed once per signature)
     3      channel-last layout (NHWC twins of Conv, pooling and BatchNormalization, transposes only where layouts
            meet), then the NhwcConv epilogue fusions (residual Add, activations) and ChannelAffine chains (the
@@ -45,6 +46,7 @@ from onnxep.graph.passes.fuse_group_norm import fuse_group_norm, fuse_group_norm
 from onnxep.graph.passes.fuse_layernorm import fuse_layernorm
 from onnxep.graph.passes.fuse_matmul_bias import fuse_matmul_bias
 from onnxep.graph.passes.fuse_matmul_transpose import fuse_matmul_transpose
+from onnxep.graph.passes.fuse_qdq_pair import fuse_qdq_pair
 from onnxep.graph.passes.fuse_pad_conv import fuse_conv_slice, fuse_pad_conv
 from onnxep.graph.passes.fuse_rms_norm import fuse_rms_norm
 from onnxep.graph.passes.fuse_rotary import fuse_rotary
@@ -71,6 +73,7 @@ PASSES: list = [
     (1, fuse_conv_slice),
     (1, fuse_conv_affine),
     (2, fuse_dynamic_quantize_matmul),
+    (2, fuse_qdq_pair),
     (2, fuse_layernorm),
     (2, fuse_gelu),
     (2, fuse_gelu_tanh),
@@ -102,6 +105,7 @@ PASS_NAMES: dict = {
     fuse_conv_affine: ("fuse_conv_affine", "ConvBNFusion", "ConvMulFusion", "ConvAddFusion"),
     fuse_dynamic_quantize_matmul: ("fuse_dynamic_quantize_matmul", "DynamicQuantizeMatMulFusion",
                                    "MatMulIntegerToFloatFusion"),
+    fuse_qdq_pair: ("fuse_qdq_pair", "QDQPropagationTransformer", "QDQSelectorActionTransformer"),
     fuse_layernorm: ("fuse_layernorm", "LayerNormFusion", "LayerNormFusionL1", "LayerNormFusionL2"),
     fuse_gelu: ("fuse_gelu", "GeluFusion", "GeluFusionL1", "GeluFusionL2"),
     fuse_gelu_tanh: ("fuse_gelu_tanh", "FastGeluFusion"),

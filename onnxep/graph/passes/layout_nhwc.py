@@ -3,7 +3,8 @@ com.onnxep NHWC twins, and activations stay NHWC between them. The layout change
 NHWC op or the other way round (Transpose nodes), never per op:
 
 - a value keeps at most one NHWC twin (one Transpose in, however many NHWC readers it has);
-- elementwise ops whose data inputs are all NHWC twins (same 4-D shape; unary ops, Add/Sum/Mul/..., com.onnxep Silu),
+- elementwise ops whose data inputs are all NHWC twins (same 4-D shape; unary ops, Add/Sum/Mul/..., com.onnxep Silu,
+  per-tensor QuantizeLinear / DequantizeLinear and com.onnxep QuantizeDequantize: a QDQ model's chain stays NHWC),
   4-D operands that broadcast to the output (a squeeze-excite's (N, C, 1, 1) scale), or one twin and a constant with
   one value per channel (re-laid out as a (C,) vector), Concat on the channel axis, and
   BatchNormalization in inference mode (as a ChannelAffine) run on the twins and produce twins, so residual and dense
@@ -39,9 +40,12 @@ NHWC_TWINS = {"Conv": "NhwcConv", "MaxPool": "NhwcMaxPool", "AveragePool": "Nhwc
 UNARY = {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "Clip", "Abs", "Neg", "Exp", "Sqrt", "Identity", "Dropout",
          "HardSigmoid", "Elu", "Selu", "Softplus", "Erf", "HardSwish", "Softsign", "Celu", "ThresholdedRelu", "Mish",
          "Gelu", "Reciprocal"}
+#: per-tensor quantization (scale and zero point one value each, checked as Clip's bounds are): elementwise too, so a
+#: QDQ model's Q / DQ pairs between convs stay channel-last
+QDQ = {"QuantizeLinear", "DequantizeLinear"}
 BINARY = {"Add", "Sum", "Mul", "Sub", "Div", "Max", "Min", "Mean"}
-#: com.onnxep elementwise ops whose inputs all have the output's shape (Silu: x [, gate])
-INTERNAL_ELEMENTWISE = {"Silu"}
+#: com.onnxep elementwise ops whose inputs all have the output's shape (Silu: x [, gate]; QuantizeDequantize: x)
+INTERNAL_ELEMENTWISE = {"Silu", "QuantizeDequantize"}
 
 
 def _shape4(vt):
@@ -135,7 +139,7 @@ class _Layout:
                 return None
         elif node.domain != "":
             return None
-        elif node.op_type in UNARY:
+        elif node.op_type in UNARY or node.op_type in QDQ and not node.attrs.get("block_size"):
             data = [node.inputs[0]] if node.inputs and node.inputs[0] else []
             rest = node.inputs[1:]
             if any(x and (x not in self.consts or self.consts[x].size != 1) for x in rest):

@@ -8,4 +8,5 @@ OPS = (
     "rms_norm", "silu", "rotary_half", "rotary_interleaved",
     "fast_gelu", "group_norm",
     "dynamic_quantize_mat_mul",
+    "quantize_dequantize",
 )

@@ -19,6 +19,7 @@ import ml_dtypes
 import numpy as np
 from onnx import helper
 
+from onnxep import _kernels
 from onnxep.errors import InvalidArgument
 from onnxep.graph.model import check_size
 from onnxep.ops import _dtypes
@@ -315,3 +316,29 @@ def per_tensor_8bit(scale, zp, qtype):
     if zp is not None and (zp.dtype != qtype or zp.size != 1):
         return None
     return float(scale.reshape(())), 0.0 if zp is None else float(zp.reshape(()))
+
+
+def native_8bit(kernel, f, q, scale, zp, fn):
+    """(scale, zero point) for the per-tensor native kernel `fn` of _kernels (quantize_tensor_f32 /
+    dequantize_tensor_f32) of a Quantize / DequantizeLinear whose float32 side is `f` and 8-bit side `q`, else None:
+    both contiguous, no block_size nor precision attribute, the kernel compiled in."""
+    if f.dtype != F32 or int(getattr(kernel, "precision", 0) or 0) or int(kernel.block_size or 0) \
+            or not f.flags.c_contiguous or not q.flags.c_contiguous or not hasattr(_kernels, fn):
+        return None
+    return per_tensor_8bit(scale, zp, q.dtype)
+
+
+def c_step_8bit(kernel, base, kind, ins, outs, q_side):
+    """The compiled run loop's entry (RL_QUANTIZE / RL_DEQUANTIZE, `kind` "quantize" / "dequantize") of a
+    Quantize / DequantizeLinear `kernel` whose compute is `base`'s own: the per-tensor 8-bit path of compute, or None.
+    q_side: 0 when the 8-bit tensor is the input (DequantizeLinear), 1 when it is the output (QuantizeLinear)."""
+    x, y = ins[0], outs[0]
+    if type(kernel).compute is not base.compute or x.__class__ is not np.ndarray \
+            or x.shape != y.shape or y.size == 0 or np.may_share_memory(x, y):
+        return None
+    p = kernel._native(x, ins[1], ins[2] if len(ins) > 2 else None, y)
+    if p is None:
+        return None
+    q = y if q_side else x
+    return kind, [0, ~0], [y.size, 1 if q.dtype == np.int8 else 0], [p[0], p[1]]
+

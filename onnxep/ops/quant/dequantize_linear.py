@@ -80,25 +80,14 @@ class DequantizeLinear_10(c.PreparedParams, OpKernel):
             np.multiply(t, s, out=t)
             y[...] = t if out_dt == c.F32 else t.astype(out_dt)
 
-
     c_value_inputs = (1, 2)     # the C step bakes in the scale and zero point
 
     def _native(self, x, scale, zp, y):
-        if y.dtype != c.F32 or int(self.block_size or 0) or not x.flags.c_contiguous or not y.flags.c_contiguous \
-                or not hasattr(_kernels, "dequantize_tensor_f32"):
-            return None
-        return c.per_tensor_8bit(scale, zp, x.dtype)
+        return c.native_8bit(self, y, x, scale, zp, "dequantize_tensor_f32")
 
     def c_step(self, ins, outs, nthreads):
         """The compiled run loop's entry (RL_DEQUANTIZE): the per-tensor 8-bit path of compute."""
-        x, y = ins[0], outs[0]
-        if type(self).compute is not DequantizeLinear_10.compute or x.__class__ is not np.ndarray \
-                or x.shape != y.shape or y.size == 0 or np.may_share_memory(x, y):
-            return None
-        p = self._native(x, ins[1], ins[2] if len(ins) > 2 else None, y)
-        if p is None:
-            return None
-        return "dequantize", [0, ~0], [y.size, 1 if x.dtype == np.int8 else 0], [p[0], p[1]]
+        return c.c_step_8bit(self, DequantizeLinear_10, "dequantize", ins, outs, 0)
 
 
 class DequantizeLinear_13(DequantizeLinear_10):

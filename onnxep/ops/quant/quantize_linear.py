@@ -79,21 +79,11 @@ class QuantizeLinear_10(c.PreparedParams, OpKernel):
     c_value_inputs = (1, 2)     # the C step bakes in the scale and zero point
 
     def _native(self, x, scale, zp, y):
-        if x.dtype != c.F32 or int(self.precision or 0) or int(self.block_size or 0) \
-                or not x.flags.c_contiguous or not y.flags.c_contiguous or not hasattr(_kernels, "quantize_tensor_f32"):
-            return None
-        return c.per_tensor_8bit(scale, zp, y.dtype)
+        return c.native_8bit(self, x, y, scale, zp, "quantize_tensor_f32")
 
     def c_step(self, ins, outs, nthreads):
         """The compiled run loop's entry (RL_QUANTIZE): the per-tensor 8-bit path of compute."""
-        x, y = ins[0], outs[0]
-        if type(self).compute is not QuantizeLinear_10.compute or x.__class__ is not np.ndarray \
-                or x.shape != y.shape or y.size == 0 or np.may_share_memory(x, y):
-            return None
-        p = self._native(x, ins[1], ins[2] if len(ins) > 2 else None, y)
-        if p is None:
-            return None
-        return "quantize", [0, ~0], [y.size, 1 if y.dtype == np.int8 else 0], [p[0], p[1]]
+        return c.c_step_8bit(self, QuantizeLinear_10, "quantize", ins, outs, 1)
 
 
 class QuantizeLinear_13(QuantizeLinear_10):
