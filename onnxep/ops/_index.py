@@ -251,4 +251,5 @@ INDEX = {
     'onnxep.ops.onnxep.fast_gelu': (('com.onnxep', 'FastGelu'),),
     'onnxep.ops.onnxep.group_norm': (('com.onnxep', 'GroupNorm'),),
     'onnxep.ops.onnxep.dynamic_quantize_mat_mul': (('com.onnxep', 'DynamicQuantizeMatMul'),),
+    'onnxep.ops.onnxep.quantize_dequantize': (('com.onnxep', 'QuantizeDequantize'),),
 }
