@@ -14,10 +14,8 @@ import argparse
 import json
 import math
 import os
-import statistics
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -26,6 +24,7 @@ import onnx  # noqa: E402
 import onnxruntime as ort  # noqa: E402
 
 from onnxep import ort as onnxep_ort  # noqa: E402
+from onnxep._bench import _alternate  # noqa: E402
 from onnxep._light import light_model  # noqa: E402
 
 ZOO = os.path.expanduser("~/.cache/onnxep/zoo")
@@ -96,16 +95,11 @@ def bench(spec, threads, repeat, **ep_options):
     out = plug.run(None, feeds)
     err = max(float(np.abs(np.asarray(o, np.float64) - r).max() / max(np.abs(r).max(), 1e-30))
               for o, r in zip(out, ref))
-    tc, tp = [], []
-    for _ in range(3):
-        cpu.run(None, feeds)
-        plug.run(None, feeds)
-    for i in range(repeat):
-        for sess, acc in ((cpu, tc), (plug, tp)) if i % 2 == 0 else ((plug, tp), (cpu, tc)):
-            t0 = time.perf_counter()
-            sess.run(None, feeds)
-            acc.append(time.perf_counter() - t0)
-    mc, mp = statistics.median(tc) * 1e3, statistics.median(tp) * 1e3
+    # alternating rounds of 5 with _settle between them, as the other benches time two libraries: run by run, the
+    # CPU EP session's workers, spinning ~100 ms after a 2-thread run, took a core from the plugin run timed next
+    # (light SqueezeNet read 1.72x the CPU EP that way, 0.9-1.0x settled)
+    tc, tp = _alternate([lambda: cpu.run(None, feeds), lambda: plug.run(None, feeds)], 3, repeat, 5, 0.05)
+    mc, mp = tc * 1e3, tp * 1e3
     share = provider_share(mb, feeds, threads, **ep_options)
     return err, mc, mp, share
 
