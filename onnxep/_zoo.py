@@ -99,14 +99,14 @@ def ort_session(path, threads=0):
     return ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
 
 
-def openvino_runner(path, threads=0):
-    """A callable running the model with OpenVINO's CPU plugin (f32, latency hint) and returning its outputs in the
-    model's order, or None when openvino is not installed."""
+def openvino_runner(path, threads=0, precision="f32"):
+    """A callable running the model with OpenVINO's CPU plugin (`precision`: its INFERENCE_PRECISION_HINT, f32 or
+    bf16; latency hint) and returning its outputs in the model's order, or None when openvino is not installed."""
     try:
         import openvino as ov
     except ImportError:
         return None
-    config = {"INFERENCE_PRECISION_HINT": "f32", "PERFORMANCE_HINT": "LATENCY"}
+    config = {"INFERENCE_PRECISION_HINT": precision, "PERFORMANCE_HINT": "LATENCY"}
     if threads:
         config["INFERENCE_NUM_THREADS"] = threads
     compiled = ov.Core().compile_model(str(path), "CPU", config)

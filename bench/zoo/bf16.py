@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from onnxep._zoo import DEFAULT_DIR, load_case, ort_session, read_index, select
+from onnxep._zoo import DEFAULT_DIR, load_case, openvino_runner, ort_session, read_index, select
 
 
 def _cos(a, b) -> float:
@@ -32,19 +32,6 @@ def _onnxep(path, threads, precision):
         so.intra_op_num_threads = threads
     so.add_session_config_entry("onnxep.compute_precision", precision)
     return onnxep.InferenceSession(str(path), so)
-
-
-def _openvino_bf16(path, threads):
-    try:
-        import openvino as ov
-    except ImportError:
-        return None
-    config = {"INFERENCE_PRECISION_HINT": "bf16", "PERFORMANCE_HINT": "LATENCY"}
-    if threads:
-        config["INFERENCE_NUM_THREADS"] = threads
-    compiled = ov.Core().compile_model(str(path), "CPU", config)
-    req = compiled.create_infer_request()
-    return lambda feeds: [np.asarray(req.infer(feeds)[compiled.output(0)])]
 
 
 def main(argv=None):
@@ -69,7 +56,7 @@ def main(argv=None):
         runners = {k: (lambda f, s=s: s.run(None, f)) for k, s in runners.items()}
         o = ort_session(path, args.threads)
         runners["ort"] = lambda f: o.run(None, f)
-        ov = _openvino_bf16(path, args.threads)
+        ov = openvino_runner(path, args.threads, "bf16")
         if ov is not None:
             runners["ov"] = ov
         first = {k: r(feeds)[0] for k, r in runners.items()}
