@@ -22,9 +22,9 @@
 #define ONNXEP_BGEMM_H
 #include <stdint.h>
 #include <string.h>
+#include "cpuid.h"
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
-#include <cpuid.h>
 #define BG_X86 1
 #else
 #define BG_X86 0
@@ -87,28 +87,7 @@ static void bg_pack_a_rows(const float* A, int64_t lda, int64_t K, int64_t m0, i
 enum { BG_GENERIC = 0, BG_AVX512BF16 = 1 };
 static int bg_force = -1;        /* tests: force a kernel (-1: best available) */
 
-static int bg_cpu_bf16(void) {
-#if BG_X86
-    static int cached = -1;
-    if (cached >= 0) return cached;
-    unsigned a, b, c, d;
-    int ok = 0;
-    if (__get_cpuid(1, &a, &b, &c, &d) && ((c >> 27) & 1) && __get_cpuid_max(0, 0) >= 7) {
-        unsigned lo, hi;
-        __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-        int zmm_ok = (lo & 0xE6) == 0xE6;
-        __cpuid_count(7, 0, a, b, c, d);
-        int f = (b >> 16) & 1, bw = (b >> 30) & 1;
-        __cpuid_count(7, 1, a, b, c, d);
-        int bf16 = (a >> 5) & 1;
-        ok = zmm_ok && f && bw && bf16;
-    }
-    cached = ok;
-    return ok;
-#else
-    return 0;
-#endif
-}
+static int bg_cpu_bf16(void) { return onnxep_cpu_has(16); }
 
 static int bg_have(int k) {
     if (k == BG_GENERIC) return 1;

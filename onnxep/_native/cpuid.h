@@ -9,7 +9,8 @@
 #define ONNXEP_HAVE_CPUID 0
 #endif
 
-/* bit 0: x86-64 baseline, bit 1: AVX2+FMA usable, bit 2: AVX-512 F/BW/DQ/VL usable.
+/* bit 0: x86-64 baseline, bit 1: AVX2+FMA usable, bit 2: AVX-512 F/BW/DQ/VL usable,
+   bit 3: AVX512-VNNI usable (vpdpbusd, with bit 2), bit 4: AVX512_BF16 usable (vdpbf16ps, with bit 2).
    "usable" = the CPU has it (CPUID) AND the OS saves the registers (XGETBV): MLAS checks
    (xcr0 & 0xE0) == 0xE0 for the opmask/ZMM state before using AVX-512. */
 static int onnxep_cpu_features(void) {
@@ -32,10 +33,22 @@ static int onnxep_cpu_features(void) {
     int f = (b >> 16) & 1, dq = (b >> 17) & 1, bw = (b >> 30) & 1, vl = (b >> 31) & 1;
     if (avx && avx2 && fma && ymm_ok) feats |= 2;
     if ((feats & 2) && f && dq && bw && vl && zmm_ok) feats |= 4;
+    if ((feats & 4) && ((c >> 11) & 1)) feats |= 8;
+    if (feats & 4) {
+        __cpuid_count(7, 1, a, b, c, d);
+        if ((a >> 5) & 1) feats |= 16;
+    }
     return feats;
 #else
     return 1;
 #endif
+}
+
+/* One probe per process: the ISA-specific kernels (qgemm.h, bgemm.h) ask for one bit each. */
+static int onnxep_cpu_has(int bit) {
+    static int cached = -1;
+    if (cached < 0) cached = onnxep_cpu_features();
+    return (cached & bit) != 0;
 }
 
 #endif /* ONNXEP_NATIVE_CPUID_H */

@@ -21,9 +21,9 @@
 #include <stdint.h>
 #include <string.h>
 #include <math.h>
+#include "cpuid.h"
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
-#include <cpuid.h>
 #define QG_X86 1
 #else
 #define QG_X86 0
@@ -79,26 +79,7 @@ static void qg_pack_a(const uint8_t* A, int a_signed, int64_t M, int64_t K, int6
 enum { QG_GENERIC = 0, QG_AVX2 = 1, QG_VNNI = 2 };
 static int qg_force = -1;        /* tests: force a kernel (-1: best available) */
 
-static int qg_cpu_vnni(void) {
-#if QG_X86
-    static int cached = -1;
-    if (cached >= 0) return cached;
-    unsigned a, b, c, d;
-    int ok = 0;
-    if (__get_cpuid(1, &a, &b, &c, &d) && ((c >> 27) & 1) && __get_cpuid_max(0, 0) >= 7) {
-        unsigned lo, hi;
-        __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-        int zmm_ok = (lo & 0xE6) == 0xE6;
-        __cpuid_count(7, 0, a, b, c, d);
-        int f = (b >> 16) & 1, bw = (b >> 30) & 1, vnni = (c >> 11) & 1;
-        ok = zmm_ok && f && bw && vnni;
-    }
-    cached = ok;
-    return ok;
-#else
-    return 0;
-#endif
-}
+static int qg_cpu_vnni(void) { return onnxep_cpu_has(8); }
 
 static int qg_have(int k) {
     if (k == QG_GENERIC) return 1;
@@ -410,6 +391,25 @@ static void qg_quantize_rows(const float* x, int64_t M, int64_t K, float scale, 
    (QDQ graphs' activations): y = saturate(rint(x / scale) + zp) into int8 (is_signed) or uint8, a NaN giving the
    type's minimum (as onnxruntime and ops/quant/_common.py quantize_into); x = (q - zp) * scale, q - zp exact in
    float32. The same float32 operations, in the same order, as the numpy paths of ops/quant. */
+/* round-half-even(x / scale) + zp clamped to [lo, hi], as float: the step quantize and quantize-dequantize share
+   (so the fused Q -> DQ stays bit-identical to the two nodes). NaN: max gives lo. */
+static inline float qg_qstep(float x, float scale, float zp, float lo, float hi) {
+    float r = rintf(x / scale) + zp;
+    r = r > lo ? r : lo;
+    return r < hi ? r : hi;
+}
+#if defined(__AVX512F__)
+static inline __m512 qg_qstep16(const float* x, __m512 vs, __m512 vz, __m512 vlo, __m512 vhi) {
+    __m512 r = _mm512_roundscale_ps(_mm512_div_ps(_mm512_loadu_ps(x), vs), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    return _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(r, vz), vlo), vhi);
+}
+#elif defined(__AVX2__)
+static inline __m256 qg_qstep8(const float* x, __m256 vs, __m256 vz, __m256 vlo, __m256 vhi) {
+    __m256 r = _mm256_round_ps(_mm256_div_ps(_mm256_loadu_ps(x), vs), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    return _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(r, vz), vlo), vhi);
+}
+#endif
+
 static void qg_quantize_tensor(const float* x, int64_t n, float scale, float zp, int is_signed, uint8_t* y) {
     const float lo = is_signed ? -128.f : 0.f, hi = is_signed ? 127.f : 255.f;
     int64_t i = 0;
@@ -418,9 +418,7 @@ static void qg_quantize_tensor(const float* x, int64_t n, float scale, float zp,
         const __m512 vs = _mm512_set1_ps(scale), vz = _mm512_set1_ps(zp), vlo = _mm512_set1_ps(lo),
                      vhi = _mm512_set1_ps(hi);
         for (; i + 16 <= n; i += 16) {
-            __m512 r = _mm512_roundscale_ps(_mm512_div_ps(_mm512_loadu_ps(x + i), vs),
-                                            _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-            r = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(r, vz), vlo), vhi);   /* NaN: max gives vlo */
+            __m512 r = qg_qstep16(x + i, vs, vz, vlo, vhi);
             _mm_storeu_si128((__m128i*)(y + i), _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(r)));
         }
     }
@@ -431,21 +429,14 @@ static void qg_quantize_tensor(const float* x, int64_t n, float scale, float zp,
         const __m128i flip = _mm_set1_epi8((char)(is_signed ? 0x80 : 0));
         const __m256 off = _mm256_set1_ps(is_signed ? 128.f : 0.f);
         for (; i + 8 <= n; i += 8) {
-            __m256 r = _mm256_round_ps(_mm256_div_ps(_mm256_loadu_ps(x + i), vs),
-                                       _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-            r = _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(r, vz), vlo), vhi);
+            __m256 r = qg_qstep8(x + i, vs, vz, vlo, vhi);
             __m256i q = _mm256_cvtps_epi32(_mm256_add_ps(r, off));                 /* 0 .. 255 */
             __m128i p16 = _mm_packus_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
             _mm_storel_epi64((__m128i*)(y + i), _mm_xor_si128(_mm_packus_epi16(p16, p16), flip));
         }
     }
 #endif
-    for (; i < n; i++) {
-        float r = rintf(x[i] / scale) + zp;
-        r = r > lo ? r : lo;
-        r = r < hi ? r : hi;
-        y[i] = (uint8_t)(int32_t)r;
-    }
+    for (; i < n; i++) y[i] = (uint8_t)(int32_t)qg_qstep(x[i], scale, zp, lo, hi);
 }
 
 static void qg_dequantize_tensor(const uint8_t* q, int64_t n, int is_signed, float scale, float zp, float* y) {
@@ -469,9 +460,7 @@ static void qg_qdq_tensor(const float* x, int64_t n, float scale, float zp, int 
         const __m512 vs = _mm512_set1_ps(scale), vz = _mm512_set1_ps(zp), vlo = _mm512_set1_ps(lo),
                      vhi = _mm512_set1_ps(hi);
         for (; i + 16 <= n; i += 16) {
-            __m512 r = _mm512_roundscale_ps(_mm512_div_ps(_mm512_loadu_ps(x + i), vs),
-                                            _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-            r = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(r, vz), vlo), vhi);   /* NaN: max gives vlo */
+            __m512 r = qg_qstep16(x + i, vs, vz, vlo, vhi);
             _mm512_storeu_ps(y + i, _mm512_mul_ps(_mm512_sub_ps(r, vz), vs));
         }
     }
@@ -480,17 +469,10 @@ static void qg_qdq_tensor(const float* x, int64_t n, float scale, float zp, int 
         const __m256 vs = _mm256_set1_ps(scale), vz = _mm256_set1_ps(zp), vlo = _mm256_set1_ps(lo),
                      vhi = _mm256_set1_ps(hi);
         for (; i + 8 <= n; i += 8) {
-            __m256 r = _mm256_round_ps(_mm256_div_ps(_mm256_loadu_ps(x + i), vs),
-                                       _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-            r = _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(r, vz), vlo), vhi);
+            __m256 r = qg_qstep8(x + i, vs, vz, vlo, vhi);
             _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_sub_ps(r, vz), vs));
         }
     }
 #endif
-    for (; i < n; i++) {
-        float r = rintf(x[i] / scale) + zp;
-        r = r > lo ? r : lo;
-        r = r < hi ? r : hi;
-        y[i] = (r - zp) * scale;
-    }
+    for (; i < n; i++) y[i] = (qg_qstep(x[i], scale, zp, lo, hi) - zp) * scale;
 }
