@@ -6,12 +6,18 @@ from libc.stdlib cimport malloc, free
 from libc.stdint cimport uint16_t, uint32_t
 
 cdef extern from "_native/bgemm.h":
+    ctypedef struct bg_conv:
+        const float* x
+        int64_t H, W, C, kh, kw, sh, sw, dh, dw, ph, pw, Ho, Wo
     ctypedef struct bg_args:
         const float* A
         int64_t lda
         uint32_t* Ap
         const uint16_t* Bp
         int64_t M, N, K, K2
+        int64_t lda2, K2P
+        const bg_conv* cv
+        float* rows
         float alpha
         const float* bias
         const float* R
@@ -22,8 +28,10 @@ cdef extern from "_native/bgemm.h":
         int kern
         int64_t nmb, nnb
     int BG_MB, BG_NB, BG_NR, BG_MR, BG_KC
+    int BG_AMX_K "BG_AMX"
     int bg_force
     int64_t bg_k2(int64_t K) noexcept nogil
+    int64_t bg_k2p(int64_t K) noexcept nogil
     int64_t bg_pack_b_len(int64_t K, int64_t N) noexcept nogil
     void bg_pack_b(const float* B, int64_t K, int64_t N, int64_t sk, int64_t sn, uint16_t* out) noexcept nogil
     int bg_have(int k) noexcept nogil
@@ -32,8 +40,8 @@ cdef extern from "_native/bgemm.h":
     void bg_pack_item(void* ctx, Py_ssize_t item, int tid) noexcept nogil
 
 #: names the packed bf16 B layout (32-column panels of k-pair-interleaved bf16, counted in float slots)
-BGEMM_FORMAT = f"bgemm-bf16-b-panels:nr={BG_NR}:kpair=2:v1"
-BGEMM_KERNELS = ("generic", "avx512bf16")
+BGEMM_FORMAT = f"bgemm-bf16-b-panels:nr={BG_NR}:kpair=2:kpad=16:v2"
+BGEMM_KERNELS = ("generic", "avx512bf16", "amx")
 
 
 def bgemm_pack_b_size(int64_t K, int64_t N):
@@ -57,7 +65,7 @@ def bgemm_pack_b(const float[:, ::1] B, bint trans_b, float[::1] out):
 
 
 def bgemm_kernel():
-    """The micro-kernel bgemm uses now: 'generic' or 'avx512bf16'."""
+    """The micro-kernel bgemm uses now: 'generic', 'avx512bf16' or 'amx' (AMX-BF16 tiles)."""
     return BGEMM_KERNELS[bg_kernel()]
 
 
@@ -67,7 +75,8 @@ def bgemm_have(name):
 
 
 def bgemm_hw():
-    """True when the CPU has AVX512_BF16 (vdpbf16ps): the sessions' bf16 precision is used only then."""
+    """True when the CPU has AVX512_BF16 (vdpbf16ps; AMX-BF16 CPUs have it too): the sessions' bf16 precision is
+    used only then."""
     return bool(bg_have(1))
 
 
@@ -81,25 +90,46 @@ cdef int bgemm_run(const float* A, int64_t lda, const float* Bp, int64_t M, int6
                    const float* bias, const float* R, int64_t ldr, float* Y, int64_t ldy, const Act* act,
                    int nthreads) noexcept nogil:
     """Y = act(alpha * bf16(A) @ B + bias + R) with B packed by bg_pack_b; returns -1 when out of memory."""
+    return bgemm_run_ex(A, lda, NULL, Bp, M, N, K, alpha, bias, R, ldr, Y, ldy, act, nthreads)
+
+
+cdef int bgemm_run_ex(const float* A, int64_t lda, const bg_conv* cv, const float* Bp, int64_t M, int64_t N,
+                      int64_t K, float alpha, const float* bias, const float* R, int64_t ldr, float* Y, int64_t ldy,
+                      const Act* act, int nthreads) noexcept nogil:
+    """bgemm_run, or with cv the channel-last conv whose im2col rows are A (M = N * Ho * Wo, K = kh * kw * C)."""
     cdef bg_args a
     cdef int nth
+    cdef int64_t Mp
     if M == 0 or N == 0:
         return 0
     a.A = A; a.lda = lda
-    a.K = K; a.K2 = bg_k2(K); a.M = M; a.N = N
-    a.Ap = <uint32_t*>malloc(M * a.K2 * 4 + 64)
+    a.K = K; a.K2 = bg_k2(K); a.K2P = bg_k2p(K); a.M = M; a.N = N
+    a.kern = bg_kernel()
+    # AMX reads A in 16-row x 16-group tiles: rows padded to 16, groups to K2P, both with zeros
+    Mp = (M + 15) // 16 * 16 if a.kern == BG_AMX_K else M
+    a.lda2 = a.K2P if a.kern == BG_AMX_K else a.K2
+    a.Ap = <uint32_t*>malloc(Mp * a.lda2 * 4 + 64)
     if a.Ap == NULL:
         return -1
+    if Mp > M:
+        memset(a.Ap + M * a.lda2, 0, (Mp - M) * a.lda2 * 4)
+    a.cv = cv
+    a.rows = NULL
     a.Bp = <const uint16_t*>Bp
     a.alpha = alpha; a.bias = bias; a.R = R; a.ldr = ldr; a.Y = Y; a.ldy = ldy
     a.act = act if act != NULL and act.kind != ACT_NONE else NULL
-    a.kern = bg_kernel()
     a.nmb = (M + BG_MB - 1) // BG_MB
     a.nnb = (N + BG_NB - 1) // BG_NB
     # the fp32 GEMM's thread rule on half the work (vdpbf16ps does two products per lane)
     nth = sgemm_threads(M, N, (K + 1) // 2, nthreads)
+    if cv != NULL and K:
+        a.rows = <float*>malloc(<size_t>(nth if a.nmb > 1 else 1) * K * 4 + 64)
+        if a.rows == NULL:
+            free(a.Ap)
+            return -1
     if K:
         parallel_for(a.nmb, nth if a.nmb > 1 else 1, <task_fn>bg_pack_item, &a)
+    free(a.rows)
     parallel_for(a.nmb * a.nnb, nth if a.nmb * a.nnb > 1 else 1, <task_fn>bg_item, &a)
     free(a.Ap)
     return 0
@@ -137,3 +167,88 @@ def bgemm_f32(const float[:, ::1] A, const float[::1] B_packed, int64_t N, float
                        nthreads)
     if rc:
         raise MemoryError()
+
+
+cdef class BConvNhwc:
+    """A channel-last conv (group 1) on the bf16 GEMM: Y (N, Ho, Wo, cout) = act(conv(X, W) + bias + res), the im2col
+    rows gathered while A is packed (bgemm.h bg_conv), W packed by bgemm_pack_b as (kh * kw * C) x cout (rows in
+    (ky, kx, c) order). Everything that depends only on the shapes is checked once here; run() checks the arrays."""
+    cdef bg_conv cv
+    cdef Act act
+    cdef int64_t N, cout, K, M
+    cdef bint plain          # 1x1, stride 1, no pad: X itself is A (M x C)
+    cdef const float[::1] w
+
+    def __init__(self, tuple xshape, const float[::1] w_packed, int64_t cout, tuple kernel, tuple strides,
+                 tuple dilations, tuple pads, tuple out_spatial, activation=None):
+        if len(xshape) != 4 or len(kernel) != 2 or len(strides) != 2 or len(dilations) != 2 or len(pads) != 2 \
+                or len(out_spatial) != 2:
+            raise ValueError("BConvNhwc: xshape must be (N, H, W, C) and kernel/strides/dilations/pads/out_spatial "
+                             "(h, w) pairs")
+        self.act = make_act(activation, False)
+        self.N, self.cv.H, self.cv.W, self.cv.C = xshape
+        self.cv.kh, self.cv.kw = kernel
+        self.cv.sh, self.cv.sw = strides
+        self.cv.dh, self.cv.dw = dilations
+        self.cv.ph, self.cv.pw = pads
+        self.cv.Ho, self.cv.Wo = out_spatial
+        self.cv.x = NULL
+        if min(self.cv.kh, self.cv.kw, self.cv.sh, self.cv.sw, self.cv.dh, self.cv.dw, cout) < 1 \
+                or min(self.cv.ph, self.cv.pw, self.cv.Ho, self.cv.Wo, self.N, self.cv.C) < 0:
+            raise ValueError(f"BConvNhwc: bad geometry kernel={kernel} strides={strides} dilations={dilations} "
+                             f"pads={pads} out={out_spatial} cout={cout}")
+        self.cout = cout
+        self.K = self.cv.kh * self.cv.kw * self.cv.C
+        self.M = self.N * self.cv.Ho * self.cv.Wo
+        if w_packed.shape[0] != bg_pack_b_len(self.K, cout):
+            raise ValueError(f"BConvNhwc: packed weight has {w_packed.shape[0]} slots, expected "
+                             f"{bg_pack_b_len(self.K, cout)} for K={self.K}, cout={cout} ({BGEMM_FORMAT})")
+        self.plain = self.cv.kh == 1 and self.cv.kw == 1 and self.cv.sh == 1 and self.cv.sw == 1 \
+            and self.cv.ph == 0 and self.cv.pw == 0 and self.cv.Ho == self.cv.H and self.cv.Wo == self.cv.W
+        self.w = w_packed
+
+    def run(self, const float[::1] x, const float[::1] bias, const float[::1] res, float[::1] y, int nthreads=0):
+        cdef int rc
+        if x.shape[0] != self.N * self.cv.H * self.cv.W * self.cv.C or y.shape[0] != self.M * self.cout:
+            raise ValueError(f"BConvNhwc: x has {x.shape[0]} elements, y {y.shape[0]}; expected "
+                             f"{self.N * self.cv.H * self.cv.W * self.cv.C} and {self.M * self.cout}")
+        if bias is not None and bias.shape[0] != self.cout:
+            raise ValueError(f"BConvNhwc: bias has {bias.shape[0]} elements, expected {self.cout}")
+        if res is not None and res.shape[0] != self.M * self.cout:
+            raise ValueError(f"BConvNhwc: residual has {res.shape[0]} elements, expected {self.M * self.cout}")
+        if self.M == 0:
+            return
+        with nogil:
+            rc = bconv_exec(&self.cv, self.plain, &self.act, &x[0] if x.shape[0] else NULL, &self.w[0], self.M,
+                            self.cout, self.K, &bias[0] if bias is not None else NULL,
+                            &res[0] if res is not None else NULL, &y[0], nthreads)
+        if rc:
+            raise MemoryError("BConvNhwc: no memory for the packed rows")
+
+    def step_args(self):
+        """(ints, floats) describing this conv to the compiled run loop's RL_BCONV_NHWC step (bconv_step)."""
+        return ([self.M, self.cout, self.K, self.plain, self.act.kind, self.cv.H, self.cv.W, self.cv.C, self.cv.kh,
+                 self.cv.kw, self.cv.sh, self.cv.sw, self.cv.dh, self.cv.dw, self.cv.ph, self.cv.pw, self.cv.Ho,
+                 self.cv.Wo], [self.act.a, self.act.b])
+
+
+cdef int bconv_exec(const bg_conv* cv0, bint plain, const Act* act, const float* x, const float* wp, int64_t M,
+                    int64_t cout, int64_t K, const float* bias, const float* res, float* y, int nthreads) noexcept nogil:
+    cdef bg_conv cv = cv0[0]
+    cv.x = x
+    if plain:
+        return bgemm_run_ex(x, K, NULL, wp, M, cout, K, 1.0, bias, res, cout, y, cout, act, nthreads)
+    return bgemm_run_ex(NULL, 0, &cv, wp, M, cout, K, 1.0, bias, res, cout, y, cout, act, nthreads)
+
+
+cdef int bconv_step(const Py_ssize_t* n, const float* f, const float* xp, const float* wp, const float* bptr,
+                    const float* rptr, float* yp, int nthreads) noexcept nogil:
+    """bconv_exec from BConvNhwc.step_args' numbers (the run loop's RL_BCONV_NHWC)."""
+    cdef bg_conv cv
+    cdef Act act
+    act.kind, act.a, act.b = <int>n[4], f[0], f[1]
+    cv.H, cv.W, cv.C, cv.kh, cv.kw, cv.sh, cv.sw = n[5], n[6], n[7], n[8], n[9], n[10], n[11]
+    cv.dh, cv.dw, cv.ph, cv.pw, cv.Ho, cv.Wo = n[12], n[13], n[14], n[15], n[16], n[17]
+    if n[0] == 0:
+        return 0
+    return bconv_exec(&cv, <bint>n[3], &act, xp, wp, n[0], n[1], n[2], bptr, rptr, yp, nthreads)

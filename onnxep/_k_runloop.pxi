@@ -84,7 +84,9 @@ cdef enum:
     RL_BGEMM = 40           # (bf16 slice) s0 A, s1 bf16-packed B, s2 bias (or NULL), s3 residual (or NULL), s4 Y;
                             # n0 M, n1 N, n2 K, n3 act kind (ACT_*), n4 gelu after (1/0); f0 alpha: bgemm_run
     RL_QDQ = 41             # (qdq2 slice) s0 x, s1 y: _qg_qdq_run; n0 count, n1 signed; f0 scale, f1 zero point
-    RL_NFNS = 42
+    RL_BCONV_NHWC = 42      # (bf16) s0 x, s1 bf16-packed W, s2 bias (or NULL), s3 residual (or NULL), s4 y:
+                            # bconv_step; n0.. f0 f1 BConvNhwc.step_args
+    RL_NFNS = 43
 
 cdef extern from "_native/rl_ops.h" nogil:
     enum: RL_MAXD
@@ -661,6 +663,16 @@ cdef void _rl_qdq(const RStep* s, char** p) noexcept nogil:
 
 _RL_FNS[RL_QDQ] = _rl_qdq
 
+
+# bf16: a channel-last conv on the bf16 GEMM (_k_bgemm.pxi BConvNhwc)
+cdef void _rl_bconv_nhwc(const RStep* s, char** p) noexcept nogil:
+    if bconv_step(s.n, s.f, <const float*>p[s.slot[0]], <const float*>p[s.slot[1]], <const float*>p[s.slot[2]],
+                  <const float*>p[s.slot[3]], <float*>p[s.slot[4]], s.nthreads) != 0:
+        p[0] = <char*>1
+
+
+_RL_FNS[RL_BCONV_NHWC] = _rl_bconv_nhwc
+
 #: the entries' ids, for the kernels' c_step (onnxep/backends/cpu/runloop.py)
 RUNLOOP_FNS = {"alias": RL_ALIAS, "copy": RL_COPY, "binary": RL_BINARY, "unary": RL_UNARY, "tf_unary": RL_TF_UNARY,
                "gemm_packed": RL_GEMM_PACKED, "layernorm": RL_LAYERNORM, "softmax": RL_SOFTMAX,
@@ -678,7 +690,7 @@ RUNLOOP_FNS = {"alias": RL_ALIAS, "copy": RL_COPY, "binary": RL_BINARY, "unary":
                "transpose": RL_TRANSPOSE,
                "dq_matmul": RL_DQ_MATMUL, "quantize": RL_QUANTIZE, "dequantize": RL_DEQUANTIZE,
                "bgemm": RL_BGEMM,
-               "qdq": RL_QDQ}
+               "qdq": RL_QDQ, "bconv_nhwc": RL_BCONV_NHWC}
 RUNLOOP_LIMITS = {"slots": RL_SLOTS, "ints": RL_INTS, "floats": RL_FLOATS, "bcast_dims": BCAST_MAX_DIMS,
                   "copy_dims": RL_MAXD}
 

@@ -2,12 +2,16 @@
    A and B rounded to bf16 (round to nearest even), products accumulated in fp32.
 
    Packed B (bg_pack_b, once per constant weight): panels of BG_NR = 32 columns (N padded to 32), each K2 = ceil(K/2)
-   pair groups of 32 x 2 bf16: group g holds column c's k = 2g, 2g+1 at [2c], [2c + 1] (vdpbf16ps's pair layout),
-   zero padded. Half the bytes of the fp32 packing; counted in floats (one float slot = one bf16 pair) so it goes
+   pair groups of 32 x 2 bf16: group g holds column c's k = 2g, 2g+1 at [2c], [2c + 1] (vdpbf16ps's pair layout, and
+   AMX's: 16 groups x 16 columns of one panel are one B tile, row stride 128 bytes), zero padded to K2P = K2 rounded
+   up to 16 groups (one tile's depth) so a tile never reads past its panel. Half the bytes of the fp32 packing; counted in floats (one float slot = one bf16 pair) so it goes
    through the same packed-weight cache as the fp32 packings (format key BGEMM_FORMAT, _k_bgemm.pxi).
    Packed A (bg_pack_a, per call, in parallel): rows of K2 bf16 pairs (one uint32 each), zero padded.
 
-   Micro-kernel: AVX512_BF16 vdpbf16ps, chosen at run time by CPUID (leaf 7 subleaf 1 EAX bit 5, plus AVX-512 F/BW and
+   AMX (tdpbf16ps on 16 x 16 fp32 tiles), where the CPU has AMX-BF16 and the OS grants the tile state: an item's rows
+   go in 16-row tiles, A packed with its rows padded to 16 and its groups to K2P; 2 x 2 tiles of C (32 x 32) take 4
+   of the 8 tile registers, 2 A and 2 B tiles the rest, and C stays in tiles for the whole K.
+   Micro-kernel otherwise: AVX512_BF16 vdpbf16ps, chosen at run time by CPUID (leaf 7 subleaf 1 EAX bit 5, plus AVX-512 F/BW and
    the OS's ZMM state; compiled with a target attribute in every variant, never by -m flags), MR rows x 32 columns.
    Generic C on the same packed data elsewhere (the Python side uses bf16 only where the CPU has vdpbf16ps, and the
    fp32 GEMM otherwise; the generic kernel is the tests' reference layout and the fallback if forced).
@@ -26,6 +30,10 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #define BG_X86 1
+#if defined(__linux__)
+#include <unistd.h>
+#include <sys/syscall.h>
+#endif
 #else
 #define BG_X86 0
 #endif
@@ -37,9 +45,10 @@
 #define BG_KC 256         /* k per block (128 pairs) */
 
 static inline int64_t bg_k2(int64_t K) { return (K + 1) / 2; }
+static inline int64_t bg_k2p(int64_t K) { return (bg_k2(K) + 15) / 16 * 16; }
 static inline int64_t bg_np(int64_t N) { return (N + BG_NR - 1) / BG_NR; }
 /* packed B length in float-sized slots (one bf16 pair each) */
-static inline int64_t bg_pack_b_len(int64_t K, int64_t N) { return bg_np(N) * BG_NR * bg_k2(K); }
+static inline int64_t bg_pack_b_len(int64_t K, int64_t N) { return bg_np(N) * BG_NR * bg_k2p(K); }
 
 /* fp32 -> bf16, round to nearest even; NaN stays a (quiet) NaN */
 static inline uint16_t bg_f2b(float f) {
@@ -58,10 +67,10 @@ static inline float bg_b2f(uint16_t b) {
 
 /* B element (k, n) at B[k * sk + n * sn] (sk = N, sn = 1 for a K x N weight; sk = 1, sn = K for transB) */
 static void bg_pack_b(const float* B, int64_t K, int64_t N, int64_t sk, int64_t sn, uint16_t* out) {
-    int64_t K2 = bg_k2(K), NP = bg_np(N);
+    int64_t K2P = bg_k2p(K), NP = bg_np(N);
     memset(out, 0, (size_t)bg_pack_b_len(K, N) * 4);
     for (int64_t p = 0; p < NP; p++) {
-        uint16_t* pan = out + p * K2 * BG_NR * 2;
+        uint16_t* pan = out + p * K2P * BG_NR * 2;
         for (int64_t k = 0; k < K; k++) {
             uint16_t* g = pan + (k / 2) * BG_NR * 2 + (k & 1);
             const float* b = B + k * sk;
@@ -71,33 +80,52 @@ static void bg_pack_b(const float* B, int64_t K, int64_t N, int64_t sk, int64_t 
     }
 }
 
-/* rows m0..m1 of A (row stride lda) -> rows of K2 bf16 pairs (uint32: low half k even, high half k odd) */
-static void bg_pack_a_rows(const float* A, int64_t lda, int64_t K, int64_t m0, int64_t m1, uint32_t* out) {
-    int64_t K2 = bg_k2(K);
+/* rows m0..m1 of A (row stride lda) -> rows of bf16 pairs (uint32: low half k even, high half k odd), row stride
+   ld2 >= K2 pairs, zero from K2 to ld2 */
+static void bg_pack_a_rows(const float* A, int64_t lda, int64_t K, int64_t ld2, int64_t m0, int64_t m1,
+                           uint32_t* out) {
     for (int64_t m = m0; m < m1; m++) {
         const float* a = A + m * lda;
-        uint32_t* o = out + m * K2;
+        uint32_t* o = out + m * ld2;
         int64_t g;
         for (g = 0; g < K / 2; g++) o[g] = (uint32_t)bg_f2b(a[2 * g]) | ((uint32_t)bg_f2b(a[2 * g + 1]) << 16);
-        if (K & 1) o[g] = (uint32_t)bg_f2b(a[K - 1]);
+        if (K & 1) o[g++] = (uint32_t)bg_f2b(a[K - 1]);
+        for (; g < ld2; g++) o[g] = 0;
     }
 }
 
 /* ---------------------------------------------------------------- kernel selection */
-enum { BG_GENERIC = 0, BG_AVX512BF16 = 1 };
+enum { BG_GENERIC = 0, BG_AVX512BF16 = 1, BG_AMX = 2 };
 static int bg_force = -1;        /* tests: force a kernel (-1: best available) */
 
 static int bg_cpu_bf16(void) { return onnxep_cpu_has(16); }
 
+/* AMX-BF16 present (cpuid.h bit 5) with vdpbf16ps for the A conversion, and, on Linux, the process's permission to
+   use the tile data state (arch_prctl ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA: without it the first tile
+   instruction faults). Asked once, on the first bf16 GEMM that would use it. */
+static int bg_cpu_amx(void) {
+#if BG_X86 && defined(__linux__) && defined(SYS_arch_prctl)
+    static int cached = -1;
+    if (cached >= 0) return cached;
+    int ok = onnxep_cpu_has(32) && onnxep_cpu_has(16);
+    if (ok) ok = syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 18 /* XFEATURE_XTILEDATA */) == 0;
+    cached = ok;
+    return ok;
+#else
+    return 0;
+#endif
+}
+
 static int bg_have(int k) {
     if (k == BG_GENERIC) return 1;
     if (k == BG_AVX512BF16) return bg_cpu_bf16();
+    if (k == BG_AMX) return bg_cpu_amx();
     return 0;
 }
 
 static int bg_kernel(void) {
     if (bg_force >= 0 && bg_have(bg_force)) return bg_force;
-    return bg_have(BG_AVX512BF16) ? BG_AVX512BF16 : BG_GENERIC;
+    return bg_have(BG_AMX) ? BG_AMX : bg_have(BG_AVX512BF16) ? BG_AVX512BF16 : BG_GENERIC;
 }
 
 /* ---------------------------------------------------------------- micro-kernels
@@ -159,15 +187,118 @@ static void bg_micro_bf16(const uint32_t* A, int64_t lda2, const uint16_t* Bp, i
                      BG_CASE(9) BG_CASE(10) BG_CASE(11) BG_CASE(12) }
     }
 }
+
+/* bg_pack_a_rows with vcvtne2ps2bf16 (round to nearest even; unlike bg_f2b it flushes fp32 denormals to zero) */
+__attribute__((target("avx512bf16,avx512bw,avx512f")))
+static void bg_pack_a_rows_bf16(const float* A, int64_t lda, int64_t K, int64_t ld2, int64_t m0, int64_t m1,
+                                uint32_t* out) {
+    for (int64_t m = m0; m < m1; m++) {
+        const float* a = A + m * lda;
+        uint32_t* o = out + m * ld2;
+        int64_t k = 0;
+        for (; k + 32 <= K; k += 32)
+            _mm512_storeu_si512((void*)(o + k / 2),
+                                (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(a + k + 16), _mm512_loadu_ps(a + k)));
+        if (k < K) {
+            int n = (int)(K - k);
+            __mmask16 ml = n >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << n) - 1u);
+            __mmask16 mh = n > 16 ? (__mmask16)((1u << (n - 16)) - 1u) : (__mmask16)0;
+            __m512bh v = _mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(mh, a + k + 16), _mm512_maskz_loadu_ps(ml, a + k));
+            _mm512_mask_storeu_epi32((void*)(o + k / 2), (__mmask16)((1u << ((n + 1) / 2)) - 1u), (__m512i)v);
+        }
+        for (int64_t g = (K + 1) / 2; g < ld2; g++) o[g] = 0;
+    }
+}
+
+#if defined(__linux__)
+typedef struct { uint8_t palette, start_row, reserved[14]; uint16_t colsb[16]; uint8_t rows[16]; } bg_tilecfg;
+#define BG_FENCE() __asm__ volatile("" ::: "memory")   /* the tile macros' asm declares no memory operands */
+
+/* C tiles of one item: rows 0..16 mb (mb row tiles, A rows padded to 16 with zeros), columns c0..c1 in steps of 32
+   (B zero padded to 32), all K2P groups; buf row stride BG_NB floats. */
+__attribute__((target("amx-tile,amx-bf16")))
+static void bg_item_amx(const uint32_t* Ap, int64_t K2P, const uint16_t* Bpan, int mb, int64_t ncol, float* buf) {
+    bg_tilecfg cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.palette = 1;
+    for (int t = 0; t < 8; t++) { cfg.rows[t] = 16; cfg.colsb[t] = 64; }
+    _tile_loadconfig(&cfg);
+    BG_FENCE();
+    const long sa = (long)(K2P * 4), sc = BG_NB * 4;
+    for (int64_t c = 0; c < ncol; c += BG_NR) {
+        const uint16_t* Bp = Bpan + (c / BG_NR) * K2P * BG_NR * 2;
+        float* C = buf + c;
+        int i = 0;
+        for (; i + 2 <= mb; i += 2) {
+            const uint32_t* A0 = Ap + (int64_t)i * 16 * K2P;
+            const uint32_t* A1 = A0 + 16 * K2P;
+            _tile_zero(0); _tile_zero(1); _tile_zero(2); _tile_zero(3);
+            for (int64_t g = 0; g < K2P; g += 16) {
+                _tile_loadd(4, A0 + g, sa);
+                _tile_loadd(5, A1 + g, sa);
+                _tile_loadd(6, Bp + g * BG_NR * 2, BG_NR * 4);
+                _tile_loadd(7, Bp + g * BG_NR * 2 + 32, BG_NR * 4);
+                _tile_dpbf16ps(0, 4, 6);
+                _tile_dpbf16ps(1, 4, 7);
+                _tile_dpbf16ps(2, 5, 6);
+                _tile_dpbf16ps(3, 5, 7);
+            }
+            float* Ci = C + (int64_t)i * 16 * BG_NB;
+            _tile_stored(0, Ci, sc);
+            _tile_stored(1, Ci + 16, sc);
+            _tile_stored(2, Ci + 16 * BG_NB, sc);
+            _tile_stored(3, Ci + 16 * BG_NB + 16, sc);
+        }
+        if (i < mb) {
+            const uint32_t* A0 = Ap + (int64_t)i * 16 * K2P;
+            _tile_zero(0); _tile_zero(1);
+            for (int64_t g = 0; g < K2P; g += 16) {
+                _tile_loadd(4, A0 + g, sa);
+                _tile_loadd(6, Bp + g * BG_NR * 2, BG_NR * 4);
+                _tile_loadd(7, Bp + g * BG_NR * 2 + 32, BG_NR * 4);
+                _tile_dpbf16ps(0, 4, 6);
+                _tile_dpbf16ps(1, 4, 7);
+            }
+            float* Ci = C + (int64_t)i * 16 * BG_NB;
+            _tile_stored(0, Ci, sc);
+            _tile_stored(1, Ci + 16, sc);
+        }
+    }
+    _tile_release();
+    BG_FENCE();
+}
 #endif
+#endif
+
+/* ---------------------------------------------------------------- channel-last conv as a GEMM
+   A row m is output pixel (n, oh, ow) of an NHWC conv (group 1), column k = (ky * kw + kx) * C + c; taps outside the
+   image are zeros. The rows are gathered into a per-thread fp32 row while A is packed (no im2col matrix), and B is
+   the weight as (kh * kw * C) x cout. */
+typedef struct { const float* x; int64_t H, W, C, kh, kw, sh, sw, dh, dw, ph, pw, Ho, Wo; } bg_conv;
+
+static void bg_conv_row(const bg_conv* cv, int64_t m, float* row) {
+    int64_t hw = cv->Ho * cv->Wo, n = m / hw, r = m % hw, oh = r / cv->Wo, ow = r % cv->Wo, C = cv->C;
+    float* d = row;
+    for (int64_t ky = 0; ky < cv->kh; ky++) {
+        int64_t ih = oh * cv->sh - cv->ph + ky * cv->dh;
+        for (int64_t kx = 0; kx < cv->kw; kx++, d += C) {
+            int64_t iw = ow * cv->sw - cv->pw + kx * cv->dw;
+            if (ih < 0 || ih >= cv->H || iw < 0 || iw >= cv->W) memset(d, 0, (size_t)C * 4);
+            else memcpy(d, cv->x + ((n * cv->H + ih) * cv->W + iw) * C, (size_t)C * 4);
+        }
+    }
+}
 
 /* ---------------------------------------------------------------- the GEMM with its epilogue
    Y[m, n] = act(alpha * acc + bias[n] + R[m * ldr + n]) (bias / R optional), Y row stride ldy. */
 typedef struct {
     const float* A; int64_t lda;        /* for the A packing pass */
-    uint32_t* Ap;                       /* packed A, M x K2 pairs */
+    uint32_t* Ap;                       /* packed A, M x lda2 pairs (AMX: rows padded to 16) */
     const uint16_t* Bp;
     int64_t M, N, K, K2;
+    int64_t lda2, K2P;                  /* packed A's row stride in pairs; B's groups per panel (bg_k2p) */
+    const bg_conv* cv;                  /* non-NULL: A's rows are this conv's im2col rows (A, lda unused) */
+    float* rows;                        /* with cv: one K-float gather row per thread */
     float alpha;
     const float* bias; const float* R; int64_t ldr;
     float* Y; int64_t ldy;
@@ -179,8 +310,21 @@ typedef struct {
 static void bg_pack_item(void* ctx, Py_ssize_t item, int tid) {
     bg_args* a = (bg_args*)ctx;
     int64_t m0 = item * BG_MB, m1 = m0 + BG_MB < a->M ? m0 + BG_MB : a->M;
-    (void)tid;
-    bg_pack_a_rows(a->A, a->lda, a->K, m0, m1, a->Ap);
+    if (a->cv) {
+        float* row = a->rows + (int64_t)tid * a->K;
+        for (int64_t m = m0; m < m1; m++) {
+            bg_conv_row(a->cv, m, row);
+#if BG_X86
+            if (a->kern != BG_GENERIC) { bg_pack_a_rows_bf16(row, 0, a->K, a->lda2, 0, 1, a->Ap + m * a->lda2); continue; }
+#endif
+            bg_pack_a_rows(row, 0, a->K, a->lda2, 0, 1, a->Ap + m * a->lda2);
+        }
+        return;
+    }
+#if BG_X86
+    if (a->kern != BG_GENERIC) { bg_pack_a_rows_bf16(a->A, a->lda, a->K, a->lda2, m0, m1, a->Ap); return; }
+#endif
+    bg_pack_a_rows(a->A, a->lda, a->K, a->lda2, m0, m1, a->Ap);
 }
 
 static void bg_item(void* ctx, Py_ssize_t item, int tid) {
@@ -193,18 +337,24 @@ static void bg_item(void* ctx, Py_ssize_t item, int tid) {
     int mr = (int)(m1 - m0);
     const int kern = a->kern;
     (void)tid;
+#if BG_X86 && defined(__linux__)
+    if (kern == BG_AMX && K2 > 0) {
+        bg_item_amx(a->Ap + m0 * a->lda2, a->K2P, a->Bp + (n0 / BG_NR) * a->K2P * BG_NR * 2, (mr + 15) / 16,
+                    n1 - n0, buf);
+    } else
+#endif
     for (int64_t g0 = 0; g0 < K2; g0 += BG_KC / 2) {
         int64_t kp = K2 - g0 < BG_KC / 2 ? K2 - g0 : BG_KC / 2;
-        const uint32_t* Ap = a->Ap + m0 * K2 + g0;
+        const uint32_t* Ap = a->Ap + m0 * a->lda2 + g0;
         for (int64_t c0 = n0; c0 < n1; c0 += BG_NR) {
             int nr = (int)(n1 - c0 < BG_NR ? n1 - c0 : BG_NR);
-            const uint16_t* Bp = a->Bp + ((c0 / BG_NR) * K2 + g0) * BG_NR * 2;
+            const uint16_t* Bp = a->Bp + ((c0 / BG_NR) * a->K2P + g0) * BG_NR * 2;
             float* C = buf + (c0 - n0);
 #if BG_X86
-            if (kern == BG_AVX512BF16) bg_micro_bf16(Ap, K2, Bp, kp, mr, nr, C, BG_NB, g0 > 0);
+            if (kern == BG_AVX512BF16) bg_micro_bf16(Ap, a->lda2, Bp, kp, mr, nr, C, BG_NB, g0 > 0);
             else
 #endif
-            bg_micro_generic(Ap, K2, Bp, kp, mr, nr, C, BG_NB, g0 > 0);
+            bg_micro_generic(Ap, a->lda2, Bp, kp, mr, nr, C, BG_NB, g0 > 0);
         }
     }
     if (K2 == 0) memset(buf, 0, sizeof(buf));

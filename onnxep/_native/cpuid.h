@@ -10,7 +10,9 @@
 #endif
 
 /* bit 0: x86-64 baseline, bit 1: AVX2+FMA usable, bit 2: AVX-512 F/BW/DQ/VL usable,
-   bit 3: AVX512-VNNI usable (vpdpbusd, with bit 2), bit 4: AVX512_BF16 usable (vdpbf16ps, with bit 2).
+   bit 3: AVX512-VNNI usable (vpdpbusd, with bit 2), bit 4: AVX512_BF16 usable (vdpbf16ps, with bit 2),
+   bit 5: AMX-TILE + AMX-BF16 present with the OS's tile state enabled in XCR0 (bits 17, 18); Linux also wants a
+   per-process permission request before the first tile instruction (bgemm.h asks for it).
    "usable" = the CPU has it (CPUID) AND the OS saves the registers (XGETBV): MLAS checks
    (xcr0 & 0xE0) == 0xE0 for the opmask/ZMM state before using AVX-512. */
 static int onnxep_cpu_features(void) {
@@ -34,6 +36,7 @@ static int onnxep_cpu_features(void) {
     if (avx && avx2 && fma && ymm_ok) feats |= 2;
     if ((feats & 2) && f && dq && bw && vl && zmm_ok) feats |= 4;
     if ((feats & 4) && ((c >> 11) & 1)) feats |= 8;
+    if ((feats & 4) && ((d >> 24) & 1) && ((d >> 22) & 1) && (xcr0 & 0x60000) == 0x60000) feats |= 32;
     if (feats & 4) {
         __cpuid_count(7, 1, a, b, c, d);
         if ((a >> 5) & 1) feats |= 16;

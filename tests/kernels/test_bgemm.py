@@ -1,5 +1,5 @@
 """bf16 GEMM (onnxep/_native/bgemm.h via _k_bgemm.pxi), on every ISA variant this machine runs and every micro-kernel
-it can run (generic C, avx512bf16 vdpbf16ps forced).
+it can run (generic C, avx512bf16 vdpbf16ps, amx AMX-BF16 tiles; each forced).
 
 Oracles:
 - exactness: integer-valued operands with |a|, |b| <= 8 are bf16-exact and every partial sum (< 2**24) is exact in
@@ -19,7 +19,7 @@ import pytest
 from onnxep import _kernels
 
 VARIANTS = {isa: importlib.import_module(f"onnxep._kernels_{isa}") for isa in _kernels.AVAILABLE}
-CASES = [(v, k) for v, m in VARIANTS.items() for k in ("generic", "avx512bf16") if m.bgemm_have(k)]
+CASES = [(v, k) for v, m in VARIANTS.items() for k in m.BGEMM_KERNELS if m.bgemm_have(k)]
 SIZES = [(1, 1, 1), (3, 5, 7), (7, 17, 33), (13, 3, 16), (50, 129, 31), (97, 64, 130), (12, 256, 32),
          (49, 513, 129), (2, 600, 65)]
 
@@ -102,7 +102,8 @@ def test_bgemm_error_bound(mod, M, K, N, epilogue):
 
 def test_bgemm_shape_errors(mod):
     bp = _pack(mod, np.ones((4, 5), np.float32))
+    # the packed length pads K to 32 (one AMX tile's depth), so the check sees a K from another 32-block
     with pytest.raises(ValueError, match="packed B"):
-        mod.bgemm_f32(np.ones((2, 9), np.float32), bp, 5, np.empty((2, 5), np.float32))
+        mod.bgemm_f32(np.ones((2, 40), np.float32), bp, 5, np.empty((2, 5), np.float32))
     with pytest.raises(ValueError, match="Y is"):
         mod.bgemm_f32(np.ones((2, 4), np.float32), bp, 5, np.empty((3, 5), np.float32))

@@ -7,11 +7,16 @@ GEMM epilogue; a depthwise conv: "" / Relu / Clip / HardSwish, in its own kernel
 
 Dense and grouped convs run conv_nhwc_f32 (implicit im2col, no col buffer; 3x3 stride-1 ones with enough channels by
 Winograd's F(4x4, 3x3) or F(2x2, 3x3), their weight packed transformed); one input channel per group (depthwise) runs
-conv_depthwise_nhwc_f32 (no Z; activations DW_ACTIVATIONS)."""
+conv_depthwise_nhwc_f32 (no Z; activations DW_ACTIVATIONS).
+
+With onnxep.compute_precision=bf16 (ops/_bf16.py) a dense conv (group 1) with a constant W runs on the bf16 GEMM
+instead (_k_bgemm.pxi BConvNhwc: im2col rows gathered and rounded to bf16 while packed, W packed once in bf16, the same
+epilogue); depthwise and grouped convs stay fp32."""
 import numpy as np
 
 from onnxep import _kernels
 from onnxep.ops._base import F32, OpKernel, f32_shape
+from onnxep.ops._bf16 import use_bf16
 from onnxep.ops._packed import PackedWeightMixin
 from onnxep.ops.nn.conv import ConvAttrs, conv_geometry
 
@@ -55,6 +60,16 @@ WINOGRAD_F4_SMALL_WEIGHT_BYTES = 512 << 10
 # 1x14x14 256 -> 256 (49 tiles, 4 MiB) 0.67x, 1x14x14 512 -> 512 (16 MiB) 0.78x
 WINOGRAD_F2_CACHED_WEIGHT_BYTES = 2 << 20
 _WINOGRAD_PATHS = {0: "auto", 2: "winograd", 4: "winograd4"}      # _winograd's tile -> conv_nhwc_f32's path
+# bf16 (onnxep.compute_precision=bf16): a dense conv runs on the bf16 GEMM only where the CPU has AMX-BF16 tiles, and
+# only with at least this many products per output (C * kh * kw) and, for a spatial kernel, this many input channels:
+# below them gathering and rounding the im2col rows costs more than the tiles save. Kernel alone, 1 thread, against the
+# fp32 path's best (Winograd where it applies): 1x1 256 -> 64 at 56x56 0.61x the time, 128 -> 512 at 28x28 0.31x,
+# 3x3 128 -> 128 at 28x28 0.44x, 256 -> 256 at 14x14 0.63x, 64 -> 64 at 56x56 0.74-1.2x (two runs); 3x3 32 -> 32 at 56x56 2.1x,
+# 16 -> 16 at 112x112 1.8x, the 7x7 stride-2 stem on 3 channels 3.5x. vdpbf16ps alone (no AMX) ran every one of them
+# slower than fp32 (1.7-3x) on this CPU (Sapphire Rapids, whose vdpbf16ps has half the FMA's instruction rate), so
+# convs keep fp32 there
+BF16_CONV_MIN_K = 128
+BF16_CONV_MIN_CHANNELS = 64
 
 
 def _plain_f32(*arrays) -> bool:
@@ -131,9 +146,20 @@ class NhwcConv_1(ConvAttrs, PackedWeightMixin, OpKernel):
             return m
         return 0
 
+    def _bf16(self, wshape):
+        """True when this conv runs on the bf16 GEMM: the session asked for bf16 (and the CPU has it), group 1, and
+        W constant, so packed once (a W computed per run keeps the fp32 path). Once packed, the constant itself may be
+        gone (compile drops it; an EPContext load never had it): the packed weight answers then."""
+        return int(self.group) == 1 and _kernels.bgemm_have("amx") and use_bf16(self) \
+            and wshape[1] * wshape[2] * wshape[3] >= BF16_CONV_MIN_K \
+            and (wshape[2] * wshape[3] == 1 or wshape[1] >= BF16_CONV_MIN_CHANNELS) \
+            and (self.packed(1) is not None or self.info.constants.get(1) is not None)
+
     def prepack_format(self, input_index):
         w = self.info.constants.get(1)
         group = int(self.group)
+        if w is not None and self._bf16(w.shape):
+            return f"{_kernels.BGEMM_FORMAT}:conv-nhwc-kkc"
         kind = "conv-nhwc"
         m = 0 if w is None else self._winograd(w.shape)
         if w is not None and self._depthwise_shape(w.shape, group):
@@ -151,6 +177,9 @@ class NhwcConv_1(ConvAttrs, PackedWeightMixin, OpKernel):
     def _pack(self, w):
         cout, cg, kh, kw = w.shape
         group = int(self.group)
+        if self._bf16(w.shape):     # B = W as (kh * kw * C) x cout, rows in (ky, kx, c) order: BConvNhwc's im2col
+            b = np.ascontiguousarray(w.transpose(2, 3, 1, 0).reshape(kh * kw * cg, cout))
+            return _kernels.bgemm_pack_b_size(kh * kw * cg, cout), lambda out: _kernels.bgemm_pack_b(b, False, out)
         if self._depthwise_shape(w.shape, group):
             return (_kernels.dw_pack_weight_nhwc_size(cout, kh, kw),
                     lambda out: _kernels.dw_pack_weight_nhwc(w.reshape(-1), cout, kh, kw, out))
@@ -168,7 +197,7 @@ class NhwcConv_1(ConvAttrs, PackedWeightMixin, OpKernel):
         w = self.info.input_types[1] if len(self.info.input_types) > 1 else None
         wshape = getattr(w, "shape", None)
         return (len(self.info.input_types) < 4 or self.info.input_types[3] is None) and wshape is not None \
-            and not self._depthwise_shape(wshape, int(self.group))
+            and not self._depthwise_shape(wshape, int(self.group)) and not self._bf16(wshape)
 
     def compute(self, ctx):
         values, ins = ctx.values, ctx.ins      # inputs 0, 2, 3 are never packed: read straight from the run's values
@@ -194,6 +223,8 @@ class NhwcConv_1(ConvAttrs, PackedWeightMixin, OpKernel):
         if depthwise:
             _kernels.conv_depthwise_nhwc_f32(X.reshape(-1), conv, wp, yshape[3], *geo, B, Y.reshape(-1),
                                              False, ctx.num_threads, self._act)
+        elif isinstance(conv, _kernels.BConvNhwc):
+            conv.run(X.reshape(-1), B, None if Z is None else Z.reshape(-1), Y.reshape(-1), ctx.num_threads)
         elif ctx.slot is None or Y.flags.c_contiguous:
             conv.run(X.reshape(-1), B, None if Z is None else Z.reshape(-1), Y.reshape(-1), ctx.num_threads, 0)
         else:   # a channel slice of a Concat's output (ctx.slot, C-contiguous): its pixels ldy floats apart
@@ -225,6 +256,8 @@ class NhwcConv_1(ConvAttrs, PackedWeightMixin, OpKernel):
             ints, floats = _kernels.dw_nhwc_step_args(conv, yshape[3], *geo, self._act)
             return "dw_nhwc", [0, wp, None if B is None else 2, ~0], ints, floats
         ints, floats = conv.step_args()
+        if isinstance(conv, _kernels.BConvNhwc):
+            return "bconv_nhwc", [0, wp, None if B is None else 2, None if Z is None else 3, ~0], ints, floats
         return "conv_nhwc", [0, wp, None if B is None else 2, None if Z is None else 3, ~0], ints, floats
 
     # (X shape, Y shape, the _kernels.ConvNhwc (depthwise: the kernel's xshape), geometry args, depthwise, the packed
@@ -244,6 +277,9 @@ class NhwcConv_1(ConvAttrs, PackedWeightMixin, OpKernel):
         geo = (tuple(wshape[2:]), tuple(self.strides or (1, 1)), tuple(self.dilations or (1, 1)), tuple(pb),
                tuple(outs))
         depthwise = self._depthwise_shape(wshape, group)
+        if not depthwise and self._bf16(wshape) and self.packed(1) is wp:
+            conv = _kernels.BConvNhwc((N, H, W_, C), wp, wshape[0], *geo, self._act)
+            return shape, (N, outs[0], outs[1], wshape[0]), conv, geo, depthwise, wp
         conv = (N, H, W_, C) if depthwise else _kernels.ConvNhwc((N, H, W_, C), wp, wshape[0], group, *geo,
                                                                    False, self._act,
                                                                    _WINOGRAD_PATHS[self._winograd(wshape)])

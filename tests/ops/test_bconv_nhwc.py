@@ -1,0 +1,190 @@
+"""bf16 channel-last convs: onnxep.compute_precision=bf16 runs a dense NhwcConv (group 1, constant W, enough products
+per output; ops/onnxep/nhwc_conv.py BF16_CONV_*) on the bf16 GEMM where the CPU has AMX-BF16 (onnxep/_k_bgemm.pxi
+BConvNhwc: im2col rows gathered and rounded to bf16 while A is packed; onnxep/_native/bgemm.h). The kernel is tested
+alone on every geometry, with every bf16 micro-kernel this CPU runs forced in turn (generic C, avx512bf16 vdpbf16ps,
+amx AMX-BF16 tiles); sessions where the routing rule sends a conv to it.
+
+Oracles:
+- a float64 numpy conv of the fp32 inputs, within the bf16 bound tests/kernels/test_bgemm.py derives: per element
+  |err| <= (2**-7 + 2**-16 + K * 2**-23) * S + 2**-21 * (S + |bias| + |residual|), S the conv of |x| and |w| and K the
+  taps (kh * kw * C); Relu is 1-Lipschitz, so the bound carries over;
+- the same bf16 session through the Python loop (compiled runs off): the RL_BCONV_NHWC step gives the same bits;
+- the fp32 session: the outputs differ (the bf16 path ran)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import helper
+
+import onnxep
+from onnxep import _kernels
+from onnxep.backends.cpu import device
+from tests._util import make_model
+from tests.graph.test_runloop import _programs
+
+pytestmark = pytest.mark.skipif(not _kernels.bgemm_hw(), reason="bf16 runs in fp32 without AVX512_BF16")
+needs_amx = pytest.mark.skipif(not _kernels.bgemm_have("amx"), reason="convs take bf16 only on AMX-BF16 CPUs")
+
+KERNELS = [k for k in _kernels.BGEMM_KERNELS if _kernels.bgemm_have(k)]
+# (C, cout, kernel, stride, pad, dilation, H, W): 3x3 same, strided, a plain 1x1 (X is A), a strided 1x1, a 7x7 stem
+# on 3 channels (odd K), dilation 2, odd channel counts and a tail of rows
+GEOMETRIES = [(16, 32, 3, 1, 1, 1, 9, 10), (8, 24, 3, 2, 1, 1, 11, 12), (32, 40, 1, 1, 0, 1, 7, 9),
+              (24, 16, 1, 2, 0, 1, 9, 9), (3, 16, 7, 2, 3, 1, 17, 15), (5, 33, 3, 1, 2, 2, 8, 8)]
+# the same kinds, with the channels the routing rule sends to bf16
+ROUTED = [(64, 32, 3, 1, 1, 1, 9, 10), (64, 24, 3, 2, 1, 1, 11, 12), (128, 40, 1, 1, 0, 1, 7, 9),
+          (128, 16, 1, 2, 0, 1, 9, 9), (65, 33, 3, 1, 2, 2, 8, 8)]
+
+
+@pytest.fixture(params=KERNELS)
+def kernel(request):
+    _kernels.bgemm_force(request.param)
+    assert _kernels.bgemm_kernel() == request.param
+    yield request.param
+    _kernels.bgemm_force(None)
+
+
+def _conv64(x, w, b, stride, pad, dil):
+    N, C, H, W = x.shape
+    O, _, kh, kw = w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    Ho = (H + 2 * pad - dil * (kh - 1) - 1) // stride + 1
+    Wo = (W + 2 * pad - dil * (kw - 1) - 1) // stride + 1
+    y = np.zeros((N, O, Ho, Wo))
+    for ky in range(kh):
+        for kx in range(kw):
+            patch = xp[:, :, ky * dil:ky * dil + stride * (Ho - 1) + 1:stride,
+                       kx * dil:kx * dil + stride * (Wo - 1) + 1:stride]
+            y += np.einsum("nchw,oc->nohw", patch, w[:, :, ky, kx])
+    return y + (0 if b is None else b[None, :, None, None])
+
+
+def _bound(x, w, b, res, stride, pad, dil):
+    s = _conv64(np.abs(x), np.abs(w), None, stride, pad, dil)
+    K = w.shape[1] * w.shape[2] * w.shape[3]
+    extra = (0 if b is None else np.abs(b)[None, :, None, None]) + (0 if res is None else np.abs(res))
+    return (2 ** -7 + 2 ** -16 + K * 2 ** -23) * s + 2 ** -21 * (s + extra)
+
+
+def _model(C, cout, k, stride, pad, dil, H, W, rng):
+    inits = {"w0": (rng.standard_normal((cout, C, k, k)) / np.sqrt(C * k * k)).astype(np.float32),
+             "b0": rng.standard_normal(cout).astype(np.float32),
+             "w1": (rng.standard_normal((cout, cout, 1, 1)) / np.sqrt(cout)).astype(np.float32)}
+    nodes = [helper.make_node("Conv", ["x", "w0", "b0"], ["c0"], kernel_shape=[k, k], strides=[stride] * 2,
+                              pads=[pad] * 4, dilations=[dil] * 2),
+             helper.make_node("Relu", ["c0"], ["r"]),
+             helper.make_node("Conv", ["r", "w1"], ["c1"]),
+             helper.make_node("Add", ["c1", "r"], ["s"])]           # NhwcConv with a residual input
+    x = rng.standard_normal((2, C, H, W)).astype(np.float32)
+    return make_model(nodes, {"x": x}, ["r", "s"], initializers=inits, opset=17), x, inits
+
+
+def _session(model, precision, threads=2):
+    so = onnxep.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.add_session_config_entry("onnxep.compute_precision", precision)
+    return onnxep.InferenceSession(model.SerializeToString(), so)
+
+
+def _ids(g):
+    return "C{}-o{}-k{}-s{}-p{}-d{}-{}x{}".format(*g)
+
+
+@pytest.mark.parametrize("geo", GEOMETRIES, ids=_ids)
+@pytest.mark.parametrize("act", [None, "Relu", ("Clip", -0.5, 0.5)], ids=["none", "relu", "clip"])
+def test_bconv_kernel_within_bound(kernel, geo, act):
+    """BConvNhwc alone: bias, residual and the epilogue activation; NHWC arrays; 1 and 2 threads give the same bits."""
+    C, cout, k, stride, pad, dil, H, W = geo
+    rng = np.random.default_rng(sum(geo))
+    x = rng.standard_normal((2, C, H, W)).astype(np.float32)
+    w = (rng.standard_normal((cout, C, k, k)) / np.sqrt(C * k * k)).astype(np.float32)
+    b = rng.standard_normal(cout).astype(np.float32)
+    ref = _conv64(x.astype(np.float64), w.astype(np.float64), b.astype(np.float64), stride, pad, dil)
+    res = rng.standard_normal(ref.shape).astype(np.float32)
+    bound = _bound(x.astype(np.float64), w.astype(np.float64), b, res, stride, pad, dil)
+    ref = ref + res
+    if act == "Relu":
+        ref = np.maximum(ref, 0)
+    elif act is not None:
+        ref = np.clip(ref, act[1], act[2])
+    bt = np.ascontiguousarray(w.transpose(2, 3, 1, 0).reshape(k * k * C, cout))
+    bp = np.full(_kernels.bgemm_pack_b_size(k * k * C, cout), np.nan, np.float32)
+    _kernels.bgemm_pack_b(bt, False, bp)
+    Ho, Wo = ref.shape[2:]
+    conv = _kernels.BConvNhwc((2, H, W, C), bp, cout, (k, k), (stride, stride), (dil, dil), (pad, pad), (Ho, Wo),
+                              act)
+    xh = np.ascontiguousarray(x.transpose(0, 2, 3, 1)).reshape(-1)
+    rh = np.ascontiguousarray(res.transpose(0, 2, 3, 1)).reshape(-1)
+    outs = []
+    for nt in (1, 2):
+        y = np.full(2 * Ho * Wo * cout, np.nan, np.float32)
+        conv.run(xh, b, rh, y, nt)
+        outs.append(y.reshape(2, Ho, Wo, cout).transpose(0, 3, 1, 2))
+    np.testing.assert_array_equal(outs[0], outs[1])
+    assert np.all(np.abs(outs[0] - ref) <= bound), float(np.max(np.abs(outs[0] - ref) / bound))
+
+
+def test_bconv_kernel_checks_sizes():
+    bp = np.zeros(_kernels.bgemm_pack_b_size(9 * 8, 4), np.float32)
+    with pytest.raises(ValueError, match="packed weight"):
+        _kernels.BConvNhwc((1, 5, 5, 8), bp[:-1], 4, (3, 3), (1, 1), (1, 1), (1, 1), (5, 5))
+    conv = _kernels.BConvNhwc((1, 5, 5, 8), bp, 4, (3, 3), (1, 1), (1, 1), (1, 1), (5, 5))
+    with pytest.raises(ValueError, match="x has"):
+        conv.run(np.zeros(199, np.float32), None, None, np.zeros(100, np.float32))
+    with pytest.raises(ValueError, match="residual"):
+        conv.run(np.zeros(200, np.float32), None, np.zeros(99, np.float32), np.zeros(100, np.float32))
+
+
+@needs_amx
+@pytest.mark.parametrize("geo", ROUTED, ids=_ids)
+def test_bf16_conv_within_bound(kernel, geo):
+    C, cout, k, stride, pad, dil, H, W = geo
+    rng = np.random.default_rng(sum(geo))
+    model, x, inits = _model(*geo, rng)
+    sess = _session(model, "bf16")
+    feeds = [{"x": x}, {"x": rng.standard_normal(x.shape).astype(np.float32)}]
+    for f in feeds + feeds:                                   # the second pass runs the compiled program
+        r, s = sess.run(None, f)
+        x64 = f["x"].astype(np.float64)
+        w0, b0, w1 = (inits[n].astype(np.float64) for n in ("w0", "b0", "w1"))
+        ref_c0 = _conv64(x64, w0, b0, stride, pad, dil)
+        bound = _bound(x64, w0, b0, None, stride, pad, dil)
+        assert np.all(np.abs(r - np.maximum(ref_c0, 0)) <= bound), float(np.max(np.abs(r - np.maximum(ref_c0, 0))
+                                                                                 / bound))
+        r64 = r.astype(np.float64)                            # the 1x1 + residual, from the session's own r
+        ref_s = _conv64(r64, w1, None, 1, 0, 1) + r64
+        bound_s = _bound(r64, w1, None, r64, 1, 0, 1)
+        assert np.all(np.abs(s - ref_s) <= bound_s), float(np.max(np.abs(s - ref_s) / bound_s))
+    progs = _programs(sess)
+    assert progs and all(p.n_py == 0 for p in progs), [(p.n_c, p.n_py) for p in progs]
+    assert not np.array_equal(r, _session(model, "fp32").run(None, feeds[-1])[0])     # bf16 ran
+
+
+@needs_amx
+def test_bf16_conv_compiled_matches_python_loop():
+    rng = np.random.default_rng(3)
+    model, x, _ = _model(*ROUTED[1], rng)
+    feeds = [{"x": rng.standard_normal(x.shape).astype(np.float32)} for _ in range(3)]
+    got = [_session(model, "bf16").run(None, f) for f in feeds]
+    sess = _session(model, "bf16")
+    got = [sess.run(None, f) for f in feeds + feeds][len(feeds):]
+    device.COMPILED_RUNS = False
+    try:
+        ref = _session(model, "bf16")
+        want = [ref.run(None, f) for f in feeds]
+        assert not _programs(ref)
+    finally:
+        device.COMPILED_RUNS = True
+    for g, w in zip(got, want):
+        for a, b in zip(g, w):
+            np.testing.assert_array_equal(a, b)
+
+
+@needs_amx
+def test_bf16_conv_threads_agree():
+    """The rows are split between threads, never a row's sum: 1 and 2 threads give the same bits."""
+    rng = np.random.default_rng(4)
+    model, x, _ = _model(*ROUTED[0], rng)
+    a = _session(model, "bf16", 1).run(None, {"x": x})
+    b = _session(model, "bf16", 2).run(None, {"x": x})
+    for u, v in zip(a, b):
+        np.testing.assert_array_equal(u, v)
