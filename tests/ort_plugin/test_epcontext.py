@@ -261,3 +261,37 @@ def test_initializers_moved_after_compile_rebuild_the_partition():
     assert _rel(plug.run(None, {"x": x})[0], cpu.run(None, {"x": x})[0]) <= 1e-4
     assert part.moved == 2 and not part._checking
     assert _rel(plug.run(None, {"x": x})[0], cpu.run(None, {"x": x})[0]) <= 1e-4
+
+
+@pytest.mark.parametrize("embed", [False, True])
+def test_model_compiler_api(tmp_path, embed):
+    # onnxruntime's ModelCompiler (the compile API) drives the same Compile path as ep.context_enable.
+    src = tmp_path / "m.onnx"
+    src.write_bytes(_conv_chain())
+    x = _x((2, 3, 15, 17), 8)
+    want = ort.InferenceSession(str(src), onnxep_ort.session_options()).run(None, {"x": x})[0]
+    out = tmp_path / "compiled.onnx"
+    ort.ModelCompiler(onnxep_ort.session_options(), str(src), embed_compiled_data_into_model=embed) \
+        .compile_to_file(str(out))
+    assert len(_ctx_nodes(str(out))) == 1
+    assert np.array_equal(ort.InferenceSession(str(out), onnxep_ort.session_options()).run(None, {"x": x})[0], want)
+    if embed:   # bytes in, bytes out: the blob travels inside the model
+        data = ort.ModelCompiler(onnxep_ort.session_options(), src.read_bytes(),
+                                 embed_compiled_data_into_model=True).compile_to_bytes()
+        loaded = ort.InferenceSession(data, onnxep_ort.session_options())
+        assert np.array_equal(loaded.run(None, {"x": x})[0], want)
+
+
+def test_reloaded_session_runs_from_several_threads(tmp_path):
+    from tests._util import run_threads
+
+    sess, ctx = _compile(str(tmp_path), _conv_chain(), "0")
+    loaded = ort.InferenceSession(ctx, onnxep_ort.session_options())
+    xs = [_x((1 + i % 3, 3, 15, 17), 10 + i) for i in range(6)]
+    want = [sess.run(None, {"x": x})[0] for x in xs]
+
+    def work(i):
+        for _ in range(5):
+            assert np.array_equal(loaded.run(None, {"x": xs[i]})[0], want[i])
+
+    run_threads(work, len(xs))
