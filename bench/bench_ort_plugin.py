@@ -8,6 +8,12 @@ profiled session). Light models: seeded random-weight copies (onnxep/_light.py) 
     python bench/bench_ort_plugin.py --threads 2 --repeat 20
     python bench/bench_ort_plugin.py resnet50 zoo:resnet.dynamo --threads 1
     python bench/bench_ort_plugin.py -o compile=0 --threads 2      # the kernel-registry path (default: compile)
+    python bench/bench_ort_plugin.py --creation --repeat 5          # session creation: original vs its _ctx.onnx
+
+``--creation``: per model, the time to create a plugin session on the original model (onnxruntime's passes, then
+onnxep compiles and packs each partition) and on the EPContext model an ep.context_enable=1 session wrote (``--embed``
+0, onnxruntime's default: side files; 1: blobs inside the model; each partition rebuilt from its blob, no packing),
+in rounds, medians; the CPU EP alone for reference.
 """
 
 import argparse
@@ -104,6 +110,63 @@ def bench(spec, threads, repeat, **ep_options):
     return err, mc, mp, share
 
 
+def creation(spec, threads, repeat, embed="1", **ep_options):
+    """(ms to create the CPU EP alone, the plugin on the original, the plugin on its _ctx.onnx), medians."""
+    import shutil
+    import time
+
+    mb, feeds = _load(spec)
+    tmp = tempfile.mkdtemp(prefix="onnxep_ctx_bench_")
+    try:
+        src = os.path.join(tmp, "model.onnx")
+        with open(src, "wb") as f:
+            f.write(mb)
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = threads
+        so = onnxep_ort.session_options(so, **ep_options)
+        so.add_session_config_entry("ep.context_enable", "1")
+        so.add_session_config_entry("ep.context_embed_mode", embed)
+        ort.InferenceSession(src, so).run(None, feeds)
+        ctx = os.path.join(tmp, "model_ctx.onnx")
+        ctx_bytes = sum(os.path.getsize(os.path.join(tmp, f)) for f in os.listdir(tmp) if f != "model.onnx")
+
+        def timed(fn):
+            t = time.perf_counter()
+            fn()
+            return time.perf_counter() - t
+
+        runs = {"cpu": [], "orig": [], "ctx": []}
+        for _ in range(repeat):
+            runs["cpu"].append(timed(lambda: _session(mb, threads, False)))
+            runs["orig"].append(timed(lambda: _session(mb, threads, True, **ep_options)))
+            runs["ctx"].append(timed(lambda: ort.InferenceSession(ctx, sess_options=_plugin_so(threads, ep_options))))
+        return (float(np.median(runs["cpu"])) * 1e3, float(np.median(runs["orig"])) * 1e3,
+                float(np.median(runs["ctx"])) * 1e3, len(mb), ctx_bytes)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _plugin_so(threads, ep_options):
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    return onnxep_ort.session_options(so, **ep_options)
+
+
+def main_creation(a, ep_options):
+    print(f"onnxruntime {ort.__version__}, {a.threads} thread(s), session creation, {a.repeat} rounds, medians, "
+          f"ep.context_embed_mode={a.embed}, EP options {ep_options}")
+    print(f"{'model':28s} {'cpu EP ms':>9s} {'plugin ms':>9s} {'ctx ms':>8s} {'ctx/plugin':>10s}  model -> ctx MB "
+          f"(all files)")
+    for spec in a.models:
+        try:
+            c, o, x, n0, n1 = creation(spec, a.threads, a.repeat, a.embed, **ep_options)
+        except Exception as e:  # report and go on with the next model
+            print(f"{spec:28s} FAILED: {type(e).__name__}: {str(e)[:200]}")
+            continue
+        print(f"{spec:28s} {c:9.1f} {o:9.1f} {x:8.1f} {x / o:10.2f}  {n0 / 1e6:.1f} -> {n1 / 1e6:.1f}", flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("models", nargs="*", default=DEFAULT, help="light model names or zoo:ARCH.EXPORTER")
@@ -111,9 +174,14 @@ def main():
     ap.add_argument("--repeat", type=int, default=20)
     ap.add_argument("--ep-option", "-o", action="append", default=[], metavar="KEY=VALUE",
                     help="an option of onnxep's EP, e.g. -o compile=0 (kernel-registry path) or -o threads=2; repeatable")
+    ap.add_argument("--embed", default="0", choices=["0", "1"], help="--creation: ep.context_embed_mode")
+    ap.add_argument("--creation", action="store_true",
+                    help="time session creation on the original model vs its EPContext model instead of runs")
     a = ap.parse_args()
     ep_options = dict(kv.split("=", 1) for kv in a.ep_option)
     onnxep_ort.register()
+    if a.creation:
+        return main_creation(a, ep_options)
     print(f"onnxruntime {ort.__version__}, {a.threads} thread(s), {a.repeat} alternating rounds, medians, "
           f"EP options {ep_options}")
     print(f"{'model':28s} {'rel err':>9s} {'cpu ms':>8s} {'plugin ms':>9s} {'ratio':>6s}  provider share")

@@ -78,6 +78,7 @@ cdef extern from "_native/ort_plugin_abi.h":
     struct OrtEp
     struct OrtEpFactory
     struct OrtEpApi
+    struct OrtModelEditorApi
     ctypedef OrtStatus* (*OrtKernelCreateFunc)(void* state, const OrtKernelInfo* info,
                                                OrtKernelImpl** kernel_out) noexcept nogil
 
@@ -183,6 +184,19 @@ cdef extern from "_native/ort_plugin_abi.h":
         OrtStatus* (*KernelContext_GetOutputCount)(const OrtKernelContext* context, size_t* out) noexcept nogil
         OrtStatus* (*KernelContext_ParallelFor)(const OrtKernelContext* context, void (*fn)(void*, size_t) noexcept nogil,
                                                 size_t total, size_t num_batch, void* usr_data) noexcept nogil
+        OrtStatus* (*CreateOpAttr)(const char* name, const void* data, int len, OrtOpAttrType type,
+                                   OrtOpAttr** out) noexcept nogil
+        void (*ReleaseOpAttr)(OrtOpAttr* attr) noexcept nogil
+        const OrtModelEditorApi* (*GetModelEditorApi)() noexcept nogil
+        OrtStatus* (*Graph_GetModelPath)(const OrtGraph* graph, const char** model_path) noexcept nogil
+        OrtStatus* (*Node_GetAttributeByName)(const OrtNode* node, const char* name,
+                                              const OrtOpAttr** attr) noexcept nogil
+
+    struct OrtModelEditorApi:
+        OrtStatus* (*CreateNode)(const char* operator_name, const char* domain_name, const char* node_name,
+                                 const char* const* input_names, size_t input_names_len,
+                                 const char* const* output_names, size_t output_names_len,
+                                 OrtOpAttr** attributes, size_t attribs_len, OrtNode** node) noexcept nogil
 
     ctypedef struct OrtApiBase:
         const OrtApi* (*GetApi)(uint32_t version) noexcept nogil
@@ -290,6 +304,10 @@ cdef extern from "_native/ort_plugin_abi.h":
         int claim_conv
         int compile_mode
         int nthreads
+        int precision_bf16
+        int ctx_enable
+        int ctx_embed
+        char* ctx_path
     ctypedef struct onnxep_kernel:
         OrtKernelImpl base
         const OrtApi* api
@@ -1534,6 +1552,11 @@ cdef OrtStatus* _f_create_ep(OrtEpFactory* this_ptr, const OrtHardwareDevice* co
     # the compile path builds onnxep sessions in Python: off in a host without a Python interpreter
     e.compile_mode = _ep_option_int(f.api, session_options, "ep.onnxep.compile", 0) and Py_IsInitialized()
     e.nthreads = _ep_option_int(f.api, session_options, "ep.onnxep.threads", 0)
+    e.precision_bf16 = _ep_option_is(f.api, session_options, "ep.onnxep.precision", "bf16")
+    # EPContext export (onnxruntime's session config keys; Compile returns one EPContext node per fused graph)
+    e.ctx_enable = _ep_option_int(f.api, session_options, "ep.context_enable", 0)
+    e.ctx_embed = _ep_option_int(f.api, session_options, "ep.context_embed_mode", 0)
+    e.ctx_path = _ep_option_str(f.api, session_options, "ep.context_file_path")
     if e.compile_mode:
         e.base.Compile = _ep_compile
         e.base.ReleaseNodeComputeInfos = _ep_release_infos
@@ -1544,6 +1567,7 @@ cdef OrtStatus* _f_create_ep(OrtEpFactory* this_ptr, const OrtHardwareDevice* co
 cdef void _f_release_ep(OrtEpFactory* this_ptr, OrtEp* ep) noexcept nogil:
     if ep != NULL:
         free((<onnxep_ep*>ep).fused)
+        free((<onnxep_ep*>ep).ctx_path)
     free(ep)
 
 
@@ -1771,7 +1795,9 @@ cdef object _vi_desc(const OrtApi* api, const OrtValueInfo* v):
         if st != NULL:
             raise _ort_err(api, st)
         ishape = tuple(int(dims[i]) for i in range(nd))
-        arr = _wrap_ptr(p, <int>et, ishape, True)
+        # a view of onnxruntime's initializer memory, valid while the OrtGraph lives: ort_compile copies what it
+        # keeps past Compile unless it holds the view on purpose (Partition, in-place initializers)
+        arr = _wrap_ptr(p, <int>et, ishape, False)
         elem = <int>et
         shape = list(ishape)
     return (pyname, elem, shape, arr)
@@ -1798,8 +1824,9 @@ cdef object _wrap_ptr(const void* p, int et, tuple shape, bint copy):
     return a.copy() if copy else a
 
 
-cdef object _node_attrs(const OrtApi* api, const OrtNode* node):
-    """{name: value} of the node's attributes, or None when one is a graph / tensor / strings (not handled)."""
+cdef object _node_attrs(const OrtApi* api, const OrtNode* node, bint skip_cache=False):
+    """{name: value} of the node's attributes, or None when one is a graph / tensor / strings (not handled).
+    `skip_cache` (an EPContext node): its ep_cache_context, possibly megabytes, is left out (read at Compile)."""
     cdef size_t n = 0, i, need = 0
     cdef const OrtOpAttr** attrs
     cdef const char* aname = NULL
@@ -1825,6 +1852,8 @@ cdef object _node_attrs(const OrtApi* api, const OrtNode* node):
             if st != NULL:
                 raise _ort_err(api, st)
             key = (<bytes>aname).decode()
+            if skip_cache and key == "ep_cache_context":
+                continue
             if t == ORT_OP_ATTR_INT:
                 st = api.ReadOpAttr(attrs[i], t, &iv, sizeof(int64_t), &need)
                 if st != NULL:
@@ -1887,7 +1916,7 @@ cdef object _node_desc(const OrtApi* api, const OrtNode* node, dict values):
     if st != NULL:
         raise _ort_err(api, st)
     d["since"] = since
-    d["attrs"] = _node_attrs(api, node)
+    d["attrs"] = _node_attrs(api, node, d["op"] == "EPContext" and d["domain"] == "com.microsoft")
     for key in ("inputs", "outputs"):
         if key == "inputs":
             st = api.Node_GetNumInputs(node, &nin)
@@ -2050,8 +2079,101 @@ cdef object _copy_out(void* yp, object o):
     np.copyto(dst, o)
 
 
+cdef object _attr_bytes(const OrtApi* api, const OrtNode* node, const char* name):
+    """The bytes of the node's string attribute `name` exactly (binary content kept), or None when absent."""
+    cdef const OrtOpAttr* a = NULL
+    cdef size_t need = 0
+    cdef char* buf
+    cdef OrtStatus* st = api.Node_GetAttributeByName(node, name, &a)
+    if st != NULL:
+        api.ReleaseStatus(st)
+        return None
+    if a == NULL:
+        return None
+    st = api.ReadOpAttr(a, ORT_OP_ATTR_STRING, NULL, 0, &need)    # size query (an error status with the size)
+    if st != NULL:
+        api.ReleaseStatus(st)
+    buf = <char*>malloc(need + 1)
+    if buf == NULL:
+        raise MemoryError()
+    try:
+        st = api.ReadOpAttr(a, ORT_OP_ATTR_STRING, buf, need, &need)
+        if st != NULL:
+            raise _ort_err(api, st)
+        if need and buf[need - 1] == 0:      # onnxruntime appends a terminating NUL and counts it
+            need -= 1
+        return buf[:need]
+    finally:
+        free(buf)
+
+
+cdef object _graph_model_path(const OrtApi* api, const OrtGraph* graph):
+    """The path of the model file the graph was loaded from ("" when loaded from bytes)."""
+    cdef const char* p = NULL
+    cdef OrtStatus* st = api.Graph_GetModelPath(graph, &p)
+    if st != NULL:
+        api.ReleaseStatus(st)
+        return ""
+    return (<bytes>p).decode("utf-8", "replace") if p != NULL else ""
+
+
+cdef OrtNode* _create_ctx_node(const OrtApi* api, object spec) except NULL:
+    """An EPContext OrtNode (model-editor API) from ort_compile.context_node_spec: (name, inputs, outputs, attrs)
+    with attrs {name: int | bytes}. CreateNode copies the attributes; they are released here."""
+    cdef const OrtModelEditorApi* me = api.GetModelEditorApi()
+    cdef OrtNode* node = NULL
+    cdef OrtOpAttr** attrs = NULL
+    cdef const char** ins = NULL
+    cdef const char** outs = NULL
+    cdef size_t na = 0, i
+    cdef int64_t iv
+    cdef OrtStatus* st = NULL
+    cdef bytes b
+    if me == NULL:
+        raise RuntimeError("onnxruntime offers no model-editor API (needed to return EPContext nodes)")
+    name, inputs, outputs, amap = spec
+    keep = [x.encode() for x in inputs] + [x.encode() for x in outputs]
+    bname = name.encode()
+    ins = <const char**>malloc((len(inputs) + 1) * sizeof(char*))
+    outs = <const char**>malloc((len(outputs) + 1) * sizeof(char*))
+    attrs = <OrtOpAttr**>calloc(len(amap) + 1, sizeof(OrtOpAttr*))
+    try:
+        if ins == NULL or outs == NULL or attrs == NULL:
+            raise MemoryError()
+        for i in range(len(inputs)):
+            ins[i] = <const char*>(<bytes>keep[i])
+        for i in range(len(outputs)):
+            outs[i] = <const char*>(<bytes>keep[len(inputs) + i])
+        for k, v in amap.items():
+            bk = k.encode()
+            if isinstance(v, int):
+                iv = v
+                st = api.CreateOpAttr(bk, &iv, 1, ORT_OP_ATTR_INT, &attrs[na])
+            else:
+                b = bytes(v)
+                if len(b) > 0x7fffffff:
+                    raise ValueError(f"EPContext attribute {k!r} holds {len(b)} bytes, more than onnxruntime takes")
+                st = api.CreateOpAttr(bk, <const char*>b, <int>len(b), ORT_OP_ATTR_STRING, &attrs[na])
+            if st != NULL:
+                raise _ort_err(api, st)
+            na += 1
+        st = me.CreateNode("EPContext", "com.microsoft", bname, ins, len(inputs), outs, len(outputs), attrs, na, &node)
+        if st != NULL:
+            raise _ort_err(api, st)
+        return node
+    finally:
+        for i in range(na):
+            api.ReleaseOpAttr(attrs[i])
+        free(attrs)
+        free(ins)
+        free(outs)
+
+
 cdef OrtStatus* _ep_compile(OrtEp* this_ptr, const OrtGraph** graphs, const OrtNode** fused_nodes, size_t count,
                             OrtNodeComputeInfo** infos, OrtNode** ep_context_nodes) noexcept with gil:
+    """Builds one onnxep session per fused graph. A fused graph that is one of onnxep's own EPContext nodes is
+    rebuilt from its blob (no passes, no packing); with ep.context_enable=1 every other fused graph also gets an
+    EPContext node in ep_context_nodes (onnxruntime writes the _ctx.onnx model)."""
     cdef onnxep_ep* e = <onnxep_ep*>this_ptr
     cdef const OrtApi* api = e.factory.api
     cdef const OrtNode** nodes = NULL
@@ -2059,19 +2181,30 @@ cdef OrtStatus* _ep_compile(OrtEp* this_ptr, const OrtGraph** graphs, const OrtN
     cdef _onnxep_cinfo* ci
     for c in range(count):
         infos[c] = NULL
+        if e.ctx_enable and ep_context_nodes != NULL:
+            ep_context_nodes[c] = NULL
     try:
         from onnxep import ort_compile
+        opts = {"nthreads": e.nthreads, "precision": "bf16" if e.precision_bf16 else "fp32",
+                "ctx_enable": bool(e.ctx_enable), "embed": e.ctx_embed,
+                "ctx_path": (<bytes>e.ctx_path).decode("utf-8", "replace") if e.ctx_path != NULL else ""}
         for c in range(count):
             _graph_nodes(api, graphs[c], &nodes, &n)
             try:
                 values = {}
                 descs = [_node_desc(api, nodes[i], values) for i in range(n)]
+                cache = None
+                if n == 1 and ort_compile.is_own_context(descs[0]):
+                    cache = _attr_bytes(api, nodes[0], "ep_cache_context")
             finally:
                 free(nodes)
                 nodes = NULL
             fvals = {}
             fused = _node_desc(api, fused_nodes[c], fvals)
-            part = ort_compile.Partition(descs, values, fused, e.nthreads)
+            part, spec = ort_compile.compile_partition(descs, values, fused, cache,
+                                                       _graph_model_path(api, graphs[c]), opts)
+            if spec is not None and ep_context_nodes != NULL:
+                ep_context_nodes[c] = _create_ctx_node(api, spec)
             ci = <_onnxep_cinfo*>calloc(1, sizeof(_onnxep_cinfo))
             if ci == NULL:
                 raise MemoryError()
@@ -2118,3 +2251,40 @@ cdef int _ep_option_int(const OrtApi* api, const OrtSessionOptions* so, const ch
         api.ReleaseStatus(st)
         return dflt
     return atoi(buf)
+
+
+cdef char* _ep_option_str(const OrtApi* api, const OrtSessionOptions* so, const char* key) noexcept nogil:
+    """A malloc'ed copy of the session config entry `key`, or NULL when it is not set (or empty)."""
+    cdef int has = 0
+    cdef size_t size = 0
+    cdef char* buf
+    cdef OrtStatus* st
+    if so == NULL:
+        return NULL
+    st = api.HasSessionConfigEntry(so, key, &has)
+    if st != NULL:
+        api.ReleaseStatus(st)
+        return NULL
+    if not has:
+        return NULL
+    st = api.GetSessionConfigEntry(so, key, NULL, &size)     # size query (onnxruntime returns the size with an error)
+    if st != NULL:
+        api.ReleaseStatus(st)
+    if size <= 1:
+        return NULL
+    buf = <char*>calloc(size + 1, 1)
+    if buf == NULL:
+        return NULL
+    st = api.GetSessionConfigEntry(so, key, buf, &size)
+    if st != NULL:
+        api.ReleaseStatus(st)
+        free(buf)
+        return NULL
+    return buf
+
+
+cdef int _ep_option_is(const OrtApi* api, const OrtSessionOptions* so, const char* key, const char* value) noexcept nogil:
+    cdef char* v = _ep_option_str(api, so, key)
+    cdef int out = v != NULL and strcmp(v, value) == 0
+    free(v)
+    return out

@@ -74,7 +74,14 @@ def session_options(so=None, **ep_options):
       MatMul, Gemm, attention / normalization) and run each as a whole onnxep plan (onnxep/ort_compile.py);
       0: the kernel-registry path, node by node adapters;
     - ``threads``: onnxep's own thread pool size for compiled partitions (default: onnxep's default, all cores);
-    - ``claim_conv`` (kernel-registry path only, default 0): claim lone Conv nodes (measured slower than the CPU EP).
+    - ``claim_conv`` (kernel-registry path only, default 0): claim lone Conv nodes (measured slower than the CPU EP);
+    - ``precision`` (compile path): onnxep.compute_precision of the partitions ("fp32" default, "bf16").
+
+    EPContext models (compile path): with onnxruntime's session config entries ``ep.context_enable=1``,
+    ``ep.context_file_path`` and ``ep.context_embed_mode`` (0: side files next to the model, 1: embedded), each
+    partition onnxep compiles becomes an EPContext node (source "onnxep") of the model onnxruntime writes; a session
+    on that model rebuilds each partition from its blob (optimized graph, packed weights) without packing again. A
+    blob from another onnxep version, kernel ISA or precision is refused with an onnxruntime exception.
     """
     ep_options.setdefault("compile", 1)
     ort = _onnxruntime()

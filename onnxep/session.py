@@ -309,6 +309,20 @@ def _use_initializers(graph, so) -> None:
         graph.initializers[name] = arr
 
 
+def _adopt_initializers(model, weights: dict, so) -> None:
+    """SessionOptions.add_initializer for an initializer the model declares without data (name, type, dims only):
+    the OrtValue's array is its data, as load_model's own `weights` are (the plugin EP's partitions hand onnxruntime's
+    initializer memory over this way, uncopied; _use_initializers checks type and shape)."""
+    if not so._initializers:
+        return
+    for t in model.graph.initializer:
+        ov = so._initializers.get(t.name)
+        if ov is not None and t.name not in weights and not t.HasField("raw_data") and t.data_location == 0 \
+                and not (t.float_data or t.int32_data or t.int64_data or t.double_data or t.uint64_data
+                         or t.string_data):
+            weights[t.name] = ov._get_c_value()
+
+
 #: onnxruntime's run config key; a value naming "cpu" hands the session's pooled memory back after the run
 CONFIG_ARENA_SHRINKAGE = "memory.enable_memory_arena_shrinkage"
 #: run config keys onnxruntime documents that have nothing to act on in a CPU-only, synchronous run
@@ -436,6 +450,7 @@ class InferenceSession:
         # large initializers are read into arrays of their own, outside the message (each weight held once)
         weights = {}
         model, self._model_dir = model_mod.load_model(path_or_bytes, weights)
+        _adopt_initializers(model, weights, so)
         if so._dims_by_name or so._dims_by_denotation:
             if model is path_or_bytes:
                 model = model.__class__.FromString(model.SerializeToString())   # not the caller's

@@ -325,8 +325,8 @@ struct OrtApi {
     void* ReleaseCUDAProviderOptions;  /* 208 */
     void* SessionOptionsAppendExecutionProvider_MIGraphX;  /* 209 */
     void* AddExternalInitializers;  /* 210 */
-    void* CreateOpAttr;  /* 211 */
-    void* ReleaseOpAttr;  /* 212 */
+    OrtStatus* (*CreateOpAttr)(const char* name, const void* data, int len, OrtOpAttrType type, OrtOpAttr** out);  /* 211 */
+    void (*ReleaseOpAttr)(OrtOpAttr* attr);  /* 212 */
     void* CreateOp;  /* 213 */
     void* InvokeOp;  /* 214 */
     void* ReleaseOp;  /* 215 */
@@ -405,7 +405,7 @@ struct OrtApi {
     void* ReleaseModel;  /* 288 */
     OrtStatus* (*GetValueInfoName)(const OrtValueInfo* value_info, const char** name);  /* 289 */
     OrtStatus* (*GetValueInfoTypeInfo)(const OrtValueInfo* value_info, const OrtTypeInfo** type_info);  /* 290 */
-    void* GetModelEditorApi;  /* 291 */
+    const struct OrtModelEditorApi* (*GetModelEditorApi)(void);  /* 291 */
     void* CreateTensorWithDataAndDeleterAsOrtValue;  /* 292 */
     void* SessionOptionsSetLoadCancellationFlag;  /* 293 */
     void* GetCompileApi;  /* 294 */
@@ -448,7 +448,7 @@ struct OrtApi {
     OrtStatus* (*ValueInfo_IsConstantInitializer)(const OrtValueInfo* value_info, bool* is_constant_initializer);  /* 331 */
     void* ValueInfo_IsFromOuterScope;  /* 332 */
     void* Graph_GetName;  /* 333 */
-    void* Graph_GetModelPath;  /* 334 */
+    OrtStatus* (*Graph_GetModelPath)(const OrtGraph* graph, const char** model_path);  /* 334 */
     void* Graph_GetOnnxIRVersion;  /* 335 */
     void* Graph_GetNumOperatorSets;  /* 336 */
     void* Graph_GetOperatorSets;  /* 337 */
@@ -475,7 +475,7 @@ struct OrtApi {
     void* Node_GetImplicitInputs;  /* 358 */
     OrtStatus* (*Node_GetNumAttributes)(const OrtNode* node, size_t* num_attributes);  /* 359 */
     OrtStatus* (*Node_GetAttributes)(const OrtNode* node, const OrtOpAttr** attributes, size_t num_attributes);  /* 360 */
-    void* Node_GetAttributeByName;  /* 361 */
+    OrtStatus* (*Node_GetAttributeByName)(const OrtNode* node, const char* name, const OrtOpAttr** attr);  /* 361 */
     void* OpAttr_GetTensorAttributeAsOrtValue;  /* 362 */
     OrtStatus* (*OpAttr_GetType)(const OrtOpAttr* attribute, OrtOpAttrType* type);  /* 363 */
     OrtStatus* (*OpAttr_GetName)(const OrtOpAttr* attribute, const char** name);  /* 364 */
@@ -593,6 +593,21 @@ struct OrtKernelImpl {
     OrtStatus* (*SetSharedPrePackedWeight)(OrtKernelImpl* this_ptr, const void* const* buffer_data_ptrs,
                                            const size_t* buffer_data_sizes, size_t num_buffers, int input_index);
 };
+
+/* OrtModelEditorApi (onnxruntime_c_api.h; append-only, never versioned by slot): the slots up to CreateNode, which
+   OrtEp::Compile uses to return EPContext nodes. */
+typedef struct OrtModelEditorApi {
+    void* CreateTensorTypeInfo;  /* 0 */
+    void* CreateSparseTensorTypeInfo;  /* 1 */
+    void* CreateMapTypeInfo;  /* 2 */
+    void* CreateSequenceTypeInfo;  /* 3 */
+    void* CreateOptionalTypeInfo;  /* 4 */
+    void* CreateValueInfo;  /* 5 */
+    OrtStatus* (*CreateNode)(const char* operator_name, const char* domain_name, const char* node_name,
+                             const char* const* input_names, size_t input_names_len,
+                             const char* const* output_names, size_t output_names_len,
+                             OrtOpAttr** attributes, size_t attribs_len, OrtNode** node);  /* 6 */
+} OrtModelEditorApi;
 
 /* OrtEp, version 24 layout (IsConcurrentRunSupported is version 24's last slot). */
 struct OrtEp {
@@ -771,6 +786,10 @@ typedef struct onnxep_ep {
     int claim_conv;                  /* kernel path: claim lone Conv (EP option claim_conv=1; off: measured slower than the CPU EP) */
     int compile_mode;                /* EP option compile=1: fused partitions run as onnxep plans (OrtEp::Compile) */
     int nthreads;                    /* EP option threads: onnxep's own pool for compiled partitions (0: default) */
+    int precision_bf16;              /* EP option precision=bf16: the partitions' onnxep.compute_precision */
+    int ctx_enable;                  /* session config ep.context_enable=1: Compile returns EPContext nodes */
+    int ctx_embed;                   /* ep.context_embed_mode (0: side file next to the EPContext model) */
+    char* ctx_path;                  /* ep.context_file_path (malloc'ed; NULL when not set) */
 } onnxep_ep;
 
 typedef struct onnxep_kernel {
@@ -798,6 +817,7 @@ typedef struct onnxep_kernel {
 #define ONNXEP_SLOT(S, m) {#S, #m, (long)(offsetof(struct S, m) / sizeof(void*))}
 typedef struct onnxep_abi_slot { const char* type; const char* name; long slot; } onnxep_abi_slot;
 static const onnxep_abi_slot onnxep_abi_slots[] = {
+    ONNXEP_SLOT(OrtModelEditorApi, CreateNode),
     ONNXEP_SLOT(OrtApi, CreateStatus),
     ONNXEP_SLOT(OrtApi, GetErrorCode),
     ONNXEP_SLOT(OrtApi, GetErrorMessage),

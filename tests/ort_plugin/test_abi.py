@@ -55,3 +55,8 @@ def test_filled_struct_layouts(slots, struct):
             continue
         assert slots[(struct, name)] == slot, f"{struct}.{name}"
     assert max(s for (t, _), s in slots.items() if t == struct) == len(members) - 1
+
+
+def test_model_editor_create_node_slot(slots):
+    """OrtModelEditorApi.CreateNode, which OrtEp::Compile calls to return EPContext nodes."""
+    assert slots[("OrtModelEditorApi", "CreateNode")] == ANCHORS["OrtModelEditorApi"]["CreateNode"]
