@@ -240,7 +240,14 @@ cdef int conv_nhwc_exec(const ImplicitA* ia0, Py_ssize_t N, Py_ssize_t group, Py
     if work == NULL:
         free(res_copy)
         return -1
-    if nth == 1:
+    if nth == 1 and group == 1 and _chan_split((P + SGEMM_MC - 1) // SGEMM_MC, (Coutg + SGEMM_NR - 1) // SGEMM_NR,
+                                               Kc, P, nth_gemm):
+        job.ia, job.x, job.wp, job.bias, job.res, job.y = &ia, xp, wp, bptr, rptr, yp
+        job.Coutg, job.Kc, job.cout, job.act, job.P, job.work = Coutg, Kc, ldy, act, P, work
+        job.pslab = _chan_split_slab((Coutg + SGEMM_NR - 1) // SGEMM_NR, nth_gemm)
+        job.nslabs = ((Coutg + SGEMM_NR - 1) // SGEMM_NR + job.pslab - 1) // job.pslab
+        parallel_for(job.nslabs, nth_gemm, _conv_chan_task, &job)
+    elif nth == 1:
         for gi in range(group):
             _conv_nhwc_group(&ia, gi, xp, wp + gi * blen, bptr, rptr, yp, 0, P, Coutg, Kc, ldy, act, work, nth_gemm)
     else:
@@ -264,6 +271,7 @@ cdef struct ConvJob:
     const Act* act
     # (cout here and in the helpers' arguments: floats between output pixels in y and res -- ldy)
     Py_ssize_t blen, Coutg, Kc, cout, group, P, rb, rows, ntaps, ow_lo, ow_hi, nslabs, pslab, rows_total
+    bint chan               # one task per slab of weight panels, over every row block (_chan_split)
     float* work
     const DTap* taps
     DRun* runbuf
@@ -276,6 +284,75 @@ cdef void _conv_nhwc_block_task(void* p, Py_ssize_t t, int tid) noexcept nogil:
     for gi in range(j.group):
         _conv_nhwc_group(j.ia, gi, j.x, j.wp + gi * j.blen, j.bias, j.res, j.y, t * j.rb, min(j.rb, j.P - t * j.rb),
                          j.Coutg, j.Kc, j.cout, j.act, j.work + <Py_ssize_t>tid * sgemm_work_len(1), 1)
+
+
+cdef enum:
+    # (resadd slice) the most bytes of packed weight one thread's slab may take in a channel split (_chan_split): half
+    # of a 2 MiB L2, so the slab stays there beside the packed A block while the thread's row blocks sweep it
+    CONV_CHAN_SLAB_BYTES = 1048576
+
+# Off by default: not yet measured on an idle machine. Kernel alone, 2 threads, on a machine loaded by other jobs
+# (2026-11, paired alternation in one process): 0.98-1.0x the wall time on ResNet-50's 14x14 1x1 convs, 0.93-1.0x
+# the CPU time -- within the noise; whole ResNet-50 0.98-1.05x (noise +-40% per round). A static slab per thread also
+# cannot rebalance when one thread is descheduled, where the (row block, slab) tiles claimed dynamically can.
+cdef int _chan_split_on = 0
+
+
+def conv_chan_split(on=None):
+    """Whether conv_nhwc_f32's multi-threaded GEMMs may split by output-channel slabs (_chan_split; off by
+    default); `on` sets it (tests and in-process A/B measurements compare both splits). Returns the setting before
+    the call."""
+    global _chan_split_on
+    cdef int before = _chan_split_on
+    if on is not None:
+        _chan_split_on = 1 if on else 0
+    return bool(before)
+
+
+def conv_chan_split_applies(Py_ssize_t rblocks, Py_ssize_t npanels, Py_ssize_t Kc, Py_ssize_t P, int nth):
+    """_chan_split's decision (with the current conv_chan_split setting), for tests."""
+    return bool(_chan_split(rblocks, npanels, Kc, P, nth))
+
+
+cdef bint _chan_split(Py_ssize_t rblocks, Py_ssize_t npanels, Py_ssize_t Kc, Py_ssize_t P, int nth) noexcept nogil:
+    """(resadd slice) Whether a conv GEMM over nth threads runs one slab of weight panels per thread over all of its
+    rblocks row blocks, instead of tiles (row block, slab) claimed in any order -- where each thread reads all (or
+    most) of the weight, each from L3 or memory once more per thread. With a slab per thread the weight is read
+    once in all, and A (P x Kc) by every thread: worth it when the weight traffic saved, (min(rblocks, nth) - 1)
+    times the weight, exceeds the A traffic added, (nth - 1) times A (the 1x1 convs of ResNet-50's 14x14 stage: 1
+    MiB of weight, 0.2-0.8 MiB of A), while a thread's slab stays in L2 across its row blocks (CONV_CHAN_SLAB_BYTES)
+    and the slabs are even (a multiple of nth panels, or at least 8 per thread)."""
+    cdef Py_ssize_t chunk
+    if not _chan_split_on or nth <= 1 or rblocks < 2 or npanels < nth:
+        return False
+    if npanels % nth and npanels < 8 * nth:
+        return False
+    chunk = (npanels + nth - 1) // nth
+    if chunk * SGEMM_NR * Kc * <Py_ssize_t>sizeof(float) > CONV_CHAN_SLAB_BYTES:
+        return False
+    return (min(rblocks, <Py_ssize_t>nth) - 1) * npanels * SGEMM_NR > (nth - 1) * P
+
+
+cdef inline Py_ssize_t _chan_split_slab(Py_ssize_t npanels, int nth) noexcept nogil:
+    return (npanels + nth - 1) // nth
+
+
+cdef void _conv_chan_task(void* p, Py_ssize_t t, int tid) noexcept nogil:
+    """Slab t of weight panels over every row block of the packed path (group 1): the row blocks sgemm_packed_ex
+    makes (at most MC rows, even to one MR tile), each tile summing K in the same order."""
+    cdef ConvJob* j = <ConvJob*>p
+    cdef ImplicitA ia = j.ia[0]
+    cdef Py_ssize_t npanels = (j.Coutg + SGEMM_NR - 1) // SGEMM_NR, mtiles = (j.P + SGEMM_MC - 1) // SGEMM_MC
+    cdef Py_ssize_t mt = (j.P + SGEMM_MR - 1) // SGEMM_MR, mq, mrem, b, ic, jp0 = t * j.pslab
+    mq = mt // mtiles
+    mrem = mt - mq * mtiles
+    ia.x = j.x
+    ia.p0 = 0
+    for b in range(mtiles):
+        ic = _row_block(b, mq, mrem)
+        _sgemm_tile(ic, min(_row_block(b + 1, mq, mrem), j.P) - ic, jp0, min(jp0 + j.pslab, npanels), j.Coutg, j.Kc,
+                    1.0, NULL, 0, 0, &ia, j.wp, 0.0, j.y, j.cout, 1, j.bias, NULL, j.res, j.act,
+                    j.work + <Py_ssize_t>tid * SGEMM_WORK_PER_THREAD)
 
 
 cdef void _conv_nhwc_group(const ImplicitA* ia0, Py_ssize_t gi, const float* x, const float* wp, const float* bias,
@@ -593,10 +670,15 @@ cdef int _conv_nhwc_direct(const ImplicitA* ia0, Py_ssize_t N, Py_ssize_t group,
     job.rb = (rows + job.rows - 1) // job.rows
     job.rows = (rows + job.rb - 1) // job.rb
     items = group * job.rows
-    job.pslab = _panel_slab(npanels, items, nth)
-    if nth > 1:
-        job.P = P
-        job.pslab = _dconv_slab_mt(&job, items, npanels, ia.Wo, nth)
+    job.chan = group == 1 and _chan_split(job.rows, npanels, Kc, P, nth)
+    if job.chan:
+        job.pslab = _chan_split_slab(npanels, nth)
+        items = 1           # each task: a slab over every row block
+    else:
+        job.pslab = _panel_slab(npanels, items, nth)
+        if nth > 1:
+            job.P = P
+            job.pslab = _dconv_slab_mt(&job, items, npanels, ia.Wo, nth)
     job.nslabs = (npanels + job.pslab - 1) // job.pslab
     nth = <int>max(1, min(<Py_ssize_t>nth, items * job.nslabs))
     runbuf = <DRun*>malloc(nth * 2 * ntaps * sizeof(DRun))
@@ -617,6 +699,15 @@ cdef void _dconv_task(void* p, Py_ssize_t t, int tid) noexcept nogil:
     cdef ConvJob* j = <ConvJob*>p
     cdef ImplicitA ia = j.ia[0]
     cdef Py_ssize_t sl = t % j.nslabs, gi, rblk, row0
+    if j.chan:      # slab t over every row block, in order (group 1)
+        ia.x = j.x
+        for rblk in range(j.rows):
+            row0 = rblk * j.rb
+            _dconv_rows(&ia, j.taps, j.ntaps, j.runbuf + <Py_ssize_t>tid * 2 * j.ntaps, row0,
+                        min(row0 + j.rb, j.rows_total), j.wp, j.bias, j.res, j.y, j.Coutg, j.cout, j.act,
+                        j.ow_lo, j.ow_hi, t * j.pslab, min((t + 1) * j.pslab, (j.Coutg + SGEMM_NR - 1) // SGEMM_NR),
+                        j.P)
+        return
     t = t // j.nslabs
     gi = t // j.rows
     rblk = t - gi * j.rows

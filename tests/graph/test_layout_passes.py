@@ -602,6 +602,82 @@ def test_residual_add_of_unproven_equal_shapes_stays_nhwc():
     sess = _session(model)
     ops = _ops(sess)
     assert ops.count("Transpose") == 2 and ops[0] == "Transpose" and ops[-1] == "Transpose", ops
-    for shape in ((2, c, 9, 7), (1, c, 5, 6)):
+    # ... and folds into the conv as its residual Z (checked against the conv's output shape per signature)
+    assert "Add" not in ops and len(_residual_convs(sess)) == 1, ops
+    for shape in ((2, c, 9, 7), (1, c, 5, 6), (2, c, 9, 7)):
         x = RNG.uniform(-1, 1, shape).astype(np.float32)
-        assert_outputs_match(sess.run(None, {"x": x}), run_ort(model, {"x": x}), rtol=1e-4, atol=1e-5)
+        for _ in range(3):       # the first run records, the next ones run the compiled loop (the conv's C step)
+            assert_outputs_match(sess.run(None, {"x": x}), run_ort(model, {"x": x}), rtol=1e-4, atol=1e-5)
+    assert _residual_convs(sess)[0]._bare_conv is None       # never a broadcast: always the fused epilogue
+
+
+def _residual_convs(sess):
+    return [st[0] for p in sess.plans for st in p.steps if st[6] == "NhwcConv" and len(st[1]) == 4 and st[1][3]]
+
+
+_ACTS = [("Relu", {}, ()), ("Clip", {}, (-0.3, 0.4)), ("LeakyRelu", {"alpha": 0.2}, ()), ("Sigmoid", {}, ()),
+         ("HardSigmoid", {"alpha": 0.3, "beta": 0.4}, ()), ("Tanh", {}, ()), ("HardSwish", {}, ()), (None, {}, ())]
+
+
+@pytest.mark.parametrize("act,attrs,bounds", _ACTS, ids=[a[0] or "none" for a in _ACTS])
+@pytest.mark.parametrize("k,c", [(1, 8), (3, 16)])      # 3x3 16 -> 16: the Winograd path
+def test_residual_add_that_broadcasts_at_run_time(act, attrs, bounds, k, c):
+    """Conv(x1) + Conv(x2) [-> activation] over two inputs of independent symbolic shapes: the Add folds into the second
+    conv (its shapes may be equal), and on the signatures where they are not -- the residual (N, 1, 1, C) against the
+    conv's (N, H, W, C), the conv's (1, 1, 1, C) against a (N, H, W, C) residual, a batch of 1 against 3 -- the conv
+    takes the Add's broadcast, then the activation; equal shapes run the fused epilogue. Oracle: onnxruntime."""
+    f = onnx.TensorProto.FLOAT
+    nodes = [helper.make_node("Conv", ["x1", "w1"], ["c1"]),
+             helper.make_node("Conv", ["x2", "w2"], ["c2"], pads=[k // 2] * 4),
+             helper.make_node("Add", ["c1", "c2"], ["s"])]
+    inits = [onnx.numpy_helper.from_array(_w(c, c, 1, 1), "w1"), onnx.numpy_helper.from_array(_w(c, c, k, k), "w2")]
+    if act:
+        names = []
+        for i, b in enumerate(bounds):
+            inits.append(onnx.numpy_helper.from_array(np.array(b, np.float32), f"b{i}"))
+            names.append(f"b{i}")
+        nodes.append(helper.make_node(act, ["s", *names], ["a"], **attrs))
+    nodes.append(helper.make_node("Conv", ["a" if act else "s", "w3"], ["y"]))
+    inits.append(onnx.numpy_helper.from_array(_w(c, c, 1, 1), "w3"))
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x1", f, ["n1", c, "h1", "w1"]),
+                                       helper.make_tensor_value_info("x2", f, ["n2", c, "h2", "w2"])],
+                          [helper.make_tensor_value_info("y", f, None)], inits)
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    sess = _session(model)
+    ops = _ops(sess)
+    assert "Add" not in ops and (act is None or act not in ops), ops
+    fused = _residual_convs(sess)
+    assert len(fused) == 1 and fused[0].activation == (act or ""), ops
+
+    def x(*shape):
+        return RNG.uniform(-2, 2, shape).astype(np.float32)
+
+    for x1, x2, broadcast in ((x(2, c, 5, 6), x(2, c, 1, 1), True), (x(1, c, 1, 1), x(2, c, 5, 6), True),
+                              (x(2, c, 5, 6), x(2, c, 5, 6), False), (x(1, c, 4, 3), x(3, c, 4, 3), True),
+                              (x(2, c, 5, 6), x(2, c, 1, 1), True)):
+        feeds = {"x1": x1, "x2": x2}
+        fused[0]._bare_conv = None
+        for _ in range(3):
+            assert_outputs_match(sess.run(None, feeds), run_ort(model, feeds), rtol=1e-4, atol=1e-5)
+        assert (fused[0]._bare_conv is not None) == broadcast
+
+
+@pytest.mark.parametrize("shape1,shape2", [(["n", 8, "h", "w"], ["n", 8, 1, 1]), ([2, 8, 5, 6], [2, 8, 1, 6])])
+def test_residual_add_not_folded_where_it_always_broadcasts(shape1, shape2):
+    """A static 1 beside another dim, or two different static dims: the Add broadcasts on every run, so it stays an
+    Add (folding it would gain nothing). Oracle: onnxruntime."""
+    c = 8
+    f = onnx.TensorProto.FLOAT
+    nodes = [helper.make_node("Conv", ["x1", "w1"], ["c1"]), helper.make_node("Conv", ["x2", "w2"], ["c2"]),
+             helper.make_node("Add", ["c1", "c2"], ["y"])]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x1", f, shape1),
+                                       helper.make_tensor_value_info("x2", f, shape2)],
+                          [helper.make_tensor_value_info("y", f, None)],
+                          [onnx.numpy_helper.from_array(_w(c, c, 1, 1), "w1"),
+                           onnx.numpy_helper.from_array(_w(c, c, 1, 1), "w2")])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    sess = _session(model)
+    assert "Add" in _ops(sess) and not _residual_convs(sess)
+    feeds = {"x1": RNG.uniform(-1, 1, (2, c, 5, 6)).astype(np.float32),
+             "x2": RNG.uniform(-1, 1, (2, c, 1, shape2[3] if isinstance(shape2[3], int) else 6)).astype(np.float32)}
+    assert_outputs_match(sess.run(None, feeds), run_ort(model, feeds), rtol=1e-4, atol=1e-5)

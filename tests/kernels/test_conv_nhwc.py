@@ -223,6 +223,44 @@ def test_conv_nhwc_direct_above_one_k_block(isa, case):
     np.testing.assert_allclose(ys["packed", 1], ref, rtol=0, atol=bound)
 
 
+CHAN_SPLIT_CASES = [  # the weight (Coutg x Kc) outweighs A (P x Kc) and P spans two row blocks: a slab per thread
+    ((1, 300, 13, 13), (250, 300, 1, 1), 1, (1, 1), (1, 1), (0, 0)),      # 1x1, K above one block, cout tails
+    ((1, 200, 13, 13), (250, 200, 1, 1), 1, (1, 1), (1, 1), (0, 0)),      # K within one block
+    ((2, 40, 9, 9), (256, 40, 3, 3), 1, (1, 1), (1, 1), (1, 1)),          # 3x3 'same', two images, border tiles
+]
+
+
+@pytest.mark.parametrize("isa,path", [(i, p) for i in VARIANTS for p in ("packed", "direct")
+                                      if not (i == "generic" and p == "direct")])   # generic: no direct path
+@pytest.mark.parametrize("case", CHAN_SPLIT_CASES,
+                         ids=lambda c: "x".join(map(str, c[0])) + "_k" + "x".join(map(str, c[1])))
+def test_conv_nhwc_channel_split_threads_identical(isa, path, case):
+    """Where the weight outweighs the input (_chan_split, off by default: each thread one slab of output channels
+    over every row block): bit-identical to the split turned off and to one thread, with bias, residual (apart and
+    in place) and an activation; the float64 direct conv (oracle) within the GEMM bound."""
+    mod = VARIANTS[isa]
+    run, ref, res, kc = _case(mod, case, 17)
+    act = ("HardSwish",)
+    P = case[0][0] * case[0][2] * case[0][3]
+    before = mod.conv_chan_split()
+    try:
+        mod.conv_chan_split(True)
+        # the packed path's row blocks: at most MC rows each
+        assert mod.conv_chan_split_applies(-(-P // mod.MC), -(-case[1][0] // mod.NR), kc, P, 2)
+        assert not mod.conv_chan_split_applies(-(-P // mod.MC), -(-case[1][0] // mod.NR), kc, P, 1)
+        y_on = run(path, 2, act, res)
+        y_in_place = run(path, 2, act, res, res.copy())
+        mod.conv_chan_split(False)
+        y_off = run(path, 2, act, res)
+    finally:
+        mod.conv_chan_split(before)
+    y1 = run(path, 1, act, res)
+    np.testing.assert_array_equal(y_on, y1)
+    np.testing.assert_array_equal(y_off, y1)
+    np.testing.assert_array_equal(y_in_place, y1)
+    np.testing.assert_allclose(y1, HARD_SWISH(ref), rtol=0, atol=2 * (kc + 2) * EPS + 1e-6)
+
+
 @pytest.mark.parametrize("isa,path", [(i, p) for i in VARIANTS for p in ("packed", "direct")
                                       if not (i == "generic" and p == "direct")])   # generic: no direct path
 @pytest.mark.parametrize("kc_above_block", [False, True], ids=["K<=KC", "K>KC"])

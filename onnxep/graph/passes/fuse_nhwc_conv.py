@@ -1,6 +1,7 @@
 """Epilogue fusion for NhwcConv (after the layout pass): what follows a channel-last conv moves into its GEMM epilogue.
 
-- NhwcConv -> Add / Sum(two inputs) with a same-shaped other input Z: the conv takes Z as its 4th input
+- NhwcConv -> Add / Sum(two inputs) with a 4-D other input Z that may have the same shape (the shapes of Z, the
+  conv's output and the Add's output need not be provably equal; _may_be_equal): the conv takes Z as its 4th input
   (y = conv + B + Z) and moves to the Add's place (Z may be computed after the conv in the original order);
 - NhwcConv -> Relu / Clip (constant bounds) / LeakyRelu / Sigmoid / HardSigmoid / Tanh / HardSwish: the conv's
   activation (applied after the residual add, as in a ResNet block); a depthwise conv fuses Relu, Clip (MobileNetV2's
@@ -19,6 +20,21 @@ DW_ACTS = ("Relu", "Clip", "HardSwish")     # what the depthwise kernel's epilog
 def _fusable_conv(node, counts, x) -> bool:
     return (node is not None and node.domain == INTERNAL_DOMAIN and node.op_type == "NhwcConv"
             and not node.attrs.get("activation") and counts.get(x, 0) == 1)
+
+
+def _may_be_equal(*shapes) -> bool:
+    """Whether 4-D shapes may be the same at run time: no two different static sizes in one place, and no static 1
+    beside another dim (an Add that broadcasts there on every run gains nothing from the fold). Symbolic dims need not
+    match: onnx's shape inference gives a TorchScript export's residual operands distinct symbols (unk__54 beside
+    unk__60) that are equal at run time; NhwcConv checks Z's shape against its output's once per input signature
+    and takes the Add's broadcast, unfused, when they differ."""
+    if any(s is None or len(s) != 4 for s in shapes):
+        return False
+    for dims in zip(*shapes):
+        static = {d for d in dims if isinstance(d, int)}
+        if len(static) > 1 or (static == {1} and len(set(dims)) > 1):
+            return False
+    return True
 
 
 def _depthwise(node, consts) -> bool:
@@ -67,8 +83,7 @@ def fuse_nhwc_conv(graph: Graph, ctx=None) -> Graph:
                         or _depthwise(conv, consts) or x == z or z in consts:
                     continue
                 sz, sx = vt.get(z), vt.get(x)
-                if shape is None or sz is None or sx is None or not (tuple(sz.shape or ()) == tuple(sx.shape or ())
-                                                                     == tuple(shape)) or None in shape:
+                if shape is None or sz is None or sx is None or not _may_be_equal(sz.shape, sx.shape, shape):
                     continue
                 conv.inputs = conv.inputs + ("",) * (3 - len(conv.inputs)) + (z,)
                 conv.outputs = (node.outputs[0],)

@@ -1,9 +1,12 @@
 """NhwcConv (domain com.onnxep): Conv over channel-last activations, written by the layout pass (graph/passes/
 layout_nhwc.py), never by users. X is (N, H, W, C) and Y (N, Ho, Wo, Cout); W, B and the attributes are the ONNX Conv's
-(W stays (Cout, Cin/group, kh, kw)). More from the fusion passes: an optional 4th input Z (NHWC, Y's shape) added to
-the result, and `activation` with `activation_params` (as onnxruntime's FusedConv: "" / Relu / Clip [min, max] /
-LeakyRelu [alpha] / Sigmoid / HardSigmoid [alpha, beta] / Tanh, and HardSwish) applied last -- y = act(conv(x, W) + B + Z), all in the
-GEMM epilogue; a depthwise conv: "" / Relu / Clip / HardSwish, in its own kernel's epilogue.
+(W stays (Cout, Cin/group, kh, kw)). More from the fusion passes: an optional 4th input Z (NHWC) added to the result,
+and `activation` with `activation_params` (as onnxruntime's FusedConv: "" / Relu / Clip [min, max] / LeakyRelu
+[alpha] / Sigmoid / HardSigmoid [alpha, beta] / Tanh, and HardSwish) applied last -- y = act(conv(x, W) + B + Z), all
+in the GEMM epilogue; a depthwise conv: "" / Relu / Clip / HardSwish, in its own kernel's epilogue. The fusion pass
+also folds a residual Add whose operands it cannot prove the same shape (a TorchScript export's distinct symbolic
+dims): a Z of another shape than the conv's output, checked once per input signature, takes the Add's broadcast,
+unfused (y = act(broadcast(conv(x, W) + B, Z))).
 
 Dense and grouped convs run conv_nhwc_f32 (implicit im2col, no col buffer; 3x3 stride-1 ones with enough channels by
 Winograd's F(4x4, 3x3) or F(2x2, 3x3), their weight packed transformed); one input channel per group (depthwise) runs
@@ -74,6 +77,32 @@ BF16_CONV_MIN_CHANNELS = 64
 
 def _plain_f32(*arrays) -> bool:
     return all(a.__class__ is np.ndarray and a.dtype == F32 and a.flags.c_contiguous for a in arrays)
+
+
+def _apply_activation(y, act):
+    """The epilogue's activation (ACTIVATIONS: name, then its parameters) on y in place, as the GEMM epilogue applies
+    it (sgemm.h: Clip as numpy.clip, HardSwish v * min(1, max(0, v/6 + 1/2)))."""
+    name, p = act[0], act[1:]
+    if name == "Relu":
+        np.maximum(y, 0, out=y)
+    elif name == "Clip":
+        np.clip(y, F32(p[0]), F32(p[1]), out=y)
+    elif name == "LeakyRelu":
+        np.multiply(y, np.where(y < 0, F32(p[0]), F32(1)), out=y)
+    elif name == "Sigmoid":
+        np.negative(y, out=y)
+        with np.errstate(over="ignore"):
+            np.exp(y, out=y)
+        np.add(y, 1, out=y)
+        np.reciprocal(y, out=y)
+    elif name == "HardSigmoid":
+        np.clip(y * F32(p[0]) + F32(p[1]), 0, 1, out=y)
+    elif name == "Tanh":
+        np.tanh(y, out=y)
+    elif name == "HardSwish":
+        np.multiply(y, np.clip(y * F32(1 / 6) + F32(0.5), 0, 1), out=y)
+    elif name:
+        raise ValueError(f"unknown activation {name!r}")
 
 
 def _is_f32_rank4(vt):
@@ -218,7 +247,8 @@ class NhwcConv_1(ConvAttrs, PackedWeightMixin, OpKernel):
             plan = self._shape_plan = self._plan_for(X.shape, self._wshape, int(self.group), wp)
         _, yshape, conv, geo, depthwise, _ = plan
         if Z is not None and Z.shape != yshape:
-            raise ValueError(f"Z has shape {Z.shape}, expected {yshape}")
+            self._broadcast_residual(ctx, X, B, Z, plan)
+            return
         Y = ctx.output(0, yshape, F32)
         if depthwise:
             _kernels.conv_depthwise_nhwc_f32(X.reshape(-1), conv, wp, yshape[3], *geo, B, Y.reshape(-1),
@@ -233,6 +263,31 @@ class NhwcConv_1(ConvAttrs, PackedWeightMixin, OpKernel):
             conv.run(X.reshape(-1), B, None if Z is None else Z.reshape(-1),
                      y[offset:offset + (yshape[0] * yshape[1] * yshape[2] - 1) * ldy + yshape[3]], ctx.num_threads,
                      ldy)
+
+    def _broadcast_residual(self, ctx, X, B, Z, plan):
+        """A residual Z of another shape than the conv's output (the fusion pass folds an Add whose operands it cannot
+        prove equal, e.g. a TorchScript export's distinct symbolic dims): Add's broadcast, then the activation --
+        y = act(broadcast(conv(x, W) + B, Z)), unfused. Decided once per input signature: the compiled run loop
+        keeps the C step only for the signatures where Z has the conv output's shape (c_step)."""
+        yshape = plan[1]
+        try:
+            shape = np.broadcast_shapes(yshape, Z.shape)
+        except ValueError:
+            raise ValueError(f"Z has shape {Z.shape}, which does not broadcast with the conv's output {yshape}") \
+                from None
+        bare = self._bare_conv
+        if bare is None or bare[0] is not plan:
+            conv = _kernels.ConvNhwc(plan[0], plan[5], yshape[3], int(self.group), *plan[3], False, ("",),
+                                     _WINOGRAD_PATHS[self._winograd(self._wshape)])
+            bare = self._bare_conv = (plan, conv)
+        t = np.empty(yshape, F32)
+        bare[1].run(X.reshape(-1), B, None, t.reshape(-1), ctx.num_threads, 0)
+        Y = ctx.output(0, shape, F32)
+        np.add(t, Z, out=Y)
+        _apply_activation(Y, self._act)
+
+    # (the plan, a ConvNhwc of it without activation) for _broadcast_residual
+    _bare_conv = None
 
     def c_step(self, ins, outs, nthreads):
         """The compiled run loop's entry, for a pre-packed W and plain contiguous float32 arrays of the shapes compute
