@@ -364,11 +364,13 @@ static void bg_item(void* ctx, Py_ssize_t item, int tid) {
     const int kind = act ? act->kind : ONNXEP_ACT_NONE;
     for (int64_t m = m0; m < m1; m++) {
         const float* __restrict c = buf + (m - m0) * BG_NB;
-        float* __restrict y = a->Y + m * a->ldy + n0;
-        if (alpha != 1.0f) for (int64_t j = 0; j < w; j++) y[j] = alpha * c[j];
-        else memcpy(y, c, (size_t)w * 4);
-        if (bp) for (int64_t j = 0; j < w; j++) y[j] += bp[j];
-        if (a->R) { const float* __restrict r = a->R + m * a->ldr + n0; for (int64_t j = 0; j < w; j++) y[j] += r[j]; }
+        /* Y may be R's memory (a conv's residual taken in place): each element reads r[j] before writing y[j] */
+        float* y = a->Y + m * a->ldy + n0;
+        const float* r = a->R ? a->R + m * a->ldr + n0 : NULL;
+        if (r && bp) for (int64_t j = 0; j < w; j++) y[j] = (alpha * c[j] + bp[j]) + r[j];
+        else if (r) for (int64_t j = 0; j < w; j++) y[j] = alpha * c[j] + r[j];
+        else if (bp) for (int64_t j = 0; j < w; j++) y[j] = alpha * c[j] + bp[j];
+        else for (int64_t j = 0; j < w; j++) y[j] = alpha * c[j];
         if (kind == ONNXEP_ACT_RELU) { for (int64_t j = 0; j < w; j++) y[j] = y[j] > 0.0f ? y[j] : 0.0f; }
         else if (kind != ONNXEP_ACT_NONE) { for (int64_t j = 0; j < w; j++) y[j] = onnxep_act1(act, y[j]); }
     }

@@ -277,11 +277,14 @@ class NhwcConv_1(ConvAttrs, PackedWeightMixin, OpKernel):
                 from None
         bare = self._bare_conv
         if bare is None or bare[0] is not plan:
-            conv = _kernels.ConvNhwc(plan[0], plan[5], yshape[3], int(self.group), *plan[3], False, ("",),
-                                     _WINOGRAD_PATHS[self._winograd(self._wshape)])
+            if isinstance(plan[2], _kernels.BConvNhwc):      # bf16 (its weight is packed for the bf16 GEMM)
+                conv = _kernels.BConvNhwc(plan[0], plan[5], yshape[3], *plan[3], ("",))
+            else:
+                conv = _kernels.ConvNhwc(plan[0], plan[5], yshape[3], int(self.group), *plan[3], False, ("",),
+                                         _WINOGRAD_PATHS[self._winograd(self._wshape)])
             bare = self._bare_conv = (plan, conv)
         t = np.empty(yshape, F32)
-        bare[1].run(X.reshape(-1), B, None, t.reshape(-1), ctx.num_threads, 0)
+        bare[1].run(X.reshape(-1), B, None, t.reshape(-1), ctx.num_threads)
         Y = ctx.output(0, shape, F32)
         np.add(t, Z, out=Y)
         _apply_activation(Y, self._act)
