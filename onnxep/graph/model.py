@@ -551,7 +551,7 @@ def build_graph(model: onnx.ModelProto, infer_shapes: bool = True, weights: dict
             raw = tp.SerializeToString()
             vt = seen.get(raw)
             if vt is None:
-                vt = seen[raw] = ValueType.from_proto(tp)
+                vt = seen[raw] = ValueType.from_proto_bytes(raw, tp)
             value_types[sys.intern(vi.name)] = vt
     del seen
     # subgraph attributes (If / Loop / Scan bodies) as inference annotated them: the value_info onnx infers inside a
