@@ -27,6 +27,7 @@ def load_model(path_or_bytes, weights: dict | None = None) -> tuple[onnx.ModelPr
     and its TensorProto in `model` keeps its name, type and dims but no data: the weights are then held once -- not
     as the file's bytes, the parsed message's copy and a numpy copy at once -- and shape inference sees a small model.
     External data is read the same way, into arrays, never into the message. build_graph takes the same dict."""
+    data = None      # the model's bytes, when they were read whole (small models)
     if isinstance(path_or_bytes, onnx.ModelProto):
         model, base = path_or_bytes, None
     elif isinstance(path_or_bytes, (bytes, bytearray, memoryview)):
@@ -35,7 +36,8 @@ def load_model(path_or_bytes, weights: dict | None = None) -> tuple[onnx.ModelPr
             model = _load_split(memoryview(path_or_bytes).cast("B"), None, weights)
         if model is None:
             try:
-                model = onnx.ModelProto.FromString(bytes(path_or_bytes))
+                data = bytes(path_or_bytes)
+                model = onnx.ModelProto.FromString(data)
             except Exception as e:
                 raise InvalidProtobuf(f"failed to parse the model bytes as an ONNX ModelProto: {e}") from None
         base = None
@@ -56,15 +58,29 @@ def load_model(path_or_bytes, weights: dict | None = None) -> tuple[onnx.ModelPr
                         mm.close()
         if model is None:
             try:
-                model = onnx.load(path, load_external_data=False)
+                if os.path.splitext(path)[1] == ".onnx":      # (what onnx.load does for it, without its lookups)
+                    with open(path, "rb") as f:
+                        data = f.read()
+                    model = onnx.ModelProto()
+                    model.ParseFromString(data)
+                else:       # onnx.load picks the format from the extension (.onnxtxt, .json, ...)
+                    model = onnx.load(path, load_external_data=False)
             except Exception as e:
                 raise InvalidProtobuf(f"Load model from {path} failed: protobuf parsing failed: {e}") from None
         base = os.path.dirname(os.path.abspath(path))
     else:
         raise InvalidArgument(f"InferenceSession expects a path, bytes or ModelProto, got "
                               f"{type(path_or_bytes).__name__}")
+    if data is not None and len(data) <= SPLIT_MODEL_BYTES and _EXTERNAL_MARK not in data:
+        return model, base        # no tensor of the encoding says data_location EXTERNAL: nothing to read
+    del data
     _load_external_data(model, base, weights)
     return model, base
+
+
+#: data_location = EXTERNAL (TensorProto field 14, varint 1) as protobuf encodes it: a model whose bytes lack it
+#: keeps no tensor's data outside (looked for in the bytes instead of a walk over every tensor and node attribute)
+_EXTERNAL_MARK = bytes(((14 << 3) | 0, onnx.TensorProto.EXTERNAL))
 
 
 def _check_model_path(path) -> None:
