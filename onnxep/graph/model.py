@@ -741,19 +741,33 @@ _MISSING_SCHEMA = object()
 _GRAPH_ATTR, _GRAPHS_ATTR = onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS
 
 
+#: what _check_nodes found valid: (domain, op type, opset, input count, output count, ((attribute name, type), ...)).
+#: A node's checks read only these, so a node of a signature seen valid is (a model repeats a few signatures).
+_VALID: set = set()
+_VALID_MAX = 1 << 14
+
+
 def _check_nodes(g, opsets) -> None:
     """Each node of `g` (and of its subgraphs) against its op schema: onnxruntime's load-time checks."""
     for i, n in enumerate(g.node):
-        domain = n.domain if n.domain != "ai.onnx" else ""
+        domain = n.domain
+        if domain == "ai.onnx":
+            domain = ""
         attributes = n.attribute
+        sig = []
         for a in attributes:
-            if a.type == _GRAPH_ATTR:
+            t = a.type
+            if t == _GRAPH_ATTR:
                 _check_nodes(a.g, opsets)
-            elif a.type == _GRAPHS_ATTR:
+            elif t == _GRAPHS_ATTR:
                 for sub in a.graphs:
                     _check_nodes(sub, opsets)
+            sig.append((a.name, t))
         version = opsets.get(domain)
         if version is None or domain not in _SCHEMA_DOMAINS:
+            continue
+        key = (domain, n.op_type, version, len(n.input), len(n.output), tuple(sig))
+        if key in _VALID:
             continue
         r = _rules(domain, n.op_type, version)
         if r is None:
@@ -784,6 +798,10 @@ def _check_nodes(g, opsets) -> None:
                 if name not in have:
                     raise InvalidGraph(f"This is an invalid model. In {_where(n, i, domain, r)}: Required attribute "
                                        f"{name!r} is missing")
+        if all(not t or t == attrs[name] for name, t in sig):     # (not valid by a ref_attr_name: not by signature)
+            if len(_VALID) >= _VALID_MAX:
+                _VALID.clear()
+            _VALID.add(key)
 
 
 def _where(n, i, domain, r) -> str:

@@ -272,3 +272,29 @@ def test_external_data_looked_for_only_when_the_bytes_name_it(tmp_path, monkeypa
         np.testing.assert_array_equal(onnxep.InferenceSession(f.read()).run(None, {"x": X})[0], X + w)
     with pytest.raises(AssertionError, match="walked"):
         onnxep.InferenceSession(outside)
+
+
+def test_node_checks_remembered_by_signature_refuse_what_differs():
+    # check_graph remembers the node signatures it found valid (op, opset, counts, attribute names and types): a node
+    # of another signature is still checked. Oracle: onnxruntime's refusals, as test_refusals spells them
+    from onnxep.errors import InvalidGraph as Refused
+
+    def model(**attrs):
+        node = helper.make_node("LeakyRelu", ["x"], ["y"], **attrs)
+        m = helper.make_model(helper.make_graph(
+            [node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])]), opset_imports=[helper.make_opsetid("", 17)])
+        return m
+
+    for _ in range(2):
+        model_mod.check_graph(model(alpha=0.2))
+    bad = model(alpha=0.2)
+    bad.graph.node[0].attribute[0].type = onnx.AttributeProto.INT
+    with pytest.raises(Refused, match="Mismatched attribute type"):
+        model_mod.check_graph(bad)
+    with pytest.raises(Refused, match="Unrecognized attribute"):
+        model_mod.check_graph(model(alpha=0.2, beta=1.0))
+    extra = model(alpha=0.2)
+    extra.graph.node[0].input.append("x")
+    with pytest.raises(Refused, match="input size"):
+        model_mod.check_graph(extra)
