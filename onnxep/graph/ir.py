@@ -68,6 +68,18 @@ class ValueType:
     # so every session pinned its ModelProto and shape-inferred model (~3 MB for DenseNet-121) -- and a standalone
     # message costs ~1.5 KB of arena.
     proto_bytes: bytes = b""
+    #: the hash of the fields above, worked out once: the kernels' tuples of ValueTypes are hashed for every node of
+    #: every session (PrePackedWeightsContainer.share_immutable)
+    _hash: int = field(default=0, init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "_hash", hash((self.kind, self.elem_type, self.shape, self.type_str, self.proto_bytes)))
+
+    def __hash__(self):
+        return self._hash
+
+    def __reduce__(self):       # (pickle / copy: made again, its hash worked out in the process that loads it)
+        return ValueType, (self.kind, self.elem_type, self.shape, self.type_str, self.proto_bytes)
 
     @property
     def proto(self):

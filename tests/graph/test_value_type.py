@@ -123,3 +123,21 @@ def test_from_proto_bytes_is_from_proto(i):
         except Exception:
             continue
         assert ValueType.from_proto_bytes(raw[:cut], part) == ValueType.from_proto(part)
+
+
+def test_hash_worked_out_once_and_again_after_pickling():
+    # the hash is kept from construction (graph/ir.py ValueType._hash); a pickled one is made again, so its hash is
+    # the loading process's. Oracle: hash of the same fields, equality, and a fresh process's dict lookup
+    import pickle
+    import subprocess
+    import sys
+    vt = ValueType.from_proto(helper.make_tensor_type_proto(TensorProto.FLOAT, (2, "N")))
+    assert hash(vt) == hash((vt.kind, vt.elem_type, vt.shape, vt.type_str, vt.proto_bytes))
+    again = pickle.loads(pickle.dumps(vt))
+    assert again == vt and hash(again) == hash(vt)
+    code = ("import pickle, sys; vt = pickle.loads(sys.stdin.buffer.read()); "
+            "from onnxep.graph.ir import ValueType; "
+            "print({ValueType('tensor', vt.elem_type, vt.shape, vt.type_str): 1}.get(vt))")
+    out = subprocess.run([sys.executable, "-c", code], input=pickle.dumps(vt), capture_output=True, check=True,
+                         env={**__import__("os").environ, "PYTHONHASHSEED": "random"})
+    assert out.stdout.strip() == b"1"
