@@ -536,7 +536,8 @@ def build_graph(model: onnx.ModelProto, infer_shapes: bool = True, weights: dict
         raise InvalidGraph("the model has no graph")
     weights = weights or {}
     inferred = None
-    if infer_shapes and _fully_typed(model):
+    own = _value_types(model.graph)      # the types the model writes (all that is needed when it types every value)
+    if infer_shapes and _fully_typed(model, own):
         infer_shapes = False     # (what inference would add, the exporter wrote: torch's dynamo exporter does)
     if infer_shapes:
         try:
@@ -558,18 +559,9 @@ def build_graph(model: onnx.ModelProto, infer_shapes: bool = True, weights: dict
     opsets = {o.domain if o.domain != "ai.onnx" else "": o.version for o in model.opset_import}
     if "" not in opsets and model.ir_version < 3:
         opsets[""] = 1
-    value_types = {}
     typed = inferred.graph if inferred is not None else g
-    seen = {}        # serialized TypeProto -> its ValueType: a graph names a few distinct types for all its values
-    for vi in itertools.chain(typed.value_info, typed.input, typed.output):     # one message wrapper alive at a time
-        if vi.HasField("type"):
-            tp = vi.type
-            raw = tp.SerializeToString()
-            vt = seen.get(raw)
-            if vt is None:
-                vt = seen[raw] = ValueType.from_proto_bytes(raw, tp)
-            value_types[sys.intern(vi.name)] = vt
-    del seen
+    value_types = own if inferred is None else _value_types(typed)
+    del own
     # subgraph attributes (If / Loop / Scan bodies) as inference annotated them: the value_info onnx infers inside a
     # body (its untyped inputs typed from the enclosing node) is what the body's own graph is built from later
     # (looked up for the nodes that have one, while the nodes are decoded)
@@ -638,7 +630,17 @@ def build_graph(model: onnx.ModelProto, infer_shapes: bool = True, weights: dict
                  list(model.functions), meta)
 
 
-def _fully_typed(model: onnx.ModelProto) -> bool:
+def _value_types(g) -> dict:
+    """value name -> ValueType, from the value_info, inputs and outputs of GraphProto `g` that carry a type."""
+    value_types = {}
+    for vi in itertools.chain(g.value_info, g.input, g.output):     # one message wrapper alive at a time
+        if vi.HasField("type"):
+            tp = vi.type
+            value_types[sys.intern(vi.name)] = ValueType.from_proto_bytes(tp.SerializeToString(), tp)
+    return value_types
+
+
+def _fully_typed(model: onnx.ModelProto, types: dict | None = None) -> bool:
     """Whether the main graph already types every value shape inference would: each node output (and graph input and
     output) has a tensor type with an element type and a rank, and no node has a subgraph (inference also types the
     bodies) or belongs to ai.onnx.ml (complete_types fills those). Then onnx's inference, which serializes the model
@@ -647,11 +649,16 @@ def _fully_typed(model: onnx.ModelProto) -> bool:
     g = model.graph
     if any(o.domain == ML for o in model.opset_import):
         return False
-    complete = set()
-    for vi in itertools.chain(g.value_info, g.input, g.output):
-        tp = vi.type
-        if tp.WhichOneof("value") == "tensor_type" and tp.tensor_type.elem_type and tp.tensor_type.HasField("shape"):
-            complete.add(vi.name)
+    if types is not None:     # (_value_types(g): a name typed twice counts by its last type -- at most a "no")
+        complete = {name for name, vt in types.items()
+                    if vt.kind == "tensor" and vt.elem_type and vt.shape is not None}
+    else:
+        complete = set()
+        for vi in itertools.chain(g.value_info, g.input, g.output):
+            tp = vi.type
+            if tp.WhichOneof("value") == "tensor_type" and tp.tensor_type.elem_type \
+                    and tp.tensor_type.HasField("shape"):
+                complete.add(vi.name)
     inits = {t.name for t in g.initializer}
     if any(i.name not in complete and i.name not in inits for i in g.input):
         return False

@@ -237,6 +237,13 @@ def test_fully_typed_model_skips_inference_with_the_same_types():
     rankless.CopyFrom(full)
     rankless.graph.value_info[0].type.tensor_type.ClearField("shape")
     assert not model_mod._fully_typed(rankless)
+    # build_graph asks it with the types it read from the model (one walk over value_info): the same answers
+    elemless = onnx.ModelProto()
+    elemless.CopyFrom(full)
+    elemless.graph.value_info[0].type.tensor_type.ClearField("elem_type")
+    for model, want in ((m, False), (full, True), (partial, False), (rankless, False), (elemless, False)):
+        assert model_mod._fully_typed(model) is want
+        assert model_mod._fully_typed(model, model_mod._value_types(model.graph)) is want
     np.testing.assert_array_equal(onnxep.InferenceSession(full.SerializeToString()).run(None, {"x": X})[0],
                                   run_reference(m, {"x": X})[0])
 
