@@ -90,7 +90,9 @@ class Buffer:
 
     def view(self, dtype, shape, offset=0) -> np.ndarray:
         dtype = np.dtype(dtype)
-        n = int(np.prod(shape, dtype=np.int64)) if len(shape) else 1
+        n = 1
+        for d in shape:         # (not np.prod: numpy's reduction machinery costs ~10 us a call, and compile views
+            n *= int(d)         # every packed weight twice)
         mem = self.memory()
         return mem[offset:offset + n * dtype.itemsize].view(dtype).reshape(shape)
 

@@ -68,6 +68,18 @@ class ValueType:
     # so every session pinned its ModelProto and shape-inferred model (~3 MB for DenseNet-121) -- and a standalone
     # message costs ~1.5 KB of arena.
     proto_bytes: bytes = b""
+    #: the hash of the fields above, worked out once: the kernels' tuples of ValueTypes are hashed for every node of
+    #: every session (PrePackedWeightsContainer.share_immutable)
+    _hash: int = field(default=0, init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "_hash", hash((self.kind, self.elem_type, self.shape, self.type_str, self.proto_bytes)))
+
+    def __hash__(self):
+        return self._hash
+
+    def __reduce__(self):       # (pickle / copy: made again, its hash worked out in the process that loads it)
+        return ValueType, (self.kind, self.elem_type, self.shape, self.type_str, self.proto_bytes)
 
     @property
     def proto(self):
@@ -117,6 +129,27 @@ class ValueType:
         return _held((kind, 0, None, sys.intern(type_string(tp)), raw))
 
     @staticmethod
+    def from_proto_bytes(raw: bytes, tp=None) -> "ValueType":
+        """from_proto of the TypeProto serialized as `raw` (`tp`: that message, when the caller has it), a plain
+        tensor type decoded from the bytes themselves: reading a dim through protobuf's message API costs a wrapper
+        object per field (~5 us per value of a torch export's value_info, which types every value); anything but
+        the plain tensor fields (a denotation, another kind, a malformed or unusual encoding) goes to from_proto."""
+        vt = _BY_BYTES.get(raw)
+        if vt is not None:
+            return vt
+        fields = _tensor_fields(raw)
+        if fields is None:
+            vt = ValueType.from_proto(tp if tp is not None else onnx.TypeProto.FromString(raw))
+        else:
+            elem, shape, plain = fields
+            vt = _held(("tensor", elem, shape, sys.intern(f"tensor({_ELEM_NAMES.get(elem, 'undefined')})"),
+                        b"" if plain else raw))
+        if len(_BY_BYTES) >= _BY_BYTES_MAX:
+            _BY_BYTES.clear()
+        _BY_BYTES[raw] = vt
+        return vt
+
+    @staticmethod
     def of_tensor(elem_type: int, dims) -> "ValueType":
         """from_proto(helper.make_tensor_type_proto(elem_type, dims)) without the message: dims are ints, non-empty
         strs (symbolic) or None (unknown); dims None: rank unknown. The passes make one per value they add."""
@@ -133,6 +166,84 @@ class ValueType:
         elem = helper.np_dtype_to_tensor_dtype(a.dtype)
         return _held(("tensor", elem, tuple(a.shape), sys.intern(f"tensor({_ELEM_NAMES.get(elem, 'undefined')})"), b""))
 
+
+def _varint(b, i):
+    v = shift = 0
+    while True:
+        c = b[i]
+        i += 1
+        v |= (c & 0x7F) << shift
+        if c < 0x80:
+            return v, i
+        shift += 7
+        if shift > 63:
+            raise ValueError
+
+
+def _tensor_fields(raw: bytes):
+    """(elem_type, shape, plain) of a TypeProto encoding holding a tensor_type with only elem_type and a shape of
+    dims (dim_value / dim_param, each at most once), as from_proto reads them; None for any other encoding."""
+    try:
+        n = len(raw)
+        if n < 2 or raw[0] != 0x0A:             # field 1 (tensor_type), length-delimited, first and only
+            return None
+        ln, i = _varint(raw, 1)
+        if i + ln != n:
+            return None
+        elem, shape, plain = 0, None, False
+        while i < n:
+            tag = raw[i]
+            if tag == 0x08:                     # elem_type
+                elem, i = _varint(raw, i + 1)
+                if elem >= 1 << 31:
+                    return None
+                plain = True
+            elif tag == 0x12 and shape is None:     # shape
+                ln, i = _varint(raw, i + 1)
+                end = i + ln
+                dims = []
+                while i < end:
+                    if raw[i] != 0x0A:          # dim
+                        return None
+                    ln, i = _varint(raw, i + 1)
+                    dend = i + ln
+                    d = None
+                    seen = False
+                    while i < dend:
+                        t = raw[i]
+                        if seen:
+                            return None
+                        seen = True
+                        if t == 0x08:           # dim_value (int64)
+                            d, i = _varint(raw, i + 1)
+                            if d >= 1 << 63:
+                                d -= 1 << 64
+                        elif t == 0x12:         # dim_param
+                            ln, i = _varint(raw, i + 1)
+                            p = raw[i:i + ln].decode("utf-8")
+                            i += ln
+                            if not p:
+                                return None     # (set but empty: from_proto keeps the bytes)
+                            d = sys.intern(p)
+                        else:
+                            return None
+                    if i != dend:
+                        return None
+                    dims.append(d)
+                if i != end:
+                    return None
+                shape = tuple(dims)
+            else:
+                return None
+        return (elem, shape, plain) if i == n else None
+    except (IndexError, ValueError, UnicodeDecodeError):
+        return None
+
+
+#: serialized TypeProto -> its ValueType, across sessions (a model's sessions, and models of one exporter, name the
+#: same types): at most _BY_BYTES_MAX held, then cleared
+_BY_BYTES: dict = {}
+_BY_BYTES_MAX = 4096
 
 _HELD = weakref.WeakValueDictionary()     # fields -> the ValueType every holder of those fields shares
 

@@ -27,6 +27,7 @@ def load_model(path_or_bytes, weights: dict | None = None) -> tuple[onnx.ModelPr
     and its TensorProto in `model` keeps its name, type and dims but no data: the weights are then held once -- not
     as the file's bytes, the parsed message's copy and a numpy copy at once -- and shape inference sees a small model.
     External data is read the same way, into arrays, never into the message. build_graph takes the same dict."""
+    data = None      # the model's bytes, when they were read whole (small models)
     if isinstance(path_or_bytes, onnx.ModelProto):
         model, base = path_or_bytes, None
     elif isinstance(path_or_bytes, (bytes, bytearray, memoryview)):
@@ -35,7 +36,8 @@ def load_model(path_or_bytes, weights: dict | None = None) -> tuple[onnx.ModelPr
             model = _load_split(memoryview(path_or_bytes).cast("B"), None, weights)
         if model is None:
             try:
-                model = onnx.ModelProto.FromString(bytes(path_or_bytes))
+                data = bytes(path_or_bytes)
+                model = onnx.ModelProto.FromString(data)
             except Exception as e:
                 raise InvalidProtobuf(f"failed to parse the model bytes as an ONNX ModelProto: {e}") from None
         base = None
@@ -56,15 +58,29 @@ def load_model(path_or_bytes, weights: dict | None = None) -> tuple[onnx.ModelPr
                         mm.close()
         if model is None:
             try:
-                model = onnx.load(path, load_external_data=False)
+                if os.path.splitext(path)[1] == ".onnx":      # (what onnx.load does for it, without its lookups)
+                    with open(path, "rb") as f:
+                        data = f.read()
+                    model = onnx.ModelProto()
+                    model.ParseFromString(data)
+                else:       # onnx.load picks the format from the extension (.onnxtxt, .json, ...)
+                    model = onnx.load(path, load_external_data=False)
             except Exception as e:
                 raise InvalidProtobuf(f"Load model from {path} failed: protobuf parsing failed: {e}") from None
         base = os.path.dirname(os.path.abspath(path))
     else:
         raise InvalidArgument(f"InferenceSession expects a path, bytes or ModelProto, got "
                               f"{type(path_or_bytes).__name__}")
+    if data is not None and len(data) <= SPLIT_MODEL_BYTES and _EXTERNAL_MARK not in data:
+        return model, base        # no tensor of the encoding says data_location EXTERNAL: nothing to read
+    del data
     _load_external_data(model, base, weights)
     return model, base
+
+
+#: data_location = EXTERNAL (TensorProto field 14, varint 1) as protobuf encodes it: a model whose bytes lack it
+#: keeps no tensor's data outside (looked for in the bytes instead of a walk over every tensor and node attribute)
+_EXTERNAL_MARK = bytes(((14 << 3) | 0, onnx.TensorProto.EXTERNAL))
 
 
 def _check_model_path(path) -> None:
@@ -520,7 +536,8 @@ def build_graph(model: onnx.ModelProto, infer_shapes: bool = True, weights: dict
         raise InvalidGraph("the model has no graph")
     weights = weights or {}
     inferred = None
-    if infer_shapes and _fully_typed(model):
+    own = _value_types(model.graph)      # the types the model writes (all that is needed when it types every value)
+    if infer_shapes and _fully_typed(model, own):
         infer_shapes = False     # (what inference would add, the exporter wrote: torch's dynamo exporter does)
     if infer_shapes:
         try:
@@ -542,18 +559,9 @@ def build_graph(model: onnx.ModelProto, infer_shapes: bool = True, weights: dict
     opsets = {o.domain if o.domain != "ai.onnx" else "": o.version for o in model.opset_import}
     if "" not in opsets and model.ir_version < 3:
         opsets[""] = 1
-    value_types = {}
     typed = inferred.graph if inferred is not None else g
-    seen = {}        # serialized TypeProto -> its ValueType: a graph names a few distinct types for all its values
-    for vi in itertools.chain(typed.value_info, typed.input, typed.output):     # one message wrapper alive at a time
-        if vi.HasField("type"):
-            tp = vi.type
-            raw = tp.SerializeToString()
-            vt = seen.get(raw)
-            if vt is None:
-                vt = seen[raw] = ValueType.from_proto(tp)
-            value_types[sys.intern(vi.name)] = vt
-    del seen
+    value_types = own if inferred is None else _value_types(typed)
+    del own
     # subgraph attributes (If / Loop / Scan bodies) as inference annotated them: the value_info onnx infers inside a
     # body (its untyped inputs typed from the enclosing node) is what the body's own graph is built from later
     # (looked up for the nodes that have one, while the nodes are decoded)
@@ -622,7 +630,17 @@ def build_graph(model: onnx.ModelProto, infer_shapes: bool = True, weights: dict
                  list(model.functions), meta)
 
 
-def _fully_typed(model: onnx.ModelProto) -> bool:
+def _value_types(g) -> dict:
+    """value name -> ValueType, from the value_info, inputs and outputs of GraphProto `g` that carry a type."""
+    value_types = {}
+    for vi in itertools.chain(g.value_info, g.input, g.output):     # one message wrapper alive at a time
+        if vi.HasField("type"):
+            tp = vi.type
+            value_types[sys.intern(vi.name)] = ValueType.from_proto_bytes(tp.SerializeToString(), tp)
+    return value_types
+
+
+def _fully_typed(model: onnx.ModelProto, types: dict | None = None) -> bool:
     """Whether the main graph already types every value shape inference would: each node output (and graph input and
     output) has a tensor type with an element type and a rank, and no node has a subgraph (inference also types the
     bodies) or belongs to ai.onnx.ml (complete_types fills those). Then onnx's inference, which serializes the model
@@ -631,11 +649,16 @@ def _fully_typed(model: onnx.ModelProto) -> bool:
     g = model.graph
     if any(o.domain == ML for o in model.opset_import):
         return False
-    complete = set()
-    for vi in itertools.chain(g.value_info, g.input, g.output):
-        tp = vi.type
-        if tp.WhichOneof("value") == "tensor_type" and tp.tensor_type.elem_type and tp.tensor_type.HasField("shape"):
-            complete.add(vi.name)
+    if types is not None:     # (_value_types(g): a name typed twice counts by its last type -- at most a "no")
+        complete = {name for name, vt in types.items()
+                    if vt.kind == "tensor" and vt.elem_type and vt.shape is not None}
+    else:
+        complete = set()
+        for vi in itertools.chain(g.value_info, g.input, g.output):
+            tp = vi.type
+            if tp.WhichOneof("value") == "tensor_type" and tp.tensor_type.elem_type \
+                    and tp.tensor_type.HasField("shape"):
+                complete.add(vi.name)
     inits = {t.name for t in g.initializer}
     if any(i.name not in complete and i.name not in inits for i in g.input):
         return False
@@ -725,19 +748,33 @@ _MISSING_SCHEMA = object()
 _GRAPH_ATTR, _GRAPHS_ATTR = onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS
 
 
+#: what _check_nodes found valid: (domain, op type, opset, input count, output count, ((attribute name, type), ...)).
+#: A node's checks read only these, so a node of a signature seen valid is (a model repeats a few signatures).
+_VALID: set = set()
+_VALID_MAX = 1 << 14
+
+
 def _check_nodes(g, opsets) -> None:
     """Each node of `g` (and of its subgraphs) against its op schema: onnxruntime's load-time checks."""
     for i, n in enumerate(g.node):
-        domain = n.domain if n.domain != "ai.onnx" else ""
+        domain = n.domain
+        if domain == "ai.onnx":
+            domain = ""
         attributes = n.attribute
+        sig = []
         for a in attributes:
-            if a.type == _GRAPH_ATTR:
+            t = a.type
+            if t == _GRAPH_ATTR:
                 _check_nodes(a.g, opsets)
-            elif a.type == _GRAPHS_ATTR:
+            elif t == _GRAPHS_ATTR:
                 for sub in a.graphs:
                     _check_nodes(sub, opsets)
+            sig.append((a.name, t))
         version = opsets.get(domain)
         if version is None or domain not in _SCHEMA_DOMAINS:
+            continue
+        key = (domain, n.op_type, version, len(n.input), len(n.output), tuple(sig))
+        if key in _VALID:
             continue
         r = _rules(domain, n.op_type, version)
         if r is None:
@@ -768,6 +805,10 @@ def _check_nodes(g, opsets) -> None:
                 if name not in have:
                     raise InvalidGraph(f"This is an invalid model. In {_where(n, i, domain, r)}: Required attribute "
                                        f"{name!r} is missing")
+        if all(not t or t == attrs[name] for name, t in sig):     # (not valid by a ref_attr_name: not by signature)
+            if len(_VALID) >= _VALID_MAX:
+                _VALID.clear()
+            _VALID.add(key)
 
 
 def _where(n, i, domain, r) -> str:

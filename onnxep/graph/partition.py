@@ -27,8 +27,14 @@ class Partition:
     devices: tuple = ()
     fallback: bool = True
     forced: frozenset = frozenset()
+    #: id(node) -> the OpInfo partitioning made of it (assign): op_info hands each out once (compile asks once per
+    #: node), not kept past it -- an OpInfo holds the node's constants, which compile drops once packed
+    made: dict = field(default_factory=dict)
 
     def op_info(self, node) -> OpInfo:
+        op = self.made.pop(id(node), None)
+        if op is not None and op.node is node:
+            return op
         return op_info(node, self.value_types, self.constants)
 
 
@@ -52,10 +58,10 @@ def op_info(node, value_types, constants) -> OpInfo:
     return OpInfo(node, its, ots, consts)
 
 
-def assign(graph: Graph, devices, fallback: bool = True, forced=frozenset(), pinned=None) -> list:
+def assign(graph: Graph, devices, fallback: bool = True, forced=frozenset(), pinned=None, made=None) -> list:
     """Device name per node (same order as graph.nodes). Op types in `forced` skip the first device (debugging aid:
     session config 'onnxep.fallback_op_types'). `pinned`: node name -> device name for nodes already compiled for a
-    device (EPContext nodes); no supports_op is asked for them."""
+    device (EPContext nodes); no supports_op is asked for them. `made` (a dict) gets id(node) -> its OpInfo."""
     constants = graph.constants
     pinned = pinned or {}
     names = []
@@ -64,6 +70,8 @@ def assign(graph: Graph, devices, fallback: bool = True, forced=frozenset(), pin
             names.append(pinned[node.name])
             continue
         op = op_info(node, graph.value_types, constants)
+        if made is not None:
+            made[id(node)] = op
         chosen = None
         for i, dev in enumerate(devices):
             if i > 0 and not fallback:
@@ -87,7 +95,8 @@ def assign(graph: Graph, devices, fallback: bool = True, forced=frozenset(), pin
 def partition(graph: Graph, devices, fallback: bool = True, forced=frozenset(), pinned=None) -> list:
     """Consecutive nodes of one device form a partition; a pinned node (see `assign`) is always a partition alone."""
     pinned = pinned or {}
-    placement = assign(graph, devices, fallback, forced, pinned)
+    made = {}
+    placement = assign(graph, devices, fallback, forced, pinned, made)
     groups = []
     for node, dev in zip(graph.nodes, placement):
         if groups and groups[-1][0] == dev and node.name not in pinned and groups[-1][1][-1].name not in pinned:
@@ -118,5 +127,6 @@ def partition(graph: Graph, devices, fallback: bool = True, forced=frozenset(), 
         used_consts = {x: constants[x] for x in reads[gi] if x in constants and x not in produced}
         parts.append(Partition(dev, nodes, inputs, outputs, used_consts, graph.value_types, graph.opsets,
                                graph.ir_version, graph.functions, devices=tuple(devices), fallback=fallback,
-                               forced=frozenset(forced)))
+                               forced=frozenset(forced),
+                               made={id(n): made[id(n)] for n in nodes if id(n) in made}))
     return parts

@@ -33,6 +33,7 @@ def _register(cls):
 
 
 def _index(domain, op_type):
+    _FOUND.clear()
     classes = sorted(_REGISTRY.get((domain, op_type), []), key=lambda c: c.since)
     ranges = []
     for i, c in enumerate(classes):
@@ -146,14 +147,27 @@ def write_index(path=None) -> str:
     return path
 
 
+#: (domain, op_type, opset) -> what lookup answered (cleared whenever a range changes): a session asks it several
+#: times per node (the passes, partition, compile)
+_FOUND: dict = {}
+
+
 def lookup(domain: str, op_type: str, opset: int):
     """The kernel class for this op at this opset version, or None."""
+    key = (domain, op_type, opset)
+    try:
+        return _FOUND[key]
+    except KeyError:
+        pass
     if _PENDING:
         _load_key(domain, op_type)
+    found = None
     for since, until, cls in _RANGES.get((domain, op_type), ()):
         if since <= opset and (until is None or opset < until):
-            return cls
-    return None
+            found = cls
+            break
+    _FOUND[key] = found
+    return found
 
 
 def version_range(cls) -> tuple:

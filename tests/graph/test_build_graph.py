@@ -237,5 +237,71 @@ def test_fully_typed_model_skips_inference_with_the_same_types():
     rankless.CopyFrom(full)
     rankless.graph.value_info[0].type.tensor_type.ClearField("shape")
     assert not model_mod._fully_typed(rankless)
+    # build_graph asks it with the types it read from the model (one walk over value_info): the same answers
+    elemless = onnx.ModelProto()
+    elemless.CopyFrom(full)
+    elemless.graph.value_info[0].type.tensor_type.ClearField("elem_type")
+    for model, want in ((m, False), (full, True), (partial, False), (rankless, False), (elemless, False)):
+        assert model_mod._fully_typed(model) is want
+        assert model_mod._fully_typed(model, model_mod._value_types(model.graph)) is want
     np.testing.assert_array_equal(onnxep.InferenceSession(full.SerializeToString()).run(None, {"x": X})[0],
                                   run_reference(m, {"x": X})[0])
+
+
+def _add_model(w):
+    return helper.make_model(helper.make_graph(
+        [helper.make_node("Add", ["x", "w"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 4])],
+        [numpy_helper.from_array(w, "w")]), opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_external_data_looked_for_only_when_the_bytes_name_it(tmp_path, monkeypatch):
+    # load_model reads a small .onnx file whole and walks its tensors for external data only when the bytes hold the
+    # encoding of data_location = EXTERNAL. Oracle: the sum computed by numpy, with the data inside and outside
+    w = np.arange(12, dtype=np.float32).reshape(3, 4)
+    inside = str(tmp_path / "inside.onnx")
+    onnx.save(_add_model(w), inside)
+    outside = str(tmp_path / "outside.onnx")
+    onnx.save(_add_model(w), outside, save_as_external_data=True, all_tensors_to_one_file=True,
+              location="outside.data", size_threshold=0)
+    assert model_mod._EXTERNAL_MARK in open(outside, "rb").read()
+    for path in (inside, outside):
+        y = onnxep.InferenceSession(path).run(None, {"x": X})[0]
+        np.testing.assert_array_equal(y, X + w)
+
+    def refuse(*a, **k):
+        raise AssertionError("walked the tensors of a model whose bytes keep no data outside")
+
+    monkeypatch.setattr(model_mod, "_load_external_data", refuse)
+    np.testing.assert_array_equal(onnxep.InferenceSession(inside).run(None, {"x": X})[0], X + w)
+    with open(inside, "rb") as f:
+        np.testing.assert_array_equal(onnxep.InferenceSession(f.read()).run(None, {"x": X})[0], X + w)
+    with pytest.raises(AssertionError, match="walked"):
+        onnxep.InferenceSession(outside)
+
+
+def test_node_checks_remembered_by_signature_refuse_what_differs():
+    # check_graph remembers the node signatures it found valid (op, opset, counts, attribute names and types): a node
+    # of another signature is still checked. Oracle: onnxruntime's refusals, as test_refusals spells them
+    from onnxep.errors import InvalidGraph as Refused
+
+    def model(**attrs):
+        node = helper.make_node("LeakyRelu", ["x"], ["y"], **attrs)
+        m = helper.make_model(helper.make_graph(
+            [node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])]), opset_imports=[helper.make_opsetid("", 17)])
+        return m
+
+    for _ in range(2):
+        model_mod.check_graph(model(alpha=0.2))
+    bad = model(alpha=0.2)
+    bad.graph.node[0].attribute[0].type = onnx.AttributeProto.INT
+    with pytest.raises(Refused, match="Mismatched attribute type"):
+        model_mod.check_graph(bad)
+    with pytest.raises(Refused, match="Unrecognized attribute"):
+        model_mod.check_graph(model(alpha=0.2, beta=1.0))
+    extra = model(alpha=0.2)
+    extra.graph.node[0].input.append("x")
+    with pytest.raises(Refused, match="input size"):
+        model_mod.check_graph(extra)

@@ -84,3 +84,60 @@ def test_tensor_round_trip_decided_from_the_fields(i):
     assert vt.proto.SerializeToString() == tp.SerializeToString()
     assert (vt.proto_bytes == b"") == (i in (3, 4))
     assert vt.type_str == ("tensor(undefined)" if i == 0 else "tensor(int64)" if i == 3 else "tensor(float)")
+
+
+def _bytes_cases():
+    out = [helper.make_tensor_type_proto(TensorProto.FLOAT, (1, "N", None, -3, 2 ** 40)),
+           helper.make_tensor_type_proto(TensorProto.INT64, None), helper.make_tensor_type_proto(TensorProto.FLOAT, ()),
+           helper.make_tensor_type_proto(TensorProto.FLOAT, ("\u00e9", 5)), TypeProto()] + list(CASES)
+    t = helper.make_tensor_type_proto(TensorProto.FLOAT, (1, 2))
+    t.denotation = "IMAGE"
+    out.append(t)
+    t = helper.make_tensor_type_proto(TensorProto.FLOAT, (1, 2))
+    t.tensor_type.shape.dim[0].denotation = "BATCH"
+    out.append(t)
+    t = helper.make_tensor_type_proto(TensorProto.FLOAT, (1, 2))
+    t.tensor_type.shape.dim[0].dim_param = ""            # set but empty
+    out.append(t)
+    t = TypeProto()
+    t.tensor_type.shape.dim.add().dim_value = 3           # no element type
+    out.append(t)
+    t = TypeProto()
+    t.tensor_type.SetInParent()                           # an empty tensor_type
+    out.append(t)
+    return out
+
+
+@pytest.mark.parametrize("i", range(len(_bytes_cases())))
+def test_from_proto_bytes_is_from_proto(i):
+    # build_graph decodes plain tensor types from their bytes (graph/ir.py _tensor_fields). Oracle: from_proto of the
+    # message, for the plain encodings and every one the decoder hands back to from_proto
+    tp = _bytes_cases()[i]
+    raw = tp.SerializeToString()
+    want = ValueType.from_proto(tp)
+    assert ValueType.from_proto_bytes(raw) == want
+    assert ValueType.from_proto_bytes(raw, tp) == want
+    for cut in range(1, len(raw)):      # a truncated encoding: from_proto's answer on what protobuf parses, or an error
+        try:
+            part = TypeProto.FromString(raw[:cut])
+        except Exception:
+            continue
+        assert ValueType.from_proto_bytes(raw[:cut], part) == ValueType.from_proto(part)
+
+
+def test_hash_worked_out_once_and_again_after_pickling():
+    # the hash is kept from construction (graph/ir.py ValueType._hash); a pickled one is made again, so its hash is
+    # the loading process's. Oracle: hash of the same fields, equality, and a fresh process's dict lookup
+    import pickle
+    import subprocess
+    import sys
+    vt = ValueType.from_proto(helper.make_tensor_type_proto(TensorProto.FLOAT, (2, "N")))
+    assert hash(vt) == hash((vt.kind, vt.elem_type, vt.shape, vt.type_str, vt.proto_bytes))
+    again = pickle.loads(pickle.dumps(vt))
+    assert again == vt and hash(again) == hash(vt)
+    code = ("import pickle, sys; vt = pickle.loads(sys.stdin.buffer.read()); "
+            "from onnxep.graph.ir import ValueType; "
+            "print({ValueType('tensor', vt.elem_type, vt.shape, vt.type_str): 1}.get(vt))")
+    out = subprocess.run([sys.executable, "-c", code], input=pickle.dumps(vt), capture_output=True, check=True,
+                         env={**__import__("os").environ, "PYTHONHASHSEED": "random"})
+    assert out.stdout.strip() == b"1"

@@ -127,6 +127,40 @@ PASS_NAMES: dict = {
 }
 
 
+#: pass -> the op types it can act on, as groups: a pass whose groups are not each met by an op type of the graph
+#: (any domain: an over-approximation) finds nothing to rewrite, and the driver does not run it. Each group is what
+#: the pass's pattern cannot do without (its anchor and the ops its match requires); a pass not listed always runs.
+#: A light conv model has none of the transformer ops, a transformer none of the conv ones: most of the passes were
+#: walks over every node finding nothing (fewer walks, not faster ones -- issue 25).
+NEEDS: dict = {
+    expand_gradient: ({"Gradient"},),
+    remove_identity: ({"Identity", "Dropout"},),
+    fuse_pad_conv: ({"Pad"}, {"Conv"}),
+    fuse_conv_slice: ({"Slice"}, {"Conv"}),
+    fuse_conv_affine: ({"Conv"}, {"BatchNormalization", "Mul", "Add"}),
+    fuse_dynamic_quantize_matmul: ({"MatMulInteger"}, {"DynamicQuantizeLinear"}),
+    fuse_qdq_pair: ({"QuantizeLinear"}, {"DequantizeLinear"}),
+    fuse_layernorm: ({"Sub"}, {"ReduceMean"}, {"Sqrt"}, {"Div"}),
+    fuse_gelu: ({"Erf"},),
+    fuse_gelu_tanh: ({"Tanh"},),
+    fuse_rms_norm: ({"Pow", "Mul"}, {"ReduceMean"}, {"Sqrt"}),
+    fuse_silu: ({"Sigmoid"},),
+    fuse_group_norm: ({"InstanceNormalization"},),
+    fuse_rotary: ({"Concat"}, {"Slice"}, {"Neg"}),
+    fuse_matmul_bias: ({"MatMul", "Gemm"},),
+    fuse_exporter_attention: ({"Softmax"}, {"MatMul"}),
+    fuse_matmul_transpose: ({"MatMul"},),
+    fuse_softmax_mask: ({"Softmax"}, {"Add"}),
+    fuse_attention: ({"StridedMatMul"},),
+    # a channel-last region starts at a twin op, or at the model's own Transpose (layout_nhwc.model_transpose)
+    layout_nhwc: ({"Conv", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "LRN", "Transpose"},),
+    fuse_nhwc_conv: ({"NhwcConv"},),
+    fuse_channel_affine: ({"ChannelAffine"},),
+    fuse_group_norm_nhwc: ({"GroupNorm"},),
+    fold_shape_subgraphs: ({"Shape", "Size"},),
+}
+
+
 def disabled_passes(names) -> tuple:
     """(the passes `names` disable, the names that match no pass) -- onnxruntime accepts any name and ignores one it
     does not know; the caller warns about those."""
@@ -145,9 +179,17 @@ def optimize(graph: Graph, level: int, optimized_model_filepath: str = "", model
              keep_ops=frozenset(), disabled=frozenset()):
     """The passes of `level` in order, but those in `disabled` (pass functions, see disabled_passes)."""
     ctx = PassContext(frozenset(keep_ops))
+    ops = None          # the op types of graph.nodes (made again after each pass that ran)
     for min_level, fn in PASSES:
         if level >= min_level and fn not in disabled:
+            needs = NEEDS.get(getattr(fn, "__wrapped__", fn))
+            if needs is not None:
+                if ops is None:
+                    ops = {n.op_type for n in graph.nodes}
+                if any(ops.isdisjoint(group) for group in needs):
+                    continue
             graph = fn(graph, ctx)
+            ops = None
     if optimized_model_filepath and model is not None:
         save_graph(graph, model, optimized_model_filepath)
     return graph

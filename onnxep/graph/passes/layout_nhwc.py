@@ -63,6 +63,16 @@ class _Layout:
         self.nhwc = {}                                   # NCHW value -> its NHWC twin
         self.nchw = {n for n, _ in graph.inputs} | set(graph.initializers)   # values present in NCHW
         self.out = []
+        self._types = {}                                 # (NCHW ValueType, its 4-D shape) -> the NHWC type
+
+    def nhwc_type(self, vt, s):
+        """tensor_type of vt with the NHWC permutation of its 4-D shape s (None: rank 4, dims unknown), made once per
+        pass: has_twin asks it of every conv's input and output, then the twins are made with the same types."""
+        key = (vt, s)
+        t = self._types.get(key)
+        if t is None:
+            t = self._types[key] = tensor_type(vt, None if s is None else (s[0], s[2], s[3], s[1]))
+        return t
 
     # -- the two conversions
     def twin(self, x):
@@ -71,7 +81,7 @@ class _Layout:
             t = self.names.new(f"{x}_nhwc")
             s = _shape4(self.vt.get(x))
             self.out.append(self._relayout(x, t, TO_NHWC, [0, 1, 1, -1], s))
-            self.vt[t] = tensor_type(self.vt.get(x), (s[0], s[2], s[3], s[1]))
+            self.vt[t] = self.nhwc_type(self.vt.get(x), s)
             self.nhwc[x] = t
         return self.nhwc[x]
 
@@ -92,7 +102,7 @@ class _Layout:
     def new_twin_output(self, y):
         s = _shape4(self.vt.get(y))
         t = self.names.new(f"{y}_nhwc")
-        self.vt[t] = tensor_type(self.vt.get(y), None if s is None else (s[0], s[2], s[3], s[1]))
+        self.vt[t] = self.nhwc_type(self.vt.get(y), s)
         self.nhwc[y] = t
         return t
 
@@ -115,9 +125,7 @@ class _Layout:
         if not self._cpu_runs(node, op):
             return False
         # what the twin would see: the data input and the output as NHWC types, the rest as they are
-        perm = [tensor_type(vt, None if s is None else (s[0], s[2], s[3], s[1]))
-                for vt, s in ((op.input_types[0], _shape4(op.input_types[0])),
-                              (op.output_types[0], _shape4(op.output_types[0])))]
+        perm = [self.nhwc_type(vt, _shape4(vt)) for vt in (op.input_types[0], op.output_types[0])]
         # (a bare Node: importing the com.onnxep opset waits for a twin that is used)
         tw = Node(node.name, twin, INTERNAL_DOMAIN, node.inputs, node.outputs, dict(node.attrs), 1)
         try:
