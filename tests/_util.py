@@ -112,3 +112,27 @@ def run_threads(work, n):
         t.join()
     if errors:
         raise errors[0]
+
+
+#: every native routine that packs a weight (an EPContext load must call none of them)
+PACK_ROUTINES = ("conv_pack_weight", "sgemm_pack_b", "conv_nhwc_pack_weight", "dw_pack_weight_nhwc",
+                 "conv_wino_pack_weight", "bgemm_pack_b", "qgemm_pack_b")
+
+
+def count_packing(monkeypatch, calls: dict):
+    """Counts into `calls` the kernels' prepack_weight ("prepack_weight") and every PACK_ROUTINES call ("pack");
+    returns counting(key, fn), the wrapper, for the caller's other counters."""
+    from onnxep import _kernels
+    from onnxep.ops._packed import PackedWeightMixin
+
+    def counting(key, fn):
+        def wrapped(*a, **k):
+            calls[key] = calls.get(key, 0) + 1
+            return fn(*a, **k)
+        return wrapped
+
+    monkeypatch.setattr(PackedWeightMixin, "prepack_weight", counting("prepack_weight", PackedWeightMixin.prepack_weight))
+    for fn in PACK_ROUTINES:
+        if hasattr(_kernels, fn):
+            monkeypatch.setattr(_kernels, fn, counting("pack", getattr(_kernels, fn)))
+    return counting

@@ -168,6 +168,7 @@ class ValueType:
 
 
 def _varint(b, i):
+    """(the protobuf varint at b[i], the index after it); IndexError past the end, ValueError beyond 64 bits"""
     v = shift = 0
     while True:
         c = b[i]
@@ -177,7 +178,7 @@ def _varint(b, i):
             return v, i
         shift += 7
         if shift > 63:
-            raise ValueError
+            raise ValueError("varint too long")
 
 
 def _tensor_fields(raw: bytes):

@@ -15,7 +15,7 @@ from onnx import helper, numpy_helper
 from onnx.external_data_helper import uses_external_data
 
 from onnxep.errors import Fail, InvalidArgument, InvalidGraph, InvalidProtobuf, NoSuchFile
-from onnxep.graph.ir import BODY_ATTRS, Body, Graph, Node, ValueType
+from onnxep.graph.ir import BODY_ATTRS, Body, Graph, Node, ValueType, _varint
 from onnxep.graph.ml_types import ML, complete_types
 
 
@@ -119,19 +119,6 @@ _PLAIN_ELEM_TYPES = frozenset(getattr(onnx.TensorProto, n) for n in (
 #: element type -> numpy dtype, for the plain ones (little-endian hosts only: elsewhere numpy_helper swaps bytes)
 _PLAIN_DTYPES = {e: np.dtype(helper.tensor_dtype_to_np_dtype(e)) for e in _PLAIN_ELEM_TYPES} \
     if sys.byteorder == "little" else {}
-
-
-def _varint(buf, i):
-    value = shift = 0
-    while True:
-        b = buf[i]
-        i += 1
-        value |= (b & 0x7F) << shift
-        if b < 0x80:
-            return value, i
-        shift += 7
-        if shift > 63:
-            raise ValueError("varint too long")
 
 
 def _fields(buf, start, end):

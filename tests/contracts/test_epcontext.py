@@ -22,6 +22,7 @@ from onnxep.ops import _registry
 from onnxep.ops._base import OpKernel
 from onnxep._bench import REL_ERR, random_feeds, rel_err, with_presoftmax_output
 from onnxep._light import light_model
+from tests._util import count_packing
 
 SEED = "seed 003_a6c6328fd6e65493.txt"
 
@@ -242,19 +243,9 @@ def test_loading_runs_no_passes_no_packing_no_weight_hash(tmp_path, monkeypatch)
     # DESIGN.md: "loading it skips compiling and packing". Proven by counting calls (not by timing): the kernels'
     # prepack_weight, the native pack routines, the container's content hash, the optimize stage and shape inference.
     from onnxep.contracts.weight_cache import PrePackedWeightsContainer
-    from onnxep.ops._packed import PackedWeightMixin
 
     calls = {}
-
-    def counting(key, fn):
-        def wrapped(*a, **k):
-            calls[key] = calls.get(key, 0) + 1
-            return fn(*a, **k)
-        return wrapped
-
-    monkeypatch.setattr(PackedWeightMixin, "prepack_weight", counting("prepack_weight", PackedWeightMixin.prepack_weight))
-    for fn in ("conv_pack_weight", "sgemm_pack_b", "conv_nhwc_pack_weight", "dw_pack_weight_nhwc"):
-        monkeypatch.setattr(_kernels, fn, counting("pack", getattr(_kernels, fn)))
+    counting = count_packing(monkeypatch, calls)
     monkeypatch.setattr(PrePackedWeightsContainer, "hash_function",
                         staticmethod(counting("hash", PrePackedWeightsContainer.hash_function)))
     import onnxep.session as session_mod

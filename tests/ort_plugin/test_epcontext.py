@@ -22,6 +22,7 @@ import onnxep  # noqa: E402
 from onnxep import _kernels  # noqa: E402
 from onnxep import ort as onnxep_ort  # noqa: E402
 from tests.ort_plugin.test_compile import _conv_chain, _rel, _split_model, _transformer_block  # noqa: E402
+from tests._util import count_packing  # noqa: E402
 
 
 def _compile(folder, mb, embed="1", **ep_options):
@@ -82,19 +83,9 @@ def test_reload_packs_nothing_and_runs_no_passes(tmp_path, monkeypatch):
     # Build item 3: "the EPContext nodes reload without packing again". Counted, not timed: the kernels'
     # prepack_weight, onnxep's native pack routines and the optimize stage.
     import onnxep.session as session_mod
-    from onnxep.ops._packed import PackedWeightMixin
 
     calls = {}
-
-    def counting(key, fn):
-        def wrapped(*a, **k):
-            calls[key] = calls.get(key, 0) + 1
-            return fn(*a, **k)
-        return wrapped
-
-    monkeypatch.setattr(PackedWeightMixin, "prepack_weight", counting("prepack_weight", PackedWeightMixin.prepack_weight))
-    for fn in ("conv_pack_weight", "sgemm_pack_b", "conv_nhwc_pack_weight", "dw_pack_weight_nhwc"):
-        monkeypatch.setattr(_kernels, fn, counting("pack", getattr(_kernels, fn)))
+    counting = count_packing(monkeypatch, calls)
     monkeypatch.setattr(session_mod, "optimize", counting("optimize", session_mod.optimize))
     for embed in ("0", "1"):
         folder = tmp_path / embed
