@@ -84,7 +84,9 @@ cdef enum:
     RL_BGEMM = 40           # (bf16 slice) s0 A, s1 bf16-packed B, s2 bias (or NULL), s3 residual (or NULL), s4 Y;
                             # n0 M, n1 N, n2 K, n3 act kind (ACT_*), n4 gelu after (1/0); f0 alpha: bgemm_run
     RL_QDQ = 41             # (qdq2 slice) s0 x, s1 y: _qg_qdq_run; n0 count, n1 signed; f0 scale, f1 zero point
-    RL_NFNS = 42
+    RL_QCONV = 42           # (qfold slice) s0 x, s1 packed / depthwise W, s2 zb, s3 bias (or NULL), s4 mult, s5 y:
+                            # _qc_run_raw; n0..n20 QCONV_PARAMS (_k_qconv.pxi); f0 y zero point, f1 qlo, f2 qhi
+    RL_NFNS = 43
 
 cdef extern from "_native/rl_ops.h" nogil:
     enum: RL_MAXD
@@ -661,6 +663,16 @@ cdef void _rl_qdq(const RStep* s, char** p) noexcept nogil:
 
 _RL_FNS[RL_QDQ] = _rl_qdq
 
+
+# qfold slice: the channel-last quantized conv (com.onnxep QLinearConvNhwc, _k_qconv.pxi)
+cdef void _rl_qconv(const RStep* s, char** p) noexcept nogil:
+    _qc_run_raw(<const uint8_t*>p[s.slot[0]], <const uint8_t*>p[s.slot[1]], <const int32_t*>p[s.slot[2]],
+                <const int32_t*>p[s.slot[3]], <const float*>p[s.slot[4]], <uint8_t*>p[s.slot[5]], &s.n[0], s.f[0],
+                s.f[1], s.f[2], s.nthreads)
+
+
+_RL_FNS[RL_QCONV] = _rl_qconv
+
 #: the entries' ids, for the kernels' c_step (onnxep/backends/cpu/runloop.py)
 RUNLOOP_FNS = {"alias": RL_ALIAS, "copy": RL_COPY, "binary": RL_BINARY, "unary": RL_UNARY, "tf_unary": RL_TF_UNARY,
                "gemm_packed": RL_GEMM_PACKED, "layernorm": RL_LAYERNORM, "softmax": RL_SOFTMAX,
@@ -678,7 +690,8 @@ RUNLOOP_FNS = {"alias": RL_ALIAS, "copy": RL_COPY, "binary": RL_BINARY, "unary":
                "transpose": RL_TRANSPOSE,
                "dq_matmul": RL_DQ_MATMUL, "quantize": RL_QUANTIZE, "dequantize": RL_DEQUANTIZE,
                "bgemm": RL_BGEMM,
-               "qdq": RL_QDQ}
+               "qdq": RL_QDQ,
+               "qconv": RL_QCONV}
 RUNLOOP_LIMITS = {"slots": RL_SLOTS, "ints": RL_INTS, "floats": RL_FLOATS, "bcast_dims": BCAST_MAX_DIMS,
                   "copy_dims": RL_MAXD}
 
