@@ -38,56 +38,77 @@ typedef struct {
     int64_t nmb, nnb;
 } qc_args;
 
-/* acc (w int32) -> y bytes: rint(float(acc) * mult) + zp, clamped to [lo, hi] (int8 when y_signed, else uint8). */
+/* acc (w int32) -> y bytes: rint(float(acc) * mult) + zp, clamped to [lo, hi] (int8 when y_signed, else uint8).
+   AVX-512 / AVX2: the same float32 operations 16 / 8 lanes at a time (cvtdq2ps, mulps, round to nearest even, addps,
+   max / min, cvtps2dq: bit-identical to the scalar loop), which gcc does not vectorize itself. */
 static inline void qc_requant(const int32_t* __restrict acc, int64_t w, const float* __restrict mult, int mst,
                               float zp, float lo, float hi, int y_signed, uint8_t* __restrict y) {
-    if (y_signed) {
-        int8_t* __restrict ys = (int8_t*)y;
-        if (mst) for (int64_t j = 0; j < w; j++) {
-            float r = rintf((float)acc[j] * mult[j]) + zp;
-            r = r > lo ? r : lo; r = r < hi ? r : hi;
-            ys[j] = (int8_t)(int32_t)r;
-        } else { const float m0 = mult[0]; for (int64_t j = 0; j < w; j++) {
-            float r = rintf((float)acc[j] * m0) + zp;
-            r = r > lo ? r : lo; r = r < hi ? r : hi;
-            ys[j] = (int8_t)(int32_t)r;
-        } }
-    } else {
-        if (mst) for (int64_t j = 0; j < w; j++) {
-            float r = rintf((float)acc[j] * mult[j]) + zp;
-            r = r > lo ? r : lo; r = r < hi ? r : hi;
-            y[j] = (uint8_t)(int32_t)r;
-        } else { const float m0 = mult[0]; for (int64_t j = 0; j < w; j++) {
-            float r = rintf((float)acc[j] * m0) + zp;
-            r = r > lo ? r : lo; r = r < hi ? r : hi;
-            y[j] = (uint8_t)(int32_t)r;
-        } }
+    int64_t j = 0;
+#if defined(__AVX512F__)
+    {
+        const __m512 vz = _mm512_set1_ps(zp), vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi),
+                     vm0 = _mm512_set1_ps(mult[0]);
+        for (; j + 16 <= w; j += 16) {
+            __m512 f = _mm512_cvtepi32_ps(_mm512_loadu_si512((const void*)(acc + j)));
+            f = _mm512_mul_ps(f, mst ? _mm512_loadu_ps(mult + j) : vm0);
+            f = _mm512_roundscale_ps(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            f = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(f, vz), vlo), vhi);
+            _mm_storeu_si128((__m128i*)(y + j), _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(f)));   /* the low bytes */
+        }
+    }
+#elif defined(__AVX2__)
+    {
+        const __m256 vz = _mm256_set1_ps(zp), vlo = _mm256_set1_ps(lo), vhi = _mm256_set1_ps(hi),
+                     vm0 = _mm256_set1_ps(mult[0]), off = _mm256_set1_ps(y_signed ? 128.f : 0.f);
+        const __m128i flip = _mm_set1_epi8((char)(y_signed ? 0x80 : 0));
+        for (; j + 8 <= w; j += 8) {
+            __m256 f = _mm256_cvtepi32_ps(_mm256_loadu_si256((const __m256i*)(acc + j)));
+            f = _mm256_mul_ps(f, mst ? _mm256_loadu_ps(mult + j) : vm0);
+            f = _mm256_round_ps(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            f = _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(f, vz), vlo), vhi);
+            __m256i q = _mm256_cvtps_epi32(_mm256_add_ps(f, off));                  /* 0 .. 255, exact */
+            __m128i p16 = _mm_packus_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+            _mm_storel_epi64((__m128i*)(y + j), _mm_xor_si128(_mm_packus_epi16(p16, p16), flip));
+        }
+    }
+#endif
+    for (; j < w; j++) {
+        float r = rintf((float)acc[j] * mult[mst ? j : 0]) + zp;
+        r = r > lo ? r : lo; r = r < hi ? r : hi;
+        y[j] = y_signed ? (uint8_t)(int8_t)(int32_t)r : (uint8_t)(int32_t)r;
     }
 }
 
-/* im2col of output pixels p0 .. p0 + mr - 1 into packed A rows (K4 * 4 bytes each) and their sums */
+/* im2col of output pixels p0 .. p0 + mr - 1 into packed A rows (K4 * 4 bytes each) and their sums: x's own bytes
+   first (a kernel row of in-bounds taps one copy of kw * C bytes when dw == 1; the padding x_zp's byte), then one
+   pass flipping an int8 x to u8 and summing */
 static void qc_pack_pixels(const qc_args* a, int64_t p0, int mr, uint8_t* Ap, int32_t* rs) {
-    const int64_t C = a->C, lda4 = a->K4 * 4, ohw = a->OH * a->OW;
-    const uint8_t flip = a->x_signed ? 0x80 : 0, pad = (uint8_t)a->za;
+    const int64_t C = a->C, lda4 = a->K4 * 4, ohw = a->OH * a->OW, K = a->K;
+    const int64_t H = a->H, W = a->W, kh = a->kh, kw = a->kw, sh = a->sh, sw = a->sw, ph = a->ph, pw = a->pw,
+                  dh = a->dh, dw = a->dw, OW = a->OW;
+    const uint8_t flip = a->x_signed ? 0x80 : 0, pad = (uint8_t)(a->za ^ flip);   /* x_zp's own byte */
+    const uint8_t* X = a->X;
     for (int r = 0; r < mr; r++) {
-        int64_t p = p0 + r, n = p / ohw, q = p % ohw, oy = q / a->OW, ox = q % a->OW;
+        int64_t p = p0 + r, n = p / ohw, q = p % ohw, oy = q / OW, ox = q % OW;
         uint8_t* __restrict o = Ap + r * lda4;
-        for (int64_t ki = 0; ki < a->kh; ki++) {
-            int64_t iy = oy * a->sh - a->ph + ki * a->dh;
-            for (int64_t kj = 0; kj < a->kw; kj++) {
-                int64_t ix = ox * a->sw - a->pw + kj * a->dw;
-                uint8_t* __restrict d = o + (ki * a->kw + kj) * C;
-                if (iy < 0 || iy >= a->H || ix < 0 || ix >= a->W) {
-                    memset(d, pad, (size_t)C);
-                } else {
-                    const uint8_t* __restrict s = a->X + ((n * a->H + iy) * a->W + ix) * C;
-                    for (int64_t c = 0; c < C; c++) d[c] = s[c] ^ flip;
-                }
+        const int64_t ix0 = ox * sw - pw, ix1 = ix0 + (kw - 1) * dw;
+        const int row_in = ix0 >= 0 && ix1 < W && dw == 1;
+        for (int64_t ki = 0; ki < kh; ki++) {
+            int64_t iy = oy * sh - ph + ki * dh;
+            uint8_t* d = o + ki * kw * C;
+            if (iy < 0 || iy >= H) { memset(d, pad, (size_t)(kw * C)); continue; }
+            const uint8_t* srow = X + (n * H + iy) * W * C;
+            if (row_in) { memcpy(d, srow + ix0 * C, (size_t)(kw * C)); continue; }
+            for (int64_t kj = 0; kj < kw; kj++) {
+                int64_t ix = ix0 + kj * dw;
+                if (ix < 0 || ix >= W) memset(d + kj * C, pad, (size_t)C);
+                else memcpy(d + kj * C, srow + ix * C, (size_t)C);
             }
         }
         uint32_t sum = 0;
-        for (int64_t k = 0; k < a->K; k++) sum += o[k];
-        for (int64_t k = a->K; k < lda4; k++) o[k] = 0;
+        if (flip) for (int64_t k = 0; k < K; k++) { uint8_t v = o[k] ^ 0x80; o[k] = v; sum += v; }
+        else for (int64_t k = 0; k < K; k++) sum += o[k];
+        for (int64_t k = K; k < lda4; k++) o[k] = 0;
         rs[r] = (int32_t)sum;
     }
 }
@@ -147,38 +168,44 @@ static void qc_item(void* ctx, Py_ssize_t item, int tid) {
     }
 }
 
-/* depthwise (group == C == M, one weight per tap and channel): one item per output row (n, oy) */
+/* depthwise (group == C == M, one weight per tap and channel): one item per output row (n, oy); the taps' loops with
+   the fields in locals (Python's -fno-strict-aliasing would reload them after every store) */
 #define QC_DW_CB 256
+#define QC_DW_TAPS(T)                                                                                               \
+    for (int64_t ki = 0; ki < kh; ki++) {                                                                          \
+        int64_t iy = oy * sh - ph + ki * dh;                                                                       \
+        if (iy < 0 || iy >= H) continue;                                                                           \
+        const T* __restrict srow = (const T*)X + ((n * H + iy) * W) * C + c0;                                      \
+        for (int64_t kj = 0; kj < kw; kj++) {                                                                      \
+            int64_t ix = ox * sw - pw + kj * dw;                                                                   \
+            if (ix < 0 || ix >= W) continue;                                                                       \
+            const T* __restrict s = srow + ix * C;                                                                 \
+            const int16_t* __restrict wv = wdw + (ki * kw + kj) * C + c0;                                          \
+            for (int64_t c = 0; c < cw; c++) acc[c] += ((int32_t)s[c] - za) * (int32_t)wv[c];                     \
+        }                                                                                                          \
+    }
 static void qc_dw_item(void* ctx, Py_ssize_t item, int tid) {
     const qc_args* a = (const qc_args*)ctx;
-    const int64_t C = a->C, n = item / a->OH, oy = item % a->OH;
+    const int64_t C = a->C, OH = a->OH, OW = a->OW, H = a->H, W = a->W, kh = a->kh, kw = a->kw, sh = a->sh,
+                  sw = a->sw, ph = a->ph, pw = a->pw, dh = a->dh, dw = a->dw;
+    const int64_t n = item / OH, oy = item % OH;
+    const uint8_t* X = a->X;
+    const int16_t* wdw = a->wdw;
+    const int32_t* bias = a->bias;
+    const int32_t za = a->za;
+    const int xs = a->x_signed, mst = a->mult_stride, ys = a->y_signed;
+    const float yzp = a->yzp, qlo = a->qlo, qhi = a->qhi;
+    const float* mult = a->mult;
     int32_t acc[QC_DW_CB];
     (void)tid;
-    for (int64_t ox = 0; ox < a->OW; ox++) {
-        uint8_t* yrow = a->Y + ((n * a->OH + oy) * a->OW + ox) * C;
+    for (int64_t ox = 0; ox < OW; ox++) {
+        uint8_t* yrow = a->Y + ((n * OH + oy) * OW + ox) * C;
         for (int64_t c0 = 0; c0 < C; c0 += QC_DW_CB) {
             const int64_t cw = C - c0 < QC_DW_CB ? C - c0 : QC_DW_CB;
-            if (a->bias) for (int64_t c = 0; c < cw; c++) acc[c] = a->bias[c0 + c];
+            if (bias) for (int64_t c = 0; c < cw; c++) acc[c] = bias[c0 + c];
             else for (int64_t c = 0; c < cw; c++) acc[c] = 0;
-            for (int64_t ki = 0; ki < a->kh; ki++) {
-                int64_t iy = oy * a->sh - a->ph + ki * a->dh;
-                if (iy < 0 || iy >= a->H) continue;
-                for (int64_t kj = 0; kj < a->kw; kj++) {
-                    int64_t ix = ox * a->sw - a->pw + kj * a->dw;
-                    if (ix < 0 || ix >= a->W) continue;
-                    const uint8_t* __restrict s = a->X + ((n * a->H + iy) * a->W + ix) * C + c0;
-                    const int16_t* __restrict wv = a->wdw + (ki * a->kw + kj) * C + c0;
-                    const int32_t za = a->za;
-                    if (a->x_signed) {
-                        const int8_t* __restrict ss = (const int8_t*)s;
-                        for (int64_t c = 0; c < cw; c++) acc[c] += ((int32_t)ss[c] - za) * (int32_t)wv[c];
-                    } else {
-                        for (int64_t c = 0; c < cw; c++) acc[c] += ((int32_t)s[c] - za) * (int32_t)wv[c];
-                    }
-                }
-            }
-            qc_requant(acc, cw, a->mult + (a->mult_stride ? c0 : 0), a->mult_stride, a->yzp, a->qlo, a->qhi,
-                       a->y_signed, yrow + c0);
+            if (xs) { QC_DW_TAPS(int8_t) } else { QC_DW_TAPS(uint8_t) }
+            qc_requant(acc, cw, mult + (mst ? c0 : 0), mst, yzp, qlo, qhi, ys, yrow + c0);
         }
     }
 }
