@@ -51,7 +51,7 @@ cdef int _qc_run_raw(const uint8_t* X, const uint8_t* Wt, const int32_t* zb, con
         a.wdw = <const int16_t*>Wt
         items = a.N * a.OH
         work = a.N * a.OH * a.OW * a.C * a.kh * a.kw
-        parallel_for(items, 1 if work < 500000 or items < 2 else _nthreads(nthreads), <task_fn>qc_dw_item, &a)
+        parallel_for(items, 1 if work < 200000 or items < 2 else _nthreads(nthreads), <task_fn>qc_dw_item, &a)
         return 0
     a.K = a.kh * a.kw * a.C
     a.K4 = qg_k4(a.K)

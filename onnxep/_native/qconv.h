@@ -79,6 +79,30 @@ static inline void qc_requant(const int32_t* __restrict acc, int64_t w, const fl
     }
 }
 
+/* dst := len bytes of src / len bytes of v: AVX-512 (BW) masked 64-byte moves (a kernel row of a small-channel
+   conv is a few dozen bytes: a memcpy call per row cost more than the copy), else memcpy / memset */
+static inline void qc_copy(uint8_t* d, const uint8_t* s, int64_t len) {
+#if defined(__AVX512BW__)
+    for (; len >= 64; len -= 64, d += 64, s += 64) _mm512_storeu_si512((void*)d, _mm512_loadu_si512((const void*)s));
+    if (len) {
+        __mmask64 k = (__mmask64)((1ULL << len) - 1);
+        _mm512_mask_storeu_epi8(d, k, _mm512_maskz_loadu_epi8(k, s));
+    }
+#else
+    memcpy(d, s, (size_t)len);
+#endif
+}
+
+static inline void qc_fill(uint8_t* d, uint8_t v, int64_t len) {
+#if defined(__AVX512BW__)
+    const __m512i vv = _mm512_set1_epi8((char)v);
+    for (; len >= 64; len -= 64, d += 64) _mm512_storeu_si512((void*)d, vv);
+    if (len) _mm512_mask_storeu_epi8(d, (__mmask64)((1ULL << len) - 1), vv);
+#else
+    memset(d, v, (size_t)len);
+#endif
+}
+
 /* im2col of output pixels p0 .. p0 + mr - 1 into packed A rows (K4 * 4 bytes each) and their sums: x's own bytes
    first (a kernel row of in-bounds taps one copy of kw * C bytes when dw == 1; the padding x_zp's byte), then one
    pass flipping an int8 x to u8 and summing */
@@ -96,13 +120,13 @@ static void qc_pack_pixels(const qc_args* a, int64_t p0, int mr, uint8_t* Ap, in
         for (int64_t ki = 0; ki < kh; ki++) {
             int64_t iy = oy * sh - ph + ki * dh;
             uint8_t* d = o + ki * kw * C;
-            if (iy < 0 || iy >= H) { memset(d, pad, (size_t)(kw * C)); continue; }
+            if (iy < 0 || iy >= H) { qc_fill(d, pad, kw * C); continue; }
             const uint8_t* srow = X + (n * H + iy) * W * C;
-            if (row_in) { memcpy(d, srow + ix0 * C, (size_t)(kw * C)); continue; }
+            if (row_in) { qc_copy(d, srow + ix0 * C, kw * C); continue; }
             for (int64_t kj = 0; kj < kw; kj++) {
                 int64_t ix = ix0 + kj * dw;
-                if (ix < 0 || ix >= W) memset(d + kj * C, pad, (size_t)C);
-                else memcpy(d + kj * C, srow + ix * C, (size_t)C);
+                if (ix < 0 || ix >= W) qc_fill(d + kj * C, pad, C);
+                else qc_copy(d + kj * C, srow + ix * C, C);
             }
         }
         uint32_t sum = 0;
@@ -168,22 +192,30 @@ static void qc_item(void* ctx, Py_ssize_t item, int tid) {
     }
 }
 
-/* depthwise (group == C == M, one weight per tap and channel): one item per output row (n, oy); the taps' loops with
-   the fields in locals (Python's -fno-strict-aliasing would reload them after every store) */
+/* depthwise (group == C == M, one weight per tap and channel): one item per output row (n, oy). Per output pixel
+   the in-bounds taps are listed once (their x offsets), then each block of channels sums over them: with AVX-512
+   16 channels in one register (masked loads at the tail) and the requantization on that register; else the scalar
+   loop over up to QC_DW_CB channels, then qc_requant. The fields live in locals (Python's -fno-strict-aliasing would
+   reload them after every store). */
 #define QC_DW_CB 256
-#define QC_DW_TAPS(T)                                                                                               \
-    for (int64_t ki = 0; ki < kh; ki++) {                                                                          \
-        int64_t iy = oy * sh - ph + ki * dh;                                                                       \
-        if (iy < 0 || iy >= H) continue;                                                                           \
-        const T* __restrict srow = (const T*)X + ((n * H + iy) * W) * C + c0;                                      \
-        for (int64_t kj = 0; kj < kw; kj++) {                                                                      \
-            int64_t ix = ox * sw - pw + kj * dw;                                                                   \
-            if (ix < 0 || ix >= W) continue;                                                                       \
-            const T* __restrict s = srow + ix * C;                                                                 \
-            const int16_t* __restrict wv = wdw + (ki * kw + kj) * C + c0;                                          \
-            for (int64_t c = 0; c < cw; c++) acc[c] += ((int32_t)s[c] - za) * (int32_t)wv[c];                     \
-        }                                                                                                          \
+#define QC_DW_MAXT 64
+static void qc_dw_generic_block(const uint8_t* X, int xs, const int64_t* offs, const int64_t* taps, int nt,
+                                const int16_t* wdw, int64_t C, int64_t c0, int64_t cw, int32_t za, const int32_t* bias,
+                                int32_t* __restrict acc) {
+    if (bias) for (int64_t c = 0; c < cw; c++) acc[c] = bias[c0 + c];
+    else for (int64_t c = 0; c < cw; c++) acc[c] = 0;
+    for (int t = 0; t < nt; t++) {
+        const int16_t* __restrict wv = wdw + taps[t] * C + c0;
+        if (xs) {
+            const int8_t* __restrict sx = (const int8_t*)X + offs[t] + c0;
+            for (int64_t c = 0; c < cw; c++) acc[c] += ((int32_t)sx[c] - za) * (int32_t)wv[c];
+        } else {
+            const uint8_t* __restrict sx = X + offs[t] + c0;
+            for (int64_t c = 0; c < cw; c++) acc[c] += ((int32_t)sx[c] - za) * (int32_t)wv[c];
+        }
     }
+}
+
 static void qc_dw_item(void* ctx, Py_ssize_t item, int tid) {
     const qc_args* a = (const qc_args*)ctx;
     const int64_t C = a->C, OH = a->OH, OW = a->OW, H = a->H, W = a->W, kh = a->kh, kw = a->kw, sh = a->sh,
@@ -197,14 +229,63 @@ static void qc_dw_item(void* ctx, Py_ssize_t item, int tid) {
     const float yzp = a->yzp, qlo = a->qlo, qhi = a->qhi;
     const float* mult = a->mult;
     int32_t acc[QC_DW_CB];
+    int64_t offs[QC_DW_MAXT], taps[QC_DW_MAXT];
     (void)tid;
     for (int64_t ox = 0; ox < OW; ox++) {
         uint8_t* yrow = a->Y + ((n * OH + oy) * OW + ox) * C;
-        for (int64_t c0 = 0; c0 < C; c0 += QC_DW_CB) {
+        int64_t c_done = 0;
+        int nt = 0, big = kh * kw > QC_DW_MAXT;
+        if (!big) {
+            for (int64_t ki = 0; ki < kh; ki++) {
+                int64_t iy = oy * sh - ph + ki * dh;
+                if (iy < 0 || iy >= H) continue;
+                for (int64_t kj = 0; kj < kw; kj++) {
+                    int64_t ix = ox * sw - pw + kj * dw;
+                    if (ix < 0 || ix >= W) continue;
+                    offs[nt] = ((n * H + iy) * W + ix) * C;
+                    taps[nt++] = ki * kw + kj;
+                }
+            }
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
+            const __m512i vza = _mm512_set1_epi32(za);
+            const __m512 vz = _mm512_set1_ps(yzp), vlo = _mm512_set1_ps(qlo), vhi = _mm512_set1_ps(qhi),
+                         vm0 = _mm512_set1_ps(mult[0]);
+            for (int64_t c0 = 0; c0 < C; c0 += 16) {
+                const __mmask16 k = C - c0 >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (C - c0)) - 1);
+                __m512i s = bias ? _mm512_maskz_loadu_epi32(k, bias + c0) : _mm512_setzero_si512();
+                for (int t = 0; t < nt; t++) {
+                    __m128i xb = _mm_maskz_loadu_epi8(k, X + offs[t] + c0);
+                    __m512i xv = xs ? _mm512_cvtepi8_epi32(xb) : _mm512_cvtepu8_epi32(xb);
+                    __m512i wv = _mm512_cvtepi16_epi32(_mm256_maskz_loadu_epi16(k, wdw + taps[t] * C + c0));
+                    s = _mm512_add_epi32(s, _mm512_mullo_epi32(_mm512_sub_epi32(xv, vza), wv));
+                }
+                __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(s), mst ? _mm512_maskz_loadu_ps(k, mult + c0) : vm0);
+                f = _mm512_roundscale_ps(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+                f = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(f, vz), vlo), vhi);
+                _mm512_mask_cvtepi32_storeu_epi8(yrow + c0, k, _mm512_cvtps_epi32(f));
+            }
+            c_done = C;
+#endif
+        }
+        for (int64_t c0 = c_done; c0 < C; c0 += QC_DW_CB) {
             const int64_t cw = C - c0 < QC_DW_CB ? C - c0 : QC_DW_CB;
-            if (bias) for (int64_t c = 0; c < cw; c++) acc[c] = bias[c0 + c];
-            else for (int64_t c = 0; c < cw; c++) acc[c] = 0;
-            if (xs) { QC_DW_TAPS(int8_t) } else { QC_DW_TAPS(uint8_t) }
+            if (!big) {
+                qc_dw_generic_block(X, xs, offs, taps, nt, wdw, C, c0, cw, za, bias, acc);
+            } else {
+                if (bias) for (int64_t c = 0; c < cw; c++) acc[c] = bias[c0 + c];
+                else for (int64_t c = 0; c < cw; c++) acc[c] = 0;
+                for (int64_t ki = 0; ki < kh; ki++) {
+                    int64_t iy = oy * sh - ph + ki * dh;
+                    if (iy < 0 || iy >= H) continue;
+                    for (int64_t kj = 0; kj < kw; kj++) {
+                        int64_t ix = ox * sw - pw + kj * dw, t = ki * kw + kj, o = ((n * H + iy) * W + ix) * C;
+                        if (ix < 0 || ix >= W) continue;
+                        for (int64_t c = 0; c < cw; c++)
+                            acc[c] += ((xs ? (int32_t)(int8_t)X[o + c0 + c] : (int32_t)X[o + c0 + c]) - za)
+                                      * (int32_t)wdw[t * C + c0 + c];
+                    }
+                }
+            }
             qc_requant(acc, cw, mult + (mst ? c0 : 0), mst, yzp, qlo, qhi, ys, yrow + c0);
         }
     }

@@ -6,12 +6,23 @@ Oracle: onnxruntime's CPU provider on the same QDQ graph -- it folds the same no
 to even), so the quantized outputs are compared to one quantization step (onnxruntime may compute the multiplier in
 another order, and where it does not fold, its float32 conv rounds differently); most elements must be equal. Also
 onnxep itself without the pass (disabled_optimizers), to one step."""
+import importlib
+
 import numpy as np
 import pytest
 from onnx import helper
 
 import onnxep
 from tests._util import make_model, run_ort
+
+
+@pytest.fixture(autouse=True)
+def _fold_every_conv(monkeypatch):
+    """The models here are small: fold whatever the pattern matches (the size rule has its own test)."""
+    mod = importlib.import_module("onnxep.graph.passes.fuse_qdq_ops")
+    monkeypatch.setattr(mod, "MIN_MACS_PER_PIXEL", 0)
+    monkeypatch.setattr(mod, "FOLD_DEPTHWISE", True)
+    return mod
 
 
 def _model(xtype, per_channel, group, relu_zp_min=True, bias=True, stride=1, seed=0):
@@ -132,3 +143,17 @@ def test_compiled_run_loop(which):
     assert progs and max(p.n_py for p in progs) == 0, [(p.n_c, p.n_py) for p in progs]
     for f, g in zip(feeds_list, got):
         _close(g[0], run_ort(model, f)[0])
+
+
+def test_size_rule(_fold_every_conv, monkeypatch):
+    """By default a dense conv folds from MIN_MACS_PER_PIXEL products per output pixel, a depthwise one not at all."""
+    monkeypatch.setattr(_fold_every_conv, "MIN_MACS_PER_PIXEL", 8 * 9 * 16)          # the first conv's exactly
+    monkeypatch.setattr(_fold_every_conv, "FOLD_DEPTHWISE", False)
+    model, feeds = _model(np.int8, True, 1)
+    ops = _ops(_session(model))
+    assert ops.count("QLinearConvNhwc") == 1 and ops.count("NhwcConv") == 1, ops    # the 1x1 16 -> 4 (64) stays
+    _close(_session(model).run(None, feeds)[0], run_ort(model, feeds)[0])
+    model, feeds = _dense_then_depthwise()
+    monkeypatch.setattr(_fold_every_conv, "MIN_MACS_PER_PIXEL", 0)
+    ops = _ops(_session(model))
+    assert ops.count("QLinearConvNhwc") == 1 and ops.count("NhwcConv") == 1, ops    # the depthwise one stays float

@@ -17,6 +17,17 @@ Matched (runs before constant folding, which would turn the weight's DequantizeL
   what onnxruntime's quantizer writes for a Conv + Relu), so the saturation alone computes it.
 A DequantizeLinear nothing reads any more goes too.
 
+Only where the int8 conv is faster than the float32 one between QuantizeDequantize nodes (the unfolded graph): a
+dense conv whose products per output pixel, (C / group) * kh * kw * M, reach MIN_MACS_PER_PIXEL; depthwise convs only
+with FOLD_DEPTHWISE. Measured (onnxep, 1 thread, one QDQ conv, folded vs not, medians of 40 alternating runs,
+2026-11-27, loaded 2-core machine, AVX-512 VNNI): 3x3 64 -> 64 at 56x56 (36864 per pixel) 1010 vs 1146 us, 1x1 64 ->
+256 (16384) 1356 vs 1957 us, 3x3 256 -> 256 at 14x14 (589824) 834 vs 1463 us, while 7x7/2 3 -> 16 (2352) took 400 vs
+233 us, 1x1 16 -> 16 (256) 54 vs 31 us, 3x3 16 -> 32 (4608) 90 vs 72 us: the int8 path's per-pixel packing and
+requantization cost more than its products save on small reductions. A depthwise QDQ conv ran 3.4x slower folded
+(3x3 32 channels at 32x32 465 vs 133 us; 144 channels at 28x28 453 vs 156 us -- alone, so on the NCHW QLinearConv
+path with its transposes; its channel-last int8 loop was not measured against the float32 one inside a region), so none
+is folded by default.
+
 Numerics: the folded conv accumulates (x - x_zp)(w - w_zp) exactly in int32 and requantizes once (float32(acc +
 b) * x_scale * w_scale / y_scale, round half to even, + y_zp, saturate: MLAS's, as onnxruntime runs the QLinearConv
 its own action makes), where the unfolded graph computed the conv in float32 and quantized its sum: an output can
@@ -31,6 +42,10 @@ from onnxep.graph.passes._pattern import Fusion, default_op, keeps_any
 
 _BYTES = (np.dtype(np.int8), np.dtype(np.uint8))
 _RANGES = {np.dtype(np.int8): (-128, 127), np.dtype(np.uint8): (0, 255)}
+#: a dense conv folds from this many products per output pixel ((C / group) * kh * kw * M; see the docstring)
+MIN_MACS_PER_PIXEL = 8192
+#: whether depthwise convs fold (see the docstring)
+FOLD_DEPTHWISE = False
 
 
 def _per_tensor(node, consts):
@@ -130,6 +145,12 @@ def fuse_qdq_ops(graph: Graph, ctx=None) -> Graph:
             continue
         xs, xzn, xdt, _ = px
         w, ws, wzn = wq
+        group = int(conv.attrs.get("group", 1) or 1)
+        if group > 1 and w.shape[1] == 1:
+            if not FOLD_DEPTHWISE:
+                continue
+        elif w.shape[1] * w.shape[2] * w.shape[3] * w.shape[0] // group < MIN_MACS_PER_PIXEL:
+            continue
         y = conv.outputs[0]
         if y in outputs:
             continue
