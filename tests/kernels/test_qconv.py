@@ -67,7 +67,7 @@ CONVS = [  # (N, H, W, C, M, kh, kw, strides, pads (t, l, b, r), dilations, grou
 @pytest.mark.parametrize("conv", CONVS, ids=[f"c{i}" for i in range(len(CONVS))])
 @pytest.mark.parametrize("x_dt,w_dt,y_dt", [(np.int8, np.int8, np.int8), (np.uint8, np.int8, np.uint8),
                                             (np.uint8, np.uint8, np.int8), (np.int8, np.uint8, np.uint8)])
-@pytest.mark.parametrize("per_channel", [False, True])
+@pytest.mark.parametrize("per_channel", [False, True, "symmetric"])      # symmetric: per-channel scales, zero w_zp
 def test_qconv_exact(mod, conv, x_dt, w_dt, y_dt, per_channel):
     n, h, wd, c, m, kh, kw, strides, pads, dil, group = conv
     rng = np.random.default_rng(n * 1000 + h * 100 + c + m)
@@ -77,7 +77,8 @@ def test_qconv_exact(mod, conv, x_dt, w_dt, y_dt, per_channel):
     x.reshape(-1, c)[0] = xi.max                 # extremes (vpmaddubsw would saturate its pair sums)
     w[0] = wi.min
     xz = np.array(rng.integers(xi.min, xi.max + 1), x_dt)
-    wz = rng.integers(wi.min, wi.max + 1, m).astype(w_dt) if per_channel else np.array(wi.min // 2 + 1, w_dt)
+    wz = rng.integers(wi.min, wi.max + 1, m).astype(w_dt) if per_channel is True \
+        else np.zeros(m, w_dt) if per_channel == "symmetric" else np.array(wi.min // 2 + 1, w_dt)
     bias = rng.integers(-50000, 50000, m).astype(np.int32)
     xs = np.float32(0.02)
     ws = (rng.uniform(0.001, 0.01, m) if per_channel else np.array(0.004)).astype(np.float32)

@@ -23,10 +23,9 @@ with FOLD_DEPTHWISE. Measured (onnxep, 1 thread, one QDQ conv, folded vs not, me
 2026-11-27, loaded 2-core machine, AVX-512 VNNI): 3x3 64 -> 64 at 56x56 (36864 per pixel) 1010 vs 1146 us, 1x1 64 ->
 256 (16384) 1356 vs 1957 us, 3x3 256 -> 256 at 14x14 (589824) 834 vs 1463 us, while 7x7/2 3 -> 16 (2352) took 400 vs
 233 us, 1x1 16 -> 16 (256) 54 vs 31 us, 3x3 16 -> 32 (4608) 90 vs 72 us: the int8 path's per-pixel packing and
-requantization cost more than its products save on small reductions. A depthwise QDQ conv ran 3.4x slower folded
-(3x3 32 channels at 32x32 465 vs 133 us; 144 channels at 28x28 453 vs 156 us -- alone, so on the NCHW QLinearConv
-path with its transposes; its channel-last int8 loop was not measured against the float32 one inside a region), so none
-is folded by default.
+requantization cost more than its products save on small reductions. Depthwise convs after a folded 1x1 (so
+channel-last, folded vs float32, whole two-conv graph): 144 channels at 28x28 288 vs 234 us, 96 at 56x56 stride 2 363
+vs 371, 3x64 at 32x32 531 vs 414, 576 at 14x14 299 vs 261: none is folded by default.
 
 Numerics: the folded conv accumulates (x - x_zp)(w - w_zp) exactly in int32 and requantizes once (float32(acc +
 b) * x_scale * w_scale / y_scale, round half to even, + y_zp, saturate: MLAS's, as onnxruntime runs the QLinearConv

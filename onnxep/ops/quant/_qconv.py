@@ -50,6 +50,8 @@ class Prepared:
             self.w8 = np.empty(_kernels.qgemm_pack_b_size(k, m), np.uint8)
             _kernels.qgemm_pack_b(b.view(np.uint8), w.dtype == np.int8, self.w8)
             self.zb = (wz - (128 if w.dtype == np.uint8 else 0)).astype(np.int32)
+            if self.zb.size > 1 and np.all(self.zb == self.zb[0]):
+                self.zb = self.zb[:1].copy()      # one value (a per-channel zero point of zeros): no row sums needed
         self.mult = np.ascontiguousarray(
             np.asarray(xs.astype(F32).reshape(()) * ws.astype(F32) / ys.astype(F32).reshape(()), F32).reshape(-1))
         self.bias = None if bias is None else np.ascontiguousarray(bias.astype(np.int32).reshape(-1))
