@@ -86,7 +86,9 @@ cdef enum:
     RL_QDQ = 41             # (qdq2 slice) s0 x, s1 y: _qg_qdq_run; n0 count, n1 signed; f0 scale, f1 zero point
     RL_BCONV_NHWC = 42      # (bf16) s0 x, s1 bf16-packed W, s2 bias (or NULL), s3 residual (or NULL), s4 y:
                             # bconv_step; n0.. f0 f1 BConvNhwc.step_args
-    RL_NFNS = 43
+    RL_QCONV = 43           # (qfold slice) s0 x, s1 packed / depthwise W, s2 zb, s3 bias (or NULL), s4 mult, s5 y:
+                            # _qc_run_raw; n0..n20 QCONV_PARAMS (_k_qconv.pxi); f0 y zero point, f1 qlo, f2 qhi
+    RL_NFNS = 44
 
 cdef extern from "_native/rl_ops.h" nogil:
     enum: RL_MAXD
@@ -672,6 +674,14 @@ cdef void _rl_bconv_nhwc(const RStep* s, char** p) noexcept nogil:
 
 
 _RL_FNS[RL_BCONV_NHWC] = _rl_bconv_nhwc
+# qfold slice: the channel-last quantized conv (com.onnxep QLinearConvNhwc, _k_qconv.pxi)
+cdef void _rl_qconv(const RStep* s, char** p) noexcept nogil:
+    _qc_run_raw(<const uint8_t*>p[s.slot[0]], <const uint8_t*>p[s.slot[1]], <const int32_t*>p[s.slot[2]],
+                <const int32_t*>p[s.slot[3]], <const float*>p[s.slot[4]], <uint8_t*>p[s.slot[5]], &s.n[0], s.f[0],
+                s.f[1], s.f[2], s.nthreads)
+
+
+_RL_FNS[RL_QCONV] = _rl_qconv
 
 #: the entries' ids, for the kernels' c_step (onnxep/backends/cpu/runloop.py)
 RUNLOOP_FNS = {"alias": RL_ALIAS, "copy": RL_COPY, "binary": RL_BINARY, "unary": RL_UNARY, "tf_unary": RL_TF_UNARY,
@@ -690,7 +700,8 @@ RUNLOOP_FNS = {"alias": RL_ALIAS, "copy": RL_COPY, "binary": RL_BINARY, "unary":
                "transpose": RL_TRANSPOSE,
                "dq_matmul": RL_DQ_MATMUL, "quantize": RL_QUANTIZE, "dequantize": RL_DEQUANTIZE,
                "bgemm": RL_BGEMM,
-               "qdq": RL_QDQ, "bconv_nhwc": RL_BCONV_NHWC}
+               "qdq": RL_QDQ, "bconv_nhwc": RL_BCONV_NHWC,
+               "qconv": RL_QCONV}
 RUNLOOP_LIMITS = {"slots": RL_SLOTS, "ints": RL_INTS, "floats": RL_FLOATS, "bcast_dims": BCAST_MAX_DIMS,
                   "copy_dims": RL_MAXD}
 

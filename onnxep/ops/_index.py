@@ -252,4 +252,5 @@ INDEX = {
     'onnxep.ops.onnxep.group_norm': (('com.onnxep', 'GroupNorm'),),
     'onnxep.ops.onnxep.dynamic_quantize_mat_mul': (('com.onnxep', 'DynamicQuantizeMatMul'),),
     'onnxep.ops.onnxep.quantize_dequantize': (('com.onnxep', 'QuantizeDequantize'),),
+    'onnxep.ops.onnxep.q_linear_conv_nhwc': (('com.onnxep', 'QLinearConvNhwc'),),
 }

@@ -47,6 +47,7 @@ from onnxep.graph.passes.fuse_layernorm import fuse_layernorm
 from onnxep.graph.passes.fuse_matmul_bias import fuse_matmul_bias
 from onnxep.graph.passes.fuse_matmul_transpose import fuse_matmul_transpose
 from onnxep.graph.passes.fuse_qdq_pair import fuse_qdq_pair
+from onnxep.graph.passes.fuse_qdq_ops import fuse_qdq_ops
 from onnxep.graph.passes.fuse_pad_conv import fuse_conv_slice, fuse_pad_conv
 from onnxep.graph.passes.fuse_rms_norm import fuse_rms_norm
 from onnxep.graph.passes.fuse_rotary import fuse_rotary
@@ -68,6 +69,7 @@ class PassContext:
 PASSES: list = [
     (0, expand_gradient),      # every level, and not in PASS_NAMES: no disabled_optimizers name switches it off
     (1, remove_identity),
+    (2, fuse_qdq_ops),         # before folding, which makes a weight's DequantizeLinear a float32 constant
     (1, fold_constants),
     (1, fuse_pad_conv),        # after folding: exporters compute the pads from shapes
     (1, fuse_conv_slice),
@@ -105,6 +107,7 @@ PASS_NAMES: dict = {
     fuse_conv_affine: ("fuse_conv_affine", "ConvBNFusion", "ConvMulFusion", "ConvAddFusion"),
     fuse_dynamic_quantize_matmul: ("fuse_dynamic_quantize_matmul", "DynamicQuantizeMatMulFusion",
                                    "MatMulIntegerToFloatFusion"),
+    fuse_qdq_ops: ("fuse_qdq_ops",),
     fuse_qdq_pair: ("fuse_qdq_pair", "QDQPropagationTransformer", "QDQSelectorActionTransformer"),
     fuse_layernorm: ("fuse_layernorm", "LayerNormFusion", "LayerNormFusionL1", "LayerNormFusionL2"),
     fuse_gelu: ("fuse_gelu", "GeluFusion", "GeluFusionL1", "GeluFusionL2"),

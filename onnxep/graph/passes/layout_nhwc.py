@@ -35,7 +35,8 @@ from onnxep.ops import _registry
 TO_NHWC, TO_NCHW = [0, 2, 3, 1], [0, 3, 1, 2]
 #: ONNX op -> its NHWC twin in the com.onnxep domain (same attributes, NHWC data input and output).
 NHWC_TWINS = {"Conv": "NhwcConv", "MaxPool": "NhwcMaxPool", "AveragePool": "NhwcAveragePool",
-              "GlobalAveragePool": "NhwcGlobalAveragePool", "GlobalMaxPool": "NhwcGlobalMaxPool", "LRN": "NhwcLRN"}
+              "GlobalAveragePool": "NhwcGlobalAveragePool", "GlobalMaxPool": "NhwcGlobalMaxPool", "LRN": "NhwcLRN",
+              "QLinearConv": "QLinearConvNhwc"}
 #: elementwise ops that do not care about the layout when every data input has the same shape
 UNARY = {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "Clip", "Abs", "Neg", "Exp", "Sqrt", "Identity", "Dropout",
          "HardSigmoid", "Elu", "Selu", "Softplus", "Erf", "HardSwish", "Softsign", "Celu", "ThresholdedRelu", "Mish",
@@ -134,7 +135,8 @@ class _Layout:
             return False
 
     def _dense_conv(self, node) -> bool:
-        w = self.consts.get(node.inputs[1]) if node.op_type == "Conv" and len(node.inputs) > 1 else None
+        wi = {"Conv": 1, "QLinearConv": 3}.get(node.op_type)      # the weight's input
+        w = self.consts.get(node.inputs[wi]) if wi is not None and len(node.inputs) > wi else None
         return w is not None and w.ndim == 4 and not (int(node.attrs.get("group", 1) or 1) > 1 and w.shape[1] == 1)
 
     def elementwise_inputs(self, node):

@@ -9,4 +9,5 @@ OPS = (
     "fast_gelu", "group_norm",
     "dynamic_quantize_mat_mul",
     "quantize_dequantize",
+    "q_linear_conv_nhwc",
 )
