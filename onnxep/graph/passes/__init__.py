@@ -54,7 +54,7 @@ from onnxep.graph.passes.fuse_rotary import fuse_rotary
 from onnxep.graph.passes.fuse_silu import fuse_silu
 from onnxep.graph.passes.fuse_softmax_mask import fuse_softmax_mask
 from onnxep.graph.passes.fuse_nhwc_conv import fuse_nhwc_conv
-from onnxep.graph.passes.layout_nhwc import layout_nhwc
+from onnxep.graph.passes.layout_nhwc import NHWC_TWINS, layout_nhwc
 from onnxep.graph.passes.remove_identity import remove_identity
 
 
@@ -156,7 +156,7 @@ NEEDS: dict = {
     fuse_softmax_mask: ({"Softmax"}, {"Add"}),
     fuse_attention: ({"StridedMatMul"},),
     # a channel-last region starts at a twin op, or at the model's own Transpose (layout_nhwc.model_transpose)
-    layout_nhwc: ({"Conv", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "LRN", "Transpose"},),
+    layout_nhwc: (set(NHWC_TWINS) | {"Transpose"},),
     fuse_nhwc_conv: ({"NhwcConv"},),
     fuse_channel_affine: ({"ChannelAffine"},),
     fuse_group_norm_nhwc: ({"GroupNorm"},),
