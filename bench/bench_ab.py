@@ -37,6 +37,8 @@ for line in sys.stdin:
         if cmd["op"] == "load":
             so = onnxep.SessionOptions()
             so.intra_op_num_threads = cmd["threads"]
+            for k, v in cmd.get("config", {}).items():
+                so.add_session_config_entry(k, v)
             sess = onnxep.InferenceSession(cmd["model"], so)
             feeds = dict(np.load(cmd["feeds"]))
             for _ in range(cmd["warmup"]):
@@ -133,16 +135,20 @@ def main(argv=None):
     ap.add_argument("--pause", type=float, default=0.1, help="seconds before each block")
     ap.add_argument("--slower", type=float, default=1.05, help="new / base above this is listed as slower")
     ap.add_argument("--json", help="write the per-model results here")
+    ap.add_argument("--config", nargs="*", default=[], metavar="KEY=VALUE",
+                    help="session config entries for both versions (e.g. onnxep.compute_precision=bf16)")
     args = ap.parse_args(argv)
     base, new = Worker(os.path.abspath(args.base)), Worker(os.path.abspath(args.new))
     print(f"onnxep A/B: base {base.version}, new {new.version}; {args.suite}, {args.threads or 'default'} thread(s); "
-          f"median of {args.rounds} alternating blocks of {args.runs} runs (pause {args.pause} s before each)")
+          f"median of {args.rounds} alternating blocks of {args.runs} runs (pause {args.pause} s before each)"
+          + (f"; config {' '.join(args.config)}" if args.config else ""))
     print(f"{'model':<34}{'base ms':>9}{'new ms':>9}{'new/base':>10}")
     results = []
     try:
         with tempfile.TemporaryDirectory(prefix="onnxep-ab-") as tmp:
             for name, path, feeds in _cases(args, tmp):
-                load = dict(op="load", model=path, feeds=feeds, threads=args.threads, warmup=args.warmup)
+                load = dict(op="load", model=path, feeds=feeds, threads=args.threads, warmup=args.warmup,
+                            config=dict(c.split("=", 1) for c in args.config))
                 got = [w.ask(**load) for w in (base, new)]
                 if not all(g["ok"] for g in got):
                     print(f"{name:<34}  not compared: " + "; ".join(g.get("error", "") for g in got if not g["ok"]))

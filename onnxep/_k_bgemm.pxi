@@ -18,6 +18,7 @@ cdef extern from "_native/bgemm.h":
         int64_t lda2, K2P
         const bg_conv* cv
         float* rows
+        uint32_t* abuf
         float alpha
         const float* bias
         const float* R
@@ -38,6 +39,7 @@ cdef extern from "_native/bgemm.h":
     int bg_kernel() noexcept nogil
     void bg_item(void* ctx, Py_ssize_t item, int tid) noexcept nogil
     void bg_pack_item(void* ctx, Py_ssize_t item, int tid) noexcept nogil
+    void bg_conv_item(void* ctx, Py_ssize_t item, int tid) noexcept nogil
 
 #: names the packed bf16 B layout (32-column panels of k-pair-interleaved bf16, counted in float slots)
 BGEMM_FORMAT = f"bgemm-bf16-b-panels:nr={BG_NR}:kpair=2:kpad=16:v2"
@@ -98,7 +100,7 @@ cdef int bgemm_run_ex(const float* A, int64_t lda, const bg_conv* cv, const floa
                       const Act* act, int nthreads) noexcept nogil:
     """bgemm_run, or with cv the channel-last conv whose im2col rows are A (M = N * Ho * Wo, K = kh * kw * C)."""
     cdef bg_args a
-    cdef int nth
+    cdef int nth, nw
     cdef int64_t Mp
     if M == 0 or N == 0:
         return 0
@@ -108,13 +110,10 @@ cdef int bgemm_run_ex(const float* A, int64_t lda, const bg_conv* cv, const floa
     # AMX reads A in 16-row x 16-group tiles: rows padded to 16, groups to K2P, both with zeros
     Mp = (M + 15) // 16 * 16 if a.kern == BG_AMX_K else M
     a.lda2 = a.K2P if a.kern == BG_AMX_K else a.K2
-    a.Ap = <uint32_t*>malloc(Mp * a.lda2 * 4 + 64)
-    if a.Ap == NULL:
-        return -1
-    if Mp > M:
-        memset(a.Ap + M * a.lda2, 0, (Mp - M) * a.lda2 * 4)
     a.cv = cv
     a.rows = NULL
+    a.abuf = NULL
+    a.Ap = NULL
     a.Bp = <const uint16_t*>Bp
     a.alpha = alpha; a.bias = bias; a.R = R; a.ldr = ldr; a.Y = Y; a.ldy = ldy
     a.act = act if act != NULL and act.kind != ACT_NONE else NULL
@@ -122,13 +121,31 @@ cdef int bgemm_run_ex(const float* A, int64_t lda, const bg_conv* cv, const floa
     a.nnb = (N + BG_NB - 1) // BG_NB
     # the fp32 GEMM's thread rule on half the work (vdpbf16ps does two products per lane)
     nth = sgemm_threads(M, N, (K + 1) // 2, nthreads)
+    nw = nth if a.nmb > 1 else 1
     if cv != NULL and K:
-        a.rows = <float*>malloc(<size_t>(nth if a.nmb > 1 else 1) * K * 4 + 64)
+        a.rows = <float*>malloc(<size_t>nw * K * 4 + 64)
         if a.rows == NULL:
-            free(a.Ap)
             return -1
+    if cv != NULL and a.nmb >= 4 * nw:
+        # a conv of many pixels packs each item's rows in its thread's buffer (bg_conv_item), every column block
+        # from there: no packed im2col matrix of the whole image; fewer pixels than 4 items a thread keep the two
+        # passes below (items over columns too, so both threads have work)
+        a.abuf = <uint32_t*>malloc(<size_t>nw * BG_MB * a.lda2 * 4 + 64)
+        if a.abuf == NULL:
+            free(a.rows)
+            return -1
+        parallel_for(a.nmb, nw, <task_fn>bg_conv_item, &a)
+        free(a.abuf)
+        free(a.rows)
+        return 0
+    a.Ap = <uint32_t*>malloc(Mp * a.lda2 * 4 + 64)
+    if a.Ap == NULL:
+        free(a.rows)
+        return -1
+    if Mp > M:
+        memset(a.Ap + M * a.lda2, 0, (Mp - M) * a.lda2 * 4)
     if K:
-        parallel_for(a.nmb, nth if a.nmb > 1 else 1, <task_fn>bg_pack_item, &a)
+        parallel_for(a.nmb, nw, <task_fn>bg_pack_item, &a)
     free(a.rows)
     parallel_for(a.nmb * a.nnb, nth if a.nmb * a.nnb > 1 else 1, <task_fn>bg_item, &a)
     free(a.Ap)
@@ -236,7 +253,7 @@ cdef int bconv_exec(const bg_conv* cv0, bint plain, const Act* act, const float*
                     int64_t cout, int64_t K, const float* bias, const float* res, float* y, int nthreads) noexcept nogil:
     cdef bg_conv cv = cv0[0]
     cv.x = x
-    if plain:
+    if plain and M < 4 * BG_MB:      # a 1x1 conv's X is A: the plain GEMM when too few pixels for per-item packing
         return bgemm_run_ex(x, K, NULL, wp, M, cout, K, 1.0, bias, res, cout, y, cout, act, nthreads)
     return bgemm_run_ex(NULL, 0, &cv, wp, M, cout, K, 1.0, bias, res, cout, y, cout, act, nthreads)
 

@@ -297,8 +297,9 @@ typedef struct {
     const uint16_t* Bp;
     int64_t M, N, K, K2;
     int64_t lda2, K2P;                  /* packed A's row stride in pairs; B's groups per panel (bg_k2p) */
-    const bg_conv* cv;                  /* non-NULL: A's rows are this conv's im2col rows (A, lda unused) */
+    const bg_conv* cv;                  /* non-NULL: A's rows are this conv's im2col rows (A, lda, Ap unused) */
     float* rows;                        /* with cv: one K-float gather row per thread */
+    uint32_t* abuf;                     /* with cv: one item's packed rows (BG_MB x lda2) per thread */
     float alpha;
     const float* bias; const float* R; int64_t ldr;
     float* Y; int64_t ldy;
@@ -307,45 +308,67 @@ typedef struct {
     int64_t nmb, nnb;
 } bg_args;
 
+/* rows m0..m1 of the conv's im2col matrix -> packed pairs at out (row stride lda2), rounded as the kernel's pack does.
+   With an even C each tap's channels convert straight from x (no fp32 row); else through the thread's fp32 row. */
+static void bg_pack_conv_rows(const bg_args* a, int64_t m0, int64_t m1, int tid, uint32_t* out) {
+    const bg_conv* cv = a->cv;
+    const int64_t C = cv->C, hw = cv->Ho * cv->Wo;
+    const int simd = BG_X86 && a->kern != BG_GENERIC;
+    for (int64_t m = m0; m < m1; m++) {
+        uint32_t* o = out + (m - m0) * a->lda2;
+        if (C % 2 == 0) {
+            int64_t n = m / hw, r = m % hw, oh = r / cv->Wo, ow = r % cv->Wo;
+            uint32_t* d = o;
+            for (int64_t ky = 0; ky < cv->kh; ky++) {
+                int64_t ih = oh * cv->sh - cv->ph + ky * cv->dh;
+                for (int64_t kx = 0; kx < cv->kw; kx++, d += C / 2) {
+                    int64_t iw = ow * cv->sw - cv->pw + kx * cv->dw;
+                    if (ih < 0 || ih >= cv->H || iw < 0 || iw >= cv->W) { memset(d, 0, (size_t)C * 2); continue; }
+                    const float* src = cv->x + ((n * cv->H + ih) * cv->W + iw) * C;
+#if BG_X86
+                    if (simd) { bg_pack_a_rows_bf16(src, 0, C, C / 2, 0, 1, d); continue; }
+#endif
+                    bg_pack_a_rows(src, 0, C, C / 2, 0, 1, d);
+                }
+            }
+            for (int64_t g = a->K2; g < a->lda2; g++) o[g] = 0;
+            continue;
+        }
+        float* row = a->rows + (int64_t)tid * a->K;
+        bg_conv_row(cv, m, row);
+#if BG_X86
+        if (simd) { bg_pack_a_rows_bf16(row, 0, a->K, a->lda2, 0, 1, o); continue; }
+#endif
+        bg_pack_a_rows(row, 0, a->K, a->lda2, 0, 1, o);
+    }
+    (void)simd;
+}
+
 static void bg_pack_item(void* ctx, Py_ssize_t item, int tid) {
     bg_args* a = (bg_args*)ctx;
     int64_t m0 = item * BG_MB, m1 = m0 + BG_MB < a->M ? m0 + BG_MB : a->M;
-    if (a->cv) {
-        float* row = a->rows + (int64_t)tid * a->K;
-        for (int64_t m = m0; m < m1; m++) {
-            bg_conv_row(a->cv, m, row);
-#if BG_X86
-            if (a->kern != BG_GENERIC) { bg_pack_a_rows_bf16(row, 0, a->K, a->lda2, 0, 1, a->Ap + m * a->lda2); continue; }
-#endif
-            bg_pack_a_rows(row, 0, a->K, a->lda2, 0, 1, a->Ap + m * a->lda2);
-        }
-        return;
-    }
+    if (a->cv) { bg_pack_conv_rows(a, m0, m1, tid, a->Ap + m0 * a->lda2); return; }
 #if BG_X86
     if (a->kern != BG_GENERIC) { bg_pack_a_rows_bf16(a->A, a->lda, a->K, a->lda2, m0, m1, a->Ap); return; }
 #endif
     bg_pack_a_rows(a->A, a->lda, a->K, a->lda2, m0, m1, a->Ap);
 }
 
-static void bg_item(void* ctx, Py_ssize_t item, int tid) {
-    bg_args* a = (bg_args*)ctx;
-    int64_t nb = item / a->nmb, mb = item % a->nmb;
-    int64_t m0 = mb * BG_MB, m1 = m0 + BG_MB < a->M ? m0 + BG_MB : a->M;
-    int64_t n0 = nb * BG_NB, n1 = n0 + BG_NB < a->N ? n0 + BG_NB : a->N;
+/* rows m0..m1 x columns n0..n1 of Y from packed A rows Am (row m0 first, stride lda2): products, then the epilogue */
+static void bg_block(const bg_args* a, const uint32_t* Am, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
     const int64_t K2 = a->K2, w = n1 - n0;
     float buf[BG_MB * BG_NB];
     int mr = (int)(m1 - m0);
     const int kern = a->kern;
-    (void)tid;
 #if BG_X86 && defined(__linux__)
     if (kern == BG_AMX && K2 > 0) {
-        bg_item_amx(a->Ap + m0 * a->lda2, a->K2P, a->Bp + (n0 / BG_NR) * a->K2P * BG_NR * 2, (mr + 15) / 16,
+        bg_item_amx(Am, a->K2P, a->Bp + (n0 / BG_NR) * a->K2P * BG_NR * 2, (mr + 15) / 16,
                     n1 - n0, buf);
     } else
 #endif
     for (int64_t g0 = 0; g0 < K2; g0 += BG_KC / 2) {
         int64_t kp = K2 - g0 < BG_KC / 2 ? K2 - g0 : BG_KC / 2;
-        const uint32_t* Ap = a->Ap + m0 * a->lda2 + g0;
+        const uint32_t* Ap = Am + g0;
         for (int64_t c0 = n0; c0 < n1; c0 += BG_NR) {
             int nr = (int)(n1 - c0 < BG_NR ? n1 - c0 : BG_NR);
             const uint16_t* Bp = a->Bp + ((c0 / BG_NR) * a->K2P + g0) * BG_NR * 2;
@@ -374,6 +397,29 @@ static void bg_item(void* ctx, Py_ssize_t item, int tid) {
         if (kind == ONNXEP_ACT_RELU) { for (int64_t j = 0; j < w; j++) y[j] = y[j] > 0.0f ? y[j] : 0.0f; }
         else if (kind != ONNXEP_ACT_NONE) { for (int64_t j = 0; j < w; j++) y[j] = onnxep_act1(act, y[j]); }
     }
+}
+
+static void bg_item(void* ctx, Py_ssize_t item, int tid) {
+    bg_args* a = (bg_args*)ctx;
+    int64_t nb = item / a->nmb, mb = item % a->nmb;
+    int64_t m0 = mb * BG_MB, m1 = m0 + BG_MB < a->M ? m0 + BG_MB : a->M;
+    int64_t n0 = nb * BG_NB, n1 = n0 + BG_NB < a->N ? n0 + BG_NB : a->N;
+    (void)tid;
+    bg_block(a, a->Ap + m0 * a->lda2, m0, m1, n0, n1);
+}
+
+/* a conv's item: BG_MB output pixels packed into the thread's own buffer (rows padded to 16 with zeros for AMX's
+   tiles), then every column block from it -- no packed im2col matrix of the whole image (VGG-19's first 3x3 would be
+   58 MB of bf16, written and read back) */
+static void bg_conv_item(void* ctx, Py_ssize_t item, int tid) {
+    bg_args* a = (bg_args*)ctx;
+    int64_t m0 = item * BG_MB, m1 = m0 + BG_MB < a->M ? m0 + BG_MB : a->M;
+    uint32_t* Am = a->abuf + (int64_t)tid * BG_MB * a->lda2;
+    int64_t mp = (m1 - m0 + 15) / 16 * 16;
+    if (a->K) bg_pack_conv_rows(a, m0, m1, tid, Am);
+    if (mp > m1 - m0 && mp <= BG_MB) memset(Am + (m1 - m0) * a->lda2, 0, (size_t)(mp - (m1 - m0)) * a->lda2 * 4);
+    for (int64_t n0 = 0; n0 < a->N; n0 += BG_NB)
+        bg_block(a, Am, m0, m1, n0, n0 + BG_NB < a->N ? n0 + BG_NB : a->N);
 }
 
 #endif /* ONNXEP_BGEMM_H */

@@ -29,7 +29,10 @@ KERNELS = [k for k in _kernels.BGEMM_KERNELS if _kernels.bgemm_have(k)]
 # (C, cout, kernel, stride, pad, dilation, H, W): 3x3 same, strided, a plain 1x1 (X is A), a strided 1x1, a 7x7 stem
 # on 3 channels (odd K), dilation 2, odd channel counts and a tail of rows
 GEOMETRIES = [(16, 32, 3, 1, 1, 1, 9, 10), (8, 24, 3, 2, 1, 1, 11, 12), (32, 40, 1, 1, 0, 1, 7, 9),
-              (24, 16, 1, 2, 0, 1, 9, 9), (3, 16, 7, 2, 3, 1, 17, 15), (5, 33, 3, 1, 2, 2, 8, 8)]
+              (24, 16, 1, 2, 0, 1, 9, 9), (3, 16, 7, 2, 3, 1, 17, 15), (5, 33, 3, 1, 2, 2, 8, 8),
+              (6, 40, 3, 1, 1, 1, 21, 19), (5, 24, 3, 1, 1, 1, 20, 20), (3, 16, 7, 2, 3, 1, 40, 36)]
+# (the last three have enough pixels for the per-item packing at 1 and 2 threads -- even and odd C; the smaller ones
+# pack the whole A first, at 2 threads always: the 1 = 2 threads check compares the two ways)
 # the same kinds, with the channels the routing rule sends to bf16
 ROUTED = [(64, 32, 3, 1, 1, 1, 9, 10), (64, 24, 3, 2, 1, 1, 11, 12), (128, 40, 1, 1, 0, 1, 7, 9),
           (128, 16, 1, 2, 0, 1, 9, 9), (65, 33, 3, 1, 2, 2, 8, 8)]

@@ -65,12 +65,12 @@ WINOGRAD_F2_CACHED_WEIGHT_BYTES = 2 << 20
 _WINOGRAD_PATHS = {0: "auto", 2: "winograd", 4: "winograd4"}      # _winograd's tile -> conv_nhwc_f32's path
 # bf16 (onnxep.compute_precision=bf16): a dense conv runs on the bf16 GEMM only where the CPU has AMX-BF16 tiles, and
 # only with at least this many products per output (C * kh * kw) and, for a spatial kernel, this many input channels:
-# below them gathering and rounding the im2col rows costs more than the tiles save. Kernel alone, 1 thread, against the
-# fp32 path's best (Winograd where it applies): 1x1 256 -> 64 at 56x56 0.61x the time, 128 -> 512 at 28x28 0.31x,
-# 3x3 128 -> 128 at 28x28 0.44x, 256 -> 256 at 14x14 0.63x, 64 -> 64 at 56x56 0.74-1.2x (two runs); 3x3 32 -> 32 at 56x56 2.1x,
-# 16 -> 16 at 112x112 1.8x, the 7x7 stride-2 stem on 3 channels 3.5x. vdpbf16ps alone (no AMX) ran every one of them
-# slower than fp32 (1.7-3x) on this CPU (Sapphire Rapids, whose vdpbf16ps has half the FMA's instruction rate), so
-# convs keep fp32 there
+# below them gathering and rounding the im2col rows costs more than the tiles save. Kernel alone, against the fp32
+# path's best (Winograd F(4x4) where it applies), idle machine, 2 threads (1 thread): 1x1 256 -> 64 at 56x56 0.33x the
+# time, 128 -> 512 at 28x28 0.29x, 64 -> 256 at 56x56 0.48x; 3x3 256 -> 256 at 14x14 0.41x, 128 -> 128 at 28x28 0.79x,
+# 64 -> 64 at 56x56 1.19x (0.73x); below the rule 3x3 32 -> 32 at 56x56 1.18x, 16 -> 16 at 112x112 3.2x, the 7x7
+# stride-2 stem on 3 channels 2.3x. vdpbf16ps alone (no AMX) ran every one of them slower than fp32 (1.4-3x) on this CPU
+# (Sapphire Rapids, whose vdpbf16ps has half the FMA's instruction rate), so convs keep fp32 there
 BF16_CONV_MIN_K = 128
 BF16_CONV_MIN_CHANNELS = 64
 
