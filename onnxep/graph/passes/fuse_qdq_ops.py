@@ -47,7 +47,7 @@ MIN_MACS_PER_PIXEL = 8192
 FOLD_DEPTHWISE = False
 
 
-def _per_tensor(node, consts):
+def per_tensor_params(node, consts):
     """(scale, zero point name or '', 8-bit dtype) of a per-tensor Quantize / DequantizeLinear with constant float32
     parameters, or None (the dtype from the zero point, uint8 without one)."""
     if len(node.inputs) < 2 or int(node.attrs.get("block_size") or 0) or node.attrs.get("output_dtype"):
@@ -139,7 +139,7 @@ def fuse_qdq_ops(graph: Graph, ctx=None) -> Graph:
         db = producer.get(conv.inputs[2]) if len(conv.inputs) > 2 and conv.inputs[2] else None
         if not default_op(dx, "DequantizeLinear") or not default_op(dw, "DequantizeLinear"):
             continue
-        px, wq = _per_tensor(dx, consts), _weight(dw, consts)
+        px, wq = per_tensor_params(dx, consts), _weight(dw, consts)
         if px is None or wq is None or dx.inputs[0] in consts:
             continue
         xs, xzn, xdt, _ = px
@@ -164,7 +164,7 @@ def fuse_qdq_ops(graph: Graph, ctx=None) -> Graph:
         if len(readers) != 1 or not default_op(readers[0], "QuantizeLinear"):
             continue
         q = readers[0]
-        py = _per_tensor(q, consts)
+        py = per_tensor_params(q, consts)
         if py is None or len(q.outputs) != 1 or f.taken((q,)) or (act is not None and f.taken((act,))):
             continue
         ys, yzn, ydt, yz = py

@@ -16,27 +16,16 @@ import numpy as np
 from onnxep.graph.ir import Graph
 from onnxep.graph.passes._edit import INTERNAL_DOMAIN, make_node
 from onnxep.graph.passes._pattern import Fusion, default_op, is_f32, keeps_any
-
-_BYTES = (np.dtype(np.int8), np.dtype(np.uint8))
-
+from onnxep.graph.passes.fuse_qdq_ops import per_tensor_params
 
 def _params(node, consts):
     """(scale, zero point, signed) of a per-tensor 8-bit Quantize / DequantizeLinear with constant parameters, or
-    None."""
-    if len(node.inputs) < 2 or int(node.attrs.get("block_size") or 0):
+    None (fuse_qdq_ops.per_tensor_params, read as this pass needs it)."""
+    p = per_tensor_params(node, consts)
+    if p is None:
         return None
-    s = consts.get(node.inputs[1])
-    if s is None or s.dtype != np.float32 or s.size != 1:
-        return None
-    zn = node.inputs[2] if len(node.inputs) > 2 else ""
-    if zn:
-        z = consts.get(zn)
-        if z is None or z.dtype not in _BYTES or z.size != 1:
-            return None
-        zv, signed = int(z.reshape(())), z.dtype == np.int8
-    else:
-        zv, signed = 0, False
-    return float(s.reshape(())), zv, signed
+    s, _, dtype, zv = p
+    return float(s.reshape(())), zv, dtype == np.int8
 
 
 def fuse_qdq_pair(graph: Graph, ctx=None) -> Graph:
