@@ -17,7 +17,6 @@ in rounds, medians; the CPU EP alone for reference.
 """
 
 import argparse
-import json
 import math
 import os
 import sys
@@ -32,6 +31,7 @@ import onnxruntime as ort  # noqa: E402
 from onnxep import ort as onnxep_ort  # noqa: E402
 from onnxep._bench import _alternate  # noqa: E402
 from onnxep._light import light_model  # noqa: E402
+from onnxep._profile import parse_trace  # noqa: E402
 
 ZOO = os.path.expanduser("~/.cache/onnxep/zoo")
 DEFAULT = ["resnet50", "squeezenet", "inception_v1", "zoo:resnet.dynamo", "zoo:mobilenet_v2.dynamo",
@@ -81,14 +81,11 @@ def provider_share(mb, feeds, threads, runs=5, **ep_options):
     for _ in range(runs):
         s.run(None, feeds)
     path = s.end_profiling()
-    with open(path) as f:
-        events = json.load(f)
+    kernels = parse_trace(path)["kernels"]
     os.remove(path)
     tot = {}
-    for e in events:
-        if e.get("cat") == "Node" and e.get("name", "").endswith("_kernel_time"):
-            p = e["args"].get("provider", "?")
-            tot[p] = tot.get(p, 0) + e["dur"]
+    for k in kernels.values():
+        tot[k["provider"] or "?"] = tot.get(k["provider"] or "?", 0) + k["us"]
     s_all = sum(tot.values()) or 1
     return {p: v / s_all for p, v in sorted(tot.items(), key=lambda kv: -kv[1])}
 

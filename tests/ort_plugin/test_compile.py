@@ -4,7 +4,6 @@ Oracle: onnxruntime's CPU EP alone on the same model and feeds (max |plugin - cp
 nodes onnxruntime's profiler attributes to provider onnxep shows the partitions were fused and compiled.
 """
 
-import json
 import os
 
 import numpy as np
@@ -18,6 +17,7 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 from onnxep import ort as onnxep_ort  # noqa: E402
 from onnxep import ort_compile  # noqa: E402
+from onnxep._profile import parse_trace  # noqa: E402
 from tests._util import run_threads  # noqa: E402
 
 F = TensorProto.FLOAT
@@ -124,14 +124,13 @@ def _rel(a, b):
 
 
 def _providers(sess):
+    """{provider: the op types it ran}, from onnxruntime's profile (onnxep._profile.parse_trace)."""
     path = sess.end_profiling()
-    with open(path) as f:
-        events = json.load(f)
+    kernels = parse_trace(path)["kernels"]
     os.remove(path)
     out = {}
-    for e in events:
-        if e.get("cat") == "Node" and e.get("name", "").endswith("_kernel_time"):
-            out.setdefault(e["args"].get("provider"), set()).add(e["args"].get("op_name"))
+    for k in kernels.values():
+        out.setdefault(k["provider"], set()).add(k["op"])
     return out
 
 
