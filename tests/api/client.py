@@ -232,8 +232,10 @@ def main(rt, workdir):
 
     # ------------------------------------------------------------------ module functions
     call("version", lambda: (isinstance(rt.get_version_string(), str), rt.get_version_string() == rt.__version__))
+    # not "available <= all": onnxruntime lists a registered plugin EP (onnxep's own, once a test registered it in
+    # this process) as available but not in get_all_providers(), its build's list
     call("all providers", lambda: ("CPUExecutionProvider" in rt.get_all_providers(),
-                                   set(rt.get_available_providers()) <= set(rt.get_all_providers())))
+                                   "CPUExecutionProvider" in rt.get_available_providers()))
     call("build info", lambda: isinstance(rt.get_build_info(), str) and len(rt.get_build_info()) > 0)
     call("logger severity", lambda: rt.set_default_logger_severity(3))
     call("logger severity 7", lambda: rt.set_default_logger_severity(7))
