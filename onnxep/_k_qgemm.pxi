@@ -47,6 +47,8 @@ cdef extern from "_native/qgemm.h":
     void qg_qdq_tensor(const float* x, int64_t n, float scale, float zp, int is_signed, float* y) noexcept nogil
     void qg_quantize_rows(const float* x, int64_t M, int64_t K, float scale, uint8_t zp, uint8_t* y, int64_t ldy,
                           int32_t* rs) noexcept nogil
+    void qg_qadd_range(const uint8_t* a, int a_s, float sa, float za, const uint8_t* b, int bs, float sb, float zb,
+                       int64_t nb, int64_t i0, int64_t i1, float ys, float yz, int y_signed, uint8_t* y) noexcept nogil
 
 #: names the packed int8 B layout (16-column panels of 4-byte k groups, s8, then int32 column sums)
 QGEMM_FORMAT = "qgemm_u8s8:p16k4:v1"
@@ -361,3 +363,52 @@ def qlinear_matmul(const uint8_t[:, ::1] A, bint a_signed, const uint8_t[::1] Bp
                              bp, &Y[0, 0], yzp, qlo, qhi, y_signed, nthreads)
     if rc:
         raise MemoryError()
+
+
+cdef struct QaddJob:
+    const uint8_t* a
+    const uint8_t* b
+    uint8_t* y
+    int64_t n, nb
+    int a_signed, b_signed, y_signed
+    float sa, za, sb, zb, ys, yz
+
+
+cdef void _qadd_task(void* p, Py_ssize_t c, int tid) noexcept nogil:
+    cdef QaddJob* j = <QaddJob*>p
+    cdef int64_t o = c * QG_QDQ_CHUNK
+    cdef int64_t e = o + QG_QDQ_CHUNK
+    if e > j.n:
+        e = j.n
+    qg_qadd_range(j.a, j.a_signed, j.sa, j.za, j.b, j.b_signed, j.sb, j.zb, j.nb, o, e, j.ys, j.yz, j.y_signed, j.y)
+
+
+cdef void _qg_qadd_run(const uint8_t* a, int a_signed, float sa, int za, const uint8_t* b, int b_signed, float sb,
+                       int zb, int64_t nb, int64_t n, float ys, int yz, int y_signed, uint8_t* y,
+                       int nthreads) noexcept nogil:
+    """QLinearAdd (qgemm.h qg_qadd_range) over n elements, b's nb repeating, in QG_QDQ_CHUNK chunks over the pool (one
+    thread below two chunks); y may alias a when it is a's exact buffer."""
+    cdef QaddJob job
+    cdef Py_ssize_t nchunks = (n + QG_QDQ_CHUNK - 1) // QG_QDQ_CHUNK
+    job.a = a; job.b = b; job.y = y; job.n = n; job.nb = nb
+    job.a_signed = a_signed; job.b_signed = b_signed; job.y_signed = y_signed
+    job.sa = sa; job.za = za; job.sb = sb; job.zb = zb; job.ys = ys; job.yz = yz
+    if n == 0 or nb == 0:
+        return
+    if nchunks < 2:
+        qg_qadd_range(a, a_signed, sa, za, b, b_signed, sb, zb, nb, 0, n, ys, yz, y_signed, y)
+    else:
+        parallel_for(nchunks, _nthreads(nthreads), <task_fn>_qadd_task, &job)
+
+
+def qlinear_add(const uint8_t[::1] a, bint a_signed, float sa, int za, const uint8_t[::1] b, bint b_signed, float sb,
+                int zb, uint8_t[::1] y, float ys, int yz, bint y_signed, int nthreads=0):
+    """y := saturate(rint(((a - za) * sa + (b - zb) * sb) / ys) + yz) over y's elements (bytes; int8 where *_signed),
+    b repeating every b.size elements (b.size divides y.size), a y.size long: bit-identical to DequantizeLinear x 2,
+    Add, QuantizeLinear in float32."""
+    if a.shape[0] != y.shape[0] or b.shape[0] == 0 or y.shape[0] % b.shape[0]:
+        raise ValueError("qlinear_add: sizes")
+    if y.shape[0]:
+        with nogil:
+            _qg_qadd_run(&a[0], a_signed, sa, za, &b[0], b_signed, sb, zb, b.shape[0], y.shape[0], ys, yz, y_signed,
+                         &y[0], nthreads)

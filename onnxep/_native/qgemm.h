@@ -540,3 +540,73 @@ static void qg_qdq_tensor(const float* x, int64_t n, float scale, float zp, int 
 #endif
     for (; i < n; i++) y[i] = (qg_qstep(x[i], scale, zp, lo, hi) - zp) * scale;
 }
+
+/* ---------------------------------------------------------------- QLinearAdd (a folded DequantizeLinear x 2 -> Add
+   -> QuantizeLinear, graph/passes/fuse_qdq_ops.py; com.onnxep QLinearAdd), per tensor, 8-bit a / b / y each int8 or
+   uint8: y = saturate(rint(((a - za) * sa + (b - zb) * sb) / ys) + yz), the float32 operations of the two
+   DequantizeLinear nodes, the Add and the QuantizeLinear in that order (no fused multiply-add), so bit-identical to
+   the four nodes. b holds nb elements repeated along y (nb == n: the same shape; else b broadcast over y's leading
+   dimensions); the caller puts the broadcast operand in b (the float add is commutative). */
+#if defined(__AVX512F__)
+static inline __m512 qg_deq16(const uint8_t* p, int s, __m512 z, __m512 sc) {
+    __m128i v = _mm_loadu_si128((const __m128i*)p);
+    __m512i w = s ? _mm512_cvtepi8_epi32(v) : _mm512_cvtepu8_epi32(v);
+    return _mm512_mul_ps(_mm512_sub_ps(_mm512_cvtepi32_ps(w), z), sc);
+}
+#elif defined(__AVX2__)
+static inline __m256 qg_deq8(const uint8_t* p, int s, __m256 z, __m256 sc) {
+    __m128i v = _mm_loadl_epi64((const __m128i*)p);
+    __m256i w = s ? _mm256_cvtepi8_epi32(v) : _mm256_cvtepu8_epi32(v);
+    return _mm256_mul_ps(_mm256_sub_ps(_mm256_cvtepi32_ps(w), z), sc);
+}
+#endif
+
+static inline float qg_deq1(const uint8_t* p, int s, float z, float sc) {
+    return ((s ? (float)(int8_t)p[0] : (float)p[0]) - z) * sc;
+}
+
+__attribute__((optimize("fp-contract=off")))
+static void qg_qadd_run(const uint8_t* a, int as, float sa, float za, const uint8_t* b, int bs, float sb, float zb,
+                        int64_t n, float ys, float yz, int y_signed, uint8_t* y) {
+    const float lo = y_signed ? -128.f : 0.f, hi = y_signed ? 127.f : 255.f;
+    int64_t i = 0;
+#if defined(__AVX512F__)
+    {
+        const __m512 vsa = _mm512_set1_ps(sa), vza = _mm512_set1_ps(za), vsb = _mm512_set1_ps(sb),
+                     vzb = _mm512_set1_ps(zb), vys = _mm512_set1_ps(ys), vyz = _mm512_set1_ps(yz),
+                     vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
+        for (; i + 16 <= n; i += 16) {
+            __m512 s = _mm512_add_ps(qg_deq16(a + i, as, vza, vsa), qg_deq16(b + i, bs, vzb, vsb));
+            __m512 r = _mm512_roundscale_ps(_mm512_div_ps(s, vys), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            qg_store_q16(y + i, _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(r, vyz), vlo), vhi));
+        }
+    }
+#elif defined(__AVX2__)
+    {
+        const __m256 vsa = _mm256_set1_ps(sa), vza = _mm256_set1_ps(za), vsb = _mm256_set1_ps(sb),
+                     vzb = _mm256_set1_ps(zb), vys = _mm256_set1_ps(ys), vyz = _mm256_set1_ps(yz),
+                     vlo = _mm256_set1_ps(lo), vhi = _mm256_set1_ps(hi);
+        for (; i + 8 <= n; i += 8) {
+            __m256 s = _mm256_add_ps(qg_deq8(a + i, as, vza, vsa), qg_deq8(b + i, bs, vzb, vsb));
+            __m256 r = _mm256_round_ps(_mm256_div_ps(s, vys), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            qg_store_q8(y + i, _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(r, vyz), vlo), vhi), y_signed);
+        }
+    }
+#endif
+    for (; i < n; i++) {
+        float s = qg_deq1(a + i, as, za, sa) + qg_deq1(b + i, bs, zb, sb);
+        float r = qg_qstep(s, ys, yz, lo, hi);
+        y[i] = y_signed ? (uint8_t)(int8_t)(int32_t)r : (uint8_t)(int32_t)r;
+    }
+}
+
+/* elements [i0, i1) of y, b's index wrapping every nb */
+static void qg_qadd_range(const uint8_t* a, int as, float sa, float za, const uint8_t* b, int bs, float sb, float zb,
+                          int64_t nb, int64_t i0, int64_t i1, float ys, float yz, int y_signed, uint8_t* y) {
+    int64_t i = i0;
+    while (i < i1) {
+        int64_t j = i % nb, len = nb - j < i1 - i ? nb - j : i1 - i;
+        qg_qadd_run(a + i, as, sa, za, b + j, bs, sb, zb, len, ys, yz, y_signed, y + i);
+        i += len;
+    }
+}
