@@ -213,7 +213,8 @@ static inline void qg_store_q16(uint8_t* y, __m512 f) {
 static inline void qg_store_q8(uint8_t* y, __m256 f, int is_signed) {
     __m256i q = _mm256_cvtps_epi32(_mm256_add_ps(f, _mm256_set1_ps(is_signed ? 128.f : 0.f)));      /* 0 .. 255 */
     __m128i p16 = _mm_packus_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
-    _mm_storel_epi64((__m128i*)y, _mm_xor_si128(_mm_packus_epi16(p16, p16), _mm_set1_epi8((char)(is_signed ? 0x80 : 0))));
+    const __m128i flip = _mm_set1_epi8((char)(is_signed ? 0x80 : 0));
+    _mm_storel_epi64((__m128i*)y, _mm_xor_si128(_mm_packus_epi16(p16, p16), flip));
 }
 #endif
 
