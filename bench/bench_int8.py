@@ -2,10 +2,12 @@
 side (alternating rounds, medians), plus outputs vs onnxruntime's (cosine, max rel err).
 
     python bench/bench_int8.py bert.dynamo minilm_sentence.dynamo --threads 2 --repeat 20
-    python bench/bench_int8.py --static resnet.dynamo mobilenet_v2.dynamo --threads 2 --repeat 20
+    python bench/bench_int8.py --static resnet.dynamo mobilenet_v2.dynamo bert.dynamo minilm_sentence.dynamo \
+        --threads 2 --repeat 20
 
 --static: quantize_static in QDQ format (QuantFormat.QDQ, per-channel weights, onnxruntime's default types), calibrated
-by a CalibrationDataReader over 16 random inputs of the zoo input's shape (seeded). Quantized files are written once
+by a CalibrationDataReader over 16 random inputs of the zoo input's shape (seeded; standard normal floats, integer
+inputs such as token ids and masks uniform over the zoo input's own range). Quantized files are written once
 to --out (default /tmp/onnxep_int8)."""
 import argparse
 import logging
@@ -40,8 +42,16 @@ def quantized_static(name, out, n_calib=16):
     src = os.path.join(ZOO, f"{name}.onnx")
     data = np.load(os.path.join(ZOO, f"{name}.npz"))
     names = [i.name for i in ort.InferenceSession(src, providers=["CPUExecutionProvider"]).get_inputs()]
-    shapes = {n: (data[n] if n in data else data[f"input:{n}"]).shape for n in names}
+    given = {n: data[n] if n in data else data[f"input:{n}"] for n in names}
     rng = np.random.default_rng(0)
+
+    def sample(v):
+        if v.dtype.kind == "f":
+            return rng.standard_normal(v.shape).astype(v.dtype)
+        if v.dtype.kind == "b":
+            return v.copy()
+        # token ids / masks: random integers over the zoo input's own range (ids stay inside the vocabulary)
+        return rng.integers(int(v.min()), int(v.max()) + 1, v.shape).astype(v.dtype)
 
     class Reader(CalibrationDataReader):
         def __init__(self):
@@ -51,7 +61,7 @@ def quantized_static(name, out, n_calib=16):
             if self.left == 0:
                 return None
             self.left -= 1
-            return {n: rng.standard_normal(sh).astype(np.float32) for n, sh in shapes.items()}
+            return {n: sample(v) for n, v in given.items()}
 
     logging.getLogger().setLevel(logging.ERROR)
     quantize_static(src, dst, Reader(), quant_format=QuantFormat.QDQ, per_channel=True)

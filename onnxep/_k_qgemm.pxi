@@ -22,6 +22,10 @@ cdef extern from "_native/qgemm.h":
         const float* scale
         int scale_stride
         const float* bias
+        uint8_t* Yq
+        const int32_t* bias_i
+        float yzp, qlo, qhi
+        int y_signed
         int kern
         int64_t nmb, nnb
     int QG_MB, QG_NB
@@ -43,6 +47,8 @@ cdef extern from "_native/qgemm.h":
     void qg_qdq_tensor(const float* x, int64_t n, float scale, float zp, int is_signed, float* y) noexcept nogil
     void qg_quantize_rows(const float* x, int64_t M, int64_t K, float scale, uint8_t zp, uint8_t* y, int64_t ldy,
                           int32_t* rs) noexcept nogil
+    void qg_qadd_range(const uint8_t* a, int a_s, float sa, float za, const uint8_t* b, int bs, float sb, float zb,
+                       int64_t nb, int64_t i0, int64_t i1, float ys, float yz, int y_signed, uint8_t* y) noexcept nogil
 
 #: names the packed int8 B layout (16-column panels of 4-byte k groups, s8, then int32 column sums)
 QGEMM_FORMAT = "qgemm_u8s8:p16k4:v1"
@@ -98,6 +104,7 @@ cdef int _qg_run(const uint8_t* Ap, int64_t lda4, const int32_t* rs, const uint8
     a.za = za; a.za_stride = za_stride; a.zb = zb; a.zb_stride = zb_stride
     a.Yi = Yi; a.Yf = Yf; a.ldy = ldy
     a.scale = scale; a.scale_stride = scale_stride; a.bias = bias
+    a.Yq = NULL; a.bias_i = NULL; a.yzp = 0; a.qlo = 0; a.qhi = 0; a.y_signed = 0
     a.kern = qg_kernel()
     a.nmb = (M + QG_MB - 1) // QG_MB
     a.nnb = (N + QG_NB - 1) // QG_NB
@@ -279,3 +286,129 @@ def qdq_tensor_f32(const float[::1] x, float scale, float zp, bint is_signed, fl
     if x.shape[0]:
         with nogil:
             _qg_qdq_run(&x[0], x.shape[0], scale, zp, is_signed, &y[0], nthreads)
+
+
+cdef int _qg_qlinear_raw(const uint8_t* A, int a_signed, int64_t M, int64_t K, const uint8_t* Bp, int64_t N,
+                         int32_t a_zp, const int32_t* zb, int zb_stride, const float* mult, int mult_stride,
+                         const int32_t* bias, uint8_t* Y, float yzp, float qlo, float qhi, int y_signed,
+                         int nthreads) noexcept nogil:
+    """QLinearMatMul on raw pointers (the run loop's RL_QLINEAR_MATMUL step and qlinear_matmul): Y (M, N) bytes :=
+    saturate to [qlo, qhi] of rint(float((A - a_zp) @ (B - zb) + bias) * mult) + yzp, A (M, K) bytes (int8 when
+    a_signed), B packed by qg_pack_b (zb shifted as qgemm's). A uint8 A with K a multiple of 4 is read in place (its
+    rows are the packed layout already); else it is packed. Returns 0, or 1 when no memory (Y untouched)."""
+    cdef qg_args a
+    cdef int64_t K4 = qg_k4(K), m, k
+    cdef int32_t za = a_zp + (128 if a_signed else 0)
+    cdef uint8_t* ap = NULL
+    cdef int32_t* rs
+    cdef int32_t s
+    cdef const uint8_t* row
+    if M == 0 or N == 0:
+        return 0
+    cdef int inplace = not a_signed and K == K4 * 4 and K > 0
+    ap = <uint8_t*>malloc((0 if inplace else M * K4 * 4) + M * 4 + 64)
+    if ap == NULL:
+        return 1
+    rs = <int32_t*>(ap + (0 if inplace else ((M * K4 * 4 + 15) // 16) * 16))
+    if inplace:
+        for m in range(M):
+            row = A + m * K
+            s = 0
+            for k in range(K):
+                s = s + row[k]
+            rs[m] = s
+        a.Ap = A
+    elif K:
+        qg_pack_a(A, a_signed, M, K, K, ap, rs)
+        a.Ap = ap
+    else:
+        for m in range(M):
+            rs[m] = 0
+        a.Ap = ap
+    a.lda4 = K4 * 4; a.rs = rs; a.Bp = Bp
+    a.cs = <const int32_t*>(Bp + qg_np(N) * 16 * K4 * 4)
+    a.M = M; a.N = N; a.K = K; a.K4 = K4
+    a.za = &za; a.za_stride = 0; a.zb = zb; a.zb_stride = zb_stride
+    a.Yi = NULL; a.Yf = NULL; a.ldy = N
+    a.scale = mult; a.scale_stride = mult_stride; a.bias = NULL
+    a.Yq = Y; a.bias_i = bias; a.yzp = yzp; a.qlo = qlo; a.qhi = qhi; a.y_signed = y_signed
+    a.kern = qg_kernel()
+    a.nmb = (M + QG_MB - 1) // QG_MB
+    a.nnb = (N + QG_NB - 1) // QG_NB
+    cdef int64_t items = a.nmb * a.nnb
+    parallel_for(items, _qg_threads(M, N, K, nthreads, items), <task_fn>qg_item, &a)
+    free(ap)
+    return 0
+
+
+def qlinear_matmul(const uint8_t[:, ::1] A, bint a_signed, const uint8_t[::1] Bp, int64_t K, int64_t N, int a_zp,
+                   const int32_t[::1] zb, const float[::1] mult, const int32_t[::1] bias, uint8_t[:, ::1] Y,
+                   float yzp, float qlo, float qhi, bint y_signed, int nthreads=0):
+    """QLinearMatMul with a packed B (qgemm_pack_b): Y (M, N) bytes (int8 when y_signed) := saturate to [qlo, qhi] of
+    rint(float((A - a_zp) @ (B - zb) + bias) * mult) + yzp; A (M, K) bytes (a_signed: int8); zb 1 or N zero points
+    shifted as qgemm's (zb - 128 for a uint8 B); mult 1 or N float32 multipliers (a_scale * b_scale / y_scale); bias
+    N int32 or None."""
+    cdef int64_t M = A.shape[0]
+    if A.shape[1] != K or Y.shape[0] != M or Y.shape[1] != N or Bp.shape[0] < qg_pack_b_bytes(K, N):
+        raise ValueError("qlinear_matmul: shapes do not match")
+    if zb.shape[0] not in (1, N) or mult.shape[0] not in (1, N) or (bias is not None and bias.shape[0] != N):
+        raise ValueError("qlinear_matmul: zero point / multiplier / bias sizes")
+    if M == 0 or N == 0:
+        return
+    cdef const int32_t* bp = &bias[0] if bias is not None else NULL
+    cdef int rc
+    with nogil:
+        rc = _qg_qlinear_raw(&A[0, 0] if K else NULL, a_signed, M, K, &Bp[0], N, a_zp, &zb[0],
+                             1 if zb.shape[0] == N and N > 1 else 0, &mult[0], 1 if mult.shape[0] == N and N > 1 else 0,
+                             bp, &Y[0, 0], yzp, qlo, qhi, y_signed, nthreads)
+    if rc:
+        raise MemoryError()
+
+
+cdef struct QaddJob:
+    const uint8_t* a
+    const uint8_t* b
+    uint8_t* y
+    int64_t n, nb
+    int a_signed, b_signed, y_signed
+    float sa, za, sb, zb, ys, yz
+
+
+cdef void _qadd_task(void* p, Py_ssize_t c, int tid) noexcept nogil:
+    cdef QaddJob* j = <QaddJob*>p
+    cdef int64_t o = c * QG_QDQ_CHUNK
+    cdef int64_t e = o + QG_QDQ_CHUNK
+    if e > j.n:
+        e = j.n
+    qg_qadd_range(j.a, j.a_signed, j.sa, j.za, j.b, j.b_signed, j.sb, j.zb, j.nb, o, e, j.ys, j.yz, j.y_signed, j.y)
+
+
+cdef void _qg_qadd_run(const uint8_t* a, int a_signed, float sa, int za, const uint8_t* b, int b_signed, float sb,
+                       int zb, int64_t nb, int64_t n, float ys, int yz, int y_signed, uint8_t* y,
+                       int nthreads) noexcept nogil:
+    """QLinearAdd (qgemm.h qg_qadd_range) over n elements, b's nb repeating, in QG_QDQ_CHUNK chunks over the pool (one
+    thread below two chunks); y may alias a when it is a's exact buffer."""
+    cdef QaddJob job
+    cdef Py_ssize_t nchunks = (n + QG_QDQ_CHUNK - 1) // QG_QDQ_CHUNK
+    job.a = a; job.b = b; job.y = y; job.n = n; job.nb = nb
+    job.a_signed = a_signed; job.b_signed = b_signed; job.y_signed = y_signed
+    job.sa = sa; job.za = za; job.sb = sb; job.zb = zb; job.ys = ys; job.yz = yz
+    if n == 0 or nb == 0:
+        return
+    if nchunks < 2:
+        qg_qadd_range(a, a_signed, sa, za, b, b_signed, sb, zb, nb, 0, n, ys, yz, y_signed, y)
+    else:
+        parallel_for(nchunks, _nthreads(nthreads), <task_fn>_qadd_task, &job)
+
+
+def qlinear_add(const uint8_t[::1] a, bint a_signed, float sa, int za, const uint8_t[::1] b, bint b_signed, float sb,
+                int zb, uint8_t[::1] y, float ys, int yz, bint y_signed, int nthreads=0):
+    """y := saturate(rint(((a - za) * sa + (b - zb) * sb) / ys) + yz) over y's elements (bytes; int8 where *_signed),
+    b repeating every b.size elements (b.size divides y.size), a y.size long: bit-identical to DequantizeLinear x 2,
+    Add, QuantizeLinear in float32."""
+    if a.shape[0] != y.shape[0] or b.shape[0] == 0 or y.shape[0] % b.shape[0]:
+        raise ValueError("qlinear_add: sizes")
+    if y.shape[0]:
+        with nogil:
+            _qg_qadd_run(&a[0], a_signed, sa, za, &b[0], b_signed, sb, zb, b.shape[0], y.shape[0], ys, yz, y_signed,
+                         &y[0], nthreads)

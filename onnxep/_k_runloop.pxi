@@ -88,7 +88,13 @@ cdef enum:
                             # bconv_step; n0.. f0 f1 BConvNhwc.step_args
     RL_QCONV = 43           # (qfold slice) s0 x, s1 packed / depthwise W, s2 zb, s3 bias (or NULL), s4 mult, s5 y:
                             # _qc_run_raw; n0..n20 QCONV_PARAMS (_k_qconv.pxi); f0 y zero point, f1 qlo, f2 qhi
-    RL_NFNS = 44
+    RL_QLINEAR_MATMUL = 44  # (qmm slice) s0 A, s1 packed B, s2 zb (int32), s3 mult, s4 bias (int32 or NULL), s5 y:
+                            # _qg_qlinear_raw; n0 M, n1 K, n2 N, n3 a signed, n4 a zero point, n5 zb stride, n6 mult
+                            # stride, n7 y signed; f0 y zero point, f1 qlo, f2 qhi
+    RL_QLINEAR_ADD = 45     # (qmm slice) s0 a, s1 b, s2 y: _qg_qadd_run; n0 count, n1 b's count (repeating), n2 a
+                            # signed, n3 b signed, n4 y signed, n5 a zero point, n6 b zp, n7 y zp; f0 a scale, f1 b
+                            # scale, f2 y scale
+    RL_NFNS = 46
 
 cdef extern from "_native/rl_ops.h" nogil:
     enum: RL_MAXD
@@ -683,6 +689,27 @@ cdef void _rl_qconv(const RStep* s, char** p) noexcept nogil:
 
 _RL_FNS[RL_QCONV] = _rl_qconv
 
+
+# qmm slice: QLinearMatMul with a constant packed B (ops/quant/q_linear_mat_mul.py, _k_qgemm.pxi)
+cdef void _rl_qlinear_matmul(const RStep* s, char** p) noexcept nogil:
+    if _qg_qlinear_raw(<const uint8_t*>p[s.slot[0]], <int>s.n[3], s.n[0], s.n[1], <const uint8_t*>p[s.slot[1]], s.n[2],
+                       <int32_t>s.n[4], <const int32_t*>p[s.slot[2]], <int>s.n[5], <const float*>p[s.slot[3]],
+                       <int>s.n[6], <const int32_t*>p[s.slot[4]], <uint8_t*>p[s.slot[5]], s.f[0], s.f[1], s.f[2],
+                       <int>s.n[7], s.nthreads) != 0:
+        p[0] = <char*>1
+
+
+_RL_FNS[RL_QLINEAR_MATMUL] = _rl_qlinear_matmul
+
+
+cdef void _rl_qlinear_add(const RStep* s, char** p) noexcept nogil:
+    _qg_qadd_run(<const uint8_t*>p[s.slot[0]], <int>s.n[2], s.f[0], <int>s.n[5], <const uint8_t*>p[s.slot[1]],
+                 <int>s.n[3], s.f[1], <int>s.n[6], s.n[1], s.n[0], s.f[2], <int>s.n[7], <int>s.n[4],
+                 <uint8_t*>p[s.slot[2]], s.nthreads)
+
+
+_RL_FNS[RL_QLINEAR_ADD] = _rl_qlinear_add
+
 #: the entries' ids, for the kernels' c_step (onnxep/backends/cpu/runloop.py)
 RUNLOOP_FNS = {"alias": RL_ALIAS, "copy": RL_COPY, "binary": RL_BINARY, "unary": RL_UNARY, "tf_unary": RL_TF_UNARY,
                "gemm_packed": RL_GEMM_PACKED, "layernorm": RL_LAYERNORM, "softmax": RL_SOFTMAX,
@@ -701,7 +728,8 @@ RUNLOOP_FNS = {"alias": RL_ALIAS, "copy": RL_COPY, "binary": RL_BINARY, "unary":
                "dq_matmul": RL_DQ_MATMUL, "quantize": RL_QUANTIZE, "dequantize": RL_DEQUANTIZE,
                "bgemm": RL_BGEMM,
                "qdq": RL_QDQ, "bconv_nhwc": RL_BCONV_NHWC,
-               "qconv": RL_QCONV}
+               "qconv": RL_QCONV,
+               "qlinear_matmul": RL_QLINEAR_MATMUL, "qlinear_add": RL_QLINEAR_ADD}
 RUNLOOP_LIMITS = {"slots": RL_SLOTS, "ints": RL_INTS, "floats": RL_FLOATS, "bcast_dims": BCAST_MAX_DIMS,
                   "copy_dims": RL_MAXD}
 

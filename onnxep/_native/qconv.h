@@ -38,55 +38,6 @@ typedef struct {
     int64_t nmb, nnb;
 } qc_args;
 
-/* acc (w int32) -> y bytes: rint(float(acc) * mult) + zp, clamped to [lo, hi] (int8 when y_signed, else uint8).
-   AVX-512 / AVX2: the same float32 operations 16 / 8 lanes at a time (cvtdq2ps, mulps, round to nearest even, addps,
-   max / min, cvtps2dq: bit-identical to the scalar loop), which gcc does not vectorize itself. */
-static inline void qc_requant_add(const int32_t* __restrict acc, const int32_t* __restrict add, int32_t off,
-                                  int64_t w, const float* __restrict mult, int mst, float zp, float lo, float hi,
-                                  int y_signed, uint8_t* __restrict y) {
-    int64_t j = 0;
-#if defined(__AVX512F__)
-    {
-        const __m512 vz = _mm512_set1_ps(zp), vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi),
-                     vm0 = _mm512_set1_ps(mult[0]);
-        const __m512i voff = _mm512_set1_epi32(off);
-        for (; j + 16 <= w; j += 16) {
-            __m512i iv = _mm512_add_epi32(_mm512_loadu_si512((const void*)(acc + j)), voff);
-            if (add) iv = _mm512_add_epi32(iv, _mm512_loadu_si512((const void*)(add + j)));
-            __m512 f = _mm512_cvtepi32_ps(iv);
-            f = _mm512_mul_ps(f, mst ? _mm512_loadu_ps(mult + j) : vm0);
-            f = _mm512_roundscale_ps(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-            f = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(f, vz), vlo), vhi);
-            _mm_storeu_si128((__m128i*)(y + j), _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(f)));   /* the low bytes */
-        }
-    }
-#elif defined(__AVX2__)
-    {
-        const __m256 vz = _mm256_set1_ps(zp), vlo = _mm256_set1_ps(lo), vhi = _mm256_set1_ps(hi),
-                     vm0 = _mm256_set1_ps(mult[0]), o128 = _mm256_set1_ps(y_signed ? 128.f : 0.f);
-        const __m128i flip = _mm_set1_epi8((char)(y_signed ? 0x80 : 0));
-        const __m256i voff = _mm256_set1_epi32(off);
-        for (; j + 8 <= w; j += 8) {
-            __m256i iv = _mm256_add_epi32(_mm256_loadu_si256((const __m256i*)(acc + j)), voff);
-            if (add) iv = _mm256_add_epi32(iv, _mm256_loadu_si256((const __m256i*)(add + j)));
-            __m256 f = _mm256_cvtepi32_ps(iv);
-            f = _mm256_mul_ps(f, mst ? _mm256_loadu_ps(mult + j) : vm0);
-            f = _mm256_round_ps(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-            f = _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(f, vz), vlo), vhi);
-            __m256i q = _mm256_cvtps_epi32(_mm256_add_ps(f, o128));                  /* 0 .. 255, exact */
-            __m128i p16 = _mm_packus_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
-            _mm_storel_epi64((__m128i*)(y + j), _mm_xor_si128(_mm_packus_epi16(p16, p16), flip));
-        }
-    }
-#endif
-    for (; j < w; j++) {
-        int32_t v = (int32_t)((uint32_t)acc[j] + (uint32_t)off + (add ? (uint32_t)add[j] : 0u));
-        float r = rintf((float)v * mult[mst ? j : 0]) + zp;
-        r = r > lo ? r : lo; r = r < hi ? r : hi;
-        y[j] = y_signed ? (uint8_t)(int8_t)(int32_t)r : (uint8_t)(int32_t)r;
-    }
-}
-
 /* dst := len bytes of src / len bytes of v: AVX-512 (BW) masked 64-byte moves (a kernel row of a small-channel
    conv is a few dozen bytes: a memcpy call per row cost more than the copy), else memcpy / memset */
 static inline void qc_copy(uint8_t* d, const uint8_t* s, int64_t len) {
@@ -113,7 +64,7 @@ static inline void qc_fill(uint8_t* d, uint8_t v, int64_t len) {
 
 static inline void qc_requant(const int32_t* __restrict acc, int64_t w, const float* __restrict mult, int mst,
                               float zp, float lo, float hi, int y_signed, uint8_t* __restrict y) {
-    qc_requant_add(acc, NULL, 0, w, mult, mst, zp, lo, hi, y_signed, y);
+    qg_requant_add(acc, NULL, 0, w, mult, mst, zp, lo, hi, y_signed, y);
 }
 
 /* im2col of output pixels p0 .. p0 + mr - 1 into packed A rows (K4 * 4 bytes each) and their sums: x's own bytes
@@ -196,7 +147,7 @@ static void qc_item(void* ctx, Py_ssize_t item, int tid) {
         for (int64_t j = 0; j < w; j++)
             corr[j] = (int32_t)((bp ? (uint32_t)bp[j] : 0u) - za * (uint32_t)csp[j]);
         for (int64_t r = 0; r < mr; r++)
-            qc_requant_add(buf + r * QG_NB, corr, 0, w, mp, a->mult_stride, a->yzp, a->qlo, a->qhi, a->y_signed,
+            qg_requant_add(buf + r * QG_NB, corr, 0, w, mp, a->mult_stride, a->yzp, a->qlo, a->qhi, a->y_signed,
                            a->Y + (m0 + r) * M + n0);
         return;
     }

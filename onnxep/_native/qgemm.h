@@ -200,9 +200,76 @@ static void qg_micro_vnni(const uint8_t* A, int64_t lda4, const uint8_t* Bp, int
 }
 #endif
 
+/* ---------------------------------------------------------------- 8-bit stores and requantization
+   qg_store_q16 / qg_store_q8: clamped integral floats (already within the 8-bit type's range) stored as bytes, int8
+   (is_signed) or uint8. AVX-512: cvtps2dq then the low byte of each lane (vpmovdb). AVX2: offset by 128 for int8 so
+   every value is 0 .. 255, cvtps2dq, pack with unsigned saturation (exact: nothing saturates), flip back with ^ 0x80.
+   QuantizeLinear (qg_quantize_tensor), the requantization below and qconv.h store through these. */
+#if defined(__AVX512F__)
+static inline void qg_store_q16(uint8_t* y, __m512 f) {
+    _mm_storeu_si128((__m128i*)y, _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(f)));
+}
+#elif defined(__AVX2__)
+static inline void qg_store_q8(uint8_t* y, __m256 f, int is_signed) {
+    __m256i q = _mm256_cvtps_epi32(_mm256_add_ps(f, _mm256_set1_ps(is_signed ? 128.f : 0.f)));      /* 0 .. 255 */
+    __m128i p16 = _mm_packus_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+    const __m128i flip = _mm_set1_epi8((char)(is_signed ? 0x80 : 0));
+    _mm_storel_epi64((__m128i*)y, _mm_xor_si128(_mm_packus_epi16(p16, p16), flip));
+}
+#endif
+
+/* acc (w int32, + off, + add[j] when add) -> y bytes: rint(float(acc) * mult) + zp, clamped to [lo, hi] (int8 when
+   y_signed, else uint8); mult one value (mst 0) or one per column. AVX-512 / AVX2: the same float32 operations 16 /
+   8 lanes at a time (cvtdq2ps, mulps, round to nearest even, addps, max / min, cvtps2dq: bit-identical to the scalar
+   loop), which gcc does not vectorize itself. The requantization of onnxruntime's MLAS (and of ops/quant/_common.py
+   requantize); qconv.h's conv and the QLinearMatMul epilogue (qg_item) share it. */
+static inline void qg_requant_add(const int32_t* __restrict acc, const int32_t* __restrict add, int32_t off,
+                                  int64_t w, const float* __restrict mult, int mst, float zp, float lo, float hi,
+                                  int y_signed, uint8_t* __restrict y) {
+    int64_t j = 0;
+#if defined(__AVX512F__)
+    {
+        const __m512 vz = _mm512_set1_ps(zp), vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi),
+                     vm0 = _mm512_set1_ps(mult[0]);
+        const __m512i voff = _mm512_set1_epi32(off);
+        for (; j + 16 <= w; j += 16) {
+            __m512i iv = _mm512_add_epi32(_mm512_loadu_si512((const void*)(acc + j)), voff);
+            if (add) iv = _mm512_add_epi32(iv, _mm512_loadu_si512((const void*)(add + j)));
+            __m512 f = _mm512_cvtepi32_ps(iv);
+            f = _mm512_mul_ps(f, mst ? _mm512_loadu_ps(mult + j) : vm0);
+            f = _mm512_roundscale_ps(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            f = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(f, vz), vlo), vhi);
+            qg_store_q16(y + j, f);
+        }
+    }
+#elif defined(__AVX2__)
+    {
+        const __m256 vz = _mm256_set1_ps(zp), vlo = _mm256_set1_ps(lo), vhi = _mm256_set1_ps(hi),
+                     vm0 = _mm256_set1_ps(mult[0]);
+        const __m256i voff = _mm256_set1_epi32(off);
+        for (; j + 8 <= w; j += 8) {
+            __m256i iv = _mm256_add_epi32(_mm256_loadu_si256((const __m256i*)(acc + j)), voff);
+            if (add) iv = _mm256_add_epi32(iv, _mm256_loadu_si256((const __m256i*)(add + j)));
+            __m256 f = _mm256_cvtepi32_ps(iv);
+            f = _mm256_mul_ps(f, mst ? _mm256_loadu_ps(mult + j) : vm0);
+            f = _mm256_round_ps(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            f = _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(f, vz), vlo), vhi);
+            qg_store_q8(y + j, f, y_signed);
+        }
+    }
+#endif
+    for (; j < w; j++) {
+        int32_t v = (int32_t)((uint32_t)acc[j] + (uint32_t)off + (add ? (uint32_t)add[j] : 0u));
+        float r = rintf((float)v * mult[mst ? j : 0]) + zp;
+        r = r > lo ? r : lo; r = r < hi ? r : hi;
+        y[j] = y_signed ? (uint8_t)(int8_t)(int32_t)r : (uint8_t)(int32_t)r;
+    }
+}
+
 /* ---------------------------------------------------------------- the GEMM with its epilogue
    Y[m, n] = C - zb[n] rs[m] - za[m] cs[n] + K za[m] zb[n] (uint32 arithmetic), za / zb with strides 0 or 1 (already
-   shifted, see above). Output int32 (Yf NULL) or float: Yf = float(acc) * scale[n * scale_stride] + bias[n]. */
+   shifted, see above). Output int32 (Yf and Yq NULL), float: Yf = float(acc) * scale[n * scale_stride] + bias[n], or
+   8-bit (QLinearMatMul, Yq): Yq = qg_requant_add of acc + bias_i[n] (int32 or NULL) by the multipliers in scale. */
 typedef struct {
     const uint8_t* Ap; int64_t lda4; const int32_t* rs;
     const uint8_t* Bp; const int32_t* cs;
@@ -210,6 +277,7 @@ typedef struct {
     const int32_t* za; int za_stride; const int32_t* zb; int zb_stride;
     int32_t* Yi; float* Yf; int64_t ldy;
     const float* scale; int scale_stride; const float* bias;
+    uint8_t* Yq; const int32_t* bias_i; float yzp, qlo, qhi; int y_signed;
     int kern;
     int64_t nmb, nnb;
 } qg_args;
@@ -249,7 +317,9 @@ static void qg_item(void* ctx, Py_ssize_t item, int tid) {
     float* const Yf = a->Yf;
     int32_t* const Yi = a->Yi;
     const int64_t ldy = a->ldy, w = n1 - n0;
-    const float* __restrict scp = a->Yf ? a->scale + (a->scale_stride ? n0 : 0) : NULL;
+    const float* __restrict scp = (a->Yf || a->Yq) ? a->scale + (a->scale_stride ? n0 : 0) : NULL;
+    uint8_t* const Yq = a->Yq;
+    const int32_t* const bqp = a->bias_i ? a->bias_i + n0 : NULL;
     const int sst = a->scale_stride;
     const float* __restrict bp = a->bias ? a->bias + n0 : NULL;
     const int32_t* zap = a->za;
@@ -274,6 +344,9 @@ static void qg_item(void* ctx, Py_ssize_t item, int tid) {
             if (sst) for (int64_t j = 0; j < w; j++) y[j] = (float)ci[j] * scp[j];
             else { const float s0 = scp[0]; for (int64_t j = 0; j < w; j++) y[j] = (float)ci[j] * s0; }
             if (bp) for (int64_t j = 0; j < w; j++) y[j] = y[j] + bp[j];
+        } else if (Yq) {
+            qg_requant_add((const int32_t*)c, bqp, 0, w, scp, sst, a->yzp, a->qlo, a->qhi, a->y_signed,
+                           Yq + m * ldy + n0);
         } else {
             memcpy(Yi + m * ldy + n0, c, (size_t)w * 4);
         }
@@ -418,22 +491,14 @@ static void qg_quantize_tensor(const float* x, int64_t n, float scale, float zp,
         const __m512 vs = _mm512_set1_ps(scale), vz = _mm512_set1_ps(zp), vlo = _mm512_set1_ps(lo),
                      vhi = _mm512_set1_ps(hi);
         for (; i + 16 <= n; i += 16) {
-            __m512 r = qg_qstep16(x + i, vs, vz, vlo, vhi);
-            _mm_storeu_si128((__m128i*)(y + i), _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(r)));
+            qg_store_q16(y + i, qg_qstep16(x + i, vs, vz, vlo, vhi));
         }
     }
 #elif defined(__AVX2__)
     {
         const __m256 vs = _mm256_set1_ps(scale), vz = _mm256_set1_ps(zp), vlo = _mm256_set1_ps(lo),
                      vhi = _mm256_set1_ps(hi);
-        const __m128i flip = _mm_set1_epi8((char)(is_signed ? 0x80 : 0));
-        const __m256 off = _mm256_set1_ps(is_signed ? 128.f : 0.f);
-        for (; i + 8 <= n; i += 8) {
-            __m256 r = qg_qstep8(x + i, vs, vz, vlo, vhi);
-            __m256i q = _mm256_cvtps_epi32(_mm256_add_ps(r, off));                 /* 0 .. 255 */
-            __m128i p16 = _mm_packus_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
-            _mm_storel_epi64((__m128i*)(y + i), _mm_xor_si128(_mm_packus_epi16(p16, p16), flip));
-        }
+        for (; i + 8 <= n; i += 8) qg_store_q8(y + i, qg_qstep8(x + i, vs, vz, vlo, vhi), is_signed);
     }
 #endif
     for (; i < n; i++) y[i] = (uint8_t)(int32_t)qg_qstep(x[i], scale, zp, lo, hi);
@@ -475,4 +540,74 @@ static void qg_qdq_tensor(const float* x, int64_t n, float scale, float zp, int 
     }
 #endif
     for (; i < n; i++) y[i] = (qg_qstep(x[i], scale, zp, lo, hi) - zp) * scale;
+}
+
+/* ---------------------------------------------------------------- QLinearAdd (a folded DequantizeLinear x 2 -> Add
+   -> QuantizeLinear, graph/passes/fuse_qdq_ops.py; com.onnxep QLinearAdd), per tensor, 8-bit a / b / y each int8 or
+   uint8: y = saturate(rint(((a - za) * sa + (b - zb) * sb) / ys) + yz), the float32 operations of the two
+   DequantizeLinear nodes, the Add and the QuantizeLinear in that order (no fused multiply-add), so bit-identical to
+   the four nodes. b holds nb elements repeated along y (nb == n: the same shape; else b broadcast over y's leading
+   dimensions); the caller puts the broadcast operand in b (the float add is commutative). */
+#if defined(__AVX512F__)
+static inline __m512 qg_deq16(const uint8_t* p, int s, __m512 z, __m512 sc) {
+    __m128i v = _mm_loadu_si128((const __m128i*)p);
+    __m512i w = s ? _mm512_cvtepi8_epi32(v) : _mm512_cvtepu8_epi32(v);
+    return _mm512_mul_ps(_mm512_sub_ps(_mm512_cvtepi32_ps(w), z), sc);
+}
+#elif defined(__AVX2__)
+static inline __m256 qg_deq8(const uint8_t* p, int s, __m256 z, __m256 sc) {
+    __m128i v = _mm_loadl_epi64((const __m128i*)p);
+    __m256i w = s ? _mm256_cvtepi8_epi32(v) : _mm256_cvtepu8_epi32(v);
+    return _mm256_mul_ps(_mm256_sub_ps(_mm256_cvtepi32_ps(w), z), sc);
+}
+#endif
+
+static inline float qg_deq1(const uint8_t* p, int s, float z, float sc) {
+    return ((s ? (float)(int8_t)p[0] : (float)p[0]) - z) * sc;
+}
+
+__attribute__((optimize("fp-contract=off")))
+static void qg_qadd_run(const uint8_t* a, int as, float sa, float za, const uint8_t* b, int bs, float sb, float zb,
+                        int64_t n, float ys, float yz, int y_signed, uint8_t* y) {
+    const float lo = y_signed ? -128.f : 0.f, hi = y_signed ? 127.f : 255.f;
+    int64_t i = 0;
+#if defined(__AVX512F__)
+    {
+        const __m512 vsa = _mm512_set1_ps(sa), vza = _mm512_set1_ps(za), vsb = _mm512_set1_ps(sb),
+                     vzb = _mm512_set1_ps(zb), vys = _mm512_set1_ps(ys), vyz = _mm512_set1_ps(yz),
+                     vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
+        for (; i + 16 <= n; i += 16) {
+            __m512 s = _mm512_add_ps(qg_deq16(a + i, as, vza, vsa), qg_deq16(b + i, bs, vzb, vsb));
+            __m512 r = _mm512_roundscale_ps(_mm512_div_ps(s, vys), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            qg_store_q16(y + i, _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(r, vyz), vlo), vhi));
+        }
+    }
+#elif defined(__AVX2__)
+    {
+        const __m256 vsa = _mm256_set1_ps(sa), vza = _mm256_set1_ps(za), vsb = _mm256_set1_ps(sb),
+                     vzb = _mm256_set1_ps(zb), vys = _mm256_set1_ps(ys), vyz = _mm256_set1_ps(yz),
+                     vlo = _mm256_set1_ps(lo), vhi = _mm256_set1_ps(hi);
+        for (; i + 8 <= n; i += 8) {
+            __m256 s = _mm256_add_ps(qg_deq8(a + i, as, vza, vsa), qg_deq8(b + i, bs, vzb, vsb));
+            __m256 r = _mm256_round_ps(_mm256_div_ps(s, vys), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            qg_store_q8(y + i, _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(r, vyz), vlo), vhi), y_signed);
+        }
+    }
+#endif
+    for (; i < n; i++) {
+        float s = qg_deq1(a + i, as, za, sa) + qg_deq1(b + i, bs, zb, sb);
+        float r = qg_qstep(s, ys, yz, lo, hi);
+        y[i] = y_signed ? (uint8_t)(int8_t)(int32_t)r : (uint8_t)(int32_t)r;
+    }
+}
+
+/* elements [i0, i1) of y, b's index wrapping every nb */
+static void qg_qadd_range(const uint8_t* a, int as, float sa, float za, const uint8_t* b, int bs, float sb, float zb,
+                          int64_t nb, int64_t i0, int64_t i1, float ys, float yz, int y_signed, uint8_t* y) {
+    int64_t i = i0;
+    while (i < i1) {
+        int64_t j = i % nb, len = nb - j < i1 - i ? nb - j : i1 - i;
+        qg_qadd_run(a + i, as, sa, za, b + j, bs, sb, zb, len, ys, yz, y_signed, y + i);
+        i += len;
+    }
 }

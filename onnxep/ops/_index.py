@@ -253,4 +253,5 @@ INDEX = {
     'onnxep.ops.onnxep.dynamic_quantize_mat_mul': (('com.onnxep', 'DynamicQuantizeMatMul'),),
     'onnxep.ops.onnxep.quantize_dequantize': (('com.onnxep', 'QuantizeDequantize'),),
     'onnxep.ops.onnxep.q_linear_conv_nhwc': (('com.onnxep', 'QLinearConvNhwc'),),
+    'onnxep.ops.onnxep.q_linear_add': (('com.onnxep', 'QLinearAdd'),),
 }

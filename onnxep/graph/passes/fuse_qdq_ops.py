@@ -17,6 +17,32 @@ Matched (runs before constant folding, which would turn the weight's DequantizeL
   what onnxruntime's quantizer writes for a Conv + Relu), so the saturation alone computes it.
 A DequantizeLinear nothing reads any more goes too.
 
+MatMul: DequantizeLinear(x) -> MatMul(., DequantizeLinear(w)) -> QuantizeLinear -> one QLinearMatMul (ONNX), as
+onnxruntime's MatMulNodeGroupSelector / QDQ::MatMul action folds it when both DequantizeLinear inputs and the
+QuantizeLinear output are present (without the QuantizeLinear it makes MatMulIntegerToFloat: left float32 here). x's
+DequantizeLinear as the conv's; w's a constant 2-D (K, N) int8 / uint8 weight (int8 when x is int8: onnxruntime's
+rule), its float32 scale of one element or one per column (axis 1), its zero point the same shape (or none); the
+MatMul's one reader a per-tensor 8-bit QuantizeLinear (its output no graph output). The QLinearMatMul runs on the
+native int8 GEMM (ops/quant/q_linear_mat_mul.py: qgemm.h, b packed once). Gemm (onnxruntime's QGemm, with its int32
+bias) is not folded. Measured (2026-11-27, loaded 2-core machine, in-process alternating rounds, medians, folded vs
+disabled_optimizers=["fuse_qdq_ops"], quantize_static QDQ of the zoo's encoders, 12 linear layers each): bert.dynamo
+(K, N 64 / 256) 0.974x at 1 thread, 0.914x at 2; minilm_sentence.dynamo (128 / 512) 0.649x at 1, 0.810x at 2: every
+size the zoo shows gains, so MIN_MATMUL_WEIGHT is 0.
+
+Add: DequantizeLinear(a), DequantizeLinear(b) -> Add -> QuantizeLinear -> com.onnxep QLinearAdd
+(ops/onnxep/q_linear_add.py), as onnxruntime's BinaryNodeGroupSelector folds it into its com.microsoft QLinearAdd:
+both DequantizeLinear per tensor with constant parameters (one operand may be a constant: a bias), the Add's one reader
+a per-tensor QuantizeLinear (its output no graph output), a, b and y of one 8-bit type. QLinearAdd computes the four
+nodes' float32 operations in their order, so it is bit-identical to the unfolded graph (onnxruntime's kernel forms
+(a - za) * (sa / ys) + (b - zb) * (sb / ys) and can differ from both by one step). An Add whose output is 4-D is left
+alone: the layout pass (layout_nhwc.py) does not know QLinearAdd, so in a channel-last region (a residual Add between
+QLinearConvNhwc nodes) it would cut the region with Transposes. Off by default (FOLD_ADD): measured (2026-11-27,
+in-process alternating rounds, medians, FOLD_ADD on vs off, both with the MatMul fold; outputs bit-identical)
+bert.dynamo QDQ 1.039x / 1.062x at 1 thread, 1.058x at 2, minilm_sentence.dynamo 1.028x / 0.988x at 1, 1.018x at 2:
+its 18 folds remove 22 steps, but on these (3, 11, 64..512) tensors a step's work is a few hundred ns and the
+kernel's per-element float32 division (QuantizeLinear's x / scale, kept for bit-identity) costs what the removed
+passes did. One-node graphs gain from 4096 x 64 elements (a residual Add 278 vs 410 us, a bias Add 225 vs 251 us).
+
 Only where the int8 conv is faster than the float32 one between QuantizeDequantize nodes (the unfolded graph): a
 dense conv whose products per output pixel, (C / group) * kh * kw * M, reach MIN_MACS_PER_PIXEL; depthwise convs only
 with FOLD_DEPTHWISE. Measured (onnxep, 1 thread, one QDQ conv, folded vs not, medians of 40 alternating runs,
@@ -36,7 +62,7 @@ from __future__ import annotations
 import numpy as np
 
 from onnxep.graph.ir import Graph
-from onnxep.graph.passes._edit import make_node
+from onnxep.graph.passes._edit import INTERNAL_DOMAIN, make_node
 from onnxep.graph.passes._pattern import Fusion, default_op, keeps_any
 
 _BYTES = (np.dtype(np.int8), np.dtype(np.uint8))
@@ -45,6 +71,10 @@ _RANGES = {np.dtype(np.int8): (-128, 127), np.dtype(np.uint8): (0, 255)}
 MIN_MACS_PER_PIXEL = 8192
 #: whether depthwise convs fold (see the docstring)
 FOLD_DEPTHWISE = False
+#: a MatMul folds from this many weight elements K * N (see the docstring)
+MIN_MATMUL_WEIGHT = 0
+#: whether Adds fold into com.onnxep QLinearAdd (see the docstring: measured no faster, off)
+FOLD_ADD = False
 
 
 def per_tensor_params(node, consts):
@@ -126,8 +156,99 @@ def _act_redundant(act, consts, ys, yz, ydt):
     return qlo <= lo_t and qhi >= hi_t
 
 
+def _matmul_weight(node, consts, x_dtype):
+    """(w, scale, zero point name or '') of a MatMul weight's DequantizeLinear: a constant 2-D 8-bit (K, N) w (int8
+    when x is int8, as onnxruntime's selector asks), its float32 scale of one element or one per column (axis 1), its
+    zero point the same shape (or none); else None."""
+    if len(node.inputs) < 2 or int(node.attrs.get("block_size") or 0):
+        return None
+    w, s = consts.get(node.inputs[0]), consts.get(node.inputs[1])
+    if w is None or w.ndim != 2 or w.dtype not in _BYTES or s is None or s.dtype != np.float32:
+        return None
+    if x_dtype == np.int8 and w.dtype != np.int8:
+        return None
+    zn = node.inputs[2] if len(node.inputs) > 2 else ""
+    z = consts.get(zn) if zn else None
+    if zn and (z is None or z.dtype != w.dtype or z.shape != s.shape):
+        return None
+    if s.size != 1 and (s.ndim != 1 or int(node.attrs.get("axis", 1)) % 2 != 1 or s.shape[0] != w.shape[1]):
+        return None
+    return w, s, zn
+
+
+def _fold_matmuls(graph, f, dqs):
+    """DequantizeLinear(x) -> MatMul(., DequantizeLinear(w)) -> QuantizeLinear -> QLinearMatMul (see the docstring);
+    records the folds in f and the DequantizeLinear nodes that may go in dqs."""
+    consts, cons, outputs, producer, names = f.consts, f.cons, f.outputs, f.producer, f.names
+    for mm in graph.nodes:
+        if not default_op(mm, "MatMul") or len(mm.inputs) != 2 or len(mm.outputs) != 1 or f.taken((mm,)):
+            continue
+        dx, dw = producer.get(mm.inputs[0]), producer.get(mm.inputs[1])
+        if not default_op(dx, "DequantizeLinear") or not default_op(dw, "DequantizeLinear") \
+                or dx.inputs[0] in consts:
+            continue
+        px = per_tensor_params(dx, consts)
+        if px is None:
+            continue
+        xs, xzn, xdt, _ = px
+        wq = _matmul_weight(dw, consts, xdt)
+        if wq is None or wq[0].shape[0] * wq[0].shape[1] < MIN_MATMUL_WEIGHT:
+            continue
+        w, ws, wzn = wq
+        y = mm.outputs[0]
+        readers = cons.get(y, ())
+        if y in outputs or len(readers) != 1 or not default_op(readers[0], "QuantizeLinear"):
+            continue
+        q = readers[0]
+        py = per_tensor_params(q, consts)
+        if py is None or len(q.outputs) != 1 or f.taken((q,)):
+            continue
+        node = make_node(graph, names.new(f"{mm.name or 'matmul'}_qlinear"), "QLinearMatMul",
+                         [dx.inputs[0], dx.inputs[1], xzn, dw.inputs[0], dw.inputs[1], wzn, q.inputs[1], py[1]],
+                         q.outputs, {})
+        f.fuse([mm, q], q, node)
+        for d in (dx, dw):
+            dqs[id(d)] = d
+
+
+def _fold_adds(graph, f, dqs):
+    """DequantizeLinear(a), DequantizeLinear(b) -> Add -> QuantizeLinear -> com.onnxep QLinearAdd (see the
+    docstring); records the folds in f and the DequantizeLinear nodes that may go in dqs."""
+    consts, cons, outputs, producer, names = f.consts, f.cons, f.outputs, f.producer, f.names
+    vts = graph.value_types
+    for add in graph.nodes:
+        if not default_op(add, "Add") or len(add.inputs) != 2 or len(add.outputs) != 1 or f.taken((add,)):
+            continue
+        y = add.outputs[0]
+        vt = vts.get(y)
+        if vt is None or getattr(vt, "shape", None) is None or len(vt.shape) == 4:
+            continue      # (a 4-D Add may sit in a channel-last region: see the docstring)
+        da, db = producer.get(add.inputs[0]), producer.get(add.inputs[1])
+        if not default_op(da, "DequantizeLinear") or not default_op(db, "DequantizeLinear"):
+            continue
+        pa, pb = per_tensor_params(da, consts), per_tensor_params(db, consts)
+        if pa is None or pb is None or (da.inputs[0] in consts and db.inputs[0] in consts):
+            continue
+        readers = cons.get(y, ())
+        if y in outputs or len(readers) != 1 or not default_op(readers[0], "QuantizeLinear"):
+            continue
+        q = readers[0]
+        py = per_tensor_params(q, consts)
+        if py is None or len(q.outputs) != 1 or f.taken((q,)) or not pa[2] == pb[2] == py[2]:
+            continue
+        attrs = {}
+        for side, p in (("a", pa), ("b", pb), ("y", py)):
+            attrs.update({f"{side}_scale": float(p[0].reshape(())), f"{side}_zero_point": int(p[3]),
+                          f"{side}_signed": int(p[2] == np.int8)})
+        node = make_node(graph, names.new(f"{add.name or 'add'}_qlinear"), "QLinearAdd",
+                         [da.inputs[0], db.inputs[0]], q.outputs, attrs, INTERNAL_DOMAIN)
+        f.fuse([add, q], q, node)
+        for d in (da, db):
+            dqs[id(d)] = d
+
+
 def fuse_qdq_ops(graph: Graph, ctx=None) -> Graph:
-    if keeps_any(ctx, {"QuantizeLinear", "DequantizeLinear", "Conv", "QLinearConv"}):
+    if keeps_any(ctx, {"QuantizeLinear", "DequantizeLinear", "Conv", "QLinearConv", "MatMul", "QLinearMatMul", "Add"}):
         return graph
     f = Fusion(graph)
     consts, cons, outputs, producer, names = f.consts, f.cons, f.outputs, f.producer, f.names
@@ -185,6 +306,9 @@ def fuse_qdq_ops(graph: Graph, ctx=None) -> Graph:
         for d in (dx, dw, db):
             if d is not None:
                 dqs[id(d)] = d
+    _fold_matmuls(graph, f, dqs)
+    if FOLD_ADD:
+        _fold_adds(graph, f, dqs)
     for d in dqs.values():      # gone once nothing else reads them
         if all(u is not None and f.taken((u,)) for u in cons.get(d.outputs[0], ())) and d.outputs[0] not in outputs:
             f._drop.add(id(d))

@@ -10,4 +10,5 @@ OPS = (
     "dynamic_quantize_mat_mul",
     "quantize_dequantize",
     "q_linear_conv_nhwc",
+    "q_linear_add",
 )
