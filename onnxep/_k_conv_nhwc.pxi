@@ -41,6 +41,15 @@ def conv_nhwc_pack_weight(const float[:, :, :, ::1] w, Py_ssize_t group, float[:
         raise ValueError(f"conv_nhwc_pack_weight: out has {out.shape[0]} elements, expected {group * blen}")
     if kc == 0:
         return
+    cdef const float* wp = &w[0, 0, 0, 0]
+    cdef const float* src
+    cdef float* dst
+    cdef Py_ssize_t T = kh * kw
+    if T == 1:      # a 1x1 kernel: W[g] (coutg, Cg) row-major is already the transposed B, packed in place
+        with nogil:
+            for gi in range(group):
+                sgemm_pack_b_raw(kc, coutg, wp + gi * coutg * kc, 1, kc, &out[gi * blen])
+        return
     cdef float* wt = <float*>malloc(coutg * kc * sizeof(float))
     if wt == NULL:
         raise MemoryError("conv_nhwc_pack_weight: cannot allocate the reordered weight")
@@ -48,9 +57,11 @@ def conv_nhwc_pack_weight(const float[:, :, :, ::1] w, Py_ssize_t group, float[:
         with nogil:
             for gi in range(group):
                 for o in range(coutg):          # wt[o, t, c] = w[gi*coutg + o, c, t]  (t = b*kw + e)
+                    src = wp + (gi * coutg + o) * kc
+                    dst = wt + o * kc
                     for c in range(Cg):
-                        for t in range(kh * kw):
-                            wt[(o * kh * kw + t) * Cg + c] = w[gi * coutg + o, c, t // kw, t % kw]
+                        for t in range(T):
+                            dst[t * Cg + c] = src[c * T + t]
                 sgemm_pack_b_raw(kc, coutg, wt, 1, kc, &out[gi * blen])
     finally:
         free(wt)

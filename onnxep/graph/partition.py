@@ -114,6 +114,10 @@ def partition(graph: Graph, devices, fallback: bool = True, forced=frozenset(), 
             if n.attrs and n.has_subgraph:
                 r.extend(subgraph_reads(n))
         reads.append(r)
+    last_read = {}       # name -> the last group reading it (a group's outputs are what a later group reads)
+    for gi, r in enumerate(reads):
+        for x in r:
+            last_read[x] = gi
     parts = []
     for gi, (dev, nodes) in enumerate(groups):
         produced = {o for n in nodes for o in n.outputs if o}
@@ -122,8 +126,7 @@ def partition(graph: Graph, devices, fallback: bool = True, forced=frozenset(), 
             if x not in produced and x not in seen and x not in constants:
                 seen.add(x)
                 inputs.append(x)
-        later = {x for r in reads[gi + 1:] for x in r}
-        outputs = [o for n in nodes for o in n.outputs if o and (o in later or o in graph_outputs)]
+        outputs = [o for n in nodes for o in n.outputs if o and (last_read.get(o, -1) > gi or o in graph_outputs)]
         used_consts = {x: constants[x] for x in reads[gi] if x in constants and x not in produced}
         parts.append(Partition(dev, nodes, inputs, outputs, used_consts, graph.value_types, graph.opsets,
                                graph.ir_version, graph.functions, devices=tuple(devices), fallback=fallback,

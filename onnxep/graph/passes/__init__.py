@@ -142,6 +142,7 @@ NEEDS: dict = {
     fuse_conv_slice: ({"Slice"}, {"Conv"}),
     fuse_conv_affine: ({"Conv"}, {"BatchNormalization", "Mul", "Add"}),
     fuse_dynamic_quantize_matmul: ({"MatMulInteger"}, {"DynamicQuantizeLinear"}),
+    fuse_qdq_ops: ({"DequantizeLinear"},),     # (every QDQ group it folds reads a DequantizeLinear)
     fuse_qdq_pair: ({"QuantizeLinear"}, {"DequantizeLinear"}),
     fuse_layernorm: ({"Sub"}, {"ReduceMean"}, {"Sqrt"}, {"Div"}),
     fuse_gelu: ({"Erf"},),
