@@ -47,6 +47,12 @@ cdef enum:
 # Kernel alone, U cycled through 8 copies (from L3, as in a model), min over 11-15 interleaved rounds, on a VM
 # loaded by other builds (load 2.5-3): 14x14 256 -> 256 F(2x2) thread CPU time 1t 2064 -> 1420-1468 us, both
 # threads' CPU 2t 2237 -> 1558-1708 us; 28x28 128 -> 128 F(4x4) 1045 -> 914-967, 2t 1175 -> 1037-1130.
+# Whole models, in-process A/B of this blocking against the old one (wino_blocking(262144, False, 0)), process CPU
+# time per run, min over 7-15 alternating rounds, same VM load: ResNet-50 1t 0.94-0.97x, 2t 0.96-0.98x; VGG-19 1t and
+# 2t 0.87x; Inception-v1/v2, SqueezeNet, DenseNet-121 within the noise (0.95-1.02x). Tried and dropped: slab-major
+# items under a big U (slabs of U of half the L2, each over every block: U read once per thread, the input transform
+# once per slab) -- 1.3-1.45x the time on 56x56 256 -> 256 F(4x4) and 28x28 128 -> 128 F(4x4): the repeated
+# transforms cost more than streaming U from L3 saves.
 # wino_blocking() reads / sets these (tests, in-process A/B).
 cdef Py_ssize_t _wino_l2 = cache_bytes(2, 1 << 20)
 cdef Py_ssize_t _wino_v_bytes = _wino_l2 // 4
