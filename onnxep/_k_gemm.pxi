@@ -41,6 +41,7 @@ cdef extern from "_native/sgemm.h":
                                               const Act* act, const float* pf) noexcept nogil
     void pack_rows_t "onnxep_pack_rows_t"(float* d, const float* const* srcs, Py_ssize_t n) noexcept nogil
     const float* ZEROS "onnxep_zeros"
+    long cache_bytes "onnxep_cache_bytes"(int level, long dflt) noexcept nogil
 
 from libc.stdlib cimport malloc, free
 

@@ -34,9 +34,46 @@ cdef extern from "_native/winograd.h":
 
 cdef enum:
     WINO_MAX_C = 63 * SGEMM_KC    # input channels of a winograd conv: one run per K block, at most 63 of them
-    WINO_V_FLOATS = 65536     # a thread's V block (planes x tiles x Cin) aims at 256 KB (L2: 1 MB here)
-    WINO_MAX_TILES = 60       # at most this many tiles per block (5 micro-kernel strips)
+    WINO_MAX_TILES = 96       # at most this many tiles per block (8 micro-kernel strips)
     WINO_MIN_TILES = 12       # at least this many when blocks are cut smaller to give the threads work
+
+# (conv2t slice) The V block budget: a quarter of the L2 (256 KB on the 1 MiB-L2 dev machine, where this was tuned as
+# a constant; 512 KB on a 2 MiB L2), read from the CPU at import. And the weight rule: when the packed U (planes x Cin
+# x Cout floats) is larger than half the L2, it cannot stay in a core's L2 from one block of tiles to the next, so
+# every block streams all of it again from L3 -- ResNet-50's 14x14 256 -> 256 F(2x2): 4 MiB of U, 5 blocks of 10
+# tiles, 20 MiB read per conv on one thread. Then blocks are as large as twice the V budget allows (all 49 tiles
+# there: 0.8 MiB of V) and the threads get _wino_slabs_per_thread slabs of weight panels each instead of smaller
+# blocks (each slab redoes its block's input transform, a few % of the products at these channel counts).
+# Kernel alone, U cycled through 8 copies (from L3, as in a model), min over 11-15 interleaved rounds, on a VM
+# loaded by other builds (load 2.5-3): 14x14 256 -> 256 F(2x2) thread CPU time 1t 2064 -> 1420-1468 us, both
+# threads' CPU 2t 2237 -> 1558-1708 us; 28x28 128 -> 128 F(4x4) 1045 -> 914-967, 2t 1175 -> 1037-1130.
+# Whole models, in-process A/B of this blocking against the old one (wino_blocking(262144, False, 0)), process CPU
+# time per run, min over 7-15 alternating rounds, same VM load: ResNet-50 1t 0.94-0.97x, 2t 0.96-0.98x; VGG-19 1t and
+# 2t 0.87x; Inception-v1/v2, SqueezeNet, DenseNet-121 within the noise (0.95-1.02x). Tried and dropped: slab-major
+# items under a big U (slabs of U of half the L2, each over every block: U read once per thread, the input transform
+# once per slab) -- 1.3-1.45x the time on 56x56 256 -> 256 F(4x4) and 28x28 128 -> 128 F(4x4): the repeated
+# transforms cost more than streaming U from L3 saves.
+# wino_blocking() reads / sets these (tests, in-process A/B).
+cdef Py_ssize_t _wino_l2 = cache_bytes(2, 1 << 20)
+cdef Py_ssize_t _wino_v_bytes = _wino_l2 // 4
+cdef bint _wino_weight_rule = True
+cdef Py_ssize_t _wino_slabs_per_thread = 2     # big U on several threads: items per thread (0: _panel_slab's)
+
+
+def wino_blocking(v_bytes=None, weight_rule=None, slabs_per_thread=None):
+    """(V block budget in bytes, weight rule on, slabs per thread under it, the L2 bytes they derive from) before the
+    call; the arguments set them when given (v_bytes 0: back to a quarter of the L2; slabs_per_thread 0: _panel_slab's
+    DCONV_ITEMS_PER_THREAD items per thread). Results do not depend on the blocking (each output sums its products in
+    the same order whatever the blocks and slabs are)."""
+    global _wino_v_bytes, _wino_weight_rule, _wino_slabs_per_thread
+    before = (_wino_v_bytes, bool(_wino_weight_rule), _wino_slabs_per_thread, _wino_l2)
+    if v_bytes is not None:
+        _wino_v_bytes = v_bytes if v_bytes > 0 else _wino_l2 // 4
+    if weight_rule is not None:
+        _wino_weight_rule = bool(weight_rule)
+    if slabs_per_thread is not None:
+        _wino_slabs_per_thread = max(0, slabs_per_thread)
+    return before
 
 
 def wino_applies(kernel, strides, dilations, Py_ssize_t group, Py_ssize_t cin):
@@ -144,16 +181,25 @@ cdef struct WinoJob:
     Py_ssize_t wlen, vs, ms
 
 
-cdef inline Py_ssize_t _wino_tiles_per_block(Py_ssize_t C, Py_ssize_t planes, Py_ssize_t ntiles,
+cdef inline Py_ssize_t _wino_tiles_per_block(Py_ssize_t C, Py_ssize_t K, Py_ssize_t planes, Py_ssize_t ntiles,
                                              int nth) noexcept nogil:
-    """Tiles per work item: as many as keep V within WINO_V_FLOATS (whole micro-kernel strips, at most
+    """Tiles per work item: as many as keep V within _wino_v_bytes (whole micro-kernel strips, at most
     WINO_MAX_TILES), but no more than give every thread DCONV_ITEMS_PER_THREAD blocks, down to WINO_MIN_TILES: more
     blocks rather than slabs of weight panels, which redo the block's input transform (SqueezeNet's 55x55 16 -> 64
-    F(4x4) at 2 threads: 196 tiles in 8 blocks instead of 4 blocks x 2 slabs, 0.70x the time)."""
-    cdef Py_ssize_t t = WINO_V_FLOATS // (planes * max(C, <Py_ssize_t>1))
+    F(4x4) at 2 threads: 196 tiles in 8 blocks instead of 4 blocks x 2 slabs, 0.70x the time) -- unless U (K output
+    channels) is past half the L2 (_wino_weight_rule): then each extra block reads all of U again from L3."""
+    cdef bint big = _wino_big_u(C, K, planes)
+    cdef Py_ssize_t t = (2 if big else 1) * _wino_v_bytes // (<Py_ssize_t>sizeof(float) * planes * max(C, <Py_ssize_t>1))
     cdef Py_ssize_t want = (ntiles + <Py_ssize_t>nth * DCONV_ITEMS_PER_THREAD - 1) // (nth * DCONV_ITEMS_PER_THREAD)
     t = max(<Py_ssize_t>SGEMM_MR, min(t // SGEMM_MR * SGEMM_MR, <Py_ssize_t>WINO_MAX_TILES))
+    if big:
+        return t        # U does not stay in L2 between blocks: fewest blocks (V up to half the L2), threads take slabs
     return min(t, max(want, <Py_ssize_t>WINO_MIN_TILES))
+
+
+cdef inline bint _wino_big_u(Py_ssize_t C, Py_ssize_t K, Py_ssize_t planes) noexcept nogil:
+    """The weight rule: U (planes x C x K floats) past half the L2."""
+    return _wino_weight_rule and <double>sizeof(float) * planes * C * K > _wino_l2 // 2
 
 
 cdef inline Py_ssize_t _odd_lines(Py_ssize_t n) noexcept nogil:
@@ -255,10 +301,14 @@ cdef int _conv_wino(const float* x, Py_ssize_t N, Py_ssize_t H, Py_ssize_t W, Py
     job.th, job.tw = (Ho + m - 1) // m, (Wo + m - 1) // m
     job.ntiles = N * job.th * job.tw
     job.blen, job.ldy = sgemm_pack_b_len(C, K), ldy
-    job.T = _wino_tiles_per_block(C, job.planes, job.ntiles, nth)
+    job.T = _wino_tiles_per_block(C, K, job.planes, job.ntiles, nth)
     nblocks = (job.ntiles + job.T - 1) // job.T
     job.T = (job.ntiles + nblocks - 1) // nblocks        # blocks of (nearly) equal size
-    job.pslab = _panel_slab(npanels, nblocks, nth)
+    if _wino_big_u(C, K, job.planes) and _wino_slabs_per_thread > 0 and nth > 1:
+        i = max(<Py_ssize_t>1, min(npanels, (nth * _wino_slabs_per_thread + nblocks - 1) // nblocks))
+        job.pslab = (npanels + i - 1) // i
+    else:
+        job.pslab = _panel_slab(npanels, nblocks, nth)
     job.nslabs = (npanels + job.pslab - 1) // job.pslab
     items = nblocks * job.nslabs
     nth = <int>max(1, min(<Py_ssize_t>nth, items))

@@ -34,6 +34,19 @@
 #define ONNXEP_SGEMM_SIMD 0
 #endif
 
+/* The data cache of one level (2: L2, 1: L1D) of the CPU this runs on, in bytes, as the C library reports it
+   (glibc: sysconf reads CPUID's cache leaves on x86, sysfs elsewhere); `dflt` when it says nothing (0, -1, or a
+   system without the names). Blocking sizes derive from it instead of one machine's constants. */
+#include <unistd.h>
+static long onnxep_cache_bytes(int level, long dflt)
+{
+    long v = -1;
+#if defined(_SC_LEVEL2_CACHE_SIZE) && defined(_SC_LEVEL1_DCACHE_SIZE)
+    v = sysconf(level == 1 ? _SC_LEVEL1_DCACHE_SIZE : _SC_LEVEL2_CACHE_SIZE);
+#endif
+    return v > 0 ? v : dflt;
+}
+
 /* onnxep_sgemm_uk: the intrinsics micro-kernel with the epilogue fused.
      C[i, j] := alpha * sum_k a[k*MR + i] * b[k*NR + j] + beta * C[i, j] (C not read when beta == 0)
                 [+ bias_col[j]] [+ bias_row[i]] [+ res[i*rsc + j]], then act   for i < mr, j < nr;  C[i, j] = c[i*rsc + j]
