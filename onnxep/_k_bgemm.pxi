@@ -8,7 +8,7 @@ from libc.stdint cimport uint16_t, uint32_t
 cdef extern from "_native/bgemm.h":
     ctypedef struct bg_conv:
         const float* x
-        int64_t H, W, C, kh, kw, sh, sw, dh, dw, ph, pw, Ho, Wo
+        int64_t H, W, C, kh, kw, sh, sw, dh, dw, ph, pw, Ho, Wo, xc
     ctypedef struct bg_args:
         const float* A
         int64_t lda
@@ -186,24 +186,52 @@ def bgemm_f32(const float[:, ::1] A, const float[::1] B_packed, int64_t N, float
         raise MemoryError()
 
 
+def bconv_pack_weight_size(int64_t cout, int64_t cg, int64_t kh, int64_t kw, int64_t group=1):
+    """Length in float32 slots of a conv weight (cout, cg, kh, kw) packed by bconv_pack_weight: one bgemm_pack_b
+    packing of (kh * kw * cg) x (cout / group) per group, one after the other."""
+    if group < 1 or cout % group or min(cout, cg, kh, kw) < 0:
+        raise ValueError(f"bconv_pack_weight_size: bad shape cout={cout} cg={cg} kernel={kh}x{kw} group={group}")
+    return group * bg_pack_b_len(kh * kw * cg, cout // group)
+
+
+def bconv_pack_weight(w, int64_t group, float[::1] out):
+    """Packs W (cout, cg, kh, kw; float32) for BConvNhwc: per group g, its cout / group filters as B = (kh * kw * cg)
+    x (cout / group), rows in (ky, kx, c) order (the im2col rows' order), at g * bg_pack_b_len(...) of `out`."""
+    cdef int64_t cout = w.shape[0], cg = w.shape[1], kh = w.shape[2], kw = w.shape[3]
+    cdef int64_t one = bconv_pack_weight_size(cout, cg, kh, kw, group) // group, g, og = cout // group
+    import numpy as np
+    if out.shape[0] != one * group:
+        raise ValueError(f"bconv_pack_weight: out has {out.shape[0]} slots, expected {one * group}")
+    for g in range(group):
+        b = np.ascontiguousarray(np.asarray(w[g * og:(g + 1) * og], dtype=np.float32).transpose(2, 3, 1, 0)
+                                 .reshape(kh * kw * cg, og))
+        bgemm_pack_b(b, False, out[g * one:(g + 1) * one])
+
+
 cdef class BConvNhwc:
-    """A channel-last conv (group 1) on the bf16 GEMM: Y (N, Ho, Wo, cout) = act(conv(X, W) + bias + res), the im2col
-    rows gathered while A is packed (bgemm.h bg_conv), W packed by bgemm_pack_b as (kh * kw * C) x cout (rows in
-    (ky, kx, c) order). Everything that depends only on the shapes is checked once here; run() checks the arrays."""
+    """A channel-last conv on the bf16 GEMM: Y (N, Ho, Wo, cout) = act(conv(X, W) + bias + res), the im2col rows
+    gathered while A is packed (bgemm.h bg_conv), W packed by bconv_pack_weight (per group (kh * kw * cg) x
+    (cout / group), rows in (ky, kx, c) order). A grouped conv runs its groups one after the other, each a GEMM on the
+    group's channels of X (pixel stride C) into its columns of Y (row stride cout). Everything that depends only on
+    the shapes is checked once here; run() checks the arrays."""
     cdef bg_conv cv
     cdef Act act
-    cdef int64_t N, cout, K, M
+    cdef int64_t N, cout, K, M, group
     cdef bint plain          # 1x1, stride 1, no pad: X itself is A (M x C)
     cdef const float[::1] w
 
     def __init__(self, tuple xshape, const float[::1] w_packed, int64_t cout, tuple kernel, tuple strides,
-                 tuple dilations, tuple pads, tuple out_spatial, activation=None):
+                 tuple dilations, tuple pads, tuple out_spatial, activation=None, int64_t group=1):
         if len(xshape) != 4 or len(kernel) != 2 or len(strides) != 2 or len(dilations) != 2 or len(pads) != 2 \
                 or len(out_spatial) != 2:
             raise ValueError("BConvNhwc: xshape must be (N, H, W, C) and kernel/strides/dilations/pads/out_spatial "
                              "(h, w) pairs")
         self.act = make_act(activation, False)
-        self.N, self.cv.H, self.cv.W, self.cv.C = xshape
+        self.N, self.cv.H, self.cv.W, self.cv.xc = xshape
+        if group < 1 or cout % group or self.cv.xc % group:
+            raise ValueError(f"BConvNhwc: group={group} does not divide cout={cout} and C={self.cv.xc}")
+        self.group = group
+        self.cv.C = self.cv.xc // group
         self.cv.kh, self.cv.kw = kernel
         self.cv.sh, self.cv.sw = strides
         self.cv.dh, self.cv.dw = dilations
@@ -217,18 +245,19 @@ cdef class BConvNhwc:
         self.cout = cout
         self.K = self.cv.kh * self.cv.kw * self.cv.C
         self.M = self.N * self.cv.Ho * self.cv.Wo
-        if w_packed.shape[0] != bg_pack_b_len(self.K, cout):
+        if w_packed.shape[0] != group * bg_pack_b_len(self.K, cout // group):
             raise ValueError(f"BConvNhwc: packed weight has {w_packed.shape[0]} slots, expected "
-                             f"{bg_pack_b_len(self.K, cout)} for K={self.K}, cout={cout} ({BGEMM_FORMAT})")
+                             f"{group * bg_pack_b_len(self.K, cout // group)} for K={self.K}, cout={cout}, "
+                             f"group={group} ({BGEMM_FORMAT})")
         self.plain = self.cv.kh == 1 and self.cv.kw == 1 and self.cv.sh == 1 and self.cv.sw == 1 \
             and self.cv.ph == 0 and self.cv.pw == 0 and self.cv.Ho == self.cv.H and self.cv.Wo == self.cv.W
         self.w = w_packed
 
     def run(self, const float[::1] x, const float[::1] bias, const float[::1] res, float[::1] y, int nthreads=0):
         cdef int rc
-        if x.shape[0] != self.N * self.cv.H * self.cv.W * self.cv.C or y.shape[0] != self.M * self.cout:
+        if x.shape[0] != self.N * self.cv.H * self.cv.W * self.cv.xc or y.shape[0] != self.M * self.cout:
             raise ValueError(f"BConvNhwc: x has {x.shape[0]} elements, y {y.shape[0]}; expected "
-                             f"{self.N * self.cv.H * self.cv.W * self.cv.C} and {self.M * self.cout}")
+                             f"{self.N * self.cv.H * self.cv.W * self.cv.xc} and {self.M * self.cout}")
         if bias is not None and bias.shape[0] != self.cout:
             raise ValueError(f"BConvNhwc: bias has {bias.shape[0]} elements, expected {self.cout}")
         if res is not None and res.shape[0] != self.M * self.cout:
@@ -238,24 +267,37 @@ cdef class BConvNhwc:
         with nogil:
             rc = bconv_exec(&self.cv, self.plain, &self.act, &x[0] if x.shape[0] else NULL, &self.w[0], self.M,
                             self.cout, self.K, &bias[0] if bias is not None else NULL,
-                            &res[0] if res is not None else NULL, &y[0], nthreads)
+                            &res[0] if res is not None else NULL, &y[0], nthreads, self.group)
         if rc:
             raise MemoryError("BConvNhwc: no memory for the packed rows")
 
     def step_args(self):
         """(ints, floats) describing this conv to the compiled run loop's RL_BCONV_NHWC step (bconv_step)."""
-        return ([self.M, self.cout, self.K, self.plain, self.act.kind, self.cv.H, self.cv.W, self.cv.C, self.cv.kh,
+        return ([self.M, self.cout, self.K, self.plain, self.act.kind, self.cv.H, self.cv.W, self.cv.xc, self.cv.kh,
                  self.cv.kw, self.cv.sh, self.cv.sw, self.cv.dh, self.cv.dw, self.cv.ph, self.cv.pw, self.cv.Ho,
-                 self.cv.Wo], [self.act.a, self.act.b])
+                 self.cv.Wo, self.group], [self.act.a, self.act.b])
 
 
 cdef int bconv_exec(const bg_conv* cv0, bint plain, const Act* act, const float* x, const float* wp, int64_t M,
-                    int64_t cout, int64_t K, const float* bias, const float* res, float* y, int nthreads) noexcept nogil:
+                    int64_t cout, int64_t K, const float* bias, const float* res, float* y, int nthreads,
+                    int64_t group) noexcept nogil:
+    """The conv's groups one after the other (cv0.C channels each, of cv0.xc), each a GEMM of M x (cout / group)
+    into its columns of y (row stride cout), weight group g at g * bg_pack_b_len(K, cout / group)."""
     cdef bg_conv cv = cv0[0]
-    cv.x = x
-    if plain and M < 4 * BG_MB:      # a 1x1 conv's X is A: the plain GEMM when too few pixels for per-item packing
-        return bgemm_run_ex(x, K, NULL, wp, M, cout, K, 1.0, bias, res, cout, y, cout, act, nthreads)
-    return bgemm_run_ex(NULL, 0, &cv, wp, M, cout, K, 1.0, bias, res, cout, y, cout, act, nthreads)
+    cdef int64_t g, og = cout // group, wlen = bg_pack_b_len(K, cout // group)
+    cdef int rc
+    for g in range(group):
+        cv.x = x + g * cv.C
+        if plain and M < 4 * BG_MB:  # a 1x1 conv's X is A: the plain GEMM when too few pixels for per-item packing
+            rc = bgemm_run_ex(cv.x, cv.xc, NULL, wp + g * wlen, M, og, K, 1.0,
+                              bias + g * og if bias != NULL else NULL, res + g * og if res != NULL else NULL, cout,
+                              y + g * og, cout, act, nthreads)
+        else:
+            rc = bgemm_run_ex(NULL, 0, &cv, wp + g * wlen, M, og, K, 1.0, bias + g * og if bias != NULL else NULL,
+                              res + g * og if res != NULL else NULL, cout, y + g * og, cout, act, nthreads)
+        if rc:
+            return rc
+    return 0
 
 
 cdef int bconv_step(const Py_ssize_t* n, const float* f, const float* xp, const float* wp, const float* bptr,
@@ -264,8 +306,9 @@ cdef int bconv_step(const Py_ssize_t* n, const float* f, const float* xp, const 
     cdef bg_conv cv
     cdef Act act
     act.kind, act.a, act.b = <int>n[4], f[0], f[1]
-    cv.H, cv.W, cv.C, cv.kh, cv.kw, cv.sh, cv.sw = n[5], n[6], n[7], n[8], n[9], n[10], n[11]
+    cv.H, cv.W, cv.xc, cv.kh, cv.kw, cv.sh, cv.sw = n[5], n[6], n[7], n[8], n[9], n[10], n[11]
     cv.dh, cv.dw, cv.ph, cv.pw, cv.Ho, cv.Wo = n[12], n[13], n[14], n[15], n[16], n[17]
+    cv.C = cv.xc // n[18]
     if n[0] == 0:
         return 0
-    return bconv_exec(&cv, <bint>n[3], &act, xp, wp, n[0], n[1], n[2], bptr, rptr, yp, nthreads)
+    return bconv_exec(&cv, <bint>n[3], &act, xp, wp, n[0], n[1], n[2], bptr, rptr, yp, nthreads, n[18])

@@ -271,10 +271,12 @@ static void bg_item_amx(const uint32_t* Ap, int64_t K2P, const uint16_t* Bpan, i
 #endif
 
 /* ---------------------------------------------------------------- channel-last conv as a GEMM
-   A row m is output pixel (n, oh, ow) of an NHWC conv (group 1), column k = (ky * kw + kx) * C + c; taps outside the
-   image are zeros. The rows are gathered into a per-thread fp32 row while A is packed (no im2col matrix), and B is
+   A row m is output pixel (n, oh, ow) of an NHWC conv (one group of it), column k = (ky * kw + kx) * C + c; taps
+   outside the image are zeros. The rows are gathered into a per-thread fp32 row while A is packed (no im2col matrix), and B is
    the weight as (kh * kw * C) x cout. */
-typedef struct { const float* x; int64_t H, W, C, kh, kw, sh, sw, dh, dw, ph, pw, Ho, Wo; } bg_conv;
+/* Grouped convs run one group at a time: x points at the group's first channel, C is the group's channel count and xc
+   X's channels per pixel (the pixel stride; C == xc for group 1). */
+typedef struct { const float* x; int64_t H, W, C, kh, kw, sh, sw, dh, dw, ph, pw, Ho, Wo, xc; } bg_conv;
 
 static void bg_conv_row(const bg_conv* cv, int64_t m, float* row) {
     int64_t hw = cv->Ho * cv->Wo, n = m / hw, r = m % hw, oh = r / cv->Wo, ow = r % cv->Wo, C = cv->C;
@@ -284,7 +286,7 @@ static void bg_conv_row(const bg_conv* cv, int64_t m, float* row) {
         for (int64_t kx = 0; kx < cv->kw; kx++, d += C) {
             int64_t iw = ow * cv->sw - cv->pw + kx * cv->dw;
             if (ih < 0 || ih >= cv->H || iw < 0 || iw >= cv->W) memset(d, 0, (size_t)C * 4);
-            else memcpy(d, cv->x + ((n * cv->H + ih) * cv->W + iw) * C, (size_t)C * 4);
+            else memcpy(d, cv->x + ((n * cv->H + ih) * cv->W + iw) * cv->xc, (size_t)C * 4);
         }
     }
 }
@@ -324,7 +326,7 @@ static void bg_pack_conv_rows(const bg_args* a, int64_t m0, int64_t m1, int tid,
                 for (int64_t kx = 0; kx < cv->kw; kx++, d += C / 2) {
                     int64_t iw = ow * cv->sw - cv->pw + kx * cv->dw;
                     if (ih < 0 || ih >= cv->H || iw < 0 || iw >= cv->W) { memset(d, 0, (size_t)C * 2); continue; }
-                    const float* src = cv->x + ((n * cv->H + ih) * cv->W + iw) * C;
+                    const float* src = cv->x + ((n * cv->H + ih) * cv->W + iw) * cv->xc;
 #if BG_X86
                     if (simd) { bg_pack_a_rows_bf16(src, 0, C, C / 2, 0, 1, d); continue; }
 #endif
