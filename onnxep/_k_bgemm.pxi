@@ -9,6 +9,14 @@ cdef extern from "_native/bgemm.h":
     ctypedef struct bg_conv:
         const float* x
         int64_t H, W, C, kh, kw, sh, sw, dh, dw, ph, pw, Ho, Wo, xc
+        const uint32_t* xb
+    ctypedef struct bg_xconv:
+        const float* x
+        uint32_t* xb
+        int64_t P, xc
+        int simd
+    int BG_XPIX
+    void bg_conv_x_item(void* ctx, Py_ssize_t item, int tid) noexcept nogil
     ctypedef struct bg_args:
         const float* A
         int64_t lda
@@ -238,6 +246,7 @@ cdef class BConvNhwc:
         self.cv.ph, self.cv.pw = pads
         self.cv.Ho, self.cv.Wo = out_spatial
         self.cv.x = NULL
+        self.cv.xb = NULL
         if min(self.cv.kh, self.cv.kw, self.cv.sh, self.cv.sw, self.cv.dh, self.cv.dw, cout) < 1 \
                 or min(self.cv.ph, self.cv.pw, self.cv.Ho, self.cv.Wo, self.N, self.cv.C) < 0:
             raise ValueError(f"BConvNhwc: bad geometry kernel={kernel} strides={strides} dilations={dilations} "
@@ -278,6 +287,22 @@ cdef class BConvNhwc:
                  self.cv.Wo, self.group], [self.act.a, self.act.b])
 
 
+# X rounded to bf16 once for the rows (bconv_exec) while its bf16 copy takes at most this many bytes: half a 2 MiB L2,
+# so the copy is still in cache when the rows are gathered from it; a larger one (VGG-19's 224x224x64: 6.4 MB) is one
+# more pass over memory than converting each tap from X's rows, which the gather reads from cache anyway (3x3 64 -> 64
+# at 224x224 alone, bf16 / fp32 time at 1 / 2 threads, one sitting on a loaded machine: 0.92x / 1.09x with the copy,
+# 0.80x / 0.81x without)
+cdef int64_t BCONV_XB_MAX_BYTES = 1 << 20
+cdef int bconv_xb_mode = -1     # tests and benches (bconv_xb): -1 by the size rule, 0 never, 1 whenever it applies
+
+
+def bconv_xb(mode):
+    """Tests / benches: whether BConvNhwc rounds X to bf16 once before gathering its rows (1: whenever the taps
+    overlap and the channels are even, 0: never, None: as BCONV_XB_MAX_BYTES decides). Same bits either way."""
+    global bconv_xb_mode
+    bconv_xb_mode = -1 if mode is None else (1 if mode else 0)
+
+
 cdef int bconv_exec(const bg_conv* cv0, bint plain, const Act* act, const float* x, const float* wp, int64_t M,
                     int64_t cout, int64_t K, const float* bias, const float* res, float* y, int nthreads,
                     int64_t group) noexcept nogil:
@@ -285,9 +310,26 @@ cdef int bconv_exec(const bg_conv* cv0, bint plain, const Act* act, const float*
     into its columns of y (row stride cout), weight group g at g * bg_pack_b_len(K, cout / group)."""
     cdef bg_conv cv = cv0[0]
     cdef int64_t g, og = cout // group, wlen = bg_pack_b_len(K, cout // group)
-    cdef int rc
+    cdef int rc = 0, nth
+    cdef uint32_t* xb = NULL
+    cdef bg_xconv xc
+    # taps that overlap (each input pixel gathered kh * kw / (sh * sw) times): X rounded to bf16 once, the rows then
+    # copied from it (bgemm.h bg_conv.xb); even channel counts only (a tap's channels are whole pairs)
+    xc.P = (M // (cv.Ho * cv.Wo)) * cv.H * cv.W
+    if cv.kh * cv.kw > cv.sh * cv.sw and cv.C % 2 == 0 and cv.C > 0 and M >= 4 * BG_MB and bconv_xb_mode != 0 \
+            and (bconv_xb_mode == 1 or xc.P * cv.xc * 2 <= BCONV_XB_MAX_BYTES):
+        xc.xc = cv.xc
+        xc.x = x
+        xc.simd = bg_kernel() != 0
+        xb = <uint32_t*>malloc(<size_t>xc.P * (cv.xc // 2) * 4 + 64)
+        if xb != NULL:          # else the rows convert from X as they are gathered
+            xc.xb = xb
+            nth = sgemm_threads(M, og, (K + 1) // 2, nthreads)
+            parallel_for((xc.P + BG_XPIX - 1) // BG_XPIX, nth if xc.P > BG_XPIX else 1, <task_fn>bg_conv_x_item,
+                         &xc)
     for g in range(group):
         cv.x = x + g * cv.C
+        cv.xb = xb + g * (cv.C // 2) if xb != NULL else NULL
         if plain and M < 4 * BG_MB:  # a 1x1 conv's X is A: the plain GEMM when too few pixels for per-item packing
             rc = bgemm_run_ex(cv.x, cv.xc, NULL, wp + g * wlen, M, og, K, 1.0,
                               bias + g * og if bias != NULL else NULL, res + g * og if res != NULL else NULL, cout,
@@ -296,8 +338,9 @@ cdef int bconv_exec(const bg_conv* cv0, bint plain, const Act* act, const float*
             rc = bgemm_run_ex(NULL, 0, &cv, wp + g * wlen, M, og, K, 1.0, bias + g * og if bias != NULL else NULL,
                               res + g * og if res != NULL else NULL, cout, y + g * og, cout, act, nthreads)
         if rc:
-            return rc
-    return 0
+            break
+    free(xb)
+    return rc
 
 
 cdef int bconv_step(const Py_ssize_t* n, const float* f, const float* xp, const float* wp, const float* bptr,
@@ -305,6 +348,7 @@ cdef int bconv_step(const Py_ssize_t* n, const float* f, const float* xp, const 
     """bconv_exec from BConvNhwc.step_args' numbers (the run loop's RL_BCONV_NHWC)."""
     cdef bg_conv cv
     cdef Act act
+    cv.xb = NULL
     act.kind, act.a, act.b = <int>n[4], f[0], f[1]
     cv.H, cv.W, cv.xc, cv.kh, cv.kw, cv.sh, cv.sw = n[5], n[6], n[7], n[8], n[9], n[10], n[11]
     cv.dh, cv.dw, cv.ph, cv.pw, cv.Ho, cv.Wo = n[12], n[13], n[14], n[15], n[16], n[17]

@@ -1,5 +1,5 @@
-"""bf16 channel-last convs: onnxep.compute_precision=bf16 runs a dense NhwcConv (group 1, constant W, enough products
-per output; ops/onnxep/nhwc_conv.py BF16_CONV_*) on the bf16 GEMM where the CPU has AMX-BF16 (onnxep/_k_bgemm.pxi
+"""bf16 channel-last convs: onnxep.compute_precision=bf16 runs a dense or grouped NhwcConv (not depthwise, constant W,
+enough products per output; ops/onnxep/nhwc_conv.py BF16_CONV_*) on the bf16 GEMM where the CPU has AMX-BF16 (onnxep/_k_bgemm.pxi
 BConvNhwc: im2col rows gathered and rounded to bf16 while A is packed; onnxep/_native/bgemm.h). The kernel is tested
 alone on every geometry, with every bf16 micro-kernel this CPU runs forced in turn (generic C, avx512bf16 vdpbf16ps,
 amx AMX-BF16 tiles); sessions where the routing rule sends a conv to it.
@@ -8,8 +8,11 @@ Oracles:
 - a float64 numpy conv of the fp32 inputs, within the bf16 bound tests/kernels/test_bgemm.py derives: per element
   |err| <= (2**-7 + 2**-16 + K * 2**-23) * S + 2**-21 * (S + |bias| + |residual|), S the conv of |x| and |w| and K the
   taps (kh * kw * C); Relu is 1-Lipschitz, so the bound carries over;
+- grouped: the float64 conv of each group's channels with its filters, concatenated, within the same bound (K of
+  one group); the grouped kernel on every ISA variant (generic, avx2, avx512 builds) and bf16 micro-kernel this CPU
+  runs;
 - the same bf16 session through the Python loop (compiled runs off): the RL_BCONV_NHWC step gives the same bits;
-- the fp32 session: the outputs differ (the bf16 path ran)."""
+- the fp32 session: the outputs differ (the bf16 path ran); below the routing rule, the same bits (fp32 ran)."""
 from __future__ import annotations
 
 import numpy as np
@@ -234,9 +237,12 @@ def test_bf16_conv_residual_that_broadcasts_at_run_time():
 # its channels of X (pixel stride C) into its columns of Y (row stride cout), weight group g packed at g * its size.
 # 3x3 same on 2 groups; 3 groups of 3 (odd) channels, strided, enough pixels for the per-item packing; plain 1x1 on
 # 4 groups (X is A, lda C) with few pixels and with many; 5x5 of 2 groups of 5 (odd) -> 33 (a tail of columns);
-# a residual on every one
+# a residual on every one. With overlapping taps, an even channel count per group and at least 4 * BG_MB pixels, X is
+# rounded to bf16 once and the rows copied from it (bg_conv.xb): 3x3 on 2 groups of 8, a strided 3x3 on one group of
+# 8 (the padded edges), a group of 6 ((6, 40, ...) in GEOMETRIES too); odd channel counts keep converting per tap
 GROUPED = [(8, 12, 3, 1, 1, 1, 9, 10, 2), (9, 6, 3, 2, 1, 1, 30, 31, 3), (8, 12, 1, 1, 0, 1, 5, 5, 4),
-           (16, 40, 1, 1, 0, 1, 20, 21, 4), (10, 66, 5, 1, 2, 1, 15, 16, 2), (12, 8, 3, 1, 2, 2, 8, 8, 2)]
+           (16, 40, 1, 1, 0, 1, 20, 21, 4), (10, 66, 5, 1, 2, 1, 15, 16, 2), (12, 8, 3, 1, 2, 2, 8, 8, 2),
+           (16, 24, 3, 1, 1, 1, 14, 15, 2), (8, 16, 3, 2, 1, 1, 30, 29, 1), (12, 36, 5, 1, 2, 1, 13, 14, 2)]
 VARIANT_KERNELS = [(v, k) for v in _kernels.AVAILABLE
                    for k in __import__(f"onnxep._kernels_{v}", fromlist=["x"]).BGEMM_KERNELS
                    if __import__(f"onnxep._kernels_{v}", fromlist=["x"]).bgemm_have(k)]
@@ -260,7 +266,8 @@ def _gbound(x, w, b, res, stride, pad, dil, group):
 @pytest.mark.parametrize("geo", GROUPED, ids=lambda g: _ids(g[:8]) + f"-g{g[8]}")
 def test_bconv_grouped_kernel_within_bound(vk, geo):
     """BConvNhwc of a grouped conv on every ISA variant and bf16 micro-kernel this CPU runs: the float64 per-group
-    oracle within the bound; 1 and 2 threads the same bits; the residual taken in place the same bits."""
+    oracle within the bound; 1 and 2 threads the same bits; the residual taken in place the same bits; X rounded to
+    bf16 once (bconv_xb(1)) or per tap (bconv_xb(0)) the same bits."""
     import importlib
     mod = importlib.import_module(f"onnxep._kernels_{vk[0]}")
     C, cout, k, stride, pad, dil, H, W, group = geo
@@ -290,8 +297,14 @@ def test_bconv_grouped_kernel_within_bound(vk, geo):
             outs.append(y.reshape(2, Ho, Wo, cout).transpose(0, 3, 1, 2))
         yr = rh.copy()
         conv.run(xh, b, yr, yr, 2)
+        for mode in (0, 1):         # X rounded to bf16 once or per tap: the same rounding, the same bits
+            mod.bconv_xb(mode)
+            y = np.full(2 * Ho * Wo * cout, np.nan, np.float32)
+            conv.run(xh, b, rh, y, 2)
+            np.testing.assert_array_equal(y.reshape(2, Ho, Wo, cout).transpose(0, 3, 1, 2), outs[0])
     finally:
         mod.bgemm_force(None)
+        mod.bconv_xb(None)
     np.testing.assert_array_equal(outs[0], outs[1])
     np.testing.assert_array_equal(yr.reshape(2, Ho, Wo, cout).transpose(0, 3, 1, 2), outs[0])
     assert np.all(np.abs(outs[0] - ref) <= bound), float(np.max(np.abs(outs[0] - ref) / bound))
@@ -324,7 +337,7 @@ def _gmodel(C, cout, k, stride, pad, dil, H, W, group, rng):
 # channels in); and ones it keeps fp32: 3x3 16 -> 64 (K 144), 3x3 32 -> 32 (cout), 5x5 16 -> 32, a grouped 3x3 of 4
 # groups of 16 -> 16, the 3-channel 7x7 stem
 ROUTED_NEW = [(96, 256, 5, 1, 2, 1, 13, 13, 2), (128, 128, 3, 1, 1, 1, 9, 10, 2), (24, 64, 5, 1, 2, 1, 13, 13, 1),
-              (32, 128, 3, 2, 1, 1, 15, 14, 1)]
+              (32, 128, 3, 2, 1, 1, 15, 14, 1), (128, 128, 3, 1, 1, 1, 16, 16, 2), (64, 64, 3, 1, 1, 1, 15, 17, 1)]
 KEPT_FP32 = [(16, 64, 3, 1, 1, 1, 11, 11, 1), (32, 32, 3, 1, 1, 1, 11, 11, 1), (16, 32, 5, 1, 2, 1, 11, 11, 1),
              (64, 64, 3, 1, 1, 1, 11, 11, 4), (3, 64, 7, 2, 3, 1, 30, 30, 1)]
 
