@@ -293,12 +293,19 @@ cdef class BConvNhwc:
 # at 224x224 alone, bf16 / fp32 time at 1 / 2 threads, one sitting on a loaded machine: 0.92x / 1.09x with the copy,
 # 0.80x / 0.81x without)
 cdef int64_t BCONV_XB_MAX_BYTES = 1 << 20
+# ... and with fewer than this many channels (per group): a tap of 128 or more converts as fast as it copies, and the
+# copy is one more pass. Kernel alone, in-process alternating, idle machine, per-tap -> copy time at 1 / 2 threads:
+# 3x3 64 -> 64 at 56x56 0.87x / 0.51x, 64 -> 96 at 28x28 0.91x / 0.97x, 32 -> 128 at 27x27 0.94x / 0.90x, 5x5
+# 2 groups of 48 -> 128 at 27x27 0.93x / 0.94x; 3x3 128 -> 32 at 28x28 1.07x / 1.09x, 128 -> 128 at 28x28
+# 1.04x / 0.97x, 256 -> 256 at 14x14 1.02x / 1.03x
+cdef int64_t BCONV_XB_MAX_CHANNELS = 128
 cdef int bconv_xb_mode = -1     # tests and benches (bconv_xb): -1 by the size rule, 0 never, 1 whenever it applies
 
 
 def bconv_xb(mode):
     """Tests / benches: whether BConvNhwc rounds X to bf16 once before gathering its rows (1: whenever the taps
-    overlap and the channels are even, 0: never, None: as BCONV_XB_MAX_BYTES decides). Same bits either way."""
+    overlap and the channels are even, 0: never, None: as BCONV_XB_MAX_BYTES / _CHANNELS decide). Same bits
+    either way."""
     global bconv_xb_mode
     bconv_xb_mode = -1 if mode is None else (1 if mode else 0)
 
@@ -317,7 +324,7 @@ cdef int bconv_exec(const bg_conv* cv0, bint plain, const Act* act, const float*
     # copied from it (bgemm.h bg_conv.xb); even channel counts only (a tap's channels are whole pairs)
     xc.P = (M // (cv.Ho * cv.Wo)) * cv.H * cv.W
     if cv.kh * cv.kw > cv.sh * cv.sw and cv.C % 2 == 0 and cv.C > 0 and M >= 4 * BG_MB and bconv_xb_mode != 0 \
-            and (bconv_xb_mode == 1 or xc.P * cv.xc * 2 <= BCONV_XB_MAX_BYTES):
+            and (bconv_xb_mode == 1 or (xc.P * cv.xc * 2 <= BCONV_XB_MAX_BYTES and cv.C < BCONV_XB_MAX_CHANNELS)):
         xc.xc = cv.xc
         xc.x = x
         xc.simd = bg_kernel() != 0

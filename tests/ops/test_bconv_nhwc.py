@@ -1,8 +1,8 @@
 """bf16 channel-last convs: onnxep.compute_precision=bf16 runs a dense or grouped NhwcConv (not depthwise, constant W,
-enough products per output; ops/onnxep/nhwc_conv.py BF16_CONV_*) on the bf16 GEMM where the CPU has AMX-BF16 (onnxep/_k_bgemm.pxi
-BConvNhwc: im2col rows gathered and rounded to bf16 while A is packed; onnxep/_native/bgemm.h). The kernel is tested
-alone on every geometry, with every bf16 micro-kernel this CPU runs forced in turn (generic C, avx512bf16 vdpbf16ps,
-amx AMX-BF16 tiles); sessions where the routing rule sends a conv to it.
+enough products per output; ops/onnxep/nhwc_conv.py BF16_CONV_*) on the bf16 GEMM where the CPU has AMX-BF16
+(onnxep/_k_bgemm.pxi BConvNhwc: im2col rows gathered and rounded to bf16 while A is packed; onnxep/_native/bgemm.h).
+The kernel is tested alone on every geometry, with every bf16 micro-kernel this CPU runs forced in turn (generic C,
+avx512bf16 vdpbf16ps, amx AMX-BF16 tiles); sessions where the routing rule sends a conv to it.
 
 Oracles:
 - a float64 numpy conv of the fp32 inputs, within the bf16 bound tests/kernels/test_bgemm.py derives: per element
