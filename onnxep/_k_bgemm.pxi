@@ -299,6 +299,7 @@ cdef int64_t BCONV_XB_MAX_BYTES = 1 << 20
 # 2 groups of 48 -> 128 at 27x27 0.93x / 0.94x; 3x3 128 -> 32 at 28x28 1.07x / 1.09x, 128 -> 128 at 28x28
 # 1.04x / 0.97x, 256 -> 256 at 14x14 1.02x / 1.03x
 cdef int64_t BCONV_XB_MAX_CHANNELS = 128
+# (by the rule stride 1 only: ZFNet-512's 5x5 stride-2 96 -> 256 at 55x55 ran 1.06x / 1.05x the per-tap time with it)
 cdef int bconv_xb_mode = -1     # tests and benches (bconv_xb): -1 by the size rule, 0 never, 1 whenever it applies
 
 
@@ -324,7 +325,8 @@ cdef int bconv_exec(const bg_conv* cv0, bint plain, const Act* act, const float*
     # copied from it (bgemm.h bg_conv.xb); even channel counts only (a tap's channels are whole pairs)
     xc.P = (M // (cv.Ho * cv.Wo)) * cv.H * cv.W
     if cv.kh * cv.kw > cv.sh * cv.sw and cv.C % 2 == 0 and cv.C > 0 and M >= 4 * BG_MB and bconv_xb_mode != 0 \
-            and (bconv_xb_mode == 1 or (xc.P * cv.xc * 2 <= BCONV_XB_MAX_BYTES and cv.C < BCONV_XB_MAX_CHANNELS)):
+            and (bconv_xb_mode == 1 or (xc.P * cv.xc * 2 <= BCONV_XB_MAX_BYTES and cv.C < BCONV_XB_MAX_CHANNELS
+                                       and cv.sh * cv.sw == 1)):
         xc.xc = cv.xc
         xc.x = x
         xc.simd = bg_kernel() != 0
