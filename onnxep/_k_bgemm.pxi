@@ -8,7 +8,15 @@ from libc.stdint cimport uint16_t, uint32_t
 cdef extern from "_native/bgemm.h":
     ctypedef struct bg_conv:
         const float* x
-        int64_t H, W, C, kh, kw, sh, sw, dh, dw, ph, pw, Ho, Wo
+        int64_t H, W, C, kh, kw, sh, sw, dh, dw, ph, pw, Ho, Wo, xc
+        const uint32_t* xb
+    ctypedef struct bg_xconv:
+        const float* x
+        uint32_t* xb
+        int64_t P, xc
+        int simd
+    int BG_XPIX
+    void bg_conv_x_item(void* ctx, Py_ssize_t item, int tid) noexcept nogil
     ctypedef struct bg_args:
         const float* A
         int64_t lda
@@ -186,30 +194,59 @@ def bgemm_f32(const float[:, ::1] A, const float[::1] B_packed, int64_t N, float
         raise MemoryError()
 
 
+def bconv_pack_weight_size(int64_t cout, int64_t cg, int64_t kh, int64_t kw, int64_t group=1):
+    """Length in float32 slots of a conv weight (cout, cg, kh, kw) packed by bconv_pack_weight: one bgemm_pack_b
+    packing of (kh * kw * cg) x (cout / group) per group, one after the other."""
+    if group < 1 or cout % group or min(cout, cg, kh, kw) < 0:
+        raise ValueError(f"bconv_pack_weight_size: bad shape cout={cout} cg={cg} kernel={kh}x{kw} group={group}")
+    return group * bg_pack_b_len(kh * kw * cg, cout // group)
+
+
+def bconv_pack_weight(w, int64_t group, float[::1] out):
+    """Packs W (cout, cg, kh, kw; float32) for BConvNhwc: per group g, its cout / group filters as B = (kh * kw * cg)
+    x (cout / group), rows in (ky, kx, c) order (the im2col rows' order), at g * bg_pack_b_len(...) of `out`."""
+    cdef int64_t cout = w.shape[0], cg = w.shape[1], kh = w.shape[2], kw = w.shape[3]
+    cdef int64_t one = bconv_pack_weight_size(cout, cg, kh, kw, group) // group, g, og = cout // group
+    import numpy as np
+    if out.shape[0] != one * group:
+        raise ValueError(f"bconv_pack_weight: out has {out.shape[0]} slots, expected {one * group}")
+    for g in range(group):
+        b = np.ascontiguousarray(np.asarray(w[g * og:(g + 1) * og], dtype=np.float32).transpose(2, 3, 1, 0)
+                                 .reshape(kh * kw * cg, og))
+        bgemm_pack_b(b, False, out[g * one:(g + 1) * one])
+
+
 cdef class BConvNhwc:
-    """A channel-last conv (group 1) on the bf16 GEMM: Y (N, Ho, Wo, cout) = act(conv(X, W) + bias + res), the im2col
-    rows gathered while A is packed (bgemm.h bg_conv), W packed by bgemm_pack_b as (kh * kw * C) x cout (rows in
-    (ky, kx, c) order). Everything that depends only on the shapes is checked once here; run() checks the arrays."""
+    """A channel-last conv on the bf16 GEMM: Y (N, Ho, Wo, cout) = act(conv(X, W) + bias + res), the im2col rows
+    gathered while A is packed (bgemm.h bg_conv), W packed by bconv_pack_weight (per group (kh * kw * cg) x
+    (cout / group), rows in (ky, kx, c) order). A grouped conv runs its groups one after the other, each a GEMM on the
+    group's channels of X (pixel stride C) into its columns of Y (row stride cout). Everything that depends only on
+    the shapes is checked once here; run() checks the arrays."""
     cdef bg_conv cv
     cdef Act act
-    cdef int64_t N, cout, K, M
+    cdef int64_t N, cout, K, M, group
     cdef bint plain          # 1x1, stride 1, no pad: X itself is A (M x C)
     cdef const float[::1] w
 
     def __init__(self, tuple xshape, const float[::1] w_packed, int64_t cout, tuple kernel, tuple strides,
-                 tuple dilations, tuple pads, tuple out_spatial, activation=None):
+                 tuple dilations, tuple pads, tuple out_spatial, activation=None, int64_t group=1):
         if len(xshape) != 4 or len(kernel) != 2 or len(strides) != 2 or len(dilations) != 2 or len(pads) != 2 \
                 or len(out_spatial) != 2:
             raise ValueError("BConvNhwc: xshape must be (N, H, W, C) and kernel/strides/dilations/pads/out_spatial "
                              "(h, w) pairs")
         self.act = make_act(activation, False)
-        self.N, self.cv.H, self.cv.W, self.cv.C = xshape
+        self.N, self.cv.H, self.cv.W, self.cv.xc = xshape
+        if group < 1 or cout % group or self.cv.xc % group:
+            raise ValueError(f"BConvNhwc: group={group} does not divide cout={cout} and C={self.cv.xc}")
+        self.group = group
+        self.cv.C = self.cv.xc // group
         self.cv.kh, self.cv.kw = kernel
         self.cv.sh, self.cv.sw = strides
         self.cv.dh, self.cv.dw = dilations
         self.cv.ph, self.cv.pw = pads
         self.cv.Ho, self.cv.Wo = out_spatial
         self.cv.x = NULL
+        self.cv.xb = NULL
         if min(self.cv.kh, self.cv.kw, self.cv.sh, self.cv.sw, self.cv.dh, self.cv.dw, cout) < 1 \
                 or min(self.cv.ph, self.cv.pw, self.cv.Ho, self.cv.Wo, self.N, self.cv.C) < 0:
             raise ValueError(f"BConvNhwc: bad geometry kernel={kernel} strides={strides} dilations={dilations} "
@@ -217,18 +254,19 @@ cdef class BConvNhwc:
         self.cout = cout
         self.K = self.cv.kh * self.cv.kw * self.cv.C
         self.M = self.N * self.cv.Ho * self.cv.Wo
-        if w_packed.shape[0] != bg_pack_b_len(self.K, cout):
+        if w_packed.shape[0] != group * bg_pack_b_len(self.K, cout // group):
             raise ValueError(f"BConvNhwc: packed weight has {w_packed.shape[0]} slots, expected "
-                             f"{bg_pack_b_len(self.K, cout)} for K={self.K}, cout={cout} ({BGEMM_FORMAT})")
+                             f"{group * bg_pack_b_len(self.K, cout // group)} for K={self.K}, cout={cout}, "
+                             f"group={group} ({BGEMM_FORMAT})")
         self.plain = self.cv.kh == 1 and self.cv.kw == 1 and self.cv.sh == 1 and self.cv.sw == 1 \
             and self.cv.ph == 0 and self.cv.pw == 0 and self.cv.Ho == self.cv.H and self.cv.Wo == self.cv.W
         self.w = w_packed
 
     def run(self, const float[::1] x, const float[::1] bias, const float[::1] res, float[::1] y, int nthreads=0):
         cdef int rc
-        if x.shape[0] != self.N * self.cv.H * self.cv.W * self.cv.C or y.shape[0] != self.M * self.cout:
+        if x.shape[0] != self.N * self.cv.H * self.cv.W * self.cv.xc or y.shape[0] != self.M * self.cout:
             raise ValueError(f"BConvNhwc: x has {x.shape[0]} elements, y {y.shape[0]}; expected "
-                             f"{self.N * self.cv.H * self.cv.W * self.cv.C} and {self.M * self.cout}")
+                             f"{self.N * self.cv.H * self.cv.W * self.cv.xc} and {self.M * self.cout}")
         if bias is not None and bias.shape[0] != self.cout:
             raise ValueError(f"BConvNhwc: bias has {bias.shape[0]} elements, expected {self.cout}")
         if res is not None and res.shape[0] != self.M * self.cout:
@@ -238,24 +276,80 @@ cdef class BConvNhwc:
         with nogil:
             rc = bconv_exec(&self.cv, self.plain, &self.act, &x[0] if x.shape[0] else NULL, &self.w[0], self.M,
                             self.cout, self.K, &bias[0] if bias is not None else NULL,
-                            &res[0] if res is not None else NULL, &y[0], nthreads)
+                            &res[0] if res is not None else NULL, &y[0], nthreads, self.group)
         if rc:
             raise MemoryError("BConvNhwc: no memory for the packed rows")
 
     def step_args(self):
         """(ints, floats) describing this conv to the compiled run loop's RL_BCONV_NHWC step (bconv_step)."""
-        return ([self.M, self.cout, self.K, self.plain, self.act.kind, self.cv.H, self.cv.W, self.cv.C, self.cv.kh,
+        return ([self.M, self.cout, self.K, self.plain, self.act.kind, self.cv.H, self.cv.W, self.cv.xc, self.cv.kh,
                  self.cv.kw, self.cv.sh, self.cv.sw, self.cv.dh, self.cv.dw, self.cv.ph, self.cv.pw, self.cv.Ho,
-                 self.cv.Wo], [self.act.a, self.act.b])
+                 self.cv.Wo, self.group], [self.act.a, self.act.b])
+
+
+# X rounded to bf16 once for the rows (bconv_exec) while its bf16 copy takes at most this many bytes: half a 2 MiB L2,
+# so the copy is still in cache when the rows are gathered from it; a larger one (VGG-19's 224x224x64: 6.4 MB) is one
+# more pass over memory than converting each tap from X's rows, which the gather reads from cache anyway (3x3 64 -> 64
+# at 224x224 alone, bf16 / fp32 time at 1 / 2 threads, one sitting on a loaded machine: 0.92x / 1.09x with the copy,
+# 0.80x / 0.81x without)
+cdef int64_t BCONV_XB_MAX_BYTES = 1 << 20
+# ... and with fewer than this many channels (per group): a tap of 128 or more converts as fast as it copies, and the
+# copy is one more pass. Kernel alone, in-process alternating, idle machine, per-tap -> copy time at 1 / 2 threads:
+# 3x3 64 -> 64 at 56x56 0.87x / 0.51x, 64 -> 96 at 28x28 0.91x / 0.97x, 32 -> 128 at 27x27 0.94x / 0.90x, 5x5
+# 2 groups of 48 -> 128 at 27x27 0.93x / 0.94x; 3x3 128 -> 32 at 28x28 1.07x / 1.09x, 128 -> 128 at 28x28
+# 1.04x / 0.97x, 256 -> 256 at 14x14 1.02x / 1.03x
+cdef int64_t BCONV_XB_MAX_CHANNELS = 128
+# (by the rule stride 1 only: ZFNet-512's 5x5 stride-2 96 -> 256 at 55x55 ran 1.06x / 1.05x the per-tap time with it)
+cdef int bconv_xb_mode = -1     # tests and benches (bconv_xb): -1 by the size rule, 0 never, 1 whenever it applies
+
+
+def bconv_xb(mode):
+    """Tests / benches: whether BConvNhwc rounds X to bf16 once before gathering its rows (1: whenever the taps
+    overlap and the channels are even, 0: never, None: as BCONV_XB_MAX_BYTES / _CHANNELS decide). Same bits
+    either way."""
+    global bconv_xb_mode
+    bconv_xb_mode = -1 if mode is None else (1 if mode else 0)
 
 
 cdef int bconv_exec(const bg_conv* cv0, bint plain, const Act* act, const float* x, const float* wp, int64_t M,
-                    int64_t cout, int64_t K, const float* bias, const float* res, float* y, int nthreads) noexcept nogil:
+                    int64_t cout, int64_t K, const float* bias, const float* res, float* y, int nthreads,
+                    int64_t group) noexcept nogil:
+    """The conv's groups one after the other (cv0.C channels each, of cv0.xc), each a GEMM of M x (cout / group)
+    into its columns of y (row stride cout), weight group g at g * bg_pack_b_len(K, cout / group)."""
     cdef bg_conv cv = cv0[0]
-    cv.x = x
-    if plain and M < 4 * BG_MB:      # a 1x1 conv's X is A: the plain GEMM when too few pixels for per-item packing
-        return bgemm_run_ex(x, K, NULL, wp, M, cout, K, 1.0, bias, res, cout, y, cout, act, nthreads)
-    return bgemm_run_ex(NULL, 0, &cv, wp, M, cout, K, 1.0, bias, res, cout, y, cout, act, nthreads)
+    cdef int64_t g, og = cout // group, wlen = bg_pack_b_len(K, cout // group)
+    cdef int rc = 0, nth
+    cdef uint32_t* xb = NULL
+    cdef bg_xconv xc
+    # taps that overlap (each input pixel gathered kh * kw / (sh * sw) times): X rounded to bf16 once, the rows then
+    # copied from it (bgemm.h bg_conv.xb); even channel counts only (a tap's channels are whole pairs)
+    xc.P = (M // (cv.Ho * cv.Wo)) * cv.H * cv.W
+    if cv.kh * cv.kw > cv.sh * cv.sw and cv.C % 2 == 0 and cv.C > 0 and M >= 4 * BG_MB and bconv_xb_mode != 0 \
+            and (bconv_xb_mode == 1 or (xc.P * cv.xc * 2 <= BCONV_XB_MAX_BYTES and cv.C < BCONV_XB_MAX_CHANNELS
+                                       and cv.sh * cv.sw == 1)):
+        xc.xc = cv.xc
+        xc.x = x
+        xc.simd = bg_kernel() != 0
+        xb = <uint32_t*>malloc(<size_t>xc.P * (cv.xc // 2) * 4 + 64)
+        if xb != NULL:          # else the rows convert from X as they are gathered
+            xc.xb = xb
+            nth = sgemm_threads(M, og, (K + 1) // 2, nthreads)
+            parallel_for((xc.P + BG_XPIX - 1) // BG_XPIX, nth if xc.P > BG_XPIX else 1, <task_fn>bg_conv_x_item,
+                         &xc)
+    for g in range(group):
+        cv.x = x + g * cv.C
+        cv.xb = xb + g * (cv.C // 2) if xb != NULL else NULL
+        if plain and M < 4 * BG_MB:  # a 1x1 conv's X is A: the plain GEMM when too few pixels for per-item packing
+            rc = bgemm_run_ex(cv.x, cv.xc, NULL, wp + g * wlen, M, og, K, 1.0,
+                              bias + g * og if bias != NULL else NULL, res + g * og if res != NULL else NULL, cout,
+                              y + g * og, cout, act, nthreads)
+        else:
+            rc = bgemm_run_ex(NULL, 0, &cv, wp + g * wlen, M, og, K, 1.0, bias + g * og if bias != NULL else NULL,
+                              res + g * og if res != NULL else NULL, cout, y + g * og, cout, act, nthreads)
+        if rc:
+            break
+    free(xb)
+    return rc
 
 
 cdef int bconv_step(const Py_ssize_t* n, const float* f, const float* xp, const float* wp, const float* bptr,
@@ -263,9 +357,11 @@ cdef int bconv_step(const Py_ssize_t* n, const float* f, const float* xp, const 
     """bconv_exec from BConvNhwc.step_args' numbers (the run loop's RL_BCONV_NHWC)."""
     cdef bg_conv cv
     cdef Act act
+    cv.xb = NULL
     act.kind, act.a, act.b = <int>n[4], f[0], f[1]
-    cv.H, cv.W, cv.C, cv.kh, cv.kw, cv.sh, cv.sw = n[5], n[6], n[7], n[8], n[9], n[10], n[11]
+    cv.H, cv.W, cv.xc, cv.kh, cv.kw, cv.sh, cv.sw = n[5], n[6], n[7], n[8], n[9], n[10], n[11]
     cv.dh, cv.dw, cv.ph, cv.pw, cv.Ho, cv.Wo = n[12], n[13], n[14], n[15], n[16], n[17]
+    cv.C = cv.xc // n[18]
     if n[0] == 0:
         return 0
-    return bconv_exec(&cv, <bint>n[3], &act, xp, wp, n[0], n[1], n[2], bptr, rptr, yp, nthreads)
+    return bconv_exec(&cv, <bint>n[3], &act, xp, wp, n[0], n[1], n[2], bptr, rptr, yp, nthreads, n[18])

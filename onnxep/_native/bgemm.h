@@ -271,10 +271,30 @@ static void bg_item_amx(const uint32_t* Ap, int64_t K2P, const uint16_t* Bpan, i
 #endif
 
 /* ---------------------------------------------------------------- channel-last conv as a GEMM
-   A row m is output pixel (n, oh, ow) of an NHWC conv (group 1), column k = (ky * kw + kx) * C + c; taps outside the
-   image are zeros. The rows are gathered into a per-thread fp32 row while A is packed (no im2col matrix), and B is
+   A row m is output pixel (n, oh, ow) of an NHWC conv (one group of it), column k = (ky * kw + kx) * C + c; taps
+   outside the image are zeros. The rows are gathered into a per-thread fp32 row while A is packed (no im2col matrix), and B is
    the weight as (kh * kw * C) x cout. */
-typedef struct { const float* x; int64_t H, W, C, kh, kw, sh, sw, dh, dw, ph, pw, Ho, Wo; } bg_conv;
+/* Grouped convs run one group at a time: x points at the group's first channel, C is the group's channel count and xc
+   X's channels per pixel (the pixel stride; C == xc for group 1). xb (or NULL): X already rounded to bf16 pairs
+   (bg_conv_x_item, pixel stride xc / 2 pairs), at the group's first pair -- a tap's channels are then copied, not
+   converted, so a kernel whose taps overlap (kh * kw > sh * sw: each pixel gathered kh * kw / (sh * sw) times)
+   converts each input value once. */
+typedef struct { const float* x; int64_t H, W, C, kh, kw, sh, sw, dh, dw, ph, pw, Ho, Wo, xc; const uint32_t* xb; }
+    bg_conv;
+
+/* X (P pixels of xc floats, xc even) -> bf16 pairs, BG_XPIX pixels an item, rounded as bg_pack_conv_rows would */
+#define BG_XPIX 64
+typedef struct { const float* x; uint32_t* xb; int64_t P, xc; int simd; } bg_xconv;
+
+static void bg_conv_x_item(void* ctx, Py_ssize_t item, int tid) {
+    const bg_xconv* c = (const bg_xconv*)ctx;
+    int64_t p0 = item * BG_XPIX, p1 = p0 + BG_XPIX < c->P ? p0 + BG_XPIX : c->P;
+    (void)tid;
+#if BG_X86
+    if (c->simd) { bg_pack_a_rows_bf16(c->x, c->xc, c->xc, c->xc / 2, p0, p1, c->xb); return; }
+#endif
+    bg_pack_a_rows(c->x, c->xc, c->xc, c->xc / 2, p0, p1, c->xb);
+}
 
 static void bg_conv_row(const bg_conv* cv, int64_t m, float* row) {
     int64_t hw = cv->Ho * cv->Wo, n = m / hw, r = m % hw, oh = r / cv->Wo, ow = r % cv->Wo, C = cv->C;
@@ -284,7 +304,7 @@ static void bg_conv_row(const bg_conv* cv, int64_t m, float* row) {
         for (int64_t kx = 0; kx < cv->kw; kx++, d += C) {
             int64_t iw = ow * cv->sw - cv->pw + kx * cv->dw;
             if (ih < 0 || ih >= cv->H || iw < 0 || iw >= cv->W) memset(d, 0, (size_t)C * 4);
-            else memcpy(d, cv->x + ((n * cv->H + ih) * cv->W + iw) * C, (size_t)C * 4);
+            else memcpy(d, cv->x + ((n * cv->H + ih) * cv->W + iw) * cv->xc, (size_t)C * 4);
         }
     }
 }
@@ -324,7 +344,9 @@ static void bg_pack_conv_rows(const bg_args* a, int64_t m0, int64_t m1, int tid,
                 for (int64_t kx = 0; kx < cv->kw; kx++, d += C / 2) {
                     int64_t iw = ow * cv->sw - cv->pw + kx * cv->dw;
                     if (ih < 0 || ih >= cv->H || iw < 0 || iw >= cv->W) { memset(d, 0, (size_t)C * 2); continue; }
-                    const float* src = cv->x + ((n * cv->H + ih) * cv->W + iw) * C;
+                    if (cv->xb) { memcpy(d, cv->xb + ((n * cv->H + ih) * cv->W + iw) * (cv->xc / 2), (size_t)C * 2);
+                                  continue; }
+                    const float* src = cv->x + ((n * cv->H + ih) * cv->W + iw) * cv->xc;
 #if BG_X86
                     if (simd) { bg_pack_a_rows_bf16(src, 0, C, C / 2, 0, 1, d); continue; }
 #endif

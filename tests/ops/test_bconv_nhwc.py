@@ -1,15 +1,18 @@
-"""bf16 channel-last convs: onnxep.compute_precision=bf16 runs a dense NhwcConv (group 1, constant W, enough products
-per output; ops/onnxep/nhwc_conv.py BF16_CONV_*) on the bf16 GEMM where the CPU has AMX-BF16 (onnxep/_k_bgemm.pxi
-BConvNhwc: im2col rows gathered and rounded to bf16 while A is packed; onnxep/_native/bgemm.h). The kernel is tested
-alone on every geometry, with every bf16 micro-kernel this CPU runs forced in turn (generic C, avx512bf16 vdpbf16ps,
-amx AMX-BF16 tiles); sessions where the routing rule sends a conv to it.
+"""bf16 channel-last convs: onnxep.compute_precision=bf16 runs a dense or grouped NhwcConv (not depthwise, constant W,
+enough products per output; ops/onnxep/nhwc_conv.py BF16_CONV_*) on the bf16 GEMM where the CPU has AMX-BF16
+(onnxep/_k_bgemm.pxi BConvNhwc: im2col rows gathered and rounded to bf16 while A is packed; onnxep/_native/bgemm.h).
+The kernel is tested alone on every geometry, with every bf16 micro-kernel this CPU runs forced in turn (generic C,
+avx512bf16 vdpbf16ps, amx AMX-BF16 tiles); sessions where the routing rule sends a conv to it.
 
 Oracles:
 - a float64 numpy conv of the fp32 inputs, within the bf16 bound tests/kernels/test_bgemm.py derives: per element
   |err| <= (2**-7 + 2**-16 + K * 2**-23) * S + 2**-21 * (S + |bias| + |residual|), S the conv of |x| and |w| and K the
   taps (kh * kw * C); Relu is 1-Lipschitz, so the bound carries over;
+- grouped: the float64 conv of each group's channels with its filters, concatenated, within the same bound (K of
+  one group); the grouped kernel on every ISA variant (generic, avx2, avx512 builds) and bf16 micro-kernel this CPU
+  runs;
 - the same bf16 session through the Python loop (compiled runs off): the RL_BCONV_NHWC step gives the same bits;
-- the fp32 session: the outputs differ (the bf16 path ran)."""
+- the fp32 session: the outputs differ (the bf16 path ran); below the routing rule, the same bits (fp32 ran)."""
 from __future__ import annotations
 
 import numpy as np
@@ -228,3 +231,152 @@ def test_bf16_conv_residual_that_broadcasts_at_run_time():
             assert got.shape == want.shape
             assert np.max(np.abs(got - want)) <= 2 ** -6 * np.max(np.abs(want))
         assert not np.array_equal(got, want)
+
+
+# grouped convs (C, cout, kernel, stride, pad, dilation, H, W, group): the groups run one after the other, each on
+# its channels of X (pixel stride C) into its columns of Y (row stride cout), weight group g packed at g * its size.
+# 3x3 same on 2 groups; 3 groups of 3 (odd) channels, strided, enough pixels for the per-item packing; plain 1x1 on
+# 4 groups (X is A, lda C) with few pixels and with many; 5x5 of 2 groups of 5 (odd) -> 33 (a tail of columns);
+# a residual on every one. With overlapping taps, an even channel count per group and at least 4 * BG_MB pixels, X is
+# rounded to bf16 once and the rows copied from it (bg_conv.xb): 3x3 on 2 groups of 8, a strided 3x3 on one group of
+# 8 (the padded edges), a group of 6 ((6, 40, ...) in GEOMETRIES too); odd channel counts keep converting per tap
+GROUPED = [(8, 12, 3, 1, 1, 1, 9, 10, 2), (9, 6, 3, 2, 1, 1, 30, 31, 3), (8, 12, 1, 1, 0, 1, 5, 5, 4),
+           (16, 40, 1, 1, 0, 1, 20, 21, 4), (10, 66, 5, 1, 2, 1, 15, 16, 2), (12, 8, 3, 1, 2, 2, 8, 8, 2),
+           (16, 24, 3, 1, 1, 1, 14, 15, 2), (8, 16, 3, 2, 1, 1, 30, 29, 1), (12, 36, 5, 1, 2, 1, 13, 14, 2)]
+VARIANT_KERNELS = [(v, k) for v in _kernels.AVAILABLE
+                   for k in __import__(f"onnxep._kernels_{v}", fromlist=["x"]).BGEMM_KERNELS
+                   if __import__(f"onnxep._kernels_{v}", fromlist=["x"]).bgemm_have(k)]
+
+
+def _gconv64(x, w, b, stride, pad, dil, group):
+    cg, og = x.shape[1] // group, w.shape[0] // group
+    return np.concatenate([_conv64(x[:, g * cg:(g + 1) * cg], w[g * og:(g + 1) * og],
+                                   None if b is None else b[g * og:(g + 1) * og], stride, pad, dil)
+                           for g in range(group)], axis=1)
+
+
+def _gbound(x, w, b, res, stride, pad, dil, group):
+    s = _gconv64(np.abs(x), np.abs(w), None, stride, pad, dil, group)
+    K = w.shape[1] * w.shape[2] * w.shape[3]
+    extra = (0 if b is None else np.abs(b)[None, :, None, None]) + (0 if res is None else np.abs(res))
+    return (2 ** -7 + 2 ** -16 + K * 2 ** -23) * s + 2 ** -21 * (s + extra)
+
+
+@pytest.mark.parametrize("vk", VARIANT_KERNELS, ids=["-".join(p) for p in VARIANT_KERNELS])
+@pytest.mark.parametrize("geo", GROUPED, ids=lambda g: _ids(g[:8]) + f"-g{g[8]}")
+def test_bconv_grouped_kernel_within_bound(vk, geo):
+    """BConvNhwc of a grouped conv on every ISA variant and bf16 micro-kernel this CPU runs: the float64 per-group
+    oracle within the bound; 1 and 2 threads the same bits; the residual taken in place the same bits; X rounded to
+    bf16 once (bconv_xb(1)) or per tap (bconv_xb(0)) the same bits."""
+    import importlib
+    mod = importlib.import_module(f"onnxep._kernels_{vk[0]}")
+    C, cout, k, stride, pad, dil, H, W, group = geo
+    rng = np.random.default_rng(sum(geo))
+    x = rng.standard_normal((2, C, H, W)).astype(np.float32)
+    w = (rng.standard_normal((cout, C // group, k, k)) / np.sqrt(C // group * k * k)).astype(np.float32)
+    b = rng.standard_normal(cout).astype(np.float32)
+    x64, w64 = x.astype(np.float64), w.astype(np.float64)
+    ref = _gconv64(x64, w64, b.astype(np.float64), stride, pad, dil, group)
+    res = rng.standard_normal(ref.shape).astype(np.float32)
+    bound = _gbound(x64, w64, b, res, stride, pad, dil, group)
+    ref = np.maximum(ref + res, 0)
+    bp = np.full(mod.bconv_pack_weight_size(cout, C // group, k, k, group), np.nan, np.float32)
+    mod.bconv_pack_weight(w, group, bp)
+    assert not np.isnan(bp).any()                         # every slot written
+    Ho, Wo = ref.shape[2:]
+    xh = np.ascontiguousarray(x.transpose(0, 2, 3, 1)).reshape(-1)
+    rh = np.ascontiguousarray(res.transpose(0, 2, 3, 1)).reshape(-1)
+    mod.bgemm_force(vk[1])
+    try:
+        conv = mod.BConvNhwc((2, H, W, C), bp, cout, (k, k), (stride, stride), (dil, dil), (pad, pad), (Ho, Wo),
+                             "Relu", group)
+        outs = []
+        for nt in (1, 2):
+            y = np.full(2 * Ho * Wo * cout, np.nan, np.float32)
+            conv.run(xh, b, rh, y, nt)
+            outs.append(y.reshape(2, Ho, Wo, cout).transpose(0, 3, 1, 2))
+        yr = rh.copy()
+        conv.run(xh, b, yr, yr, 2)
+        for mode in (0, 1):         # X rounded to bf16 once or per tap: the same rounding, the same bits
+            mod.bconv_xb(mode)
+            y = np.full(2 * Ho * Wo * cout, np.nan, np.float32)
+            conv.run(xh, b, rh, y, 2)
+            np.testing.assert_array_equal(y.reshape(2, Ho, Wo, cout).transpose(0, 3, 1, 2), outs[0])
+    finally:
+        mod.bgemm_force(None)
+        mod.bconv_xb(None)
+    np.testing.assert_array_equal(outs[0], outs[1])
+    np.testing.assert_array_equal(yr.reshape(2, Ho, Wo, cout).transpose(0, 3, 1, 2), outs[0])
+    assert np.all(np.abs(outs[0] - ref) <= bound), float(np.max(np.abs(outs[0] - ref) / bound))
+
+
+def test_bconv_grouped_checks_sizes():
+    with pytest.raises(ValueError, match="group"):
+        _kernels.bconv_pack_weight_size(6, 4, 3, 3, 4)
+    bp = np.zeros(_kernels.bconv_pack_weight_size(8, 4, 3, 3, 2), np.float32)
+    with pytest.raises(ValueError, match="packed weight"):       # one group's packing for two
+        _kernels.BConvNhwc((1, 5, 5, 8), bp[:len(bp) // 2], 8, (3, 3), (1, 1), (1, 1), (1, 1), (5, 5), None, 2)
+    with pytest.raises(ValueError, match="group"):
+        _kernels.BConvNhwc((1, 5, 5, 9), bp, 8, (3, 3), (1, 1), (1, 1), (1, 1), (5, 5), None, 2)
+    with pytest.raises(ValueError, match="out has"):
+        _kernels.bconv_pack_weight(np.zeros((8, 4, 3, 3), np.float32), 2, bp[:-1])
+
+
+def _gmodel(C, cout, k, stride, pad, dil, H, W, group, rng):
+    w0 = (rng.standard_normal((cout, C // group, k, k)) / np.sqrt(C // group * k * k)).astype(np.float32)
+    b0 = rng.standard_normal(cout).astype(np.float32)
+    nodes = [helper.make_node("Conv", ["x", "w0", "b0"], ["c0"], kernel_shape=[k, k], strides=[stride] * 2,
+                              pads=[pad] * 4, dilations=[dil] * 2, group=group),
+             helper.make_node("Relu", ["c0"], ["r"])]
+    x = rng.standard_normal((1, C, H, W)).astype(np.float32)
+    return make_model(nodes, {"x": x}, ["r"], initializers={"w0": w0, "b0": b0}, opset=17), x, w0, b0
+
+
+# convs the routing rule sends to bf16 since grouped convs and the wide rule (BF16_CONV_WIDE_*): AlexNet's grouped
+# 5x5 (2 groups of 48 -> 128), a grouped 3x3 of 2 groups of 64 -> 64, 5x5 24 -> 64 and 3x3 32 -> 128 (fewer than 64
+# channels in); and ones it keeps fp32: 3x3 16 -> 64 (K 144), 3x3 32 -> 32 (cout), 5x5 16 -> 32, a grouped 3x3 of 4
+# groups of 16 -> 16, the 3-channel 7x7 stem
+ROUTED_NEW = [(96, 256, 5, 1, 2, 1, 13, 13, 2), (128, 128, 3, 1, 1, 1, 9, 10, 2), (24, 64, 5, 1, 2, 1, 13, 13, 1),
+              (32, 128, 3, 2, 1, 1, 15, 14, 1), (128, 128, 3, 1, 1, 1, 16, 16, 2), (64, 64, 3, 1, 1, 1, 15, 17, 1)]
+KEPT_FP32 = [(16, 64, 3, 1, 1, 1, 11, 11, 1), (32, 32, 3, 1, 1, 1, 11, 11, 1), (16, 32, 5, 1, 2, 1, 11, 11, 1),
+             (64, 64, 3, 1, 1, 1, 11, 11, 4), (3, 64, 7, 2, 3, 1, 30, 30, 1)]
+
+
+@needs_amx
+@pytest.mark.parametrize("geo", ROUTED_NEW, ids=lambda g: _ids(g[:8]) + f"-g{g[8]}")
+def test_bf16_grouped_and_wide_convs_within_bound(geo):
+    """Sessions: the conv runs on bf16 (the fp32 session's output differs), within the bound of the float64 oracle,
+    in the compiled run loop (no Python step), which gives the same bits as the Python loop."""
+    C, cout, k, stride, pad, dil, H, W, group = geo
+    rng = np.random.default_rng(sum(geo))
+    model, x, w0, b0 = _gmodel(*geo, rng)
+    feeds = [{"x": rng.standard_normal(x.shape).astype(np.float32)} for _ in range(2)]
+    sess = _session(model, "bf16")
+    got = [sess.run(None, f)[0] for f in feeds + feeds][len(feeds):]
+    progs = _programs(sess)
+    assert progs and all(p.n_py == 0 for p in progs), [(p.n_c, p.n_py) for p in progs]
+    for f, r in zip(feeds, got):
+        x64 = f["x"].astype(np.float64)
+        ref = np.maximum(_gconv64(x64, w0.astype(np.float64), b0.astype(np.float64), stride, pad, dil, group), 0)
+        bound = _gbound(x64, w0.astype(np.float64), b0, None, stride, pad, dil, group)
+        assert np.all(np.abs(r - ref) <= bound), float(np.max(np.abs(r - ref) / bound))
+    assert not np.array_equal(got[-1], _session(model, "fp32").run(None, feeds[-1])[0])      # bf16 ran
+    device.COMPILED_RUNS = False
+    try:
+        ref_sess = _session(model, "bf16")
+        want = [ref_sess.run(None, f)[0] for f in feeds]
+        assert not _programs(ref_sess)
+    finally:
+        device.COMPILED_RUNS = True
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+
+
+@needs_amx
+@pytest.mark.parametrize("geo", KEPT_FP32, ids=lambda g: _ids(g[:8]) + f"-g{g[8]}")
+def test_bf16_session_keeps_small_convs_fp32(geo):
+    """Below the routing rule the bf16 session runs the fp32 conv: the same bits as the fp32 session."""
+    rng = np.random.default_rng(sum(geo))
+    model, x, _, _ = _gmodel(*geo, rng)
+    np.testing.assert_array_equal(_session(model, "bf16").run(None, {"x": x})[0],
+                                  _session(model, "fp32").run(None, {"x": x})[0])

@@ -12,9 +12,9 @@ Dense and grouped convs run conv_nhwc_f32 (implicit im2col, no col buffer; 3x3 s
 Winograd's F(4x4, 3x3) or F(2x2, 3x3), their weight packed transformed); one input channel per group (depthwise) runs
 conv_depthwise_nhwc_f32 (no Z; activations DW_ACTIVATIONS).
 
-With onnxep.compute_precision=bf16 (ops/_bf16.py) a dense conv (group 1) with a constant W runs on the bf16 GEMM
+With onnxep.compute_precision=bf16 (ops/_bf16.py) a dense or grouped conv with a constant W runs on the bf16 GEMM
 instead (_k_bgemm.pxi BConvNhwc: im2col rows gathered and rounded to bf16 while packed, W packed once in bf16, the same
-epilogue); depthwise and grouped convs stay fp32."""
+epilogue; a grouped conv group by group, each a GEMM on its channels); depthwise convs stay fp32."""
 import numpy as np
 
 from onnxep import _kernels
@@ -73,6 +73,18 @@ _WINOGRAD_PATHS = {0: "auto", 2: "winograd", 4: "winograd4"}      # _winograd's 
 # (Sapphire Rapids, whose vdpbf16ps has half the FMA's instruction rate), so convs keep fp32 there
 BF16_CONV_MIN_K = 128
 BF16_CONV_MIN_CHANNELS = 64
+# ... or, for a spatial kernel with fewer input channels, at least these many channels in, products per output (C * kh
+# * kw) and output channels (per group): each gathered tap then feeds enough outputs. Per group for grouped convs (C
+# and cout of one group). One conv alone in a session (+ Relu) against the fp32 session, 1 / 2 threads, a loaded
+# machine: taken -- 5x5 32 -> 96 at 27x27 0.35x / 0.31x, 24 -> 64 at 13x13 0.48x / 0.36x, 16 -> 48 at 13x13 0.60x /
+# 0.46x, 48 -> 128 at 6x6 0.38x / 0.33x; 3x3 48 -> 192 at 13x13 0.55x / 0.48x, 32 -> 128 at 27x27 0.70x / 0.76x,
+# 32 -> 64 at 56x56 0.87x / 0.98x; AlexNet's grouped 5x5 (2 groups of 48 -> 128) at 27x27 0.34x / 0.29x. Left fp32:
+# 3x3 16 -> 64 at 55x55 (K 144) 1.08x / 1.00x, 32 -> 32 at 56x56 1.17x / 1.05x, 5x5 16 -> 32 at 27x27 1.26x / 0.99x
+# (at 56x56 1.08x / 1.50x), 8 -> 32 2.3x, the 3-channel stems (7x7 -> 96 stride 2 1.5x / 1.3x, 11x11 -> 96 stride 4
+# 0.95x / 1.11x)
+BF16_CONV_WIDE_MIN_CHANNELS = 16
+BF16_CONV_WIDE_MIN_K = 256
+BF16_CONV_WIDE_MIN_COUT = 48
 
 
 def _plain_f32(*arrays) -> bool:
@@ -176,19 +188,23 @@ class NhwcConv_1(ConvAttrs, PackedWeightMixin, OpKernel):
         return 0
 
     def _bf16(self, wshape):
-        """True when this conv runs on the bf16 GEMM: the session asked for bf16 (and the CPU has it), group 1, and
-        W constant, so packed once (a W computed per run keeps the fp32 path). Once packed, the constant itself may be
-        gone (compile drops it; an EPContext load never had it): the packed weight answers then."""
-        return int(self.group) == 1 and _kernels.bgemm_have("amx") and use_bf16(self) \
+        """True when this conv runs on the bf16 GEMM: the session asked for bf16 (and the CPU has it), not depthwise
+        (grouped convs run group by group), and W constant, so packed once (a W computed per run keeps the fp32
+        path). Once packed, the constant itself may be gone (compile drops it; an EPContext load never had it): the
+        packed weight answers then. The thresholds are per group (W's second dim is a group's channels)."""
+        return not self._depthwise_shape(wshape, int(self.group)) and _kernels.bgemm_have("amx") and use_bf16(self) \
             and wshape[1] * wshape[2] * wshape[3] >= BF16_CONV_MIN_K \
-            and (wshape[2] * wshape[3] == 1 or wshape[1] >= BF16_CONV_MIN_CHANNELS) \
+            and (wshape[2] * wshape[3] == 1 or wshape[1] >= BF16_CONV_MIN_CHANNELS
+                 or (wshape[1] >= BF16_CONV_WIDE_MIN_CHANNELS
+                     and wshape[1] * wshape[2] * wshape[3] >= BF16_CONV_WIDE_MIN_K
+                     and wshape[0] // int(self.group) >= BF16_CONV_WIDE_MIN_COUT)) \
             and (self.packed(1) is not None or self.info.constants.get(1) is not None)
 
     def prepack_format(self, input_index):
         w = self.info.constants.get(1)
         group = int(self.group)
         if w is not None and self._bf16(w.shape):
-            return f"{_kernels.BGEMM_FORMAT}:conv-nhwc-kkc"
+            return f"{_kernels.BGEMM_FORMAT}:conv-nhwc-kkc" + (f":group={group}" if group > 1 else "")
         kind = "conv-nhwc"
         m = 0 if w is None else self._winograd(w.shape)
         if w is not None and self._depthwise_shape(w.shape, group):
@@ -206,9 +222,9 @@ class NhwcConv_1(ConvAttrs, PackedWeightMixin, OpKernel):
     def _pack(self, w):
         cout, cg, kh, kw = w.shape
         group = int(self.group)
-        if self._bf16(w.shape):     # B = W as (kh * kw * C) x cout, rows in (ky, kx, c) order: BConvNhwc's im2col
-            b = np.ascontiguousarray(w.transpose(2, 3, 1, 0).reshape(kh * kw * cg, cout))
-            return _kernels.bgemm_pack_b_size(kh * kw * cg, cout), lambda out: _kernels.bgemm_pack_b(b, False, out)
+        if self._bf16(w.shape):     # per group B = W as (kh * kw * cg) x cout/group, rows in (ky, kx, c) order
+            return (_kernels.bconv_pack_weight_size(cout, cg, kh, kw, group),
+                    lambda out: _kernels.bconv_pack_weight(w, group, out))
         if self._depthwise_shape(w.shape, group):
             return (_kernels.dw_pack_weight_nhwc_size(cout, kh, kw),
                     lambda out: _kernels.dw_pack_weight_nhwc(w.reshape(-1), cout, kh, kw, out))
@@ -278,7 +294,7 @@ class NhwcConv_1(ConvAttrs, PackedWeightMixin, OpKernel):
         bare = self._bare_conv
         if bare is None or bare[0] is not plan:
             if isinstance(plan[2], _kernels.BConvNhwc):      # bf16 (its weight is packed for the bf16 GEMM)
-                conv = _kernels.BConvNhwc(plan[0], plan[5], yshape[3], *plan[3], ("",))
+                conv = _kernels.BConvNhwc(plan[0], plan[5], yshape[3], *plan[3], ("",), int(self.group))
             else:
                 conv = _kernels.ConvNhwc(plan[0], plan[5], yshape[3], int(self.group), *plan[3], False, ("",),
                                          _WINOGRAD_PATHS[self._winograd(self._wshape)])
@@ -336,7 +352,7 @@ class NhwcConv_1(ConvAttrs, PackedWeightMixin, OpKernel):
                tuple(outs))
         depthwise = self._depthwise_shape(wshape, group)
         if not depthwise and self._bf16(wshape) and self.packed(1) is wp:
-            conv = _kernels.BConvNhwc((N, H, W_, C), wp, wshape[0], *geo, self._act)
+            conv = _kernels.BConvNhwc((N, H, W_, C), wp, wshape[0], *geo, self._act, group)
             return shape, (N, outs[0], outs[1], wshape[0]), conv, geo, depthwise, wp
         conv = (N, H, W_, C) if depthwise else _kernels.ConvNhwc((N, H, W_, C), wp, wshape[0], group, *geo,
                                                                    False, self._act,
