@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from onnx import helper
 
-import onnxep
 from tests._util import make_model, run_ort
+from tests.graph.test_fuse_qdq_ops import _close, _ops, _session
 
 
 @pytest.fixture(autouse=True)
@@ -44,43 +44,28 @@ def _model(t, bias, shape=(3, 11, 40), seed=0, ytype=None):
     return make_model(nodes, feeds, ["y"], opset=13, initializers=inits), feeds
 
 
-def _session(model, **kw):
-    so = onnxep.SessionOptions()
-    so.intra_op_num_threads = 2
-    return onnxep.InferenceSession(model.SerializeToString(), so, **kw)
-
-
-def _ops(sess):
-    return [st[6] for p in sess.plans for st in getattr(p, "steps", ())]
-
-
-def _close(got, want, max_diff=1, min_equal=0.9):
-    assert got.dtype == want.dtype and got.shape == want.shape
-    d = np.abs(got.astype(np.int32) - want.astype(np.int32))
-    assert d.max() <= max_diff and (d == 0).mean() >= min_equal, (d.max(), (d == 0).mean())
-
-
 @pytest.mark.parametrize("t", [np.int8, np.uint8])
 @pytest.mark.parametrize("bias", [False, True])
 @pytest.mark.parametrize("shape", [(3, 11, 40), (5, 1000), (7,)])
 def test_add_folds(t, bias, shape):
     model, feeds = _model(t, bias, shape)
-    sess = _session(model)
+    sess = _session(model, threads=2)
     ops = _ops(sess)
     assert ops.count("QLinearAdd") == 1 and "Add" not in ops, ops
     got = sess.run(None, feeds)[0]
-    np.testing.assert_array_equal(got, _session(model, disabled_optimizers=["fuse_qdq_ops"]).run(None, feeds)[0])
+    unfolded = _session(model, threads=2, disabled_optimizers=["fuse_qdq_ops"])
+    np.testing.assert_array_equal(got, unfolded.run(None, feeds)[0])
     _close(got, run_ort(model, feeds)[0])
 
 
 def test_mixed_types_stay():
     model, feeds = _model(np.uint8, False, ytype=np.int8)
-    assert "QLinearAdd" not in _ops(_session(model))
+    assert "QLinearAdd" not in _ops(_session(model, threads=2))
 
 
 def test_4d_stays():
     model, feeds = _model(np.uint8, False, shape=(1, 4, 5, 6))
-    ops = _ops(_session(model))
+    ops = _ops(_session(model, threads=2))
     assert "QLinearAdd" not in ops, ops
 
 

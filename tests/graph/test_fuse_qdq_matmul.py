@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from onnx import helper
 
-import onnxep
 from tests._util import make_model, run_ort
+from tests.graph.test_fuse_qdq_ops import _close, _ops, _session
 
 
 def _model(xtype, wtype, per_col, out=True, seed=0, K=37, N=21, wconst=True):
@@ -40,55 +40,40 @@ def _model(xtype, wtype, per_col, out=True, seed=0, K=37, N=21, wconst=True):
     return make_model(nodes, feeds, ["y" if out else "m"], opset=13, initializers=inits), feeds
 
 
-def _session(model, **kw):
-    so = onnxep.SessionOptions()
-    so.intra_op_num_threads = 2
-    return onnxep.InferenceSession(model.SerializeToString(), so, **kw)
-
-
-def _ops(sess):
-    return [st[6] for p in sess.plans for st in getattr(p, "steps", ())]
-
-
-def _close(got, want, max_diff=1, min_equal=0.9):
-    assert got.dtype == want.dtype and got.shape == want.shape
-    d = np.abs(got.astype(np.int32) - want.astype(np.int32))
-    assert d.max() <= max_diff and (d == 0).mean() >= min_equal, (d.max(), (d == 0).mean())
-
-
 @pytest.mark.parametrize("xtype,wtype", [(np.uint8, np.int8), (np.uint8, np.uint8), (np.int8, np.int8)])
 @pytest.mark.parametrize("per_col", [False, True])
 @pytest.mark.parametrize("K,N", [(37, 21), (64, 64), (5, 130)])
 def test_matmul_folds_and_matches_ort(xtype, wtype, per_col, K, N):
     model, feeds = _model(xtype, wtype, per_col, K=K, N=N)
-    sess = _session(model)
+    sess = _session(model, threads=2)
     ops = _ops(sess)
     assert ops.count("QLinearMatMul") == 1 and "MatMul" not in ops, ops
     got = sess.run(None, feeds)[0]
     _close(got, run_ort(model, feeds)[0])
-    _close(got, _session(model, disabled_optimizers=["fuse_qdq_ops"]).run(None, feeds)[0])
+    _close(got, _session(model, threads=2, disabled_optimizers=["fuse_qdq_ops"]).run(None, feeds)[0])
 
 
 def test_int8_x_with_uint8_weight_stays():
     """onnxruntime's selector folds an int8 x only with an int8 weight: the MatMul stays float32."""
     model, feeds = _model(np.int8, np.uint8, True)
-    ops = _ops(_session(model))
+    ops = _ops(_session(model, threads=2))
     assert "QLinearMatMul" not in ops and "MatMul" in ops, ops
-    _close(_session(model).run(None, feeds)[0], run_ort(model, feeds)[0])
+    _close(_session(model, threads=2).run(None, feeds)[0], run_ort(model, feeds)[0])
 
 
 def test_without_quantize_after_stays():
     model, feeds = _model(np.uint8, np.int8, True, out=False)
-    ops = _ops(_session(model))
+    ops = _ops(_session(model, threads=2))
     assert "QLinearMatMul" not in ops, ops
-    np.testing.assert_allclose(_session(model).run(None, feeds)[0], run_ort(model, feeds)[0], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(_session(model, threads=2).run(None, feeds)[0], run_ort(model, feeds)[0],
+                               rtol=1e-5, atol=1e-5)
 
 
 def test_weight_not_constant_stays():
     model, feeds = _model(np.uint8, np.int8, False, wconst=False)
-    ops = _ops(_session(model))
+    ops = _ops(_session(model, threads=2))
     assert "QLinearMatMul" not in ops, ops
-    _close(_session(model).run(None, feeds)[0], run_ort(model, feeds)[0])
+    _close(_session(model, threads=2).run(None, feeds)[0], run_ort(model, feeds)[0])
 
 
 def test_compiled_run_loop():
@@ -114,7 +99,7 @@ def test_standard_op_numpy_path_when_not_native():
     node = helper.make_node("QLinearMatMul", ["a", "as", "az", "b", "bs", "bz", "ys", "yz"], ["y"])
     a = rng.integers(0, 256, (M, K)).astype(np.uint8)
     model = make_model([node], {"a": a}, ["y"], opset=13, initializers=inits)
-    got = _session(model).run(None, {"a": a})[0]
+    got = _session(model, threads=2).run(None, {"a": a})[0]
     acc = ((a.astype(np.int64) - 3) @ b.astype(np.int64)).astype(np.int32)
     mult = (a_s.reshape(-1, 1) * np.float32(0.01) / np.float32(0.05)).astype(np.float32)
     want = np.clip(np.rint(acc.astype(np.float32) * mult) + np.float32(128), 0, 255).astype(np.uint8)

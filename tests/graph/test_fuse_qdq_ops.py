@@ -56,8 +56,11 @@ def _model(xtype, per_channel, group, relu_zp_min=True, bias=True, stride=1, see
     return make_model(nodes, feeds, ["y"], opset=13, initializers=inits), feeds
 
 
-def _session(model, **kw):
-    return onnxep.InferenceSession(model.SerializeToString(), onnxep.SessionOptions(), **kw)
+def _session(model, threads=0, **kw):
+    """(also the MatMul / Add fold tests') an onnxep session of model, intra_op_num_threads=threads."""
+    so = onnxep.SessionOptions()
+    so.intra_op_num_threads = threads
+    return onnxep.InferenceSession(model.SerializeToString(), so, **kw)
 
 
 def _ops(sess):
@@ -65,6 +68,8 @@ def _ops(sess):
 
 
 def _close(got, want, max_diff=1, min_equal=0.9):
+    """Quantized outputs at most max_diff steps apart, at least min_equal of them equal."""
+    assert got.dtype == want.dtype and got.shape == want.shape
     d = np.abs(got.astype(np.int32) - want.astype(np.int32))
     assert d.max() <= max_diff and (d == 0).mean() >= min_equal, (d.max(), (d == 0).mean())
 

@@ -56,14 +56,9 @@ class DynamicQuantizeMatMul_1(PackedWeightMixin, OpKernel):
         return _kernels.QGEMM_FORMAT
 
     def _pack_spec(self, tensor, input_index):
-        if input_index != 1 or tensor.ndim != 2 or tensor.dtype not in INT8S or not hasattr(_kernels, "qgemm"):
+        if input_index != 1 or not hasattr(_kernels, "qgemm"):
             return None
-        K, N = (int(d) for d in tensor.shape)
-        self._b_kn, self._b_dtype = (K, N), tensor.dtype
-        nbytes = _kernels.qgemm_pack_b_size(K, N)
-        b = np.ascontiguousarray(tensor).view(np.uint8)
-        signed = tensor.dtype == np.int8
-        return (nbytes + 3) // 4, lambda out: _kernels.qgemm_pack_b(b, signed, out.view(np.uint8)[:nbytes])
+        return c.qgemm_pack_spec(self, tensor)
 
     def _params(self, ctx, N, b_dtype):
         """(zb int32 shifted for the packing, b_scale float32, bias or None, zb as given), made once (constants)."""

@@ -318,6 +318,20 @@ def per_tensor_8bit(scale, zp, qtype):
     return float(scale.reshape(())), 0.0 if zp is None else float(zp.reshape(()))
 
 
+def qgemm_pack_spec(kernel, tensor):
+    """PackedWeightMixin._pack_spec of an 8-bit 2-D B for the int8 GEMM (qgemm.h, QGEMM_FORMAT): (float32 words to
+    hold it, a function packing it into them), and (K, N) / B's dtype remembered on the kernel as _b_kn / _b_dtype
+    (a packed B's constant may be dropped); None when B is not a 2-D 8-bit matrix or the GEMM is not compiled in."""
+    if tensor.ndim != 2 or tensor.dtype not in _BYTES or not hasattr(_kernels, "qgemm_pack_b"):
+        return None
+    K, N = (int(d) for d in tensor.shape)
+    kernel._b_kn, kernel._b_dtype = (K, N), tensor.dtype
+    nbytes = _kernels.qgemm_pack_b_size(K, N)
+    b = np.ascontiguousarray(tensor).view(np.uint8)
+    signed = tensor.dtype == np.int8
+    return (nbytes + 3) // 4, lambda out: _kernels.qgemm_pack_b(b, signed, out.view(np.uint8)[:nbytes])
+
+
 def native_8bit(kernel, f, q, scale, zp, fn):
     """(scale, zero point) for the per-tensor native kernel `fn` of _kernels (quantize_tensor_f32 /
     dequantize_tensor_f32) of a Quantize / DequantizeLinear whose float32 side is `f` and 8-bit side `q`, else None:

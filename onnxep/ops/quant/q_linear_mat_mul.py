@@ -36,15 +36,9 @@ class QLinearMatMul_10(PackedWeightMixin, OpKernel):
         return _kernels.QGEMM_FORMAT
 
     def _pack_spec(self, tensor, input_index):
-        if input_index != 3 or tensor.ndim != 2 or tensor.dtype not in _BYTES or not hasattr(_kernels,
-                                                                                             "qlinear_matmul"):
+        if input_index != 3 or not hasattr(_kernels, "qlinear_matmul"):
             return None
-        K, N = (int(d) for d in tensor.shape)
-        self._b_kn, self._b_dtype = (K, N), tensor.dtype
-        nbytes = _kernels.qgemm_pack_b_size(K, N)
-        b = np.ascontiguousarray(tensor).view(np.uint8)
-        signed = tensor.dtype == np.int8
-        return (nbytes + 3) // 4, lambda out: _kernels.qgemm_pack_b(b, signed, out.view(np.uint8)[:nbytes])
+        return c.qgemm_pack_spec(self, tensor)
 
     def _native_prep(self, a, a_s, a_z, b_s, b_z, y_s, y_z, N, b_dtype):
         """(zb int32 shifted for the packing, mult float32, y zero point, qlo, qhi, y dtype) of the native GEMM, made
