@@ -4,15 +4,11 @@ float32 multiplier, numpy.rint (half to even), + y_zp, clipped: exact equality o
 and every micro-kernel it can run (generic, avx2, vnni forced). Covers rounding ties, saturation at both ends, per
 column multipliers and zero points, the four operand type pairs, both output types, odd K / N tails, and a uint8 A
 read in place (K a multiple of 4) as well as packed."""
-import importlib
-
 import numpy as np
 import pytest
 
-from onnxep import _kernels
+from tests.kernels.test_qgemm import mod  # noqa: F401  (the fixture: each ISA variant x each micro-kernel it runs)
 
-VARIANTS = {isa: importlib.import_module(f"onnxep._kernels_{isa}") for isa in _kernels.AVAILABLE}
-CASES = [(v, k) for v, m in VARIANTS.items() for k in ("generic", "avx2", "vnni") if m.qgemm_have(k)]
 SIZES = [(1, 1, 1), (3, 5, 7), (7, 17, 33), (13, 4, 16), (50, 129, 31), (97, 64, 130), (6, 256, 17)]
 
 
@@ -23,15 +19,6 @@ def _oracle(a, za, b, zb, bias, mult, yz, ydt, lo, hi):
     acc = acc.astype(np.int32)          # int32 wraparound (no case here wraps)
     f = np.rint(acc.astype(np.float32) * mult.astype(np.float32)) + np.float32(yz)
     return np.clip(f, lo, hi).astype(ydt)
-
-
-@pytest.fixture(params=CASES, ids=[f"{v}-{k}" for v, k in CASES])
-def mod(request):
-    m = VARIANTS[request.param[0]]
-    m.qgemm_force(request.param[1])
-    assert m.qgemm_kernel() == request.param[1]
-    yield m
-    m.qgemm_force(None)
 
 
 def _run(mod, a, za, b, zb, bias, mult, yz, ydt, lo=None, hi=None):
