@@ -59,11 +59,14 @@ class Buffer:
         self.buft = buft
         self.size = int(size)
         self._mem = mem
-        self._base = mem.ctypes.data if size else 0
+        self._base = None if size else 0     # (worked out when asked: numpy's .ctypes costs ~3 us, per packed weight)
 
     def get_base(self) -> int:
         """Address of the first byte."""
-        return self._base
+        base = self._base
+        if base is None:
+            base = self._base = self.memory().ctypes.data      # (a freed buffer never asked: InvalidArgument)
+        return base
 
     def get_size(self) -> int:
         return self.size

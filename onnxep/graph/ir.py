@@ -158,13 +158,26 @@ class ValueType:
             shape = tuple(dims)
             if not all(d is None or type(d) is int or (type(d) is str and d) for d in shape):
                 return ValueType.from_proto(helper.make_tensor_type_proto(elem_type, dims))
-        return _held(("tensor", elem_type, shape, sys.intern(f"tensor({_ELEM_NAMES.get(elem_type, 'undefined')})"),
-                      b""))
+        return _held(("tensor", elem_type, shape, _tensor_str(elem_type), b""))
 
     @staticmethod
     def of_array(a: np.ndarray) -> "ValueType":
-        elem = helper.np_dtype_to_tensor_dtype(a.dtype)
-        return _held(("tensor", elem, tuple(a.shape), sys.intern(f"tensor({_ELEM_NAMES.get(elem, 'undefined')})"), b""))
+        dtype = a.dtype
+        elem = _DTYPE_ELEMS.get(dtype)
+        if elem is None:        # (onnx's np_dtype_to_tensor_dtype is ~1.5 us of Python per call: once per dtype)
+            elem = _DTYPE_ELEMS[dtype] = helper.np_dtype_to_tensor_dtype(dtype)
+        return _held(("tensor", elem, a.shape, _tensor_str(elem), b""))
+
+
+_DTYPE_ELEMS: dict = {}      # numpy dtype -> ONNX element type
+_TENSOR_STRS: dict = {}      # ONNX element type -> "tensor(<name>)", interned
+
+
+def _tensor_str(elem) -> str:
+    s = _TENSOR_STRS.get(elem)
+    if s is None:
+        s = _TENSOR_STRS[elem] = sys.intern(f"tensor({_ELEM_NAMES.get(elem, 'undefined')})")
+    return s
 
 
 def _varint(b, i):
@@ -246,7 +259,40 @@ def _tensor_fields(raw: bytes):
 _BY_BYTES: dict = {}
 _BY_BYTES_MAX = 4096
 
-_HELD = weakref.WeakValueDictionary()     # fields -> the ValueType every holder of those fields shares
+class WeakIntern:
+    """key -> the one live object filed under it (a weakref.WeakValueDictionary's get-or-file, without its
+    Python-level get / setdefault / KeyedRef: ~2 us per call there, asked for every value type and small tensor of
+    every session's graph). An entry goes when its object dies (its weakref's callback); `get` of a dead one's key
+    answers None until the callback has run."""
+
+    __slots__ = ("_refs",)
+
+    def __init__(self):
+        self._refs = {}
+
+    def get(self, key):
+        r = self._refs.get(key)
+        return None if r is None else r()
+
+    def file(self, key, obj):
+        """The live object filed under key, else obj (filed from now on)."""
+        refs = self._refs
+        r = refs.get(key)
+        held = None if r is None else r()
+        if held is not None:
+            return held
+
+        def gone(ref, key=key, refs=refs):
+            if refs.get(key) is ref:
+                del refs[key]
+        refs[key] = weakref.ref(obj, gone)
+        return obj
+
+    def __len__(self):
+        return sum(1 for r in list(self._refs.values()) if r() is not None)
+
+
+_HELD = WeakIntern()     # fields -> the ValueType every holder of those fields shares
 
 
 def _held(fields) -> ValueType:
@@ -254,8 +300,7 @@ def _held(fields) -> ValueType:
     sessions of one model name the same ones (every kernel keeps its values' types: KernelInfo)."""
     vt = _HELD.get(fields)
     if vt is None:
-        vt = ValueType(*fields)
-        vt = _HELD.setdefault(fields, vt)
+        vt = _HELD.file(fields, ValueType(*fields))
     return vt
 
 

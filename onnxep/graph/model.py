@@ -5,7 +5,6 @@ import itertools
 import mmap
 import os
 import sys
-import weakref
 from array import array
 
 import numpy as np
@@ -15,7 +14,7 @@ from onnx import helper, numpy_helper
 from onnx.external_data_helper import uses_external_data
 
 from onnxep.errors import Fail, InvalidArgument, InvalidGraph, InvalidProtobuf, NoSuchFile
-from onnxep.graph.ir import BODY_ATTRS, Body, Graph, Node, ValueType, _varint
+from onnxep.graph.ir import BODY_ATTRS, Body, Graph, Node, ValueType, WeakIntern, _varint
 from onnxep.graph.ml_types import ML, complete_types
 
 
@@ -376,7 +375,7 @@ def _attr_value(a):
 
 
 _SMALL_TENSOR_BYTES = 4096
-_SMALL_TENSORS = weakref.WeakValueDictionary()    # (dtype, shape, bytes) -> the one read-only array of that content
+_SMALL_TENSORS = WeakIntern()    # (dtype, shape, bytes) -> the one read-only array of that content
 
 
 def _tensor_array(t) -> np.ndarray:
@@ -390,7 +389,16 @@ def _tensor_array(t) -> np.ndarray:
     if dtype is not None and not t.external_data and not t.HasField("segment"):
         # numpy_helper.to_array's own path for these, without its per-call type lookups (a torch export carries a
         # Constant node, so a tensor, for every scalar: ~1000 per model)
-        a = np.frombuffer(t.raw_data, dtype).reshape(tuple(t.dims))
+        raw = t.raw_data       # (bytes of this tensor alone: the message hands out a copy)
+        dims = tuple(t.dims)
+        if len(raw) > _SMALL_TENSOR_BYTES:
+            return np.frombuffer(raw, dtype).reshape(dims)
+        # small: raw is the key's bytes, and the array a read-only view of it, standalone already (no tobytes, copy)
+        key = (dtype, dims, raw)
+        held = _SMALL_TENSORS.get(key)
+        if held is None:
+            held = _SMALL_TENSORS.file(key, np.frombuffer(raw, dtype).reshape(dims))
+        return held
     else:
         a = numpy_helper.to_array(t)
     if a.nbytes > _SMALL_TENSOR_BYTES or a.dtype == object:
@@ -401,7 +409,7 @@ def _tensor_array(t) -> np.ndarray:
         if a.base is not None:
             a = a.copy()
         a.flags.writeable = False
-        held = _SMALL_TENSORS.setdefault(key, a)
+        held = _SMALL_TENSORS.file(key, a)
     return held
 
 
@@ -420,7 +428,7 @@ def _topological(nodes):
     src = array("l")           # edge k: node src[k] produces an input of node dst[k] (each pair once)
     dst = array("l")
     for i, node in enumerate(nodes):
-        names = set(node.inputs) | _subgraph_outer_names(node) if node.attrs else node.inputs
+        names = set(node.inputs) | _subgraph_outer_names(node) if node.attrs and node.has_subgraph else node.inputs
         deps = {produced_by.get(x, i) for x in names}
         deps.discard(i)
         indeg[i] = len(deps)

@@ -141,3 +141,24 @@ def test_hash_worked_out_once_and_again_after_pickling():
     out = subprocess.run([sys.executable, "-c", code], input=pickle.dumps(vt), capture_output=True, check=True,
                          env={**__import__("os").environ, "PYTHONHASHSEED": "random"})
     assert out.stdout.strip() == b"1"
+
+
+def test_weak_intern_files_one_live_object_per_key_and_forgets_dead_ones():
+    # graph/ir.py WeakIntern (what ValueTypes and build_graph's small tensors are held once by). Oracle: identity and
+    # weak references, as weakref.WeakValueDictionary's get / setdefault answer
+    import gc
+    import weakref
+    from onnxep.graph.ir import WeakIntern
+    table, oracle = WeakIntern(), weakref.WeakValueDictionary()
+    a, b = np.zeros(3), np.ones(3)
+    assert table.get("k") is None
+    assert table.file("k", a) is a is oracle.setdefault("k", a)
+    assert table.file("k", b) is a is oracle.setdefault("k", b)     # the live one wins
+    assert table.get("k") is a and len(table) == 1
+    assert table.file(("t", 1), b) is b and len(table) == 2
+    del a
+    gc.collect()
+    assert table.get("k") is None and oracle.get("k") is None and len(table) == 1
+    c = np.full(3, 2.0)
+    assert table.file("k", c) is c                 # filed again after its object died
+    assert table.get(("t", 1)) is b
