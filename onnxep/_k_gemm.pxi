@@ -50,7 +50,6 @@ cdef extern from *:
 
 cdef enum:
     SGEMM_NC_MAX = 4096           # widest column slab (in columns) one tile covers
-    SGEMM_MT_FLOPS = 2000000      # below 2*M*N*K of this many flops a call stays on one thread
     SGEMM_MT_B_BYTES = 524288     # ... unless it has at most MR rows and B is this big (sgemm_threads)
     SGEMM_CT_COLS = 480           # columns of the scratch C tile used for strided-column C (multiple of 8, 16, 32)
     SGEMM_WORK_PER_THREAD = SGEMM_MC * SGEMM_KC + SGEMM_MC * SGEMM_CT_COLS
