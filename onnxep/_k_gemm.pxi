@@ -264,12 +264,13 @@ cdef void _pack_a_implicit_c1(const ImplicitA* ia, Py_ssize_t i0, Py_ssize_t mc,
     NCW conv of _k_conv.pxi, whose channels are the rows of such an image). The runs of implicit_run would be one
     float long at the borders: instead, when a panel's rows are adjacent pixels of one output row, its columns of
     kernel row b all read x[ih, iw0 + e*dw + i*sw] (e < kw, i < mr), a window of (mr-1)*sw + (kw-1)*dw + 1 floats
-    from iw0: copied once per kernel row, zeros outside x, so each column is a border-free copy from it (stride 1:
-    one fixed-size MR-float copy). The same floats as reading x column by column (wav2vec2's 16-tap 8-padded
-    positional conv: the per-column border checks were half its time)."""
+    from iw0. A panel whose window lies inside the row copies each column straight from x (stride 1: one fixed-size
+    MR-float copy); one whose window crosses a border copies it once per kernel row into `win`, zeros outside x, so
+    its columns are border-free copies too. The same floats as reading x column by column (wav2vec2's 16-tap
+    8-padded positional conv: the per-column border checks were half its time)."""
     cdef PanelRows pr
     cdef Py_ssize_t ip = 0, k, b, e, i, mr, ih, iw, lo, hi, span, wb
-    cdef bint adjacent
+    cdef bint adjacent, windowed
     cdef float* d
     cdef const float* base
     cdef float win[PACK_WIN]
@@ -282,12 +283,14 @@ cdef void _pack_a_implicit_c1(const ImplicitA* ia, Py_ssize_t i0, Py_ssize_t mc,
                 adjacent = False
                 break
         span = (mr - 1) * ia.sw + (ia.kw - 1) * ia.dw + 1
+        # the window pays only where the panel's reads cross a border of the row (inside: direct copies from x)
+        windowed = adjacent and span <= PACK_WIN and (pr.iw0[0] < 0 or pr.iw0[0] + span > ia.W)
         d = out + ip * kc
         b = pc // ia.kw
         e = pc - b * ia.kw
         wb = -1                 # the kernel row whose window `win` holds
         for k in range(kc):
-            if adjacent and span <= PACK_WIN:
+            if windowed:
                 if wb != b:
                     wb = b
                     ih = pr.ih0[0] + b * ia.dh
@@ -311,7 +314,15 @@ cdef void _pack_a_implicit_c1(const ImplicitA* ia, Py_ssize_t i0, Py_ssize_t mc,
             elif adjacent:
                 ih = pr.ih0[0] + b * ia.dh
                 iw = pr.iw0[0] + e * ia.dw
-                if 0 <= ih < ia.H:
+                if 0 <= ih < ia.H and iw >= 0 and iw + (mr - 1) * ia.sw < ia.W:
+                    base = pr.img[0] + ih * ia.W
+                    if ia.sw == 1 and mr == SGEMM_MR:   # a fixed-size copy (gcc: one or two vector moves)
+                        for i in range(SGEMM_MR):
+                            d[i] = base[iw + i]
+                    else:
+                        for i in range(mr):
+                            d[i] = base[iw + i * ia.sw]
+                elif 0 <= ih < ia.H:
                     base = pr.img[0] + ih * ia.W
                     lo = 0 if iw >= 0 else min((ia.sw - 1 - iw) // ia.sw, mr)
                     hi = min((ia.W - 1 - iw) // ia.sw + 1, mr) if ia.W - 1 - iw >= 0 else 0
