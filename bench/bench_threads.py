@@ -44,7 +44,11 @@ cap: the kernels' parallel_for honours the limit) and ms per run; the median ove
 _k_threads.pxi: below 2*M*N*K of this many flops a call stays on one thread) set to each `--flops` value in turn,
 beside onnxruntime at 1 and 2 threads, in alternating blocks; prints the 10th percentile and the median of the run
 times. On a machine shared with other jobs the 10th percentile is the nearest to an idle machine's figure (the runs
-during which the second core was free), the median what a busy sitting sees.
+during which the second core was free), the median what a busy sitting sees. Measured (zoo2t, 2026-11-27, load
+2.7): the break-even is not what keeps onnxep's 2-thread speedup on the zoo's tiny conv models under onnxruntime's
+-- resnet.torchscript 0.181 ms at 2e6 flops, 0.175 at 0 (onnxruntime 0.176; onnxep 1 thread 0.200); regnet.torchscript
+0.259 / 0.245-0.251; mobilenet_v2.dynamo 0.470 / 0.461-0.491 (p10): with every conv allowed two threads they still
+gain 0-10%, against onnxruntime's 1.3-1.4x from 1 to 2 threads on resnet / regnet.
 
 `gil`: onnxep alone, 1 thread, per model: the share of a run spent outside the compiled program's C stretches
 (Program.run, which releases the GIL): the session's and run loop's Python, and the Python steps (their kernels
