@@ -7,6 +7,7 @@
     python bench/bench_threads.py wake                     # onnxep's pool: wake-up of its worker after a gap
     python bench/bench_threads.py gil --model squeezenet shufflenet   # share of a run outside the C program
     python bench/bench_threads.py limits                   # threadpoolctl: CPU time / wall time, capped or not
+    python bench/bench_threads.py breakeven --model zoo:resnet.torchscript --flops 2e6 1e6 3e5 0
 
 `pair`: per library, two sessions of the same model with intra_op_num_threads=1 (onnxruntime also
 inter_op_num_threads=1). A block runs `--runs` calls of session A on this thread (t1), then the same number on each
@@ -38,6 +39,16 @@ Measured (branch threads, 2-vCPU VM shared with four other helpers, load 4-9 thr
 `limits`: onnxep alone, a 2-thread session (light resnet50 unless --model), in alternating blocks of --block runs
 uncapped and under threadpoolctl.threadpool_limits(1): process CPU time over wall time (about 2 uncapped, 1 under the
 cap: the kernels' parallel_for honours the limit) and ms per run; the median over --rounds blocks.
+
+`breakeven`: per model, onnxep at 1 thread and at 2 threads with the GEMM / conv break-even (SGEMM_MT_FLOPS,
+_k_threads.pxi: below 2*M*N*K of this many flops a call stays on one thread) set to each `--flops` value in turn,
+beside onnxruntime at 1 and 2 threads, in alternating blocks; prints the 10th percentile and the median of the run
+times. On a machine shared with other jobs the 10th percentile is the nearest to an idle machine's figure (the runs
+during which the second core was free), the median what a busy sitting sees. Measured (zoo2t, 2026-11-27, load
+2.7): the break-even is not what keeps onnxep's 2-thread speedup on the zoo's tiny conv models under onnxruntime's
+-- resnet.torchscript 0.181 ms at 2e6 flops, 0.175 at 0 (onnxruntime 0.176; onnxep 1 thread 0.200); regnet.torchscript
+0.259 / 0.245-0.251; mobilenet_v2.dynamo 0.470 / 0.461-0.491 (p10): with every conv allowed two threads they still
+gain 0-10%, against onnxruntime's 1.3-1.4x from 1 to 2 threads on resnet / regnet.
 
 `gil`: onnxep alone, 1 thread, per model: the share of a run spent outside the compiled program's C stretches
 (Program.run, which releases the GIL): the session's and run loop's Python, and the Python steps (their kernels
@@ -282,9 +293,53 @@ def limits(args):
     return got
 
 
+def breakeven(args):
+    import importlib
+    from onnxep import _kernels
+    variant = importlib.import_module("onnxep._kernels_" + _kernels.ISA)
+    flops = args.flops or [2e6, 1e6, 3e5, 0]
+    default = variant._set_par_thresholds()
+    print(f"p10 / median ms of {args.rounds} alternating blocks of {args.block} runs; default break-even "
+          f"{default[0]:.0f} flops")
+    rows = []
+    for name in args.model or ["zoo:resnet.torchscript"]:
+        data, feeds = load(name)
+        sess = {(lib, t): make(lib, data, t) for lib in ("onnxep", "onnxruntime") for t in (1, 2)}
+        cfgs = [("onnxep", 1, default[0]), ("onnxruntime", 1, 0), ("onnxruntime", 2, 0)]
+        cfgs += [("onnxep", 2, f) for f in flops]
+        times = {c: [] for c in cfgs}
+        try:
+            for r in range(args.rounds):
+                for c in (cfgs if r % 2 == 0 else cfgs[::-1]):
+                    variant._set_par_thresholds(c[2] if c[0] == "onnxep" else default[0])
+                    settle(args.pause)
+                    s = sess[c[0], c[1]]
+                    s.run(None, feeds)
+                    for _ in range(args.block):
+                        t0 = time.perf_counter()
+                        s.run(None, feeds)
+                        times[c].append(time.perf_counter() - t0)
+        finally:
+            variant._set_par_thresholds(*default)
+        q = {c: (float(np.percentile(v, 10)) * 1e3, statistics.median(v) * 1e3) for c, v in times.items()}
+        e1, o1, o2 = q[cfgs[0]], q[cfgs[1]], q[cfgs[2]]
+        print(f"{name}: onnxep 1t {e1[0]:.3f} / {e1[1]:.3f}, onnxruntime 1t {o1[0]:.3f} / {o1[1]:.3f}, "
+              f"2t {o2[0]:.3f} / {o2[1]:.3f}")
+        for c in cfgs[3:]:
+            e2 = q[c]
+            sc = [(e1[j] / e2[j]) / (o1[j] / o2[j]) for j in (0, 1)]
+            rows.append((name, c[2], e2, sc))
+            print(f"  break-even {c[2]:>10.0f} flops: onnxep 2t {e2[0]:.3f} / {e2[1]:.3f}   vs onnxruntime 2t "
+                  f"{e2[0] / o2[0]:.2f} / {e2[1] / o2[1]:.2f}   speedup / onnxruntime's {sc[0]:.2f} / {sc[1]:.2f}",
+                  flush=True)
+        del sess
+    return rows
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("mode", choices=["pair", "scale", "wake", "gil", "limits"])
+    ap.add_argument("mode", choices=["pair", "scale", "wake", "gil", "limits", "breakeven"])
+    ap.add_argument("--flops", type=float, nargs="*", default=None, help="breakeven: SGEMM_MT_FLOPS values to try")
     ap.add_argument("--calls", type=int, default=200, help="wake: calls per gap")
     ap.add_argument("--model", nargs="*", default=None, help="light model names or zoo:ARCH.EXPORTER")
     ap.add_argument("--rounds", type=int, default=7)
@@ -299,6 +354,8 @@ def main(argv=None):
         return gil(args)
     if args.mode == "limits":
         return limits(args)
+    if args.mode == "breakeven":
+        return breakeven(args)
     if args.mode == "pair":
         args.model = (args.model or ["squeezenet"])[0]
         return pair(args)

@@ -766,10 +766,8 @@ def conv_f32(const float[::1] x, tuple xshape, const float[::1] w_packed, Py_ssi
     strides, dilations, begin pads and out_spatial are (d, h, w) triples."""
     cdef ConvGeom g = _conv_geom(xshape, cout, group, kernel, strides, dilations, pads, out_spatial)
     cdef Act act = make_act(activation, relu)
-    cdef Py_ssize_t N = xshape[0], Cg, Coutg, Kc, P, col_len, work_len, per_thread, t, total
-    cdef int nth, nth_gemm
-    cdef float* ws = NULL
-    cdef ConvNchwJob job
+    cdef Py_ssize_t N = xshape[0], Cg, Coutg, Kc, P
+    cdef int rc
     cdef const float* bp = NULL
     cdef const float* xp
     cdef const float* bptr
@@ -787,15 +785,33 @@ def conv_f32(const float[::1] x, tuple xshape, const float[::1] w_packed, Py_ssi
                          f"{group * sgemm_pack_b_len(Kc, Coutg)} ({SGEMM_FORMAT})")
     if bias is not None and bias.shape[0] != cout:
         raise ValueError(f"conv_f32: bias has {bias.shape[0]} elements, expected {cout}")
-    total = N * group
-    if total == 0 or P == 0 or Coutg == 0:
+    if N * group == 0 or P == 0 or Coutg == 0:
         return
     if Kc > 0:
         bp = &w_packed[0]
     xp = &x[0] if x.shape[0] else NULL
     bptr = &bias[0] if bias is not None else NULL
     yp = &y[0]
-    col_len = 0 if _conv_is_pointwise(&g) or _conv_is_1d(&g) else Kc * P
+    with nogil:
+        rc = conv_nchw_exec(&g, N, xp, bp, bptr, yp, &act, nthreads)
+    if rc != 0:
+        raise MemoryError("conv_f32: cannot allocate the im2col workspace")
+
+
+cdef int conv_nchw_exec(const ConvGeom* g, Py_ssize_t N, const float* xp, const float* bp, const float* bptr,
+                        float* yp, const Act* act, int nthreads) noexcept nogil:
+    """conv_f32's computation, its sizes checked by the caller (also the run loop's RL_CONV_NCHW): 0, or -1 when the
+    workspace cannot be allocated (nothing written)."""
+    cdef Py_ssize_t group = g.group, Cg = g.C // g.group, Coutg = g.cout // g.group, Kc, P, col_len, work_len
+    cdef Py_ssize_t per_thread, t, total = N * g.group
+    cdef int nth, nth_gemm
+    cdef float* ws
+    cdef ConvNchwJob job
+    Kc = Cg * g.kd * g.kh * g.kw
+    P = g.Do * g.Ho * g.Wo
+    if total == 0 or P == 0 or Coutg == 0:
+        return 0
+    col_len = 0 if _conv_is_pointwise(g) or _conv_is_1d(g) else Kc * P
     # Small per-group GEMMs run one per thread over (image, group); big ones run one after another, each threaded.
     nth = sgemm_threads(P, Coutg, Kc, nthreads)
     if nth == 1 and total > 1 and <double>2.0 * P * Coutg * Kc * total >= SGEMM_MT_FLOPS:
@@ -808,18 +824,25 @@ def conv_f32(const float[::1] x, tuple xshape, const float[::1] w_packed, Py_ssi
     per_thread = col_len + work_len
     ws = <float*>malloc(nth * per_thread * sizeof(float))
     if ws == NULL:
-        raise MemoryError(f"conv_f32: cannot allocate a {nth * per_thread * 4}-byte im2col workspace")
-    try:
-        with nogil:
-            if nth == 1:
-                for t in range(total):
-                    _conv_one(t // group, t % group, xp, bp, bptr, yp, &act, &g, ws, ws + col_len, nth_gemm)
-            else:
-                job.x, job.bp, job.bias, job.y, job.act, job.g, job.col = xp, bp, bptr, yp, &act, &g, ws
-                job.group, job.per_thread, job.col_len = group, per_thread, col_len
-                parallel_for(total, nth, _conv_one_task, &job)
-    finally:
-        free(ws)
+        return -1
+    if nth == 1:
+        for t in range(total):
+            _conv_one(t // group, t % group, xp, bp, bptr, yp, act, g, ws, ws + col_len, nth_gemm)
+    else:
+        job.x, job.bp, job.bias, job.y, job.act, job.g, job.col = xp, bp, bptr, yp, act, g, ws
+        job.group, job.per_thread, job.col_len = group, per_thread, col_len
+        parallel_for(total, nth, _conv_one_task, &job)
+    free(ws)
+    return 0
+
+
+def conv_nchw_step_args(tuple xshape, Py_ssize_t cout, Py_ssize_t group, tuple kernel, tuple strides,
+                        tuple dilations, tuple pads, tuple out_spatial):
+    """The run loop's RL_CONV_NCHW integers for conv_f32's arguments (no activation): N, C, D, H, W, cout, group,
+    then the kernel, strides, dilations, begin pads and output size triples (checked as conv_f32 checks them)."""
+    cdef ConvGeom g = _conv_geom(xshape, cout, group, kernel, strides, dilations, pads, out_spatial)
+    return [xshape[0], g.C, g.D, g.H, g.W, g.cout, g.group, g.kd, g.kh, g.kw, g.sd, g.sh, g.sw, g.dd, g.dh, g.dw,
+            g.pd, g.ph, g.pw, g.Do, g.Ho, g.Wo]
 
 
 cdef void _conv_one_task(void* p, Py_ssize_t t, int tid) noexcept nogil:

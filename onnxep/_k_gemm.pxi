@@ -48,9 +48,13 @@ from libc.stdlib cimport malloc, free
 cdef extern from *:
     void __builtin_prefetch(const void* addr) noexcept nogil
 
+cdef extern from "_native/transpose.h":
+    # dst[a*ldb + b] := src[b*lda + a], a < na, b < nb (strides in elements of esz bytes; _k_transpose.pxi's too)
+    void _gemm_tr_tile "onnxep_tr_tile"(int esz, const uint8_t* src, Py_ssize_t lda, uint8_t* dst, Py_ssize_t ldb,
+                                        Py_ssize_t na, Py_ssize_t nb) noexcept nogil
+
 cdef enum:
     SGEMM_NC_MAX = 4096           # widest column slab (in columns) one tile covers
-    SGEMM_MT_FLOPS = 2000000      # below 2*M*N*K of this many flops a call stays on one thread
     SGEMM_MT_B_BYTES = 524288     # ... unless it has at most MR rows and B is this big (sgemm_threads)
     SGEMM_CT_COLS = 480           # columns of the scratch C tile used for strided-column C (multiple of 8, 16, 32)
     SGEMM_WORK_PER_THREAD = SGEMM_MC * SGEMM_KC + SGEMM_MC * SGEMM_CT_COLS
@@ -250,18 +254,26 @@ cdef inline Py_ssize_t implicit_run(const ImplicitA* ia, const PanelRows* pr, Py
     return ln
 
 
+cdef enum:
+    PACK_WIN = 1024     # floats of _pack_a_implicit_c1's window (a panel's reads of one image row); wider: no window
+
+
 cdef void _pack_a_implicit_c1(const ImplicitA* ia, Py_ssize_t i0, Py_ssize_t mc, Py_ssize_t pc, Py_ssize_t kc,
                               float* out) noexcept nogil:
     """pack_a_implicit for a one-channel input (C = Cg = 1: k = b*kw + e is a tap, one float per pixel; also the 1-D
     NCW conv of _k_conv.pxi, whose channels are the rows of such an image). The runs of implicit_run would be one
-    float long at the borders: instead, column k of a panel whose rows are adjacent pixels of one output row is
-    x[ih, iw + i*sw] for i < mr -- one copy (a memcpy at stride 1) when it lies inside the row, a checked gather at
-    the borders."""
+    float long at the borders: instead, when a panel's rows are adjacent pixels of one output row, its columns of
+    kernel row b all read x[ih, iw0 + e*dw + i*sw] (e < kw, i < mr), a window of (mr-1)*sw + (kw-1)*dw + 1 floats
+    from iw0. A panel whose window lies inside the row copies each column straight from x (stride 1: one fixed-size
+    MR-float copy); one whose window crosses a border copies it once per kernel row into `win`, zeros outside x, so
+    its columns are border-free copies too. The same floats as reading x column by column (wav2vec2's 16-tap
+    8-padded positional conv: the per-column border checks were half its time)."""
     cdef PanelRows pr
-    cdef Py_ssize_t ip = 0, k, b, e, i, mr, ih, iw, lo, hi
-    cdef bint adjacent
+    cdef Py_ssize_t ip = 0, k, b, e, i, mr, ih, iw, lo, hi, span, wb
+    cdef bint adjacent, windowed
     cdef float* d
     cdef const float* base
+    cdef float win[PACK_WIN]
     while ip < mc:
         mr = min(<Py_ssize_t>SGEMM_MR, mc - ip)
         panel_rows(ia, i0 + ip, mr, &pr)
@@ -270,34 +282,57 @@ cdef void _pack_a_implicit_c1(const ImplicitA* ia, Py_ssize_t i0, Py_ssize_t mc,
             if pr.img[i] != pr.img[0] or pr.ih0[i] != pr.ih0[0] or pr.iw0[i] != pr.iw0[0] + i * ia.sw:
                 adjacent = False
                 break
+        span = (mr - 1) * ia.sw + (ia.kw - 1) * ia.dw + 1
+        # the window pays only where the panel's reads cross a border of the row (inside: direct copies from x)
+        windowed = adjacent and span <= PACK_WIN and (pr.iw0[0] < 0 or pr.iw0[0] + span > ia.W)
         d = out + ip * kc
         b = pc // ia.kw
         e = pc - b * ia.kw
+        wb = -1                 # the kernel row whose window `win` holds
         for k in range(kc):
-            if adjacent:
+            if windowed:
+                if wb != b:
+                    wb = b
+                    ih = pr.ih0[0] + b * ia.dh
+                    iw = pr.iw0[0]
+                    lo = min(max(-iw, <Py_ssize_t>0), span)              # win[t] reads x[ih, iw + t]: t in [lo, hi)
+                    hi = max(min(ia.W - iw, span), lo)
+                    if not 0 <= ih < ia.H:
+                        lo = hi = 0
+                    for i in range(lo):
+                        win[i] = 0.0
+                    if hi > lo:
+                        memcpy(win + lo, pr.img[0] + ih * ia.W + iw + lo, (hi - lo) * sizeof(float))
+                    for i in range(hi, span):
+                        win[i] = 0.0
+                if ia.sw == 1 and mr == SGEMM_MR:   # a fixed-size copy (gcc: one or two vector moves)
+                    for i in range(SGEMM_MR):
+                        d[i] = win[e * ia.dw + i]
+                else:
+                    for i in range(mr):
+                        d[i] = win[e * ia.dw + i * ia.sw]
+            elif adjacent:
                 ih = pr.ih0[0] + b * ia.dh
                 iw = pr.iw0[0] + e * ia.dw
-                if 0 <= ih < ia.H:
+                if 0 <= ih < ia.H and iw >= 0 and iw + (mr - 1) * ia.sw < ia.W:
                     base = pr.img[0] + ih * ia.W
-                    if iw >= 0 and iw + (mr - 1) * ia.sw < ia.W:
-                        if ia.sw == 1 and mr == SGEMM_MR:   # a fixed-size copy (gcc: one or two vector moves)
-                            for i in range(SGEMM_MR):
-                                d[i] = base[iw + i]
-                        elif ia.sw == 1:
-                            memcpy(d, base + iw, mr * sizeof(float))
-                        else:
-                            for i in range(mr):
-                                d[i] = base[iw + i * ia.sw]
-                    else:     # at a border: rows [lo, hi) read inside the row, the others are padding
-                        lo = 0 if iw >= 0 else min((ia.sw - 1 - iw) // ia.sw, mr)
-                        hi = min((ia.W - 1 - iw) // ia.sw + 1, mr) if ia.W - 1 - iw >= 0 else 0
-                        hi = max(hi, lo)
-                        for i in range(lo):
-                            d[i] = 0.0
-                        for i in range(lo, hi):
+                    if ia.sw == 1 and mr == SGEMM_MR:   # a fixed-size copy (gcc: one or two vector moves)
+                        for i in range(SGEMM_MR):
+                            d[i] = base[iw + i]
+                    else:
+                        for i in range(mr):
                             d[i] = base[iw + i * ia.sw]
-                        for i in range(hi, mr):
-                            d[i] = 0.0
+                elif 0 <= ih < ia.H:
+                    base = pr.img[0] + ih * ia.W
+                    lo = 0 if iw >= 0 else min((ia.sw - 1 - iw) // ia.sw, mr)
+                    hi = min((ia.W - 1 - iw) // ia.sw + 1, mr) if ia.W - 1 - iw >= 0 else 0
+                    hi = max(hi, lo)
+                    for i in range(lo):
+                        d[i] = 0.0
+                    for i in range(lo, hi):
+                        d[i] = base[iw + i * ia.sw]
+                    for i in range(hi, mr):
+                        d[i] = 0.0
                 else:
                     for i in range(mr):
                         d[i] = 0.0
@@ -507,10 +542,13 @@ cdef void _sgemm_tile(Py_ssize_t ic, Py_ssize_t mc, Py_ssize_t jp0, Py_ssize_t j
         pc += kc
     if scratch:
         ncols = min(jp1 * SGEMM_NR, N) - jp0 * SGEMM_NR
-        for j in range(ncols):
-            cdst = c + ic * rsc + (jp0 * SGEMM_NR + j) * csc
-            for i in range(mc):
-                cdst[i * rsc] = ct[i * ldt + j]
+        if rsc == 1:    # C's rows contiguous (a conv writing NCW / NCHW): a tiled transpose of the scratch tile
+            _gemm_tr_tile(4, <const uint8_t*>ct, ldt, <uint8_t*>(c + ic + jp0 * SGEMM_NR * csc), csc, ncols, mc)
+        else:
+            for j in range(ncols):
+                cdst = c + ic * rsc + (jp0 * SGEMM_NR + j) * csc
+                for i in range(mc):
+                    cdst[i * rsc] = ct[i * ldt + j]
 
 
 cdef inline Py_ssize_t sgemm_work_len(int nth) noexcept nogil:

@@ -8,10 +8,6 @@
 from libc.math cimport NAN
 
 
-cdef enum:
-    POOL_PAR_WORK = 32768   # output elements x taps below which a pooling call stays on one thread
-
-
 cdef inline void _tap_range(Py_ssize_t o, Py_ssize_t n_in, Py_ssize_t k, Py_ssize_t s, Py_ssize_t pb,
                             Py_ssize_t d, Py_ssize_t* start, Py_ssize_t* klo, Py_ssize_t* khi) noexcept nogil:
     """Taps k in [klo, khi) of window o land inside [0, n_in); start = o*s - pb."""

@@ -94,7 +94,9 @@ cdef enum:
     RL_QLINEAR_ADD = 45     # (qmm slice) s0 a, s1 b, s2 y: _qg_qadd_run; n0 count, n1 b's count (repeating), n2 a
                             # signed, n3 b signed, n4 y signed, n5 a zero point, n6 b zp, n7 y zp; f0 a scale, f1 b
                             # scale, f2 y scale
-    RL_NFNS = 46
+    RL_CONV_NCHW = 46       # (zoo2t slice) s0 x, s1 packed W, s2 bias (or NULL), s3 y: conv_nchw_exec; n0..n21
+                            # conv_nchw_step_args (N, C, D, H, W, cout, group, kernel, strides, dilations, pads, out)
+    RL_NFNS = 47
 
 cdef extern from "_native/rl_ops.h" nogil:
     enum: RL_MAXD
@@ -710,6 +712,23 @@ cdef void _rl_qlinear_add(const RStep* s, char** p) noexcept nogil:
 
 _RL_FNS[RL_QLINEAR_ADD] = _rl_qlinear_add
 
+
+# zoo2t slice: the NCW / NCHW / NCDHW Conv (wav2vec2's 1-D feature convs ran as Python steps)
+cdef void _rl_conv_nchw(const RStep* s, char** p) noexcept nogil:
+    cdef const Py_ssize_t* n = s.n
+    cdef ConvGeom g
+    cdef Act act
+    act.kind, act.a, act.b = ACT_NONE, 0.0, 0.0
+    g.C, g.D, g.H, g.W, g.cout, g.group = n[1], n[2], n[3], n[4], n[5], n[6]
+    g.kd, g.kh, g.kw, g.sd, g.sh, g.sw, g.dd, g.dh, g.dw = n[7], n[8], n[9], n[10], n[11], n[12], n[13], n[14], n[15]
+    g.pd, g.ph, g.pw, g.Do, g.Ho, g.Wo = n[16], n[17], n[18], n[19], n[20], n[21]
+    if conv_nchw_exec(&g, n[0], <const float*>p[s.slot[0]], <const float*>p[s.slot[1]], <const float*>p[s.slot[2]],
+                      <float*>p[s.slot[3]], &act, s.nthreads) != 0:
+        p[0] = <char*>1
+
+
+_RL_FNS[RL_CONV_NCHW] = _rl_conv_nchw
+
 #: the entries' ids, for the kernels' c_step (onnxep/backends/cpu/runloop.py)
 RUNLOOP_FNS = {"alias": RL_ALIAS, "copy": RL_COPY, "binary": RL_BINARY, "unary": RL_UNARY, "tf_unary": RL_TF_UNARY,
                "gemm_packed": RL_GEMM_PACKED, "layernorm": RL_LAYERNORM, "softmax": RL_SOFTMAX,
@@ -729,7 +748,8 @@ RUNLOOP_FNS = {"alias": RL_ALIAS, "copy": RL_COPY, "binary": RL_BINARY, "unary":
                "bgemm": RL_BGEMM,
                "qdq": RL_QDQ, "bconv_nhwc": RL_BCONV_NHWC,
                "qconv": RL_QCONV,
-               "qlinear_matmul": RL_QLINEAR_MATMUL, "qlinear_add": RL_QLINEAR_ADD}
+               "qlinear_matmul": RL_QLINEAR_MATMUL, "qlinear_add": RL_QLINEAR_ADD,
+               "conv_nchw": RL_CONV_NCHW}
 RUNLOOP_LIMITS = {"slots": RL_SLOTS, "ints": RL_INTS, "floats": RL_FLOATS, "bcast_dims": BCAST_MAX_DIMS,
                   "copy_dims": RL_MAXD}
 

@@ -23,6 +23,25 @@ cdef extern from "_native/threads.h":
     void parallel_for "onnxep_parallel_for"(Py_ssize_t n, int nth, task_fn fn, void* ctx) noexcept nogil
 
 
+# Break-even sizes: below them a kernel call stays on one thread (SGEMM_MT_FLOPS: 2*M*N*K of a GEMM / conv;
+# POOL_PAR_WORK: a pooling call's output elements x taps). Variables, so bench/bench_threads.py `breakeven` can
+# sweep them (_set_par_thresholds).
+cdef double SGEMM_MT_FLOPS = 2000000
+cdef double POOL_PAR_WORK = 32768
+
+
+def _set_par_thresholds(double mt_flops=-1, double pool_work=-1):
+    """Sets the break-even sizes (a negative value leaves one as it is); returns the previous (mt_flops,
+    pool_work). For bench/bench_threads.py only."""
+    global SGEMM_MT_FLOPS, POOL_PAR_WORK
+    old = (SGEMM_MT_FLOPS, POOL_PAR_WORK)
+    if mt_flops >= 0:
+        SGEMM_MT_FLOPS = mt_flops
+    if pool_work >= 0:
+        POOL_PAR_WORK = pool_work
+    return old
+
+
 cdef struct _TestCtx:
     int64_t* out
     int* tids

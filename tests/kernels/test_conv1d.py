@@ -4,7 +4,8 @@ the one-channel channel-last conv (conv_nhwc_f32 with C = 1) sharing that packin
 Oracle: the float64 numpy direct convolution of test_conv.py; every ISA variant the machine runs, at one and two
 threads. Tolerance: the GEMM bound Kc * eps32 * max|x| * max|w| (+ bias rounding), x2. Cases cover borders (pads,
 strides, dilations that put a panel of MR output points partly in the padding), K above one KC block, more output
-points than one MC row block, groups, a single input channel, and tails off the MR / NR tiles."""
+points than one MC row block, groups, a single input channel, and tails off the MR / NR tiles (also of the scratch
+tile's transposed copy into NCW y); a kernel window wider than _pack_a_implicit_c1's PACK_WIN."""
 import numpy as np
 import pytest
 
@@ -22,6 +23,8 @@ CASES_1D = [  # N, C, L, cout, k, stride, dilation, (pad begin, pad end), group
     (1, 3, 13, 17, 7, 3, 1, (6, 6), 1),          # stride 3 with pads wider than a stride
     (2, 4, 5, 10, 9, 1, 1, (4, 4), 2),           # kernel wider than the input
     (1, 2, 40, 3, 1, 2, 1, (0, 0), 1),           # 1-wide kernel with a stride (not pointwise)
+    (2, 3, 97, 11, 5, 2, 3, (7, 5), 1),          # stride and dilation through the packing window, wide pads
+    (1, 2, 1500, 5, 1100, 1, 1, (3, 2), 1),      # a window wider than PACK_WIN: read column by column
 ]
 
 

@@ -177,6 +177,29 @@ class Conv_1(NumpyPath, ConvAttrs, PackedWeightMixin, OpKernel):
                 _kernels.conv_pack_weight(W.reshape(-1), cout, int(self.group), wp)
         _kernels.conv_f32(X.reshape(-1), xs, wp, *args, B, Y.reshape(-1), False, ctx.num_threads)
 
+    def c_step(self, ins, outs, nthreads):
+        """The compiled run loop's entry (RL_CONV_NCHW: conv_f32's computation) for a pre-packed W, a non-depthwise
+        group and plain contiguous float32 arrays of the shapes compute planned for; else None (compute runs)."""
+        if "compute" in self.__dict__ or type(self).compute is not Conv_1.compute or len(outs) != 1:
+            return None
+        wp, plan = self.packed(1), self._shape_plan
+        if wp is None or plan is None or plan[0][1] != getattr(self, "_wshape", None):
+            return None
+        X, Y = ins[0], outs[0]
+        B = ins[2] if len(ins) > 2 else None
+        (shape, _), yshape, xs, args = plan
+        if not _plain_f32(X, Y) or X.shape != shape or Y.shape != yshape or X.size == 0 or Y.size == 0:
+            return None
+        if B is not None and (not _plain_f32(B) or B.shape != (yshape[1],)):
+            return None
+        if np.may_share_memory(X, Y) or wp.dtype != F32 or not wp.flags.c_contiguous:
+            return None
+        return "conv_nchw", [0, wp, None if B is None else 2, ~0], _kernels.conv_nchw_step_args(xs, *args), []
+
+
+def _plain_f32(*arrays) -> bool:
+    return all(a.__class__ is np.ndarray and a.dtype == F32 and a.flags.c_contiguous for a in arrays)
+
 
 class Conv_11(Conv_1):
     since = 11
