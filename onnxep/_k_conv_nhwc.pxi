@@ -520,6 +520,21 @@ cdef inline void _inside_range(Py_ssize_t n_in, Py_ssize_t n_out, Py_ssize_t k, 
     hi[0] = max(lo[0], min(last // s + 1, n_out)) if last >= 0 else lo[0]
 
 
+# (r50 slice) Whether the direct and Winograd paths fetch the next weight panel (plane) into L2 ahead of its use
+# (onnxep_dconv_uk's pfo); conv_panel_prefetch() reads / sets it (tests, in-process A/B). Results do not depend on it.
+cdef int _panel_prefetch = 1
+
+
+def conv_panel_prefetch(on=None):
+    """Whether the direct and Winograd conv paths prefetch their next weight panel (on by default); `on` sets it.
+    Returns the setting before the call."""
+    global _panel_prefetch
+    cdef int before = _panel_prefetch
+    if on is not None:
+        _panel_prefetch = 1 if on else 0
+    return bool(before)
+
+
 cdef void _dconv_rows(const ImplicitA* ia, const DTap* taps, Py_ssize_t ntaps, DRun* runs, Py_ssize_t row0,
                       Py_ssize_t row1, const float* wp, const float* bias, const float* res, float* y, Py_ssize_t Coutg,
                       Py_ssize_t cout, const Act* act, Py_ssize_t ow_lo, Py_ssize_t ow_hi, Py_ssize_t jp0,
@@ -538,7 +553,7 @@ cdef void _dconv_rows(const ImplicitA* ia, const DTap* taps, Py_ssize_t ntaps, D
     cdef DRun* rr
     for jp in range(jp0, jp1):
         n0 = jp * SGEMM_NR
-        pfo = -1 if jp + 1 < jp1 else 0    # the panel's first tile fetches the next panel into L2 as it goes
+        pfo = -1 if jp + 1 < jp1 and _panel_prefetch else 0    # the first tile fetches the next panel into L2
         row = row0
         while row < row1:
             n = row // ia.Ho
