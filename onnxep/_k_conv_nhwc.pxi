@@ -15,8 +15,8 @@ cdef extern from "_native/direct_conv.h":
         Py_ssize_t n
         Py_ssize_t sb
     void dconv_uk "onnxep_dconv_uk"(Py_ssize_t mr, const float* x, Py_ssize_t xo, Py_ssize_t rs, const DRun* runs,
-                                    Py_ssize_t nruns, const float* bp, Py_ssize_t jp, Py_ssize_t pfo, Py_ssize_t nr,
-                                    float* c,
+                                    Py_ssize_t nruns, const float* bp, Py_ssize_t jp, Py_ssize_t pfo, int pfc,
+                                    Py_ssize_t nr, float* c,
                                     Py_ssize_t rsc,
                                     float alpha, float beta, const float* bias_col, const float* bias_row,
                                     const float* res, const Act* act) noexcept nogil
@@ -523,6 +523,18 @@ cdef inline void _inside_range(Py_ssize_t n_in, Py_ssize_t n_out, Py_ssize_t k, 
 # (r50 slice) Whether the direct and Winograd paths fetch the next weight panel (plane) into L2 ahead of its use
 # (onnxep_dconv_uk's pfo); conv_panel_prefetch() reads / sets it (tests, in-process A/B). Results do not depend on it.
 cdef int _panel_prefetch = 1
+# ... and whether the direct path's tiles fetch their output (and residual) rows before the K loop (pfc)
+cdef int _crow_prefetch = 1
+
+
+def conv_crow_prefetch(on=None):
+    """Whether the direct conv path's tiles prefetch their output / residual rows (on by default); `on` sets it.
+    Returns the setting before the call."""
+    global _crow_prefetch
+    cdef int before = _crow_prefetch
+    if on is not None:
+        _crow_prefetch = 1 if on else 0
+    return bool(before)
 
 
 def conv_panel_prefetch(on=None):
@@ -577,7 +589,8 @@ cdef void _dconv_rows(const ImplicitA* ia, const DTap* taps, Py_ssize_t ntaps, D
                     mr = (mr + (mr + SGEMM_MR - 1) // SGEMM_MR - 1) // ((mr + SGEMM_MR - 1) // SGEMM_MR)
                     iw0 = ow * ia.sw - ia.pw
                     dconv_uk(mr, img, ((ih0 + (r2 - row) * ia.sh) * ia.W + iw0) * ia.C, ia.sw * ia.C, runs, nint, wp,
-                             jp, pfo, min(<Py_ssize_t>SGEMM_NR, Coutg - n0), y + (r2 * ia.Wo + ow) * cout + n0, cout, 1.0,
+                             jp, pfo, _crow_prefetch, min(<Py_ssize_t>SGEMM_NR, Coutg - n0),
+                             y + (r2 * ia.Wo + ow) * cout + n0, cout, 1.0,
                              0.0, (bias + n0) if bias != NULL else NULL, NULL,
                              (res + (r2 * ia.Wo + ow) * cout + n0) if res != NULL else NULL, act)
                     ow += mr
@@ -596,7 +609,8 @@ cdef void _dconv_rows(const ImplicitA* ia, const DTap* taps, Py_ssize_t ntaps, D
                     mr = band - r2
                     mr = (mr + (mr + SGEMM_MR - 1) // SGEMM_MR - 1) // ((mr + SGEMM_MR - 1) // SGEMM_MR)
                     dconv_uk(mr, img, ((ih0 + (r2 - row) * ia.sh) * ia.W + iw0) * ia.C, rs, rr, cnt, wp, jp, pfo,
-                             min(<Py_ssize_t>SGEMM_NR, Coutg - n0), y + (r2 * ia.Wo + ow) * cout + n0, ia.Wo * cout,
+                             _crow_prefetch, min(<Py_ssize_t>SGEMM_NR, Coutg - n0), y + (r2 * ia.Wo + ow) * cout + n0,
+                             ia.Wo * cout,
                              1.0, 0.0, (bias + n0) if bias != NULL else NULL, NULL,
                              (res + (r2 * ia.Wo + ow) * cout + n0) if res != NULL else NULL, act)
                     r2 += mr

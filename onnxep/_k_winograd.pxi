@@ -267,7 +267,7 @@ cdef void _wino_task(void* p, Py_ssize_t item, int tid) noexcept nogil:
             i = 0
             for s in range(nstrips):     # strips of (nearly) equal height
                 mr = (nt - i + (nstrips - s) - 1) // (nstrips - s)
-                dconv_uk(mr, V + xi * j.vs, i * C, C, j.runs, j.nruns, j.wp + xi * j.blen, jp, pfo, nr,
+                dconv_uk(mr, V + xi * j.vs, i * C, C, j.runs, j.nruns, j.wp + xi * j.blen, jp, pfo, 0, nr,
                          M + xi * j.ms + i * SGEMM_NR, SGEMM_NR, 1.0, 0.0, NULL, NULL, NULL, NULL)
                 i += mr
                 pfo = 0

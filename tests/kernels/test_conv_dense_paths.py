@@ -96,8 +96,9 @@ def test_direct_path_panel_prefetch(xshape, cout, k, s, nth):
     """(r50 slice) path="direct" over several weight panels per work item, K blocked or not: the first tile over
     each panel fetches the next panel (onnxep_dconv_uk's pfo, the run's own panel stride sb past a K block border);
     the fetch must not change a result. Every SIMD variant (generic has no direct path), with a bias, a residual and
-    Relu, within the float64 numpy oracle's bound, and bit-identical between 1 and nth threads and with the fetch
-    off (conv_panel_prefetch(False): the micro-kernel's other K loop)."""
+    Relu, within the float64 numpy oracle's bound, and bit-identical between 1 and nth threads and with either fetch
+    off (conv_panel_prefetch(False): the micro-kernel's other K loop; conv_crow_prefetch(False): no fetch of the
+    tile's output and residual rows)."""
     x = RNG.uniform(-1, 1, xshape).astype(np.float32)
     w = RNG.uniform(-1, 1, (cout, xshape[1], k, k)).astype(np.float32)
     b = RNG.uniform(-1, 1, cout).astype(np.float32)
@@ -114,18 +115,23 @@ def test_direct_path_panel_prefetch(xshape, cout, k, s, nth):
         mod.conv_nhwc_pack_weight(w, 1, wp)
         xh = np.ascontiguousarray(x.transpose(0, 2, 3, 1))
         ys = []
-        before = mod.conv_panel_prefetch()
+        before = mod.conv_panel_prefetch(), mod.conv_crow_prefetch()
+        assert before == (True, True)
         try:
-            for on, t in ((True, 1), (True, nth), (False, nth)):
+            for on, crow, t in ((True, True, 1), (True, True, nth), (False, False, nth), (False, True, 1),
+                                (True, False, 1)):
                 mod.conv_panel_prefetch(on)
+                mod.conv_crow_prefetch(crow)
                 y = np.full((xshape[0],) + outs + (cout,), np.nan, np.float32)
                 mod.conv_nhwc_f32(xh.reshape(-1), xh.shape, wp, cout, 1, (k, k), (s, s), (1, 1), (p, p), outs, b,
                                   res.reshape(-1), y.reshape(-1), True, t, None, "direct")
                 ys.append(y)
         finally:
-            mod.conv_panel_prefetch(before)
+            mod.conv_panel_prefetch(before[0])
+            mod.conv_crow_prefetch(before[1])
         np.testing.assert_allclose(ys[0], want, rtol=0, atol=tol, err_msg=name)
         np.testing.assert_array_equal(ys[1], ys[0], err_msg=f"{name} nthreads={nth}")
-        np.testing.assert_array_equal(ys[2], ys[0], err_msg=f"{name} nthreads={nth}, no prefetch")
+        for y in ys[2:]:
+            np.testing.assert_array_equal(y, ys[0], err_msg=f"{name}: a prefetch setting changed the result")
         ran += 1
     assert ran >= 1     # at least one SIMD variant runs on this machine
