@@ -15,7 +15,8 @@ cdef extern from "_native/direct_conv.h":
         Py_ssize_t n
         Py_ssize_t sb
     void dconv_uk "onnxep_dconv_uk"(Py_ssize_t mr, const float* x, Py_ssize_t xo, Py_ssize_t rs, const DRun* runs,
-                                    Py_ssize_t nruns, const float* bp, Py_ssize_t jp, Py_ssize_t nr, float* c,
+                                    Py_ssize_t nruns, const float* bp, Py_ssize_t jp, Py_ssize_t pfo, int pfc,
+                                    Py_ssize_t nr, float* c,
                                     Py_ssize_t rsc,
                                     float alpha, float beta, const float* bias_col, const float* bias_row,
                                     const float* res, const Act* act) noexcept nogil
@@ -519,6 +520,33 @@ cdef inline void _inside_range(Py_ssize_t n_in, Py_ssize_t n_out, Py_ssize_t k, 
     hi[0] = max(lo[0], min(last // s + 1, n_out)) if last >= 0 else lo[0]
 
 
+# (r50 slice) Whether the direct and Winograd paths fetch the next weight panel (plane) into L2 ahead of its use
+# (onnxep_dconv_uk's pfo); conv_panel_prefetch() reads / sets it (tests, in-process A/B). Results do not depend on it.
+cdef int _panel_prefetch = 1
+# ... and whether the direct path's tiles fetch their output (and residual) rows before the K loop (pfc)
+cdef int _crow_prefetch = 1
+
+
+def conv_crow_prefetch(on=None):
+    """Whether the direct conv path's tiles prefetch their output / residual rows (on by default); `on` sets it.
+    Returns the setting before the call."""
+    global _crow_prefetch
+    cdef int before = _crow_prefetch
+    if on is not None:
+        _crow_prefetch = 1 if on else 0
+    return bool(before)
+
+
+def conv_panel_prefetch(on=None):
+    """Whether the direct and Winograd conv paths prefetch their next weight panel (on by default); `on` sets it.
+    Returns the setting before the call."""
+    global _panel_prefetch
+    cdef int before = _panel_prefetch
+    if on is not None:
+        _panel_prefetch = 1 if on else 0
+    return bool(before)
+
+
 cdef void _dconv_rows(const ImplicitA* ia, const DTap* taps, Py_ssize_t ntaps, DRun* runs, Py_ssize_t row0,
                       Py_ssize_t row1, const float* wp, const float* bias, const float* res, float* y, Py_ssize_t Coutg,
                       Py_ssize_t cout, const Act* act, Py_ssize_t ow_lo, Py_ssize_t ow_hi, Py_ssize_t jp0,
@@ -529,13 +557,15 @@ cdef void _dconv_rows(const ImplicitA* ia, const DTap* taps, Py_ssize_t ntaps, D
     once per work item, then from cache. Output pixels at or past pend (the last row of a pointwise conv's
     flattened image) are not computed. Rows go in bands of the same image and the same kernel rows inside x: the
     interior pixels of each row in tiles along the row; a border column's pixels (some kernel column in the padding)
-    in tiles down the band (its pixels read x sh*W*C floats apart with the same runs), not one by one."""
+    in tiles down the band (its pixels read x sh*W*C floats apart with the same runs), not one by one. The first
+    tile over each panel fetches the next panel into L2 along its K loop (onnxep_dconv_uk's pfo)."""
     cdef Py_ssize_t HW = ia.H * ia.W * ia.C, row, n, ih0, b0, b1, e0, e1, nint, cnt, ow, mr, iw0, jp, n0, wend, hi
-    cdef Py_ssize_t band, r2, nb0, nb1, rs
+    cdef Py_ssize_t band, r2, nb0, nb1, rs, pfo
     cdef const float* img
     cdef DRun* rr
     for jp in range(jp0, jp1):
         n0 = jp * SGEMM_NR
+        pfo = -1 if jp + 1 < jp1 and _panel_prefetch else 0    # the first tile fetches the next panel into L2
         row = row0
         while row < row1:
             n = row // ia.Ho
@@ -559,10 +589,12 @@ cdef void _dconv_rows(const ImplicitA* ia, const DTap* taps, Py_ssize_t ntaps, D
                     mr = (mr + (mr + SGEMM_MR - 1) // SGEMM_MR - 1) // ((mr + SGEMM_MR - 1) // SGEMM_MR)
                     iw0 = ow * ia.sw - ia.pw
                     dconv_uk(mr, img, ((ih0 + (r2 - row) * ia.sh) * ia.W + iw0) * ia.C, ia.sw * ia.C, runs, nint, wp,
-                             jp, min(<Py_ssize_t>SGEMM_NR, Coutg - n0), y + (r2 * ia.Wo + ow) * cout + n0, cout, 1.0,
+                             jp, pfo, _crow_prefetch, min(<Py_ssize_t>SGEMM_NR, Coutg - n0),
+                             y + (r2 * ia.Wo + ow) * cout + n0, cout, 1.0,
                              0.0, (bias + n0) if bias != NULL else NULL, NULL,
                              (res + (r2 * ia.Wo + ow) * cout + n0) if res != NULL else NULL, act)
                     ow += mr
+                    pfo = 0
             # border columns (pend only cuts a pointwise conv's rows, which have none)
             rs = ia.sh * ia.W * ia.C
             for ow in range(ia.Wo):
@@ -576,11 +608,13 @@ cdef void _dconv_rows(const ImplicitA* ia, const DTap* taps, Py_ssize_t ntaps, D
                 while r2 < band:
                     mr = band - r2
                     mr = (mr + (mr + SGEMM_MR - 1) // SGEMM_MR - 1) // ((mr + SGEMM_MR - 1) // SGEMM_MR)
-                    dconv_uk(mr, img, ((ih0 + (r2 - row) * ia.sh) * ia.W + iw0) * ia.C, rs, rr, cnt, wp, jp,
-                             min(<Py_ssize_t>SGEMM_NR, Coutg - n0), y + (r2 * ia.Wo + ow) * cout + n0, ia.Wo * cout,
+                    dconv_uk(mr, img, ((ih0 + (r2 - row) * ia.sh) * ia.W + iw0) * ia.C, rs, rr, cnt, wp, jp, pfo,
+                             _crow_prefetch, min(<Py_ssize_t>SGEMM_NR, Coutg - n0), y + (r2 * ia.Wo + ow) * cout + n0,
+                             ia.Wo * cout,
                              1.0, 0.0, (bias + n0) if bias != NULL else NULL, NULL,
                              (res + (r2 * ia.Wo + ow) * cout + n0) if res != NULL else NULL, act)
                     r2 += mr
+                    pfo = 0
             row = band
 
 

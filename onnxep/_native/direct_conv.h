@@ -6,7 +6,15 @@
    inputs start at x + xo + i*rs; the K loop walks `runs`: run r covers n consecutive k whose A value for row i is
    x[xo + i*rs + a + kk] and whose packed-B rows start at bp + b + jp*sb (NR floats per k; sb: the run's K block's
    panel stride, so panel jp of a K-blocked packed weight is reached through the same runs). Products are added
-   in k order with one FMA each, as in onnxep_sgemm_uk; the epilogue is onnxep_uk_store. */
+   in k order with one FMA each, as in onnxep_sgemm_uk; the epilogue is onnxep_uk_store.
+   pfo: the packed-B floats to fetch into L2 along the K loop, as onnxep_sgemm_uk's pf (the lines of the NR floats of
+   each k at b + pfo): 0 none, -1 each run's sb (the same k rows of the next panel, jp + 1), else that offset (the
+   Winograd path: the next plane's panel). The direct path reads a weight panel in place, K x NR floats (64 KiB at
+   K 512: past L1), once per tile; without a fetch ahead the first tile over each panel waits on L3 for every line
+   (ResNet-50's 7x7 1x1 convs, weight rotated over 8 copies as in a model: 1.2x the packed path's time).
+   pfc: nonzero to fetch the tile's C rows (and the residual's, res) into L1 before the K loop, as onnxep_sgemm_uk
+   does: the epilogue then neither waits on their lines (a 56x56 conv's output and residual, 3 MiB each, are past
+   the L2 by the time a tile is stored) nor on the stores' read-for-ownership. */
 typedef struct { Py_ssize_t a, b, n, sb; } onnxep_drun;
 #if ONNXEP_SGEMM_SIMD
 #if defined(__AVX512F__)
@@ -24,8 +32,8 @@ typedef struct { Py_ssize_t a, b, n, sb; } onnxep_drun;
 #define ONNXEP_DV_ZERO _mm256_setzero_ps
 #define ONNXEP_DV_W 8
 #endif
-#define ONNXEP_DUK_ARGS const float* x, Py_ssize_t xo, Py_ssize_t rs, const onnxep_drun* runs, Py_ssize_t nruns,                         const float* bp, Py_ssize_t jp, ONNXEP_ST_ARGS
-#define ONNXEP_DUK_PASS x, xo, rs, runs, nruns, bp, jp, ONNXEP_ST_PASS
+#define ONNXEP_DUK_ARGS const float* x, Py_ssize_t xo, Py_ssize_t rs, const onnxep_drun* runs, Py_ssize_t nruns,                         const float* bp, Py_ssize_t jp, Py_ssize_t pfo, int pfc, ONNXEP_ST_ARGS
+#define ONNXEP_DUK_PASS x, xo, rs, runs, nruns, bp, jp, pfo, pfc, ONNXEP_ST_PASS
 static inline __attribute__((always_inline)) void onnxep_duk_body(const int MRV, const int NV, ONNXEP_DUK_ARGS)
 {
     ONNXEP_DV c0[ONNXEP_SGEMM_MR], c1[ONNXEP_SGEMM_MR];
@@ -33,10 +41,39 @@ static inline __attribute__((always_inline)) void onnxep_duk_body(const int MRV,
     int i;
     #pragma GCC unroll 12
     for (i = 0; i < MRV; i++) { c0[i] = ONNXEP_DV_ZERO(); c1[i] = ONNXEP_DV_ZERO(); }
+    if (pfc) {
+        #pragma GCC unroll 12
+        for (i = 0; i < MRV; i++) {
+            _mm_prefetch((const char*)(c + i * rsc), _MM_HINT_T0);
+            _mm_prefetch((const char*)(c + i * rsc + (nr > 0 ? nr - 1 : 0)), _MM_HINT_T0);
+            if (res) {
+                _mm_prefetch((const char*)(res + i * rsc), _MM_HINT_T0);
+                _mm_prefetch((const char*)(res + i * rsc + (nr > 0 ? nr - 1 : 0)), _MM_HINT_T0);
+            }
+        }
+    }
     for (r = 0; r < nruns; r++) {
         const float* a = x + (xo + runs[r].a);
         const float* b = bp + (runs[r].b + jp * runs[r].sb);
         Py_ssize_t n = runs[r].n;
+        if (pfo) {
+            const float* q = b + (pfo < 0 ? runs[r].sb : pfo);
+            for (k = 0; k < n; k++) {
+                ONNXEP_DV b0 = ONNXEP_DV_LOAD(b), b1 = NV == 2 ? ONNXEP_DV_LOAD(b + ONNXEP_DV_W) : b0;
+                _mm_prefetch((const char*)q, _MM_HINT_T1);
+                if (2 * ONNXEP_DV_W > 16) _mm_prefetch((const char*)(q + 16), _MM_HINT_T1);
+                #pragma GCC unroll 12
+                for (i = 0; i < MRV; i++) {
+                    ONNXEP_DV ai = ONNXEP_DV_SET1(a[i * rs]);
+                    c0[i] = ONNXEP_DV_FMA(ai, b0, c0[i]);
+                    if (NV == 2) c1[i] = ONNXEP_DV_FMA(ai, b1, c1[i]);
+                }
+                a += 1;
+                b += 2 * ONNXEP_DV_W;
+                q += 2 * ONNXEP_DV_W;
+            }
+            continue;
+        }
         for (k = 0; k < n; k++) {
             ONNXEP_DV b0 = ONNXEP_DV_LOAD(b), b1 = NV == 2 ? ONNXEP_DV_LOAD(b + ONNXEP_DV_W) : b0;
             #pragma GCC unroll 12
@@ -68,7 +105,7 @@ static void onnxep_dconv_uk(Py_ssize_t mr, ONNXEP_DUK_ARGS)
 /* generic variant: never called (convs take the packed path there) */
 static inline void onnxep_dconv_uk(Py_ssize_t mr, const float* x, Py_ssize_t xo, Py_ssize_t rs,
                                    const onnxep_drun* runs, Py_ssize_t nruns, const float* bp, Py_ssize_t jp,
-                                   Py_ssize_t nr,
+                                   Py_ssize_t pfo, int pfc, Py_ssize_t nr,
                                    float* c, Py_ssize_t rsc, float alpha, float beta, const float* bias_col,
                                    const float* bias_row, const float* res, const onnxep_act* act) { }
 #endif

@@ -83,3 +83,55 @@ def test_direct_path_slabs_on_threads(xshape, cout, k, s):
         for nth in (2, 3):
             y = _run(mod, x, w, b, None, 1, (s, s), (1, 1), (p, p), outs, True, nth)
             np.testing.assert_array_equal(y, y1, err_msg=f"{name} nthreads={nth}")
+
+
+@pytest.mark.parametrize("xshape, cout, k, s", [
+    ((1, 300, 7, 7), 100, 1, 1),        # K 300: two K blocks (150 each), 4 panels, the last 4 channels wide
+    ((1, 512, 7, 7), 96, 1, 1),         # K 512: two blocks of 256, 3 panels (AVX-512; 6 on AVX2)
+    ((2, 40, 9, 10), 70, 3, 1),         # K 360 over two blocks, border columns and bands, 2 images, 3 panels
+    ((1, 16, 5, 5), 33, 3, 2),          # one K block, a 1-channel last panel, stride 2
+])
+@pytest.mark.parametrize("nth", [1, 2])
+def test_direct_path_panel_prefetch(xshape, cout, k, s, nth):
+    """(r50 slice) path="direct" over several weight panels per work item, K blocked or not: the first tile over
+    each panel fetches the next panel (onnxep_dconv_uk's pfo, the run's own panel stride sb past a K block border);
+    the fetch must not change a result. Every SIMD variant (generic has no direct path), with a bias, a residual and
+    Relu, within the float64 numpy oracle's bound, and bit-identical between 1 and nth threads and with either fetch
+    off (conv_panel_prefetch(False): the micro-kernel's other K loop; conv_crow_prefetch(False): no fetch of the
+    tile's output and residual rows)."""
+    x = RNG.uniform(-1, 1, xshape).astype(np.float32)
+    w = RNG.uniform(-1, 1, (cout, xshape[1], k, k)).astype(np.float32)
+    b = RNG.uniform(-1, 1, cout).astype(np.float32)
+    p = (k - 1) // 2
+    outs = ((xshape[2] + 2 * p - k) // s + 1, (xshape[3] + 2 * p - k) // s + 1)
+    res = RNG.uniform(-1, 1, (xshape[0],) + outs + (cout,)).astype(np.float32)
+    want = _expected(x.astype(np.float64), w.astype(np.float64), b, res, 1, (s, s), (1, 1), (p, p), outs, True)
+    tol = 2 * (xshape[1] * k * k + 2) * EPS
+    ran = 0
+    for name, mod in VARIANTS.items():
+        if name == "generic":
+            continue
+        wp = np.empty(mod.conv_nhwc_pack_weight_size(cout, xshape[1] * k * k, 1), np.float32)
+        mod.conv_nhwc_pack_weight(w, 1, wp)
+        xh = np.ascontiguousarray(x.transpose(0, 2, 3, 1))
+        ys = []
+        before = mod.conv_panel_prefetch(), mod.conv_crow_prefetch()
+        assert before == (True, True)
+        try:
+            for on, crow, t in ((True, True, 1), (True, True, nth), (False, False, nth), (False, True, 1),
+                                (True, False, 1)):
+                mod.conv_panel_prefetch(on)
+                mod.conv_crow_prefetch(crow)
+                y = np.full((xshape[0],) + outs + (cout,), np.nan, np.float32)
+                mod.conv_nhwc_f32(xh.reshape(-1), xh.shape, wp, cout, 1, (k, k), (s, s), (1, 1), (p, p), outs, b,
+                                  res.reshape(-1), y.reshape(-1), True, t, None, "direct")
+                ys.append(y)
+        finally:
+            mod.conv_panel_prefetch(before[0])
+            mod.conv_crow_prefetch(before[1])
+        np.testing.assert_allclose(ys[0], want, rtol=0, atol=tol, err_msg=name)
+        np.testing.assert_array_equal(ys[1], ys[0], err_msg=f"{name} nthreads={nth}")
+        for y in ys[2:]:
+            np.testing.assert_array_equal(y, ys[0], err_msg=f"{name}: a prefetch setting changed the result")
+        ran += 1
+    assert ran >= 1     # at least one SIMD variant runs on this machine

@@ -264,3 +264,30 @@ def test_winograd_blocking_does_not_change_the_result(isa, m):
                 np.testing.assert_array_equal(got, want, err_msg=f"{setting} on {nth} thread(s)")
     finally:
         mod.wino_blocking(*before[:3])
+
+
+@pytest.mark.parametrize("m", [2, 4])
+@pytest.mark.parametrize("isa", list(SIMD))
+def test_winograd_panel_prefetch_does_not_change_the_result(isa, m):
+    """(r50 slice) The next plane's (and past the last plane, the next panel's) weight fetched ahead of its GEMM
+    (conv_panel_prefetch, on by default) takes another loop in the micro-kernel: on and off give bit-identical results
+    on 1 and 2 threads, within the float64 direct conv's bound. 300 -> 70 channels: two K blocks of U (runs of 150),
+    3 panels (AVX-512; 5 on AVX2), the last one 6 channels wide; a 9x11 image: a half-filled last tile row / column."""
+    mod = SIMD[isa]
+    xs, cout, pads, outs = (1, 300, 9, 11), 70, (1, 1), (9, 11)
+    x, w, b, res, xh, ref = _setup(xs, cout, pads, outs, 12)
+    wp = _wino(mod, w, m)
+    before = mod.conv_panel_prefetch()
+    assert before is True
+    try:
+        ys = {}
+        for on in (False, True):
+            assert mod.conv_panel_prefetch(on) is (not on)
+            for nth in (1, 2):
+                ys[on, nth] = _conv(mod, xh, wp, cout, pads, outs, b, res, np.empty(res.shape, np.float32), nth,
+                                    "Relu", m=m)
+        np.testing.assert_allclose(ys[True, 1], np.maximum(ref + b + res, 0), rtol=0, atol=_tol(xs[1], m))
+        for key, y in ys.items():
+            np.testing.assert_array_equal(y, ys[True, 1], err_msg=f"prefetch, threads {key}")
+    finally:
+        mod.conv_panel_prefetch(before)
