@@ -239,8 +239,14 @@ def test_bf16_conv_residual_that_broadcasts_at_run_time():
 # 4 groups (X is A, lda C) with few pixels and with many; 5x5 of 2 groups of 5 (odd) -> 33 (a tail of columns);
 # a residual on every one. With overlapping taps, an even channel count per group and at least 4 * BG_MB pixels, X is
 # rounded to bf16 once and the rows copied from it (bg_conv.xb): 3x3 on 2 groups of 8, a strided 3x3 on one group of
-# 8 (the padded edges), a group of 6 ((6, 40, ...) in GEOMETRIES too); odd channel counts keep converting per tap
-GROUPED = [(8, 12, 3, 1, 1, 1, 9, 10, 2), (9, 6, 3, 2, 1, 1, 30, 31, 3), (8, 12, 1, 1, 0, 1, 5, 5, 4),
+# 8 (the padded edges), a group of 6 ((6, 40, ...) in GEOMETRIES too); odd channel counts keep converting per tap.
+# Dense (group 1) convs with dilation 1 gather a kernel row's in-image taps as one run of X (bgemm.h bg_conv_kx_range):
+# a 7x7 stride-2 stem on 3 (odd) channels with enough pixels for the per-item packing, an 11x11 stride-4 one, a 7x7
+# wider than its 5x4 image (runs clipped on both sides, even C), a 5x5 on a 3x2 image (odd C), a 5x5 on 16 channels
+# (runs copied from X rounded once, or converted), and dilation 2 on an even count (tap by tap)
+GROUPED = [(3, 16, 7, 2, 3, 1, 30, 29, 1), (3, 8, 11, 4, 2, 1, 35, 35, 1), (4, 8, 7, 1, 3, 1, 5, 4, 1),
+           (5, 8, 5, 1, 2, 1, 3, 2, 1), (16, 32, 5, 1, 2, 1, 16, 14, 1), (6, 16, 3, 1, 2, 2, 9, 9, 1),
+           (8, 12, 3, 1, 1, 1, 9, 10, 2), (9, 6, 3, 2, 1, 1, 30, 31, 3), (8, 12, 1, 1, 0, 1, 5, 5, 4),
            (16, 40, 1, 1, 0, 1, 20, 21, 4), (10, 66, 5, 1, 2, 1, 15, 16, 2), (12, 8, 3, 1, 2, 2, 8, 8, 2),
            (16, 24, 3, 1, 1, 1, 14, 15, 2), (8, 16, 3, 2, 1, 1, 30, 29, 1), (12, 36, 5, 1, 2, 1, 13, 14, 2)]
 VARIANT_KERNELS = [(v, k) for v in _kernels.AVAILABLE
