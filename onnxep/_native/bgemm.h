@@ -210,6 +210,18 @@ static void bg_pack_a_rows_bf16(const float* A, int64_t lda, int64_t K, int64_t 
     }
 }
 
+/* n floats -> n bf16 at dst (round to nearest even, denormals flushed as vcvtneps2bf16 does) */
+__attribute__((target("avx512bf16,avx512bw,avx512vl,avx512f")))
+static void bg_cvt_run_bf16(const float* src, int64_t n, uint16_t* dst) {
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm256_storeu_si256((__m256i*)(dst + i), (__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(src + i)));
+    if (i < n) {
+        __mmask16 m = (__mmask16)((1u << (n - i)) - 1u);
+        _mm256_mask_storeu_epi16((void*)(dst + i), m, (__m256i)_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(m, src + i)));
+    }
+}
+
 #if defined(__linux__)
 typedef struct { uint8_t palette, start_row, reserved[14]; uint16_t colsb[16]; uint8_t rows[16]; } bg_tilecfg;
 #define BG_FENCE() __asm__ volatile("" ::: "memory")   /* the tile macros' asm declares no memory operands */
@@ -382,6 +394,27 @@ static void bg_pack_conv_rows(const bg_args* a, int64_t m0, int64_t m1, int tid,
             for (int64_t g = a->K2; g < a->lda2; g++) o[g] = 0;
             continue;
         }
+#if BG_X86 && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        if (simd) {     /* odd C: the row's pairs are its K bf16 values in order; each run converts straight there */
+            uint16_t* o16 = (uint16_t*)o;
+            int64_t n = m / hw, r = m % hw, oh = r / cv->Wo, ow = r % cv->Wo, kx0, kx1, kwc = cv->kw * C;
+            const int runs = cv->dw == 1 && cv->xc == C;
+            bg_conv_kx_range(cv, ow, &kx0, &kx1);
+            for (int64_t ky = 0; ky < cv->kh; ky++) {
+                uint16_t* d = o16 + ky * kwc;
+                int64_t ih = oh * cv->sh - cv->ph + ky * cv->dh;
+                if (ih < 0 || ih >= cv->H || kx1 <= kx0) { memset(d, 0, (size_t)kwc * 2); continue; }
+                memset(d, 0, (size_t)(kx0 * C) * 2);
+                memset(d + kx1 * C, 0, (size_t)((cv->kw - kx1) * C) * 2);
+                int64_t p0 = (n * cv->H + ih) * cv->W + ow * cv->sw - cv->pw;
+                if (runs) bg_cvt_run_bf16(cv->x + (p0 + kx0) * C, (kx1 - kx0) * C, d + kx0 * C);
+                else for (int64_t kx = kx0; kx < kx1; kx++)
+                    bg_cvt_run_bf16(cv->x + (p0 + kx * cv->dw) * cv->xc, C, d + kx * C);
+            }
+            memset(o16 + a->K, 0, (size_t)(2 * a->lda2 - a->K) * 2);
+            continue;
+        }
+#endif
         float* row = a->rows + (int64_t)tid * a->K;
         bg_conv_row(cv, m, row);
 #if BG_X86

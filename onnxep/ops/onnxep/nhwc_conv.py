@@ -90,6 +90,12 @@ BF16_CONV_MIN_CHANNELS = 64
 BF16_CONV_WIDE_MIN_CHANNELS = 3
 BF16_CONV_WIDE_MIN_K = 256
 BF16_CONV_WIDE_MIN_COUT = 48
+# ... or, from BF16_CONV_MIN_K products per output, at least this many output channels (per group): the per-row gather
+# and rounding then feed that many columns. With odd channel counts converted run by run straight into the packed row
+# (bgemm.h bg_cvt_run_bf16), same measure as above: 7x7 stride-2 3 -> 96 at 224x224 0.61-0.72x (ZFNet-512's stem),
+# 7x7 3 -> 128 at 112x112 0.66x, 5x5 6 -> 96 at 56x56 0.77x, 3x3 16 -> 96 at 55x55 0.66x, 16 -> 128 at 28x28 0.63x;
+# with 64 outputs the 7x7 3-channel stem ran 0.99-1.07x and stays fp32
+BF16_CONV_WIDER_MIN_COUT = 96
 
 
 def _plain_f32(*arrays) -> bool:
@@ -201,8 +207,9 @@ class NhwcConv_1(ConvAttrs, PackedWeightMixin, OpKernel):
             and wshape[1] * wshape[2] * wshape[3] >= BF16_CONV_MIN_K \
             and (wshape[2] * wshape[3] == 1 or wshape[1] >= BF16_CONV_MIN_CHANNELS
                  or (wshape[1] >= BF16_CONV_WIDE_MIN_CHANNELS
-                     and wshape[1] * wshape[2] * wshape[3] >= BF16_CONV_WIDE_MIN_K
-                     and wshape[0] // int(self.group) >= BF16_CONV_WIDE_MIN_COUT)) \
+                     and (wshape[0] // int(self.group) >= BF16_CONV_WIDER_MIN_COUT
+                          or (wshape[1] * wshape[2] * wshape[3] >= BF16_CONV_WIDE_MIN_K
+                              and wshape[0] // int(self.group) >= BF16_CONV_WIDE_MIN_COUT)))) \
             and (self.packed(1) is not None or self.info.constants.get(1) is not None)
 
     def prepack_format(self, input_index):
