@@ -210,6 +210,18 @@ static void bg_pack_a_rows_bf16(const float* A, int64_t lda, int64_t K, int64_t 
     }
 }
 
+/* n floats -> n bf16 at dst (round to nearest even, denormals flushed as vcvtneps2bf16 does) */
+__attribute__((target("avx512bf16,avx512bw,avx512vl,avx512f")))
+static void bg_cvt_run_bf16(const float* src, int64_t n, uint16_t* dst) {
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm256_storeu_si256((__m256i*)(dst + i), (__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(src + i)));
+    if (i < n) {
+        __mmask16 m = (__mmask16)((1u << (n - i)) - 1u);
+        _mm256_mask_storeu_epi16((void*)(dst + i), m, (__m256i)_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(m, src + i)));
+    }
+}
+
 #if defined(__linux__)
 typedef struct { uint8_t palette, start_row, reserved[14]; uint16_t colsb[16]; uint8_t rows[16]; } bg_tilecfg;
 #define BG_FENCE() __asm__ volatile("" ::: "memory")   /* the tile macros' asm declares no memory operands */
@@ -296,15 +308,36 @@ static void bg_conv_x_item(void* ctx, Py_ssize_t item, int tid) {
     bg_pack_a_rows(c->x, c->xc, c->xc, c->xc / 2, p0, p1, c->xb);
 }
 
+/* The in-image taps of kernel row ky for output column ow: kx0..kx1 (kx1 <= kx0: none). With dilation 1 and X's
+   pixels C floats apart (group 1) those taps are one contiguous run of (kx1 - kx0) * C floats of X, gathered (and
+   converted) as one piece instead of tap by tap: a 7x7 stem on 3 channels made 49 copies of 12 bytes per row. */
+static inline void bg_conv_kx_range(const bg_conv* cv, int64_t ow, int64_t* kx0, int64_t* kx1) {
+    int64_t iw0 = ow * cv->sw - cv->pw, a = 0, b = cv->kw;
+    if (iw0 < 0) a = (-iw0 + cv->dw - 1) / cv->dw;
+    if (iw0 + (b - 1) * cv->dw >= cv->W) b = cv->W - 1 - iw0 < 0 ? 0 : (cv->W - 1 - iw0) / cv->dw + 1;
+    *kx0 = a;
+    *kx1 = b > a ? b : a;
+}
+
 static void bg_conv_row(const bg_conv* cv, int64_t m, float* row) {
     int64_t hw = cv->Ho * cv->Wo, n = m / hw, r = m % hw, oh = r / cv->Wo, ow = r % cv->Wo, C = cv->C;
+    const int runs = cv->dw == 1 && cv->xc == C;
+    int64_t kx0, kx1;
+    bg_conv_kx_range(cv, ow, &kx0, &kx1);
     float* d = row;
-    for (int64_t ky = 0; ky < cv->kh; ky++) {
+    for (int64_t ky = 0; ky < cv->kh; ky++, d += cv->kw * C) {
         int64_t ih = oh * cv->sh - cv->ph + ky * cv->dh;
-        for (int64_t kx = 0; kx < cv->kw; kx++, d += C) {
-            int64_t iw = ow * cv->sw - cv->pw + kx * cv->dw;
-            if (ih < 0 || ih >= cv->H || iw < 0 || iw >= cv->W) memset(d, 0, (size_t)C * 4);
-            else memcpy(d, cv->x + ((n * cv->H + ih) * cv->W + iw) * cv->xc, (size_t)C * 4);
+        if (ih < 0 || ih >= cv->H || kx1 <= kx0) { memset(d, 0, (size_t)(cv->kw * C) * 4); continue; }
+        memset(d, 0, (size_t)(kx0 * C) * 4);
+        memset(d + kx1 * C, 0, (size_t)((cv->kw - kx1) * C) * 4);
+        int64_t p0 = (n * cv->H + ih) * cv->W + ow * cv->sw - cv->pw;     /* pixel of tap kx = 0 */
+        if (runs) {
+            const float* s0 = cv->x + (p0 + kx0) * C;
+            float* d0 = d + kx0 * C;
+            for (int64_t j = 0, e = (kx1 - kx0) * C; j < e; j++) d0[j] = s0[j];
+        } else {
+            for (int64_t kx = kx0; kx < kx1; kx++)
+                memcpy(d + kx * C, cv->x + (p0 + kx * cv->dw) * cv->xc, (size_t)C * 4);
         }
     }
 }
@@ -337,25 +370,51 @@ static void bg_pack_conv_rows(const bg_args* a, int64_t m0, int64_t m1, int tid,
     for (int64_t m = m0; m < m1; m++) {
         uint32_t* o = out + (m - m0) * a->lda2;
         if (C % 2 == 0) {
-            int64_t n = m / hw, r = m % hw, oh = r / cv->Wo, ow = r % cv->Wo;
+            int64_t n = m / hw, r = m % hw, oh = r / cv->Wo, ow = r % cv->Wo, kx0, kx1;
+            const int runs = cv->dw == 1 && cv->xc == C;     /* a kernel row's in-image taps: one run of X */
+            bg_conv_kx_range(cv, ow, &kx0, &kx1);
             uint32_t* d = o;
-            for (int64_t ky = 0; ky < cv->kh; ky++) {
+            for (int64_t ky = 0; ky < cv->kh; ky++, d += cv->kw * C / 2) {
                 int64_t ih = oh * cv->sh - cv->ph + ky * cv->dh;
-                for (int64_t kx = 0; kx < cv->kw; kx++, d += C / 2) {
-                    int64_t iw = ow * cv->sw - cv->pw + kx * cv->dw;
-                    if (ih < 0 || ih >= cv->H || iw < 0 || iw >= cv->W) { memset(d, 0, (size_t)C * 2); continue; }
-                    if (cv->xb) { memcpy(d, cv->xb + ((n * cv->H + ih) * cv->W + iw) * (cv->xc / 2), (size_t)C * 2);
-                                  continue; }
-                    const float* src = cv->x + ((n * cv->H + ih) * cv->W + iw) * cv->xc;
+                if (ih < 0 || ih >= cv->H || kx1 <= kx0) { memset(d, 0, (size_t)(cv->kw * C) * 2); continue; }
+                memset(d, 0, (size_t)(kx0 * C) * 2);
+                memset(d + kx1 * C / 2, 0, (size_t)((cv->kw - kx1) * C) * 2);
+                int64_t p0 = (n * cv->H + ih) * cv->W + ow * cv->sw - cv->pw;     /* pixel of tap kx = 0 */
+                for (int64_t kx = kx0; kx < kx1; kx++) {
+                    int64_t nc = runs ? (kx1 - kx0) * C : C, p = p0 + kx * cv->dw;
+                    uint32_t* dk = d + kx * C / 2;
+                    if (cv->xb) memcpy(dk, cv->xb + p * (cv->xc / 2), (size_t)nc * 2);
 #if BG_X86
-                    if (simd) { bg_pack_a_rows_bf16(src, 0, C, C / 2, 0, 1, d); continue; }
+                    else if (simd) bg_pack_a_rows_bf16(cv->x + p * cv->xc, 0, nc, nc / 2, 0, 1, dk);
 #endif
-                    bg_pack_a_rows(src, 0, C, C / 2, 0, 1, d);
+                    else bg_pack_a_rows(cv->x + p * cv->xc, 0, nc, nc / 2, 0, 1, dk);
+                    if (runs) break;
                 }
             }
             for (int64_t g = a->K2; g < a->lda2; g++) o[g] = 0;
             continue;
         }
+#if BG_X86 && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        if (simd) {     /* odd C: the row's pairs are its K bf16 values in order; each run converts straight there */
+            uint16_t* o16 = (uint16_t*)o;
+            int64_t n = m / hw, r = m % hw, oh = r / cv->Wo, ow = r % cv->Wo, kx0, kx1, kwc = cv->kw * C;
+            const int runs = cv->dw == 1 && cv->xc == C;
+            bg_conv_kx_range(cv, ow, &kx0, &kx1);
+            for (int64_t ky = 0; ky < cv->kh; ky++) {
+                uint16_t* d = o16 + ky * kwc;
+                int64_t ih = oh * cv->sh - cv->ph + ky * cv->dh;
+                if (ih < 0 || ih >= cv->H || kx1 <= kx0) { memset(d, 0, (size_t)kwc * 2); continue; }
+                memset(d, 0, (size_t)(kx0 * C) * 2);
+                memset(d + kx1 * C, 0, (size_t)((cv->kw - kx1) * C) * 2);
+                int64_t p0 = (n * cv->H + ih) * cv->W + ow * cv->sw - cv->pw;
+                if (runs) bg_cvt_run_bf16(cv->x + (p0 + kx0) * C, (kx1 - kx0) * C, d + kx0 * C);
+                else for (int64_t kx = kx0; kx < kx1; kx++)
+                    bg_cvt_run_bf16(cv->x + (p0 + kx * cv->dw) * cv->xc, C, d + kx * C);
+            }
+            memset(o16 + a->K, 0, (size_t)(2 * a->lda2 - a->K) * 2);
+            continue;
+        }
+#endif
         float* row = a->rows + (int64_t)tid * a->K;
         bg_conv_row(cv, m, row);
 #if BG_X86

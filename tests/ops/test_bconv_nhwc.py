@@ -239,8 +239,14 @@ def test_bf16_conv_residual_that_broadcasts_at_run_time():
 # 4 groups (X is A, lda C) with few pixels and with many; 5x5 of 2 groups of 5 (odd) -> 33 (a tail of columns);
 # a residual on every one. With overlapping taps, an even channel count per group and at least 4 * BG_MB pixels, X is
 # rounded to bf16 once and the rows copied from it (bg_conv.xb): 3x3 on 2 groups of 8, a strided 3x3 on one group of
-# 8 (the padded edges), a group of 6 ((6, 40, ...) in GEOMETRIES too); odd channel counts keep converting per tap
-GROUPED = [(8, 12, 3, 1, 1, 1, 9, 10, 2), (9, 6, 3, 2, 1, 1, 30, 31, 3), (8, 12, 1, 1, 0, 1, 5, 5, 4),
+# 8 (the padded edges), a group of 6 ((6, 40, ...) in GEOMETRIES too); odd channel counts keep converting per tap.
+# Dense (group 1) convs with dilation 1 gather a kernel row's in-image taps as one run of X (bgemm.h bg_conv_kx_range):
+# a 7x7 stride-2 stem on 3 (odd) channels with enough pixels for the per-item packing, an 11x11 stride-4 one, a 7x7
+# wider than its 5x4 image (runs clipped on both sides, even C), a 5x5 on a 3x2 image (odd C), a 5x5 on 16 channels
+# (runs copied from X rounded once, or converted), and dilation 2 on an even count (tap by tap)
+GROUPED = [(3, 16, 7, 2, 3, 1, 30, 29, 1), (3, 8, 11, 4, 2, 1, 35, 35, 1), (4, 8, 7, 1, 3, 1, 5, 4, 1),
+           (5, 8, 5, 1, 2, 1, 3, 2, 1), (16, 32, 5, 1, 2, 1, 16, 14, 1), (6, 16, 3, 1, 2, 2, 9, 9, 1),
+           (8, 12, 3, 1, 1, 1, 9, 10, 2), (9, 6, 3, 2, 1, 1, 30, 31, 3), (8, 12, 1, 1, 0, 1, 5, 5, 4),
            (16, 40, 1, 1, 0, 1, 20, 21, 4), (10, 66, 5, 1, 2, 1, 15, 16, 2), (12, 8, 3, 1, 2, 2, 8, 8, 2),
            (16, 24, 3, 1, 1, 1, 14, 15, 2), (8, 16, 3, 2, 1, 1, 30, 29, 1), (12, 36, 5, 1, 2, 1, 13, 14, 2)]
 VARIANT_KERNELS = [(v, k) for v in _kernels.AVAILABLE
@@ -334,12 +340,15 @@ def _gmodel(C, cout, k, stride, pad, dil, H, W, group, rng):
 
 # convs the routing rule sends to bf16 since grouped convs and the wide rule (BF16_CONV_WIDE_*): AlexNet's grouped
 # 5x5 (2 groups of 48 -> 128), a grouped 3x3 of 2 groups of 64 -> 64, 5x5 24 -> 64 and 3x3 32 -> 128 (fewer than 64
-# channels in); and ones it keeps fp32: 3x3 16 -> 64 (K 144), 3x3 32 -> 32 (cout), 5x5 16 -> 32, a grouped 3x3 of 4
-# groups of 16 -> 16, the 3-channel 7x7 stem
-ROUTED_NEW = [(96, 256, 5, 1, 2, 1, 13, 13, 2), (128, 128, 3, 1, 1, 1, 9, 10, 2), (24, 64, 5, 1, 2, 1, 13, 13, 1),
+# channels in), an 11x11 stride-4 stem on 3 channels -> 96 (K 363, AlexNet's), a 7x7 stride-2 one -> 96 (K 147,
+# cout 96: ZFNet-512's), 3x3 16 -> 96 (K 144); and ones it keeps fp32: 3x3 16 -> 64 (K 144, cout 64), 3x3 32 -> 32
+# (cout), 5x5 16 -> 32, a grouped 3x3 of 4 groups of 16 -> 16, the 3-channel 7x7 stem -> 64 (K 147), a 3-channel
+# 9x9 -> 32 (K 243, cout), a 3-channel 7x7 -> 80 (cout under 96)
+ROUTED_NEW = [(3, 96, 11, 4, 2, 1, 39, 43, 1), (3, 96, 7, 2, 3, 1, 24, 22, 1), (16, 96, 3, 1, 1, 1, 12, 11, 1), (96, 256, 5, 1, 2, 1, 13, 13, 2), (128, 128, 3, 1, 1, 1, 9, 10, 2), (24, 64, 5, 1, 2, 1, 13, 13, 1),
               (32, 128, 3, 2, 1, 1, 15, 14, 1), (128, 128, 3, 1, 1, 1, 16, 16, 2), (64, 64, 3, 1, 1, 1, 15, 17, 1)]
 KEPT_FP32 = [(16, 64, 3, 1, 1, 1, 11, 11, 1), (32, 32, 3, 1, 1, 1, 11, 11, 1), (16, 32, 5, 1, 2, 1, 11, 11, 1),
-             (64, 64, 3, 1, 1, 1, 11, 11, 4), (3, 64, 7, 2, 3, 1, 30, 30, 1)]
+             (64, 64, 3, 1, 1, 1, 11, 11, 4), (3, 64, 7, 2, 3, 1, 30, 30, 1), (3, 32, 9, 1, 4, 1, 12, 12, 1),
+             (3, 80, 7, 2, 3, 1, 20, 20, 1)]
 
 
 @needs_amx

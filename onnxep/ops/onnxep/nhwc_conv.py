@@ -82,9 +82,20 @@ BF16_CONV_MIN_CHANNELS = 64
 # 3x3 16 -> 64 at 55x55 (K 144) 1.08x / 1.00x, 32 -> 32 at 56x56 1.17x / 1.05x, 5x5 16 -> 32 at 27x27 1.26x / 0.99x
 # (at 56x56 1.08x / 1.50x), 8 -> 32 2.3x, the 3-channel stems (7x7 -> 96 stride 2 1.5x / 1.3x, 11x11 -> 96 stride 4
 # 0.95x / 1.11x)
-BF16_CONV_WIDE_MIN_CHANNELS = 16
+# Since a kernel row's in-image taps are gathered as one run of X (bgemm.h bg_conv_kx_range), the stems gather ~2x
+# faster: conv alone, 1 thread, process CPU time (a loaded machine), bf16 / fp32: 11x11 stride-4 3 -> 96 at 224x224
+# 1.50x -> 0.69x (K 363: now taken, AlexNet's stem), 7x7 stride-2 3 -> 64 2.25x -> 1.26x (K 147: left fp32), 3 -> 96
+# 0.88x, 3x3 3 -> 64 2.2x; 3x3 16 -> 64 at 55x55 1.12x -> 0.86-0.91x, 32 -> 32 at 56x56 0.82x, 5x5 16 -> 32 at
+# 27x27 0.86x, 16 -> 16 at 112x112 1.9x (all four under K 256 or cout 48: left fp32 until measured at 2 threads)
+BF16_CONV_WIDE_MIN_CHANNELS = 3
 BF16_CONV_WIDE_MIN_K = 256
 BF16_CONV_WIDE_MIN_COUT = 48
+# ... or, from BF16_CONV_MIN_K products per output, at least this many output channels (per group): the per-row gather
+# and rounding then feed that many columns. With odd channel counts converted run by run straight into the packed row
+# (bgemm.h bg_cvt_run_bf16), same measure as above: 7x7 stride-2 3 -> 96 at 224x224 0.61-0.72x (ZFNet-512's stem),
+# 7x7 3 -> 128 at 112x112 0.66x, 5x5 6 -> 96 at 56x56 0.77x, 3x3 16 -> 96 at 55x55 0.66x, 16 -> 128 at 28x28 0.63x;
+# with 64 outputs the 7x7 3-channel stem ran 0.99-1.07x and stays fp32
+BF16_CONV_WIDER_MIN_COUT = 96
 
 
 def _plain_f32(*arrays) -> bool:
@@ -196,8 +207,9 @@ class NhwcConv_1(ConvAttrs, PackedWeightMixin, OpKernel):
             and wshape[1] * wshape[2] * wshape[3] >= BF16_CONV_MIN_K \
             and (wshape[2] * wshape[3] == 1 or wshape[1] >= BF16_CONV_MIN_CHANNELS
                  or (wshape[1] >= BF16_CONV_WIDE_MIN_CHANNELS
-                     and wshape[1] * wshape[2] * wshape[3] >= BF16_CONV_WIDE_MIN_K
-                     and wshape[0] // int(self.group) >= BF16_CONV_WIDE_MIN_COUT)) \
+                     and (wshape[0] // int(self.group) >= BF16_CONV_WIDER_MIN_COUT
+                          or (wshape[1] * wshape[2] * wshape[3] >= BF16_CONV_WIDE_MIN_K
+                              and wshape[0] // int(self.group) >= BF16_CONV_WIDE_MIN_COUT)))) \
             and (self.packed(1) is not None or self.info.constants.get(1) is not None)
 
     def prepack_format(self, input_index):
