@@ -34,6 +34,18 @@ typedef struct { Py_ssize_t a, b, n, sb; } onnxep_drun;
 #endif
 #define ONNXEP_DUK_ARGS const float* x, Py_ssize_t xo, Py_ssize_t rs, const onnxep_drun* runs, Py_ssize_t nruns,                         const float* bp, Py_ssize_t jp, Py_ssize_t pfo, int pfc, ONNXEP_ST_ARGS
 #define ONNXEP_DUK_PASS x, xo, rs, runs, nruns, bp, jp, pfo, pfc, ONNXEP_ST_PASS
+/* one k step of the direct micro-kernel: c0 / c1[i] += a[i * rs] times B's one or two vectors at b; a and b move on */
+#define ONNXEP_DUK_STEP(MRV, NV) do {                                                                   \
+        ONNXEP_DV b0 = ONNXEP_DV_LOAD(b), b1 = (NV) == 2 ? ONNXEP_DV_LOAD(b + ONNXEP_DV_W) : b0;       \
+        _Pragma("GCC unroll 12")                                                                        \
+        for (i = 0; i < (MRV); i++) {                                                                   \
+            ONNXEP_DV ai = ONNXEP_DV_SET1(a[i * rs]);                                                   \
+            c0[i] = ONNXEP_DV_FMA(ai, b0, c0[i]);                                                       \
+            if ((NV) == 2) c1[i] = ONNXEP_DV_FMA(ai, b1, c1[i]);                                        \
+        }                                                                                               \
+        a += 1;                                                                                         \
+        b += 2 * ONNXEP_DV_W;                                                                           \
+    } while (0)
 static inline __attribute__((always_inline)) void onnxep_duk_body(const int MRV, const int NV, ONNXEP_DUK_ARGS)
 {
     ONNXEP_DV c0[ONNXEP_SGEMM_MR], c1[ONNXEP_SGEMM_MR];
@@ -59,32 +71,15 @@ static inline __attribute__((always_inline)) void onnxep_duk_body(const int MRV,
         if (pfo) {
             const float* q = b + (pfo < 0 ? runs[r].sb : pfo);
             for (k = 0; k < n; k++) {
-                ONNXEP_DV b0 = ONNXEP_DV_LOAD(b), b1 = NV == 2 ? ONNXEP_DV_LOAD(b + ONNXEP_DV_W) : b0;
                 _mm_prefetch((const char*)q, _MM_HINT_T1);
                 if (2 * ONNXEP_DV_W > 16) _mm_prefetch((const char*)(q + 16), _MM_HINT_T1);
-                #pragma GCC unroll 12
-                for (i = 0; i < MRV; i++) {
-                    ONNXEP_DV ai = ONNXEP_DV_SET1(a[i * rs]);
-                    c0[i] = ONNXEP_DV_FMA(ai, b0, c0[i]);
-                    if (NV == 2) c1[i] = ONNXEP_DV_FMA(ai, b1, c1[i]);
-                }
-                a += 1;
-                b += 2 * ONNXEP_DV_W;
+                ONNXEP_DUK_STEP(MRV, NV);
                 q += 2 * ONNXEP_DV_W;
             }
             continue;
         }
-        for (k = 0; k < n; k++) {
-            ONNXEP_DV b0 = ONNXEP_DV_LOAD(b), b1 = NV == 2 ? ONNXEP_DV_LOAD(b + ONNXEP_DV_W) : b0;
-            #pragma GCC unroll 12
-            for (i = 0; i < MRV; i++) {
-                ONNXEP_DV ai = ONNXEP_DV_SET1(a[i * rs]);
-                c0[i] = ONNXEP_DV_FMA(ai, b0, c0[i]);
-                if (NV == 2) c1[i] = ONNXEP_DV_FMA(ai, b1, c1[i]);
-            }
-            a += 1;
-            b += 2 * ONNXEP_DV_W;
-        }
+        for (k = 0; k < n; k++)
+            ONNXEP_DUK_STEP(MRV, NV);
     }
     onnxep_uk_store(MRV, c0, c1, ONNXEP_ST_PASS);
 }

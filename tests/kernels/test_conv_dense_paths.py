@@ -13,6 +13,19 @@ from tests.kernels.test_conv_nhwc import _expected, _run
 RNG = np.random.default_rng(53)
 
 
+def _case(xshape, cout, k, s, residual, relu):
+    """Random X (NCHW), W and bias (and an NHWC residual) of a k x k stride-s conv padded (k - 1) // 2, and what the
+    tests check against: (x, w, b, res, p, outs, the float64 oracle's output, its tolerance)."""
+    x = RNG.uniform(-1, 1, xshape).astype(np.float32)
+    w = RNG.uniform(-1, 1, (cout, xshape[1], k, k)).astype(np.float32)
+    b = RNG.uniform(-1, 1, cout).astype(np.float32)
+    p = (k - 1) // 2
+    outs = ((xshape[2] + 2 * p - k) // s + 1, (xshape[3] + 2 * p - k) // s + 1)
+    res = RNG.uniform(-1, 1, (xshape[0],) + outs + (cout,)).astype(np.float32) if residual else None
+    want = _expected(x.astype(np.float64), w.astype(np.float64), b, res, 1, (s, s), (1, 1), (p, p), outs, relu)
+    return x, w, b, res, p, outs, want, 2 * (xshape[1] * k * k + 2) * EPS
+
+
 @pytest.mark.parametrize("xshape, k, s, out, direct, direct_avx2", [
     # within one K block (Kc <= KC = 256): direct whatever the tiles
     ((3, 16, 16, 16), 3, 2, (8, 8), True, True),
@@ -47,14 +60,7 @@ def test_auto_path_choice(xshape, k, s, out, direct, direct_avx2):
 def test_auto_path_on_small_images_matches_direct_conv(xshape, cout, k, s, relu):
     """The geometries the rule sends to the packed path (and tails: 33 channels, 5x6 images), on every variant, with
     a bias and a residual, against the float64 oracle."""
-    x = RNG.uniform(-1, 1, xshape).astype(np.float32)
-    w = RNG.uniform(-1, 1, (cout, xshape[1], k, k)).astype(np.float32)
-    b = RNG.uniform(-1, 1, cout).astype(np.float32)
-    p = (k - 1) // 2
-    outs = ((xshape[2] + 2 * p - k) // s + 1, (xshape[3] + 2 * p - k) // s + 1)
-    res = RNG.uniform(-1, 1, (xshape[0],) + outs + (cout,)).astype(np.float32)
-    want = _expected(x.astype(np.float64), w.astype(np.float64), b, res, 1, (s, s), (1, 1), (p, p), outs, relu)
-    tol = 2 * (xshape[1] * k * k + 2) * EPS
+    x, w, b, res, p, outs, want, tol = _case(xshape, cout, k, s, True, relu)
     for name, mod in VARIANTS.items():
         for nth in (1, 2):
             y = _run(mod, x, w, b, res, 1, (s, s), (1, 1), (p, p), outs, relu, nth)
@@ -70,13 +76,7 @@ def test_direct_path_slabs_on_threads(xshape, cout, k, s):
     """(light slice) The direct path's items cut by _dconv_slab_mt on 2 and 3 threads: every output element once,
     bit-identical to the 1-thread run (each element adds in the same order on any thread) and within the float64
     numpy oracle's bound, on every variant."""
-    x = RNG.uniform(-1, 1, xshape).astype(np.float32)
-    w = RNG.uniform(-1, 1, (cout, xshape[1], k, k)).astype(np.float32)
-    b = RNG.uniform(-1, 1, cout).astype(np.float32)
-    p = (k - 1) // 2
-    outs = ((xshape[2] + 2 * p - k) // s + 1, (xshape[3] + 2 * p - k) // s + 1)
-    want = _expected(x.astype(np.float64), w.astype(np.float64), b, None, 1, (s, s), (1, 1), (p, p), outs, True)
-    tol = 2 * (xshape[1] * k * k + 2) * EPS
+    x, w, b, _, p, outs, want, tol = _case(xshape, cout, k, s, False, True)
     for name, mod in VARIANTS.items():
         y1 = _run(mod, x, w, b, None, 1, (s, s), (1, 1), (p, p), outs, True, 1)
         np.testing.assert_allclose(y1, want, rtol=0, atol=tol, err_msg=name)
@@ -99,14 +99,7 @@ def test_direct_path_panel_prefetch(xshape, cout, k, s, nth):
     Relu, within the float64 numpy oracle's bound, and bit-identical between 1 and nth threads and with either fetch
     off (conv_panel_prefetch(False): the micro-kernel's other K loop; conv_crow_prefetch(False): no fetch of the
     tile's output and residual rows)."""
-    x = RNG.uniform(-1, 1, xshape).astype(np.float32)
-    w = RNG.uniform(-1, 1, (cout, xshape[1], k, k)).astype(np.float32)
-    b = RNG.uniform(-1, 1, cout).astype(np.float32)
-    p = (k - 1) // 2
-    outs = ((xshape[2] + 2 * p - k) // s + 1, (xshape[3] + 2 * p - k) // s + 1)
-    res = RNG.uniform(-1, 1, (xshape[0],) + outs + (cout,)).astype(np.float32)
-    want = _expected(x.astype(np.float64), w.astype(np.float64), b, res, 1, (s, s), (1, 1), (p, p), outs, True)
-    tol = 2 * (xshape[1] * k * k + 2) * EPS
+    x, w, b, res, p, outs, want, tol = _case(xshape, cout, k, s, True, True)
     ran = 0
     for name, mod in VARIANTS.items():
         if name == "generic":
