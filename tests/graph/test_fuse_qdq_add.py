@@ -13,7 +13,7 @@ import pytest
 from onnx import helper
 
 from tests._util import make_model, run_ort
-from tests.graph.test_fuse_qdq_ops import _close, _ops, _session
+from tests.graph.test_fuse_qdq_ops import _close, _compiled_matches, _ops, _session
 
 
 @pytest.fixture(autouse=True)
@@ -71,12 +71,4 @@ def test_4d_stays():
 
 @pytest.mark.parametrize("bias", [False, True])
 def test_compiled_run_loop(bias):
-    from tests.graph.test_runloop import compiled_vs_python
-    model, feeds = _model(np.int8, bias)
-    rng = np.random.default_rng(1)
-    feeds_list = [feeds] + [{k: rng.uniform(-3, 3, v.shape).astype(np.float32) for k, v in feeds.items()}
-                            for _ in range(2)]
-    got, progs = compiled_vs_python(model, feeds_list)
-    assert progs and max(p.n_py for p in progs) == 0, [(p.n_c, p.n_py) for p in progs]
-    for f, g in zip(feeds_list, got):
-        _close(g[0], run_ort(model, f)[0])
+    _compiled_matches(*_model(np.int8, bias))

@@ -13,7 +13,7 @@ import pytest
 from onnx import helper
 
 from tests._util import make_model, run_ort
-from tests.graph.test_fuse_qdq_ops import _close, _ops, _session
+from tests.graph.test_fuse_qdq_ops import _close, _compiled_matches, _ops, _session
 
 
 def _model(xtype, wtype, per_col, out=True, seed=0, K=37, N=21, wconst=True):
@@ -78,14 +78,7 @@ def test_weight_not_constant_stays():
 
 def test_compiled_run_loop():
     """The folded MatMul runs as a C step (RL_QLINEAR_MATMUL), bit-identical to the Python loop."""
-    from tests.graph.test_runloop import compiled_vs_python
-    model, feeds = _model(np.uint8, np.int8, True, K=64, N=48)
-    rng = np.random.default_rng(1)
-    feeds_list = [feeds] + [{"x": rng.uniform(-3, 3, feeds["x"].shape).astype(np.float32)} for _ in range(2)]
-    got, progs = compiled_vs_python(model, feeds_list)
-    assert progs and max(p.n_py for p in progs) == 0, [(p.n_c, p.n_py) for p in progs]
-    for f, g in zip(feeds_list, got):
-        _close(g[0], run_ort(model, f)[0])
+    _compiled_matches(*_model(np.uint8, np.int8, True, K=64, N=48))
 
 
 def test_standard_op_numpy_path_when_not_native():

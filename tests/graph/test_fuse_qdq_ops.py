@@ -74,6 +74,20 @@ def _close(got, want, max_diff=1, min_equal=0.9):
     assert d.max() <= max_diff and (d == 0).mean() >= min_equal, (d.max(), (d == 0).mean())
 
 
+def _compiled_matches(model, feeds):
+    """(also the MatMul / Add fold tests') feeds and two random variants of them through the compiled run loop and the
+    Python loop (bit-identical: test_runloop.compiled_vs_python), every step a C step, each output close to
+    onnxruntime's."""
+    from tests.graph.test_runloop import compiled_vs_python
+    rng = np.random.default_rng(1)
+    feeds_list = [feeds] + [{k: rng.uniform(-3, 3, v.shape).astype(np.float32) for k, v in feeds.items()}
+                            for _ in range(2)]
+    got, progs = compiled_vs_python(model, feeds_list)
+    assert progs and max(p.n_py for p in progs) == 0, [(p.n_c, p.n_py) for p in progs]
+    for f, g in zip(feeds_list, got):
+        _close(g[0], run_ort(model, f)[0])
+
+
 @pytest.mark.parametrize("xtype", [np.int8, np.uint8])
 @pytest.mark.parametrize("per_channel", [False, True])
 @pytest.mark.parametrize("group", [1, "dw"])
@@ -139,15 +153,9 @@ def _dense_then_depthwise(seed=3):
 @pytest.mark.parametrize("which", ["dense", "depthwise"])
 def test_compiled_run_loop(which):
     """The folded convs run as C steps (RL_QCONV) of the compiled run loop, bit-identical to the Python loop."""
-    from tests.graph.test_runloop import compiled_vs_python
     model, feeds = _model(np.int8, True, 1) if which == "dense" else _dense_then_depthwise()
     assert _ops(_session(model)).count("QLinearConvNhwc") == 2
-    rng = np.random.default_rng(1)
-    feeds_list = [feeds] + [{"x": rng.uniform(-3, 3, feeds["x"].shape).astype(np.float32)} for _ in range(2)]
-    got, progs = compiled_vs_python(model, feeds_list)
-    assert progs and max(p.n_py for p in progs) == 0, [(p.n_c, p.n_py) for p in progs]
-    for f, g in zip(feeds_list, got):
-        _close(g[0], run_ort(model, f)[0])
+    _compiled_matches(model, feeds)
 
 
 def test_size_rule(_fold_every_conv, monkeypatch):
