@@ -37,6 +37,11 @@ SHAPES = [
      {"group": 128, "pads": [1, 1, 1, 1], "strides": [2, 2]}),
     ("conv1x1 1x256x56x56->64", (1, 256, 56, 56), (64, 256, 1, 1), {}),
     ("conv7x7 s2 1x3x224x224->64 p3", (1, 3, 224, 224), (64, 3, 7, 7), {"pads": [3, 3, 3, 3], "strides": [2, 2]}),
+    # the zoo's tiny convnets (64x64 inputs): a 16-channel stem (direct path: one AVX-512 vector of output channels
+    # per k, bench/NOTES.md "Tiny zoo convnets"), and 16 against 32 output channels at one K (the auto path)
+    ("tiny stem7x7 s2 1x3x64x64->16 p3", (1, 3, 64, 64), (16, 3, 7, 7), {"pads": [3, 3, 3, 3], "strides": [2, 2]}),
+    ("tiny conv3x3 1x64x16x16->16 p1", (1, 64, 16, 16), (16, 64, 3, 3), {"pads": [1, 1, 1, 1]}),
+    ("tiny conv3x3 1x64x16x16->32 p1", (1, 64, 16, 16), (32, 64, 3, 3), {"pads": [1, 1, 1, 1]}),
 ]
 PAUSE = 0.15  # seconds between libraries: onnxruntime 1.32 workers were seen spinning ~45 ms after a run
 MIN_ROUND_S = 0.02   # seconds of calls per round, at least (runs grows for short convs, the same for both)
