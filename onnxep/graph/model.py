@@ -16,6 +16,7 @@ from onnx.external_data_helper import uses_external_data
 from onnxep.errors import Fail, InvalidArgument, InvalidGraph, InvalidProtobuf, NoSuchFile
 from onnxep.graph.ir import BODY_ATTRS, Body, Graph, Node, ValueType, WeakIntern, _varint
 from onnxep.graph.ml_types import ML, complete_types
+from onnxep.graph.schema_facts import schema_facts
 
 
 def load_model(path_or_bytes, weights: dict | None = None) -> tuple[onnx.ModelProto, str | None]:
@@ -707,39 +708,15 @@ def check_graph(model: onnx.ModelProto) -> None:
     _check_nodes(g, opsets)
 
 
-_SCHEMAS = {}       # (domain, op, opset) -> _Rules, or None (no schema onnx knows)
 #: the domains whose schemas onnx carries and onnxruntime checks nodes against
 _SCHEMA_DOMAINS = frozenset({"", "ai.onnx.ml", "ai.onnx.preview.training"})
 
 
-class _Rules:
-    """What _check_nodes reads of one op schema, read once (an OpSchema's attributes are rebuilt on every access)."""
-
-    __slots__ = ("since", "inputs", "outputs", "attrs", "required")
-
-    def __init__(self, s):
-        self.since = s.since_version
-        self.inputs = (s.min_input, s.max_input)
-        self.outputs = (s.min_output, s.max_output)
-        attrs = s.attributes
-        self.attrs = {name: int(a.type) for name, a in attrs.items()}
-        self.required = tuple(name for name, a in attrs.items() if a.required)
-
-
 def _rules(domain, op, version):
-    key = (domain, op, version)
-    r = _SCHEMAS.get(key, _MISSING_SCHEMA)
-    if r is _MISSING_SCHEMA:
-        try:
-            s = onnx.defs.get_schema(op, version, domain)
-        except Exception:
-            s = None
-        r = None if s is None or s.deprecated else _Rules(s)
-        _SCHEMAS[key] = r
-    return r
-
-
-_MISSING_SCHEMA = object()
+    """The schema facts _check_nodes reads (graph/schema_facts.py: onnx's registry stays unloaded), or None (no schema
+    onnx knows, or a deprecated one)."""
+    r = schema_facts(op, version, domain)
+    return None if r is None or r.deprecated else r
 _GRAPH_ATTR, _GRAPHS_ATTR = onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS
 
 
