@@ -9,11 +9,12 @@ op the table does not hold (a schema registered at run time), from the registry 
 from __future__ import annotations
 
 import bisect
+import pickle
 
 import onnx
 from onnx import defs
 
-_TABLE = None        # (domain, op type) -> schema rows, oldest first; {} when the installed onnx is another version
+_TABLE = None        # (domain, op type) -> its pickled schema rows; {} when the installed onnx is another version
 _DOMAINS = frozenset()   # the domains the table holds: an op of one of them that it lacks has no schema
 #: onnxep's own ops (written by the passes): onnx has no schema for them, and asking would load its registry
 _NO_SCHEMA_DOMAINS = frozenset({"com.onnxep"})
@@ -82,9 +83,10 @@ def schema_facts(op_type: str, opset: int, domain: str = "") -> SchemaFacts | No
     key = (domain, op_type, opset)
     f = _FACTS.get(key, _MISSING)
     if f is _MISSING:
-        rows = _table().get((domain, op_type))
+        raw = _table().get((domain, op_type))
         row = None
-        if rows is not None:
+        if raw is not None:
+            rows = pickle.loads(raw)        # (the table's own bytes, written by tools/gen_schema_table.py)
             k = bisect.bisect_right([r[0] for r in rows], opset)
             row = rows[k - 1] if k else None
         elif domain not in _DOMAINS and domain not in _NO_SCHEMA_DOMAINS:     # (a schema registered at run time)
