@@ -74,8 +74,7 @@ def load_model(path_or_bytes, weights: dict | None = None) -> tuple[onnx.ModelPr
                               f"{type(path_or_bytes).__name__}")
     if data is not None and len(data) <= SPLIT_MODEL_BYTES:
         g = model.graph
-        outside = _EXTERNAL_MARK in data and (
-            len(data) > _SEARCH_BYTES_PER_NODE * (len(g.node) + len(g.initializer)) or _LOCATION_KEY in data)
+        outside = len(data) > _SEARCH_BYTES_PER_NODE * (len(g.node) + len(g.initializer)) or _names_outside(data)
     if not outside:
         return model, base        # no tensor of the encoding says data_location EXTERNAL and where: nothing to read
     del data
@@ -89,16 +88,17 @@ _EXTERNAL_MARK = bytes(((14 << 3) | 0, onnx.TensorProto.EXTERNAL))
 #: ... and the key "location" of an external_data entry (StringStringEntryProto.key, field 1) as protobuf encodes it,
 #: which every tensor whose data is outside names: the two bytes above turn up by chance in most models' weights (in
 #: 14 of 19 small conv models), these ten never do. (A tensor marked EXTERNAL without a location is then read as it
-#: is, and refused there: "cannot be read".) Looking for them costs ~0.3 ns a byte (CPython's search for a 10-byte
-#: needle), the walk over every node and attribute they spare ~0.7 us a node (1054-node torch export: 0.75 ms): so
-#: they are looked for in a model read whole when its bytes are at most _SEARCH_BYTES_PER_NODE a node or initializer.
+#: is, and refused there: "cannot be read".) Looking for them costs 0.3-0.6 ns a byte where they are not (CPython's
+#: search; the key first, the two bytes take longer), the walk over every node and attribute they spare 0.5-0.7 us a
+#: node (1054-node torch export: 0.8 ms): so they are looked for only in bytes of at most _SEARCH_BYTES_PER_NODE per
+#: node and initializer (a dynamo export's nodes carry their source locations: 2-4 KB each, walked instead).
 _LOCATION_KEY = bytes(((1 << 3) | 2, len(b"location"))) + b"location"
-_SEARCH_BYTES_PER_NODE = 2048
+_SEARCH_BYTES_PER_NODE = 1024
 
 
 def _names_outside(encoded) -> bool:
     """Whether protobuf bytes `encoded` may hold a tensor whose data is outside (both encodings above occur)."""
-    return _EXTERNAL_MARK in encoded and _LOCATION_KEY in encoded
+    return _LOCATION_KEY in encoded and _EXTERNAL_MARK in encoded
 
 
 def _check_model_path(path) -> None:
@@ -177,15 +177,16 @@ def _fields(buf, start, end):
 
 
 # field numbers (onnx.proto3): ModelProto.graph, GraphProto.initializer, TensorProto.raw_data
-_MODEL_GRAPH, _GRAPH_INITIALIZER, _TENSOR_RAW_DATA = 7, 5, 9
+_MODEL_GRAPH, _GRAPH_NODE, _GRAPH_INITIALIZER, _TENSOR_RAW_DATA = 7, 1, 5, 9
 
 
 def _load_split(buf, fd, weights: dict):
     """(the ModelProto encoded in `buf` (an mmap of the file `fd`, or the bytes given), each large plain initializer
     read into an array of its own (weights[name]) and left without data in the message; whether a tensor of it may
     keep its data outside: an initializer whose data_location says so, or the encoding of anything but the
-    initializers names one (_names_outside)); (None, True) when the encoding is not the plain one this expects (the
-    caller then parses the whole model as it is)."""
+    initializers names one (_names_outside; True without looking when a walk costs less, see _SEARCH_BYTES_PER_NODE));
+    (None, True) when the encoding is not the plain one this expects (the caller then parses the whole model as it
+    is)."""
     try:
         top = list(_fields(buf, 0, len(buf)))
         graphs = [f for f in top if f[0] == _MODEL_GRAPH and f[1] == 2]
@@ -199,7 +200,9 @@ def _load_split(buf, fd, weights: dict):
             return None, True
         head = b"".join(buf[f[2]:f[4]] for f in top if f is not graphs[0])
         body = b"".join(buf[f[2]:f[4]] for f in rest)
-        outside = _names_outside(head) or _names_outside(body)
+        nodes = sum(1 for f in rest if f[0] == _GRAPH_NODE)
+        outside = len(head) + len(body) > _SEARCH_BYTES_PER_NODE * (nodes + len(inits)) \
+            or _names_outside(head) or _names_outside(body)
         model = onnx.ModelProto.FromString(head)
         graph = model.graph
         graph.MergeFromString(body)

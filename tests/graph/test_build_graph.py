@@ -295,12 +295,15 @@ def _with_chance_mark(n):
     return w
 
 
+@pytest.mark.parametrize("search", [True, False], ids=["searched", "walk-cheaper"])
 @pytest.mark.parametrize("big", [False, True], ids=["read-whole", "split"])
-def test_external_data_walk_needs_a_location_key(tmp_path, monkeypatch, big):
+def test_external_data_walk_needs_a_location_key(tmp_path, monkeypatch, big, search):
     # A model whose weights hold the bytes of data_location = EXTERNAL by chance, but whose encoding names no
     # external_data "location" key, is not walked for external tensors -- whether load_model reads it whole (small)
-    # or splits its large weights out (model_mod.SPLIT_MODEL_BYTES and up); one with an external tensor beside such
-    # weights is, and reads it. Oracle: numpy's sums of the same arrays
+    # or splits its large weights out (model_mod.SPLIT_MODEL_BYTES and up) -- when its bytes are few enough per node
+    # (model_mod._SEARCH_BYTES_PER_NODE: looking costs less than walking), else walked; one with an external tensor
+    # beside such weights is walked, and reads it. Oracle: numpy's sums of the same arrays
+    monkeypatch.setattr(model_mod, "_SEARCH_BYTES_PER_NODE", 1 << 30 if search else 0)
     n = (model_mod.SPLIT_MODEL_BYTES // 4 + 1000) if big else 1000
     w = _with_chance_mark(n)
     v = np.arange(n, dtype=np.float32)
@@ -334,7 +337,8 @@ def test_external_data_walk_needs_a_location_key(tmp_path, monkeypatch, big):
     monkeypatch.setattr(model_mod, "_load_external_data", lambda *a: walked.append(1) or real(*a))
     np.testing.assert_array_equal(onnxep.InferenceSession(inside).run(None, {"x": x})[0], x + w + v)
     np.testing.assert_array_equal(onnxep.InferenceSession(data).run(None, {"x": x})[0], x + w + v)
-    assert not walked
+    assert bool(walked) != search
+    walked.clear()
     np.testing.assert_array_equal(onnxep.InferenceSession(outside).run(None, {"x": x})[0], x + w + v)
     assert walked
 
