@@ -411,12 +411,9 @@ def attribute_proto(name: str, value, node: Node) -> onnx.AttributeProto:
 
 def _schema_attr_type(node: Node, name: str) -> int:
     """The AttributeProto type the op schema of `node` declares for attribute `name` (0: no schema says)."""
-    try:
-        schema = onnx.defs.get_schema(node.op_type, max(node.opset, 1), node.domain)
-    except Exception:       # an op onnx does not know (a custom domain, onnxep's own ops)
-        return 0
-    a = schema.attributes.get(name)
-    return int(a.type.value) if a is not None else 0
+    from onnxep.graph.schema_facts import schema_facts
+    f = schema_facts(node.op_type, max(node.opset, 1), node.domain)      # (None: a custom domain, onnxep's own ops)
+    return f.attrs.get(name, 0) if f is not None else 0
 
 
 @dataclass

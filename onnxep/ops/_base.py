@@ -11,10 +11,10 @@ get the schema default, or the class attribute of the same name when the schema 
 from __future__ import annotations
 
 import numpy as np
-import onnx
-from onnx import defs, helper
+from onnx import defs
 
 from onnxep.contracts.kernel import Kernel
+from onnxep.graph.schema_facts import schema_facts
 
 _DTYPE_NAMES = {
     "tensor(float)": "float32", "tensor(double)": "float64", "tensor(float16)": "float16", "tensor(int64)": "int64",
@@ -63,18 +63,8 @@ class OpKernel(Kernel):
             cache = {}
             cls._defaults_cache = cache
         if opset not in cache:
-            out = {}
-            s = cls.schema(opset)
-            if s is not None:
-                for name, a in s.attributes.items():
-                    if a.default_value is not None and a.default_value.type != 0:
-                        v = helper.get_attribute_value(a.default_value)
-                        if isinstance(v, bytes):
-                            v = v.decode()
-                        if a.default_value.type == onnx.AttributeProto.TENSOR:
-                            v = onnx.numpy_helper.to_array(v)
-                        out[name] = v
-            cache[opset] = out
+            f = schema_facts(cls.op_type, opset if opset is not None else cls.since, cls.domain)
+            cache[opset] = {} if f is None else f.defaults()
         return cache[opset]
 
     @classmethod
@@ -82,18 +72,18 @@ class OpKernel(Kernel):
         """Every input/output bound to a constrained type parameter has one of the allowed dtypes (known statically)."""
         if not cls.type_constraints:
             return True
-        s = cls.schema(op.node.opset)
+        s = schema_facts(cls.op_type, op.node.opset if op.node.opset is not None else cls.since, cls.domain)
         if s is None:
             return False
-        for is_output, formal, actual_names, actual_types in ((False, s.inputs, op.node.inputs, op.input_types),
-                                                              (True, s.outputs, op.node.outputs, op.output_types)):
+        for is_output, formal, actual_names, actual_types in ((False, s.input_types, op.node.inputs, op.input_types),
+                                                              (True, s.output_types, op.node.outputs,
+                                                               op.output_types)):
             for i, name in enumerate(actual_names):
                 if not name:
                     continue
                 if not formal:
                     return False
-                param = formal[min(i, len(formal) - 1)]
-                allowed = cls.type_constraints.get(param.type_str)
+                allowed = cls.type_constraints.get(formal[min(i, len(formal) - 1)])
                 if allowed is None:
                     continue
                 vt = actual_types[i] if i < len(actual_types) else None

@@ -288,6 +288,82 @@ def test_external_data_looked_for_only_when_the_bytes_name_it(tmp_path, monkeypa
         onnxep.InferenceSession(outside)
 
 
+def _with_chance_mark(n):
+    """n float32 weights whose bytes hold the two bytes of data_location = EXTERNAL (as most real weights do)."""
+    w = np.linspace(-1, 1, n, dtype=np.float32)
+    w.view(np.uint8)[101:103] = np.frombuffer(model_mod._EXTERNAL_MARK, np.uint8)
+    return w
+
+
+@pytest.mark.parametrize("search", [True, False], ids=["searched", "walk-cheaper"])
+@pytest.mark.parametrize("big", [False, True], ids=["read-whole", "split"])
+def test_external_data_walk_needs_a_location_key(tmp_path, monkeypatch, big, search):
+    # A model whose weights hold the bytes of data_location = EXTERNAL by chance, but whose encoding names no
+    # external_data "location" key, is not walked for external tensors -- whether load_model reads it whole (small)
+    # or splits its large weights out (model_mod.SPLIT_MODEL_BYTES and up) -- when its bytes are few enough per node
+    # (model_mod._SEARCH_BYTES_PER_NODE: looking costs less than walking), else walked; one with an external tensor
+    # beside such weights is walked, and reads it. Oracle: numpy's sums of the same arrays
+    monkeypatch.setattr(model_mod, "_SEARCH_BYTES_PER_NODE", 1 << 30 if search else 0)
+    n = (model_mod.SPLIT_MODEL_BYTES // 4 + 1000) if big else 1000
+    w = _with_chance_mark(n)
+    v = np.arange(n, dtype=np.float32)
+
+    def model(outside_v):
+        m = helper.make_model(helper.make_graph(
+            [helper.make_node("Add", ["x", "w"], ["t"]), helper.make_node("Add", ["t", "v"], ["y"])], "g",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [n])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [n])],
+            [numpy_helper.from_array(w, "w"), numpy_helper.from_array(v, "v")]),
+            opset_imports=[helper.make_opsetid("", 17)])
+        if outside_v:
+            from onnx.external_data_helper import set_external_data
+            t = m.graph.initializer[1]
+            with open(tmp_path / "v.bin", "wb") as f:
+                f.write(t.raw_data)
+            set_external_data(t, "v.bin")
+            t.ClearField("raw_data")
+            t.data_location = TensorProto.EXTERNAL
+        return m
+
+    inside, outside = str(tmp_path / "inside.onnx"), str(tmp_path / "outside.onnx")
+    onnx.save(model(False), inside)
+    onnx.save(model(True), outside)
+    data = open(inside, "rb").read()
+    assert model_mod._EXTERNAL_MARK in data and model_mod._LOCATION_KEY not in data
+    assert (len(data) >= model_mod.SPLIT_MODEL_BYTES) == big
+    x = np.ones(n, np.float32)
+    walked = []
+    real = model_mod._load_external_data
+    monkeypatch.setattr(model_mod, "_load_external_data", lambda *a: walked.append(1) or real(*a))
+    np.testing.assert_array_equal(onnxep.InferenceSession(inside).run(None, {"x": x})[0], x + w + v)
+    np.testing.assert_array_equal(onnxep.InferenceSession(data).run(None, {"x": x})[0], x + w + v)
+    assert bool(walked) != search
+    walked.clear()
+    np.testing.assert_array_equal(onnxep.InferenceSession(outside).run(None, {"x": x})[0], x + w + v)
+    assert walked
+
+
+def test_a_tensor_marked_external_without_location_is_refused():
+    # data_location = EXTERNAL but no external_data entry: nothing says where the data is. Refused (onnxruntime too)
+    # with the initializer or Constant node named
+    w = helper.make_tensor("W", TensorProto.FLOAT, [3], [0, 0, 0])
+    w.data_location = TensorProto.EXTERNAL
+    del w.float_data[:]
+    out = [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [3])]
+    ins = [helper.make_tensor_value_info("X", TensorProto.FLOAT, [3])]
+    add = helper.make_node("Add", ["X", "W"], ["Y"], name="a")
+    as_init = helper.make_model(helper.make_graph([add], "g", ins, out, [w]),
+                                opset_imports=[helper.make_opsetid("", 17)])
+    as_const = helper.make_model(helper.make_graph([helper.make_node("Constant", [], ["W"], value=w, name="c"), add],
+                                                   "g", ins, out), opset_imports=[helper.make_opsetid("", 17)])
+    import onnxruntime
+    for m, where in ((as_init, "initializer 'W'"), (as_const, "Constant node 'c'")):
+        with pytest.raises(Exception):
+            onnxruntime.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+        with pytest.raises(InvalidGraph, match=f"{where}.*cannot be read"):
+            onnxep.InferenceSession(m.SerializeToString())
+
+
 def test_node_checks_remembered_by_signature_refuse_what_differs():
     # check_graph remembers the node signatures it found valid (op, opset, counts, attribute names and types): a node
     # of another signature is still checked. Oracle: onnxruntime's refusals, as test_refusals spells them
