@@ -1,6 +1,7 @@
 """bf16 channel-last convs: onnxep.compute_precision=bf16 runs a dense or grouped NhwcConv (not depthwise, constant W,
-enough products per output; ops/onnxep/nhwc_conv.py BF16_CONV_*) on the bf16 GEMM where the CPU has AMX-BF16
-(onnxep/_k_bgemm.pxi BConvNhwc: im2col rows gathered and rounded to bf16 while A is packed; onnxep/_native/bgemm.h).
+enough products per output; ops/onnxep/nhwc_conv.py BF16_CONV_*, BF16_DP_CONV_*) on the bf16 GEMM where the CPU has
+AMX-BF16 or a vdpbf16ps that pays (ops/_bf16.py bf16_conv_path; the session tests force it on): onnxep/_k_bgemm.pxi
+BConvNhwc, im2col rows gathered and rounded to bf16 while A is packed; onnxep/_native/bgemm.h.
 The kernel is tested alone on every geometry, with every bf16 micro-kernel this CPU runs forced in turn (generic C,
 avx512bf16 vdpbf16ps, amx AMX-BF16 tiles); sessions where the routing rule sends a conv to it.
 
@@ -22,11 +23,26 @@ from onnx import helper
 import onnxep
 from onnxep import _kernels
 from onnxep.backends.cpu import device
+from onnxep.ops import _bf16
+from onnxep.ops.onnxep import nhwc_conv
 from tests._util import make_model
 from tests.graph.test_runloop import _programs
 
 pytestmark = pytest.mark.skipif(not _kernels.bgemm_hw(), reason="bf16 runs in fp32 without AVX512_BF16")
-needs_amx = pytest.mark.skipif(not _kernels.bgemm_have("amx"), reason="convs take bf16 only on AMX-BF16 CPUs")
+
+
+@pytest.fixture
+def _convs_on(monkeypatch):
+    """Sends the convs the routing rule admits to bf16 on every AVX512_BF16 CPU: AMX where the CPU has it, vdpbf16ps
+    elsewhere, also where its probe would keep them fp32; with the AMX path's rule on both (the vdpbf16ps one leaves
+    Winograd convs fp32: tests/ops/test_bf16_conv_gate.py tests that gate and that rule)."""
+    monkeypatch.setitem(nhwc_conv._BF16_CONV_RULES, "avx512bf16", nhwc_conv._BF16_CONV_RULES["amx"])
+    _bf16.force_bf16_convs(True)
+    yield
+    _bf16.force_bf16_convs(None)
+
+
+convs_on = pytest.mark.usefixtures("_convs_on")
 
 KERNELS = [k for k in _kernels.BGEMM_KERNELS if _kernels.bgemm_have(k)]
 # (C, cout, kernel, stride, pad, dilation, H, W): 3x3 same, strided, a plain 1x1 (X is A), a strided 1x1, a 7x7 stem
@@ -143,7 +159,7 @@ def test_bconv_kernel_checks_sizes():
         conv.run(np.zeros(200, np.float32), None, np.zeros(99, np.float32), np.zeros(100, np.float32))
 
 
-@needs_amx
+@convs_on
 @pytest.mark.parametrize("geo", ROUTED, ids=_ids)
 def test_bf16_conv_within_bound(kernel, geo):
     C, cout, k, stride, pad, dil, H, W = geo
@@ -168,7 +184,7 @@ def test_bf16_conv_within_bound(kernel, geo):
     assert not np.array_equal(r, _session(model, "fp32").run(None, feeds[-1])[0])     # bf16 ran
 
 
-@needs_amx
+@convs_on
 def test_bf16_conv_compiled_matches_python_loop():
     rng = np.random.default_rng(3)
     model, x, _ = _model(*ROUTED[1], rng)
@@ -188,7 +204,7 @@ def test_bf16_conv_compiled_matches_python_loop():
             np.testing.assert_array_equal(a, b)
 
 
-@needs_amx
+@convs_on
 def test_bf16_conv_threads_agree():
     """The rows are split between threads, never a row's sum: 1 and 2 threads give the same bits."""
     rng = np.random.default_rng(4)
@@ -199,7 +215,7 @@ def test_bf16_conv_threads_agree():
         np.testing.assert_array_equal(u, v)
 
 
-@needs_amx
+@convs_on
 def test_bf16_conv_residual_that_broadcasts_at_run_time():
     """A residual Add folded into a bf16 conv whose shapes the pass could not prove equal (independent symbolic
     dims): where they differ at run time the conv runs without it (a BConvNhwc of its own), then Add's broadcast and
@@ -351,7 +367,7 @@ KEPT_FP32 = [(16, 64, 3, 1, 1, 1, 11, 11, 1), (32, 32, 3, 1, 1, 1, 11, 11, 1), (
              (3, 80, 7, 2, 3, 1, 20, 20, 1)]
 
 
-@needs_amx
+@convs_on
 @pytest.mark.parametrize("geo", ROUTED_NEW, ids=lambda g: _ids(g[:8]) + f"-g{g[8]}")
 def test_bf16_grouped_and_wide_convs_within_bound(geo):
     """Sessions: the conv runs on bf16 (the fp32 session's output differs), within the bound of the float64 oracle,
@@ -381,7 +397,7 @@ def test_bf16_grouped_and_wide_convs_within_bound(geo):
         np.testing.assert_array_equal(g, w)
 
 
-@needs_amx
+@convs_on
 @pytest.mark.parametrize("geo", KEPT_FP32, ids=lambda g: _ids(g[:8]) + f"-g{g[8]}")
 def test_bf16_session_keeps_small_convs_fp32(geo):
     """Below the routing rule the bf16 session runs the fp32 conv: the same bits as the fp32 session."""
