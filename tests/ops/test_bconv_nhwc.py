@@ -324,12 +324,57 @@ def test_bconv_grouped_kernel_within_bound(vk, geo):
             y = np.full(2 * Ho * Wo * cout, np.nan, np.float32)
             conv.run(xh, b, rh, y, 2)
             np.testing.assert_array_equal(y.reshape(2, Ho, Wo, cout).transpose(0, 3, 1, 2), outs[0])
+        # into a channel slice of a wider output (a Concat's): pixels ldy floats apart, the other channels untouched
+        ldy, off = cout + 7, 3
+        yc = np.full(2 * Ho * Wo * cout, np.nan, np.float32)
+        conv.run(xh, b, None, yc, 2)
+        wide = np.full(2 * Ho * Wo * ldy, np.nan, np.float32)
+        conv.run(xh, b, None, wide[off:off + (2 * Ho * Wo - 1) * ldy + cout], 2, ldy)
+        wide = wide.reshape(-1, ldy)
+        np.testing.assert_array_equal(wide[:, off:off + cout], yc.reshape(-1, cout))
+        assert np.isnan(wide[:, :off]).all() and np.isnan(wide[:, off + cout:]).all()
     finally:
         mod.bgemm_force(None)
         mod.bconv_xb(None)
     np.testing.assert_array_equal(outs[0], outs[1])
     np.testing.assert_array_equal(yr.reshape(2, Ho, Wo, cout).transpose(0, 3, 1, 2), outs[0])
     assert np.all(np.abs(outs[0] - ref) <= bound), float(np.max(np.abs(outs[0] - ref) / bound))
+
+
+def test_bconv_ldy_checks_sizes():
+    bp = np.zeros(_kernels.bconv_pack_weight_size(8, 4, 1, 1, 1), np.float32)
+    conv = _kernels.BConvNhwc((1, 5, 5, 4), bp, 8, (1, 1), (1, 1), (1, 1), (0, 0), (5, 5), None, 1)
+    x = np.zeros(100, np.float32)
+    with pytest.raises(ValueError, match="ldy=7 must be at least cout=8"):
+        conv.run(x, None, None, np.zeros(24 * 7 + 8, np.float32), 1, 7)
+    with pytest.raises(ValueError, match="without a residual"):
+        conv.run(x, None, np.zeros(200, np.float32), np.zeros(24 * 12 + 8, np.float32), 1, 12)
+    with pytest.raises(ValueError, match="y 200"):
+        conv.run(x, None, None, np.zeros(200, np.float32), 1, 12)
+
+
+@convs_on
+@pytest.mark.parametrize("threads", [1, 2])
+def test_bf16_convs_write_concat_slices(threads):
+    """bf16 convs feeding a channel Concat write their slices in place (BConvNhwc's ldy; RL_BCONV_NHWC_LDY in the
+    compiled run loop) and the Concat does not run: SqueezeNet's fire module twice with channels the rule sends to
+    bf16. Oracles: the session's own Python loop (its first run, the slices written by compute) gives the same bits
+    as the compiled runs; onnxruntime fp32 within bf16's rounding (2**-6 of the output's magnitude); the fp32
+    session's output differs (bf16 ran)."""
+    from tests._util import run_ort
+    from tests.graph.test_runloop_concat_slots import _fire_model
+    model, feeds = _fire_model(1, 13, 13, 128, 128, 64, 64)
+    want = run_ort(model, feeds)[0]
+    sess = _session(model, "bf16", threads)
+    first = sess.run(None, feeds)[0]
+    for _ in range(3):
+        np.testing.assert_array_equal(sess.run(None, feeds)[0], first)
+    plan = sess.plans[0]
+    assert plan.slots
+    py = [plan.run_list()[seg[1]][6] for p in _programs(sess) for seg in p.segments if not seg[0]]
+    assert _programs(sess) and "Concat" not in py and not any("Conv" in op for op in py), py
+    assert np.max(np.abs(first - want)) <= 2 ** -6 * np.max(np.abs(want))
+    assert not np.array_equal(first, _session(model, "fp32", threads).run(None, feeds)[0])
 
 
 def test_bconv_grouped_checks_sizes():

@@ -277,12 +277,12 @@ class NhwcConv_1(ConvAttrs, PackedWeightMixin, OpKernel):
 
     @property
     def strided_output(self):
-        """Y may be a channel slice of a Concat's output (conv_nhwc_f32's ldy): not with a residual Z (its stride is
-        Y's) nor for the depthwise kernel."""
+        """Y may be a channel slice of a Concat's output (conv_nhwc_f32's and BConvNhwc's ldy): not with a residual
+        Z (its stride is Y's) nor for the depthwise kernel."""
         w = self.info.input_types[1] if len(self.info.input_types) > 1 else None
         wshape = getattr(w, "shape", None)
         return (len(self.info.input_types) < 4 or self.info.input_types[3] is None) and wshape is not None \
-            and not self._depthwise_shape(wshape, int(self.group)) and not self._bf16(wshape)
+            and not self._depthwise_shape(wshape, int(self.group))
 
     def compute(self, ctx):
         values, ins = ctx.values, ctx.ins      # inputs 0, 2, 3 are never packed: read straight from the run's values
@@ -309,8 +309,6 @@ class NhwcConv_1(ConvAttrs, PackedWeightMixin, OpKernel):
         if depthwise:
             _kernels.conv_depthwise_nhwc_f32(X.reshape(-1), conv, wp, yshape[3], *geo, B, Y.reshape(-1),
                                              False, ctx.num_threads, self._act)
-        elif isinstance(conv, _kernels.BConvNhwc):
-            conv.run(X.reshape(-1), B, None if Z is None else Z.reshape(-1), Y.reshape(-1), ctx.num_threads)
         elif ctx.slot is None or Y.flags.c_contiguous:
             conv.run(X.reshape(-1), B, None if Z is None else Z.reshape(-1), Y.reshape(-1), ctx.num_threads, 0)
         else:   # a channel slice of a Concat's output (ctx.slot, C-contiguous): its pixels ldy floats apart
