@@ -37,9 +37,10 @@ def _convs_on(monkeypatch):
     elsewhere, also where its probe would keep them fp32; with the AMX path's rule on both (the vdpbf16ps one leaves
     Winograd convs fp32: tests/ops/test_bf16_conv_gate.py tests that gate and that rule)."""
     monkeypatch.setitem(nhwc_conv._BF16_CONV_RULES, "avx512bf16", nhwc_conv._BF16_CONV_RULES["amx"])
+    before = _bf16._conv_force
     _bf16.force_bf16_convs(True)
     yield
-    _bf16.force_bf16_convs(None)
+    _bf16.force_bf16_convs(before)
 
 
 convs_on = pytest.mark.usefixtures("_convs_on")

@@ -29,8 +29,9 @@ needs_bf16 = pytest.mark.skipif(not _kernels.bgemm_hw(), reason="bf16 runs in fp
 
 @pytest.fixture
 def force():
+    before = _bf16._conv_force
     yield _bf16.force_bf16_convs
-    _bf16.force_bf16_convs(None)
+    _bf16.force_bf16_convs(before)
 
 
 @pytest.mark.parametrize("variant", _kernels.AVAILABLE)

@@ -297,7 +297,7 @@ def test_bf16_blob_of_another_conv_path_is_refused(tmp_path):
     sess, ctx = _compile(str(tmp_path), _conv_chain(), "0", precision="bf16")
     x = _x((2, 3, 15, 17), 3)
     want = sess.run(None, {"x": x})[0]
-    other = _bf16.bf16_conv_path() is not None
+    other, before = _bf16.bf16_conv_path() is not None, _bf16._conv_force
     try:
         _bf16.force_bf16_convs(not other)
         with pytest.raises(Exception, match=r"onnxep Compile: .*its convs were packed for the bf16 conv path"):
@@ -311,6 +311,6 @@ def test_bf16_blob_of_another_conv_path_is_refused(tmp_path):
         assert np.array_equal(ort.InferenceSession(tctx, onnxep_ort.session_options(precision="bf16"))
                               .run(None, {"x": xt})[0], tb_want)
     finally:
-        _bf16.force_bf16_convs(None)
+        _bf16.force_bf16_convs(before)
     loaded = ort.InferenceSession(ctx, onnxep_ort.session_options(precision="bf16"))
     assert np.array_equal(loaded.run(None, {"x": x})[0], want)
