@@ -34,6 +34,13 @@ def show_config(file=None):
     print(f"  kernel ISA      : {_kernels.ISA} (CPU supports: {', '.join(_kernels.cpu_features())}; "
           f"built and runnable: {', '.join(_kernels.AVAILABLE)})", file=out)
     print(f"  OpenMP threads  : {_kernels.max_threads()}", file=out)
+    from onnxep.ops._bf16 import DP_CONV_MIN_RATIO, bf16_conv_path
+    if _kernels.bgemm_hw():
+        print(f"  bf16 precision  : GEMM kernel {_kernels.bgemm_kernel()}; convs: {bf16_conv_path() or 'fp32'} "
+              f"(vdpbf16ps / FMA products per second {_kernels.bgemm_dp_ratio():.2f}, vdpbf16ps convs from "
+              f"{DP_CONV_MIN_RATIO})", file=out)
+    else:
+        print("  bf16 precision  : runs fp32 (no AVX512_BF16)", file=out)
     for pool in threadpool_info():
         print(f"  thread pool     : {pool.get('user_api')} {pool.get('internal_api')} "
               f"{pool.get('num_threads')} threads ({pool.get('filepath')})", file=out)

@@ -45,6 +45,7 @@ cdef extern from "_native/bgemm.h":
     void bg_pack_b(const float* B, int64_t K, int64_t N, int64_t sk, int64_t sn, uint16_t* out) noexcept nogil
     int bg_have(int k) noexcept nogil
     int bg_kernel() noexcept nogil
+    double bg_dp_ratio() noexcept nogil
     void bg_item(void* ctx, Py_ssize_t item, int tid) noexcept nogil
     void bg_pack_item(void* ctx, Py_ssize_t item, int tid) noexcept nogil
     void bg_conv_item(void* ctx, Py_ssize_t item, int tid) noexcept nogil
@@ -88,6 +89,16 @@ def bgemm_hw():
     """True when the CPU has AVX512_BF16 (vdpbf16ps; AMX-BF16 CPUs have it too): the sessions' bf16 precision is
     used only then."""
     return bool(bg_have(1))
+
+
+def bgemm_dp_ratio():
+    """Products per second of vdpbf16ps over the fp32 FMA's on this core (bgemm.h bg_dp_ratio: timed once per
+    process, ~0.1 ms); 0.0 without AVX512_BF16. About 2 where vdpbf16ps issues at the FMA's rate (Zen 4, Zen 5),
+    about 1 where it issues at half of it (Sapphire Rapids)."""
+    cdef double r
+    with nogil:
+        r = bg_dp_ratio()
+    return r
 
 
 def bgemm_force(name):
@@ -262,11 +273,17 @@ cdef class BConvNhwc:
             and self.cv.ph == 0 and self.cv.pw == 0 and self.cv.Ho == self.cv.H and self.cv.Wo == self.cv.W
         self.w = w_packed
 
-    def run(self, const float[::1] x, const float[::1] bias, const float[::1] res, float[::1] y, int nthreads=0):
+    def run(self, const float[::1] x, const float[::1] bias, const float[::1] res, float[::1] y, int nthreads=0,
+            int64_t ldy=0):
+        """ldy: y's pixels ldy floats apart (a channel slice of a Concat's output, from its first channel; no
+        residual), 0: cout (y contiguous)."""
         cdef int rc
-        if x.shape[0] != self.N * self.cv.H * self.cv.W * self.cv.xc or y.shape[0] != self.M * self.cout:
+        cdef int64_t ylen = self.M * self.cout if ldy == 0 else (self.M - 1) * ldy + self.cout if self.M else 0
+        if ldy != 0 and (ldy < self.cout or res is not None):
+            raise ValueError(f"BConvNhwc: ldy={ldy} must be at least cout={self.cout}, and without a residual")
+        if x.shape[0] != self.N * self.cv.H * self.cv.W * self.cv.xc or y.shape[0] != ylen:
             raise ValueError(f"BConvNhwc: x has {x.shape[0]} elements, y {y.shape[0]}; expected "
-                             f"{self.N * self.cv.H * self.cv.W * self.cv.xc} and {self.M * self.cout}")
+                             f"{self.N * self.cv.H * self.cv.W * self.cv.xc} and {ylen}")
         if bias is not None and bias.shape[0] != self.cout:
             raise ValueError(f"BConvNhwc: bias has {bias.shape[0]} elements, expected {self.cout}")
         if res is not None and res.shape[0] != self.M * self.cout:
@@ -276,7 +293,7 @@ cdef class BConvNhwc:
         with nogil:
             rc = bconv_exec(&self.cv, self.plain, &self.act, &x[0] if x.shape[0] else NULL, &self.w[0], self.M,
                             self.cout, self.K, &bias[0] if bias is not None else NULL,
-                            &res[0] if res is not None else NULL, &y[0], nthreads, self.group)
+                            &res[0] if res is not None else NULL, &y[0], nthreads, self.group, ldy)
         if rc:
             raise MemoryError("BConvNhwc: no memory for the packed rows")
 
@@ -313,14 +330,16 @@ def bconv_xb(mode):
 
 cdef int bconv_exec(const bg_conv* cv0, bint plain, const Act* act, const float* x, const float* wp, int64_t M,
                     int64_t cout, int64_t K, const float* bias, const float* res, float* y, int nthreads,
-                    int64_t group) noexcept nogil:
+                    int64_t group, int64_t ldy) noexcept nogil:
     """The conv's groups one after the other (cv0.C channels each, of cv0.xc), each a GEMM of M x (cout / group)
-    into its columns of y (row stride cout), weight group g at g * bg_pack_b_len(K, cout / group)."""
+    into its columns of y (row stride ldy, 0: cout), weight group g at g * bg_pack_b_len(K, cout / group)."""
     cdef bg_conv cv = cv0[0]
     cdef int64_t g, og = cout // group, wlen = bg_pack_b_len(K, cout // group)
     cdef int rc = 0, nth
     cdef uint32_t* xb = NULL
     cdef bg_xconv xc
+    if ldy == 0:
+        ldy = cout
     # taps that overlap (each input pixel gathered kh * kw / (sh * sw) times): X rounded to bf16 once, the rows then
     # copied from it (bgemm.h bg_conv.xb); even channel counts only (a tap's channels are whole pairs)
     xc.P = (M // (cv.Ho * cv.Wo)) * cv.H * cv.W
@@ -342,10 +361,10 @@ cdef int bconv_exec(const bg_conv* cv0, bint plain, const Act* act, const float*
         if plain and M < 4 * BG_MB:  # a 1x1 conv's X is A: the plain GEMM when too few pixels for per-item packing
             rc = bgemm_run_ex(cv.x, cv.xc, NULL, wp + g * wlen, M, og, K, 1.0,
                               bias + g * og if bias != NULL else NULL, res + g * og if res != NULL else NULL, cout,
-                              y + g * og, cout, act, nthreads)
+                              y + g * og, ldy, act, nthreads)
         else:
             rc = bgemm_run_ex(NULL, 0, &cv, wp + g * wlen, M, og, K, 1.0, bias + g * og if bias != NULL else NULL,
-                              res + g * og if res != NULL else NULL, cout, y + g * og, cout, act, nthreads)
+                              res + g * og if res != NULL else NULL, cout, y + g * og, ldy, act, nthreads)
         if rc:
             break
     free(xb)
@@ -353,8 +372,8 @@ cdef int bconv_exec(const bg_conv* cv0, bint plain, const Act* act, const float*
 
 
 cdef int bconv_step(const Py_ssize_t* n, const float* f, const float* xp, const float* wp, const float* bptr,
-                    const float* rptr, float* yp, int nthreads) noexcept nogil:
-    """bconv_exec from BConvNhwc.step_args' numbers (the run loop's RL_BCONV_NHWC)."""
+                    const float* rptr, float* yp, int nthreads, int64_t ldy) noexcept nogil:
+    """bconv_exec from BConvNhwc.step_args' numbers (the run loop's RL_BCONV_NHWC; RL_BCONV_NHWC_LDY with ldy)."""
     cdef bg_conv cv
     cdef Act act
     cv.xb = NULL
@@ -364,4 +383,4 @@ cdef int bconv_step(const Py_ssize_t* n, const float* f, const float* xp, const 
     cv.C = cv.xc // n[18]
     if n[0] == 0:
         return 0
-    return bconv_exec(&cv, <bint>n[3], &act, xp, wp, n[0], n[1], n[2], bptr, rptr, yp, nthreads, n[18])
+    return bconv_exec(&cv, <bint>n[3], &act, xp, wp, n[0], n[1], n[2], bptr, rptr, yp, nthreads, n[18], ldy)

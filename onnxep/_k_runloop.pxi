@@ -96,7 +96,9 @@ cdef enum:
                             # scale, f2 y scale
     RL_CONV_NCHW = 46       # (zoo2t slice) s0 x, s1 packed W, s2 bias (or NULL), s3 y: conv_nchw_exec; n0..n21
                             # conv_nchw_step_args (N, C, D, H, W, cout, group, kernel, strides, dilations, pads, out)
-    RL_NFNS = 47
+    RL_BCONV_NHWC_LDY = 47  # (bf16) as RL_BCONV_NHWC, s3 NULL, s4 y at the slice's first channel; n19 ldy (the
+                            # Concat output's channels)
+    RL_NFNS = 48
 
 cdef extern from "_native/rl_ops.h" nogil:
     enum: RL_MAXD
@@ -677,11 +679,18 @@ _RL_FNS[RL_QDQ] = _rl_qdq
 # bf16: a channel-last conv on the bf16 GEMM (_k_bgemm.pxi BConvNhwc)
 cdef void _rl_bconv_nhwc(const RStep* s, char** p) noexcept nogil:
     if bconv_step(s.n, s.f, <const float*>p[s.slot[0]], <const float*>p[s.slot[1]], <const float*>p[s.slot[2]],
-                  <const float*>p[s.slot[3]], <float*>p[s.slot[4]], s.nthreads) != 0:
+                  <const float*>p[s.slot[3]], <float*>p[s.slot[4]], s.nthreads, 0) != 0:
+        p[0] = <char*>1
+
+
+cdef void _rl_bconv_nhwc_ldy(const RStep* s, char** p) noexcept nogil:
+    if bconv_step(s.n, s.f, <const float*>p[s.slot[0]], <const float*>p[s.slot[1]], <const float*>p[s.slot[2]],
+                  NULL, <float*>p[s.slot[4]], s.nthreads, s.n[19]) != 0:
         p[0] = <char*>1
 
 
 _RL_FNS[RL_BCONV_NHWC] = _rl_bconv_nhwc
+_RL_FNS[RL_BCONV_NHWC_LDY] = _rl_bconv_nhwc_ldy
 # qfold slice: the channel-last quantized conv (com.onnxep QLinearConvNhwc, _k_qconv.pxi)
 cdef void _rl_qconv(const RStep* s, char** p) noexcept nogil:
     _qc_run_raw(<const uint8_t*>p[s.slot[0]], <const uint8_t*>p[s.slot[1]], <const int32_t*>p[s.slot[2]],
@@ -746,7 +755,7 @@ RUNLOOP_FNS = {"alias": RL_ALIAS, "copy": RL_COPY, "binary": RL_BINARY, "unary":
                "transpose": RL_TRANSPOSE,
                "dq_matmul": RL_DQ_MATMUL, "quantize": RL_QUANTIZE, "dequantize": RL_DEQUANTIZE,
                "bgemm": RL_BGEMM,
-               "qdq": RL_QDQ, "bconv_nhwc": RL_BCONV_NHWC,
+               "qdq": RL_QDQ, "bconv_nhwc": RL_BCONV_NHWC, "bconv_nhwc_ldy": RL_BCONV_NHWC_LDY,
                "qconv": RL_QCONV,
                "qlinear_matmul": RL_QLINEAR_MATMUL, "qlinear_add": RL_QLINEAR_ADD,
                "conv_nchw": RL_CONV_NCHW}

@@ -29,6 +29,7 @@
 #include "cpuid.h"
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
+#include <x86intrin.h>
 #define BG_X86 1
 #if defined(__linux__)
 #include <unistd.h>
@@ -188,6 +189,65 @@ static void bg_micro_bf16(const uint32_t* A, int64_t lda2, const uint16_t* Bp, i
     }
 }
 
+/* ---------------------------------------------------------------- vdpbf16ps against the FMA
+   Whether vdpbf16ps gives more products per second than the fp32 FMA on this core (the bf16 conv path without AMX
+   pays only then, ops/_bf16.py bf16_conv_path): vdpbf16ps does 32 products per instruction against the FMA's 16, at
+   half the FMA's issue rate on Sapphire Rapids (no gain) and at its full rate on Zen 4 / Zen 5 (2x). No CPUID bit
+   tells which, so time both: BG_PROBE_CH independent accumulator chains (as many as the micro-kernel keeps, 2 BG_MR:
+   more than either instruction's latency x issue rate on the target CPUs), register-resident, no loads, BG_PROBE_IT
+   steps (~3-6 us a trial); one warm-up trial each (the 512-bit units may start slow), then the minimum over
+   BG_PROBE_REP alternating trials each, so a trial another process preempts or slows only lengthens its own time.
+   ~120 us once per process. Returns (products per second, vdpbf16ps) / (products per second, FMA). */
+#define BG_PROBE_CH (2 * BG_MR)
+#define BG_PROBE_IT 1024
+#define BG_PROBE_REP 9
+
+__attribute__((target("avx512bf16,avx512bw,avx512f"), noinline))
+static uint64_t bg_probe_trial(int dp) {
+    __m512 acc[BG_PROBE_CH];
+    __m512 x = _mm512_set1_ps(1e-3f);
+    __m512bh xb = _mm512_cvtne2ps_pbh(x, x);
+    for (int j = 0; j < BG_PROBE_CH; j++) acc[j] = _mm512_setzero_ps();
+    uint64_t t0 = __rdtsc();
+    if (dp) {
+        for (int i = 0; i < BG_PROBE_IT; i++) {
+            __asm__ volatile("" : "+v"(xb));        /* the operand is opaque each step: nothing hoisted or folded */
+#pragma GCC unroll 32
+            for (int j = 0; j < BG_PROBE_CH; j++) acc[j] = _mm512_dpbf16_ps(acc[j], xb, xb);
+        }
+    } else {
+        for (int i = 0; i < BG_PROBE_IT; i++) {
+            __asm__ volatile("" : "+v"(x));
+#pragma GCC unroll 32
+            for (int j = 0; j < BG_PROBE_CH; j++) acc[j] = _mm512_fmadd_ps(x, x, acc[j]);
+        }
+    }
+    uint64_t t1 = __rdtsc();
+    for (int j = 1; j < BG_PROBE_CH; j++) acc[0] = _mm512_add_ps(acc[0], acc[j]);
+    static volatile float sink;
+    sink = _mm512_reduce_add_ps(acc[0]);
+    return t1 - t0;
+}
+
+static double bg_dp_ratio(void) {
+    static double cached = -1.0;
+    if (cached >= 0.0) return cached;
+    double r = 0.0;
+    if (bg_cpu_bf16()) {
+        uint64_t best_dp = UINT64_MAX, best_fma = UINT64_MAX;
+        bg_probe_trial(1);
+        bg_probe_trial(0);
+        for (int i = 0; i < BG_PROBE_REP; i++) {
+            uint64_t d = bg_probe_trial(1), f = bg_probe_trial(0);
+            if (d < best_dp) best_dp = d;
+            if (f < best_fma) best_fma = f;
+        }
+        r = best_dp ? 2.0 * (double)best_fma / (double)best_dp : 0.0;
+    }
+    cached = r;
+    return r;
+}
+
 /* bg_pack_a_rows with vcvtne2ps2bf16 (round to nearest even; unlike bg_f2b it flushes fp32 denormals to zero) */
 __attribute__((target("avx512bf16,avx512bw,avx512f")))
 static void bg_pack_a_rows_bf16(const float* A, int64_t lda, int64_t K, int64_t ld2, int64_t m0, int64_t m1,
@@ -280,6 +340,8 @@ static void bg_item_amx(const uint32_t* Ap, int64_t K2P, const uint16_t* Bpan, i
     BG_FENCE();
 }
 #endif
+#else
+static double bg_dp_ratio(void) { return 0.0; }
 #endif
 
 /* ---------------------------------------------------------------- channel-last conv as a GEMM

@@ -32,8 +32,10 @@ Blob layout, format version 1 (2 when a node carries subgraphs: If, Loop, Scan, 
                            "buffers": [[offset, nbytes], ...]}]                   packed bytes + the kernel's info
             "repack": [[node, input], ...]       weights whose kernel cannot describe its packing: saved unpacked (in
                                                  "constants") and packed again on load
-            "scope": [offset, nbytes]}           format 2 only: a serialized ModelProto with no graph whose opset_import,
+            "scope": [offset, nbytes]            format 2 only: a serialized ModelProto with no graph whose opset_import,
                                                  ir_version and functions are those the subgraphs are compiled with
+            "compute_precision": "fp32"|"bf16", "bf16_conv_path": "amx"|"avx512bf16"|"fp32"}   the second only for
+                                                 bf16 with conv packings; a session that differs refuses the blob
 
 A node with subgraphs keeps them as its GraphProto attributes (the bodies are compiled again on load, over the
 loading session's devices and fallback setting, as when the session compiled them). What the bodies read from the
@@ -285,6 +287,10 @@ def serialize(partition, plan, name: str) -> bytes:
         # a session computing in another precision refuses the blob (backends/cpu/device.py)
         "compute_precision": _plan_precision(plan),
     }
+    if manifest["compute_precision"] == "bf16" and any(_nhwc_conv_packing(e["format"]) for e in prepacked):
+        # which convs took bf16 (and so which packing each has) follows from the CPU's bf16 conv path; a session on
+        # a CPU with another one refuses the blob (backends/cpu/device.py)
+        manifest["bf16_conv_path"] = _bf16_conv_path()
     version = PLAIN_FORMAT_VERSION
     if outer:
         version = FORMAT_VERSION
@@ -304,6 +310,19 @@ def serialize(partition, plan, name: str) -> bytes:
         pos += n
     digest = _kernels.xxh64(np.frombuffer(payload, np.uint8))
     return _header(len(mbytes), data.size, digest, version) + bytes(payload)
+
+
+def _nhwc_conv_packing(fmt: str) -> bool:
+    """True for a dense channel-last conv's packing (fp32 GEMM, Winograd or bf16: ops/onnxep/nhwc_conv.py
+    prepack_format), the packings the bf16 conv path decides between."""
+    return "conv-nhwc" in fmt or "winograd" in fmt
+
+
+def _bf16_conv_path() -> str:
+    """This process's bf16 conv path (ops/_bf16.py bf16_conv_path) as the manifest records it: "amx", "avx512bf16"
+    or "fp32"."""
+    from onnxep.ops._bf16 import bf16_conv_path
+    return bf16_conv_path() or "fp32"
 
 
 def _plan_precision(plan) -> str:
@@ -632,4 +651,5 @@ def _decode(manifest, data, name, buft, version=FORMAT_VERSION) -> LoadedContext
     loaded = LoadedContext(str(manifest.get("partition_name", name)), nodes, inputs, outputs, constants, value_types,
                            packed, repack, opsets, ir_version, functions)
     loaded.compute_precision = precision
+    loaded.bf16_conv_path = manifest.get("bf16_conv_path")      # None: no conv packing recorded one
     return loaded

@@ -16,6 +16,31 @@ def use_bf16(kernel) -> bool:
     return getattr(info, "precision", "fp32") == "bf16" and bool(getattr(_kernels, "bgemm_hw", lambda: False)())
 
 
+#: the bf16 conv path without AMX (vdpbf16ps) is taken where vdpbf16ps gives at least this many times the fp32 FMA's
+#: products per second (_kernels.bgemm_dp_ratio, timed once per process): ~2.0 on Zen 4 / Zen 5 (vdpbf16ps issues at
+#: the FMA's rate), ~1.0 on Sapphire Rapids (half of it: the bf16 convs ran 1.4-3x slower than fp32 there); 1.5
+#: halves the gap, so a noisy probe on either kind of CPU stays on its side
+DP_CONV_MIN_RATIO = 1.5
+_conv_force = None
+
+
+def force_bf16_convs(on):
+    """Tests: True sends the convs the rule admits to bf16 on any AVX512_BF16 CPU (the AMX path where the CPU has
+    AMX, the vdpbf16ps one elsewhere), False keeps every conv fp32, None: the rule of bf16_conv_path."""
+    global _conv_force
+    _conv_force = None if on is None else bool(on)
+
+
+def bf16_conv_path():
+    """Which bf16 conv path a bf16 session's dense convs may take on this CPU: "amx" (AMX-BF16 tiles), "avx512bf16"
+    (vdpbf16ps, where it gives clearly more products per second than the FMA: DP_CONV_MIN_RATIO) or None (fp32)."""
+    if _conv_force is False or not _kernels.bgemm_hw():
+        return None
+    if _kernels.bgemm_have("amx"):
+        return "amx"
+    return "avx512bf16" if _conv_force or _kernels.bgemm_dp_ratio() >= DP_CONV_MIN_RATIO else None
+
+
 def bf16_format(trans_b) -> str:
     """The packed-weight cache's format key of a bf16 packing (distinct from every fp32 one)."""
     return f"{_kernels.BGEMM_FORMAT}:trans_b={int(bool(trans_b))}"

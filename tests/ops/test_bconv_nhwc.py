@@ -1,6 +1,7 @@
 """bf16 channel-last convs: onnxep.compute_precision=bf16 runs a dense or grouped NhwcConv (not depthwise, constant W,
-enough products per output; ops/onnxep/nhwc_conv.py BF16_CONV_*) on the bf16 GEMM where the CPU has AMX-BF16
-(onnxep/_k_bgemm.pxi BConvNhwc: im2col rows gathered and rounded to bf16 while A is packed; onnxep/_native/bgemm.h).
+enough products per output; ops/onnxep/nhwc_conv.py BF16_CONV_*, BF16_DP_CONV_*) on the bf16 GEMM where the CPU has
+AMX-BF16 or a vdpbf16ps that pays (ops/_bf16.py bf16_conv_path; the session tests force it on): onnxep/_k_bgemm.pxi
+BConvNhwc, im2col rows gathered and rounded to bf16 while A is packed; onnxep/_native/bgemm.h.
 The kernel is tested alone on every geometry, with every bf16 micro-kernel this CPU runs forced in turn (generic C,
 avx512bf16 vdpbf16ps, amx AMX-BF16 tiles); sessions where the routing rule sends a conv to it.
 
@@ -22,11 +23,27 @@ from onnx import helper
 import onnxep
 from onnxep import _kernels
 from onnxep.backends.cpu import device
+from onnxep.ops import _bf16
+from onnxep.ops.onnxep import nhwc_conv
 from tests._util import make_model
 from tests.graph.test_runloop import _programs
 
 pytestmark = pytest.mark.skipif(not _kernels.bgemm_hw(), reason="bf16 runs in fp32 without AVX512_BF16")
-needs_amx = pytest.mark.skipif(not _kernels.bgemm_have("amx"), reason="convs take bf16 only on AMX-BF16 CPUs")
+
+
+@pytest.fixture
+def _convs_on(monkeypatch):
+    """Sends the convs the routing rule admits to bf16 on every AVX512_BF16 CPU: AMX where the CPU has it, vdpbf16ps
+    elsewhere, also where its probe would keep them fp32; with the AMX path's rule on both (the vdpbf16ps one leaves
+    Winograd convs fp32: tests/ops/test_bf16_conv_gate.py tests that gate and that rule)."""
+    monkeypatch.setitem(nhwc_conv._BF16_CONV_RULES, "avx512bf16", nhwc_conv._BF16_CONV_RULES["amx"])
+    before = _bf16._conv_force
+    _bf16.force_bf16_convs(True)
+    yield
+    _bf16.force_bf16_convs(before)
+
+
+convs_on = pytest.mark.usefixtures("_convs_on")
 
 KERNELS = [k for k in _kernels.BGEMM_KERNELS if _kernels.bgemm_have(k)]
 # (C, cout, kernel, stride, pad, dilation, H, W): 3x3 same, strided, a plain 1x1 (X is A), a strided 1x1, a 7x7 stem
@@ -143,7 +160,7 @@ def test_bconv_kernel_checks_sizes():
         conv.run(np.zeros(200, np.float32), None, np.zeros(99, np.float32), np.zeros(100, np.float32))
 
 
-@needs_amx
+@convs_on
 @pytest.mark.parametrize("geo", ROUTED, ids=_ids)
 def test_bf16_conv_within_bound(kernel, geo):
     C, cout, k, stride, pad, dil, H, W = geo
@@ -168,7 +185,7 @@ def test_bf16_conv_within_bound(kernel, geo):
     assert not np.array_equal(r, _session(model, "fp32").run(None, feeds[-1])[0])     # bf16 ran
 
 
-@needs_amx
+@convs_on
 def test_bf16_conv_compiled_matches_python_loop():
     rng = np.random.default_rng(3)
     model, x, _ = _model(*ROUTED[1], rng)
@@ -188,7 +205,7 @@ def test_bf16_conv_compiled_matches_python_loop():
             np.testing.assert_array_equal(a, b)
 
 
-@needs_amx
+@convs_on
 def test_bf16_conv_threads_agree():
     """The rows are split between threads, never a row's sum: 1 and 2 threads give the same bits."""
     rng = np.random.default_rng(4)
@@ -199,7 +216,7 @@ def test_bf16_conv_threads_agree():
         np.testing.assert_array_equal(u, v)
 
 
-@needs_amx
+@convs_on
 def test_bf16_conv_residual_that_broadcasts_at_run_time():
     """A residual Add folded into a bf16 conv whose shapes the pass could not prove equal (independent symbolic
     dims): where they differ at run time the conv runs without it (a BConvNhwc of its own), then Add's broadcast and
@@ -308,12 +325,57 @@ def test_bconv_grouped_kernel_within_bound(vk, geo):
             y = np.full(2 * Ho * Wo * cout, np.nan, np.float32)
             conv.run(xh, b, rh, y, 2)
             np.testing.assert_array_equal(y.reshape(2, Ho, Wo, cout).transpose(0, 3, 1, 2), outs[0])
+        # into a channel slice of a wider output (a Concat's): pixels ldy floats apart, the other channels untouched
+        ldy, off = cout + 7, 3
+        yc = np.full(2 * Ho * Wo * cout, np.nan, np.float32)
+        conv.run(xh, b, None, yc, 2)
+        wide = np.full(2 * Ho * Wo * ldy, np.nan, np.float32)
+        conv.run(xh, b, None, wide[off:off + (2 * Ho * Wo - 1) * ldy + cout], 2, ldy)
+        wide = wide.reshape(-1, ldy)
+        np.testing.assert_array_equal(wide[:, off:off + cout], yc.reshape(-1, cout))
+        assert np.isnan(wide[:, :off]).all() and np.isnan(wide[:, off + cout:]).all()
     finally:
         mod.bgemm_force(None)
         mod.bconv_xb(None)
     np.testing.assert_array_equal(outs[0], outs[1])
     np.testing.assert_array_equal(yr.reshape(2, Ho, Wo, cout).transpose(0, 3, 1, 2), outs[0])
     assert np.all(np.abs(outs[0] - ref) <= bound), float(np.max(np.abs(outs[0] - ref) / bound))
+
+
+def test_bconv_ldy_checks_sizes():
+    bp = np.zeros(_kernels.bconv_pack_weight_size(8, 4, 1, 1, 1), np.float32)
+    conv = _kernels.BConvNhwc((1, 5, 5, 4), bp, 8, (1, 1), (1, 1), (1, 1), (0, 0), (5, 5), None, 1)
+    x = np.zeros(100, np.float32)
+    with pytest.raises(ValueError, match="ldy=7 must be at least cout=8"):
+        conv.run(x, None, None, np.zeros(24 * 7 + 8, np.float32), 1, 7)
+    with pytest.raises(ValueError, match="without a residual"):
+        conv.run(x, None, np.zeros(200, np.float32), np.zeros(24 * 12 + 8, np.float32), 1, 12)
+    with pytest.raises(ValueError, match="y 200"):
+        conv.run(x, None, None, np.zeros(200, np.float32), 1, 12)
+
+
+@convs_on
+@pytest.mark.parametrize("threads", [1, 2])
+def test_bf16_convs_write_concat_slices(threads):
+    """bf16 convs feeding a channel Concat write their slices in place (BConvNhwc's ldy; RL_BCONV_NHWC_LDY in the
+    compiled run loop) and the Concat does not run: SqueezeNet's fire module twice with channels the rule sends to
+    bf16. Oracles: the session's own Python loop (its first run, the slices written by compute) gives the same bits
+    as the compiled runs; onnxruntime fp32 within bf16's rounding (2**-6 of the output's magnitude); the fp32
+    session's output differs (bf16 ran)."""
+    from tests._util import run_ort
+    from tests.graph.test_runloop_concat_slots import _fire_model
+    model, feeds = _fire_model(1, 13, 13, 128, 128, 64, 64)
+    want = run_ort(model, feeds)[0]
+    sess = _session(model, "bf16", threads)
+    first = sess.run(None, feeds)[0]
+    for _ in range(3):
+        np.testing.assert_array_equal(sess.run(None, feeds)[0], first)
+    plan = sess.plans[0]
+    assert plan.slots
+    py = [plan.run_list()[seg[1]][6] for p in _programs(sess) for seg in p.segments if not seg[0]]
+    assert _programs(sess) and "Concat" not in py and not any("Conv" in op for op in py), py
+    assert np.max(np.abs(first - want)) <= 2 ** -6 * np.max(np.abs(want))
+    assert not np.array_equal(first, _session(model, "fp32", threads).run(None, feeds)[0])
 
 
 def test_bconv_grouped_checks_sizes():
@@ -351,7 +413,7 @@ KEPT_FP32 = [(16, 64, 3, 1, 1, 1, 11, 11, 1), (32, 32, 3, 1, 1, 1, 11, 11, 1), (
              (3, 80, 7, 2, 3, 1, 20, 20, 1)]
 
 
-@needs_amx
+@convs_on
 @pytest.mark.parametrize("geo", ROUTED_NEW, ids=lambda g: _ids(g[:8]) + f"-g{g[8]}")
 def test_bf16_grouped_and_wide_convs_within_bound(geo):
     """Sessions: the conv runs on bf16 (the fp32 session's output differs), within the bound of the float64 oracle,
@@ -381,7 +443,7 @@ def test_bf16_grouped_and_wide_convs_within_bound(geo):
         np.testing.assert_array_equal(g, w)
 
 
-@needs_amx
+@convs_on
 @pytest.mark.parametrize("geo", KEPT_FP32, ids=lambda g: _ids(g[:8]) + f"-g{g[8]}")
 def test_bf16_session_keeps_small_convs_fp32(geo):
     """Below the routing rule the bf16 session runs the fp32 conv: the same bits as the fp32 session."""

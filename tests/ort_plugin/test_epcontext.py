@@ -286,3 +286,31 @@ def test_reloaded_session_runs_from_several_threads(tmp_path):
             assert np.array_equal(loaded.run(None, {"x": xs[i]})[0], want[i])
 
     run_threads(work, len(xs))
+
+
+@pytest.mark.skipif(not _kernels.bgemm_hw(), reason="bf16 packing needs a CPU with AVX512_BF16")
+def test_bf16_blob_of_another_conv_path_is_refused(tmp_path):
+    """Which convs of a bf16 session take bf16 (and how each is packed) follows from the CPU's bf16 conv path (AMX,
+    vdpbf16ps where it outruns the FMA, or none: ops/_bf16.py); a blob with conv packings records it, and a process
+    whose path differs (forced here) refuses it by name; a blob without conv packings loads whatever the path."""
+    from onnxep.ops import _bf16
+    sess, ctx = _compile(str(tmp_path), _conv_chain(), "0", precision="bf16")
+    x = _x((2, 3, 15, 17), 3)
+    want = sess.run(None, {"x": x})[0]
+    other, before = _bf16.bf16_conv_path() is not None, _bf16._conv_force
+    try:
+        _bf16.force_bf16_convs(not other)
+        with pytest.raises(Exception, match=r"onnxep Compile: .*its convs were packed for the bf16 conv path"):
+            ort.InferenceSession(ctx, onnxep_ort.session_options(precision="bf16"))
+        sub = tmp_path / "tb"
+        sub.mkdir()
+        tsess, tctx = _compile(str(sub), _transformer_block(), "0", precision="bf16")
+        xt = _x((2, 7, 32), 2)
+        tb_want = tsess.run(None, {"x": xt})[0]
+        _bf16.force_bf16_convs(other)
+        assert np.array_equal(ort.InferenceSession(tctx, onnxep_ort.session_options(precision="bf16"))
+                              .run(None, {"x": xt})[0], tb_want)
+    finally:
+        _bf16.force_bf16_convs(before)
+    loaded = ort.InferenceSession(ctx, onnxep_ort.session_options(precision="bf16"))
+    assert np.array_equal(loaded.run(None, {"x": x})[0], want)

@@ -237,6 +237,14 @@ class CpuBackend(Backend):
                                    f"{self.effective_precision!r} (asked: {self.compute_precision!r}; bf16 needs a CPU "
                                    f"with AVX512_BF16): set the session config entry to {blob_precision!r} on such a "
                                    f"CPU, or export the EPContext model again")
+            blob_convs = getattr(loaded, "bf16_conv_path", None)
+            if blob_convs is not None:
+                from onnxep.graph.epcontext import _bf16_conv_path
+                if blob_convs != _bf16_conv_path():
+                    raise InvalidGraph(f"EPContext node {loaded.name!r}: its convs were packed for the bf16 conv path "
+                                       f"{blob_convs!r}, this process's is {_bf16_conv_path()!r} (ops/_bf16.py "
+                                       f"bf16_conv_path: AMX, or vdpbf16ps where it outruns the FMA): export the "
+                                       f"EPContext model again on this CPU")
             partition = loaded          # the blob's nodes, value types, unpacked constants, inputs and outputs
         steps = []
         constants = {}

@@ -399,7 +399,7 @@ def compile_plan(plan, run, caps, k0, k1, arena, nthreads):
 
 #: C entries that take the output's pixel stride as one more int (their kernel writes a channel slice in place):
 #: entry -> (the entry writing a slice, the args index of the residual input, which must be None)
-SLOT_ENTRIES = {"conv_nhwc": ("conv_nhwc_ldy", 3)}
+SLOT_ENTRIES = {"conv_nhwc": ("conv_nhwc_ldy", 3), "bconv_nhwc": ("bconv_nhwc_ldy", 3)}
 
 
 def _concat_slots(plan, run, caps, arena, nthreads, skip):

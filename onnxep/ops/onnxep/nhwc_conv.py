@@ -19,7 +19,7 @@ import numpy as np
 
 from onnxep import _kernels
 from onnxep.ops._base import F32, OpKernel, f32_shape
-from onnxep.ops._bf16 import use_bf16
+from onnxep.ops._bf16 import bf16_conv_path, use_bf16
 from onnxep.ops._packed import PackedWeightMixin
 from onnxep.ops.nn.conv import ConvAttrs, conv_geometry
 
@@ -63,7 +63,8 @@ WINOGRAD_F4_SMALL_WEIGHT_BYTES = 512 << 10
 # 1x14x14 256 -> 256 (49 tiles, 4 MiB) 0.67x, 1x14x14 512 -> 512 (16 MiB) 0.78x
 WINOGRAD_F2_CACHED_WEIGHT_BYTES = 2 << 20
 _WINOGRAD_PATHS = {0: "auto", 2: "winograd", 4: "winograd4"}      # _winograd's tile -> conv_nhwc_f32's path
-# bf16 (onnxep.compute_precision=bf16): a dense conv runs on the bf16 GEMM only where the CPU has AMX-BF16 tiles, and
+# bf16 (onnxep.compute_precision=bf16): a dense conv runs on the bf16 GEMM only where the CPU has AMX-BF16 tiles (or a
+# vdpbf16ps that pays: the rule after this one), and
 # only with at least this many products per output (C * kh * kw) and, for a spatial kernel, this many input channels:
 # below them gathering and rounding the im2col rows costs more than the tiles save. Kernel alone, against the fp32
 # path's best (Winograd F(4x4) where it applies), idle machine, 2 threads (1 thread): 1x1 256 -> 64 at 56x56 0.33x the
@@ -96,6 +97,31 @@ BF16_CONV_WIDE_MIN_COUT = 48
 # 7x7 3 -> 128 at 112x112 0.66x, 5x5 6 -> 96 at 56x56 0.77x, 3x3 16 -> 96 at 55x55 0.66x, 16 -> 128 at 28x28 0.63x;
 # with 64 outputs the 7x7 3-channel stem ran 0.99-1.07x and stays fp32
 BF16_CONV_WIDER_MIN_COUT = 96
+# The same rule for the vdpbf16ps path (no AMX; taken where vdpbf16ps gives clearly more products per second than the
+# FMA: ops/_bf16.py bf16_conv_path), except that a conv fp32 runs on Winograd stays fp32 there: F(2x2, 3x3) does 2.25x
+# fewer multiplies than the direct conv and F(4x4, 3x3) 4x, vdpbf16ps only twice the FMA's products. Measured on Zen 5
+# (vdpbf16ps at the FMA's rate, probe ratio 2.0), each conv of the light models alone in a session (+ Relu), bf16
+# with every threshold at 0 against the fp32 session, 1 thread process CPU time / 2 threads wall, a loaded machine:
+# Winograd F(4x4) convs ran 1.2-3.9x slower (3x3 64 -> 64 at 56x56 1.76x / 1.76x, 128 -> 256 at 56x56 1.68x / 1.54x,
+# 128 -> 32 at 28x28 3.9x / 2.7x), F(2x2) ones a tie (3x3 512 -> 512 at 28x28 0.95x / 0.99x, 192 -> 192 at 14x14
+# 1.03x / 1.02x, 256 -> 512 at 28x28 1.05x / 1.02x); the others the rule takes gained as with AMX: 1x1 0.3-0.9x (128
+# and more channels in; with 16-32 out ~0.95x), 3x3 stride 2 or at 6x6-12x12 0.23-0.71x, 5x5 0.14-0.66x, the
+# 3-channel stems 11x11 -> 96 0.75x / 0.52x and 7x7 -> 96 0.56x / 0.68x; below it as with AMX: 1x1 64 -> 64 at 56x56
+# 0.92x / 1.86x, 5x5 16 -> 32 at 27x27 0.97x / 3.3x, 7x7 3 -> 64 1.08x / 0.89x, 3x3 3 -> 64 1.5-4x
+BF16_DP_CONV_MIN_K = BF16_CONV_MIN_K
+BF16_DP_CONV_MIN_CHANNELS = BF16_CONV_MIN_CHANNELS
+BF16_DP_CONV_WIDE_MIN_CHANNELS = BF16_CONV_WIDE_MIN_CHANNELS
+BF16_DP_CONV_WIDE_MIN_K = BF16_CONV_WIDE_MIN_K
+BF16_DP_CONV_WIDE_MIN_COUT = BF16_CONV_WIDE_MIN_COUT
+BF16_DP_CONV_WIDER_MIN_COUT = BF16_CONV_WIDER_MIN_COUT
+# bf16_conv_path() -> (MIN_K, MIN_CHANNELS, WIDE_MIN_CHANNELS, WIDE_MIN_K, WIDE_MIN_COUT, WIDER_MIN_COUT, also over
+# Winograd)
+_BF16_CONV_RULES = {
+    "amx": (BF16_CONV_MIN_K, BF16_CONV_MIN_CHANNELS, BF16_CONV_WIDE_MIN_CHANNELS, BF16_CONV_WIDE_MIN_K,
+            BF16_CONV_WIDE_MIN_COUT, BF16_CONV_WIDER_MIN_COUT, True),
+    "avx512bf16": (BF16_DP_CONV_MIN_K, BF16_DP_CONV_MIN_CHANNELS, BF16_DP_CONV_WIDE_MIN_CHANNELS,
+                   BF16_DP_CONV_WIDE_MIN_K, BF16_DP_CONV_WIDE_MIN_COUT, BF16_DP_CONV_WIDER_MIN_COUT, False),
+}
 
 
 def _plain_f32(*arrays) -> bool:
@@ -199,17 +225,19 @@ class NhwcConv_1(ConvAttrs, PackedWeightMixin, OpKernel):
         return 0
 
     def _bf16(self, wshape):
-        """True when this conv runs on the bf16 GEMM: the session asked for bf16 (and the CPU has it), not depthwise
+        """True when this conv runs on the bf16 GEMM: the session asked for bf16 and the CPU has a bf16 conv path
+        that pays (ops/_bf16.py bf16_conv_path: AMX, or vdpbf16ps at the FMA's rate; its rule here), not depthwise
         (grouped convs run group by group), and W constant, so packed once (a W computed per run keeps the fp32
         path). Once packed, the constant itself may be gone (compile drops it; an EPContext load never had it): the
         packed weight answers then. The thresholds are per group (W's second dim is a group's channels)."""
-        return not self._depthwise_shape(wshape, int(self.group)) and _kernels.bgemm_have("amx") and use_bf16(self) \
-            and wshape[1] * wshape[2] * wshape[3] >= BF16_CONV_MIN_K \
-            and (wshape[2] * wshape[3] == 1 or wshape[1] >= BF16_CONV_MIN_CHANNELS
-                 or (wshape[1] >= BF16_CONV_WIDE_MIN_CHANNELS
-                     and (wshape[0] // int(self.group) >= BF16_CONV_WIDER_MIN_COUT
-                          or (wshape[1] * wshape[2] * wshape[3] >= BF16_CONV_WIDE_MIN_K
-                              and wshape[0] // int(self.group) >= BF16_CONV_WIDE_MIN_COUT)))) \
+        path = bf16_conv_path() if use_bf16(self) else None
+        if path is None or self._depthwise_shape(wshape, int(self.group)):
+            return False
+        min_k, min_c, wide_c, wide_k, wide_cout, wider_cout, over_winograd = _BF16_CONV_RULES[path]
+        cg, k, og = wshape[1], wshape[1] * wshape[2] * wshape[3], wshape[0] // int(self.group)
+        return k >= min_k and (wshape[2] * wshape[3] == 1 or cg >= min_c
+                               or (cg >= wide_c and (og >= wider_cout or (k >= wide_k and og >= wide_cout)))) \
+            and (over_winograd or not self._winograd(wshape)) \
             and (self.packed(1) is not None or self.info.constants.get(1) is not None)
 
     def prepack_format(self, input_index):
@@ -249,12 +277,12 @@ class NhwcConv_1(ConvAttrs, PackedWeightMixin, OpKernel):
 
     @property
     def strided_output(self):
-        """Y may be a channel slice of a Concat's output (conv_nhwc_f32's ldy): not with a residual Z (its stride is
-        Y's) nor for the depthwise kernel."""
+        """Y may be a channel slice of a Concat's output (conv_nhwc_f32's and BConvNhwc's ldy): not with a residual
+        Z (its stride is Y's) nor for the depthwise kernel."""
         w = self.info.input_types[1] if len(self.info.input_types) > 1 else None
         wshape = getattr(w, "shape", None)
         return (len(self.info.input_types) < 4 or self.info.input_types[3] is None) and wshape is not None \
-            and not self._depthwise_shape(wshape, int(self.group)) and not self._bf16(wshape)
+            and not self._depthwise_shape(wshape, int(self.group))
 
     def compute(self, ctx):
         values, ins = ctx.values, ctx.ins      # inputs 0, 2, 3 are never packed: read straight from the run's values
@@ -281,8 +309,6 @@ class NhwcConv_1(ConvAttrs, PackedWeightMixin, OpKernel):
         if depthwise:
             _kernels.conv_depthwise_nhwc_f32(X.reshape(-1), conv, wp, yshape[3], *geo, B, Y.reshape(-1),
                                              False, ctx.num_threads, self._act)
-        elif isinstance(conv, _kernels.BConvNhwc):
-            conv.run(X.reshape(-1), B, None if Z is None else Z.reshape(-1), Y.reshape(-1), ctx.num_threads)
         elif ctx.slot is None or Y.flags.c_contiguous:
             conv.run(X.reshape(-1), B, None if Z is None else Z.reshape(-1), Y.reshape(-1), ctx.num_threads, 0)
         else:   # a channel slice of a Concat's output (ctx.slot, C-contiguous): its pixels ldy floats apart
