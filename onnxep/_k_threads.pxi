@@ -117,3 +117,49 @@ def pool_probe(int calls, Py_ssize_t n, long item_ns, long gap_ns, int nth):
             t1 = _now_ns()
         out.append((c.first, c.by_workers, t1 - c.t0))
     return out
+
+
+cdef extern from *:
+    """
+    #include <sys/syscall.h>
+    #include <unistd.h>
+    typedef struct { long item_ns; int* tids; int* cpus; long* natives; } onnxep_cpu_probe;
+    /* an item busy for item_ns, noting the pool's tid, the CPU it started on and the kernel's id of its thread */
+    static void onnxep_cpu_probe_item(void* p, Py_ssize_t i, int tid) {
+        onnxep_cpu_probe* c = (onnxep_cpu_probe*)p;
+        c->tids[i] = tid;
+        c->cpus[i] = onnxep_cpu();
+    #ifdef __linux__
+        c->natives[i] = (long)syscall(SYS_gettid);
+    #else
+        c->natives[i] = -1;
+    #endif
+        onnxep_probe_spin(c->item_ns);
+    }
+    """
+    ctypedef struct _CpuProbe "onnxep_cpu_probe":
+        long item_ns
+        int* tids
+        int* cpus
+        long* natives
+    void _cpu_probe_item "onnxep_cpu_probe_item"(void* p, Py_ssize_t i, int tid) noexcept nogil
+
+
+def pool_cpus(Py_ssize_t n, long item_ns, int nth):
+    """(tids, cpus, native ids): one parallel_for of n items busy item_ns each on nth threads; per item the pool's
+    thread id, the CPU it started on (-1 where unknown) and its thread's kernel id (threading.get_native_id; -1
+    off Linux). For tests of where the workers run (onnxep_move_off in _native/threads.h)."""
+    import numpy as np
+    if n < 1:
+        raise ValueError(f"pool_cpus: n must be >= 1, got {n}")
+    tids = np.full(n, -1, np.int32)
+    cpus = np.full(n, -1, np.int32)
+    natives = np.full(n, -1, np.int64)
+    cdef int[::1] t = tids
+    cdef int[::1] c = cpus
+    cdef int64_t[::1] v = natives
+    cdef _CpuProbe p
+    p.item_ns, p.tids, p.cpus, p.natives = item_ns, &t[0], &c[0], <long*>&v[0]
+    with nogil:
+        parallel_for(n, nth, _cpu_probe_item, &p)
+    return tids, cpus, natives

@@ -12,6 +12,7 @@ typedef struct {
     void* ctx;
     Py_ssize_t n;
     int want;                        /* workers allowed in (tids 1 .. want) */
+    int cpu;                         /* the CPU the caller ran on when it posted the job, -1 unknown */
     Py_ssize_t next, done;           /* next item to claim, items finished (atomic) */
     int tids, refs;                  /* workers that took a tid, workers holding the slot (atomic) */
 } onnxep_job;
@@ -38,6 +39,35 @@ static inline long onnxep_now_ns(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (long)t.tv_sec * 1000000000L + t.tv_nsec;
+}
+/* The CPU this thread runs on, -1 where that cannot be read (sched_getcpu: the vDSO / rdpid, no system call). */
+static inline int onnxep_cpu(void) {
+#ifdef __linux__
+    return sched_getcpu();
+#else
+    return -1;
+#endif
+}
+/* A worker that takes a job on the CPU its caller runs on moves to another CPU the thread may use: the affinity mask
+   without that CPU for a moment (the kernel migrates the thread before the call returns), then the mask it had, so
+   nothing stays pinned. Why: Linux places a woken thread on its waker's CPU when it does not see another one idle,
+   and on a KVM guest (this 2-vCPU VM; cloud machines alike) a halted vCPU is not seen idle; the load balancer then
+   left the worker there for tens of ms, both threads sharing one core -- light SqueezeNet at 2 threads ran 2.4-2.6 ms
+   in those stretches, 1.3-1.4 ms when the worker sat on the other CPU, measured with each thread's CPU from
+   /proc/self/task/<id>/stat after each run. A worker on a CPU of its own (the usual case on bare metal) pays one
+   sched_getcpu per job. */
+static void onnxep_move_off(int cpu) {
+#ifdef __linux__
+    cpu_set_t was, other;
+    if (cpu < 0 || cpu >= CPU_SETSIZE || sched_getcpu() != cpu) return;
+    if (sched_getaffinity(0, sizeof was, &was) != 0 || !CPU_ISSET(cpu, &was)) return;
+    other = was;
+    CPU_CLR(cpu, &other);
+    if (CPU_COUNT(&other) == 0) return;
+    if (sched_setaffinity(0, sizeof other, &other) == 0) sched_setaffinity(0, sizeof was, &was);
+#else
+    (void)cpu;
+#endif
 }
 /* Items are claimed in runs of (items left) / (4 * threads), at least one: a claim moves the counter's cache line
    between the cores, and per-item claims of ~1 us items (a depthwise conv's planes) cost up to a third of a
@@ -83,7 +113,10 @@ static void* onnxep_worker(void* arg) {
         ONNXEP_ADD(&j->refs, 1);
         if (ONNXEP_LOAD(&onnxep_pool.gen) == g) {     /* still job g: the slot holds it */
             int tid = ONNXEP_ADD(&j->tids, 1) + 1;
-            if (tid <= j->want) onnxep_run_items(j, tid);
+            if (tid <= j->want) {
+                onnxep_move_off(j->cpu);
+                onnxep_run_items(j, tid);
+            }
         }
         ONNXEP_ADD(&j->refs, -1);
     }
@@ -143,6 +176,7 @@ static void onnxep_parallel_for(Py_ssize_t n, int nth, onnxep_task fn, void* ctx
     j->ctx = ctx;
     j->n = n;
     j->want = nth - 1 < have ? nth - 1 : have;
+    j->cpu = onnxep_cpu();
     ONNXEP_STORE(&j->next, 0);
     ONNXEP_STORE(&j->done, 0);
     ONNXEP_STORE(&j->tids, 0);

@@ -110,3 +110,32 @@ def test_pool_probe_contract(isa):
     for first, by_workers, ns in probe(20, 8, 20_000, 10_000, 2):
         assert 0 <= by_workers <= 8 and (first >= 0) == (by_workers > 0)
         assert ns >= (8 - by_workers) * 20_000
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2,
+                    reason="needs Linux and two CPUs this process may use")
+@pytest.mark.parametrize("isa", list(VARIANTS))
+def test_worker_moves_off_the_callers_cpu(isa):
+    """A worker that takes a job on its caller's CPU moves to another allowed CPU and keeps its affinity mask
+    (onnxep_move_off, _native/threads.h). Set-up: the worker and the caller both put on CPU a (the worker pinned
+    there, then given its whole mask back: it stays where it is); then a job of busy items. Oracle: the items' own
+    sched_getcpu -- none the worker ran started on a -- and the worker's mask read back with os.sched_getaffinity."""
+    cpus_of = VARIANTS[isa].pool_cpus
+    allowed = os.sched_getaffinity(0)
+    a = min(allowed)
+    tids, _, natives = cpus_of(64, 50_000, 2)       # the worker exists; its kernel thread id
+    workers = {int(w) for t, w in zip(tids, natives) if t > 0}
+    if not workers:
+        pytest.skip("the worker took no item (busy machine)")
+    (w,) = workers
+    try:
+        os.sched_setaffinity(w, {a})
+        os.sched_setaffinity(0, {a})
+        os.sched_setaffinity(w, allowed)
+        tids, cpus, natives = cpus_of(64, 100_000, 2)
+        assert set(cpus[tids == 0]) == {a}
+        ran = cpus[tids > 0]
+        assert ran.size > 0 and a not in set(ran), (a, sorted(set(ran)))
+        assert os.sched_getaffinity(w) == allowed
+    finally:
+        os.sched_setaffinity(0, allowed)
