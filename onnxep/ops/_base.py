@@ -57,13 +57,19 @@ class OpKernel(Kernel):
             return None
 
     @classmethod
+    def facts(cls, opset=None):
+        """What onnxep reads of the op's schema at `opset` (the op's since version when None): graph/schema_facts.py,
+        without loading onnx's registry where its table answers; None when there is no such schema."""
+        return schema_facts(cls.op_type, opset if opset is not None else cls.since, cls.domain)
+
+    @classmethod
     def schema_defaults(cls, opset) -> dict:
         cache = cls.__dict__.get("_defaults_cache")
         if cache is None:
             cache = {}
             cls._defaults_cache = cache
         if opset not in cache:
-            f = schema_facts(cls.op_type, opset if opset is not None else cls.since, cls.domain)
+            f = cls.facts(opset)
             cache[opset] = {} if f is None else f.defaults()
         return cache[opset]
 
@@ -72,7 +78,7 @@ class OpKernel(Kernel):
         """Every input/output bound to a constrained type parameter has one of the allowed dtypes (known statically)."""
         if not cls.type_constraints:
             return True
-        s = schema_facts(cls.op_type, op.node.opset if op.node.opset is not None else cls.since, cls.domain)
+        s = cls.facts(op.node.opset)
         if s is None:
             return False
         for is_output, formal, actual_names, actual_types in ((False, s.input_types, op.node.inputs, op.input_types),

@@ -1,5 +1,5 @@
 """bf16 channel-last convs: onnxep.compute_precision=bf16 runs a dense or grouped NhwcConv (not depthwise, constant W,
-enough products per output; ops/onnxep/nhwc_conv.py BF16_CONV_*, BF16_DP_CONV_*) on the bf16 GEMM where the CPU has
+enough products per output; ops/onnxep/nhwc_conv.py BF16_CONV_*, _BF16_CONV_RULES) on the bf16 GEMM where the CPU has
 AMX-BF16 or a vdpbf16ps that pays (ops/_bf16.py bf16_conv_path; the session tests force it on): onnxep/_k_bgemm.pxi
 BConvNhwc, im2col rows gathered and rounded to bf16 while A is packed; onnxep/_native/bgemm.h.
 The kernel is tested alone on every geometry, with every bf16 micro-kernel this CPU runs forced in turn (generic C,
