@@ -74,7 +74,7 @@ def load_model(path_or_bytes, weights: dict | None = None) -> tuple[onnx.ModelPr
                               f"{type(path_or_bytes).__name__}")
     if data is not None and len(data) <= SPLIT_MODEL_BYTES:
         g = model.graph
-        outside = len(data) > _SEARCH_BYTES_PER_NODE * (len(g.node) + len(g.initializer)) or _names_outside(data)
+        outside = _may_name_outside((data,), len(g.node) + len(g.initializer))
     if not outside:
         return model, base        # no tensor of the encoding says data_location EXTERNAL and where: nothing to read
     del data
@@ -99,6 +99,12 @@ _SEARCH_BYTES_PER_NODE = 1024
 def _names_outside(encoded) -> bool:
     """Whether protobuf bytes `encoded` may hold a tensor whose data is outside (both encodings above occur)."""
     return _LOCATION_KEY in encoded and _EXTERNAL_MARK in encoded
+
+
+def _may_name_outside(parts, items) -> bool:
+    """Whether the encoded `parts` of a graph of `items` nodes and initializers may name a tensor whose data is outside:
+    looked for (_names_outside) only when that costs less than the walk over the nodes it spares, else True."""
+    return sum(len(p) for p in parts) > _SEARCH_BYTES_PER_NODE * items or any(_names_outside(p) for p in parts)
 
 
 def _check_model_path(path) -> None:
@@ -201,8 +207,7 @@ def _load_split(buf, fd, weights: dict):
         head = b"".join(buf[f[2]:f[4]] for f in top if f is not graphs[0])
         body = b"".join(buf[f[2]:f[4]] for f in rest)
         nodes = sum(1 for f in rest if f[0] == _GRAPH_NODE)
-        outside = len(head) + len(body) > _SEARCH_BYTES_PER_NODE * (nodes + len(inits)) \
-            or _names_outside(head) or _names_outside(body)
+        outside = _may_name_outside((head, body), nodes + len(inits))
         model = onnx.ModelProto.FromString(head)
         graph = model.graph
         graph.MergeFromString(body)
