@@ -1094,27 +1094,41 @@ class _Profiler:
         self.origin = time.perf_counter_ns()
         self.started = time.time()
         self.pid = os.getpid()
+        # records, not the JSON's dicts: (thread id, t0 ns, t1 ns, name) for a session event; a kernel's is
+        # StepTrace's flat tuple (the same four, then op, provider, node index, the number of inputs and the
+        # inputs' and outputs' (type, shape) pairs). Tuples of atomic values leave the garbage collector's old
+        # generation alone (see StepTrace.end_step).
         self.events = []
 
     def session_event(self, name, t0, t1) -> None:
-        self.events.append({"cat": "Session", "pid": self.pid, "tid": threading.get_native_id(),
-                            "dur": (t1 - t0) // 1000, "ts": (t0 - self.origin) // 1000, "ph": "X", "name": name,
-                            "args": {}})
+        self.events.append((threading.get_native_id(), t0, t1, name))
 
-    def run_events(self, node_events, t0, t1) -> None:
-        t_first = min((e["ts"] for e in node_events), default=(t0 - self.origin) // 1000)
-        t_last = max((e["ts"] + e["dur"] for e in node_events), default=(t1 - self.origin) // 1000)
-        events = list(node_events)
-        events.append({"cat": "Session", "pid": self.pid, "tid": threading.get_native_id(), "dur": t_last - t_first,
-                       "ts": t_first, "ph": "X", "name": "SequentialExecutor::Execute", "args": {}})
+    def run_events(self, steps, t0, t1) -> None:
+        tid = threading.get_native_id()
+        events = list(steps)
+        # SequentialExecutor::Execute spans the kernels as onnxruntime's does (the run's own span without any)
+        events.append((tid, min((e[1] for e in steps), default=t0), max((e[2] for e in steps), default=t1),
+                       "SequentialExecutor::Execute"))
+        events.append((tid, t0, t1, "model_run"))
         self.events.extend(events)        # (one extend: runs on other threads interleave whole runs)
-        self.session_event("model_run", t0, t1)
+
+    def _event(self, rec) -> dict:
+        tid, t0, t1, name = rec[:4]
+        e = {"cat": "Session", "pid": self.pid, "tid": tid, "dur": (t1 - t0) // 1000,
+             "ts": (t0 - self.origin) // 1000, "ph": "X", "name": name, "args": {}}
+        if len(rec) > 4:
+            op, provider, index, n_in = rec[4:8]
+            pairs = [{rec[k]: list(rec[k + 1])} for k in range(8, len(rec), 2)]
+            e["cat"], e["name"] = "Node", f"{name}_kernel_time"
+            e["args"] = {"op_name": op, "provider": provider, "node_index": str(index),
+                         "input_type_shape": pairs[:n_in], "output_type_shape": pairs[n_in:]}
+        return e
 
     def write(self) -> str:
         stamp = time.strftime("%Y-%m-%d_%H-%M-%S", time.localtime(self.started))
         path = f"{self.prefix}_{stamp}_{int(self.started * 1000) % 1000:03d}.json"
         with open(path, "w") as f:
-            f.write("[\n" + ",\n".join(json.dumps(e) for e in self.events) + "\n]\n")
+            f.write("[\n" + ",\n".join(json.dumps(self._event(e)) for e in self.events) + "\n]\n")
         return path
 
 

@@ -102,7 +102,7 @@ class StepTrace:
     def __init__(self, run_ctx, events=None, log=None, origin=0, pid=0, tid=0):
         self.inner = None
         self.run_ctx = run_ctx
-        self.events = events      # list the events are appended to, or None (not profiled)
+        self.events = events      # list the steps' records are appended to (_Profiler.run_events), or None
         self.log = log            # the run's _Log (session.py) for one verbose record per step, or None
         self.origin = origin      # perf_counter_ns of the profile's start (events' ts are microseconds from it)
         self.pid = pid
@@ -136,12 +136,13 @@ class StepTrace:
         name, op, provider, index = names[k] if k < len(names) else ("?", "?", "?", -1)
         t0 = self.t0
         if self.events is not None:
-            self.events.append({
-                "cat": "Node", "pid": self.pid, "tid": self.tid, "dur": (t1 - t0) // 1000,
-                "ts": (t0 - self.origin) // 1000, "ph": "X", "name": f"{name}_kernel_time",
-                "args": {"op_name": op, "provider": provider, "node_index": str(index),
-                         "input_type_shape": _type_shapes(ins, values),
-                         "output_type_shape": _type_shapes(outs, values)}})
+            # one flat tuple of atomic values (ints, strings, the arrays' shape tuples): the collector untracks it at
+            # the first young collection that sees it, so a long profile does not fill the old generation (dicts per
+            # event did, and a full collection -- 15-40 ms on SqueezeNet -- landed inside some kernel's timed span
+            # every few dozen runs). _Profiler.write turns the records into onnxruntime's events.
+            shapes_in = _type_shapes(ins, values)
+            self.events.append((self.tid, t0, t1, name, op, provider, index, len(shapes_in) // 2) + shapes_in
+                               + _type_shapes(outs, values))
         if self.log is not None:
             self.log.log(logging.DEBUG, "node %r (%s) on %s: %.1f us", name, op, provider, (t1 - t0) / 1000)
 
@@ -150,9 +151,10 @@ class StepTrace:
             self.inner.bind(name, values)
 
 
-def _type_shapes(names, values) -> list:
-    """onnxruntime's profile notation of tensors: [{"float": [2, 3]}, ...]."""
-    out = []
+def _type_shapes(names, values) -> tuple:
+    """The tensors among `names`, flat: (onnxruntime's type name, shape, type name, shape, ...); the profile writes
+    each pair as {"float": [2, 3]}, onnxruntime's notation."""
+    out = ()
     for x in names:
         v = values.get(x) if x else None
         if isinstance(v, np.ndarray):
@@ -160,7 +162,7 @@ def _type_shapes(names, values) -> list:
             name = _TYPE_NAMES.get(dt)
             if name is None:     # (dtype.name is slow: once per dtype)
                 name = _TYPE_NAMES[dt] = _ORT_TYPE_NAMES.get(dt.name, dt.name)
-            out.append({name: list(v.shape)})
+            out += (name, v.shape)
     return out
 
 
