@@ -186,3 +186,28 @@ def test_epcontext_reloads_bf16_conv_packings(force, wino, tmp_path, geo):
     wino(False)
     with pytest.raises(Exception, match=r"its convs were packed for the bf16 conv path 'avx512bf16\+winograd'"):
         session(str(out))
+
+
+@needs_bf16
+def test_bf16_winograd_compiled_run_loop_matches_python_loop(force, wino):
+    """The bf16 Winograd conv through the compiled run loop (RL_CONV_NHWC, ConvNhwc.wino carrying WINO_BF16) gives
+    the bits of the Python loop (oracle: the same session with device.COMPILED_RUNS off), and of 1 and 2 threads."""
+    from onnxep.backends.cpu import device
+    from tests.ops.test_bconv_nhwc import _programs
+    force(True)
+    wino(True)
+    model, x, _ = _model(64, 64, 3, 1, 1, 1, 15, 17, np.random.default_rng(5))
+    sess = _session(model, "bf16")
+    got = [sess.run(None, {"x": x}) for _ in range(2)][1]
+    assert _programs(sess) or _bf16.bf16_conv_path() != "avx512bf16"
+    device.COMPILED_RUNS = False
+    try:
+        ref = _session(model, "bf16")
+        want = ref.run(None, {"x": x})
+        assert not _programs(ref)
+    finally:
+        device.COMPILED_RUNS = True
+    one = _session(model, "bf16", threads=1).run(None, {"x": x})
+    for g, w, o in zip(got, want, one):
+        np.testing.assert_array_equal(g, w)
+        np.testing.assert_array_equal(g, o)
