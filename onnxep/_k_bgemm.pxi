@@ -49,6 +49,10 @@ cdef extern from "_native/bgemm.h":
     void bg_item(void* ctx, Py_ssize_t item, int tid) noexcept nogil
     void bg_pack_item(void* ctx, Py_ssize_t item, int tid) noexcept nogil
     void bg_conv_item(void* ctx, Py_ssize_t item, int tid) noexcept nogil
+    void bg_micro(int kern, const uint32_t* A, int64_t lda2, const uint16_t* Bp, int64_t kp, int mr, int nr,
+                  float* C, int64_t ldc, int load) noexcept nogil
+    void bg_pack_a(int kern, const float* A, int64_t lda, int64_t K, int64_t ld2, int64_t m0, int64_t m1,
+                   uint32_t* out) noexcept nogil
 
 #: names the packed bf16 B layout (32-column panels of k-pair-interleaved bf16, counted in float slots)
 BGEMM_FORMAT = f"bgemm-bf16-b-panels:nr={BG_NR}:kpair=2:kpad=16:v2"

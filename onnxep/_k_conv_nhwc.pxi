@@ -81,10 +81,19 @@ def conv_nhwc_f32(const float[::1] x, tuple xshape, const float[::1] w_packed, P
     res is copied first; any other overlap is refused). path: "packed" (A packed per block: the GEMM path), "direct" (A read in place by
     onnxep_dconv_uk; SIMD variants), "auto" (direct where it measured faster, _dconv_auto), "winograd" (F(2x2, 3x3),
     _k_winograd.pxi: 3x3 kernels, stride and dilation 1, group 1, W packed by conv_wino_pack_weight; SIMD variants)
-    or "winograd4" (F(4x4, 3x3), the same with W packed by conv_wino_pack_weight(..., 4)).
+    or "winograd4" (F(4x4, 3x3), the same with W packed by conv_wino_pack_weight(..., 4)); "winograd-bf16" and
+    "winograd4-bf16": the same with the plane GEMMs in bf16, W packed by conv_wino_pack_weight_bf16(..., m).
     ConvNhwc(...).run(...) in one call: a kernel running the same shapes again keeps its ConvNhwc."""
     ConvNhwc(xshape, w_packed, cout, group, kernel, strides, dilations, pads, out_spatial, relu, activation,
              path).run(x, bias, res, y, nthreads, ldy)
+
+
+cdef enum:
+    WINO_M = 15           # ConvNhwc.wino: the output tile m ...
+    WINO_BF16 = 16        # ... and this bit for the plane GEMMs on bf16 operands
+
+# conv_nhwc_f32's winograd paths -> ConvNhwc.wino
+_CONV_NHWC_WINO = {"winograd": 2, "winograd4": 4, "winograd-bf16": 2 | WINO_BF16, "winograd4-bf16": 4 | WINO_BF16}
 
 
 cdef class ConvNhwc:
@@ -95,7 +104,7 @@ cdef class ConvNhwc:
     cdef Act act
     cdef Py_ssize_t N, group, cout, Coutg, Kc, P, blen
     cdef bint direct         # the path run() takes: direct, winograd or else packed
-    cdef Py_ssize_t wino     # the winograd path's output tile m (2 or 4), else 0
+    cdef Py_ssize_t wino     # the winograd path's output tile m (2 or 4), | WINO_BF16 on bf16 operands, else 0
     cdef const float[::1] w
 
     def __init__(self, tuple xshape, const float[::1] w_packed, Py_ssize_t cout, Py_ssize_t group, tuple kernel,
@@ -125,22 +134,27 @@ cdef class ConvNhwc:
         self.Coutg = cout // group
         self.Kc = ia.Cg * ia.kh * ia.kw
         self.P = self.N * ia.Ho * ia.Wo
-        if path not in ("auto", "direct", "packed", "winograd", "winograd4"):
-            raise ValueError(f"conv_nhwc_f32: path must be 'auto', 'direct', 'packed', 'winograd' or 'winograd4', "
-                             f"got {path!r}")
-        if path in ("direct", "winograd", "winograd4") and not SGEMM_SIMD:
+        if path not in _CONV_NHWC_WINO and path not in ("auto", "direct", "packed"):
+            raise ValueError(f"conv_nhwc_f32: path must be 'auto', 'direct', 'packed' or one of "
+                             f"{', '.join(map(repr, _CONV_NHWC_WINO))}, got {path!r}")
+        if (path == "direct" or path in _CONV_NHWC_WINO) and not SGEMM_SIMD:
             raise ValueError(f"conv_nhwc_f32: the {path} path needs a SIMD variant (variant "
                              f"{ONNXEP_ISA_NAME.decode()})")
-        self.wino = 2 if path == "winograd" else (4 if path == "winograd4" else 0)
+        self.wino = _CONV_NHWC_WINO.get(path, 0)
         if self.wino and not wino_applies(kernel, strides, dilations, group, ia.C):
             raise ValueError(f"conv_nhwc_f32: the winograd path takes 3x3 kernels, strides and dilations 1, group 1 "
                              f"and at most {WINO_MAX_C} channels; got kernel={kernel} strides={strides} "
                              f"dilations={dilations} group={group} C={ia.C}")
-        self.blen = _wino_planes(self.wino) * sgemm_pack_b_len(ia.C, cout) if self.wino \
-            else sgemm_pack_b_len(self.Kc, self.Coutg)
+        if self.wino & WINO_BF16:
+            self.blen = _wino_planes(self.wino & WINO_M) * bg_pack_b_len(ia.C, cout)
+        elif self.wino:
+            self.blen = _wino_planes(self.wino) * sgemm_pack_b_len(ia.C, cout)
+        else:
+            self.blen = sgemm_pack_b_len(self.Kc, self.Coutg)
         if w_packed.shape[0] != group * self.blen:
             raise ValueError(f"conv_nhwc_f32: packed weight has {w_packed.shape[0]} elements, expected "
-                             f"{group * self.blen} ({SGEMM_FORMAT}{f':winograd m={self.wino}' if self.wino else ''})")
+                             f"{group * self.blen} ({BGEMM_FORMAT if self.wino & WINO_BF16 else SGEMM_FORMAT}"
+                             f"{f':{path}' if self.wino else ''})")
         self.ia = ia
         self.w = w_packed
         self.direct = not self.wino and self.Kc > 0 and (path == "direct" or (path == "auto"
@@ -224,7 +238,8 @@ cdef int conv_nhwc_exec(const ImplicitA* ia0, Py_ssize_t N, Py_ssize_t group, Py
     cdef ConvJob job
     if wino:
         return _conv_wino(xp, N, ia.H, ia.W, ia.C, cout, ia.Ho, ia.Wo, ia.ph, ia.pw, wp, bptr, rptr, yp, ldy,
-                          act, sgemm_threads(P, cout, Kc, nthreads), wino)
+                          act, sgemm_threads(P, cout, Kc, nthreads), wino & WINO_M,
+                          bg_kernel() if wino & WINO_BF16 else -1)
     if direct:
         return _conv_nhwc_direct(&ia, N, group, xp, wp, blen, bptr, rptr, yp, Coutg, Kc, ldy, act,
                                  sgemm_threads(P, cout, Kc, nthreads))

@@ -14,6 +14,14 @@
 # epilogue). F(2x2)'s transforms only add and subtract (and halve, in G); F(4x4)'s scale by up to 8 (interpolation
 # points 0, +-1, +-2), so its rounding error is larger: tests/kernels/test_conv_winograd.py bounds both against a
 # float64 oracle.
+#
+# bf16 (onnxep.compute_precision=bf16, issue 29): the same transforms in fp32, the plane GEMMs on bf16 operands with
+# fp32 accumulation (bgemm.h's micro-kernel, vdpbf16ps): U packed once to bf16 panels (conv_wino_pack_weight_bf16,
+# half the bytes), each block's V rounded to bf16 pairs after its input transform. The rounding of V and U adds at
+# most 2u |U_xi||V_xi| (u = 2^-8) to each product before the output transform sums them with A's weights:
+# tests/kernels/test_conv_winograd_bf16.py derives the per-element bound from that and checks it against float64.
+
+from libc.stdint cimport uint16_t, uint32_t
 
 
 cdef extern from "_native/winograd.h":
@@ -100,6 +108,26 @@ def conv_wino_pack_weight(const float[:, :, :, ::1] w, float[::1] out, Py_ssize_
     """out := U = G g G^T of every 3x3 filter g of w (cout, cin, 3, 3), in double then rounded once (G: WINO_G2 for
     m = 2, WINO_G4 for m = 4): for each of the (m + 2)^2 positions xi, the cin x cout matrix U_xi packed by
     sgemm_pack_b_raw, one after another."""
+    _wino_pack(w, out, m, False)
+
+
+def conv_wino_pack_weight_bf16_size(Py_ssize_t cout, Py_ssize_t cin, Py_ssize_t m=2):
+    """float32 slots (one bf16 pair each) of a 3x3 conv weight (cout, cin, 3, 3) packed for conv_nhwc_f32's bf16
+    F(m x m, 3x3) path (conv_wino_pack_weight_bf16)."""
+    if cout < 1 or cin < 0:
+        raise ValueError(f"conv_wino_pack_weight_bf16_size: bad cout={cout}, cin={cin}")
+    return _wino_planes(m) * bg_pack_b_len(cin, cout)
+
+
+def conv_wino_pack_weight_bf16(const float[:, :, :, ::1] w, float[::1] out, Py_ssize_t m=2):
+    """conv_wino_pack_weight's U, each U_xi then rounded to bf16 and packed by bgemm_pack_b's layout (cin x cout,
+    32-column panels of k pairs), one after another (bg_pack_b_len(cin, cout) float slots each)."""
+    _wino_pack(w, out, m, True)
+
+
+cdef _wino_pack(const float[:, :, :, ::1] w, float[::1] out, Py_ssize_t m, bint bf16):
+    """U of conv_wino_pack_weight into out, each plane packed for the fp32 GEMM (sgemm_pack_b_raw) or, with bf16,
+    for the bf16 one (bg_pack_b)."""
     cdef Py_ssize_t cout = w.shape[0], cin = w.shape[1], blen, o, c, r, q, xi, planes = _wino_planes(m)
     cdef Py_ssize_t al = m + 2
     cdef const double* G = WINO_G2 if m == 2 else WINO_G4
@@ -116,12 +144,15 @@ def conv_wino_pack_weight(const float[:, :, :, ::1] w, float[::1] out, Py_ssize_
     cdef double* dt
     cdef float* du
     cdef float* u
+    cdef str name = "conv_wino_pack_weight_bf16" if bf16 else "conv_wino_pack_weight"
     if w.shape[2] != 3 or w.shape[3] != 3 or cout < 1:
-        raise ValueError(f"conv_wino_pack_weight: w must be (cout >= 1, cin, 3, 3), got {tuple(w.shape)}")
-    blen = sgemm_pack_b_len(cin, cout)
+        raise ValueError(f"{name}: w must be (cout >= 1, cin, 3, 3), got {tuple(w.shape)}")
+    blen = bg_pack_b_len(cin, cout) if bf16 else sgemm_pack_b_len(cin, cout)
     if out.shape[0] != planes * blen:
-        raise ValueError(f"conv_wino_pack_weight: out has {out.shape[0]} elements, expected {planes * blen}")
+        raise ValueError(f"{name}: out has {out.shape[0]} elements, expected {planes * blen}")
     if cin == 0:
+        if bf16 and out.shape[0]:
+            out[:] = 0
         return
     cdef const float* wp = &w[0, 0, 0, 0]
     rows = cin * 9
@@ -132,7 +163,7 @@ def conv_wino_pack_weight(const float[:, :, :, ::1] w, float[::1] out, Py_ssize_
         free(u)
         free(wt)
         free(tt)
-        raise MemoryError("conv_wino_pack_weight: cannot allocate the transformed weight")
+        raise MemoryError(f"{name}: cannot allocate the transformed weight")
     try:
         with nogil:
             for i0 in range(0, cout, 32):       # wt := W (cout x cin*9) transposed, in 32 x 32 tiles
@@ -158,7 +189,10 @@ def conv_wino_pack_weight(const float[:, :, :, ::1] w, float[::1] out, Py_ssize_
                         for o in range(cout):
                             du[o] = <float>(s0[o] * g0 + s1[o] * g1 + s2[o] * g2)
             for xi in range(planes):
-                sgemm_pack_b_raw(cin, cout, u + xi * cin * cout, cout, 1, &out[xi * blen])
+                if bf16:
+                    bg_pack_b(u + xi * cin * cout, cin, cout, cout, 1, <uint16_t*>&out[xi * blen])
+                else:
+                    sgemm_pack_b_raw(cin, cout, u + xi * cin * cout, cout, 1, &out[xi * blen])
     finally:
         free(u)
         free(wt)
@@ -177,18 +211,22 @@ cdef struct WinoJob:
     Py_ssize_t nruns
     Py_ssize_t m, al, planes  # output tile m x m, input patch al x al (al = m + 2), planes = al^2
     Py_ssize_t H, W, C, K, Ho, Wo, ph, pw, th, tw, ntiles, T, nslabs, pslab, blen, ldy
-    float* work               # per thread: V (planes vs floats apart) then M (planes ms floats apart)
-    Py_ssize_t wlen, vs, ms
+    float* work               # per thread: V (planes vs floats apart), M (planes ms floats apart), then for bf16 V
+    Py_ssize_t wlen, vs, ms   # rounded to bf16 pairs (planes vbs pairs apart, rows c2 pairs)
+    int bkern                 # bf16: the bgemm.h micro-kernel (U packed by conv_wino_pack_weight_bf16); -1: fp32
+    Py_ssize_t nr_panel       # output channels per weight panel: SGEMM_NR (fp32) or BG_NR (bf16)
+    Py_ssize_t c2, k2p, vbs   # bf16: V's pairs per row, U's pair groups per panel (bg_k2p), V's plane stride
 
 
 cdef inline Py_ssize_t _wino_tiles_per_block(Py_ssize_t C, Py_ssize_t K, Py_ssize_t planes, Py_ssize_t ntiles,
-                                             int nth) noexcept nogil:
+                                             int nth, Py_ssize_t wsize) noexcept nogil:
     """Tiles per work item: as many as keep V within _wino_v_bytes (whole micro-kernel strips, at most
     WINO_MAX_TILES), but no more than give every thread DCONV_ITEMS_PER_THREAD blocks, down to WINO_MIN_TILES: more
     blocks rather than slabs of weight panels, which redo the block's input transform (SqueezeNet's 55x55 16 -> 64
     F(4x4) at 2 threads: 196 tiles in 8 blocks instead of 4 blocks x 2 slabs, 0.70x the time) -- unless U (K output
-    channels) is past half the L2 (_wino_weight_rule): then each extra block reads all of U again from L3."""
-    cdef bint big = _wino_big_u(C, K, planes)
+    channels) is past half the L2 (_wino_weight_rule): then each extra block reads all of U again from L3. wsize:
+    bytes per element of U (4, bf16 2)."""
+    cdef bint big = _wino_big_u(C, K, planes, wsize)
     cdef Py_ssize_t t = (2 if big else 1) * _wino_v_bytes // (<Py_ssize_t>sizeof(float) * planes * max(C, <Py_ssize_t>1))
     cdef Py_ssize_t want = (ntiles + <Py_ssize_t>nth * DCONV_ITEMS_PER_THREAD - 1) // (nth * DCONV_ITEMS_PER_THREAD)
     t = max(<Py_ssize_t>SGEMM_MR, min(t // SGEMM_MR * SGEMM_MR, <Py_ssize_t>WINO_MAX_TILES))
@@ -197,9 +235,9 @@ cdef inline Py_ssize_t _wino_tiles_per_block(Py_ssize_t C, Py_ssize_t K, Py_ssiz
     return min(t, max(want, <Py_ssize_t>WINO_MIN_TILES))
 
 
-cdef inline bint _wino_big_u(Py_ssize_t C, Py_ssize_t K, Py_ssize_t planes) noexcept nogil:
-    """The weight rule: U (planes x C x K floats) past half the L2."""
-    return _wino_weight_rule and <double>sizeof(float) * planes * C * K > _wino_l2 // 2
+cdef inline bint _wino_big_u(Py_ssize_t C, Py_ssize_t K, Py_ssize_t planes, Py_ssize_t wsize) noexcept nogil:
+    """The weight rule: U (planes x C x K elements of wsize bytes) past half the L2."""
+    return _wino_weight_rule and <double>wsize * planes * C * K > _wino_l2 // 2
 
 
 cdef inline Py_ssize_t _odd_lines(Py_ssize_t n) noexcept nogil:
@@ -224,9 +262,11 @@ cdef void _wino_task(void* p, Py_ssize_t item, int tid) noexcept nogil:
     cdef WinoJob* j = <WinoJob*>p
     cdef Py_ssize_t sl = item % j.nslabs, blk = item // j.nslabs, T = j.T, C = j.C, K = j.K, m = j.m, al = j.al
     cdef Py_ssize_t t0 = blk * T, nt = min(T, j.ntiles - t0), i, n, ty, tx, ih, iw, a, b, xi, jp, jp1, n0, nr
-    cdef Py_ssize_t s, mr, nstrips, pfo
+    cdef Py_ssize_t s, mr, nstrips, pfo, g0, kp, pnr = j.nr_panel
     cdef float* V = j.work + <Py_ssize_t>tid * j.wlen
     cdef float* M = V + j.planes * j.vs
+    cdef uint32_t* Vb = <uint32_t*>(M + j.planes * j.ms)
+    cdef const uint16_t* Up
     cdef const float* ptrs[36]
     cdef Py_ssize_t pix[WINO_MAX_TILES]     # per tile of the block: its first output pixel (flat over N, Ho, Wo)
     cdef int vh[WINO_MAX_TILES]
@@ -248,13 +288,25 @@ cdef void _wino_task(void* p, Py_ssize_t item, int tid) noexcept nogil:
             wino_in(ptrs, C, V + i * C, j.vs)
         else:
             wino4_in(ptrs, C, V + i * C, j.vs)
+    if j.bkern >= 0:        # bf16: the block's V rounded to pairs, plane by plane
+        for xi in range(j.planes):
+            bg_pack_a(j.bkern, V + xi * j.vs, C, C, j.c2, 0, nt, Vb + xi * j.vbs)
     nstrips = (nt + SGEMM_MR - 1) // SGEMM_MR
-    jp1 = min((sl + 1) * j.pslab, (K + SGEMM_NR - 1) // SGEMM_NR)
+    jp1 = min((sl + 1) * j.pslab, (K + pnr - 1) // pnr)
     d.yrow, d.ypx, d.rrow, d.rpx = j.Wo * j.ldy, j.ldy, j.Wo * K, K
     for jp in range(sl * j.pslab, jp1):
-        n0 = jp * SGEMM_NR
-        nr = min(<Py_ssize_t>SGEMM_NR, K - n0)
+        n0 = jp * pnr
+        nr = min(pnr, K - n0)
         for xi in range(j.planes):
+            if j.bkern >= 0:    # M_xi (nt x nr) := V_xi @ U_xi's panel jp, K blocks of BG_KC
+                Up = <const uint16_t*>(j.wp + xi * j.blen) + jp * j.k2p * BG_NR * 2
+                g0 = 0
+                while g0 < j.c2:
+                    kp = min(<Py_ssize_t>(BG_KC // 2), j.c2 - g0)
+                    bg_micro(j.bkern, Vb + xi * j.vbs + g0, j.c2, Up + g0 * BG_NR * 2, kp, <int>nt, <int>nr,
+                             M + xi * j.ms, BG_NR, g0 > 0)
+                    g0 += kp
+                continue
             # (r50 slice) the plane's first strip fetches the next plane's panel into L2 (the last plane: the next
             # panel's first plane): the planes' panels lie blen floats apart, a jump no hardware prefetcher follows,
             # and U past the L2 (ResNet-50's 14x14 256 -> 256: 4 MiB) comes from L3 in every block
@@ -276,16 +328,18 @@ cdef void _wino_task(void* p, Py_ssize_t item, int tid) noexcept nogil:
             d.r = (j.res + pix[i] * K + n0) if j.res != NULL else NULL
             d.vh, d.vw = vh[i], vw[i]
             if m == 2:
-                wino_out(M + i * SGEMM_NR, j.ms, nr, &d, (j.bias + n0) if j.bias != NULL else NULL, j.act)
+                wino_out(M + i * pnr, j.ms, nr, &d, (j.bias + n0) if j.bias != NULL else NULL, j.act)
             else:
-                wino4_out(M + i * SGEMM_NR, j.ms, nr, &d, (j.bias + n0) if j.bias != NULL else NULL, j.act)
+                wino4_out(M + i * pnr, j.ms, nr, &d, (j.bias + n0) if j.bias != NULL else NULL, j.act)
 
 
 cdef int _conv_wino(const float* x, Py_ssize_t N, Py_ssize_t H, Py_ssize_t W, Py_ssize_t C, Py_ssize_t K,
                     Py_ssize_t Ho, Py_ssize_t Wo, Py_ssize_t ph, Py_ssize_t pw, const float* wp, const float* bias,
-                    const float* res, float* y, Py_ssize_t ldy, const Act* act, int nth, Py_ssize_t m) noexcept nogil:
+                    const float* res, float* y, Py_ssize_t ldy, const Act* act, int nth, Py_ssize_t m,
+                    int bkern) noexcept nogil:
     """y := act(conv3x3(x, W) [+ bias] [+ res]) by F(m x m, 3x3) (m = 2 or 4) over NHWC x (N, H, W, C), y (N, Ho, Wo,
-    K) with pixels ldy floats apart, W packed by conv_wino_pack_weight(..., m), begin pads (ph, pw). Work items (block
+    K) with pixels ldy floats apart, W packed by conv_wino_pack_weight(..., m), begin pads (ph, pw); with bkern >= 0
+    (a bgemm.h kernel) W packed by conv_wino_pack_weight_bf16(..., m) and the plane GEMMs in bf16. Work items (block
     of tiles, slab of weight panels) are taken dynamically by nth threads; every output element is computed by one
     thread in the same order whatever nth is. Returns -1 (nothing written) when its workspace cannot be allocated,
     else 0."""
@@ -293,14 +347,15 @@ cdef int _conv_wino(const float* x, Py_ssize_t N, Py_ssize_t H, Py_ssize_t W, Py
     cdef ImplicitA ia
     cdef DTap taps[64]
     cdef DRun runs[64]
-    cdef Py_ssize_t i, nblocks, npanels = (K + SGEMM_NR - 1) // SGEMM_NR, items
+    cdef Py_ssize_t pnr = BG_NR if bkern >= 0 else SGEMM_NR, wsize = 2 if bkern >= 0 else 4
+    cdef Py_ssize_t i, nblocks, npanels = (K + pnr - 1) // pnr, items
     cdef float* zero
     memset(&ia, 0, sizeof(ia))
     ia.kh, ia.kw, ia.sh, ia.sw, ia.dh, ia.dw = 1, 1, 1, 1, 1, 1
     ia.H, ia.W, ia.C, ia.Cg = 1, 1, C, C
     if C > WINO_MAX_C or (m != 2 and m != 4):
         return -1
-    job.nruns = _dconv_taps(&ia, C, _round_up(K, SGEMM_NR), taps) if C > 0 else 0
+    job.nruns = _dconv_taps(&ia, C, _round_up(K, SGEMM_NR), taps) if C > 0 and bkern < 0 else 0
     for i in range(job.nruns):
         runs[i] = taps[i].run
     job.runs = runs
@@ -310,11 +365,14 @@ cdef int _conv_wino(const float* x, Py_ssize_t N, Py_ssize_t H, Py_ssize_t W, Py
     job.planes = job.al * job.al
     job.th, job.tw = (Ho + m - 1) // m, (Wo + m - 1) // m
     job.ntiles = N * job.th * job.tw
-    job.blen, job.ldy = sgemm_pack_b_len(C, K), ldy
-    job.T = _wino_tiles_per_block(C, K, job.planes, job.ntiles, nth)
+    job.bkern, job.nr_panel = bkern, pnr
+    job.blen = bg_pack_b_len(C, K) if bkern >= 0 else sgemm_pack_b_len(C, K)
+    job.ldy = ldy
+    job.c2, job.k2p = bg_k2(C), bg_k2p(C)
+    job.T = _wino_tiles_per_block(C, K, job.planes, job.ntiles, nth, wsize)
     nblocks = (job.ntiles + job.T - 1) // job.T
     job.T = (job.ntiles + nblocks - 1) // nblocks        # blocks of (nearly) equal size
-    if _wino_big_u(C, K, job.planes) and _wino_slabs_per_thread > 0 and nth > 1:
+    if _wino_big_u(C, K, job.planes, wsize) and _wino_slabs_per_thread > 0 and nth > 1:
         i = max(<Py_ssize_t>1, min(npanels, (nth * _wino_slabs_per_thread + nblocks - 1) // nblocks))
         job.pslab = (npanels + i - 1) // i
     else:
@@ -323,8 +381,9 @@ cdef int _conv_wino(const float* x, Py_ssize_t N, Py_ssize_t H, Py_ssize_t W, Py
     items = nblocks * job.nslabs
     nth = <int>max(1, min(<Py_ssize_t>nth, items))
     job.vs = _odd_lines(job.T * C)
-    job.ms = _odd_lines(job.T * SGEMM_NR)
-    job.wlen = job.planes * (job.vs + job.ms)
+    job.ms = _odd_lines(job.T * pnr)
+    job.vbs = _odd_lines(job.T * job.c2) if bkern >= 0 else 0
+    job.wlen = job.planes * (job.vs + job.ms + job.vbs)
     zero = <float*>calloc(C + 16, sizeof(float))
     job.work = <float*>malloc(nth * job.wlen * sizeof(float))
     if zero == NULL or job.work == NULL:

@@ -63,6 +63,7 @@ def set_thread_limit(int n):
 include "_k_threads.pxi"
 include "_k_eltwise.pxi"
 include "_k_gemm.pxi"
+include "_k_bgemm.pxi"       # before the conv families: the bf16 Winograd uses its declarations
 include "_k_conv.pxi"
 include "_k_conv_nhwc.pxi"
 include "_k_winograd.pxi"
@@ -77,4 +78,3 @@ include "_k_runloop.pxi"
 include "_k_ort_plugin.pxi"
 include "_k_qgemm.pxi"
 include "_k_qconv.pxi"
-include "_k_bgemm.pxi"

@@ -282,6 +282,28 @@ static void bg_cvt_run_bf16(const float* src, int64_t n, uint16_t* dst) {
     }
 }
 
+#endif
+
+/* C[mr, nr] (+)= A x B block as bg_micro_generic, by kernel kern (vdpbf16ps for BG_AVX512BF16 and BG_AMX: rows of any
+   count, no tile padding) */
+static void bg_micro(int kern, const uint32_t* A, int64_t lda2, const uint16_t* Bp, int64_t kp, int mr, int nr,
+                     float* C, int64_t ldc, int load) {
+#if BG_X86
+    if (kern != BG_GENERIC) { bg_micro_bf16(A, lda2, Bp, kp, mr, nr, C, ldc, load); return; }
+#endif
+    bg_micro_generic(A, lda2, Bp, kp, mr, nr, C, ldc, load);
+}
+
+/* bg_pack_a_rows by kernel kern (vcvtne2ps2bf16 unless BG_GENERIC) */
+static void bg_pack_a(int kern, const float* A, int64_t lda, int64_t K, int64_t ld2, int64_t m0, int64_t m1,
+                      uint32_t* out) {
+#if BG_X86
+    if (kern != BG_GENERIC) { bg_pack_a_rows_bf16(A, lda, K, ld2, m0, m1, out); return; }
+#endif
+    bg_pack_a_rows(A, lda, K, ld2, m0, m1, out);
+}
+
+#if BG_X86
 #if defined(__linux__)
 typedef struct { uint8_t palette, start_row, reserved[14]; uint16_t colsb[16]; uint8_t rows[16]; } bg_tilecfg;
 #define BG_FENCE() __asm__ volatile("" ::: "memory")   /* the tile macros' asm declares no memory operands */
@@ -364,10 +386,7 @@ static void bg_conv_x_item(void* ctx, Py_ssize_t item, int tid) {
     const bg_xconv* c = (const bg_xconv*)ctx;
     int64_t p0 = item * BG_XPIX, p1 = p0 + BG_XPIX < c->P ? p0 + BG_XPIX : c->P;
     (void)tid;
-#if BG_X86
-    if (c->simd) { bg_pack_a_rows_bf16(c->x, c->xc, c->xc, c->xc / 2, p0, p1, c->xb); return; }
-#endif
-    bg_pack_a_rows(c->x, c->xc, c->xc, c->xc / 2, p0, p1, c->xb);
+    bg_pack_a(c->simd ? BG_AVX512BF16 : BG_GENERIC, c->x, c->xc, c->xc, c->xc / 2, p0, p1, c->xb);
 }
 
 /* The in-image taps of kernel row ky for output column ow: kx0..kx1 (kx1 <= kx0: none). With dilation 1 and X's
@@ -491,10 +510,7 @@ static void bg_pack_item(void* ctx, Py_ssize_t item, int tid) {
     bg_args* a = (bg_args*)ctx;
     int64_t m0 = item * BG_MB, m1 = m0 + BG_MB < a->M ? m0 + BG_MB : a->M;
     if (a->cv) { bg_pack_conv_rows(a, m0, m1, tid, a->Ap + m0 * a->lda2); return; }
-#if BG_X86
-    if (a->kern != BG_GENERIC) { bg_pack_a_rows_bf16(a->A, a->lda, a->K, a->lda2, m0, m1, a->Ap); return; }
-#endif
-    bg_pack_a_rows(a->A, a->lda, a->K, a->lda2, m0, m1, a->Ap);
+    bg_pack_a(a->kern, a->A, a->lda, a->K, a->lda2, m0, m1, a->Ap);
 }
 
 /* rows m0..m1 x columns n0..n1 of Y from packed A rows Am (row m0 first, stride lda2): products, then the epilogue */
@@ -516,11 +532,7 @@ static void bg_block(const bg_args* a, const uint32_t* Am, int64_t m0, int64_t m
             int nr = (int)(n1 - c0 < BG_NR ? n1 - c0 : BG_NR);
             const uint16_t* Bp = a->Bp + ((c0 / BG_NR) * a->K2P + g0) * BG_NR * 2;
             float* C = buf + (c0 - n0);
-#if BG_X86
-            if (kern == BG_AVX512BF16) bg_micro_bf16(Ap, a->lda2, Bp, kp, mr, nr, C, BG_NB, g0 > 0);
-            else
-#endif
-            bg_micro_generic(Ap, a->lda2, Bp, kp, mr, nr, C, BG_NB, g0 > 0);
+            bg_micro(kern, Ap, a->lda2, Bp, kp, mr, nr, C, BG_NB, g0 > 0);
         }
     }
     if (K2 == 0) memset(buf, 0, sizeof(buf));

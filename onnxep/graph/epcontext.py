@@ -319,10 +319,10 @@ def _nhwc_conv_packing(fmt: str) -> bool:
 
 
 def _bf16_conv_path() -> str:
-    """This process's bf16 conv path (ops/_bf16.py bf16_conv_path) as the manifest records it: "amx", "avx512bf16"
-    or "fp32"."""
-    from onnxep.ops._bf16 import bf16_conv_path
-    return bf16_conv_path() or "fp32"
+    """This process's bf16 conv path as the manifest records it (ops/_bf16.py bf16_conv_packings): "amx",
+    "avx512bf16" (+"+winograd" when Winograd convs take bf16 there) or "fp32"."""
+    from onnxep.ops._bf16 import bf16_conv_packings
+    return bf16_conv_packings()
 
 
 def _plan_precision(plan) -> str:

@@ -41,6 +41,32 @@ def bf16_conv_path():
     return "avx512bf16" if _conv_force or _kernels.bgemm_dp_ratio() >= DP_CONV_MIN_RATIO else None
 
 
+#: on the vdpbf16ps conv path, a conv that fp32 runs on Winograd runs the bf16 Winograd (transforms in fp32, the
+#: plane GEMMs on bf16 operands: _k_winograd.pxi) instead of staying fp32 (the bf16 direct conv lost to fp32 Winograd
+#: there: ops/onnxep/nhwc_conv.py); on AMX the bf16 direct conv takes those convs
+BF16_WINOGRAD = True
+_wino_force = None
+
+
+def force_bf16_winograd(on):
+    """Tests and in-process A/B: True / False turns the bf16 Winograd on / off (BF16_WINOGRAD), None: back to the
+    rule."""
+    global _wino_force
+    _wino_force = None if on is None else bool(on)
+
+
+def bf16_winograd() -> bool:
+    """Whether a bf16 session's Winograd convs run on bf16 operands where the conv path is "avx512bf16"."""
+    return BF16_WINOGRAD if _wino_force is None else _wino_force
+
+
+def bf16_conv_packings() -> str:
+    """What decides a bf16 session's conv packings in this process, as an EPContext blob records it: the bf16 conv
+    path ("amx", "avx512bf16" or "fp32"), "+winograd" when its Winograd convs take bf16 operands."""
+    path = bf16_conv_path()
+    return (path or "fp32") + ("+winograd" if path == "avx512bf16" and bf16_winograd() else "")
+
+
 def bf16_format(trans_b) -> str:
     """The packed-weight cache's format key of a bf16 packing (distinct from every fp32 one)."""
     return f"{_kernels.BGEMM_FORMAT}:trans_b={int(bool(trans_b))}"

@@ -10,7 +10,9 @@ Oracles:
 - forced on: a float64 numpy conv, within the bf16 bound of tests/ops/test_bconv_nhwc.py, and the output differs
   from the fp32 session's (the bf16 path ran); forced off: the fp32 session's bits;
 - the rule itself: the path it names follows from the CPU's AMX bit and the probe's value; on the vdpbf16ps path a
-  conv fp32 runs on Winograd stays fp32 (the fp32 session's bits), on the AMX path it takes bf16 (bits differ)."""
+  conv fp32 runs on F(2x2) Winograd takes the bf16 Winograd (bits differ, within its bound against float64; the fp32
+  bits when forced off: force_bf16_winograd), one on F(4x4) only from BF16_WINOGRAD_F2_MIN_CHANNELS; on the AMX path
+  it takes the bf16 direct conv (bits differ)."""
 from __future__ import annotations
 
 import io
@@ -22,6 +24,7 @@ import pytest
 import onnxep
 from onnxep import _kernels
 from onnxep.ops import _bf16
+from onnxep.ops.onnxep import nhwc_conv
 from tests.ops.test_bconv_nhwc import _bound, _conv64, _model, _session
 
 needs_bf16 = pytest.mark.skipif(not _kernels.bgemm_hw(), reason="bf16 runs in fp32 without AVX512_BF16")
@@ -88,11 +91,123 @@ def test_forced_path_within_bound(force, on, geo):
     assert np.array_equal(r, fp) != on          # forced on: bf16 ran; forced off: the fp32 conv's bits
 
 
+@pytest.fixture
+def wino():
+    before = _bf16._wino_force
+    yield _bf16.force_bf16_winograd
+    _bf16.force_bf16_winograd(before)
+
+
+def _wino_bound(x64, w64, b64, m=2):
+    """The bf16 Winograd bound of tests/kernels/test_conv_winograd_bf16.py for the model's first conv (3x3, pad 1,
+    NCHW in / out), scaled for data outside [-1, 1]: per image, (2u + u^2) |A^T (x) A^T| sum_c |U_c||V_c| plus the
+    fp32 path's bound."""
+    from tests.kernels.test_conv_winograd_bf16 import _bound
+    H, W = x64.shape[2:]
+    s = np.abs(x64).max() * np.abs(w64).max()
+    nb = _bound(x64 / np.abs(x64).max(), w64 / np.abs(w64).max(), (1, 1), (H, W), m) * s
+    return nb.transpose(0, 3, 1, 2) + 8 * np.finfo(np.float32).eps * np.abs(b64)[None, :, None, None]
+
+
 @needs_bf16
-def test_vdpbf16ps_path_leaves_winograd_convs_fp32(force):
+@pytest.mark.parametrize("on", [True, False], ids=["wino_bf16_on", "wino_bf16_off"])
+def test_vdpbf16ps_path_winograd_convs(force, wino, on):
+    """On the vdpbf16ps path a conv fp32 runs on F(2x2) Winograd takes the bf16 Winograd (bits differ from fp32,
+    within the bf16 Winograd bound against a float64 numpy conv) unless bf16_winograd is forced off (the fp32
+    session's bits); on AMX it takes the bf16 direct conv either way (bits differ)."""
     force(True)
-    geo = (64, 64, 3, 1, 1, 1, 15, 17)                       # 3x3 stride 1 on 64 channels: fp32 runs Winograd
-    model, x, _ = _model(*geo, np.random.default_rng(7))
+    wino(on)
+    geo = (64, 64, 3, 1, 1, 1, 15, 17)                       # 3x3 stride 1 on 64 channels, 255 pixels: F(2x2)
+    model, x, inits = _model(*geo, np.random.default_rng(7))
     r = _session(model, "bf16").run(None, {"x": x})[0]
     fp = _session(model, "fp32").run(None, {"x": x})[0]
-    assert np.array_equal(r, fp) == (_bf16.bf16_conv_path() == "avx512bf16")
+    taken = _bf16.bf16_conv_path() == "amx" or on
+    assert np.array_equal(r, fp) != taken
+    if taken and _bf16.bf16_conv_path() == "avx512bf16":
+        x64, w0, b0 = x.astype(np.float64), inits["w0"].astype(np.float64), inits["b0"].astype(np.float64)
+        ref = np.maximum(_conv64(x64, w0, b0, 1, 1, 1), 0)
+        bound = _wino_bound(x64, w0, b0)
+        assert np.all(np.abs(r - ref) <= bound), float(np.max(np.abs(r - ref) / bound))
+
+
+@needs_bf16
+@pytest.mark.parametrize("cin,cout,hw,taken", [(64, 64, 28, False), (160, 160, 24, True)],
+                         ids=["f4_narrow_stays_fp32", "f4_wide_takes_bf16_f2"])
+def test_vdpbf16ps_path_f4_convs_by_channels(force, wino, cin, cout, hw, taken):
+    """A conv fp32 runs on F(4x4) (images of 24x24 and more) takes the bf16 F(2x2) only from C * K / (C + K) >=
+    BF16_WINOGRAD_F2_MIN_CHANNELS (64 -> 64: 32, stays fp32, the fp32 session's bits; 160 -> 160: 80, taken: bits
+    differ, within the bf16 F(2x2) bound against a float64 numpy conv)."""
+    force(True)
+    wino(True)
+    if _bf16.bf16_conv_path() != "avx512bf16":
+        pytest.skip("the bf16 Winograd is the vdpbf16ps path's (AMX runs these on the bf16 direct conv)")
+    assert (cin * cout >= nhwc_conv.BF16_WINOGRAD_F2_MIN_CHANNELS * (cin + cout)) == taken
+    model, x, inits = _model(cin, cout, 3, 1, 1, 1, hw, hw, np.random.default_rng(cin))
+    r = _session(model, "bf16").run(None, {"x": x})[0]
+    fp = _session(model, "fp32").run(None, {"x": x})[0]
+    assert np.array_equal(r, fp) != taken
+    if taken:
+        x64, w0, b0 = x.astype(np.float64), inits["w0"].astype(np.float64), inits["b0"].astype(np.float64)
+        ref = np.maximum(_conv64(x64, w0, b0, 1, 1, 1), 0)
+        bound = _wino_bound(x64, w0, b0)
+        assert np.all(np.abs(r - ref) <= bound), float(np.max(np.abs(r - ref) / bound))
+
+
+@needs_bf16
+@pytest.mark.parametrize("geo", [(64, 64, 3, 1, 1, 1, 15, 17), (128, 64, 1, 1, 0, 1, 14, 14)],
+                         ids=["winograd_bf16", "direct_bf16"])
+def test_epcontext_reloads_bf16_conv_packings(force, wino, tmp_path, geo):
+    """An EPContext blob of a bf16 session whose convs took the bf16 Winograd (3x3) or the bf16 GEMM (1x1) reloads
+    those packings (oracle: the exporting session's bits; the kernel describes a blob's packing before its buffers
+    come, W then counts as constant) and records what decided them (bf16_conv_packings: "avx512bf16+winograd"); a
+    process where the bf16 Winograd is off refuses the blob by name instead of misreading a packing."""
+    force(True)
+    wino(True)
+    if _bf16.bf16_conv_path() != "avx512bf16":
+        pytest.skip("the bf16 Winograd is the vdpbf16ps path's (AMX runs these convs on the bf16 direct conv)")
+    model, x, _ = _model(*geo, np.random.default_rng(11))
+    out = tmp_path / "ctx.onnx"
+
+    def session(path_or_model, **config):
+        so = onnxep.SessionOptions()
+        so.add_session_config_entry("onnxep.compute_precision", "bf16")
+        for k, v in config.items():
+            so.add_session_config_entry(k, v)
+        return onnxep.InferenceSession(path_or_model, so)
+
+    want = session(model.SerializeToString(), **{"ep.context_enable": "1", "ep.context_file_path": str(out)}) \
+        .run(None, {"x": x})[0]
+    fp = _session(model, "fp32").run(None, {"x": x})[0]
+    assert not np.array_equal(want, fp)                             # bf16 ran
+    assert _bf16.bf16_conv_packings() == "avx512bf16+winograd"
+    assert b"avx512bf16+winograd" in out.read_bytes() or any(
+        p.suffix != ".onnx" and b"avx512bf16+winograd" in p.read_bytes() for p in tmp_path.iterdir())
+    np.testing.assert_array_equal(session(str(out)).run(None, {"x": x})[0], want)
+    wino(False)
+    with pytest.raises(Exception, match=r"its convs were packed for the bf16 conv path 'avx512bf16\+winograd'"):
+        session(str(out))
+
+
+@needs_bf16
+def test_bf16_winograd_compiled_run_loop_matches_python_loop(force, wino):
+    """The bf16 Winograd conv through the compiled run loop (RL_CONV_NHWC, ConvNhwc.wino carrying WINO_BF16) gives
+    the bits of the Python loop (oracle: the same session with device.COMPILED_RUNS off), and of 1 and 2 threads."""
+    from onnxep.backends.cpu import device
+    from tests.ops.test_bconv_nhwc import _programs
+    force(True)
+    wino(True)
+    model, x, _ = _model(64, 64, 3, 1, 1, 1, 15, 17, np.random.default_rng(5))
+    sess = _session(model, "bf16")
+    got = [sess.run(None, {"x": x}) for _ in range(2)][1]
+    assert _programs(sess) or _bf16.bf16_conv_path() != "avx512bf16"
+    device.COMPILED_RUNS = False
+    try:
+        ref = _session(model, "bf16")
+        want = ref.run(None, {"x": x})
+        assert not _programs(ref)
+    finally:
+        device.COMPILED_RUNS = True
+    one = _session(model, "bf16", threads=1).run(None, {"x": x})
+    for g, w, o in zip(got, want, one):
+        np.testing.assert_array_equal(g, w)
+        np.testing.assert_array_equal(g, o)

@@ -14,12 +14,15 @@ conv_depthwise_nhwc_f32 (no Z; activations DW_ACTIVATIONS).
 
 With onnxep.compute_precision=bf16 (ops/_bf16.py) a dense or grouped conv with a constant W runs on the bf16 GEMM
 instead (_k_bgemm.pxi BConvNhwc: im2col rows gathered and rounded to bf16 while packed, W packed once in bf16, the same
-epilogue; a grouped conv group by group, each a GEMM on its channels); depthwise convs stay fp32."""
+epilogue; a grouped conv group by group, each a GEMM on its channels); depthwise convs stay fp32. Where the bf16 GEMM
+runs on vdpbf16ps (not AMX), a conv fp32 runs on Winograd takes the bf16 F(2x2, 3x3) instead (ConvNhwc path
+"winograd-bf16": transforms in fp32, the plane GEMMs on bf16 operands) or stays on fp32 Winograd
+(BF16_WINOGRAD_F2_MIN_CHANNELS)."""
 import numpy as np
 
 from onnxep import _kernels
 from onnxep.ops._base import F32, OpKernel, f32_shape
-from onnxep.ops._bf16 import bf16_conv_path, use_bf16
+from onnxep.ops._bf16 import bf16_conv_path, bf16_winograd, use_bf16
 from onnxep.ops._packed import PackedWeightMixin
 from onnxep.ops.nn.conv import ConvAttrs, conv_geometry
 
@@ -98,7 +101,8 @@ BF16_CONV_WIDE_MIN_COUT = 48
 # with 64 outputs the 7x7 3-channel stem ran 0.99-1.07x and stays fp32
 BF16_CONV_WIDER_MIN_COUT = 96
 # The same rule for the vdpbf16ps path (no AMX; taken where vdpbf16ps gives clearly more products per second than the
-# FMA: ops/_bf16.py bf16_conv_path), except that a conv fp32 runs on Winograd stays fp32 there: F(2x2, 3x3) does 2.25x
+# FMA: ops/_bf16.py bf16_conv_path), except that a conv fp32 runs on Winograd stays off the bf16 direct conv there (it
+# takes the bf16 Winograd instead: BF16_WINOGRAD_F2_MIN_CHANNELS): F(2x2, 3x3) does 2.25x
 # fewer multiplies than the direct conv and F(4x4, 3x3) 4x, vdpbf16ps only twice the FMA's products. Measured on Zen 5
 # (vdpbf16ps at the FMA's rate, probe ratio 2.0), each conv of the light models alone in a session (+ Relu), bf16
 # with every threshold at 0 against the fp32 session, 1 thread process CPU time / 2 threads wall, a loaded machine:
@@ -113,6 +117,22 @@ _BF16_CONV_THRESHOLDS = (BF16_CONV_MIN_K, BF16_CONV_MIN_CHANNELS, BF16_CONV_WIDE
 # bf16_conv_path() -> (MIN_K, MIN_CHANNELS, WIDE_MIN_CHANNELS, WIDE_MIN_K, WIDE_MIN_COUT, WIDER_MIN_COUT, also over
 # Winograd): one set of thresholds for both paths (measured alike above), Winograd convs kept fp32 on vdpbf16ps
 _BF16_CONV_RULES = {"amx": _BF16_CONV_THRESHOLDS + (True,), "avx512bf16": _BF16_CONV_THRESHOLDS + (False,)}
+
+
+# bf16 Winograd (ops/_bf16.py bf16_winograd, the vdpbf16ps conv path): F(2x2, 3x3) only. Rounding V and U to bf16
+# (u = 2^-8) puts 2u |U||V| on each product; F(4x4)'s transforms (entries up to 5 in B^T, 8 in A^T) amplify it to
+# ~6x F(2x2)'s error (3x3 64 -> 64 and 256 -> 256 alone, random data, rms error / rms output: F(2x2) 4.0e-3, F(4x4)
+# 2.4-2.6e-2; 1 - cosine 8e-6 against 3e-4 per conv, too much for a deep model's >= 0.999), so a conv fp32 runs on
+# F(4x4) takes the bf16 F(2x2) only where its GEMMs outweigh its 2.25x more transform work per output by a margin: the
+# transforms scale with C + K, the GEMM with C * K, so from C * K / (C + K) >= this many channels. Kernel alone,
+# bf16 F(2x2) / fp32 F(4x4) time at 1 thread (process CPU) / 2 threads, a loaded machine: 256 -> 256 at 14x14
+# 0.65x / 0.68x, 144 -> 288 0.66x (2 threads), 160 -> 320 at 14x14 and 7x7 0.70x / 0.68x (2 threads), 512 -> 512 at
+# 7x7 0.44x / 0.38x and at 28x28 0.63x / 0.54x, 128 -> 256 at 56x56 0.92x / 0.83-0.89x; below it a tie at best, not
+# worth F(2x2)-bf16's larger error (left F(4x4) fp32): 128 -> 192 at 28x28 0.97x / 0.96-1.10x, 128 -> 128 0.92-0.99x
+# / 0.87-0.88x, 96 -> 128 0.98x / 0.99-1.00x, 64 -> 192 at 56x56 0.99x / 0.98-1.23x, 64 -> 64 1.03x / 0.88x and at
+# 224x224 1.16x / 1.07x, 32 -> 128 at 27x27 1.08x / 0.88x, 16 -> 64 at 55x55 1.20x / 1.17x. Against fp32 F(2x2)
+# the bf16 F(2x2) ran 0.52-0.89x on all of these (taken wherever fp32 runs F(2x2))
+BF16_WINOGRAD_F2_MIN_CHANNELS = 80
 
 
 def _plain_f32(*arrays) -> bool:
@@ -228,14 +248,48 @@ class NhwcConv_1(ConvAttrs, PackedWeightMixin, OpKernel):
         cg, k, og = wshape[1], wshape[1] * wshape[2] * wshape[3], wshape[0] // int(self.group)
         return k >= min_k and (wshape[2] * wshape[3] == 1 or cg >= min_c
                                or (cg >= wide_c and (og >= wider_cout or (k >= wide_k and og >= wide_cout)))) \
-            and (over_winograd or not self._winograd(wshape)) \
-            and (self.packed(1) is not None or self.info.constants.get(1) is not None)
+            and (over_winograd or not self._winograd(wshape)) and self._w_constant()
+
+    def _w_constant(self):
+        """W is a constant: to be packed (a constant input), packed, or described by an EPContext blob's packing info
+        (set_prepacked_weight_info, before the packed buffers come)."""
+        return self.packed(1) is not None or self.info.constants.get(1) is not None \
+            or self.__dict__.get("_describing_packing", False)
+
+    def set_prepacked_weight_info(self, info, input_index) -> None:
+        self._describing_packing = True     # a blob's packing: W was constant when it was packed (_w_constant)
+        try:
+            super().set_prepacked_weight_info(info, input_index)
+        finally:
+            self._describing_packing = False
+
+    def _bf16_winograd(self, wshape):
+        """2 for a conv that runs the bf16 F(2x2, 3x3) (ConvNhwc path "winograd-bf16"), else 0: the session asked for
+        bf16, the CPU's bf16 conv path keeps Winograd convs off the bf16 direct conv (vdpbf16ps, not AMX:
+        _BF16_CONV_RULES), ops/_bf16.py bf16_winograd allows it, fp32 runs it on F(2x2) -- or on F(4x4) with
+        BF16_WINOGRAD_F2_MIN_CHANNELS -- and W is constant (or already packed), as for _bf16."""
+        path = bf16_conv_path() if use_bf16(self) else None
+        if path is None or _BF16_CONV_RULES[path][-1] or not bf16_winograd():
+            return 0
+        m = self._winograd(wshape)
+        if m == 4 and wshape[0] * wshape[1] < BF16_WINOGRAD_F2_MIN_CHANNELS * (wshape[0] + wshape[1]):
+            return 0
+        return 2 if m and self._w_constant() else 0
+
+    def _conv_path(self, wshape):
+        """ConvNhwc's path for a dense conv of W's shape and its pre-packed weight (not the bf16 GEMM's BConvNhwc):
+        the bf16 Winograd as _pack decided it (a rule forced on or off later does not change what was packed)."""
+        m = self.__dict__.get("_packed_bf16_winograd")
+        m = self._bf16_winograd(wshape) if m is None else m
+        return _WINOGRAD_PATHS[m] + "-bf16" if m else _WINOGRAD_PATHS[self._winograd(wshape)]
 
     def prepack_format(self, input_index):
         w = self.info.constants.get(1)
         group = int(self.group)
         if w is not None and self._bf16(w.shape):
             return f"{_kernels.BGEMM_FORMAT}:conv-nhwc-kkc" + (f":group={group}" if group > 1 else "")
+        if w is not None and self._bf16_winograd(w.shape):
+            return f"{_kernels.BGEMM_FORMAT}:winograd-f2x3-nhwc"
         kind = "conv-nhwc"
         m = 0 if w is None else self._winograd(w.shape)
         if w is not None and self._depthwise_shape(w.shape, group):
@@ -259,6 +313,10 @@ class NhwcConv_1(ConvAttrs, PackedWeightMixin, OpKernel):
         if self._depthwise_shape(w.shape, group):
             return (_kernels.dw_pack_weight_nhwc_size(cout, kh, kw),
                     lambda out: _kernels.dw_pack_weight_nhwc(w.reshape(-1), cout, kh, kw, out))
+        m = self._packed_bf16_winograd = self._bf16_winograd(w.shape)
+        if m:
+            return (_kernels.conv_wino_pack_weight_bf16_size(cout, cg, m),
+                    lambda out: _kernels.conv_wino_pack_weight_bf16(w, out, m))
         m = self._winograd(w.shape)
         if m:
             return (_kernels.conv_wino_pack_weight_size(cout, cg, m),
@@ -292,7 +350,7 @@ class NhwcConv_1(ConvAttrs, PackedWeightMixin, OpKernel):
         plan = self._shape_plan
         if plan is None or plan[5] is not wp or plan[0] != X.shape:
             plan = self._shape_plan = self._plan_for(X.shape, self._wshape, int(self.group), wp)
-        _, yshape, conv, geo, depthwise, _ = plan
+        _, yshape, conv, geo, depthwise, _, _ = plan
         if Z is not None and Z.shape != yshape:
             self._broadcast_residual(ctx, X, B, Z, plan)
             return
@@ -326,7 +384,7 @@ class NhwcConv_1(ConvAttrs, PackedWeightMixin, OpKernel):
                 conv = _kernels.BConvNhwc(plan[0], plan[5], yshape[3], *plan[3], ("",), int(self.group))
             else:
                 conv = _kernels.ConvNhwc(plan[0], plan[5], yshape[3], int(self.group), *plan[3], False, ("",),
-                                         _WINOGRAD_PATHS[self._winograd(self._wshape)])
+                                         plan[6])
             bare = self._bare_conv = (plan, conv)
         t = np.empty(yshape, F32)
         bare[1].run(X.reshape(-1), B, None, t.reshape(-1), ctx.num_threads)
@@ -346,7 +404,7 @@ class NhwcConv_1(ConvAttrs, PackedWeightMixin, OpKernel):
         wp, plan = self.packed(1), self._shape_plan
         if wp is None or plan is None or plan[5] is not wp or len(outs) != 1:
             return None
-        shape, yshape, conv, geo, depthwise, _ = plan
+        shape, yshape, conv, geo, depthwise, _, _ = plan
         X, Y = ins[0], outs[0]
         B = ins[2] if len(ins) > 2 else None
         Z = ins[3] if len(ins) > 3 else None
@@ -364,7 +422,7 @@ class NhwcConv_1(ConvAttrs, PackedWeightMixin, OpKernel):
         return "conv_nhwc", [0, wp, None if B is None else 2, None if Z is None else 3, ~0], ints, floats
 
     # (X shape, Y shape, the _kernels.ConvNhwc (depthwise: the kernel's xshape), geometry args, depthwise, the packed
-    # weight it was made with): the last seen
+    # weight it was made with, ConvNhwc's path (None for BConvNhwc)): the last seen
     _shape_plan = None
 
     def _plan_for(self, shape, wshape, group, wp):
@@ -382,11 +440,11 @@ class NhwcConv_1(ConvAttrs, PackedWeightMixin, OpKernel):
         depthwise = self._depthwise_shape(wshape, group)
         if not depthwise and self._bf16(wshape) and self.packed(1) is wp:
             conv = _kernels.BConvNhwc((N, H, W_, C), wp, wshape[0], *geo, self._act, group)
-            return shape, (N, outs[0], outs[1], wshape[0]), conv, geo, depthwise, wp
+            return shape, (N, outs[0], outs[1], wshape[0]), conv, geo, depthwise, wp, None
+        path = self._conv_path(wshape) if self.packed(1) is wp else _WINOGRAD_PATHS[self._winograd(wshape)]
         conv = (N, H, W_, C) if depthwise else _kernels.ConvNhwc((N, H, W_, C), wp, wshape[0], group, *geo,
-                                                                   False, self._act,
-                                                                   _WINOGRAD_PATHS[self._winograd(wshape)])
-        return shape, (N, outs[0], outs[1], wshape[0]), conv, geo, depthwise, wp
+                                                                   False, self._act, path)
+        return shape, (N, outs[0], outs[1], wshape[0]), conv, geo, depthwise, wp, path
 
     @property
     def _act(self):
