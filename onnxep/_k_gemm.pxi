@@ -604,9 +604,9 @@ cdef int par_calibrate(bint force) noexcept nogil:
         return 0
     _par_tries += 1
     # calls until 8 after the first one a worker joined (a new worker starts on this CPU and runs only once the
-    # scheduler moves it; a sleeping one must wake), then PAR_PROBE_CALLS timed ones; 20 ms at most
+    # scheduler moves it: 0.8-7 ms on this VM with other jobs running), then PAR_PROBE_CALLS timed ones; 10 ms at most
     t1 = _now_ns()
-    while n < PAR_PROBE_CALLS and _now_ns() - t1 < 20000000:
+    while n < PAR_PROBE_CALLS and _now_ns() - t1 < 10000000:
         flag = 0
         t0 = _now_ns()
         parallel_for(2, 2, _par_probe_item, &flag)

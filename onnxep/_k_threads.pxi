@@ -42,14 +42,14 @@ cdef double POOL_PAR_WORK = 32768
 # Mflop for AVX-512 against GEMM's 2 Mflop: the 0.3-1.2 Mflop convs of the zoo's 64x64 convnets split (kernel alone,
 # batch 1, 1 -> 2 threads: 16x16 8 -> 8 3x3 5.0 -> 3.3 us, 16x16 16 -> 16 7.5 -> 4.6; bench/NOTES.md). Elsewhere both
 # terms follow the machine: a slower hand-off (another OS, a second socket) raises c, a narrower ISA lowers the rate.
-# Until measured (or when the probe's worker never ran: a pool busy with another call, no second CPU free for 20 ms),
-# the defaults below hold.
+# Until measured (or when the probe's worker never ran: a pool busy with another call, no second CPU free for 10 ms;
+# two tries per process, so a saturated machine pays at most 20 ms once), the defaults below hold.
 cdef double PAR_CALL_NS = 1000          # c: a 2-thread call's cost beyond a perfect split, ns
 cdef double PAR_FLOP_NS = 100           # one thread's flops per ns on a small SGEMM
 cdef double CONV_MT_FLOPS = 200000      # = 2 * PAR_CALL_NS * PAR_FLOP_NS once measured
 cdef int _par_tries = 0                 # calibration attempts (at most PAR_TRIES); PAR_TRIES + 1: done or set
 cdef enum:
-    PAR_TRIES = 3
+    PAR_TRIES = 2
 
 
 def _set_par_thresholds(double mt_flops=-1, double pool_work=-1, double conv_flops=-1):
