@@ -569,7 +569,7 @@ cdef int sgemm_threads(Py_ssize_t M, Py_ssize_t N, Py_ssize_t K, int nthreads) n
 
 
 cdef enum:
-    PAR_PROBE_CALLS = 48        # par_calibrate: timed 2-item calls (after 8 that wake the worker)
+    PAR_PROBE_CALLS = 48        # par_calibrate: timed 2-item calls (after 8 past the first a worker joined)
     PAR_PROBE_ITEM_NS = 2000    # ... each item busy this long
 
 
