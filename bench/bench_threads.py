@@ -40,8 +40,9 @@ Measured (branch threads, 2-vCPU VM shared with four other helpers, load 4-9 thr
 uncapped and under threadpoolctl.threadpool_limits(1): process CPU time over wall time (about 2 uncapped, 1 under the
 cap: the kernels' parallel_for honours the limit) and ms per run; the median over --rounds blocks.
 
-`breakeven`: per model, onnxep at 1 thread and at 2 threads with the GEMM / conv break-even (SGEMM_MT_FLOPS,
-_k_threads.pxi: below 2*M*N*K of this many flops a call stays on one thread) set to each `--flops` value in turn,
+`breakeven`: per model, onnxep at 1 thread and at 2 threads with the GEMM and conv break-evens (SGEMM_MT_FLOPS and
+CONV_MT_FLOPS, _k_threads.pxi: below 2*M*N*K of this many flops a call stays on one thread; the conv one measured per
+process, par_costs) both set to each `--flops` value in turn,
 beside onnxruntime at 1 and 2 threads, in alternating blocks; prints the 10th percentile and the median of the run
 times. On a machine shared with other jobs the 10th percentile is the nearest to an idle machine's figure (the runs
 during which the second core was free), the median what a busy sitting sees. Measured (zoo2t, 2026-11-27, load
@@ -298,9 +299,10 @@ def breakeven(args):
     from onnxep import _kernels
     variant = importlib.import_module("onnxep._kernels_" + _kernels.ISA)
     flops = args.flops or [2e6, 1e6, 3e5, 0]
+    variant.par_costs(True)
     default = variant._set_par_thresholds()
     print(f"p10 / median ms of {args.rounds} alternating blocks of {args.block} runs; default break-even "
-          f"{default[0]:.0f} flops")
+          f"{default[0]:.0f} flops (GEMM), {default[2]:.0f} (convs, measured: par_costs)")
     rows = []
     for name in args.model or ["zoo:resnet.torchscript"]:
         data, feeds = load(name)
@@ -311,7 +313,8 @@ def breakeven(args):
         try:
             for r in range(args.rounds):
                 for c in (cfgs if r % 2 == 0 else cfgs[::-1]):
-                    variant._set_par_thresholds(c[2] if c[0] == "onnxep" else default[0])
+                    f = c[2] if c[0] == "onnxep" else default[0]
+                    variant._set_par_thresholds(f, -1, f)
                     settle(args.pause)
                     s = sess[c[0], c[1]]
                     s.run(None, feeds)

@@ -115,13 +115,14 @@ cdef int bgemm_run(const float* A, int64_t lda, const float* Bp, int64_t M, int6
                    const float* bias, const float* R, int64_t ldr, float* Y, int64_t ldy, const Act* act,
                    int nthreads) noexcept nogil:
     """Y = act(alpha * bf16(A) @ B + bias + R) with B packed by bg_pack_b; returns -1 when out of memory."""
-    return bgemm_run_ex(A, lda, NULL, Bp, M, N, K, alpha, bias, R, ldr, Y, ldy, act, nthreads)
+    return bgemm_run_ex(A, lda, NULL, Bp, M, N, K, alpha, bias, R, ldr, Y, ldy, act, nthreads, 0)
 
 
 cdef int bgemm_run_ex(const float* A, int64_t lda, const bg_conv* cv, const float* Bp, int64_t M, int64_t N,
                       int64_t K, float alpha, const float* bias, const float* R, int64_t ldr, float* Y, int64_t ldy,
-                      const Act* act, int nthreads) noexcept nogil:
-    """bgemm_run, or with cv the channel-last conv whose im2col rows are A (M = N * Ho * Wo, K = kh * kw * C)."""
+                      const Act* act, int nthreads, bint conv) noexcept nogil:
+    """bgemm_run, or with cv the channel-last conv whose im2col rows are A (M = N * Ho * Wo, K = kh * kw * C); conv:
+    a conv's GEMM (cv, or a 1x1 conv's X as A), which takes the conv break-even (conv_threads)."""
     cdef bg_args a
     cdef int nth, nw
     cdef int64_t Mp
@@ -143,7 +144,7 @@ cdef int bgemm_run_ex(const float* A, int64_t lda, const bg_conv* cv, const floa
     a.nmb = (M + BG_MB - 1) // BG_MB
     a.nnb = (N + BG_NB - 1) // BG_NB
     # the fp32 GEMM's thread rule on half the work (vdpbf16ps does two products per lane)
-    nth = sgemm_threads(M, N, (K + 1) // 2, nthreads)
+    nth = conv_threads(M, N, (K + 1) // 2, nthreads) if conv else sgemm_threads(M, N, (K + 1) // 2, nthreads)
     nw = nth if a.nmb > 1 else 1
     if cv != NULL and K:
         a.rows = <float*>malloc(<size_t>nw * K * 4 + 64)
@@ -356,7 +357,7 @@ cdef int bconv_exec(const bg_conv* cv0, bint plain, const Act* act, const float*
         xb = <uint32_t*>malloc(<size_t>xc.P * (cv.xc // 2) * 4 + 64)
         if xb != NULL:          # else the rows convert from X as they are gathered
             xc.xb = xb
-            nth = sgemm_threads(M, og, (K + 1) // 2, nthreads)
+            nth = conv_threads(M, og, (K + 1) // 2, nthreads)
             parallel_for((xc.P + BG_XPIX - 1) // BG_XPIX, nth if xc.P > BG_XPIX else 1, <task_fn>bg_conv_x_item,
                          &xc)
     for g in range(group):
@@ -365,10 +366,10 @@ cdef int bconv_exec(const bg_conv* cv0, bint plain, const Act* act, const float*
         if plain and M < 4 * BG_MB:  # a 1x1 conv's X is A: the plain GEMM when too few pixels for per-item packing
             rc = bgemm_run_ex(cv.x, cv.xc, NULL, wp + g * wlen, M, og, K, 1.0,
                               bias + g * og if bias != NULL else NULL, res + g * og if res != NULL else NULL, cout,
-                              y + g * og, ldy, act, nthreads)
+                              y + g * og, ldy, act, nthreads, 1)
         else:
             rc = bgemm_run_ex(NULL, 0, &cv, wp + g * wlen, M, og, K, 1.0, bias + g * og if bias != NULL else NULL,
-                              res + g * og if res != NULL else NULL, cout, y + g * og, ldy, act, nthreads)
+                              res + g * og if res != NULL else NULL, cout, y + g * og, ldy, act, nthreads, 1)
         if rc:
             break
     free(xb)

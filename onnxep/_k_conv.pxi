@@ -813,8 +813,8 @@ cdef int conv_nchw_exec(const ConvGeom* g, Py_ssize_t N, const float* xp, const 
         return 0
     col_len = 0 if _conv_is_pointwise(g) or _conv_is_1d(g) else Kc * P
     # Small per-group GEMMs run one per thread over (image, group); big ones run one after another, each threaded.
-    nth = sgemm_threads(P, Coutg, Kc, nthreads)
-    if nth == 1 and total > 1 and <double>2.0 * P * Coutg * Kc * total >= SGEMM_MT_FLOPS:
+    nth = conv_threads(P, Coutg, Kc, nthreads)
+    if nth == 1 and total > 1 and <double>2.0 * P * Coutg * Kc * total >= CONV_MT_FLOPS:
         nth = <int>min(<Py_ssize_t>_nthreads(nthreads), total)
         nth_gemm = 1
     else:
@@ -870,7 +870,7 @@ def conv_depthwise_f32(const float[::1] x, tuple xshape, const float[::1] w, Py_
     if N * cout * P == 0:
         return
     # a depthwise flop costs more than a GEMM flop (copies, borders): threads pay off from a quarter of GEMM's threshold
-    nth = 1 if <double>8.0 * N * cout * P * g.kd * g.kh * g.kw < SGEMM_MT_FLOPS else _nthreads(nthreads)
+    nth = conv_threads_flops(<double>8.0 * N * cout * P * g.kd * g.kh * g.kw, nthreads)
     nth = <int>min(<Py_ssize_t>nth, N * g.C)
     cdef const float* bptr = &bias[0] if bias is not None else NULL
     if dw_nchw_via_nhwc_ok(&g):

@@ -238,18 +238,18 @@ cdef int conv_nhwc_exec(const ImplicitA* ia0, Py_ssize_t N, Py_ssize_t group, Py
     cdef ConvJob job
     if wino:
         return _conv_wino(xp, N, ia.H, ia.W, ia.C, cout, ia.Ho, ia.Wo, ia.ph, ia.pw, wp, bptr, rptr, yp, ldy,
-                          act, sgemm_threads(P, cout, Kc, nthreads), wino & WINO_M,
+                          act, conv_threads(P, cout, Kc, nthreads), wino & WINO_M,
                           bg_kernel() if wino & WINO_BF16 else -1)
     if direct:
         return _conv_nhwc_direct(&ia, N, group, xp, wp, blen, bptr, rptr, yp, Coutg, Kc, ldy, act,
-                                 sgemm_threads(P, cout, Kc, nthreads))
+                                 conv_threads(P, cout, Kc, nthreads))
     # Big per-group GEMMs run one after another, each on every thread. Small ones are split by blocks of
     # output pixels (every group of a block on one thread): threads over groups would write neighbouring column
     # ranges of the same output rows, sharing cache lines at the group borders (measured 1.0x from 2 threads vs
     # 1.6x by blocks on ShuffleNet's 14x14x272 group-4 1x1 conv).
-    nth = sgemm_threads(P, Coutg, Kc, nthreads)
+    nth = conv_threads(P, Coutg, Kc, nthreads)
     rb = P
-    if nth == 1 and group > 1 and <double>2.0 * P * Coutg * Kc * group >= SGEMM_MT_FLOPS:
+    if nth == 1 and group > 1 and <double>2.0 * P * Coutg * Kc * group >= CONV_MT_FLOPS:
         nth = _nthreads(nthreads)
         rb = _round_up((P + 4 * nth - 1) // (4 * nth), SGEMM_MR)
         nth = <int>min(<Py_ssize_t>nth, (P + rb - 1) // rb)
@@ -690,6 +690,20 @@ cdef Py_ssize_t _dconv_slab_mt(const ConvJob* j, Py_ssize_t items, Py_ssize_t np
     return best
 
 
+cdef inline Py_ssize_t _dconv_blocks_mt(Py_ssize_t nb, Py_ssize_t rows, int nth) noexcept nogil:
+    """(tiny2t) The direct path's row block count on nth threads when there are few blocks (fewer than
+    DCONV_ITEMS_PER_THREAD per thread): a multiple of nth, so the threads get equal rows -- the next lower one (the
+    blocks grow: 16 rows in blocks of 6, 6, 4 -> 8, 8), or nth blocks when there are fewer (8 rows -> 4, 4) as long as
+    the rows go round. A small image's output otherwise came in one to three blocks, one or two threads' work with a
+    thread idle or waiting for the third; the weight panels' slabs (_panel_slab) then split the rest. Unchanged with
+    many blocks (dynamic claims even them out) or one thread."""
+    if nth <= 1 or nb >= <Py_ssize_t>nth * DCONV_ITEMS_PER_THREAD or nb % nth == 0 or not _small_split_on:
+        return nb
+    if nb > nth:
+        return nb - nb % nth
+    return min(<Py_ssize_t>nth, rows)
+
+
 cdef int _conv_nhwc_direct(const ImplicitA* ia0, Py_ssize_t N, Py_ssize_t group, const float* x, const float* wp,
                            Py_ssize_t blen, const float* bias, const float* res, float* y, Py_ssize_t Coutg,
                            Py_ssize_t Kc, Py_ssize_t cout, const Act* act, int nth) noexcept nogil:
@@ -708,6 +722,8 @@ cdef int _conv_nhwc_direct(const ImplicitA* ia0, Py_ssize_t N, Py_ssize_t group,
         # 1x1, stride 1, no pads: pixel p reads x[p*C ...], so the batch's pixels are one long row; fold it into
         # rows of (nearly) DCONV_ITEM_PIXELS pixels, the last one shorter (pend)
         num = (P + DCONV_ITEM_PIXELS - 1) // DCONV_ITEM_PIXELS
+        if group == 1 and _small_split_on:      # (tiny2t) at least one row per thread, of MR pixels or more (_dconv_blocks_mt)
+            num = max(num, min(<Py_ssize_t>nth, P // SGEMM_MR))
         ia.W = (P + num - 1) // num
         ia.Wo = ia.W
         ia.H = (P + ia.W - 1) // ia.W
@@ -727,6 +743,8 @@ cdef int _conv_nhwc_direct(const ImplicitA* ia0, Py_ssize_t N, Py_ssize_t group,
         # DCONV_ITEMS_PER_THREAD items per thread
         job.rb = max(job.rb, min(<Py_ssize_t>SGEMM_MR, rows * group // (<Py_ssize_t>nth * DCONV_ITEMS_PER_THREAD)))
     job.rows = (rows + job.rb - 1) // job.rb
+    if group == 1:
+        job.rows = _dconv_blocks_mt(job.rows, rows, nth)
     job.rb = (rows + job.rows - 1) // job.rows
     job.rows = (rows + job.rb - 1) // job.rb
     items = group * job.rows

@@ -43,7 +43,7 @@ cdef extern from "_native/sgemm.h":
     const float* ZEROS "onnxep_zeros"
     long cache_bytes "onnxep_cache_bytes"(int level, long dflt) noexcept nogil
 
-from libc.stdlib cimport malloc, free
+from libc.stdlib cimport malloc, free, qsort
 
 cdef extern from *:
     void __builtin_prefetch(const void* addr) noexcept nogil
@@ -568,6 +568,126 @@ cdef int sgemm_threads(Py_ssize_t M, Py_ssize_t N, Py_ssize_t K, int nthreads) n
     return _nthreads(nthreads)
 
 
+cdef enum:
+    PAR_PROBE_CALLS = 48        # par_calibrate: timed 2-item calls (after 8 past the first a worker joined)
+    PAR_PROBE_ITEM_NS = 2000    # ... each item busy this long
+
+
+cdef void _par_probe_item(void* p, Py_ssize_t i, int tid) noexcept nogil:
+    """An item busy for PAR_PROBE_ITEM_NS; a worker's (tid > 0) sets the flag p points to."""
+    if tid > 0:
+        (<int*>p)[0] = 1
+    _probe_spin(PAR_PROBE_ITEM_NS)
+
+
+cdef int _cmp_double(const void* a, const void* b) noexcept nogil:
+    cdef double x = (<const double*>a)[0], y = (<const double*>b)[0]
+    return (x > y) - (x < y)
+
+
+cdef int par_calibrate(bint force) noexcept nogil:
+    """Measures PAR_CALL_NS and PAR_FLOP_NS and sets CONV_MT_FLOPS from them (see above); at most PAR_TRIES times
+    per process unless forced. Returns 1 when it measured, 0 when it kept what it had. Not thread-safe against
+    itself: two first calls at once measure twice, each setting consistent figures."""
+    global PAR_CALL_NS, PAR_FLOP_NS, CONV_MT_FLOPS, _par_tries
+    cdef double ex[PAR_PROBE_CALLS]
+    cdef double rate[9]
+    cdef int k, n = 0, flag, joined = 0
+    cdef long t0, t1
+    cdef float* buf
+    cdef float* a
+    cdef float* bp
+    cdef float* c
+    cdef float* work
+    cdef Act act
+    if not force and _par_tries > PAR_TRIES - 1:
+        return 0
+    _par_tries += 1
+    # calls until 8 after the first one a worker joined (a new worker starts on this CPU and runs only once the
+    # scheduler moves it: 0.8-7 ms on this VM with other jobs running), then PAR_PROBE_CALLS timed ones; 10 ms at most
+    t1 = _now_ns()
+    while n < PAR_PROBE_CALLS and _now_ns() - t1 < 10000000:
+        flag = 0
+        t0 = _now_ns()
+        parallel_for(2, 2, _par_probe_item, &flag)
+        t0 = _now_ns() - t0
+        if joined < 8:
+            joined += 1 if (flag or joined > 0) else 0
+        elif flag:
+            ex[n] = <double>(t0 - PAR_PROBE_ITEM_NS)
+            n += 1
+    if n < PAR_PROBE_CALLS // 4:
+        return 0
+    qsort(ex, n, sizeof(double), _cmp_double)
+    # one thread's rate: a 48 x 32 x 128 SGEMM on packed operands in L1, best of 9 (the micro-kernel's speed here)
+    buf = <float*>malloc((48 * 128 + sgemm_pack_b_len(128, 32) + 48 * 32 + sgemm_work_len(1)) * sizeof(float))
+    if buf == NULL:
+        return 0
+    a, bp = buf, buf + 48 * 128
+    c = bp + sgemm_pack_b_len(128, 32)
+    work = c + 48 * 32
+    for k in range(48 * 128):
+        a[k] = <float>((k % 7) - 3) * 0.125
+    sgemm_pack_b_raw(128, 32, a, 32, 1, bp)
+    act.kind, act.a, act.b = ACT_NONE, 0.0, 0.0
+    for k in range(10):
+        t0 = _now_ns()
+        sgemm_packed_raw(48, 32, 128, 1.0, a, 128, 1, bp, 0.0, c, 32, 1, NULL, NULL, &act, work, 1)
+        if k > 0:
+            rate[k - 1] = 2.0 * 48 * 32 * 128 / max(<double>(_now_ns() - t0), 1.0)
+    free(buf)
+    qsort(rate, 9, sizeof(double), _cmp_double)
+    PAR_CALL_NS = min(max(ex[n // 4], 100.0), 50000.0)
+    PAR_FLOP_NS = min(max(rate[8], 1.0), 10000.0)
+    CONV_MT_FLOPS = 2.0 * PAR_CALL_NS * PAR_FLOP_NS
+    _par_tries = PAR_TRIES + 1
+    return 1
+
+
+cdef int conv_threads_flops(double flops, int nthreads) noexcept nogil:
+    """Threads a conv call of `flops` (2 * multiply-adds, fp32 equivalent) uses: one below CONV_MT_FLOPS (measured
+    once per process by par_calibrate, at the first call that could use several threads), else _nthreads(nthreads)."""
+    cdef int nth = _nthreads(nthreads)
+    if nth <= 1:
+        return 1
+    if _par_tries < PAR_TRIES:
+        par_calibrate(0)
+    return 1 if flops < CONV_MT_FLOPS else nth
+
+
+cdef inline int conv_threads(Py_ssize_t M, Py_ssize_t N, Py_ssize_t K, int nthreads) noexcept nogil:
+    """sgemm_threads for a conv's GEMM (M pixels, N output channels, K = taps x input channels): its rule for a few
+    rows against a big weight, else conv_threads_flops."""
+    if M <= SGEMM_MR and <double>4.0 * N * K >= SGEMM_MT_B_BYTES:
+        return _nthreads(nthreads)
+    return conv_threads_flops(<double>2.0 * M * N * K, nthreads)
+
+
+# (tiny2t) the splits of small outputs for several threads (sgemm_packed_ex's row block per thread,
+# _dconv_blocks_mt, the direct path's folded pointwise rows): on; small_split() turns them off for in-process A/B
+# measurements and tests
+cdef int _small_split_on = 1
+
+
+def small_split(on=None):
+    """Whether small conv / GEMM outputs are cut into a work item per thread (see _small_split_on); `on` sets it.
+    Returns the setting before the call."""
+    global _small_split_on
+    cdef int before = _small_split_on
+    if on is not None:
+        _small_split_on = 1 if on else 0
+    return bool(before)
+
+
+def par_costs(bint measure=False):
+    """(PAR_CALL_NS, PAR_FLOP_NS, CONV_MT_FLOPS): the conv break-even's terms in this variant (par_calibrate);
+    measure=True measures them again first (bench/bench_threads.py, tests)."""
+    with nogil:
+        if measure:
+            par_calibrate(1)
+    return PAR_CALL_NS, PAR_FLOP_NS, CONV_MT_FLOPS
+
+
 cdef void sgemm_packed_raw(Py_ssize_t M, Py_ssize_t N, Py_ssize_t K, float alpha,
                            const float* a, Py_ssize_t rsa, Py_ssize_t csa, const float* bp,
                            float beta, float* c, Py_ssize_t rsc, Py_ssize_t csc,
@@ -664,6 +784,12 @@ cdef void sgemm_packed_ex(Py_ssize_t M, Py_ssize_t N, Py_ssize_t K, float alpha,
     slab_cap = <Py_ssize_t>(SGEMM_NC_MAX // SGEMM_NR)
     if csc != 1 and beta == 0.0:  # the tile goes through the scratch C tile (see _sgemm_tile)
         slab_cap = min(slab_cap, <Py_ssize_t>(SGEMM_CT_COLS // SGEMM_NR))
+    if nth > 1 and npanels < nth and mtiles < nth and _small_split_on:
+        # (tiny2t) too few panels to share: a row block per thread (a small conv's 8x8 or 4x4 output to at most NR
+        # channels was one tile, on one thread); each block packs its own rows of A, only B's one panel is read again
+        mtiles = min(<Py_ssize_t>nth, (M + SGEMM_MR - 1) // SGEMM_MR)
+        mq = (M + SGEMM_MR - 1) // SGEMM_MR // mtiles
+        mrem = (M + SGEMM_MR - 1) // SGEMM_MR - mq * mtiles
     slab = min(npanels, slab_cap)
     if nth > 1:
         slab = _sgemm_slab_mt(M, mtiles, mq, mrem, npanels, slab_cap, nth)

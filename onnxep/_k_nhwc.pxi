@@ -252,8 +252,7 @@ cdef NhwcGeom _dwn_geom(tuple xshape, Py_ssize_t cout, tuple kernel, tuple strid
 
 cdef inline int _dwn_threads(const NhwcGeom* g, int nthreads) noexcept nogil:
     """Threads over output rows from a quarter of GEMM's threshold (a depthwise flop is memory-bound, not free)."""
-    cdef int nth = 1 if <double>8.0 * g.N * g.Ho * g.Wo * g.cout * g.kh * g.kw < SGEMM_MT_FLOPS \
-        else _nthreads(nthreads)
+    cdef int nth = conv_threads_flops(<double>8.0 * g.N * g.Ho * g.Wo * g.cout * g.kh * g.kw, nthreads)
     return <int>min(<Py_ssize_t>nth, max(<Py_ssize_t>1, g.N * g.Ho))
 
 

@@ -51,7 +51,9 @@ cdef int _qc_run_raw(const uint8_t* X, const uint8_t* Wt, const int32_t* zb, con
         a.wdw = <const int16_t*>Wt
         items = a.N * a.OH
         work = a.N * a.OH * a.OW * a.C * a.kh * a.kw
-        parallel_for(items, 1 if work < 200000 or items < 2 else _nthreads(nthreads), <task_fn>qc_dw_item, &a)
+        # int8 depthwise: the fp32 depthwise rule on its multiply-adds (conv_threads_flops)
+        parallel_for(items, 1 if items < 2 else conv_threads_flops(<double>8.0 * work, nthreads),
+                     <task_fn>qc_dw_item, &a)
         return 0
     a.K = a.kh * a.kw * a.C
     a.K4 = qg_k4(a.K)
@@ -62,7 +64,9 @@ cdef int _qc_run_raw(const uint8_t* X, const uint8_t* Wt, const int32_t* zb, con
     a.nmb = (a.N * a.OH * a.OW + QG_MB - 1) // QG_MB
     a.nnb = (a.M + QG_NB - 1) // QG_NB
     items = a.nmb * a.nnb
-    parallel_for(items, _qg_threads(a.N * a.OH * a.OW, a.M, a.K, nthreads, items), <task_fn>qc_item, &a)
+    # conv_threads_flops on a quarter of the fp32 flops: vpdpbusd does four multiply-adds per 32-bit lane
+    parallel_for(items, 1 if items < 2 else conv_threads_flops(<double>0.5 * a.N * a.OH * a.OW * a.M * a.K, nthreads),
+                 <task_fn>qc_item, &a)
     return 0
 
 

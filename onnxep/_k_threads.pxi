@@ -30,15 +30,41 @@ cdef double SGEMM_MT_FLOPS = 2000000
 cdef double POOL_PAR_WORK = 32768
 
 
-def _set_par_thresholds(double mt_flops=-1, double pool_work=-1):
-    """Sets the break-even sizes (a negative value leaves one as it is); returns the previous (mt_flops,
-    pool_work). For bench/bench_threads.py only."""
-    global SGEMM_MT_FLOPS, POOL_PAR_WORK
-    old = (SGEMM_MT_FLOPS, POOL_PAR_WORK)
+# (tiny2t slice) The break-even of a conv's parallel call (direct / packed / winograd / depthwise, fp32, int8 and
+# bf16), derived on the machine instead of GEMM's fixed SGEMM_MT_FLOPS: two threads pay once one thread's time T
+# exceeds T / 2 + c, c what a 2-thread call costs beyond a perfect split (posting the job, the spinning worker's
+# start, the join), so the break-even is 2c of one thread's work, in flops 2c * (flops per ns of one thread).
+# par_calibrate measures both, once per process, at the first conv that may use several threads: c as the lower
+# quartile of the excess of 2-item parallel calls whose worker ran an item (a spinning worker, as between a run's
+# steps; the quartile, not the median, so that a probe on a busy machine still reads the pool's own cost), the rate on
+# a small SGEMM in L1 (the micro-kernel's speed, not a peak figure). Measured here (Zen 5 VM, 2026-11-27): c 0.24-0.8
+# us (the more, the busier the other vCPU), rates 185-204 / 103 / 41 flop/ns (avx512 / avx2 / generic), so 0.1-0.33
+# Mflop for AVX-512 against GEMM's 2 Mflop: the 0.3-1.2 Mflop convs of the zoo's 64x64 convnets split (kernel alone,
+# batch 1, 1 -> 2 threads: 16x16 8 -> 8 3x3 5.0 -> 3.3 us, 16x16 16 -> 16 7.5 -> 4.6; bench/NOTES.md). Elsewhere both
+# terms follow the machine: a slower hand-off (another OS, a second socket) raises c, a narrower ISA lowers the rate.
+# Until measured (or when the probe's worker never ran: a pool busy with another call, no second CPU free for 10 ms;
+# two tries per process, so a saturated machine pays at most 20 ms once), the defaults below hold.
+cdef double PAR_CALL_NS = 1000          # c: a 2-thread call's cost beyond a perfect split, ns
+cdef double PAR_FLOP_NS = 100           # one thread's flops per ns on a small SGEMM
+cdef double CONV_MT_FLOPS = 200000      # = 2 * PAR_CALL_NS * PAR_FLOP_NS once measured
+cdef int _par_tries = 0                 # calibration attempts (at most PAR_TRIES); PAR_TRIES + 1: done or set
+cdef enum:
+    PAR_TRIES = 2
+
+
+def _set_par_thresholds(double mt_flops=-1, double pool_work=-1, double conv_flops=-1):
+    """Sets the break-even sizes (a negative value leaves one as it is; a conv_flops set is kept, never measured
+    over); returns the previous (mt_flops, pool_work, conv_flops). For bench/bench_threads.py and tests (0: every
+    call that can split does)."""
+    global SGEMM_MT_FLOPS, POOL_PAR_WORK, CONV_MT_FLOPS, _par_tries
+    old = (SGEMM_MT_FLOPS, POOL_PAR_WORK, CONV_MT_FLOPS)
     if mt_flops >= 0:
         SGEMM_MT_FLOPS = mt_flops
     if pool_work >= 0:
         POOL_PAR_WORK = pool_work
+    if conv_flops >= 0:
+        CONV_MT_FLOPS = conv_flops
+        _par_tries = PAR_TRIES + 1
     return old
 
 
