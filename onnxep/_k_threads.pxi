@@ -21,6 +21,23 @@
 cdef extern from "_native/threads.h":
     ctypedef void (*task_fn "onnxep_task")(void* ctx, Py_ssize_t item, int tid) noexcept nogil
     void parallel_for "onnxep_parallel_for"(Py_ssize_t n, int nth, task_fn fn, void* ctx) noexcept nogil
+    void _pool_set_caller_spin "onnxep_pool_set_caller_spin"(long ns) noexcept nogil
+    void _pool_stats "onnxep_pool_stats"(long* spins, long* sleeps) noexcept nogil
+
+
+def set_caller_spin_us(long us):
+    """How long the pool's workers spin, after a job this thread posts, before they sleep: us >= 0 microseconds
+    (0: they sleep at once -- session.intra_op.allow_spinning=0), or -1 for the pool's default (ONNXEP_SPIN_US).
+    Per calling thread; the CPU backend sets it before each run."""
+    _pool_set_caller_spin(us * 1000 if us >= 0 else -1)
+
+
+def pool_stats():
+    """(spins, sleeps): how many times a worker of this variant's pool, waiting for a job, spun, and how many
+    times it went to sleep on the condition variable (tests of the spin policy; bench/bench_threads.py)."""
+    cdef long spins, sleeps
+    _pool_stats(&spins, &sleeps)
+    return spins, sleeps
 
 
 # Break-even sizes: below them a kernel call stays on one thread (SGEMM_MT_FLOPS: 2*M*N*K of a GEMM / conv;
