@@ -240,14 +240,14 @@ cdef void _rl_softmax(const RStep* s, char** p) noexcept nogil:
     parallel_for(R, 1 if R * K < NORM_PAR_WORK else _nthreads(s.nthreads), _tf_task, &job)
 
 
-# The copy steps (RL_STRIDED, RL_CONCAT, RL_SPLIT) split their rows over the threads from RL_COPY_PAR bytes, in items
+# The copy steps (RL_STRIDED, RL_CONCAT, RL_SPLIT) split their rows over the threads from COPY_PAR_BYTES (256 KiB,
+# _k_threads.pxi), in items
 # of about RL_COPY_ITEM bytes (an L1 data cache's worth on every target). Why: a copy that large reads mostly from
 # L2 / L3 -- or from the other core's cache, when a parallel step wrote it -- and takes ~10 us on one core, several
 # times a call to a spinning worker; below it the copy stays on its caller (unet's 768 KiB Split of a two-thread
 # GEMM's output: 42-53 us on one thread, 84-92 us at two threads, where half its lines come from the other core).
 cdef enum:
     RL_COPY_ITEM = 32768
-    RL_COPY_PAR = 262144
 
 cdef struct CopyJob:
     const RStep* s
@@ -277,12 +277,12 @@ cdef void _copy_task(void* ctx, Py_ssize_t t, int tid) noexcept nogil:
 
 
 cdef void _rl_copy_split(const RStep* s, char** p, Py_ssize_t rows, Py_ssize_t row_bytes) noexcept nogil:
-    """A copy step's `rows` rows of row_bytes each, over the threads from RL_COPY_PAR bytes."""
+    """A copy step's `rows` rows of row_bytes each, over the threads from COPY_PAR_BYTES."""
     cdef CopyJob job
     cdef Py_ssize_t items
     if rows <= 0:
         return
-    if rows < 2 or rows * row_bytes < RL_COPY_PAR:
+    if rows < 2 or rows * row_bytes < COPY_PAR_BYTES:
         _rl_copy_rows(s, p, 0, rows)
         return
     job.s, job.p, job.rows = s, p, rows

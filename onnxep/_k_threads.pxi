@@ -41,21 +41,25 @@ def pool_stats():
 
 
 # Break-even sizes: below them a kernel call stays on one thread (SGEMM_MT_FLOPS: 2*M*N*K of a GEMM / conv;
-# POOL_PAR_WORK: a pooling call's output elements x taps). Variables, so bench/bench_threads.py `breakeven` can
-# sweep them (_set_par_thresholds).
+# POOL_PAR_WORK: a pooling call's output elements x taps; COPY_PAR_BYTES: the bytes a copy step of the run loop
+# moves, _k_runloop.pxi _rl_copy_split). Variables, so bench/bench_threads.py `breakeven` can sweep them
+# (_set_par_thresholds).
 cdef double SGEMM_MT_FLOPS = 2000000
 cdef double POOL_PAR_WORK = 32768
+cdef double COPY_PAR_BYTES = 262144
 
 
-def _set_par_thresholds(double mt_flops=-1, double pool_work=-1):
+def _set_par_thresholds(double mt_flops=-1, double pool_work=-1, double copy_bytes=-1):
     """Sets the break-even sizes (a negative value leaves one as it is); returns the previous (mt_flops,
-    pool_work). For bench/bench_threads.py only."""
-    global SGEMM_MT_FLOPS, POOL_PAR_WORK
-    old = (SGEMM_MT_FLOPS, POOL_PAR_WORK)
+    pool_work, copy_bytes). For bench/bench_threads.py and tests only."""
+    global SGEMM_MT_FLOPS, POOL_PAR_WORK, COPY_PAR_BYTES
+    old = (SGEMM_MT_FLOPS, POOL_PAR_WORK, COPY_PAR_BYTES)
     if mt_flops >= 0:
         SGEMM_MT_FLOPS = mt_flops
     if pool_work >= 0:
         POOL_PAR_WORK = pool_work
+    if copy_bytes >= 0:
+        COPY_PAR_BYTES = copy_bytes
     return old
 
 

@@ -1,8 +1,9 @@
 """The compiled run loop's copy steps (RL_STRIDED, RL_CONCAT, RL_SPLIT; _k_runloop.pxi _rl_copy_split): rows split
-over the threads from RL_COPY_PAR (256 KiB) in items of about RL_COPY_ITEM (32 KiB), on one thread below that or at
-nthreads 1. Each case runs one step of a Program of every ISA variant, at 1 and 2 threads, on tensors below and above
-the threshold (row counts that do not divide into items, rows wider than an item). Oracle: numpy (the same copy
-through slicing / concatenate / split / a strided view), bit for bit."""
+over the threads from COPY_PAR_BYTES (256 KiB) in items of about RL_COPY_ITEM (32 KiB), on one thread below that or
+at nthreads 1. Each case runs one step of a Program of every ISA variant, at 1 and 2 threads, with the threshold as
+it is, forced to 0 (every copy split) and off, on tensors below and above it (row counts that do not divide into
+items, rows wider than an item). Oracle: numpy (the same copy through slicing / concatenate / split / a strided
+view), bit for bit."""
 import importlib
 
 import numpy as np
@@ -18,6 +19,18 @@ RNG = np.random.default_rng(7)
 SHAPES = [(16, 256), (30, 10240), (300, 256)]
 
 
+@pytest.fixture(params=["default", "forced", "off"])
+def par(request):
+    """The copy steps' break-even: as it is, 0 (the parallel path for any size) or never."""
+    mods = list(VARIANTS.values())
+    old = [m._set_par_thresholds()[2] for m in mods]
+    for m in mods:
+        m._set_par_thresholds(copy_bytes={"default": old[0], "forced": 0, "off": 1e18}[request.param])
+    yield request.param
+    for m, v in zip(mods, old):
+        m._set_par_thresholds(copy_bytes=v)
+
+
 def _run(mod, fn, arrays, ints, nthreads):
     prog = mod.Program(1, len(arrays) + 1)
     prog.set_step(0, mod.RUNLOOP_FNS[fn], list(range(1, len(arrays) + 1)), ints, [], nthreads)
@@ -29,7 +42,7 @@ def _run(mod, fn, arrays, ints, nthreads):
 @pytest.mark.parametrize("isa", list(VARIANTS))
 @pytest.mark.parametrize("nthreads", [1, 2])
 @pytest.mark.parametrize("shape", SHAPES)
-def test_split_rows(isa, nthreads, shape):
+def test_split_rows(isa, nthreads, shape, par):
     rows, cols = shape
     x = RNG.standard_normal(shape).astype(np.float32)
     cuts = [cols // 4, cols // 2, cols - cols // 4 - cols // 2]
@@ -42,7 +55,7 @@ def test_split_rows(isa, nthreads, shape):
 @pytest.mark.parametrize("isa", list(VARIANTS))
 @pytest.mark.parametrize("nthreads", [1, 2])
 @pytest.mark.parametrize("shape", SHAPES)
-def test_concat_rows(isa, nthreads, shape):
+def test_concat_rows(isa, nthreads, shape, par):
     rows, cols = shape
     cuts = [cols // 2, cols - cols // 2]
     xs = [RNG.standard_normal((rows, c)).astype(np.float32) for c in cuts]
@@ -54,7 +67,7 @@ def test_concat_rows(isa, nthreads, shape):
 @pytest.mark.parametrize("isa", list(VARIANTS))
 @pytest.mark.parametrize("nthreads", [1, 2])
 @pytest.mark.parametrize("case", ["transpose", "reversed_slice", "broadcast", "small"])
-def test_strided_rows(isa, nthreads, case):
+def test_strided_rows(isa, nthreads, case, par):
     """A strided view copied out: the rows' odometer starts mid-tensor in each item (outer dims of odd sizes,
     negative and zero strides)."""
     if case == "transpose":
