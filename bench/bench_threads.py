@@ -22,7 +22,7 @@ and the table prints onnxep's speedup / onnxruntime's (the issue's must-show: at
 `wake`: onnxep's pool alone (_kernels.pool_probe): parallel calls of 16 items busy 25 us each on 2 threads, the
 caller busy for a gap before each call (a run's serial work between two parallel steps). Per gap: how long after
 the call's start the worker took its first item (median), the share of items it ran, and the call's time against
-the 200 us of a perfect split: below the pool's spin time (ONNXEP_SPIN_US, 200 us) the worker is spinning; above
+the 200 us of a perfect split: below the pool's spin time (ONNXEP_SPIN_US, 2 ms) the worker is spinning; above
 it, asleep on a condition variable, and the call pays its wake-up.
 
 Measured (branch threads, 2-vCPU VM shared with four other helpers, load 4-9 throughout: no quiet window):

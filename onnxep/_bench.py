@@ -83,7 +83,7 @@ def _settle(pause, slice_s=0.01, idle=0.05, limit=1.0) -> float:
     process idle (its threads together used at most `idle` of one core; at most `limit` seconds). Returns the seconds
     waited. Why: a library's idle workers spin after a parallel call -- onnxruntime's intra-op threads burned CPU for
     ~100 ms after a 2-thread round on this 2-vCPU VM (measured with time.process_time() slices), onnxep's for up to
-    ONNXEP_SPIN_US (200 us) -- and a spinning worker of the library timed last takes a core from the library timed
+    ONNXEP_SPIN_US (2 ms) -- and a spinning worker of the library timed last takes a core from the library timed
     next: onnxep's 2-thread SqueezeNet read 1.42x onnxruntime's behind a 100 ms pause, 0.83-0.91x behind 150 ms."""
     t0 = time.perf_counter()
     gc.collect()

@@ -103,12 +103,14 @@ cdef enum:
 cdef extern from "_native/rl_ops.h" nogil:
     enum: RL_MAXD
     void rl_strided_copy(char* dst, const char* src, Py_ssize_t item, int nd, const Py_ssize_t* shape,
-                         const Py_ssize_t* ss, const Py_ssize_t* ds)
+                         const Py_ssize_t* ss, const Py_ssize_t* ds, Py_ssize_t r0, Py_ssize_t r1)
     void rl_where(char* y, const char* c, const char* a, const char* b, Py_ssize_t item, int nd,
                   const Py_ssize_t* shape, const Py_ssize_t* sc, const Py_ssize_t* sa, const Py_ssize_t* sb)
-    void rl_concat(char* y, char* const* xs, int k, Py_ssize_t rows, Py_ssize_t orow, const Py_ssize_t* chunk)
+    void rl_concat(char* y, char* const* xs, int k, Py_ssize_t r0, Py_ssize_t r1, Py_ssize_t orow,
+                   const Py_ssize_t* chunk)
     void rl_cast(const char* x, char* y, Py_ssize_t n, int s, int d)
-    void rl_split(const char* x, char* const* ys, int k, Py_ssize_t rows, Py_ssize_t xrow, const Py_ssize_t* chunk)
+    void rl_split(const char* x, char* const* ys, int k, Py_ssize_t r0, Py_ssize_t r1, Py_ssize_t xrow,
+                  const Py_ssize_t* chunk)
     void rl_row_sum(const float* x, float* y, Py_ssize_t R, Py_ssize_t C, int mean)
     void rl_cube(const float* x, float* y, Py_ssize_t n)
     int rl_gather(const char* x, const char* idx, char* y, Py_ssize_t outer, Py_ssize_t n, Py_ssize_t nidx,
@@ -238,9 +240,63 @@ cdef void _rl_softmax(const RStep* s, char** p) noexcept nogil:
     parallel_for(R, 1 if R * K < NORM_PAR_WORK else _nthreads(s.nthreads), _tf_task, &job)
 
 
+# The copy steps (RL_STRIDED, RL_CONCAT, RL_SPLIT) split their rows over the threads from COPY_PAR_BYTES (256 KiB,
+# _k_threads.pxi), in items
+# of about RL_COPY_ITEM bytes (an L1 data cache's worth on every target). Why: a copy that large reads mostly from
+# L2 / L3 -- or from the other core's cache, when a parallel step wrote it -- and takes ~10 us on one core, several
+# times a call to a spinning worker; below it the copy stays on its caller (unet's 768 KiB Split of a two-thread
+# GEMM's output: 42-53 us on one thread, 84-92 us at two threads, where half its lines come from the other core).
+cdef enum:
+    RL_COPY_ITEM = 32768
+
+cdef struct CopyJob:
+    const RStep* s
+    char** p
+    Py_ssize_t rows, per
+
+
+cdef void _rl_copy_rows(const RStep* s, char** p, Py_ssize_t r0, Py_ssize_t r1) noexcept nogil:
+    cdef char* q[RL_SLOTS]
+    cdef int i, k = <int>s.n[0]
+    if s.fn == RL_STRIDED:
+        rl_strided_copy(p[s.slot[1]], p[s.slot[0]] + s.n[2], s.n[0], <int>s.n[1], &s.n[3], &s.n[3 + RL_MAXD],
+                        &s.n[3 + 2 * RL_MAXD], r0, r1)
+    elif s.fn == RL_CONCAT:
+        for i in range(k):
+            q[i] = p[s.slot[i]]
+        rl_concat(p[s.slot[k]], q, k, r0, r1, s.n[2], &s.n[3])
+    else:
+        for i in range(k):
+            q[i] = p[s.slot[1 + i]]
+        rl_split(p[s.slot[0]], q, k, r0, r1, s.n[2], &s.n[3])
+
+
+cdef void _copy_task(void* ctx, Py_ssize_t t, int tid) noexcept nogil:
+    cdef CopyJob* j = <CopyJob*>ctx
+    _rl_copy_rows(j.s, j.p, t * j.per, min(t * j.per + j.per, j.rows))
+
+
+cdef void _rl_copy_split(const RStep* s, char** p, Py_ssize_t rows, Py_ssize_t row_bytes) noexcept nogil:
+    """A copy step's `rows` rows of row_bytes each, over the threads from COPY_PAR_BYTES."""
+    cdef CopyJob job
+    cdef Py_ssize_t items
+    if rows <= 0:
+        return
+    if rows < 2 or rows * row_bytes < COPY_PAR_BYTES:
+        _rl_copy_rows(s, p, 0, rows)
+        return
+    job.s, job.p, job.rows = s, p, rows
+    job.per = max(RL_COPY_ITEM // max(row_bytes, 1), 1)
+    items = (rows + job.per - 1) // job.per
+    parallel_for(items, 1 if items < 2 else _nthreads(s.nthreads), _copy_task, &job)
+
+
 cdef void _rl_strided(const RStep* s, char** p) noexcept nogil:
-    rl_strided_copy(p[s.slot[1]], p[s.slot[0]] + s.n[2], s.n[0], <int>s.n[1], &s.n[3], &s.n[3 + RL_MAXD],
-                    &s.n[3 + 2 * RL_MAXD])
+    cdef Py_ssize_t rows = 1, k
+    cdef int nd = <int>s.n[1]
+    for k in range(nd - 1):
+        rows *= s.n[3 + k]
+    _rl_copy_split(s, p, rows, s.n[3 + nd - 1] * s.n[0])
 
 
 cdef void _rl_where(const RStep* s, char** p) noexcept nogil:
@@ -249,19 +305,11 @@ cdef void _rl_where(const RStep* s, char** p) noexcept nogil:
 
 
 cdef void _rl_concat(const RStep* s, char** p) noexcept nogil:
-    cdef char* xs[RL_SLOTS]
-    cdef int i, k = <int>s.n[0]
-    for i in range(k):
-        xs[i] = p[s.slot[i]]
-    rl_concat(p[s.slot[k]], xs, k, s.n[1], s.n[2], &s.n[3])
+    _rl_copy_split(s, p, s.n[1], s.n[2])
 
 
 cdef void _rl_split(const RStep* s, char** p) noexcept nogil:
-    cdef char* ys[RL_SLOTS]
-    cdef int i, k = <int>s.n[0]
-    for i in range(k):
-        ys[i] = p[s.slot[1 + i]]
-    rl_split(p[s.slot[0]], ys, k, s.n[1], s.n[2], &s.n[3])
+    _rl_copy_split(s, p, s.n[1], s.n[2])
 
 
 cdef void _rl_cast(const RStep* s, char** p) noexcept nogil:

@@ -21,16 +21,35 @@
 cdef extern from "_native/threads.h":
     ctypedef void (*task_fn "onnxep_task")(void* ctx, Py_ssize_t item, int tid) noexcept nogil
     void parallel_for "onnxep_parallel_for"(Py_ssize_t n, int nth, task_fn fn, void* ctx) noexcept nogil
+    void _pool_set_caller_spin "onnxep_pool_set_caller_spin"(long ns) noexcept nogil
+    void _pool_stats "onnxep_pool_stats"(long* spins, long* sleeps) noexcept nogil
+
+
+def set_caller_spin_us(long us):
+    """How long the pool's workers spin, after a job this thread posts, before they sleep: us >= 0 microseconds
+    (0: they sleep at once -- session.intra_op.allow_spinning=0), or -1 for the pool's default (ONNXEP_SPIN_US).
+    Per calling thread; the CPU backend sets it before each run."""
+    _pool_set_caller_spin(us * 1000 if us >= 0 else -1)
+
+
+def pool_stats():
+    """(spins, sleeps): how many times a worker of this variant's pool, waiting for a job, spun, and how many
+    times it went to sleep on the condition variable (tests of the spin policy; bench/bench_threads.py)."""
+    cdef long spins, sleeps
+    _pool_stats(&spins, &sleeps)
+    return spins, sleeps
 
 
 # Break-even sizes: below them a kernel call stays on one thread (SGEMM_MT_FLOPS: 2*M*N*K of a GEMM / conv;
-# POOL_PAR_WORK: a pooling call's output elements x taps). Variables, so bench/bench_threads.py `breakeven` can
-# sweep them (_set_par_thresholds).
+# POOL_PAR_WORK: a pooling call's output elements x taps; COPY_PAR_BYTES: the bytes a copy step of the run loop
+# moves, _k_runloop.pxi _rl_copy_split). Variables, so bench/bench_threads.py `breakeven` can sweep them
+# (_set_par_thresholds).
 cdef double SGEMM_MT_FLOPS = 2000000
 cdef double POOL_PAR_WORK = 32768
+cdef double COPY_PAR_BYTES = 262144
 
 
-# (tiny2t slice) The break-even of a conv's parallel call (direct / packed / winograd / depthwise, fp32, int8 and
+# The break-even of a conv's parallel call (direct / packed / winograd / depthwise, fp32, int8 and
 # bf16), derived on the machine instead of GEMM's fixed SGEMM_MT_FLOPS: two threads pay once one thread's time T
 # exceeds T / 2 + c, c what a 2-thread call costs beyond a perfect split (posting the job, the spinning worker's
 # start, the join), so the break-even is 2c of one thread's work, in flops 2c * (flops per ns of one thread).
@@ -52,12 +71,12 @@ cdef enum:
     PAR_TRIES = 2
 
 
-def _set_par_thresholds(double mt_flops=-1, double pool_work=-1, double conv_flops=-1):
+def _set_par_thresholds(double mt_flops=-1, double pool_work=-1, double conv_flops=-1, double copy_bytes=-1):
     """Sets the break-even sizes (a negative value leaves one as it is; a conv_flops set is kept, never measured
-    over); returns the previous (mt_flops, pool_work, conv_flops). For bench/bench_threads.py and tests (0: every
-    call that can split does)."""
-    global SGEMM_MT_FLOPS, POOL_PAR_WORK, CONV_MT_FLOPS, _par_tries
-    old = (SGEMM_MT_FLOPS, POOL_PAR_WORK, CONV_MT_FLOPS)
+    over); returns the previous (mt_flops, pool_work, conv_flops, copy_bytes). For bench/bench_threads.py and tests
+    (0: every call that can split does)."""
+    global SGEMM_MT_FLOPS, POOL_PAR_WORK, CONV_MT_FLOPS, COPY_PAR_BYTES, _par_tries
+    old = (SGEMM_MT_FLOPS, POOL_PAR_WORK, CONV_MT_FLOPS, COPY_PAR_BYTES)
     if mt_flops >= 0:
         SGEMM_MT_FLOPS = mt_flops
     if pool_work >= 0:
@@ -65,6 +84,8 @@ def _set_par_thresholds(double mt_flops=-1, double pool_work=-1, double conv_flo
     if conv_flops >= 0:
         CONV_MT_FLOPS = conv_flops
         _par_tries = PAR_TRIES + 1
+    if copy_bytes >= 0:
+        COPY_PAR_BYTES = copy_bytes
     return old
 
 

@@ -42,19 +42,28 @@ static inline Py_ssize_t rl_count(int nd, const Py_ssize_t* shape) {
     return n;
 }
 
-/* dst[i...] := src[i...] over `shape` (Transpose, Slice, Expand: src strides from the numpy view) */
+/* dst[i...] := src[i...] over `shape` (Transpose, Slice, Expand: src strides from the numpy view), rows [r0, r1) of
+ * it: a row is one index of the outer nd - 1 dims (rl_count(nd - 1, shape) rows), in C order */
 static void rl_strided_copy(char* dst, const char* src, Py_ssize_t item, int nd, const Py_ssize_t* shape,
-                            const Py_ssize_t* ss, const Py_ssize_t* ds) {
-    Py_ssize_t idx[RL_MAXD] = {0}, i, n = shape[nd - 1], sl = ss[nd - 1], dl = ds[nd - 1];
+                            const Py_ssize_t* ss, const Py_ssize_t* ds, Py_ssize_t r0, Py_ssize_t r1) {
+    Py_ssize_t idx[RL_MAXD] = {0}, i, r, q, n = shape[nd - 1], sl = ss[nd - 1], dl = ds[nd - 1];
     char* p[2] = {dst, (char*)src};
     const Py_ssize_t* st[2] = {ds, ss};
-    if (rl_count(nd, shape) == 0) return;
-    do {
+    int k;
+    if (n == 0 || r0 >= r1) return;
+    for (q = r0, k = nd - 2; k >= 0; k--) {         /* the odometer at row r0 */
+        idx[k] = q % shape[k];
+        q /= shape[k];
+        p[0] += idx[k] * ds[k];
+        p[1] += idx[k] * ss[k];
+    }
+    for (r = r0; r < r1; r++) {
         if (sl == item && dl == item)
             memcpy(p[0], p[1], (size_t)(n * item));
         else
             for (i = 0; i < n; i++) rl_move(p[0] + i * dl, p[1] + i * sl, item);
-    } while (rl_next(idx, nd, shape, p, st, 2));
+        if (r + 1 < r1) rl_next(idx, nd, shape, p, st, 2);
+    }
 }
 
 /* y := c ? a : b, broadcast (y contiguous; c one byte per element) */
@@ -70,11 +79,12 @@ static void rl_where(char* y, const char* c, const char* a, const char* b, Py_ss
     } while (rl_next(idx, nd, shape, p, st, 3));
 }
 
-/* y's rows of `orow` bytes := the k inputs' rows of chunk[i] bytes side by side (Concat) */
-static void rl_concat(char* y, char* const* xs, int k, Py_ssize_t rows, Py_ssize_t orow, const Py_ssize_t* chunk) {
+/* y's rows [r0, r1) of `orow` bytes := the k inputs' rows of chunk[i] bytes side by side (Concat) */
+static void rl_concat(char* y, char* const* xs, int k, Py_ssize_t r0, Py_ssize_t r1, Py_ssize_t orow,
+                      const Py_ssize_t* chunk) {
     Py_ssize_t r, o;
     int i;
-    for (r = 0; r < rows; r++) {
+    for (r = r0; r < r1; r++) {
         o = 0;
         for (i = 0; i < k; i++) {
             memcpy(y + r * orow + o, xs[i] + r * chunk[i], (size_t)chunk[i]);
@@ -83,11 +93,12 @@ static void rl_concat(char* y, char* const* xs, int k, Py_ssize_t rows, Py_ssize
     }
 }
 
-/* the k outputs' rows of chunk[i] bytes := x's rows of `xrow` bytes cut side by side (Split) */
-static void rl_split(const char* x, char* const* ys, int k, Py_ssize_t rows, Py_ssize_t xrow, const Py_ssize_t* chunk) {
+/* the k outputs' rows [r0, r1) of chunk[i] bytes := x's rows of `xrow` bytes cut side by side (Split) */
+static void rl_split(const char* x, char* const* ys, int k, Py_ssize_t r0, Py_ssize_t r1, Py_ssize_t xrow,
+                     const Py_ssize_t* chunk) {
     Py_ssize_t r, o;
     int i;
-    for (r = 0; r < rows; r++) {
+    for (r = r0; r < r1; r++) {
         o = 0;
         for (i = 0; i < k; i++) {
             memcpy(ys[i] + r * chunk[i], x + r * xrow + o, (size_t)chunk[i]);

@@ -15,7 +15,13 @@ typedef struct {
     int cpu;                         /* the CPU the caller ran on when it posted the job, -1 unknown */
     Py_ssize_t next, done;           /* next item to claim, items finished (atomic) */
     int tids, refs;                  /* workers that took a tid, workers holding the slot (atomic) */
+    long spin_ns;                    /* how long a worker that saw this job spins before it sleeps */
 } onnxep_job;
+/* The spin of the jobs this thread posts, -1: the pool's (ONNXEP_SPIN_US). A session with
+   session.intra_op.allow_spinning=0 sets 0 around its runs (onnxep_pool_set_caller_spin), so the workers that took
+   its jobs go to sleep at once after them, as onnxruntime's do with that entry; thread-local because the pool is the
+   process's and another session on another thread may spin. */
+static __thread long onnxep_caller_spin_ns = -1;
 static struct {
     pthread_mutex_t busy;            /* held by the caller of the running job */
     pthread_mutex_t mu;
@@ -24,8 +30,9 @@ static struct {
     int sleepers;                    /* workers waiting on cv (atomic) */
     int nworkers;
     long spin_ns;                    /* -1 until first use */
+    long spins, sleeps;              /* waits that spun, waits that slept (atomic; tests, bench_threads.py) */
     onnxep_job slot[2];
-} onnxep_pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, -1};
+} onnxep_pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, -1, 0, 0};
 
 #define ONNXEP_LOAD(p) __atomic_load_n(p, __ATOMIC_SEQ_CST)
 #define ONNXEP_STORE(p, v) __atomic_store_n(p, v, __ATOMIC_SEQ_CST)
@@ -87,19 +94,24 @@ static void onnxep_run_items(onnxep_job* j, int tid) {
 }
 static void* onnxep_worker(void* arg) {
     long seen = (long)(size_t)arg;   /* the generation current when this worker was started */
+    long spin = onnxep_pool.spin_ns; /* the spin of the last job this worker saw */
     for (;;) {
         long g = ONNXEP_LOAD(&onnxep_pool.gen);
         if (g == seen) {             /* wait for a new job: spin (yielding now and then), then sleep */
-            long t0 = onnxep_now_ns();
-            unsigned k = 0;
-            while ((g = ONNXEP_LOAD(&onnxep_pool.gen)) == seen) {
-                onnxep_relax();
-                if ((++k & 63) == 0) {
-                    if (onnxep_now_ns() - t0 > onnxep_pool.spin_ns) break;
-                    sched_yield();
+            if (spin > 0) {
+                long t0 = onnxep_now_ns();
+                unsigned k = 0;
+                ONNXEP_ADD(&onnxep_pool.spins, 1);
+                while ((g = ONNXEP_LOAD(&onnxep_pool.gen)) == seen) {
+                    onnxep_relax();
+                    if ((++k & 63) == 0) {
+                        if (onnxep_now_ns() - t0 > spin) break;
+                        sched_yield();
+                    }
                 }
             }
             if (g == seen) {
+                ONNXEP_ADD(&onnxep_pool.sleeps, 1);
                 pthread_mutex_lock(&onnxep_pool.mu);
                 ONNXEP_ADD(&onnxep_pool.sleepers, 1);
                 while ((g = ONNXEP_LOAD(&onnxep_pool.gen)) == seen)
@@ -112,6 +124,7 @@ static void* onnxep_worker(void* arg) {
         onnxep_job* j = &onnxep_pool.slot[g & 1];
         ONNXEP_ADD(&j->refs, 1);
         if (ONNXEP_LOAD(&onnxep_pool.gen) == g) {     /* still job g: the slot holds it */
+            spin = j->spin_ns;
             int tid = ONNXEP_ADD(&j->tids, 1) + 1;
             if (tid <= j->want) {
                 onnxep_move_off(j->cpu);
@@ -136,7 +149,12 @@ static void onnxep_pool_child(void) {
 static int onnxep_pool_grow(int want) {
     if (onnxep_pool.spin_ns < 0) {   /* first use */
         const char* s = getenv("ONNXEP_SPIN_US");
-        onnxep_pool.spin_ns = (s && *s) ? atol(s) * 1000L : 200000L;
+        /* 2 ms by default: a loop that calls run() with a gap of its own (pre- / post-processing) finds the worker
+           still spinning when the gap is under it. shufflenet at 2 threads with a gap before each run, this VM:
+           1.3 ms a run while the spin outlasts the gap, 1.9-2.0 ms once the worker has slept in it (0.5, 3, 10 ms
+           gaps; 200 us spin: slow from 0.5 ms on); the cost, at most 2 ms of one core per run, is a tenth of
+           onnxruntime's (~30 ms of CPU per gap). session.intra_op.allow_spinning=0 turns it off. */
+        onnxep_pool.spin_ns = (s && *s) ? atol(s) * 1000L : 2000000L;
         pthread_atfork(NULL, NULL, onnxep_pool_child);
     }
     while (onnxep_pool.nworkers < want) {
@@ -177,6 +195,7 @@ static void onnxep_parallel_for(Py_ssize_t n, int nth, onnxep_task fn, void* ctx
     j->n = n;
     j->want = nth - 1 < have ? nth - 1 : have;
     j->cpu = onnxep_cpu();
+    j->spin_ns = onnxep_caller_spin_ns >= 0 ? onnxep_caller_spin_ns : onnxep_pool.spin_ns;
     ONNXEP_STORE(&j->next, 0);
     ONNXEP_STORE(&j->done, 0);
     ONNXEP_STORE(&j->tids, 0);
@@ -193,6 +212,15 @@ static void onnxep_parallel_for(Py_ssize_t n, int nth, onnxep_task fn, void* ctx
         if ((++k & 255) == 0) sched_yield();
     }
     pthread_mutex_unlock(&onnxep_pool.busy);
+}
+
+/* The spin of the jobs the calling thread posts from now on: ns >= 0, or -1 for the pool's (ONNXEP_SPIN_US). */
+static void onnxep_pool_set_caller_spin(long ns) {
+    onnxep_caller_spin_ns = ns < 0 ? -1 : ns;
+}
+static void onnxep_pool_stats(long* spins, long* sleeps) {
+    *spins = ONNXEP_LOAD(&onnxep_pool.spins);
+    *sleeps = ONNXEP_LOAD(&onnxep_pool.sleeps);
 }
 
 #endif /* ONNXEP_NATIVE_THREADS_H */

@@ -143,3 +143,55 @@ def test_worker_moves_off_the_callers_cpu(isa):
         assert os.sched_getaffinity(w) == allowed
     finally:
         os.sched_setaffinity(0, allowed)
+
+
+def _wait_for(cond, timeout=10.0):
+    """Polls cond() until it holds (True) or `timeout` seconds pass (False): a worker that has to wake first."""
+    import time
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return True
+        time.sleep(0.002)
+    return cond()
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="needs two CPUs")
+@pytest.mark.parametrize("isa", list(VARIANTS))
+def test_caller_spin_zero_workers_sleep_at_once(isa):
+    """set_caller_spin_us(0) (session.intra_op.allow_spinning=0): a worker that saw a job of this caller sleeps
+    right after it and never spins; -1 gives back the pool's spin (ONNXEP_SPIN_US), and the worker spins again.
+    Oracle: the pool's own counters (pool_stats: waits that spun, waits that slept) and numpy for the items."""
+    mod = VARIANTS[isa]
+    n = 20000
+    want = np.arange(n, dtype=np.int64) ** 2
+    mod.set_caller_spin_us(0)
+    try:
+        _, slept = mod.pool_stats()
+        out, _ = mod.pool_selftest(n, 2)
+        np.testing.assert_array_equal(out, want)
+        assert _wait_for(lambda: mod.pool_stats()[1] > slept), "the worker never went to sleep after the job"
+        spins, slept = mod.pool_stats()
+        for _ in range(20):
+            out, _ = mod.pool_selftest(n, 2)
+            np.testing.assert_array_equal(out, want)
+        assert _wait_for(lambda: mod.pool_stats()[1] > slept)
+        assert mod.pool_stats()[0] == spins, "a worker spun after jobs posted with spin 0"
+    finally:
+        mod.set_caller_spin_us(-1)
+    out, _ = mod.pool_selftest(n, 2)
+    np.testing.assert_array_equal(out, want)
+    assert _wait_for(lambda: mod.pool_stats()[0] > spins), "the default spin did not come back"
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="needs two CPUs")
+def test_caller_spin_is_per_thread():
+    """A caller's spin setting belongs to its thread: spin 0 set on another Python thread leaves this thread's jobs
+    with the pool's spin. Oracle: pool_stats (a worker spins after this thread's job)."""
+    t = threading.Thread(target=lambda: (_kernels.set_caller_spin_us(0), _kernels.pool_selftest(20000, 2)))
+    t.start()
+    t.join()
+    spins, _ = _kernels.pool_stats()
+    out, _ = _kernels.pool_selftest(20000, 2)
+    np.testing.assert_array_equal(out, np.arange(20000, dtype=np.int64) ** 2)
+    assert _wait_for(lambda: _kernels.pool_stats()[0] > spins)

@@ -12,6 +12,7 @@ from onnxep.contracts.kernel import KernelContext
 from onnxep.errors import EPFail, InvalidGraph, OnnxepError, RuntimeException
 from onnxep.graph.ir import OpInfo, ValueType
 from onnxep.graph.partition import subgraph_reads
+from onnxep._kernels import set_caller_spin_us as _set_caller_spin_us
 from onnxep.backends.cpu.runloop import MAX_PROGRAMS, Compiled, StepCapture, compile_plan
 from onnxep.ops import _registry
 from onnxep.ops._base import OpKernel
@@ -207,10 +208,13 @@ def concat_slots(steps, keep) -> dict:
 class CpuBackend(Backend):
     records_steps = True
 
-    def __init__(self, device, stream, num_threads=0, compute_precision="fp32"):
+    def __init__(self, device, stream, num_threads=0, compute_precision="fp32", allow_spinning=True):
         super().__init__(device, stream)
         self.num_threads = num_threads
         self.compute_precision = compute_precision
+        # the pool's spin after this backend's parallel calls (_kernels.set_caller_spin_us, set per run on the
+        # calling thread): -1 its default, 0 none (session.intra_op.allow_spinning=0)
+        self.spin_us = -1 if allow_spinning else 0
         self._body_backends = None       # device name -> Backend, for subgraph plans (made on first use)
 
     @property
@@ -363,6 +367,7 @@ class CpuBackend(Backend):
         return scope, tuple(node.inputs) + outer, types
 
     def graph_plan_compute(self, plan: CpuPlan, values: dict, run_ctx):
+        _set_caller_spin_us(self.spin_us)
         run = plan.run_list()
         rec = run_ctx.recorder
         arena = run_ctx.arena
