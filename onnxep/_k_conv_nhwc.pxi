@@ -691,7 +691,7 @@ cdef Py_ssize_t _dconv_slab_mt(const ConvJob* j, Py_ssize_t items, Py_ssize_t np
 
 
 cdef inline Py_ssize_t _dconv_blocks_mt(Py_ssize_t nb, Py_ssize_t rows, int nth) noexcept nogil:
-    """(tiny2t) The direct path's row block count on nth threads when there are few blocks (fewer than
+    """The direct path's row block count on nth threads when there are few blocks (fewer than
     DCONV_ITEMS_PER_THREAD per thread): a multiple of nth, so the threads get equal rows -- the next lower one (the
     blocks grow: 16 rows in blocks of 6, 6, 4 -> 8, 8), or nth blocks when there are fewer (8 rows -> 4, 4) as long as
     the rows go round. A small image's output otherwise came in one to three blocks, one or two threads' work with a
@@ -722,7 +722,7 @@ cdef int _conv_nhwc_direct(const ImplicitA* ia0, Py_ssize_t N, Py_ssize_t group,
         # 1x1, stride 1, no pads: pixel p reads x[p*C ...], so the batch's pixels are one long row; fold it into
         # rows of (nearly) DCONV_ITEM_PIXELS pixels, the last one shorter (pend)
         num = (P + DCONV_ITEM_PIXELS - 1) // DCONV_ITEM_PIXELS
-        if group == 1 and _small_split_on:      # (tiny2t) at least one row per thread, of MR pixels or more (_dconv_blocks_mt)
+        if group == 1 and _small_split_on:      # at least one row per thread, of MR pixels or more (_dconv_blocks_mt)
             num = max(num, min(<Py_ssize_t>nth, P // SGEMM_MR))
         ia.W = (P + num - 1) // num
         ia.Wo = ia.W

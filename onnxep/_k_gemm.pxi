@@ -663,7 +663,7 @@ cdef inline int conv_threads(Py_ssize_t M, Py_ssize_t N, Py_ssize_t K, int nthre
     return conv_threads_flops(<double>2.0 * M * N * K, nthreads)
 
 
-# (tiny2t) the splits of small outputs for several threads (sgemm_packed_ex's row block per thread,
+# The splits of small outputs for several threads (sgemm_packed_ex's row block per thread,
 # _dconv_blocks_mt, the direct path's folded pointwise rows): on; small_split() turns them off for in-process A/B
 # measurements and tests
 cdef int _small_split_on = 1
@@ -785,7 +785,7 @@ cdef void sgemm_packed_ex(Py_ssize_t M, Py_ssize_t N, Py_ssize_t K, float alpha,
     if csc != 1 and beta == 0.0:  # the tile goes through the scratch C tile (see _sgemm_tile)
         slab_cap = min(slab_cap, <Py_ssize_t>(SGEMM_CT_COLS // SGEMM_NR))
     if nth > 1 and npanels < nth and mtiles < nth and _small_split_on:
-        # (tiny2t) too few panels to share: a row block per thread (a small conv's 8x8 or 4x4 output to at most NR
+        # too few panels to share: a row block per thread (a small conv's 8x8 or 4x4 output to at most NR
         # channels was one tile, on one thread); each block packs its own rows of A, only B's one panel is read again
         mtiles = min(<Py_ssize_t>nth, (M + SGEMM_MR - 1) // SGEMM_MR)
         mq = (M + SGEMM_MR - 1) // SGEMM_MR // mtiles
