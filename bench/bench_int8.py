@@ -12,13 +12,12 @@ to --out (default /tmp/onnxep_int8)."""
 import argparse
 import logging
 import os
-import statistics
-import time
 
 import numpy as np
 import onnxruntime as ort
 
 import onnxep
+from onnxep._bench import _alternate
 
 ZOO = os.path.expanduser("~/.cache/onnxep/zoo")
 
@@ -94,13 +93,9 @@ def main():
         f = feeds(name, rs)
         want = rs.run(None, f)
         got = es.run(None, f)
-        for _ in range(2):
-            rs.run(None, f), es.run(None, f)
-        te, tr = [], []
-        for _ in range(a.repeat):
-            t = time.perf_counter(); es.run(None, f); te.append(time.perf_counter() - t)
-            t = time.perf_counter(); rs.run(None, f); tr.append(time.perf_counter() - t)
-        me, mr = statistics.median(te), statistics.median(tr)
+        # alternating rounds after a settle (onnxep/_bench.py _alternate): a call right after the other library's
+        # leaves it a core short while that library's workers still spin
+        me, mr = _alternate([lambda: es.run(None, f), lambda: rs.run(None, f)], 2, a.repeat, 5, 0.1)
         cos = min(float(np.dot(g.ravel().astype(np.float64), w.ravel().astype(np.float64))
                         / (np.linalg.norm(g.astype(np.float64)) * np.linalg.norm(w.astype(np.float64)) or 1.0))
                   for g, w in zip(got, want) if g.dtype.kind == "f")

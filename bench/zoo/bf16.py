@@ -4,17 +4,18 @@ fp32 onnxep. Issue 29's must-show: at 2 threads, geomean bf16 onnxep / ort fp32 
 
     python bench/zoo/bf16.py --threads 2 --repeat 20 --only resnet mobilenet_v2 convnext vit bert minilm_sentence
 
-Alternating rounds (onnxep fp32, onnxep bf16, ort fp32[, openvino bf16]) after warm-up runs, medians. bf16 runs in
-bf16 only where the CPU has AVX512_BF16 (vdpbf16ps); elsewhere the option falls back to fp32 (printed)."""
+Alternating rounds of 5 runs (onnxep fp32, onnxep bf16, ort fp32[, openvino bf16]), each after a settle (_bench.py
+_alternate), medians. bf16 runs in bf16 only where the CPU has AVX512_BF16 (vdpbf16ps); elsewhere the option falls
+back to fp32 (printed)."""
 from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
+from onnxep._bench import _alternate
 from onnxep._zoo import DEFAULT_DIR, load_case, openvino_runner, ort_session, read_index, select
 
 
@@ -60,13 +61,10 @@ def main(argv=None):
         if ov is not None:
             runners["ov"] = ov
         first = {k: r(feeds)[0] for k, r in runners.items()}
-        times = {k: [] for k in runners}
-        for _ in range(args.repeat):
-            for k, r in runners.items():
-                t = time.perf_counter()
-                r(feeds)
-                times[k].append(time.perf_counter() - t)
-        ms = {k: 1e3 * float(np.median(v)) for k, v in times.items()}
+        # alternating rounds after a settle (onnxep/_bench.py _alternate): a call right after another library's
+        # leaves it a core short while that library's workers still spin
+        med = _alternate([lambda r=r: r(feeds) for r in runners.values()], 2, args.repeat, 5, 0.1)
+        ms = {k: 1e3 * t for k, t in zip(runners, med)}
         ratios.append(ms["bf16"] / ms["ort"])
         ovr = f"{ms['ov'] / ms['ort']:.2f} (cos {_cos(first['ov'], first['fp32']):.5f})" if "ov" in ms else "-"
         print(f"| {e['name']} | {ms['bf16']:.2f} | {ms['fp32']:.2f} | {ms['ort']:.2f} | {ms['bf16'] / ms['ort']:.2f} "
