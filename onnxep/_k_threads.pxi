@@ -22,7 +22,7 @@ cdef extern from "_native/threads.h":
     ctypedef void (*task_fn "onnxep_task")(void* ctx, Py_ssize_t item, int tid) noexcept nogil
     void parallel_for "onnxep_parallel_for"(Py_ssize_t n, int nth, task_fn fn, void* ctx) noexcept nogil
     void _pool_set_caller_spin "onnxep_pool_set_caller_spin"(long ns) noexcept nogil
-    void _pool_stats "onnxep_pool_stats"(long* spins, long* sleeps) noexcept nogil
+    void _pool_stats "onnxep_pool_stats"(long* spins, long* sleeps, long* steers) noexcept nogil
 
 
 def set_caller_spin_us(long us):
@@ -33,11 +33,12 @@ def set_caller_spin_us(long us):
 
 
 def pool_stats():
-    """(spins, sleeps): how many times a worker of this variant's pool, waiting for a job, spun, and how many
-    times it went to sleep on the condition variable (tests of the spin policy; bench/bench_threads.py)."""
-    cdef long spins, sleeps
-    _pool_stats(&spins, &sleeps)
-    return spins, sleeps
+    """(spins, sleeps, steers): how many times a worker of this variant's pool, waiting for a job, spun, how many
+    times it went to sleep on the condition variable, and how many times a caller took its own CPU out of a sleeping
+    worker's mask before waking it (threads.h onnxep_steer). For tests of the pool and bench/bench_threads.py."""
+    cdef long spins, sleeps, steers
+    _pool_stats(&spins, &sleeps, &steers)
+    return spins, sleeps, steers
 
 
 # Break-even sizes: below them a kernel call stays on one thread (SGEMM_MT_FLOPS: 2*M*N*K of a GEMM / conv;

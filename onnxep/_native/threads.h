@@ -6,6 +6,10 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <time.h>
+#ifdef __linux__
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 typedef void (*onnxep_task)(void* ctx, Py_ssize_t item, int tid);
 typedef struct {
     onnxep_task fn;
@@ -31,8 +35,22 @@ static struct {
     int nworkers;
     long spin_ns;                    /* -1 until first use */
     long spins, sleeps;              /* waits that spun, waits that slept (atomic; tests, bench_threads.py) */
+    long steers;                     /* sleeping workers a caller kept off its CPU (onnxep_steer; tests) */
+    int started;                     /* workers that took an index in onnxep_ws (atomic) */
     onnxep_job slot[2];
-} onnxep_pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, -1, 0, 0};
+} onnxep_pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, -1, 0, 0,
+                 0, 0};
+/* What a caller needs to steer a sleeping worker's wake-up (onnxep_steer); the first ONNXEP_TRACKED workers. Fields
+   other than tid change under onnxep_pool.mu only. */
+#define ONNXEP_TRACKED 64
+static struct {
+    long tid;                        /* the worker's thread id, 0 until it has started */
+    int asleep;                      /* waiting on the condition variable */
+    int steered;                     /* a caller narrowed its mask: the worker restores `mask` when it wakes */
+#ifdef __linux__
+    cpu_set_t mask;
+#endif
+} onnxep_ws[ONNXEP_TRACKED];
 
 #define ONNXEP_LOAD(p) __atomic_load_n(p, __ATOMIC_SEQ_CST)
 #define ONNXEP_STORE(p, v) __atomic_store_n(p, v, __ATOMIC_SEQ_CST)
@@ -76,6 +94,33 @@ static void onnxep_move_off(int cpu) {
     (void)cpu;
 #endif
 }
+/* Before waking the sleeping workers for a job, the caller takes its own CPU out of each one's affinity mask (the worker
+   puts its mask back as it wakes): the wake-up then cannot place it on the caller's CPU. onnxep_move_off alone does
+   not cover that case: a worker woken onto the caller's CPU waits there, runnable, behind the caller, which runs the
+   job's items itself and the next job's, and so on; the worker never runs to move. Seen on this 2-vCPU KVM guest after
+   every pause of the bench (its rounds of runs after 150 ms idle): the worker sat runnable on the caller's vCPU for the
+   whole round (/proc/self/task/<id>/stat), so resnet.dynamo of the zoo ran at its 1-thread time, 0.13 ms, at 2
+   threads (0.08 in a loop with no pause). Two system calls per sleeping worker, paid only when workers have slept. */
+static void onnxep_steer(int cpu) {
+#ifdef __linux__
+    int i, n = ONNXEP_LOAD(&onnxep_pool.started);
+    if (cpu < 0 || cpu >= CPU_SETSIZE) return;
+    for (i = 0; i < n && i < ONNXEP_TRACKED; i++) {
+        cpu_set_t was, other;
+        pid_t tid = (pid_t)ONNXEP_LOAD(&onnxep_ws[i].tid);
+        if (tid == 0 || !onnxep_ws[i].asleep || onnxep_ws[i].steered) continue;
+        if (sched_getaffinity(tid, sizeof was, &was) != 0 || !CPU_ISSET(cpu, &was)) continue;
+        other = was;
+        CPU_CLR(cpu, &other);
+        if (CPU_COUNT(&other) == 0 || sched_setaffinity(tid, sizeof other, &other) != 0) continue;
+        onnxep_ws[i].mask = was;
+        onnxep_ws[i].steered = 1;
+        ONNXEP_ADD(&onnxep_pool.steers, 1);
+    }
+#else
+    (void)cpu;
+#endif
+}
 /* Items are claimed in runs of (items left) / (4 * threads), at least one: a claim moves the counter's cache line
    between the cores, and per-item claims of ~1 us items (a depthwise conv's planes) cost up to a third of a
    2-thread call on this VM; the runs shrink towards the end, so the threads still finish together. */
@@ -95,6 +140,10 @@ static void onnxep_run_items(onnxep_job* j, int tid) {
 static void* onnxep_worker(void* arg) {
     long seen = (long)(size_t)arg;   /* the generation current when this worker was started */
     long spin = onnxep_pool.spin_ns; /* the spin of the last job this worker saw */
+    int me = ONNXEP_ADD(&onnxep_pool.started, 1);
+#ifdef __linux__
+    if (me < ONNXEP_TRACKED) ONNXEP_STORE(&onnxep_ws[me].tid, (long)syscall(SYS_gettid));
+#endif
     for (;;) {
         long g = ONNXEP_LOAD(&onnxep_pool.gen);
         if (g == seen) {             /* wait for a new job: spin (yielding now and then), then sleep */
@@ -112,12 +161,28 @@ static void* onnxep_worker(void* arg) {
             }
             if (g == seen) {
                 ONNXEP_ADD(&onnxep_pool.sleeps, 1);
+                int steered = 0;
+#ifdef __linux__
+                cpu_set_t mask;
+#endif
                 pthread_mutex_lock(&onnxep_pool.mu);
                 ONNXEP_ADD(&onnxep_pool.sleepers, 1);
+                if (me < ONNXEP_TRACKED) onnxep_ws[me].asleep = 1;
                 while ((g = ONNXEP_LOAD(&onnxep_pool.gen)) == seen)
                     pthread_cond_wait(&onnxep_pool.cv, &onnxep_pool.mu);
+                if (me < ONNXEP_TRACKED) {
+                    onnxep_ws[me].asleep = 0;
+                    steered = onnxep_ws[me].steered;
+                    onnxep_ws[me].steered = 0;
+#ifdef __linux__
+                    if (steered) mask = onnxep_ws[me].mask;
+#endif
+                }
                 ONNXEP_ADD(&onnxep_pool.sleepers, -1);
                 pthread_mutex_unlock(&onnxep_pool.mu);
+#ifdef __linux__
+                if (steered) sched_setaffinity(0, sizeof mask, &mask);   /* the mask it had (onnxep_steer) */
+#endif
             }
         }
         seen = g;
@@ -144,6 +209,11 @@ static void onnxep_pool_child(void) {
     ONNXEP_STORE(&onnxep_pool.slot[0].refs, 0);
     ONNXEP_STORE(&onnxep_pool.slot[1].refs, 0);
     onnxep_pool.nworkers = 0;
+    ONNXEP_STORE(&onnxep_pool.started, 0);
+    for (int i = 0; i < ONNXEP_TRACKED; i++) {
+        onnxep_ws[i].tid = 0;
+        onnxep_ws[i].asleep = onnxep_ws[i].steered = 0;
+    }
 }
 /* Start workers up to `want` (under the busy lock). Returns how many there are. */
 static int onnxep_pool_grow(int want) {
@@ -202,6 +272,7 @@ static void onnxep_parallel_for(Py_ssize_t n, int nth, onnxep_task fn, void* ctx
     ONNXEP_STORE(&onnxep_pool.gen, g);
     if (ONNXEP_LOAD(&onnxep_pool.sleepers) > 0) {
         pthread_mutex_lock(&onnxep_pool.mu);
+        onnxep_steer(j->cpu);
         pthread_cond_broadcast(&onnxep_pool.cv);
         pthread_mutex_unlock(&onnxep_pool.mu);
     }
@@ -218,9 +289,10 @@ static void onnxep_parallel_for(Py_ssize_t n, int nth, onnxep_task fn, void* ctx
 static void onnxep_pool_set_caller_spin(long ns) {
     onnxep_caller_spin_ns = ns < 0 ? -1 : ns;
 }
-static void onnxep_pool_stats(long* spins, long* sleeps) {
+static void onnxep_pool_stats(long* spins, long* sleeps, long* steers) {
     *spins = ONNXEP_LOAD(&onnxep_pool.spins);
     *sleeps = ONNXEP_LOAD(&onnxep_pool.sleeps);
+    *steers = ONNXEP_LOAD(&onnxep_pool.steers);
 }
 
 #endif /* ONNXEP_NATIVE_THREADS_H */

@@ -4,6 +4,7 @@ thread id below the requested count, whatever the count, concurrency or process 
 import importlib
 import os
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -145,6 +146,51 @@ def test_worker_moves_off_the_callers_cpu(isa):
         os.sched_setaffinity(0, allowed)
 
 
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2,
+                    reason="needs Linux and two CPUs this process may use")
+@pytest.mark.parametrize("isa", list(VARIANTS))
+def test_sleeping_worker_wakes_off_the_callers_cpu(isa):
+    """A caller waking sleeping workers first takes its own CPU out of their affinity masks, and each worker puts its
+    mask back as it wakes (onnxep_steer, _native/threads.h): a worker woken onto its caller's CPU would wait there
+    behind the caller, which runs every item itself. Set-up: workers that sleep at once after a job
+    (set_caller_spin_us(0)), the caller pinned to CPU a. Oracle: the pool's steer counter, the items' own
+    sched_getcpu (none the worker ran on a) and the worker's mask read back with os.sched_getaffinity."""
+    mod = VARIANTS[isa]
+    allowed = os.sched_getaffinity(0)
+    a = min(allowed)
+    mod.set_caller_spin_us(0)
+    try:
+        workers = set()
+        for _ in range(10):
+            slept = mod.pool_stats()[1]
+            tids, _, natives = mod.pool_cpus(64, 50_000, 2)
+            workers = {int(w) for t, w in zip(tids, natives) if t > 0}
+            if workers:
+                break
+        if not workers:
+            pytest.skip("the worker took no item (busy machine)")
+        (w,) = workers
+        os.sched_setaffinity(0, {a})
+        for attempt in range(5):
+            # asleep after the last job (the counter moves just before the worker waits: a moment more)
+            assert _wait_for(lambda: mod.pool_stats()[1] > slept), "the worker never went to sleep"
+            time.sleep(0.01)
+            slept, steered = mod.pool_stats()[1:]
+            tids, cpus, _ = mod.pool_cpus(64, 100_000, 2)
+            assert mod.pool_stats()[2] > steered, "no sleeping worker was steered off the caller's CPU"
+            assert set(cpus[tids == 0]) == {a}
+            ran = cpus[tids > 0]
+            assert a not in set(ran), (a, sorted(set(ran)))
+            assert _wait_for(lambda: os.sched_getaffinity(w) == allowed), os.sched_getaffinity(w)
+            if ran.size:
+                break
+        else:
+            pytest.fail("the woken worker took no item in 5 jobs")
+    finally:
+        os.sched_setaffinity(0, allowed)
+        mod.set_caller_spin_us(-1)
+
+
 def _wait_for(cond, timeout=10.0):
     """Polls cond() until it holds (True) or `timeout` seconds pass (False): a worker that has to wake first."""
     import time
@@ -167,11 +213,11 @@ def test_caller_spin_zero_workers_sleep_at_once(isa):
     want = np.arange(n, dtype=np.int64) ** 2
     mod.set_caller_spin_us(0)
     try:
-        _, slept = mod.pool_stats()
+        slept = mod.pool_stats()[1]
         out, _ = mod.pool_selftest(n, 2)
         np.testing.assert_array_equal(out, want)
         assert _wait_for(lambda: mod.pool_stats()[1] > slept), "the worker never went to sleep after the job"
-        spins, slept = mod.pool_stats()
+        spins, slept = mod.pool_stats()[:2]
         for _ in range(20):
             out, _ = mod.pool_selftest(n, 2)
             np.testing.assert_array_equal(out, want)
@@ -191,7 +237,7 @@ def test_caller_spin_is_per_thread():
     t = threading.Thread(target=lambda: (_kernels.set_caller_spin_us(0), _kernels.pool_selftest(20000, 2)))
     t.start()
     t.join()
-    spins, _ = _kernels.pool_stats()
+    spins = _kernels.pool_stats()[0]
     out, _ = _kernels.pool_selftest(20000, 2)
     np.testing.assert_array_equal(out, np.arange(20000, dtype=np.int64) ** 2)
     assert _wait_for(lambda: _kernels.pool_stats()[0] > spins)
