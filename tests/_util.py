@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import numpy as np
 import onnx
@@ -136,3 +137,14 @@ def count_packing(monkeypatch, calls: dict):
         if hasattr(_kernels, fn):
             monkeypatch.setattr(_kernels, fn, counting("pack", getattr(_kernels, fn)))
     return counting
+
+
+def wait_for(cond, timeout=10.0) -> bool:
+    """Polls cond() until it holds (True) or `timeout` seconds pass (False): e.g. a pool worker that has to wake or
+    go to sleep first."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return True
+        time.sleep(0.002)
+    return cond()

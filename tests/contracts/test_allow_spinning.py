@@ -13,6 +13,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 import onnxep
 from onnxep import _kernels
+from tests._util import wait_for
 
 N = 256          # 2 * N^3 = 34 MFLOP: far above the GEMM's two-thread break-even (SGEMM_MT_FLOPS)
 
@@ -32,15 +33,6 @@ def _session(spin=None):
     return onnxep.InferenceSession(model, so), w
 
 
-def _wait_for(cond, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return True
-        time.sleep(0.002)
-    return cond()
-
-
 def _run_checked(sess, w, x):
     (y,) = sess.run(None, {"x": x})
     np.testing.assert_allclose(y, x @ w, rtol=1e-4, atol=1e-3 * N ** 0.5)
@@ -55,15 +47,15 @@ def test_allow_spinning_0_workers_do_not_spin():
     spinning, _ = _session()
     slept = _kernels.pool_stats()[1]
     _run_checked(quiet, w, x)
-    assert _wait_for(lambda: _kernels.pool_stats()[1] > slept), "the worker never slept after the run"
+    assert wait_for(lambda: _kernels.pool_stats()[1] > slept), "the worker never slept after the run"
     spins, slept = _kernels.pool_stats()[:2]
     for _ in range(10):
         _run_checked(quiet, w, x)
         time.sleep(0.001)
-    assert _wait_for(lambda: _kernels.pool_stats()[1] > slept)
+    assert wait_for(lambda: _kernels.pool_stats()[1] > slept)
     assert _kernels.pool_stats()[0] == spins, "a worker spun after the runs of an allow_spinning=0 session"
     _run_checked(spinning, w, x)
-    assert _wait_for(lambda: _kernels.pool_stats()[0] > spins), "no spin after a default session's run"
+    assert wait_for(lambda: _kernels.pool_stats()[0] > spins), "no spin after a default session's run"
 
 
 @pytest.mark.parametrize("value", ["2", "yes", "", "true"])

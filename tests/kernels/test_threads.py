@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from onnxep import _kernels
-from tests._util import run_threads
+from tests._util import run_threads, wait_for
 
 VARIANTS = {isa: importlib.import_module(f"onnxep._kernels_{isa}") for isa in _kernels.AVAILABLE}
 
@@ -113,6 +113,18 @@ def test_pool_probe_contract(isa):
         assert ns >= (8 - by_workers) * 20_000
 
 
+def _the_worker(mod) -> int:
+    """The kernel thread id of the pool's one worker (a 2-thread job until the worker takes an item); skips when it
+    never does (a busy machine)."""
+    for _ in range(10):
+        tids, _, natives = mod.pool_cpus(64, 50_000, 2)
+        workers = {int(w) for t, w in zip(tids, natives) if t > 0}
+        if workers:
+            (w,) = workers
+            return w
+    pytest.skip("the worker took no item (busy machine)")
+
+
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2,
                     reason="needs Linux and two CPUs this process may use")
 @pytest.mark.parametrize("isa", list(VARIANTS))
@@ -124,15 +136,7 @@ def test_worker_moves_off_the_callers_cpu(isa):
     cpus_of = VARIANTS[isa].pool_cpus
     allowed = os.sched_getaffinity(0)
     a = min(allowed)
-    workers = set()
-    for _ in range(10):                             # the worker exists; its kernel thread id (once it took an item)
-        tids, _, natives = cpus_of(64, 50_000, 2)
-        workers = {int(w) for t, w in zip(tids, natives) if t > 0}
-        if workers:
-            break
-    if not workers:
-        pytest.skip("the worker took no item (busy machine)")
-    (w,) = workers
+    w = _the_worker(VARIANTS[isa])
     try:
         os.sched_setaffinity(w, {a})
         os.sched_setaffinity(0, {a})
@@ -160,20 +164,13 @@ def test_sleeping_worker_wakes_off_the_callers_cpu(isa):
     a = min(allowed)
     mod.set_caller_spin_us(0)
     try:
-        workers = set()
-        for _ in range(10):
-            slept = mod.pool_stats()[1]
-            tids, _, natives = mod.pool_cpus(64, 50_000, 2)
-            workers = {int(w) for t, w in zip(tids, natives) if t > 0}
-            if workers:
-                break
-        if not workers:
-            pytest.skip("the worker took no item (busy machine)")
-        (w,) = workers
+        w = _the_worker(mod)
         os.sched_setaffinity(0, {a})
+        slept = mod.pool_stats()[1]
+        mod.pool_cpus(2, 1000, 2)                   # a job the worker goes to sleep after
         for attempt in range(5):
             # asleep after the last job (the counter moves just before the worker waits: a moment more)
-            assert _wait_for(lambda: mod.pool_stats()[1] > slept), "the worker never went to sleep"
+            assert wait_for(lambda: mod.pool_stats()[1] > slept), "the worker never went to sleep"
             time.sleep(0.01)
             slept, steered = mod.pool_stats()[1:]
             tids, cpus, _ = mod.pool_cpus(64, 100_000, 2)
@@ -181,7 +178,7 @@ def test_sleeping_worker_wakes_off_the_callers_cpu(isa):
             assert set(cpus[tids == 0]) == {a}
             ran = cpus[tids > 0]
             assert a not in set(ran), (a, sorted(set(ran)))
-            assert _wait_for(lambda: os.sched_getaffinity(w) == allowed), os.sched_getaffinity(w)
+            assert wait_for(lambda: os.sched_getaffinity(w) == allowed), os.sched_getaffinity(w)
             if ran.size:
                 break
         else:
@@ -189,17 +186,6 @@ def test_sleeping_worker_wakes_off_the_callers_cpu(isa):
     finally:
         os.sched_setaffinity(0, allowed)
         mod.set_caller_spin_us(-1)
-
-
-def _wait_for(cond, timeout=10.0):
-    """Polls cond() until it holds (True) or `timeout` seconds pass (False): a worker that has to wake first."""
-    import time
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return True
-        time.sleep(0.002)
-    return cond()
 
 
 @pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="needs two CPUs")
@@ -216,18 +202,18 @@ def test_caller_spin_zero_workers_sleep_at_once(isa):
         slept = mod.pool_stats()[1]
         out, _ = mod.pool_selftest(n, 2)
         np.testing.assert_array_equal(out, want)
-        assert _wait_for(lambda: mod.pool_stats()[1] > slept), "the worker never went to sleep after the job"
+        assert wait_for(lambda: mod.pool_stats()[1] > slept), "the worker never went to sleep after the job"
         spins, slept = mod.pool_stats()[:2]
         for _ in range(20):
             out, _ = mod.pool_selftest(n, 2)
             np.testing.assert_array_equal(out, want)
-        assert _wait_for(lambda: mod.pool_stats()[1] > slept)
+        assert wait_for(lambda: mod.pool_stats()[1] > slept)
         assert mod.pool_stats()[0] == spins, "a worker spun after jobs posted with spin 0"
     finally:
         mod.set_caller_spin_us(-1)
     out, _ = mod.pool_selftest(n, 2)
     np.testing.assert_array_equal(out, want)
-    assert _wait_for(lambda: mod.pool_stats()[0] > spins), "the default spin did not come back"
+    assert wait_for(lambda: mod.pool_stats()[0] > spins), "the default spin did not come back"
 
 
 @pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="needs two CPUs")
@@ -240,4 +226,4 @@ def test_caller_spin_is_per_thread():
     spins = _kernels.pool_stats()[0]
     out, _ = _kernels.pool_selftest(20000, 2)
     np.testing.assert_array_equal(out, np.arange(20000, dtype=np.int64) ** 2)
-    assert _wait_for(lambda: _kernels.pool_stats()[0] > spins)
+    assert wait_for(lambda: _kernels.pool_stats()[0] > spins)
