@@ -63,7 +63,7 @@ def main(argv=None):
         first = {k: r(feeds)[0] for k, r in runners.items()}
         # alternating rounds after a settle (onnxep/_bench.py _alternate): a call right after another library's
         # leaves it a core short while that library's workers still spin
-        med = _alternate([lambda r=r: r(feeds) for r in runners.values()], 2, args.repeat, 5, 0.1)
+        med = _alternate([lambda r=r: r(feeds) for r in runners.values()], 3, args.repeat, 5, 0.05)
         ms = {k: 1e3 * t for k, t in zip(runners, med)}
         ratios.append(ms["bf16"] / ms["ort"])
         ovr = f"{ms['ov'] / ms['ort']:.2f} (cos {_cos(first['ov'], first['fp32']):.5f})" if "ov" in ms else "-"
