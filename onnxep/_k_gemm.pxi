@@ -591,7 +591,7 @@ cdef int par_calibrate(bint force) noexcept nogil:
     itself: two first calls at once measure twice, each setting consistent figures."""
     global PAR_CALL_NS, PAR_FLOP_NS, CONV_MT_FLOPS, _par_tries
     cdef double ex[PAR_PROBE_CALLS]
-    cdef double rate[9]
+    cdef double rate = 0.0
     cdef int k, n = 0, flag, joined = 0
     cdef long t0, t1
     cdef float* buf
@@ -634,11 +634,10 @@ cdef int par_calibrate(bint force) noexcept nogil:
         t0 = _now_ns()
         sgemm_packed_raw(48, 32, 128, 1.0, a, 128, 1, bp, 0.0, c, 32, 1, NULL, NULL, &act, work, 1)
         if k > 0:
-            rate[k - 1] = 2.0 * 48 * 32 * 128 / max(<double>(_now_ns() - t0), 1.0)
+            rate = max(rate, 2.0 * 48 * 32 * 128 / max(<double>(_now_ns() - t0), 1.0))
     free(buf)
-    qsort(rate, 9, sizeof(double), _cmp_double)
     PAR_CALL_NS = min(max(ex[n // 4], 100.0), 50000.0)
-    PAR_FLOP_NS = min(max(rate[8], 1.0), 10000.0)
+    PAR_FLOP_NS = min(max(rate, 1.0), 10000.0)
     CONV_MT_FLOPS = 2.0 * PAR_CALL_NS * PAR_FLOP_NS
     _par_tries = PAR_TRIES + 1
     return 1

@@ -102,6 +102,7 @@ cdef enum:
 
 cdef extern from "_native/rl_ops.h" nogil:
     enum: RL_MAXD
+    Py_ssize_t rl_count(int nd, const Py_ssize_t* shape)
     void rl_strided_copy(char* dst, const char* src, Py_ssize_t item, int nd, const Py_ssize_t* shape,
                          const Py_ssize_t* ss, const Py_ssize_t* ds, Py_ssize_t r0, Py_ssize_t r1)
     void rl_where(char* y, const char* c, const char* a, const char* b, Py_ssize_t item, int nd,
@@ -292,11 +293,8 @@ cdef void _rl_copy_split(const RStep* s, char** p, Py_ssize_t rows, Py_ssize_t r
 
 
 cdef void _rl_strided(const RStep* s, char** p) noexcept nogil:
-    cdef Py_ssize_t rows = 1, k
     cdef int nd = <int>s.n[1]
-    for k in range(nd - 1):
-        rows *= s.n[3 + k]
-    _rl_copy_split(s, p, rows, s.n[3 + nd - 1] * s.n[0])
+    _rl_copy_split(s, p, rl_count(nd - 1, &s.n[3]), s.n[3 + nd - 1] * s.n[0])
 
 
 cdef void _rl_where(const RStep* s, char** p) noexcept nogil:

@@ -169,8 +169,6 @@ def pool_probe(int calls, Py_ssize_t n, long item_ns, long gap_ns, int nth):
 
 cdef extern from *:
     """
-    #include <sys/syscall.h>
-    #include <unistd.h>
     typedef struct { long item_ns; int* tids; int* cpus; long* natives; } onnxep_cpu_probe;
     /* an item busy for item_ns, noting the pool's tid, the CPU it started on and the kernel's id of its thread */
     static void onnxep_cpu_probe_item(void* p, Py_ssize_t i, int tid) {
@@ -178,7 +176,7 @@ cdef extern from *:
         c->tids[i] = tid;
         c->cpus[i] = onnxep_cpu();
     #ifdef __linux__
-        c->natives[i] = (long)syscall(SYS_gettid);
+        c->natives[i] = onnxep_gettid();
     #else
         c->natives[i] = -1;
     #endif

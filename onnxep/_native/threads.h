@@ -73,6 +73,22 @@ static inline int onnxep_cpu(void) {
     return -1;
 #endif
 }
+#ifdef __linux__
+/* The kernel's id of the calling thread (the id sched_setaffinity and /proc/self/task take). */
+static inline long onnxep_gettid(void) {
+    return (long)syscall(SYS_gettid);
+}
+/* Takes `cpu` out of thread tid's affinity mask (0: the calling thread) when the mask has it and another CPU: returns
+   1 with the mask it had in *was, else 0 and the mask untouched. */
+static int onnxep_mask_without(pid_t tid, int cpu, cpu_set_t* was) {
+    cpu_set_t other;
+    if (cpu < 0 || cpu >= CPU_SETSIZE) return 0;
+    if (sched_getaffinity(tid, sizeof *was, was) != 0 || !CPU_ISSET(cpu, was)) return 0;
+    other = *was;
+    CPU_CLR(cpu, &other);
+    return CPU_COUNT(&other) > 0 && sched_setaffinity(tid, sizeof other, &other) == 0;
+}
+#endif
 /* A worker that takes a job on the CPU its caller runs on moves to another CPU the thread may use: the affinity mask
    without that CPU for a moment (the kernel migrates the thread before the call returns), then the mask it had, so
    nothing stays pinned. Why: Linux places a woken thread on its waker's CPU when it does not see another one idle,
@@ -83,13 +99,8 @@ static inline int onnxep_cpu(void) {
    sched_getcpu per job. */
 static void onnxep_move_off(int cpu) {
 #ifdef __linux__
-    cpu_set_t was, other;
-    if (cpu < 0 || cpu >= CPU_SETSIZE || sched_getcpu() != cpu) return;
-    if (sched_getaffinity(0, sizeof was, &was) != 0 || !CPU_ISSET(cpu, &was)) return;
-    other = was;
-    CPU_CLR(cpu, &other);
-    if (CPU_COUNT(&other) == 0) return;
-    if (sched_setaffinity(0, sizeof other, &other) == 0) sched_setaffinity(0, sizeof was, &was);
+    cpu_set_t was;
+    if (sched_getcpu() == cpu && onnxep_mask_without(0, cpu, &was)) sched_setaffinity(0, sizeof was, &was);
 #else
     (void)cpu;
 #endif
@@ -104,16 +115,10 @@ static void onnxep_move_off(int cpu) {
 static void onnxep_steer(int cpu) {
 #ifdef __linux__
     int i, n = ONNXEP_LOAD(&onnxep_pool.started);
-    if (cpu < 0 || cpu >= CPU_SETSIZE) return;
     for (i = 0; i < n && i < ONNXEP_TRACKED; i++) {
-        cpu_set_t was, other;
         pid_t tid = (pid_t)ONNXEP_LOAD(&onnxep_ws[i].tid);
         if (tid == 0 || !onnxep_ws[i].asleep || onnxep_ws[i].steered) continue;
-        if (sched_getaffinity(tid, sizeof was, &was) != 0 || !CPU_ISSET(cpu, &was)) continue;
-        other = was;
-        CPU_CLR(cpu, &other);
-        if (CPU_COUNT(&other) == 0 || sched_setaffinity(tid, sizeof other, &other) != 0) continue;
-        onnxep_ws[i].mask = was;
+        if (!onnxep_mask_without(tid, cpu, &onnxep_ws[i].mask)) continue;
         onnxep_ws[i].steered = 1;
         ONNXEP_ADD(&onnxep_pool.steers, 1);
     }
@@ -142,7 +147,7 @@ static void* onnxep_worker(void* arg) {
     long spin = onnxep_pool.spin_ns; /* the spin of the last job this worker saw */
     int me = ONNXEP_ADD(&onnxep_pool.started, 1);
 #ifdef __linux__
-    if (me < ONNXEP_TRACKED) ONNXEP_STORE(&onnxep_ws[me].tid, (long)syscall(SYS_gettid));
+    if (me < ONNXEP_TRACKED) ONNXEP_STORE(&onnxep_ws[me].tid, onnxep_gettid());
 #endif
     for (;;) {
         long g = ONNXEP_LOAD(&onnxep_pool.gen);
