@@ -100,3 +100,32 @@ def test_gemm_bf16_close_to_fp32(trans_a, trans_b, c_shape, alpha, beta):
     assert np.all(np.abs(y16 - y32) <= (2 ** -7 + K * 2 ** -22) * s + 1e-5 * (np.abs(y32) + 1))
     if _kernels.bgemm_hw():
         assert not np.array_equal(y16, y32)       # the bf16 GEMM ran
+
+
+@pytest.mark.skipif(not _kernels.bgemm_hw(), reason="needs AVX512_BF16")
+def test_batch1_fully_connected_runs_bf16(monkeypatch):
+    """A batch-1 Gemm (transB=1) + Relu, which fp32 keeps as stored for gemv_f32 (ops/onnxep/fused_mat_mul.py), is
+    packed to bf16 in a bf16 session: the layer is memory-bound, and bf16 halves the bytes read per run. Oracle: the
+    fp32 session, within the bf16 bound of test_gemm_bf16_close_to_fp32."""
+    calls = []
+    for fn in ("gemv_f32", "bgemm_pack_b"):
+        real = getattr(_kernels, fn)
+        monkeypatch.setattr(_kernels, fn, lambda *a, _f=fn, _r=real: (calls.append(_f), _r(*a))[1])
+    rng = np.random.default_rng(5)
+    K, N = 300, 70
+    w = rng.standard_normal((N, K)).astype(np.float32)
+    c = rng.standard_normal(N).astype(np.float32)
+    nodes = [helper.make_node("Gemm", ["a", "w", "c"], ["g"], transB=1), helper.make_node("Relu", ["g"], ["y"])]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("a", TensorProto.FLOAT, [1, K])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, N])],
+                          [numpy_helper.from_array(w, "w"), numpy_helper.from_array(c, "c")])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]).SerializeToString()
+    a = rng.standard_normal((1, K)).astype(np.float32)
+    y16 = _session(model, "bf16").run(None, {"a": a})[0]
+    assert "bgemm_pack_b" in calls and "gemv_f32" not in calls
+    calls.clear()
+    y32 = _session(model, "fp32").run(None, {"a": a})[0]
+    assert calls == ["gemv_f32"]
+    s = np.abs(a).astype(np.float64) @ np.abs(w.T) + np.abs(c)
+    assert np.all(np.abs(y16 - y32) <= (2 ** -7 + K * 2 ** -22) * s + 1e-5 * (np.abs(y32) + 1))
+    assert not np.array_equal(y16, y32)
