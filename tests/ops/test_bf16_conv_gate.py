@@ -233,17 +233,22 @@ def test_epcontext_reloads_bf16_conv_packings(force, wino, wino_f4, tmp_path, ge
 
 
 @needs_bf16
-def test_bf16_winograd_compiled_run_loop_matches_python_loop(force, wino):
-    """The bf16 Winograd conv through the compiled run loop (RL_CONV_NHWC, ConvNhwc.wino carrying WINO_BF16) gives
-    the bits of the Python loop (oracle: the same session with device.COMPILED_RUNS off), and of 1 and 2 threads."""
+@pytest.mark.parametrize("hw", [(15, 17), (28, 30)], ids=["f2", "f4"])
+def test_bf16_winograd_compiled_run_loop_matches_python_loop(force, wino, hw):
+    """The bf16 Winograd conv, F(2x2) (255 pixels) and F(4x4) (840), through the compiled run loop (RL_CONV_NHWC,
+    ConvNhwc.wino carrying WINO_BF16) gives the bits of the Python loop (oracle: the same session with
+    device.COMPILED_RUNS off), and of 1 and 2 threads."""
     from onnxep.backends.cpu import device
     from tests.ops.test_bconv_nhwc import _programs
     force(True)
     wino(True)
-    model, x, _ = _model(64, 64, 3, 1, 1, 1, 15, 17, np.random.default_rng(5))
+    model, x, _ = _model(64, 64, 3, 1, 1, 1, *hw, np.random.default_rng(5))
     sess = _session(model, "bf16")
     got = [sess.run(None, {"x": x}) for _ in range(2)][1]
     assert _programs(sess) or _bf16.bf16_conv_path() != "avx512bf16"
+    if _bf16.bf16_conv_path() == "avx512bf16":
+        (conv,) = [st[0] for p in sess.plans for st in p.steps if st[6] == "NhwcConv" and st[0]._wshape[2] == 3]
+        assert conv._conv_path(conv._wshape) == ("winograd4-bf16" if hw[0] >= 24 else "winograd-bf16")
     device.COMPILED_RUNS = False
     try:
         ref = _session(model, "bf16")
