@@ -320,7 +320,8 @@ def _nhwc_conv_packing(fmt: str) -> bool:
 
 def _bf16_conv_path() -> str:
     """This process's bf16 conv path as the manifest records it (ops/_bf16.py bf16_conv_packings): "amx",
-    "avx512bf16" (+"+winograd" when Winograd convs take bf16 there) or "fp32"."""
+    "avx512bf16" (+"+winograd" when Winograd convs take bf16 there, "+winograd4" when F(4x4) ones do too) or
+    "fp32"."""
     from onnxep.ops._bf16 import bf16_conv_packings
     return bf16_conv_packings()
 

@@ -60,11 +60,32 @@ def bf16_winograd() -> bool:
     return BF16_WINOGRAD if _wino_force is None else _wino_force
 
 
+#: ... and a conv fp32 runs on F(4x4, 3x3) runs the bf16 F(4x4) (not the bf16 F(2x2) nor fp32 F(4x4): the rule and
+#: its error in ops/onnxep/nhwc_conv.py BF16_WINOGRAD_F2_MIN_CHANNELS)
+BF16_WINOGRAD_F4 = True
+_wino_f4_force = None
+
+
+def force_bf16_winograd_f4(on):
+    """Tests and in-process A/B: True / False turns the bf16 F(4x4) on / off (BF16_WINOGRAD_F4), None: back to the
+    rule."""
+    global _wino_f4_force
+    _wino_f4_force = None if on is None else bool(on)
+
+
+def bf16_winograd_f4() -> bool:
+    """Whether a bf16 session's convs that fp32 runs on F(4x4) run the bf16 F(4x4) (where bf16_winograd holds)."""
+    return BF16_WINOGRAD_F4 if _wino_f4_force is None else _wino_f4_force
+
+
 def bf16_conv_packings() -> str:
     """What decides a bf16 session's conv packings in this process, as an EPContext blob records it: the bf16 conv
-    path ("amx", "avx512bf16" or "fp32"), "+winograd" when its Winograd convs take bf16 operands."""
+    path ("amx", "avx512bf16" or "fp32"), "+winograd" when its Winograd convs take bf16 operands, "+winograd4" when
+    those fp32 runs on F(4x4) take the bf16 F(4x4)."""
     path = bf16_conv_path()
-    return (path or "fp32") + ("+winograd" if path == "avx512bf16" and bf16_winograd() else "")
+    if path != "avx512bf16" or not bf16_winograd():
+        return path or "fp32"
+    return path + ("+winograd4" if bf16_winograd_f4() else "+winograd")
 
 
 def bf16_format(trans_b) -> str:

@@ -11,8 +11,8 @@ roundoff u = 2^-8, round to nearest even) turns each product U V into U V (1 + e
 arithmetic elsewhere output q is off by at most (2u + u^2) * |A^T (x) A^T| (sum_c |U_c| |V_c|), and |V_c| <=
 |B^T (x) B^T| |d|: computed here in float64 from the matrices, tile by tile. The fp32 work (transforms, accumulation,
 epilogue) adds at most the fp32 path's bound (tests/kernels/test_conv_winograd.py _tol) with operands up to (1 + u)
-larger. F(4x4)'s larger A^T and B^T entries make its bound (and error) several times F(2x2)'s: the reason the model
-rule (ops/onnxep/nhwc_conv.py BF16_WINOGRAD_F2_MIN_CHANNELS) runs bf16 on F(2x2) only."""
+larger. F(4x4)'s larger A^T and B^T entries make its bound (and error) several times F(2x2)'s: the model rule
+(ops/onnxep/nhwc_conv.py, before BF16_WINOGRAD_F2_MIN_CHANNELS) weighs that error at the models' outputs."""
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st

@@ -15,14 +15,14 @@ conv_depthwise_nhwc_f32 (no Z; activations DW_ACTIVATIONS).
 With onnxep.compute_precision=bf16 (ops/_bf16.py) a dense or grouped conv with a constant W runs on the bf16 GEMM
 instead (_k_bgemm.pxi BConvNhwc: im2col rows gathered and rounded to bf16 while packed, W packed once in bf16, the same
 epilogue; a grouped conv group by group, each a GEMM on its channels); depthwise convs stay fp32. Where the bf16 GEMM
-runs on vdpbf16ps (not AMX), a conv fp32 runs on Winograd takes the bf16 F(2x2, 3x3) instead (ConvNhwc path
-"winograd-bf16": transforms in fp32, the plane GEMMs on bf16 operands) or stays on fp32 Winograd
-(BF16_WINOGRAD_F2_MIN_CHANNELS)."""
+runs on vdpbf16ps (not AMX), a conv fp32 runs on Winograd takes the bf16 Winograd of the same tile instead
+(ConvNhwc paths "winograd-bf16" / "winograd4-bf16": transforms in fp32, the plane GEMMs on bf16 operands;
+BF16_WINOGRAD_F2_MIN_CHANNELS)."""
 import numpy as np
 
 from onnxep import _kernels
 from onnxep.ops._base import F32, OpKernel, f32_shape
-from onnxep.ops._bf16 import bf16_conv_path, bf16_winograd, use_bf16
+from onnxep.ops._bf16 import bf16_conv_path, bf16_winograd, bf16_winograd_f4, use_bf16
 from onnxep.ops._packed import PackedWeightMixin
 from onnxep.ops.nn.conv import ConvAttrs, conv_geometry
 
@@ -114,15 +114,42 @@ BF16_CONV_WIDER_MIN_COUT = 96
 # 0.92x / 1.86x, 5x5 16 -> 32 at 27x27 0.97x / 3.3x, 7x7 3 -> 64 1.08x / 0.89x, 3x3 3 -> 64 1.5-4x
 _BF16_CONV_THRESHOLDS = (BF16_CONV_MIN_K, BF16_CONV_MIN_CHANNELS, BF16_CONV_WIDE_MIN_CHANNELS, BF16_CONV_WIDE_MIN_K,
                          BF16_CONV_WIDE_MIN_COUT, BF16_CONV_WIDER_MIN_COUT)
-# bf16_conv_path() -> (MIN_K, MIN_CHANNELS, WIDE_MIN_CHANNELS, WIDE_MIN_K, WIDE_MIN_COUT, WIDER_MIN_COUT, also over
-# Winograd): one set of thresholds for both paths (measured alike above), Winograd convs kept fp32 on vdpbf16ps
-_BF16_CONV_RULES = {"amx": _BF16_CONV_THRESHOLDS + (True,), "avx512bf16": _BF16_CONV_THRESHOLDS + (False,)}
+# On the vdpbf16ps path a 1x1 conv (X read in place as A, rounded to bf16 row block by row block) pays from fewer
+# products per output than BF16_CONV_MIN_K: from this many input channels and this many output channels (per group).
+# vdpbf16ps does two products per lane where the FMA does one, so the products halve; what is left to pay is rounding
+# A's M x K elements, shared by the N outputs (so N, not K, decides: the same K loses with 32 outputs and gains with
+# 64), and the tile's epilogue, shared by K / 2 steps instead of K. Each conv alone (+ Relu) in a session, bf16 with
+# this rule against the fp32 session, 1 thread process CPU time (2 threads wall, a loaded machine), medians of 9
+# alternating rounds: taken -- 1x1 64 -> 256 at 56x56 0.83x (0.53-0.84x), 64 -> 128 at 56x56 0.77x (0.62x), 64 -> 64
+# at 56x56 0.89-0.92x (0.90-1.0x), at 14x14 0.94x, 80 -> 80 at 28x28 0.83x, 96 -> 128 at 28x28 0.74x (0.73x), 112 ->
+# 112 0.74x (0.77x), 64 -> 256 at 13x13 0.72x (0.72-0.74x), 48 -> 192 at 13x13 0.77-0.79x (0.79-0.93x), 32 -> 128 at
+# 27x27 0.90-0.91x (0.87-0.99x), 4 groups of 68 -> 68 at 14x14 0.87x (0.89-0.92x); left fp32 -- 64 -> 48 at 28x28
+# 0.96x, 64 -> 32 at 56x56 1.16x, 96 -> 32 at 28x28 0.99x, 64 -> 16 at 55x55 1.22x, 24 -> 112 at 56x56 0.98x (1.38x),
+# 16 -> 64 at 55x55 1.35x (1.34x), 4 groups of 34 -> 34 at 28x28 1.25x, of 28 -> 28 1.65x, of 32 -> 32 1.39x, 2 of
+# 48 -> 48 1.08x. On AMX the rule above (BF16_CONV_MIN_K) stays, as measured there
+BF16_POINTWISE_MIN_K = 32
+BF16_POINTWISE_MIN_COUT = 64
+# bf16_conv_path() -> (MIN_K, MIN_CHANNELS, WIDE_MIN_CHANNELS, WIDE_MIN_K, WIDE_MIN_COUT, WIDER_MIN_COUT, a 1x1's
+# MIN_K and MIN_COUT, also over Winograd): one set of thresholds for both paths (measured alike above) but the 1x1
+# convs', Winograd convs kept off the bf16 direct conv on vdpbf16ps
+_BF16_CONV_RULES = {"amx": _BF16_CONV_THRESHOLDS + (BF16_CONV_MIN_K, 0, True),
+                    "avx512bf16": _BF16_CONV_THRESHOLDS + (BF16_POINTWISE_MIN_K, BF16_POINTWISE_MIN_COUT, False)}
 
 
-# bf16 Winograd (ops/_bf16.py bf16_winograd, the vdpbf16ps conv path): F(2x2, 3x3) only. Rounding V and U to bf16
+# bf16 Winograd (ops/_bf16.py bf16_winograd, the vdpbf16ps conv path): the tile fp32 takes. Rounding V and U to bf16
 # (u = 2^-8) puts 2u |U||V| on each product; F(4x4)'s transforms (entries up to 5 in B^T, 8 in A^T) amplify it to
 # ~6x F(2x2)'s error (3x3 64 -> 64 and 256 -> 256 alone, random data, rms error / rms output: F(2x2) 4.0e-3, F(4x4)
-# 2.4-2.6e-2; 1 - cosine 8e-6 against 3e-4 per conv, too much for a deep model's >= 0.999), so a conv fp32 runs on
+# 2.4-2.6e-2; 1 - cosine 8e-6 against 3e-4 per conv). At a model's output that error stays well inside issue 29's
+# cosine >= 0.999 against fp32: the tensor feeding the light models' Softmax, 1 - cosine with every F(4x4) conv on
+# bf16 F(4x4) / as before: VGG-19 1.4e-4 / 3.3e-5, Inception-v1 2.1e-5 / 1.5e-5, Inception-v2 1.8e-5 / 1.5e-5,
+# DenseNet-121 8e-6 / 9e-6, ResNet-50 9e-6 / 9e-6, SqueezeNet 5e-6 / 6e-6; the zoo's first output (bench/zoo):
+# unet 5.3e-4 / 8.7e-6 (16x16 images, 32-64 channels, every 3x3 conv on F(4x4), no pooling head to average the
+# error out: the worst seen), resnet_torch 4.2e-6 / 3.1e-6. And it is the fastest of the three choices: kernel
+# alone (+ Relu, 1 thread, process CPU time, a loaded machine), bf16 F(4x4) / fp32 F(4x4) (bf16 F(4x4) / bf16
+# F(2x2)): 3x3 64 -> 64 at 56x56 0.78x (0.69x), 128 -> 128 at 28x28 0.81x (0.89x), 256 -> 256 at 56x56 0.72x
+# (0.84x), 64 -> 192 at 56x56 0.71x (0.77x), 96 -> 128 at 28x28 0.68x (0.72x), 128 -> 32 at 28x28 0.78x (0.70x),
+# 32 -> 128 at 27x27 0.73x (0.71x), 16 -> 64 at 55x55 0.96x (0.81x). With the bf16 F(4x4) off (BF16_WINOGRAD_F4,
+# force_bf16_winograd_f4) the earlier rule holds: a conv fp32 runs on
 # F(4x4) takes the bf16 F(2x2) only where its GEMMs outweigh its 2.25x more transform work per output by a margin: the
 # transforms scale with C + K, the GEMM with C * K, so from C * K / (C + K) >= this many channels. Kernel alone,
 # bf16 F(2x2) / fp32 F(4x4) time at 1 thread (process CPU) / 2 threads, a loaded machine: 256 -> 256 at 14x14
@@ -244,11 +271,14 @@ class NhwcConv_1(ConvAttrs, PackedWeightMixin, OpKernel):
         path = bf16_conv_path() if use_bf16(self) else None
         if path is None or self._depthwise_shape(wshape, int(self.group)):
             return False
-        min_k, min_c, wide_c, wide_k, wide_cout, wider_cout, over_winograd = _BF16_CONV_RULES[path]
+        min_k, min_c, wide_c, wide_k, wide_cout, wider_cout, pw_k, pw_cout, over_winograd = _BF16_CONV_RULES[path]
         cg, k, og = wshape[1], wshape[1] * wshape[2] * wshape[3], wshape[0] // int(self.group)
-        return k >= min_k and (wshape[2] * wshape[3] == 1 or cg >= min_c
-                               or (cg >= wide_c and (og >= wider_cout or (k >= wide_k and og >= wide_cout)))) \
-            and (over_winograd or not self._winograd(wshape)) and self._w_constant()
+        if wshape[2] * wshape[3] == 1:
+            taken = k >= min_k or (k >= pw_k and og >= pw_cout)
+        else:
+            taken = k >= min_k and (cg >= min_c
+                                    or (cg >= wide_c and (og >= wider_cout or (k >= wide_k and og >= wide_cout))))
+        return taken and (over_winograd or not self._winograd(wshape)) and self._w_constant()
 
     def _w_constant(self):
         """W is a constant: to be packed (a constant input), packed, or described by an EPContext blob's packing info
@@ -264,14 +294,17 @@ class NhwcConv_1(ConvAttrs, PackedWeightMixin, OpKernel):
             self._describing_packing = False
 
     def _bf16_winograd(self, wshape):
-        """2 for a conv that runs the bf16 F(2x2, 3x3) (ConvNhwc path "winograd-bf16"), else 0: the session asked for
-        bf16, the CPU's bf16 conv path keeps Winograd convs off the bf16 direct conv (vdpbf16ps, not AMX:
-        _BF16_CONV_RULES), ops/_bf16.py bf16_winograd allows it, fp32 runs it on F(2x2) -- or on F(4x4) with
-        BF16_WINOGRAD_F2_MIN_CHANNELS -- and W is constant (or already packed), as for _bf16."""
+        """The tile m of the bf16 Winograd a conv runs (ConvNhwc path "winograd-bf16" for 2, "winograd4-bf16" for 4),
+        else 0: the session asked for bf16, the CPU's bf16 conv path keeps Winograd convs off the bf16 direct conv
+        (vdpbf16ps, not AMX: _BF16_CONV_RULES), ops/_bf16.py bf16_winograd allows it, and W is constant (or already
+        packed), as for _bf16. 4 where fp32 runs F(4x4) (ops/_bf16.py bf16_winograd_f4; with it off, 2 there from
+        BF16_WINOGRAD_F2_MIN_CHANNELS, else 0), 2 where fp32 runs F(2x2)."""
         path = bf16_conv_path() if use_bf16(self) else None
         if path is None or _BF16_CONV_RULES[path][-1] or not bf16_winograd():
             return 0
         m = self._winograd(wshape)
+        if m == 4 and bf16_winograd_f4():
+            return 4 if self._w_constant() else 0
         if m == 4 and wshape[0] * wshape[1] < BF16_WINOGRAD_F2_MIN_CHANNELS * (wshape[0] + wshape[1]):
             return 0
         return 2 if m and self._w_constant() else 0
@@ -288,8 +321,9 @@ class NhwcConv_1(ConvAttrs, PackedWeightMixin, OpKernel):
         group = int(self.group)
         if w is not None and self._bf16(w.shape):
             return f"{_kernels.BGEMM_FORMAT}:conv-nhwc-kkc" + (f":group={group}" if group > 1 else "")
-        if w is not None and self._bf16_winograd(w.shape):
-            return f"{_kernels.BGEMM_FORMAT}:winograd-f2x3-nhwc"
+        m = 0 if w is None else self._bf16_winograd(w.shape)
+        if m:
+            return f"{_kernels.BGEMM_FORMAT}:winograd-f{m}x3-nhwc"
         kind = "conv-nhwc"
         m = 0 if w is None else self._winograd(w.shape)
         if w is not None and self._depthwise_shape(w.shape, group):

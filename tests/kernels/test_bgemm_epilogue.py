@@ -1,0 +1,68 @@
+"""The bf16 GEMM's epilogue activations (bgemm.h bg_act_row, one vectorizable loop per kind) through BConvNhwc, a 1x1
+conv with bias, on every SIMD variant (the epilogue is compiled in each) and every bgemm micro-kernel this CPU runs.
+
+Oracles:
+- the same variant's conv without activation, then the activation in numpy (tests/kernels/test_conv_winograd.py
+  _act, onnxep_act1's formulas) on its float32 output: equal within a few float32 ulps (the C code may fuse a
+  multiply-add the numpy expression rounds twice), so a wrong constant or a swapped branch fails;
+- the float64 numpy conv with the activation applied: within the bf16 bound of tests/ops/test_bconv_nhwc.py times the
+  activation's Lipschitz constant (HardSwish 1.5, LeakyRelu max(1, |alpha|), HardSigmoid |alpha|, the others 1).
+Inputs are scaled to +-4 so that the outputs cross every kink (HardSwish's -3 and 3, Clip's bounds)."""
+import numpy as np
+import pytest
+
+from onnxep import _kernels
+from tests.kernels.test_conv import VARIANTS
+from tests.kernels.test_conv_winograd import ACTS, _act
+from tests.ops.test_bconv_nhwc import _bound, _conv64
+
+BG_KERNELS = [k for k in ("generic", "avx512bf16") if _kernels.bgemm_have(k)]
+LIPSCHITZ = {"": 1.0, "Relu": 1.0, "Clip": 1.0, "LeakyRelu": None, "Sigmoid": 0.25, "HardSigmoid": None, "Tanh": 1.0,
+             "HardSwish": 1.5}
+
+
+@pytest.fixture(params=BG_KERNELS)
+def bg_kernel(request):
+    """Each bgemm micro-kernel this CPU runs, forced in every variant for the test's duration."""
+    for mod in VARIANTS.values():
+        mod.bgemm_force(request.param)
+    yield request.param
+    for mod in VARIANTS.values():
+        mod.bgemm_force(None)
+
+
+def _run(mod, xh, bp, b, shape, cout, act):
+    N, H, W, _ = shape
+    conv = mod.BConvNhwc(shape, bp, cout, (1, 1), (1, 1), (1, 1), (0, 0), (H, W), act)
+    y = np.full(N * H * W * cout, np.nan, np.float32)
+    conv.run(xh, b, None, y, 1)
+    return y.reshape(N, H, W, cout)
+
+
+@pytest.mark.parametrize("isa", list(VARIANTS))
+@pytest.mark.parametrize("act", ACTS, ids=lambda a: a[0] or "none")
+@pytest.mark.parametrize("cout", [7, 40, 96])
+def test_bgemm_epilogue_activation_every_variant(bg_kernel, isa, act, cout):
+    mod = VARIANTS[isa]
+    N, H, W, C = 2, 5, 7, 48
+    rng = np.random.default_rng(cout + len(act[0]))
+    x = rng.uniform(-4, 4, (N, H, W, C)).astype(np.float32)
+    w = (rng.standard_normal((cout, C)) / np.sqrt(C)).astype(np.float32)
+    b = rng.uniform(-1, 1, cout).astype(np.float32)
+    bp = np.full(mod.bgemm_pack_b_size(C, cout), np.nan, np.float32)
+    mod.bgemm_pack_b(np.ascontiguousarray(w.T), False, bp)
+    xh = x.reshape(-1)
+    bare = _run(mod, xh, bp, b, (N, H, W, C), cout, ("",))
+    got = _run(mod, xh, bp, b, (N, H, W, C), cout, act)
+    f = _act(*act)
+    want = f(bare.astype(np.float32)).astype(np.float32)
+    ulp = np.spacing(np.maximum(np.abs(want), np.abs(bare)).astype(np.float32))
+    assert np.all(np.abs(got - want) <= 4 * ulp), float(np.max(np.abs(got - want) / ulp))
+    x64 = x.transpose(0, 3, 1, 2).astype(np.float64)
+    w64 = w.astype(np.float64)[:, :, None, None]
+    ref = f(_conv64(x64, w64, b.astype(np.float64), 1, 0, 1)).transpose(0, 2, 3, 1)
+    lip = LIPSCHITZ[act[0]]
+    if lip is None:
+        lip = max(1.0, abs(act[1])) if act[0] == "LeakyRelu" else abs(act[1])
+    bound = lip * _bound(x64, w64, b, None, 1, 0, 1).transpose(0, 2, 3, 1) + 1e-6 * np.abs(ref)
+    assert np.all(np.abs(got - ref) <= bound), float(np.max(np.abs(got - ref) / bound))
