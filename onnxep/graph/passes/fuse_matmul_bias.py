@@ -6,7 +6,7 @@ or symbolic; a symbolic dim may stand for any value: checked at run time) shape 
 becomes one com.onnxep FusedMatMul (ops/onnxep/fused_mat_mul.py): the bias, the residual and Relu go into the packed SGEMM's
 epilogue, Gelu runs over the product in place right after it -- one node and one output buffer instead of up to
 three elementwise passes over it. The MatMul's A must be a float32 tensor of known rank >= 1. A Gemm is rewritten
-only when a residual or an activation joins it."""
+only when a residual or an activation joins it, or when it has one row and B stored (N, K) (LONE_GEMV)."""
 from __future__ import annotations
 
 import numpy as np
@@ -42,6 +42,19 @@ def _may_match(rs, ys):
     residual of another shape with numpy's broadcasting, as the Add did."""
     return rs is not None and ys is not None and len(rs) == len(ys) and all(
         a == b or isinstance(a, str) or isinstance(b, str) for a, b in zip(rs, ys))
+
+
+# A lone batch-1 Gemm with B stored (N, K) -- a classifier head with no activation after it (AlexNet's, VGG's,
+# ResNet's last layer) -- becomes a FusedMatMul too, whose GEMV reads the weight as stored, as the Gemm + Relu layers
+# before it do, instead of the packed SGEMM's one-row path: kernel alone, B cold, 1000 x 4096 at 1 / 2 threads 415 /
+# 362 us against 459 / 435 (bench/NOTES.md). A module switch for in-process A/B measurements and tests.
+LONE_GEMV = True
+
+
+def _one_row(graph, a):
+    """Whether `a` has one row by its static shape (all dims ints, their product over all but the last 1)."""
+    s = _known(graph, a)
+    return s is not None and len(s) >= 1 and all(isinstance(d, int) for d in s) and int(np.prod(s[:-1])) == 1
 
 
 def _gemm_as_matmul(graph, gemm, consts):
@@ -117,9 +130,10 @@ def fuse_matmul_bias(graph: Graph, ctx=None) -> Graph:
                 default_op(nxt, "Relu") or internal_op(nxt, "Gelu")):
             pattern.append(nxt)
             last, act = nxt, nxt.op_type
-        if len(pattern) == 1 or f.taken(pattern[1:]):
-            # a lone Gemm: nothing to fuse; or a node after it went to an earlier match (Add(Gemm_a, Gemm_b): Gemm_a
-            # took the Add with Gemm_b's output as its residual, so Gemm_b stays a Gemm)
+        if (len(pattern) == 1 and not (LONE_GEMV and trans_b and _one_row(graph, a))) or f.taken(pattern[1:]):
+            # a lone Gemm: nothing to fuse, unless FusedMatMul's GEMV takes it (see LONE_GEMV); or a node after it
+            # went to an earlier match (Add(Gemm_a, Gemm_b): Gemm_a took the Add with Gemm_b's output as its
+            # residual, so Gemm_b stays a Gemm)
             continue
         bname = b
         if bias is not None and (b not in consts or consts[b].shape != bias.shape
