@@ -254,12 +254,14 @@ def test_gemm_fused(trans_b, c_shape, beta, tail):
 @pytest.mark.parametrize("c_shape,beta", [((70,), 1.0), ((1, 70), 0.5), (None, 1.0), ((1,), 2.0)])
 @pytest.mark.parametrize("threads", [1, 2])
 def test_lone_gemm_one_row_gemv(c_shape, beta, threads, monkeypatch):
-    """A lone Gemm with A of one row by its static shape and transB 1 (a batch-1 classifier head) -> FusedMatMul, which
-    runs gemv_f32 on B as stored (fuse_matmul_bias.LONE_GEMV); with the switch off, transB 0, or rows not known to be
-    one, it stays a Gemm. Oracle: onnxruntime on the original model and onnxep with no pass (_check)."""
+    """A lone Gemm with A of one row by its static shape, transB 1 and a weight of LONE_GEMV_BYTES or more (a batch-1
+    classifier head) -> FusedMatMul, which runs gemv_f32 on B as stored (fuse_matmul_bias.LONE_GEMV); with the switch
+    off, a smaller weight, transB 0, or rows not known to be one, it stays a Gemm. Oracle: onnxruntime on the original
+    model and onnxep with no pass (_check)."""
     import importlib
     pass_mod = importlib.import_module("onnxep.graph.passes.fuse_matmul_bias")
     w = (RNG.standard_normal((70, 1000)) * 0.1).astype(np.float32)   # 1000: the GEMV's 16 lanes and a tail
+    monkeypatch.setattr(pass_mod, "LONE_GEMV_BYTES", w.nbytes)      # the threshold, reached
     consts = {"w": w}
     ins = ["a", "w"]
     if c_shape is not None:
@@ -275,6 +277,9 @@ def test_lone_gemm_one_row_gemv(c_shape, beta, threads, monkeypatch):
     monkeypatch.setattr(pass_mod, "LONE_GEMV", False)
     assert _ops(_session(m, threads=threads)) == {"Gemm": 1}
     monkeypatch.setattr(pass_mod, "LONE_GEMV", True)
+    monkeypatch.setattr(pass_mod, "LONE_GEMV_BYTES", w.nbytes + 1)
+    assert _ops(_session(m, threads=threads)) == {"Gemm": 1}
+    monkeypatch.setattr(pass_mod, "LONE_GEMV_BYTES", w.nbytes)
     m0 = make_model([helper.make_node("Gemm", ins, ["y"], transB=0, beta=beta)], feeds, ["y"],
                     initializers=dict(consts, w=np.ascontiguousarray(w.T)))
     assert _ops(_session(m0)) == {"Gemm": 1}
