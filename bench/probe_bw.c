@@ -4,7 +4,7 @@
 
        gcc -O3 -Wno-unused-function -mavx512f -mavx512bw -mavx512dq -mavx512vl -mfma -o /tmp/probe_bw \
            bench/probe_bw.c -lpthread
-       /tmp/probe_bw                                                    # run from the repository's root
+       /tmp/probe_bw
 */
 #include <immintrin.h>
 #include <pthread.h>
