@@ -250,6 +250,46 @@ def test_gemm_fused(trans_b, c_shape, beta, tail):
     assert _ops(_session(lone)) == {"Gemm": 1}
 
 
+
+@pytest.mark.parametrize("c_shape,beta", [((70,), 1.0), ((1, 70), 0.5), (None, 1.0), ((1,), 2.0)])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_lone_gemm_one_row_gemv(c_shape, beta, threads, monkeypatch):
+    """A lone Gemm with A of one row by its static shape, transB 1 and a weight of LONE_GEMV_BYTES or more (a batch-1
+    classifier head) -> FusedMatMul, which runs gemv_f32 on B as stored (fuse_matmul_bias.LONE_GEMV); with the switch
+    off, a smaller weight, transB 0, or rows not known to be one, it stays a Gemm. Oracle: onnxruntime on the original
+    model and onnxep with no pass (_check)."""
+    import importlib
+    pass_mod = importlib.import_module("onnxep.graph.passes.fuse_matmul_bias")
+    w = (RNG.standard_normal((70, 1000)) * 0.1).astype(np.float32)   # 1000: the GEMV's 16 lanes and a tail
+    monkeypatch.setattr(pass_mod, "LONE_GEMV_BYTES", w.nbytes)      # the threshold, reached
+    consts = {"w": w}
+    ins = ["a", "w"]
+    if c_shape is not None:
+        consts["c"] = RNG.standard_normal(c_shape).astype(np.float32)
+        ins.append("c")
+    feeds = {"a": RNG.standard_normal((1, 1000)).astype(np.float32)}
+    m = make_model([helper.make_node("Gemm", ins, ["y"], transB=1, beta=beta)], feeds, ["y"], initializers=consts)
+    assert _check(m, feeds, rtol=1e-5) == {"FusedMatMul": 1}
+    sess = _session(m, threads=threads)
+    assert _ops(sess) == {"FusedMatMul": 1}
+    plain = _session(m, onnxep.GraphOptimizationLevel.ORT_DISABLE_ALL, threads=threads).run(None, feeds)[0]
+    np.testing.assert_allclose(sess.run(None, feeds)[0], plain, rtol=1e-5, atol=1e-5)
+    monkeypatch.setattr(pass_mod, "LONE_GEMV", False)
+    assert _ops(_session(m, threads=threads)) == {"Gemm": 1}
+    monkeypatch.setattr(pass_mod, "LONE_GEMV", True)
+    monkeypatch.setattr(pass_mod, "LONE_GEMV_BYTES", w.nbytes + 1)
+    assert _ops(_session(m, threads=threads)) == {"Gemm": 1}
+    monkeypatch.setattr(pass_mod, "LONE_GEMV_BYTES", w.nbytes)
+    m0 = make_model([helper.make_node("Gemm", ins, ["y"], transB=0, beta=beta)], feeds, ["y"],
+                    initializers=dict(consts, w=np.ascontiguousarray(w.T)))
+    assert _ops(_session(m0)) == {"Gemm": 1}
+    g = helper.make_graph([helper.make_node("Gemm", ins, ["y"], transB=1, beta=beta)], "g",
+                          [helper.make_tensor_value_info("a", TensorProto.FLOAT, ["N", 1000])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                          [numpy_helper.from_array(v, n) for n, v in consts.items()])
+    dyn = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    assert _ops(_session(dyn)) == {"Gemm": 1}
+
 def test_matmul_bias_not_fused():
     """A bias that would broadcast the product to a bigger shape, a weight that is a graph input, and a product that
     is also a graph output: the nodes stay as they are."""

@@ -6,7 +6,8 @@ or symbolic; a symbolic dim may stand for any value: checked at run time) shape 
 becomes one com.onnxep FusedMatMul (ops/onnxep/fused_mat_mul.py): the bias, the residual and Relu go into the packed SGEMM's
 epilogue, Gelu runs over the product in place right after it -- one node and one output buffer instead of up to
 three elementwise passes over it. The MatMul's A must be a float32 tensor of known rank >= 1. A Gemm is rewritten
-only when a residual or an activation joins it."""
+only when a residual or an activation joins it, or when it has one row and a big B stored (N, K)
+(LONE_GEMV)."""
 from __future__ import annotations
 
 import numpy as np
@@ -42,6 +43,24 @@ def _may_match(rs, ys):
     residual of another shape with numpy's broadcasting, as the Add did."""
     return rs is not None and ys is not None and len(rs) == len(ys) and all(
         a == b or isinstance(a, str) or isinstance(b, str) for a, b in zip(rs, ys))
+
+
+# A lone batch-1 Gemm with B stored (N, K) of at least LONE_GEMV_BYTES -- a classifier head with no activation after
+# it (AlexNet's, VGG's, ResNet-50's last layer) -- becomes a FusedMatMul too, whose GEMV reads the weight as stored,
+# as the Gemm + Relu layers before it do, instead of the packed SGEMM's one-row path, which gains little from a second
+# thread there: light AlexNet's 1000 x 4096 head 493 -> 418 us at 1 thread, 287 -> 213 at 2; ResNet-50's 1000 x 2048
+# 297 -> 247, 321 -> 193. The GEMV runs as a Python step of the run loop (~4 us more than the Gemm's compiled step)
+# and reads short rows worse: ShuffleNet's 1000 x 544 head (2.2 MB) went 54-58 -> 68-74 us at 1 thread (the run
+# 1.02-1.08x), so smaller weights stay Gemms; 4 MiB is twice the largest per-core L2 of the machines onnxep targets
+# (Sapphire Rapids, 2 MiB). LONE_GEMV: a switch for in-process A/B measurements and tests.
+LONE_GEMV = True
+LONE_GEMV_BYTES = 4 << 20
+
+
+def _one_row(graph, a):
+    """Whether `a` has one row by its static shape (all dims ints, their product over all but the last 1)."""
+    s = _known(graph, a)
+    return s is not None and len(s) >= 1 and all(isinstance(d, int) for d in s) and int(np.prod(s[:-1])) == 1
 
 
 def _gemm_as_matmul(graph, gemm, consts):
@@ -117,9 +136,11 @@ def fuse_matmul_bias(graph: Graph, ctx=None) -> Graph:
                 default_op(nxt, "Relu") or internal_op(nxt, "Gelu")):
             pattern.append(nxt)
             last, act = nxt, nxt.op_type
-        if len(pattern) == 1 or f.taken(pattern[1:]):
-            # a lone Gemm: nothing to fuse; or a node after it went to an earlier match (Add(Gemm_a, Gemm_b): Gemm_a
-            # took the Add with Gemm_b's output as its residual, so Gemm_b stays a Gemm)
+        if (len(pattern) == 1 and not (LONE_GEMV and trans_b and consts[w].nbytes >= LONE_GEMV_BYTES
+                                       and _one_row(graph, a))) or f.taken(pattern[1:]):
+            # a lone Gemm: nothing to fuse, unless FusedMatMul's GEMV takes it (see LONE_GEMV); or a node after it
+            # went to an earlier match (Add(Gemm_a, Gemm_b): Gemm_a took the Add with Gemm_b's output as its
+            # residual, so Gemm_b stays a Gemm)
             continue
         bname = b
         if bias is not None and (b not in consts or consts[b].shape != bias.shape
