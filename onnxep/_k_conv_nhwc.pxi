@@ -20,6 +20,13 @@ cdef extern from "_native/direct_conv.h":
                                     Py_ssize_t rsc,
                                     float alpha, float beta, const float* bias_col, const float* bias_row,
                                     const float* res, const Act* act) noexcept nogil
+    void dconv_call "onnxep_dconv_call"(Py_ssize_t mr, const float* kp, const float* x, Py_ssize_t xo, Py_ssize_t rs,
+                                        const DRun* runs, Py_ssize_t nruns, const float* bp, Py_ssize_t jp,
+                                        Py_ssize_t pfo, int pfc, Py_ssize_t nr, float* c, Py_ssize_t rsc,
+                                        float alpha, float beta, const float* bias_col, const float* bias_row,
+                                        const float* res, const Act* act) noexcept nogil
+    void dconv_kp_pack "onnxep_dconv_kp_pack"(const float* wp, Py_ssize_t K, int NV, float* out) noexcept nogil
+    int KP_MAXN "ONNXEP_KP_MAXN"
 
 
 def conv_nhwc_pack_weight_size(Py_ssize_t cout, Py_ssize_t kc, Py_ssize_t group):
@@ -158,7 +165,7 @@ cdef class ConvNhwc:
         self.ia = ia
         self.w = w_packed
         self.direct = not self.wino and self.Kc > 0 and (path == "direct" or (path == "auto"
-                                                                              and _dconv_auto(&ia, self.N, self.Kc)))
+                                                                              and _dconv_auto(&ia, self.N, self.Kc, self.Coutg)))
 
     def run(self, const float[::1] x, const float[::1] bias, const float[::1] res, float[::1] y, int nthreads=0,
             Py_ssize_t ldy=0):
@@ -302,6 +309,8 @@ cdef struct ConvJob:
     float* work
     const DTap* taps
     DRun* runbuf
+    const float* kp         # the k-pair rows of each group's weight (onnxep_dconv_kp), NULL: the plain kernel
+    Py_ssize_t kplen        # floats of one group's pair rows
 
 
 cdef void _conv_nhwc_block_task(void* p, Py_ssize_t t, int tid) noexcept nogil:
@@ -404,12 +413,35 @@ cdef void _conv_nhwc_group(const ImplicitA* ia0, Py_ssize_t gi, const float* x, 
 # borders one by one with their own runs. The whole K stays in registers (the C tile is stored once); the runs address
 # the K blocks of the packed weight (_dconv_taps), so the weight packed for the GEMM path serves this one too.
 
+# (tiny3) Whether the direct path runs a conv of at most one SIMD vector of output channels (per group) on the weight's
+# k-pair rows (onnxep_dconv_kp: two k per broadcast; a vector of pair rows fills up at half its width of channels).
+# Kernel alone (direct path), 1 thread, batch 3, k-pair / plain time: 64x64 3 -> 16 7x7/2 0.88, 32x32 16 -> 16 3x3
+# 0.83, 16x16 8 -> 8 3x3 0.68, 16x16 48 -> 8 1x1 0.74, 32x32 16 -> 8 1x1 0.82, 16x16 32 -> 16 1x1 0.94. conv_kpair()
+# reads / sets it (tests, in-process A/B; _dconv_auto reads it when a ConvNhwc is made).
+cdef int _kpair_on = 1
+
+
+def conv_kpair(on=None):
+    """Whether the direct conv path runs convs of at most one vector of output channels on k-pair rows (on by
+    default; SIMD variants); `on` sets it. Returns the setting before the call."""
+    global _kpair_on
+    cdef int before = _kpair_on
+    if on is not None:
+        _kpair_on = 1 if on else 0
+    return bool(before)
+
+
+cdef inline bint _dconv_kp_applies(Py_ssize_t Coutg) noexcept nogil:
+    """The k-pair kernel takes a direct conv of Coutg output channels per group (one weight panel: NR >= KP_MAXN)."""
+    return _kpair_on and Coutg <= KP_MAXN
+
+
 cdef struct DTap:
     Py_ssize_t kb, ke       # the tap (kernel row, kernel column) a run belongs to
     DRun run
 
 
-cdef bint _dconv_auto(const ImplicitA* ia, Py_ssize_t N, Py_ssize_t Kc) noexcept nogil:
+cdef bint _dconv_auto(const ImplicitA* ia, Py_ssize_t N, Py_ssize_t Kc, Py_ssize_t Coutg) noexcept nogil:
     """The direct path where it measured faster than packing (SIMD variants only). Interleaved A/B in one process,
     2026-11: at K within one block, 0.51-0.90x of the packed path's time on 17 shapes from the light models; above
     it, on ResNet-50's 3x3 and 1x1 convs, 0.85-1.0x at 1 and 2 threads -- except where a tile's pixels lie a multiple
@@ -421,13 +453,20 @@ cdef bint _dconv_auto(const ImplicitA* ia, Py_ssize_t N, Py_ssize_t Kc) noexcept
     the packed path reads it once per MR rows. Kernel alone, 1 thread, packed / direct time (batch 3 unless said;
     mean pixels per AVX-512 tile): 8x8 32->64 3x3/2 0.58 (2.7), 4x4 64->128 3x3/2 0.33 (1), 2x2 128->128 3x3 0.44,
     batch 1 7x7 512->512 3x3 0.76 (3.8), 14x14 256->512 3x3/2 0.95 (5.4), 28x28 128->256 3x3/2 0.86-0.90 (6.3);
-    left direct: 28x28 128->128 3x3 1.02 (8.3), 56x56 64->128 3x3/2 1.05 (9), 14x14 256->256 3x3 1.00 (9.8)."""
+    left direct: 28x28 128->128 3x3 1.02 (8.3), 56x56 64->128 3x3/2 1.05 (9), 14x14 256->256 3x3 1.00 (9.8).
+    (tiny3) A conv the k-pair kernel takes (_dconv_kp_applies: up to one vector of output channels) goes direct from
+    MR/4 pixels a tile, and at any fill with up to half a vector: the packed path's NR-wide tiles compute 2x (4x)
+    the products needed there, the k-pair tiles none. Kernel alone, 1 thread, direct / packed time (pixels a tile):
+    3x16x16 64->16 3x3 0.52 (6.7), 3x8x8 32->16 3x3 0.54 (4.6), 3x16x16 32->8 3x3/2 0.40 (6.4), 3x4x4 128->8
+    3x3 0.90 (1.6); left packed: 3x8x8 64->16 3x3/2 1.21 (2.7), 3x4x4 64->16 3x3 0.96 (1.6)."""
     if not SGEMM_SIMD:
         return False
     if Kc <= SGEMM_KC:
         return True
     if (ia.sw * ia.C * <Py_ssize_t>sizeof(float)) % 4096 == 0:
         return False
+    if _dconv_kp_applies(Coutg):
+        return 2 * Coutg <= KP_MAXN or 4 * N * ia.Ho * ia.Wo >= SGEMM_MR * _dconv_tiles(ia, N)
     return 3 * N * ia.Ho * ia.Wo >= 2 * SGEMM_MR * _dconv_tiles(ia, N)
 
 
@@ -457,8 +496,9 @@ cdef Py_ssize_t _dconv_tiles(const ImplicitA* ia, Py_ssize_t N) noexcept nogil:
 
 
 def conv_direct_auto(tuple xshape, tuple kernel, tuple strides, tuple dilations, tuple pads, tuple out_spatial,
-                     Py_ssize_t group=1):
-    """Whether ConvNhwc's "auto" path picks the direct path for this dense conv geometry (_dconv_auto); for tests."""
+                     Py_ssize_t group=1, Py_ssize_t cout=0):
+    """Whether ConvNhwc's "auto" path picks the direct path for this dense conv geometry (_dconv_auto) with cout
+    output channels (0: as many as keep the k-pair kernel out); for tests."""
     cdef ImplicitA ia
     cdef Py_ssize_t N
     N, ia.H, ia.W, ia.C = xshape
@@ -468,7 +508,7 @@ def conv_direct_auto(tuple xshape, tuple kernel, tuple strides, tuple dilations,
     ia.ph, ia.pw = pads
     ia.Ho, ia.Wo = out_spatial
     ia.Cg = ia.C // group
-    return bool(_dconv_auto(&ia, N, ia.Cg * ia.kh * ia.kw))
+    return bool(_dconv_auto(&ia, N, ia.Cg * ia.kh * ia.kw, cout // group if cout > 0 else KP_MAXN + 1))
 
 
 cdef inline Py_ssize_t _dconv_max_taps(const ImplicitA* ia, Py_ssize_t Kc) noexcept nogil:
@@ -565,7 +605,7 @@ def conv_panel_prefetch(on=None):
 cdef void _dconv_rows(const ImplicitA* ia, const DTap* taps, Py_ssize_t ntaps, DRun* runs, Py_ssize_t row0,
                       Py_ssize_t row1, const float* wp, const float* bias, const float* res, float* y, Py_ssize_t Coutg,
                       Py_ssize_t cout, const Act* act, Py_ssize_t ow_lo, Py_ssize_t ow_hi, Py_ssize_t jp0,
-                      Py_ssize_t jp1, Py_ssize_t pend) noexcept nogil:
+                      Py_ssize_t jp1, Py_ssize_t pend, const float* kp) noexcept nogil:
     """Output rows row0 .. row1-1 (row = n*Ho + oh, over the whole batch), the output channels of weight panels
     jp0 .. jp1-1 of one group (ia.x, wp, bias, res and y offset to the group). runs: room for 2 * ntaps DRuns. Panel
     by panel, and for each the rows' tiles one after another: a panel of the weight (K x NR) is read from memory
@@ -573,7 +613,8 @@ cdef void _dconv_rows(const ImplicitA* ia, const DTap* taps, Py_ssize_t ntaps, D
     flattened image) are not computed. Rows go in bands of the same image and the same kernel rows inside x: the
     interior pixels of each row in tiles along the row; a border column's pixels (some kernel column in the padding)
     in tiles down the band (its pixels read x sh*W*C floats apart with the same runs), not one by one. The first
-    tile over each panel fetches the next panel into L2 along its K loop (onnxep_dconv_uk's pfo)."""
+    tile over each panel fetches the next panel into L2 along its K loop (onnxep_dconv_uk's pfo). kp: the
+    weight's k-pair rows (_dconv_kp; one panel), NULL for the plain micro-kernel."""
     cdef Py_ssize_t HW = ia.H * ia.W * ia.C, row, n, ih0, b0, b1, e0, e1, nint, cnt, ow, mr, iw0, jp, n0, wend, hi
     cdef Py_ssize_t band, r2, nb0, nb1, rs, pfo
     cdef const float* img
@@ -603,7 +644,8 @@ cdef void _dconv_rows(const ImplicitA* ia, const DTap* taps, Py_ssize_t ntaps, D
                     mr = hi - ow
                     mr = (mr + (mr + SGEMM_MR - 1) // SGEMM_MR - 1) // ((mr + SGEMM_MR - 1) // SGEMM_MR)
                     iw0 = ow * ia.sw - ia.pw
-                    dconv_uk(mr, img, ((ih0 + (r2 - row) * ia.sh) * ia.W + iw0) * ia.C, ia.sw * ia.C, runs, nint, wp,
+                    dconv_call(mr, kp, img, ((ih0 + (r2 - row) * ia.sh) * ia.W + iw0) * ia.C, ia.sw * ia.C, runs,
+                               nint, wp,
                              jp, pfo, _crow_prefetch, min(<Py_ssize_t>SGEMM_NR, Coutg - n0),
                              y + (r2 * ia.Wo + ow) * cout + n0, cout, 1.0,
                              0.0, (bias + n0) if bias != NULL else NULL, NULL,
@@ -623,7 +665,8 @@ cdef void _dconv_rows(const ImplicitA* ia, const DTap* taps, Py_ssize_t ntaps, D
                 while r2 < band:
                     mr = band - r2
                     mr = (mr + (mr + SGEMM_MR - 1) // SGEMM_MR - 1) // ((mr + SGEMM_MR - 1) // SGEMM_MR)
-                    dconv_uk(mr, img, ((ih0 + (r2 - row) * ia.sh) * ia.W + iw0) * ia.C, rs, rr, cnt, wp, jp, pfo,
+                    dconv_call(mr, kp, img, ((ih0 + (r2 - row) * ia.sh) * ia.W + iw0) * ia.C, rs, rr, cnt, wp, jp,
+                               pfo,
                              _crow_prefetch, min(<Py_ssize_t>SGEMM_NR, Coutg - n0), y + (r2 * ia.Wo + ow) * cout + n0,
                              ia.Wo * cout,
                              1.0, 0.0, (bias + n0) if bias != NULL else NULL, NULL,
@@ -714,9 +757,11 @@ cdef int _conv_nhwc_direct(const ImplicitA* ia0, Py_ssize_t N, Py_ssize_t group,
     (nothing written) when its small run tables cannot be allocated, else 0."""
     cdef ImplicitA ia = ia0[0]
     cdef Py_ssize_t ntaps = _dconv_max_taps(&ia, Kc), npanels = (Coutg + SGEMM_NR - 1) // SGEMM_NR, rows, items
-    cdef Py_ssize_t num, P = N * ia.Ho * ia.Wo
+    cdef Py_ssize_t num, P = N * ia.Ho * ia.Wo, gi
     cdef DTap* taps
     cdef DRun* runbuf
+    cdef float* kpbuf = NULL
+    cdef int kpnv
     cdef ConvJob job
     if ia.kh == 1 and ia.kw == 1 and ia.sh == 1 and ia.sw == 1 and ia.ph == 0 and ia.pw == 0:
         # 1x1, stride 1, no pads: pixel p reads x[p*C ...], so the batch's pixels are one long row; fold it into
@@ -763,10 +808,23 @@ cdef int _conv_nhwc_direct(const ImplicitA* ia0, Py_ssize_t N, Py_ssize_t group,
     if runbuf == NULL:
         free(taps)
         return -1
+    job.kp, job.kplen = NULL, 0
+    if _dconv_kp_applies(Coutg):
+        kpnv = 1 if 2 * Coutg <= KP_MAXN else 2
+        job.kplen = (Kc + 1) // 2 * kpnv * KP_MAXN
+        kpbuf = <float*>malloc(group * job.kplen * sizeof(float))
+        if kpbuf == NULL:
+            free(runbuf)
+            free(taps)
+            return -1
+        for gi in range(group):
+            dconv_kp_pack(wp + gi * blen, Kc, kpnv, kpbuf + gi * job.kplen)
+        job.kp = kpbuf
     job.ia, job.x, job.wp, job.blen, job.bias, job.res, job.y = &ia, x, wp, blen, bias, res, y
     job.Coutg, job.Kc, job.cout, job.act, job.taps, job.ntaps = Coutg, Kc, cout, act, taps, ntaps
     job.runbuf, job.P, job.rows_total = runbuf, P, rows
     parallel_for(items * job.nslabs, nth, _dconv_task, &job)
+    free(kpbuf)
     free(runbuf)
     free(taps)
     return 0
@@ -784,7 +842,7 @@ cdef void _dconv_task(void* p, Py_ssize_t t, int tid) noexcept nogil:
             _dconv_rows(&ia, j.taps, j.ntaps, j.runbuf + <Py_ssize_t>tid * 2 * j.ntaps, row0,
                         min(row0 + j.rb, j.rows_total), j.wp, j.bias, j.res, j.y, j.Coutg, j.cout, j.act,
                         j.ow_lo, j.ow_hi, t * j.pslab, min((t + 1) * j.pslab, (j.Coutg + SGEMM_NR - 1) // SGEMM_NR),
-                        j.P)
+                        j.P, j.kp)
         return
     t = t // j.nslabs
     gi = t // j.rows
@@ -795,4 +853,5 @@ cdef void _dconv_task(void* p, Py_ssize_t t, int tid) noexcept nogil:
                 min(row0 + j.rb, j.rows_total),
                 j.wp + gi * j.blen, (j.bias + gi * j.Coutg) if j.bias != NULL else NULL,
                 (j.res + gi * j.Coutg) if j.res != NULL else NULL, j.y + gi * j.Coutg, j.Coutg, j.cout, j.act,
-                j.ow_lo, j.ow_hi, sl * j.pslab, min((sl + 1) * j.pslab, (j.Coutg + SGEMM_NR - 1) // SGEMM_NR), j.P)
+                j.ow_lo, j.ow_hi, sl * j.pslab, min((sl + 1) * j.pslab, (j.Coutg + SGEMM_NR - 1) // SGEMM_NR), j.P,
+                (j.kp + gi * j.kplen) if j.kp != NULL else NULL)

@@ -2,6 +2,8 @@
 #ifndef ONNXEP_NATIVE_DIRECT_CONV_H
 #define ONNXEP_NATIVE_DIRECT_CONV_H
 
+#include <string.h>
+
 /* onnxep_dconv_uk: the direct-conv micro-kernel (A not packed). Row i < mr of the C tile is an output pixel whose
    inputs start at x + xo + i*rs; the K loop walks `runs`: run r covers n consecutive k whose A value for row i is
    x[xo + i*rs + a + kk] and whose packed-B rows start at bp + b + jp*sb (NR floats per k; sb: the run's K block's
@@ -96,8 +98,130 @@ static void onnxep_dconv_uk(Py_ssize_t mr, ONNXEP_DUK_ARGS)
     default: break;
     }
 }
+/* (tiny3) onnxep_dconv_kp: onnxep_dconv_uk for a conv of at most one vector of output channels (nr <= W, the
+   vector width), on k-pair rows of the weight (onnxep_dconv_kp_pack): lane 2j + q of a pair row holds B[2p + q, j],
+   so one 64-bit broadcast of x's two consecutive k values (a run's A is contiguous in k) feeds W / 2 channels of two
+   k at once. The plain kernel's tile, one vector of B a k, does one FMA per broadcast load and per B load (13 loads
+   for 12 FMAs at MR 12: load-bound, ~7 FMA/ns on Zen 5 against 8.1 for two vectors) and leaves half of every vector
+   unused at 8 channels; here a pair row of NV vectors (NV = 2 up to W channels, 1 up to W / 2) makes NV FMAs per
+   broadcast, and 8 channels fill the vector. A run starting at an odd k (or ending at an even one) takes that k
+   alone, its broadcast zeroed in the other parity's lanes. The two parities' sums are added when the tile is
+   stored (onnxep_kp_fold): the products of a C element are summed in another order than onnxep_dconv_uk's (even k,
+   odd k, then the two), the same for every thread count. */
+#define ONNXEP_KP_MAXN ONNXEP_DV_W
+#if defined(__AVX512F__)
+static inline __m512 onnxep_kp_pair(const float* p) { double d; memcpy(&d, p, sizeof d); return _mm512_castpd_ps(_mm512_set1_pd(d)); }
+#define ONNXEP_KP_EVEN(p) _mm512_maskz_mov_ps((__mmask16)0x5555, _mm512_set1_ps(*(p)))
+#define ONNXEP_KP_ODD(p) _mm512_maskz_mov_ps((__mmask16)0xAAAA, _mm512_set1_ps(*(p)))
+static inline __m512 onnxep_kp_fold(const int NV, __m512 c0, __m512 c1)   /* channel j := lanes 2j + 2j+1 */
+{
+    const __m512i ev = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    __m512 s0 = _mm512_add_ps(c0, _mm512_permute_ps(c0, 0xB1));
+    if (NV == 1) return _mm512_permutexvar_ps(ev, s0);
+    return _mm512_permutex2var_ps(s0, ev, _mm512_add_ps(c1, _mm512_permute_ps(c1, 0xB1)));
+}
+#else
+static inline __m256 onnxep_kp_pair(const float* p) { double d; memcpy(&d, p, sizeof d); return _mm256_castpd_ps(_mm256_set1_pd(d)); }
+#define ONNXEP_KP_EVEN(p) _mm256_blend_ps(_mm256_setzero_ps(), _mm256_set1_ps(*(p)), 0x55)
+#define ONNXEP_KP_ODD(p) _mm256_blend_ps(_mm256_setzero_ps(), _mm256_set1_ps(*(p)), 0xAA)
+static inline __m256 onnxep_kp_fold(const int NV, __m256 c0, __m256 c1)
+{
+    __m256 s0 = _mm256_add_ps(c0, _mm256_permute_ps(c0, 0xB1));
+    __m256 s1 = NV == 1 ? s0 : _mm256_add_ps(c1, _mm256_permute_ps(c1, 0xB1));
+    __m256 t = _mm256_shuffle_ps(s0, s1, _MM_SHUFFLE(2, 0, 2, 0));     /* channels 0 1 4 5 | 2 3 6 7 */
+    return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(t), _MM_SHUFFLE(3, 1, 2, 0)));
+}
+#endif
+/* the pair rows of a one-panel packed weight (row k of B at wp + k * NR, NR >= W, zero past the channels): pair row p
+   at out + p * NV * W, lane 2j + q := B[2p + q, j] for j < NV * W / 2 (zero for 2p + q >= K) */
+static void onnxep_dconv_kp_pack(const float* wp, Py_ssize_t K, int NV, float* out)
+{
+    Py_ssize_t p;
+    for (p = 0; 2 * p < K; p++) {
+        const float* r0 = wp + 2 * p * ONNXEP_SGEMM_NR;
+        float* o = out + p * NV * ONNXEP_DV_W;
+#if defined(__AVX512F__)
+        __m512 a = _mm512_loadu_ps(r0), b = 2 * p + 1 < K ? _mm512_loadu_ps(r0 + ONNXEP_SGEMM_NR) : _mm512_setzero_ps();
+        _mm512_storeu_ps(o, _mm512_permutex2var_ps(a, _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23), b));
+        if (NV == 2)
+            _mm512_storeu_ps(o + 16, _mm512_permutex2var_ps(a, _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31), b));
+#else
+        __m256 a = _mm256_loadu_ps(r0), b = 2 * p + 1 < K ? _mm256_loadu_ps(r0 + ONNXEP_SGEMM_NR) : _mm256_setzero_ps();
+        __m256 lo = _mm256_unpacklo_ps(a, b), hi = _mm256_unpackhi_ps(a, b);
+        _mm256_storeu_ps(o, _mm256_permute2f128_ps(lo, hi, 0x20));
+        if (NV == 2) _mm256_storeu_ps(o + 8, _mm256_permute2f128_ps(lo, hi, 0x31));
+#endif
+    }
+}
+#define ONNXEP_DKP_STEP(MRV, NV, LOADA) do {                                                            \
+        ONNXEP_DV b0 = ONNXEP_DV_LOAD(b), b1 = (NV) == 2 ? ONNXEP_DV_LOAD(b + ONNXEP_DV_W) : b0;       \
+        _Pragma("GCC unroll 12")                                                                        \
+        for (i = 0; i < (MRV); i++) {                                                                   \
+            ONNXEP_DV ai = LOADA(a + i * rs);                                                           \
+            c0[i] = ONNXEP_DV_FMA(ai, b0, c0[i]);                                                       \
+            if ((NV) == 2) c1[i] = ONNXEP_DV_FMA(ai, b1, c1[i]);                                        \
+        }                                                                                               \
+        b += (NV) * ONNXEP_DV_W;                                                                        \
+    } while (0)
+static inline __attribute__((always_inline)) void onnxep_dkp_body(const int MRV, const int NV, const float* x,
+                                                                  Py_ssize_t xo, Py_ssize_t rs,
+                                                                  const onnxep_drun* runs, Py_ssize_t nruns,
+                                                                  const float* kp, int pfc, ONNXEP_ST_ARGS)
+{
+    ONNXEP_DV c0[ONNXEP_SGEMM_MR], c1[ONNXEP_SGEMM_MR];
+    Py_ssize_t r;
+    int i;
+    #pragma GCC unroll 12
+    for (i = 0; i < MRV; i++) { c0[i] = ONNXEP_DV_ZERO(); c1[i] = ONNXEP_DV_ZERO(); }
+    if (pfc) {
+        #pragma GCC unroll 12
+        for (i = 0; i < MRV; i++) {
+            _mm_prefetch((const char*)(c + i * rsc), _MM_HINT_T0);
+            if (res) _mm_prefetch((const char*)(res + i * rsc), _MM_HINT_T0);
+        }
+    }
+    for (r = 0; r < nruns; r++) {
+        const float* a = x + (xo + runs[r].a);
+        Py_ssize_t k = runs[r].b / ONNXEP_SGEMM_NR, n = runs[r].n;
+        const float* b = kp + (k >> 1) * (NV * ONNXEP_DV_W);
+        if (k & 1) { ONNXEP_DKP_STEP(MRV, NV, ONNXEP_KP_ODD); a += 1; n -= 1; }
+        for (; n >= 2; n -= 2) { ONNXEP_DKP_STEP(MRV, NV, onnxep_kp_pair); a += 2; }
+        if (n) ONNXEP_DKP_STEP(MRV, NV, ONNXEP_KP_EVEN);
+    }
+    #pragma GCC unroll 12
+    for (i = 0; i < MRV; i++) c0[i] = onnxep_kp_fold(NV, c0[i], c1[i]);
+    onnxep_uk_store(MRV, c0, c0, ONNXEP_ST_PASS);
+}
+#define ONNXEP_DKP_PASS x, xo, rs, runs, nruns, kp, pfc, ONNXEP_ST_PASS
+#define ONNXEP_DKP_CASE(M) case M: if (2 * nr <= ONNXEP_DV_W) onnxep_dkp_body(M, 1, ONNXEP_DKP_PASS);                                 else onnxep_dkp_body(M, 2, ONNXEP_DKP_PASS); break;
+static void onnxep_dconv_kp(Py_ssize_t mr, const float* x, Py_ssize_t xo, Py_ssize_t rs, const onnxep_drun* runs,
+                            Py_ssize_t nruns, const float* kp, int pfc, ONNXEP_ST_ARGS)
+{
+    switch (mr) {
+#if ONNXEP_SGEMM_MR == 12
+    ONNXEP_DKP_CASE(12) ONNXEP_DKP_CASE(11) ONNXEP_DKP_CASE(10) ONNXEP_DKP_CASE(9) ONNXEP_DKP_CASE(8)
+    ONNXEP_DKP_CASE(7)
+#endif
+    ONNXEP_DKP_CASE(6) ONNXEP_DKP_CASE(5) ONNXEP_DKP_CASE(4) ONNXEP_DKP_CASE(3) ONNXEP_DKP_CASE(2)
+    ONNXEP_DKP_CASE(1)
+    default: break;
+    }
+}
+/* onnxep_dconv_uk, or onnxep_dconv_kp on the pair rows kp when kp is not NULL (then jp 0, no pfo) */
+static inline void onnxep_dconv_call(Py_ssize_t mr, const float* kp, ONNXEP_DUK_ARGS)
+{
+    if (kp) onnxep_dconv_kp(mr, x, xo, rs, runs, nruns, kp, pfc, ONNXEP_ST_PASS);
+    else onnxep_dconv_uk(mr, ONNXEP_DUK_PASS);
+}
 #else
 /* generic variant: never called (convs take the packed path there) */
+#define ONNXEP_KP_MAXN 0
+static inline void onnxep_dconv_kp_pack(const float* wp, Py_ssize_t K, int NV, float* out) { }
+static inline void onnxep_dconv_call(Py_ssize_t mr, const float* kp, const float* x, Py_ssize_t xo, Py_ssize_t rs,
+                                     const onnxep_drun* runs, Py_ssize_t nruns, const float* bp, Py_ssize_t jp,
+                                     Py_ssize_t pfo, int pfc, Py_ssize_t nr,
+                                     float* c, Py_ssize_t rsc, float alpha, float beta, const float* bias_col,
+                                     const float* bias_row, const float* res, const onnxep_act* act) { }
 static inline void onnxep_dconv_uk(Py_ssize_t mr, const float* x, Py_ssize_t xo, Py_ssize_t rs,
                                    const onnxep_drun* runs, Py_ssize_t nruns, const float* bp, Py_ssize_t jp,
                                    Py_ssize_t pfo, int pfc, Py_ssize_t nr,

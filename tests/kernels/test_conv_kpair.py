@@ -1,0 +1,119 @@
+"""(tiny3) The direct conv path's k-pair micro-kernel (onnxep_dconv_kp, conv_kpair): convs of at most one SIMD vector
+of output channels per group (AVX-512: 16, AVX2: 8) read the weight as rows of two k interleaved, one 64-bit
+broadcast of x feeding both. What can go wrong: a run starting at an odd k or ending at an even one (odd channel
+counts, kernel rows cut by the padding at the borders, odd K), the fold of the two parities' sums into channels, the
+tail channels masked at the store, groups, and the epilogue (bias, residual, Relu).
+
+Oracle: the float64 numpy direct convolution of test_conv.py (tolerance as test_conv_nhwc.py), on every SIMD variant
+(generic has no direct path), with the k-pair kernel forced on and off (conv_kpair): both within the bound, and every
+thread count bit-identical to one thread."""
+import numpy as np
+import pytest
+
+from tests.kernels.test_conv import EPS, VARIANTS
+from tests.kernels.test_conv_nhwc import _expected
+
+RNG = np.random.default_rng(2024)
+
+
+def _direct(mod, x, w, b, res, group, k, s, p, outs, relu, nth):
+    cout = w.shape[0]
+    wp = np.empty(mod.conv_nhwc_pack_weight_size(cout, int(np.prod(w.shape[1:])), group), np.float32)
+    mod.conv_nhwc_pack_weight(w, group, wp)
+    xh = np.ascontiguousarray(x.transpose(0, 2, 3, 1))
+    y = np.full((x.shape[0],) + outs + (cout,), np.nan, np.float32)
+    mod.conv_nhwc_f32(xh.reshape(-1), xh.shape, wp, cout, group, (k, k), (s, s), (1, 1), (p, p), outs, b,
+                      None if res is None else res.reshape(-1), y.reshape(-1), relu, nth, None, "direct")
+    return y
+
+
+@pytest.mark.parametrize("xshape, cout, k, s, group", [
+    ((3, 3, 20, 20), 16, 7, 2, 1),      # a 3-channel stem: runs of 21 k (odd), 16 channels (two pair vectors)
+    ((2, 8, 9, 11), 8, 3, 1, 1),        # 8 -> 8: one pair vector (AVX-512), K 72, border columns and bands
+    ((1, 5, 7, 6), 3, 3, 1, 1),         # odd C: runs of 5 and 15, 3 channels (masked tail)
+    ((3, 16, 8, 8), 12, 1, 1, 1),       # pointwise, 12 channels
+    ((1, 7, 6, 5), 13, 1, 1, 1),        # pointwise, K 7 (odd), 13 channels
+    ((2, 16, 8, 8), 9, 3, 2, 1),        # stride 2, 9 channels
+    ((1, 12, 6, 6), 8, 3, 1, 2),        # 2 groups of 6 -> 4
+    ((1, 600, 4, 4), 5, 1, 1, 1),       # K 600: three K blocks of the packed weight (one panel)
+])
+@pytest.mark.parametrize("residual, relu", [(False, False), (True, True)])
+def test_kpair_matches_oracle_on_and_off(xshape, cout, k, s, group, residual, relu):
+    x = RNG.uniform(-1, 1, xshape).astype(np.float32)
+    w = RNG.uniform(-1, 1, (cout, xshape[1] // group, k, k)).astype(np.float32)
+    b = RNG.uniform(-1, 1, cout).astype(np.float32)
+    p = (k - 1) // 2
+    outs = ((xshape[2] + 2 * p - k) // s + 1, (xshape[3] + 2 * p - k) // s + 1)
+    res = RNG.uniform(-1, 1, (xshape[0],) + outs + (cout,)).astype(np.float32) if residual else None
+    want = _expected(x.astype(np.float64), w.astype(np.float64), b, res, group, (s, s), (1, 1), (p, p), outs, relu)
+    tol = 2 * (xshape[1] // group * k * k + 2) * EPS
+    ran = 0
+    for name, mod in VARIANTS.items():
+        if name == "generic":
+            continue
+        before = mod.conv_kpair()
+        assert before is True       # on by default
+        try:
+            for on in (True, False):
+                assert mod.conv_kpair(on) is (before if on else True)
+                y1 = _direct(mod, x, w, b, res, group, k, s, p, outs, relu, 1)
+                np.testing.assert_allclose(y1, want, rtol=0, atol=tol, err_msg=f"{name} kpair={on}")
+                for nth in (2, 3):
+                    y = _direct(mod, x, w, b, res, group, k, s, p, outs, relu, nth)
+                    np.testing.assert_array_equal(y, y1, err_msg=f"{name} kpair={on} nthreads={nth}")
+        finally:
+            mod.conv_kpair(before)
+        ran += 1
+    assert ran >= 1     # at least one SIMD variant runs on this machine
+
+
+def test_kpair_changes_the_summation_order():
+    """The toggle reaches the kernel: with k-pairs on, a 16 -> 8 conv's products add in another order (even k, odd
+    k, then the two), so on data chosen to round differently the results differ in the last bits; off, the plain
+    kernel's k order. Both are checked against the oracle above; here only that the two paths are distinct."""
+    x = RNG.uniform(-1, 1, (1, 64, 6, 6)).astype(np.float32) * np.float32(1e3)
+    w = RNG.uniform(-1, 1, (8, 64, 1, 1)).astype(np.float32)
+    differ = 0
+    for name, mod in VARIANTS.items():
+        if name == "generic":
+            continue
+        before = mod.conv_kpair()
+        try:
+            ys = []
+            for on in (True, False):
+                mod.conv_kpair(on)
+                ys.append(_direct(mod, x, w, None, None, 1, 1, 1, 0, (6, 6), False, 1))
+        finally:
+            mod.conv_kpair(before)
+        differ += int(not np.array_equal(ys[0], ys[1]))
+    assert differ == sum(1 for n in VARIANTS if n != "generic")
+
+
+@pytest.mark.parametrize("xshape, cout, k, s, out, want", [
+    # past one K block (Kc > 256), narrow outputs. want: variant -> (direct with the k-pair kernel on, with it off).
+    # On, a conv of at most one vector of channels (AVX-512: 16, AVX2: 8) goes direct from MR / 4 pixels a tile
+    # (AVX-512 MR 12: 3; AVX2 MR 6: 1.5), or at any fill with up to half a vector; off (conv_kpair(False)), the general
+    # rule's 2/3 MR (8; 4). Tile counts as in test_conv_dense_paths.py:
+    # 16 rows x 2 tiles (AVX2: 3) + 2 columns x 3 bands: 38 tiles (54), 6.7 pixels a tile (4.7)
+    ((3, 16, 16, 64), 16, 3, 1, (16, 16), {"avx512": (True, False), "avx2": (True, True)}),
+    # 4 rows x 1 tile + column 0 x 2 bands: 6 tiles for 16 pixels, 2.7
+    ((3, 8, 8, 64), 16, 3, 2, (4, 4), {"avx512": (False, False), "avx2": (False, False)}),
+    # 4 rows x 1 + 2 columns x 3 bands: 10 tiles for 16 pixels, 1.6
+    ((3, 4, 4, 64), 16, 3, 1, (4, 4), {"avx512": (False, False), "avx2": (False, False)}),
+    ((3, 4, 4, 128), 8, 3, 1, (4, 4), {"avx512": (True, False), "avx2": (True, False)}),
+])
+def test_auto_path_choice_narrow_outputs(xshape, cout, k, s, out, want):
+    """_dconv_auto's choice for narrow outputs past one K block, the k-pair kernel on and off."""
+    p = (k - 1) // 2
+    for name, mod in VARIANTS.items():
+        if name == "generic":
+            assert not mod.conv_direct_auto(xshape, (k, k), (s, s), (1, 1), (p, p), out, 1, cout)
+            continue
+        before = mod.conv_kpair()
+        try:
+            on = mod.conv_direct_auto(xshape, (k, k), (s, s), (1, 1), (p, p), out, 1, cout)
+            mod.conv_kpair(False)
+            off = mod.conv_direct_auto(xshape, (k, k), (s, s), (1, 1), (p, p), out, 1, cout)
+        finally:
+            mod.conv_kpair(before)
+        assert (on, off) == want[name], name
