@@ -3,6 +3,7 @@
 #define ONNXEP_NATIVE_DIRECT_CONV_H
 
 #include <string.h>
+#include <stdint.h>
 
 /* onnxep_dconv_uk: the direct-conv micro-kernel (A not packed). Row i < mr of the C tile is an output pixel whose
    inputs start at x + xo + i*rs; the K loop walks `runs`: run r covers n consecutive k whose A value for row i is
@@ -207,17 +208,114 @@ static void onnxep_dconv_kp(Py_ssize_t mr, const float* x, Py_ssize_t xo, Py_ssi
     default: break;
     }
 }
-/* onnxep_dconv_uk, or onnxep_dconv_kp on the pair rows kp when kp is not NULL (then jp 0, no pfo) */
-static inline void onnxep_dconv_call(Py_ssize_t mr, const float* kp, ONNXEP_DUK_ARGS)
+#if defined(__AVX512F__)
+/* (tiny3) onnxep_dconv_kpb: onnxep_dconv_kp on bf16 operands (a bf16 session's convs of at most 16 output channels,
+   where the CPU has vdpbf16ps: bg_kernel), x and the pair rows rounded to bf16 (nearest even) once per call
+   (onnxep_cvt_bf16, onnxep_dconv_kpb_pack): lane j of a pair row holds B[2p, j], B[2p + 1, j] as vdpbf16ps's pair, and
+   one vdpbf16ps of x's two consecutive k (one 32-bit broadcast) adds both products into channel j in fp32 -- the
+   work of two FMAs (two pair vectors of onnxep_dconv_kp) in one instruction, no fold at the store. A lone k (a run
+   starting at an odd k or ending at an even one) pairs x's value with a zero. */
+#define ONNXEP_KPB_OK 1
+__attribute__((target("avx512bf16,avx512bw,avx512f")))
+static void onnxep_cvt_bf16(const float* x, Py_ssize_t n, uint16_t* out)
 {
-    if (kp) onnxep_dconv_kp(mr, x, xo, rs, runs, nruns, kp, pfc, ONNXEP_ST_PASS);
+    Py_ssize_t i = 0;
+    for (; i + 32 <= n; i += 32)
+        _mm512_storeu_si512((void*)(out + i), (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(x + i + 16), _mm512_loadu_ps(x + i)));
+    for (; i < n; i += 16) {
+        __mmask16 m = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1u);
+        uint16_t t[16];
+        _mm256_storeu_si256((__m256i*)t, (__m256i)_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(m, x + i)));
+        memcpy(out + i, t, (size_t)(n - i < 16 ? n - i : 16) * sizeof(uint16_t));
+    }
+}
+/* pair rows of a one-panel packed weight (row k at wp + k * NR, zero past the channels) in bf16: pair row p at
+   out + 32 p, element 2j + q := B[2p + q, j] (j < 16; zero for 2p + q >= K) */
+__attribute__((target("avx512bf16,avx512bw,avx512f")))
+static void onnxep_dconv_kpb_pack(const float* wp, Py_ssize_t K, uint16_t* out)
+{
+    Py_ssize_t p;
+    for (p = 0; 2 * p < K; p++) {
+        const float* r0 = wp + 2 * p * ONNXEP_SGEMM_NR;
+        __m512 a = _mm512_loadu_ps(r0), b = 2 * p + 1 < K ? _mm512_loadu_ps(r0 + ONNXEP_SGEMM_NR) : _mm512_setzero_ps();
+        __m512 lo = _mm512_permutex2var_ps(a, _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23), b);
+        __m512 hi = _mm512_permutex2var_ps(a, _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31), b);
+        _mm512_storeu_si512((void*)(out + 32 * p), (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
+    }
+}
+static inline uint32_t onnxep_kpb_two(const uint16_t* p) { uint32_t v; memcpy(&v, p, sizeof v); return v; }
+#define ONNXEP_KPB_STEP(MRV, AVAL) do {                                                                 \
+        __m512bh b0 = (__m512bh)_mm512_loadu_si512((const void*)b);                                     \
+        _Pragma("GCC unroll 12")                                                                        \
+        for (i = 0; i < (MRV); i++)                                                                     \
+            c0[i] = _mm512_dpbf16_ps(c0[i], (__m512bh)_mm512_set1_epi32((int)(AVAL)), b0);              \
+        b += 32;                                                                                        \
+    } while (0)
+__attribute__((target("avx512bf16,avx512bw,avx512f"), always_inline))
+static inline void onnxep_dkpb_body(const int MRV, const uint16_t* x, Py_ssize_t xo, Py_ssize_t rs,
+                                    const onnxep_drun* runs, Py_ssize_t nruns, const uint16_t* kp, int pfc,
+                                    ONNXEP_ST_ARGS)
+{
+    __m512 c0[ONNXEP_SGEMM_MR];
+    Py_ssize_t r;
+    int i;
+    #pragma GCC unroll 12
+    for (i = 0; i < MRV; i++) c0[i] = _mm512_setzero_ps();
+    if (pfc) {
+        #pragma GCC unroll 12
+        for (i = 0; i < MRV; i++) {
+            _mm_prefetch((const char*)(c + i * rsc), _MM_HINT_T0);
+            if (res) _mm_prefetch((const char*)(res + i * rsc), _MM_HINT_T0);
+        }
+    }
+    for (r = 0; r < nruns; r++) {
+        const uint16_t* a = x + (xo + runs[r].a);
+        Py_ssize_t k = runs[r].b / ONNXEP_SGEMM_NR, n = runs[r].n;
+        const uint16_t* b = kp + (k >> 1) * 32;
+        if (k & 1) { ONNXEP_KPB_STEP(MRV, (uint32_t)a[i * rs] << 16); a += 1; n -= 1; }
+        for (; n >= 2; n -= 2) { ONNXEP_KPB_STEP(MRV, onnxep_kpb_two(a + i * rs)); a += 2; }
+        if (n) ONNXEP_KPB_STEP(MRV, (uint32_t)a[i * rs]);
+    }
+    onnxep_uk_store(MRV, c0, c0, ONNXEP_ST_PASS);
+}
+#define ONNXEP_DKPB_CASE(M) case M: onnxep_dkpb_body(M, x, xo, rs, runs, nruns, kp, pfc, ONNXEP_ST_PASS); break;
+__attribute__((target("avx512bf16,avx512bw,avx512f")))
+static void onnxep_dconv_kpb(Py_ssize_t mr, const uint16_t* x, Py_ssize_t xo, Py_ssize_t rs, const onnxep_drun* runs,
+                             Py_ssize_t nruns, const uint16_t* kp, int pfc, ONNXEP_ST_ARGS)
+{
+    switch (mr) {
+    ONNXEP_DKPB_CASE(12) ONNXEP_DKPB_CASE(11) ONNXEP_DKPB_CASE(10) ONNXEP_DKPB_CASE(9) ONNXEP_DKPB_CASE(8)
+    ONNXEP_DKPB_CASE(7) ONNXEP_DKPB_CASE(6) ONNXEP_DKPB_CASE(5) ONNXEP_DKPB_CASE(4) ONNXEP_DKPB_CASE(3)
+    ONNXEP_DKPB_CASE(2) ONNXEP_DKPB_CASE(1)
+    default: break;
+    }
+}
+#else
+#define ONNXEP_KPB_OK 0
+static inline void onnxep_cvt_bf16(const float* x, Py_ssize_t n, uint16_t* out) { }
+static inline void onnxep_dconv_kpb_pack(const float* wp, Py_ssize_t K, uint16_t* out) { }
+static inline void onnxep_dconv_kpb(Py_ssize_t mr, const uint16_t* x, Py_ssize_t xo, Py_ssize_t rs,
+                                    const onnxep_drun* runs, Py_ssize_t nruns, const uint16_t* kp, int pfc,
+                                    ONNXEP_ST_ARGS) { }
+#endif
+/* onnxep_dconv_uk, or onnxep_dconv_kp on the pair rows kp when kp is not NULL (then jp 0, no pfo), or
+   onnxep_dconv_kpb on the bf16 pair rows kpb and xb (x's bf16 copy, the same offsets) when kpb is not NULL */
+static inline void onnxep_dconv_call(Py_ssize_t mr, const float* kp, const uint16_t* kpb, const uint16_t* xb,
+                                     ONNXEP_DUK_ARGS)
+{
+    if (kpb) onnxep_dconv_kpb(mr, xb, xo, rs, runs, nruns, kpb, pfc, ONNXEP_ST_PASS);
+    else if (kp) onnxep_dconv_kp(mr, x, xo, rs, runs, nruns, kp, pfc, ONNXEP_ST_PASS);
     else onnxep_dconv_uk(mr, ONNXEP_DUK_PASS);
 }
 #else
 /* generic variant: never called (convs take the packed path there) */
 #define ONNXEP_KP_MAXN 0
+#define ONNXEP_KPB_OK 0
 static inline void onnxep_dconv_kp_pack(const float* wp, Py_ssize_t K, int NV, float* out) { }
-static inline void onnxep_dconv_call(Py_ssize_t mr, const float* kp, const float* x, Py_ssize_t xo, Py_ssize_t rs,
+static inline void onnxep_cvt_bf16(const float* x, Py_ssize_t n, uint16_t* out) { }
+static inline void onnxep_dconv_kpb_pack(const float* wp, Py_ssize_t K, uint16_t* out) { }
+static inline void onnxep_dconv_call(Py_ssize_t mr, const float* kp, const uint16_t* kpb, const uint16_t* xb,
+                                     const float* x, Py_ssize_t xo, Py_ssize_t rs,
                                      const onnxep_drun* runs, Py_ssize_t nruns, const float* bp, Py_ssize_t jp,
                                      Py_ssize_t pfo, int pfc, Py_ssize_t nr,
                                      float* c, Py_ssize_t rsc, float alpha, float beta, const float* bias_col,

@@ -117,3 +117,79 @@ def test_auto_path_choice_narrow_outputs(xshape, cout, k, s, out, want):
         finally:
             mod.conv_kpair(before)
         assert (on, off) == want[name], name
+
+
+def _bf16_round(a):
+    """float32 -> the nearest bf16 (ties to even), as float32 (vcvtne2ps2bf16's rounding)."""
+    u = np.ascontiguousarray(a, np.float32).view(np.uint32).astype(np.uint64)
+    u = (u + 0x7FFF + ((u >> 16) & 1)) & 0xFFFF0000
+    return u.astype(np.uint32).view(np.float32)
+
+
+@pytest.mark.parametrize("xshape, cout, k, s, group", [
+    ((3, 3, 20, 20), 16, 7, 2, 1),      # a 3-channel stem: runs of 21 k (odd start after 10 pairs)
+    ((2, 8, 9, 11), 12, 3, 1, 1),       # border columns and bands
+    ((1, 5, 7, 6), 9, 3, 1, 1),         # runs of 5 and 15, 9 channels
+    ((1, 7, 6, 5), 13, 1, 1, 1),        # pointwise, K 7
+    ((1, 12, 6, 6), 20, 3, 1, 2),       # 2 groups of 6 -> 10 (x's bf16 copy offset per group)
+    ((1, 600, 4, 4), 11, 1, 1, 1),      # K over three blocks of the packed weight
+])
+@pytest.mark.parametrize("residual, relu", [(False, False), (True, True)])
+def test_kpair_bf16_matches_oracle(xshape, cout, k, s, group, residual, relu):
+    """(tiny3) path "direct-bf16" (a bf16 session's direct convs of 9-16 output channels per group on vdpbf16ps,
+    onnxep_dconv_kpb), AVX-512 variant on a CPU with AVX512_BF16: against the float64 numpy conv of x and W
+    rounded to bf16 (each product then exact in fp32, the sums in fp32: the GEMM bound); bit-identical on 1, 2 and 3
+    threads; with the k-pair kernel off (conv_kpair(False)) the path is the plain fp32 direct one, bit for bit."""
+    mod = VARIANTS.get("avx512")
+    if mod is None or not mod.bgemm_hw():
+        pytest.skip("no AVX-512 variant with AVX512_BF16 on this machine")
+    x = RNG.uniform(-1, 1, xshape).astype(np.float32)
+    w = RNG.uniform(-1, 1, (cout, xshape[1] // group, k, k)).astype(np.float32)
+    b = RNG.uniform(-1, 1, cout).astype(np.float32)
+    p = (k - 1) // 2
+    outs = ((xshape[2] + 2 * p - k) // s + 1, (xshape[3] + 2 * p - k) // s + 1)
+    res = RNG.uniform(-1, 1, (xshape[0],) + outs + (cout,)).astype(np.float32) if residual else None
+    want = _expected(_bf16_round(x).astype(np.float64), _bf16_round(w).astype(np.float64), b, res, group, (s, s),
+                     (1, 1), (p, p), outs, relu)
+    tol = 2 * (xshape[1] // group * k * k + 2) * EPS
+    wp = np.empty(mod.conv_nhwc_pack_weight_size(cout, int(np.prod(w.shape[1:])), group), np.float32)
+    mod.conv_nhwc_pack_weight(w, group, wp)
+    xh = np.ascontiguousarray(x.transpose(0, 2, 3, 1))
+
+    def run(path, nth):
+        y = np.full((xshape[0],) + outs + (cout,), np.nan, np.float32)
+        mod.conv_nhwc_f32(xh.reshape(-1), xh.shape, wp, cout, group, (k, k), (s, s), (1, 1), (p, p), outs, b,
+                          None if res is None else res.reshape(-1), y.reshape(-1), relu, nth, None, path)
+        return y
+    y1 = run("direct-bf16", 1)
+    np.testing.assert_allclose(y1, want, rtol=0, atol=tol)
+    fp32 = _expected(x.astype(np.float64), w.astype(np.float64), b, res, group, (s, s), (1, 1), (p, p), outs, relu)
+    assert np.abs(y1 - fp32).max() > tol     # bf16 operands: not the fp32 result
+    for nth in (2, 3):
+        np.testing.assert_array_equal(run("direct-bf16", nth), y1, err_msg=f"nthreads={nth}")
+    before = mod.conv_kpair(False)
+    try:
+        np.testing.assert_array_equal(run("direct-bf16", 1), run("direct", 1))
+    finally:
+        mod.conv_kpair(before)
+
+
+@pytest.mark.parametrize("cout", [17, 8, 1])
+def test_kpair_bf16_leaves_other_convs_fp32(cout):
+    """More than 16 output channels (the plain kernel) or up to 8 (one fp32 pair vector): "direct-bf16" is the fp32
+    direct path, bit for bit (AVX-512 variant)."""
+    mod = VARIANTS.get("avx512")
+    if mod is None or not mod.bgemm_hw():
+        pytest.skip("no AVX-512 variant with AVX512_BF16 on this machine")
+    x = RNG.uniform(-1, 1, (1, 8, 6, 6)).astype(np.float32)
+    w = RNG.uniform(-1, 1, (cout, 8, 3, 3)).astype(np.float32)
+    wp = np.empty(mod.conv_nhwc_pack_weight_size(cout, 72, 1), np.float32)
+    mod.conv_nhwc_pack_weight(w, 1, wp)
+    xh = np.ascontiguousarray(x.transpose(0, 2, 3, 1))
+    ys = []
+    for path in ("direct-bf16", "direct"):
+        y = np.empty((1, 6, 6, cout), np.float32)
+        mod.conv_nhwc_f32(xh.reshape(-1), xh.shape, wp, cout, 1, (3, 3), (1, 1), (1, 1), (1, 1), (6, 6), None, None,
+                          y.reshape(-1), False, 1, None, path)
+        ys.append(y)
+    np.testing.assert_array_equal(ys[0], ys[1])
