@@ -49,6 +49,21 @@ typedef struct { Py_ssize_t a, b, n, sb; } onnxep_drun;
         a += 1;                                                                                         \
         b += 2 * ONNXEP_DV_W;                                                                           \
     } while (0)
+/* the tile's C rows (and the residual's) into L1 before the K loop: their first and last lines (pfc) */
+static inline __attribute__((always_inline)) void onnxep_dk_fetch_c(const int MRV, const float* c, Py_ssize_t rsc,
+                                                                    const float* res, Py_ssize_t nr)
+{
+    int i;
+    #pragma GCC unroll 12
+    for (i = 0; i < MRV; i++) {
+        _mm_prefetch((const char*)(c + i * rsc), _MM_HINT_T0);
+        _mm_prefetch((const char*)(c + i * rsc + (nr > 0 ? nr - 1 : 0)), _MM_HINT_T0);
+        if (res) {
+            _mm_prefetch((const char*)(res + i * rsc), _MM_HINT_T0);
+            _mm_prefetch((const char*)(res + i * rsc + (nr > 0 ? nr - 1 : 0)), _MM_HINT_T0);
+        }
+    }
+}
 static inline __attribute__((always_inline)) void onnxep_duk_body(const int MRV, const int NV, ONNXEP_DUK_ARGS)
 {
     ONNXEP_DV c0[ONNXEP_SGEMM_MR], c1[ONNXEP_SGEMM_MR];
@@ -56,17 +71,7 @@ static inline __attribute__((always_inline)) void onnxep_duk_body(const int MRV,
     int i;
     #pragma GCC unroll 12
     for (i = 0; i < MRV; i++) { c0[i] = ONNXEP_DV_ZERO(); c1[i] = ONNXEP_DV_ZERO(); }
-    if (pfc) {
-        #pragma GCC unroll 12
-        for (i = 0; i < MRV; i++) {
-            _mm_prefetch((const char*)(c + i * rsc), _MM_HINT_T0);
-            _mm_prefetch((const char*)(c + i * rsc + (nr > 0 ? nr - 1 : 0)), _MM_HINT_T0);
-            if (res) {
-                _mm_prefetch((const char*)(res + i * rsc), _MM_HINT_T0);
-                _mm_prefetch((const char*)(res + i * rsc + (nr > 0 ? nr - 1 : 0)), _MM_HINT_T0);
-            }
-        }
-    }
+    if (pfc) onnxep_dk_fetch_c(MRV, c, rsc, res, nr);
     for (r = 0; r < nruns; r++) {
         const float* a = x + (xo + runs[r].a);
         const float* b = bp + (runs[r].b + jp * runs[r].sb);
@@ -174,13 +179,7 @@ static inline __attribute__((always_inline)) void onnxep_dkp_body(const int MRV,
     int i;
     #pragma GCC unroll 12
     for (i = 0; i < MRV; i++) { c0[i] = ONNXEP_DV_ZERO(); c1[i] = ONNXEP_DV_ZERO(); }
-    if (pfc) {
-        #pragma GCC unroll 12
-        for (i = 0; i < MRV; i++) {
-            _mm_prefetch((const char*)(c + i * rsc), _MM_HINT_T0);
-            if (res) _mm_prefetch((const char*)(res + i * rsc), _MM_HINT_T0);
-        }
-    }
+    if (pfc) onnxep_dk_fetch_c(MRV, c, rsc, res, nr);
     for (r = 0; r < nruns; r++) {
         const float* a = x + (xo + runs[r].a);
         Py_ssize_t k = runs[r].b / ONNXEP_SGEMM_NR, n = runs[r].n;
@@ -261,13 +260,7 @@ static inline void onnxep_dkpb_body(const int MRV, const uint16_t* x, Py_ssize_t
     int i;
     #pragma GCC unroll 12
     for (i = 0; i < MRV; i++) c0[i] = _mm512_setzero_ps();
-    if (pfc) {
-        #pragma GCC unroll 12
-        for (i = 0; i < MRV; i++) {
-            _mm_prefetch((const char*)(c + i * rsc), _MM_HINT_T0);
-            if (res) _mm_prefetch((const char*)(res + i * rsc), _MM_HINT_T0);
-        }
-    }
+    if (pfc) onnxep_dk_fetch_c(MRV, c, rsc, res, nr);
     for (r = 0; r < nruns; r++) {
         const uint16_t* a = x + (xo + runs[r].a);
         Py_ssize_t k = runs[r].b / ONNXEP_SGEMM_NR, n = runs[r].n;
