@@ -30,7 +30,7 @@ cdef extern from "_native/direct_conv.h":
     int KP_MAXN "ONNXEP_KP_MAXN"
     int KPB_OK "ONNXEP_KPB_OK"
     void cvt_bf16 "onnxep_cvt_bf16"(const float* x, Py_ssize_t n, uint16_t* out) noexcept nogil
-    void dconv_kpb_pack "onnxep_dconv_kpb_pack"(const float* wp, Py_ssize_t K, uint16_t* out) noexcept nogil
+    void dconv_kpb_pack "onnxep_dconv_kpb_pack"(const float* wp, Py_ssize_t K, int Q, uint16_t* out) noexcept nogil
 
 
 def conv_nhwc_pack_weight_size(Py_ssize_t cout, Py_ssize_t kc, Py_ssize_t group):
@@ -94,8 +94,8 @@ def conv_nhwc_f32(const float[::1] x, tuple xshape, const float[::1] w_packed, P
     _k_winograd.pxi: 3x3 kernels, stride and dilation 1, group 1, W packed by conv_wino_pack_weight; SIMD variants)
     or "winograd4" (F(4x4, 3x3), the same with W packed by conv_wino_pack_weight(..., 4)); "winograd-bf16" and
     "winograd4-bf16": the same with the plane GEMMs in bf16, W packed by conv_wino_pack_weight_bf16(..., m);
-    "direct-bf16" and "auto-bf16": "direct" / "auto", with a direct conv of 9-16 output channels per group on bf16
-    operands where the CPU has vdpbf16ps (_dconv_kpb_applies; else as without the suffix).
+    "direct-bf16" and "auto-bf16": "direct" / "auto", with a direct conv of at most 16 output channels per group on
+    bf16 operands where the CPU has vdpbf16ps (_dconv_kpb_applies; else as without the suffix).
     ConvNhwc(...).run(...) in one call: a kernel running the same shapes again keeps its ConvNhwc."""
     ConvNhwc(xshape, w_packed, cout, group, kernel, strides, dilations, pads, out_spatial, relu, activation,
              path).run(x, bias, res, y, nthreads, ldy)
@@ -175,9 +175,9 @@ cdef class ConvNhwc:
         bf16 = path in ("direct-bf16", "auto-bf16")
         if bf16:
             path = path[:-5]
-        self.direct = not self.wino and self.Kc > 0 and (path == "direct" or (path == "auto"
-                                                                              and _dconv_auto(&ia, self.N, self.Kc, self.Coutg)))
-        if self.direct and bf16 and _dconv_kpb_applies(self.Coutg):
+        self.direct = not self.wino and self.Kc > 0 and (
+            path == "direct" or (path == "auto" and _dconv_auto(&ia, self.N, self.Kc, self.Coutg)))
+        if self.direct and bf16 and _dconv_kpb_applies(&ia, self.Coutg):
             self.direct = 2
 
     def run(self, const float[::1] x, const float[::1] bias, const float[::1] res, float[::1] y, int nthreads=0,
@@ -451,15 +451,21 @@ cdef inline bint _dconv_kp_applies(Py_ssize_t Coutg) noexcept nogil:
     return _kpair_on and Coutg <= KP_MAXN
 
 
-cdef inline bint _dconv_kpb_applies(Py_ssize_t Coutg) noexcept nogil:
-    """The bf16 k-pair kernel (onnxep_dconv_kpb) takes a direct conv of Coutg output channels per group: the fp32
-    k-pair kernel takes it with two pair vectors (9-16 channels, AVX-512: one vdpbf16ps does its two FMAs) and the CPU
-    has vdpbf16ps (bg_kernel). Up to 8 channels one fp32 pair vector holds them all, as many instructions as
-    vdpbf16ps's, and rounding x to bf16 only adds: kernel alone, 1 thread, batch 3, bf16 / fp32 k-pair time: 64x64
-    3 -> 16 7x7/2 0.76, 32x32 16 -> 16 3x3 0.70, 56x56 64 -> 16 3x3 (batch 1) 0.69, 16x16 64 -> 16 3x3 0.89, 16x16
-    32 -> 16 1x1 0.93, 16x16 16 -> 16 3x3/2 0.95; 8 channels 1.04-1.38 (16x16 8 -> 8 3x3, 32x32 16 -> 8 1x1, 4x4
-    128 -> 8 3x3)."""
-    return KPB_OK and _dconv_kp_applies(Coutg) and KP_MAXN == 16 and 2 * Coutg > KP_MAXN and bg_kernel() != 0
+cdef enum:
+    KPB_MIN_USES = 16       # _dconv_kpb_applies: products per x element rounded to bf16, at least
+
+
+cdef inline bint _dconv_kpb_applies(const ImplicitA* ia, Py_ssize_t Coutg) noexcept nogil:
+    """The bf16 k-pair kernel (onnxep_dconv_kpb) takes a direct conv of Coutg output channels per group where the
+    fp32 k-pair kernel takes it with 16 channels a vector (AVX-512), the CPU has vdpbf16ps (bg_kernel), and each x
+    element, rounded to bf16 once per call, feeds at least KPB_MIN_USES products (Coutg * kh * kw / (sh * sw)): the
+    rounding costs about what a vdpbf16ps saves on a few products. Kernel alone, 1 thread, batch 3, bf16 / fp32
+    k-pair time (uses): 64x64 3 -> 16 7x7/2 0.76-0.77 (196), 64x64 3 -> 16 3x3/2 0.83-0.86 (36), 32x32 16 -> 16 3x3
+    0.70 (144), 56x56 64 -> 16 3x3 (batch 1) 0.69, 16x16 64 -> 16 3x3 0.88, 16x16 8 -> 8 3x3 0.82-0.85 (72), 4x4
+    128 -> 8 3x3 0.82, 1x1 -> 16 0.90-0.98 (16); left fp32: 1x1 -> 8 0.94-1.06 (8; 32x32 16 -> 8, 16x16 48 -> 8,
+    16x16 16 -> 8)."""
+    return KPB_OK and _dconv_kp_applies(Coutg) and KP_MAXN == 16 and bg_kernel() != 0 \
+        and Coutg * ia.kh * ia.kw >= KPB_MIN_USES * ia.sh * ia.sw
 
 
 cdef struct DTap:
@@ -675,8 +681,8 @@ cdef void _dconv_rows(const ImplicitA* ia, const DTap* taps, Py_ssize_t ntaps, D
                     mr = hi - ow
                     mr = (mr + (mr + SGEMM_MR - 1) // SGEMM_MR - 1) // ((mr + SGEMM_MR - 1) // SGEMM_MR)
                     iw0 = ow * ia.sw - ia.pw
-                    dconv_call(mr, kp, kpb, imgb, img, ((ih0 + (r2 - row) * ia.sh) * ia.W + iw0) * ia.C, ia.sw * ia.C, runs,
-                               nint, wp,
+                    dconv_call(mr, kp, kpb, imgb, img, ((ih0 + (r2 - row) * ia.sh) * ia.W + iw0) * ia.C,
+                               ia.sw * ia.C, runs, nint, wp,
                              jp, pfo, _crow_prefetch, min(<Py_ssize_t>SGEMM_NR, Coutg - n0),
                              y + (r2 * ia.Wo + ow) * cout + n0, cout, 1.0,
                              0.0, (bias + n0) if bias != NULL else NULL, NULL,
@@ -696,8 +702,8 @@ cdef void _dconv_rows(const ImplicitA* ia, const DTap* taps, Py_ssize_t ntaps, D
                 while r2 < band:
                     mr = band - r2
                     mr = (mr + (mr + SGEMM_MR - 1) // SGEMM_MR - 1) // ((mr + SGEMM_MR - 1) // SGEMM_MR)
-                    dconv_call(mr, kp, kpb, imgb, img, ((ih0 + (r2 - row) * ia.sh) * ia.W + iw0) * ia.C, rs, rr, cnt, wp, jp,
-                               pfo,
+                    dconv_call(mr, kp, kpb, imgb, img, ((ih0 + (r2 - row) * ia.sh) * ia.W + iw0) * ia.C, rs, rr,
+                               cnt, wp, jp, pfo,
                              _crow_prefetch, min(<Py_ssize_t>SGEMM_NR, Coutg - n0), y + (r2 * ia.Wo + ow) * cout + n0,
                              ia.Wo * cout,
                              1.0, 0.0, (bias + n0) if bias != NULL else NULL, NULL,
@@ -843,15 +849,16 @@ cdef int _conv_nhwc_direct(const ImplicitA* ia0, Py_ssize_t N, Py_ssize_t group,
         return -1
     job.kp, job.kplen, job.kpb, job.xb = NULL, 0, NULL, NULL
     if bf16:
-        # x and the pair rows in bf16 (16 channels a pair vector: 32 halves a pair row; x keeps its offsets)
-        job.kplen = (Kc + 1) // 2 * 32
+        # x and the weight's rows in bf16 (32 halves a row of 2 k, or of 4 k up to 8 channels; x keeps its offsets)
+        kpnv = 2 if 2 * Coutg <= KP_MAXN else 1
+        job.kplen = (Kc + 2 * kpnv - 1) // (2 * kpnv) * 32
         kpbbuf = <uint16_t*>malloc((group * job.kplen + nx) * sizeof(uint16_t))
         if kpbbuf == NULL:
             free(runbuf)
             free(taps)
             return -1
         for gi in range(group):
-            dconv_kpb_pack(wp + gi * blen, Kc, kpbbuf + gi * job.kplen)
+            dconv_kpb_pack(wp + gi * blen, Kc, kpnv, kpbbuf + gi * job.kplen)
         cvt_bf16(x, nx, kpbbuf + group * job.kplen)
         job.kpb, job.xb = kpbbuf, kpbbuf + group * job.kplen
     elif _dconv_kp_applies(Coutg):

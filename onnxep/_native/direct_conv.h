@@ -116,7 +116,12 @@ static void onnxep_dconv_uk(Py_ssize_t mr, ONNXEP_DUK_ARGS)
    odd k, then the two), the same for every thread count. */
 #define ONNXEP_KP_MAXN ONNXEP_DV_W
 #if defined(__AVX512F__)
-static inline __m512 onnxep_kp_pair(const float* p) { double d; memcpy(&d, p, sizeof d); return _mm512_castpd_ps(_mm512_set1_pd(d)); }
+static inline __m512 onnxep_kp_pair(const float* p)   /* x's two k at p in every 64-bit lane */
+{
+    double d;
+    memcpy(&d, p, sizeof d);
+    return _mm512_castpd_ps(_mm512_set1_pd(d));
+}
 #define ONNXEP_KP_EVEN(p) _mm512_maskz_mov_ps((__mmask16)0x5555, _mm512_set1_ps(*(p)))
 #define ONNXEP_KP_ODD(p) _mm512_maskz_mov_ps((__mmask16)0xAAAA, _mm512_set1_ps(*(p)))
 static inline __m512 onnxep_kp_fold(const int NV, __m512 c0, __m512 c1)   /* channel j := lanes 2j + 2j+1 */
@@ -127,7 +132,12 @@ static inline __m512 onnxep_kp_fold(const int NV, __m512 c0, __m512 c1)   /* cha
     return _mm512_permutex2var_ps(s0, ev, _mm512_add_ps(c1, _mm512_permute_ps(c1, 0xB1)));
 }
 #else
-static inline __m256 onnxep_kp_pair(const float* p) { double d; memcpy(&d, p, sizeof d); return _mm256_castpd_ps(_mm256_set1_pd(d)); }
+static inline __m256 onnxep_kp_pair(const float* p)
+{
+    double d;
+    memcpy(&d, p, sizeof d);
+    return _mm256_castpd_ps(_mm256_set1_pd(d));
+}
 #define ONNXEP_KP_EVEN(p) _mm256_blend_ps(_mm256_setzero_ps(), _mm256_set1_ps(*(p)), 0x55)
 #define ONNXEP_KP_ODD(p) _mm256_blend_ps(_mm256_setzero_ps(), _mm256_set1_ps(*(p)), 0xAA)
 static inline __m256 onnxep_kp_fold(const int NV, __m256 c0, __m256 c1)
@@ -148,9 +158,10 @@ static void onnxep_dconv_kp_pack(const float* wp, Py_ssize_t K, int NV, float* o
         float* o = out + p * NV * ONNXEP_DV_W;
 #if defined(__AVX512F__)
         __m512 a = _mm512_loadu_ps(r0), b = 2 * p + 1 < K ? _mm512_loadu_ps(r0 + ONNXEP_SGEMM_NR) : _mm512_setzero_ps();
-        _mm512_storeu_ps(o, _mm512_permutex2var_ps(a, _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23), b));
-        if (NV == 2)
-            _mm512_storeu_ps(o + 16, _mm512_permutex2var_ps(a, _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31), b));
+        const __m512i ilo = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+        const __m512i ihi = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+        _mm512_storeu_ps(o, _mm512_permutex2var_ps(a, ilo, b));
+        if (NV == 2) _mm512_storeu_ps(o + 16, _mm512_permutex2var_ps(a, ihi, b));
 #else
         __m256 a = _mm256_loadu_ps(r0), b = 2 * p + 1 < K ? _mm256_loadu_ps(r0 + ONNXEP_SGEMM_NR) : _mm256_setzero_ps();
         __m256 lo = _mm256_unpacklo_ps(a, b), hi = _mm256_unpackhi_ps(a, b);
@@ -209,18 +220,21 @@ static void onnxep_dconv_kp(Py_ssize_t mr, const float* x, Py_ssize_t xo, Py_ssi
 }
 #if defined(__AVX512F__)
 /* (tiny3) onnxep_dconv_kpb: onnxep_dconv_kp on bf16 operands (a bf16 session's convs of at most 16 output channels,
-   where the CPU has vdpbf16ps: bg_kernel), x and the pair rows rounded to bf16 (nearest even) once per call
-   (onnxep_cvt_bf16, onnxep_dconv_kpb_pack): lane j of a pair row holds B[2p, j], B[2p + 1, j] as vdpbf16ps's pair, and
-   one vdpbf16ps of x's two consecutive k (one 32-bit broadcast) adds both products into channel j in fp32 -- the
-   work of two FMAs (two pair vectors of onnxep_dconv_kp) in one instruction, no fold at the store. A lone k (a run
-   starting at an odd k or ending at an even one) pairs x's value with a zero. */
+   where the CPU has vdpbf16ps: bg_kernel), x and the weight's rows rounded to bf16 (nearest even) once per call
+   (onnxep_cvt_bf16, onnxep_dconv_kpb_pack). vdpbf16ps adds the products of a pair of bf16 in each 32-bit lane. 9-16
+   channels (Q 1): lane j of a row holds B[2p, j], B[2p + 1, j], and one vdpbf16ps of x's two consecutive k (a 32-bit
+   broadcast) does the two FMAs of onnxep_dconv_kp's two pair vectors. Up to 8 channels (Q 2): a row holds k quads,
+   lane 2j + h the pair B[4p + 2h, j], B[4p + 2h + 1, j], and a 64-bit broadcast of x's four k feeds both pairs of
+   each channel (the lanes' sums are folded at the store, onnxep_kp_fold): four k a vdpbf16ps, where the fp32 pair
+   vector does two an FMA. A run's k not on a row border go in a step of their own, x's other values zero. */
 #define ONNXEP_KPB_OK 1
 __attribute__((target("avx512bf16,avx512bw,avx512f")))
 static void onnxep_cvt_bf16(const float* x, Py_ssize_t n, uint16_t* out)
 {
     Py_ssize_t i = 0;
     for (; i + 32 <= n; i += 32)
-        _mm512_storeu_si512((void*)(out + i), (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(x + i + 16), _mm512_loadu_ps(x + i)));
+        _mm512_storeu_si512((void*)(out + i),
+                            (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(x + i + 16), _mm512_loadu_ps(x + i)));
     for (; i < n; i += 16) {
         __mmask16 m = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1u);
         uint16_t t[16];
@@ -228,33 +242,64 @@ static void onnxep_cvt_bf16(const float* x, Py_ssize_t n, uint16_t* out)
         memcpy(out + i, t, (size_t)(n - i < 16 ? n - i : 16) * sizeof(uint16_t));
     }
 }
-/* pair rows of a one-panel packed weight (row k at wp + k * NR, zero past the channels) in bf16: pair row p at
-   out + 32 p, element 2j + q := B[2p + q, j] (j < 16; zero for 2p + q >= K) */
+/* the rows of a one-panel packed weight (row k at wp + k * NR, zero past the channels) in bf16, 32 halves each: Q 1,
+   row p's element 2j + e := B[2p + e, j] (j < 16); Q 2, row p's element 4j + m := B[4p + m, j] (j < 8); zero past K */
 __attribute__((target("avx512bf16,avx512bw,avx512f")))
-static void onnxep_dconv_kpb_pack(const float* wp, Py_ssize_t K, uint16_t* out)
+static void onnxep_dconv_kpb_pack(const float* wp, Py_ssize_t K, int Q, uint16_t* out)
 {
-    Py_ssize_t p;
-    for (p = 0; 2 * p < K; p++) {
-        const float* r0 = wp + 2 * p * ONNXEP_SGEMM_NR;
-        __m512 a = _mm512_loadu_ps(r0), b = 2 * p + 1 < K ? _mm512_loadu_ps(r0 + ONNXEP_SGEMM_NR) : _mm512_setzero_ps();
-        __m512 lo = _mm512_permutex2var_ps(a, _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23), b);
-        __m512 hi = _mm512_permutex2var_ps(a, _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31), b);
+    const __m512i ilo = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    const __m512i ihi = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+    const __m512i qlo = _mm512_setr_epi32(0, 1, 16, 17, 2, 3, 18, 19, 4, 5, 20, 21, 6, 7, 22, 23);
+    const __m512i qhi = _mm512_setr_epi32(8, 9, 24, 25, 10, 11, 26, 27, 12, 13, 28, 29, 14, 15, 30, 31);
+    const Py_ssize_t KQ = 2 * Q;
+    Py_ssize_t p, m;
+    for (p = 0; KQ * p < K; p++) {
+        __m512 r[4], lo, hi;
+        for (m = 0; m < KQ; m++)
+            r[m] = KQ * p + m < K ? _mm512_loadu_ps(wp + (KQ * p + m) * ONNXEP_SGEMM_NR) : _mm512_setzero_ps();
+        if (Q == 1) {
+            lo = _mm512_permutex2var_ps(r[0], ilo, r[1]);
+            hi = _mm512_permutex2var_ps(r[0], ihi, r[1]);
+        } else {                /* t01 / t23: element 2j + e = B[4p + e (+ 2), j]; then element 4j + 2h + e */
+            __m512 t01 = _mm512_permutex2var_ps(r[0], ilo, r[1]), t23 = _mm512_permutex2var_ps(r[2], ilo, r[3]);
+            lo = _mm512_permutex2var_ps(t01, qlo, t23);
+            hi = _mm512_permutex2var_ps(t01, qhi, t23);
+        }
         _mm512_storeu_si512((void*)(out + 32 * p), (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
     }
 }
-static inline uint32_t onnxep_kpb_two(const uint16_t* p) { uint32_t v; memcpy(&v, p, sizeof v); return v; }
-#define ONNXEP_KPB_STEP(MRV, AVAL) do {                                                                 \
+/* x's k values p[0 .. take) in the 16-bit slots off .. off + take of a 64-bit lane value, the others zero */
+static inline uint64_t onnxep_kpb_part(const uint16_t* p, int off, int take)
+{
+    uint64_t v = 0;
+    for (int t = 0; t < take; t++) v |= (uint64_t)p[t] << (16 * (off + t));
+    return v;
+}
+/* the broadcast of x's Q pairs at p (one 32- or 64-bit load), or of the 64-bit lane value v */
+__attribute__((target("avx512bf16,avx512bw,avx512f"), always_inline))
+static inline __m512i onnxep_kpb_full(const int Q, const uint16_t* p)
+{
+    if (Q == 1) { uint32_t v; memcpy(&v, p, sizeof v); return _mm512_set1_epi32((int)v); }
+    long long v; memcpy(&v, p, sizeof v); return _mm512_set1_epi64(v);
+}
+__attribute__((target("avx512bf16,avx512bw,avx512f"), always_inline))
+static inline __m512i onnxep_kpb_bcast(const int Q, uint64_t v)
+{
+    return Q == 1 ? _mm512_set1_epi32((int)(uint32_t)v) : _mm512_set1_epi64((long long)v);
+}
+#define ONNXEP_KPB_STEP(MRV, ABCAST) do {                                                               \
         __m512bh b0 = (__m512bh)_mm512_loadu_si512((const void*)b);                                     \
         _Pragma("GCC unroll 12")                                                                        \
         for (i = 0; i < (MRV); i++)                                                                     \
-            c0[i] = _mm512_dpbf16_ps(c0[i], (__m512bh)_mm512_set1_epi32((int)(AVAL)), b0);              \
+            c0[i] = _mm512_dpbf16_ps(c0[i], (__m512bh)(ABCAST), b0);                                    \
         b += 32;                                                                                        \
     } while (0)
 __attribute__((target("avx512bf16,avx512bw,avx512f"), always_inline))
-static inline void onnxep_dkpb_body(const int MRV, const uint16_t* x, Py_ssize_t xo, Py_ssize_t rs,
+static inline void onnxep_dkpb_body(const int MRV, const int Q, const uint16_t* x, Py_ssize_t xo, Py_ssize_t rs,
                                     const onnxep_drun* runs, Py_ssize_t nruns, const uint16_t* kp, int pfc,
                                     ONNXEP_ST_ARGS)
 {
+    const int KQ = 2 * Q;
     __m512 c0[ONNXEP_SGEMM_MR];
     Py_ssize_t r;
     int i;
@@ -264,14 +309,27 @@ static inline void onnxep_dkpb_body(const int MRV, const uint16_t* x, Py_ssize_t
     for (r = 0; r < nruns; r++) {
         const uint16_t* a = x + (xo + runs[r].a);
         Py_ssize_t k = runs[r].b / ONNXEP_SGEMM_NR, n = runs[r].n;
-        const uint16_t* b = kp + (k >> 1) * 32;
-        if (k & 1) { ONNXEP_KPB_STEP(MRV, (uint32_t)a[i * rs] << 16); a += 1; n -= 1; }
-        for (; n >= 2; n -= 2) { ONNXEP_KPB_STEP(MRV, onnxep_kpb_two(a + i * rs)); a += 2; }
-        if (n) ONNXEP_KPB_STEP(MRV, (uint32_t)a[i * rs]);
+        const uint16_t* b = kp + (k / KQ) * 32;
+        int off = (int)(k % KQ);
+        if (off) {              /* Q 1: the odd k alone, in the pair's high half */
+            int take = n < KQ - off ? (int)n : KQ - off;
+            if (Q == 1) ONNXEP_KPB_STEP(MRV, _mm512_set1_epi32((int)((uint32_t)a[i * rs] << 16)));
+            else ONNXEP_KPB_STEP(MRV, onnxep_kpb_bcast(Q, onnxep_kpb_part(a + i * rs, off, take)));
+            a += take; n -= take;
+        }
+        for (; n >= KQ; n -= KQ) { ONNXEP_KPB_STEP(MRV, onnxep_kpb_full(Q, a + i * rs)); a += KQ; }
+        if (n) {                /* Q 1: the last k alone, in the pair's low half */
+            if (Q == 1) ONNXEP_KPB_STEP(MRV, _mm512_set1_epi32((int)a[i * rs]));
+            else ONNXEP_KPB_STEP(MRV, onnxep_kpb_bcast(Q, onnxep_kpb_part(a + i * rs, 0, (int)n)));
+        }
+    }
+    if (Q == 2) {
+        #pragma GCC unroll 12
+        for (i = 0; i < MRV; i++) c0[i] = onnxep_kp_fold(1, c0[i], c0[i]);
     }
     onnxep_uk_store(MRV, c0, c0, ONNXEP_ST_PASS);
 }
-#define ONNXEP_DKPB_CASE(M) case M: onnxep_dkpb_body(M, x, xo, rs, runs, nruns, kp, pfc, ONNXEP_ST_PASS); break;
+#define ONNXEP_DKPB_CASE(M) case M: if (2 * nr <= 16) onnxep_dkpb_body(M, 2, x, xo, rs, runs, nruns, kp, pfc, ONNXEP_ST_PASS); else onnxep_dkpb_body(M, 1, x, xo, rs, runs, nruns, kp, pfc, ONNXEP_ST_PASS); break;
 __attribute__((target("avx512bf16,avx512bw,avx512f")))
 static void onnxep_dconv_kpb(Py_ssize_t mr, const uint16_t* x, Py_ssize_t xo, Py_ssize_t rs, const onnxep_drun* runs,
                              Py_ssize_t nruns, const uint16_t* kp, int pfc, ONNXEP_ST_ARGS)
@@ -286,7 +344,7 @@ static void onnxep_dconv_kpb(Py_ssize_t mr, const uint16_t* x, Py_ssize_t xo, Py
 #else
 #define ONNXEP_KPB_OK 0
 static inline void onnxep_cvt_bf16(const float* x, Py_ssize_t n, uint16_t* out) { }
-static inline void onnxep_dconv_kpb_pack(const float* wp, Py_ssize_t K, uint16_t* out) { }
+static inline void onnxep_dconv_kpb_pack(const float* wp, Py_ssize_t K, int Q, uint16_t* out) { }
 static inline void onnxep_dconv_kpb(Py_ssize_t mr, const uint16_t* x, Py_ssize_t xo, Py_ssize_t rs,
                                     const onnxep_drun* runs, Py_ssize_t nruns, const uint16_t* kp, int pfc,
                                     ONNXEP_ST_ARGS) { }
@@ -306,7 +364,7 @@ static inline void onnxep_dconv_call(Py_ssize_t mr, const float* kp, const uint1
 #define ONNXEP_KPB_OK 0
 static inline void onnxep_dconv_kp_pack(const float* wp, Py_ssize_t K, int NV, float* out) { }
 static inline void onnxep_cvt_bf16(const float* x, Py_ssize_t n, uint16_t* out) { }
-static inline void onnxep_dconv_kpb_pack(const float* wp, Py_ssize_t K, uint16_t* out) { }
+static inline void onnxep_dconv_kpb_pack(const float* wp, Py_ssize_t K, int Q, uint16_t* out) { }
 static inline void onnxep_dconv_call(Py_ssize_t mr, const float* kp, const uint16_t* kpb, const uint16_t* xb,
                                      const float* x, Py_ssize_t xo, Py_ssize_t rs,
                                      const onnxep_drun* runs, Py_ssize_t nruns, const float* bp, Py_ssize_t jp,

@@ -52,10 +52,11 @@ def force_bf16_kpair(on):
 
 
 def bf16_kpair() -> bool:
-    """Whether a bf16 session's direct convs of 9-16 output channels per group (the k-pair kernel's with two pair
-    vectors: _k_conv_nhwc.pxi _dconv_kpb_applies) run on bf16 operands (_k_conv_nhwc.pxi onnxep_dconv_kpb: one vdpbf16ps does the two FMAs of a k pair): where the CPU has
-    vdpbf16ps at clearly more products per second than the FMA (DP_CONV_MIN_RATIO), AMX or not (the kernel uses no
-    tiles). Those convs stay off the bf16 GEMM (too few output channels: ops/onnxep/nhwc_conv.py)."""
+    """Whether a bf16 session's direct convs of at most 16 output channels per group (the k-pair kernel's:
+    _k_conv_nhwc.pxi _dconv_kpb_applies) run on bf16 operands (onnxep_dconv_kpb: one vdpbf16ps does the FMAs of two k
+    over 16 channels, or of four k over 8): where the CPU has vdpbf16ps at clearly more products per second than the
+    FMA (DP_CONV_MIN_RATIO), AMX or not (the kernel uses no tiles). Those convs stay off the bf16 GEMM (too few output
+    channels: ops/onnxep/nhwc_conv.py)."""
     if _kpair_force is not None:
         return _kpair_force and bool(_kernels.bgemm_hw())
     if _conv_force is False or not _kernels.bgemm_hw():

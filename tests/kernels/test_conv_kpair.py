@@ -130,16 +130,24 @@ def _bf16_round(a):
     ((3, 3, 20, 20), 16, 7, 2, 1),      # a 3-channel stem: runs of 21 k (odd start after 10 pairs)
     ((2, 8, 9, 11), 12, 3, 1, 1),       # border columns and bands
     ((1, 5, 7, 6), 9, 3, 1, 1),         # runs of 5 and 15, 9 channels
-    ((1, 7, 6, 5), 13, 1, 1, 1),        # pointwise, K 7
+    ((1, 7, 6, 5), 16, 1, 1, 1),        # pointwise, K 7
     ((1, 12, 6, 6), 20, 3, 1, 2),       # 2 groups of 6 -> 10 (x's bf16 copy offset per group)
-    ((1, 600, 4, 4), 11, 1, 1, 1),      # K over three blocks of the packed weight
+    ((1, 600, 4, 4), 16, 1, 1, 1),      # K over three blocks of the packed weight
+    # up to 8 channels: quads of k (runs starting 1, 2 or 3 past a quad, ending short of one)
+    ((3, 3, 20, 20), 8, 7, 2, 1),       # runs of 21 at k 0, 21, 42, ...: every offset in a quad
+    ((2, 8, 9, 11), 8, 3, 1, 1),        # runs of 8 / 16 / 24, border columns and bands
+    ((1, 5, 7, 6), 3, 3, 1, 1),         # runs of 5 and 15, 3 channels
+    ((1, 6, 7, 6), 2, 3, 1, 1),         # runs of 6 and 18 (offsets 2), two channels
+    ((1, 12, 6, 6), 8, 3, 1, 2),        # 2 groups of 6 -> 4
+    ((1, 602, 4, 4), 7, 3, 1, 1),       # K 5418 over blocks (block borders inside quads)
 ])
 @pytest.mark.parametrize("residual, relu", [(False, False), (True, True)])
 def test_kpair_bf16_matches_oracle(xshape, cout, k, s, group, residual, relu):
-    """(tiny3) path "direct-bf16" (a bf16 session's direct convs of 9-16 output channels per group on vdpbf16ps,
-    onnxep_dconv_kpb), AVX-512 variant on a CPU with AVX512_BF16: against the float64 numpy conv of x and W
-    rounded to bf16 (each product then exact in fp32, the sums in fp32: the GEMM bound); bit-identical on 1, 2 and 3
-    threads; with the k-pair kernel off (conv_kpair(False)) the path is the plain fp32 direct one, bit for bit."""
+    """(tiny3) path "direct-bf16" (a bf16 session's direct convs of at most 16 output channels per group on
+    vdpbf16ps, onnxep_dconv_kpb: pairs of k from 9 channels, quads up to 8), AVX-512 variant on a CPU with
+    AVX512_BF16: against the float64 numpy conv of x and W rounded to bf16 (each product then exact in fp32, the sums
+    in fp32: the GEMM bound); bit-identical on 1, 2 and 3 threads; with the k-pair kernel off (conv_kpair(False)) the
+    path is the plain fp32 direct one, bit for bit."""
     mod = VARIANTS.get("avx512")
     if mod is None or not mod.bgemm_hw():
         pytest.skip("no AVX-512 variant with AVX512_BF16 on this machine")
@@ -174,22 +182,25 @@ def test_kpair_bf16_matches_oracle(xshape, cout, k, s, group, residual, relu):
         mod.conv_kpair(before)
 
 
-@pytest.mark.parametrize("cout", [17, 8, 1])
-def test_kpair_bf16_leaves_other_convs_fp32(cout):
-    """More than 16 output channels (the plain kernel) or up to 8 (one fp32 pair vector): "direct-bf16" is the fp32
-    direct path, bit for bit (AVX-512 variant)."""
+@pytest.mark.parametrize("cout, k, s", [(17, 3, 1), (40, 3, 1), (8, 1, 1), (15, 1, 1), (16, 1, 2), (1, 3, 1)])
+def test_kpair_bf16_leaves_other_convs_fp32(cout, k, s):
+    """More than 16 output channels (the plain kernel), or fewer than KPB_MIN_USES (16) products per x element
+    (cout * k * k / s^2: 1x1 to 8 or 15 channels, 1x1 stride 2 to 16, 3x3 to 1): "direct-bf16" is the fp32 direct
+    path, bit for bit (AVX-512 variant)."""
     mod = VARIANTS.get("avx512")
     if mod is None or not mod.bgemm_hw():
         pytest.skip("no AVX-512 variant with AVX512_BF16 on this machine")
     x = RNG.uniform(-1, 1, (1, 8, 6, 6)).astype(np.float32)
-    w = RNG.uniform(-1, 1, (cout, 8, 3, 3)).astype(np.float32)
-    wp = np.empty(mod.conv_nhwc_pack_weight_size(cout, 72, 1), np.float32)
+    w = RNG.uniform(-1, 1, (cout, 8, k, k)).astype(np.float32)
+    wp = np.empty(mod.conv_nhwc_pack_weight_size(cout, 8 * k * k, 1), np.float32)
     mod.conv_nhwc_pack_weight(w, 1, wp)
     xh = np.ascontiguousarray(x.transpose(0, 2, 3, 1))
+    p = (k - 1) // 2
+    o = (6 + 2 * p - k) // s + 1
     ys = []
     for path in ("direct-bf16", "direct"):
-        y = np.empty((1, 6, 6, cout), np.float32)
-        mod.conv_nhwc_f32(xh.reshape(-1), xh.shape, wp, cout, 1, (3, 3), (1, 1), (1, 1), (1, 1), (6, 6), None, None,
+        y = np.empty((1, o, o, cout), np.float32)
+        mod.conv_nhwc_f32(xh.reshape(-1), xh.shape, wp, cout, 1, (k, k), (s, s), (1, 1), (p, p), (o, o), None, None,
                           y.reshape(-1), False, 1, None, path)
         ys.append(y)
     np.testing.assert_array_equal(ys[0], ys[1])

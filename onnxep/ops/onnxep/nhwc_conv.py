@@ -280,7 +280,7 @@ class NhwcConv_1(ConvAttrs, PackedWeightMixin, OpKernel):
         """ConvNhwc's path for a dense conv of W's shape and its pre-packed weight (not the bf16 GEMM's BConvNhwc):
         the bf16 Winograd as _pack decided it (a rule forced on or off later does not change what was packed); else
         "auto", or "auto-bf16" in a bf16 session where the direct path's k-pair kernel may run on bf16 operands
-        (ops/_bf16.py bf16_kpair; ConvNhwc takes it for the direct convs of 9-16 output channels per group; the
+        (ops/_bf16.py bf16_kpair; ConvNhwc takes it for the direct convs of at most 16 output channels per group; the
         weight stays packed in fp32, its bf16 pair rows are made per call)."""
         m = self.__dict__.get("_packed_bf16_winograd")
         m = self._bf16_winograd(wshape) if m is None else m
