@@ -20,6 +20,17 @@ cdef extern from "_native/direct_conv.h":
                                     Py_ssize_t rsc,
                                     float alpha, float beta, const float* bias_col, const float* bias_row,
                                     const float* res, const Act* act) noexcept nogil
+    void dconv_call "onnxep_dconv_call"(Py_ssize_t mr, const float* kp, const uint16_t* kpb, const uint16_t* xb,
+                                        const float* x, Py_ssize_t xo, Py_ssize_t rs,
+                                        const DRun* runs, Py_ssize_t nruns, const float* bp, Py_ssize_t jp,
+                                        Py_ssize_t pfo, int pfc, Py_ssize_t nr, float* c, Py_ssize_t rsc,
+                                        float alpha, float beta, const float* bias_col, const float* bias_row,
+                                        const float* res, const Act* act) noexcept nogil
+    void dconv_kp_pack "onnxep_dconv_kp_pack"(const float* wp, Py_ssize_t K, int NV, float* out) noexcept nogil
+    int KP_MAXN "ONNXEP_KP_MAXN"
+    int KPB_OK "ONNXEP_KPB_OK"
+    void cvt_bf16 "onnxep_cvt_bf16"(const float* x, Py_ssize_t n, uint16_t* out) noexcept nogil
+    void dconv_kpb_pack "onnxep_dconv_kpb_pack"(const float* wp, Py_ssize_t K, int Q, uint16_t* out) noexcept nogil
 
 
 def conv_nhwc_pack_weight_size(Py_ssize_t cout, Py_ssize_t kc, Py_ssize_t group):
@@ -82,7 +93,9 @@ def conv_nhwc_f32(const float[::1] x, tuple xshape, const float[::1] w_packed, P
     onnxep_dconv_uk; SIMD variants), "auto" (direct where it measured faster, _dconv_auto), "winograd" (F(2x2, 3x3),
     _k_winograd.pxi: 3x3 kernels, stride and dilation 1, group 1, W packed by conv_wino_pack_weight; SIMD variants)
     or "winograd4" (F(4x4, 3x3), the same with W packed by conv_wino_pack_weight(..., 4)); "winograd-bf16" and
-    "winograd4-bf16": the same with the plane GEMMs in bf16, W packed by conv_wino_pack_weight_bf16(..., m).
+    "winograd4-bf16": the same with the plane GEMMs in bf16, W packed by conv_wino_pack_weight_bf16(..., m);
+    "direct-bf16" and "auto-bf16": "direct" / "auto", with a direct conv of at most 16 output channels per group on
+    bf16 operands where the CPU has vdpbf16ps (_dconv_kpb_applies; else as without the suffix).
     ConvNhwc(...).run(...) in one call: a kernel running the same shapes again keeps its ConvNhwc."""
     ConvNhwc(xshape, w_packed, cout, group, kernel, strides, dilations, pads, out_spatial, relu, activation,
              path).run(x, bias, res, y, nthreads, ldy)
@@ -103,7 +116,8 @@ cdef class ConvNhwc:
     cdef ImplicitA ia
     cdef Act act
     cdef Py_ssize_t N, group, cout, Coutg, Kc, P, blen
-    cdef bint direct         # the path run() takes: direct, winograd or else packed
+    cdef int direct          # the path run() takes: direct (2: with bf16 k-pairs, _dconv_kpb_applies), winograd or
+                             # else packed
     cdef Py_ssize_t wino     # the winograd path's output tile m (2 or 4), | WINO_BF16 on bf16 operands, else 0
     cdef const float[::1] w
 
@@ -134,10 +148,11 @@ cdef class ConvNhwc:
         self.Coutg = cout // group
         self.Kc = ia.Cg * ia.kh * ia.kw
         self.P = self.N * ia.Ho * ia.Wo
-        if path not in _CONV_NHWC_WINO and path not in ("auto", "direct", "packed"):
-            raise ValueError(f"conv_nhwc_f32: path must be 'auto', 'direct', 'packed' or one of "
+        if path not in _CONV_NHWC_WINO and path not in ("auto", "direct", "packed", "auto-bf16", "direct-bf16"):
+            raise ValueError(f"conv_nhwc_f32: path must be 'auto', 'direct', 'packed', 'auto-bf16', 'direct-bf16' or "
+                             f"one of "
                              f"{', '.join(map(repr, _CONV_NHWC_WINO))}, got {path!r}")
-        if (path == "direct" or path in _CONV_NHWC_WINO) and not SGEMM_SIMD:
+        if (path in ("direct", "direct-bf16") or path in _CONV_NHWC_WINO) and not SGEMM_SIMD:
             raise ValueError(f"conv_nhwc_f32: the {path} path needs a SIMD variant (variant "
                              f"{ONNXEP_ISA_NAME.decode()})")
         self.wino = _CONV_NHWC_WINO.get(path, 0)
@@ -157,8 +172,13 @@ cdef class ConvNhwc:
                              f"{f':{path}' if self.wino else ''})")
         self.ia = ia
         self.w = w_packed
-        self.direct = not self.wino and self.Kc > 0 and (path == "direct" or (path == "auto"
-                                                                              and _dconv_auto(&ia, self.N, self.Kc)))
+        bf16 = path in ("direct-bf16", "auto-bf16")
+        if bf16:
+            path = path[:-5]
+        self.direct = not self.wino and self.Kc > 0 and (
+            path == "direct" or (path == "auto" and _dconv_auto(&ia, self.N, self.Kc, self.Coutg)))
+        if self.direct and bf16 and _dconv_kpb_applies(&ia, self.Coutg):
+            self.direct = 2
 
     def run(self, const float[::1] x, const float[::1] bias, const float[::1] res, float[::1] y, int nthreads=0,
             Py_ssize_t ldy=0):
@@ -221,12 +241,12 @@ cdef int conv_nhwc_step(const Py_ssize_t* n, const float* f, const float* xp, co
     ia.dh, ia.dw, ia.ph, ia.pw, ia.Ho, ia.Wo = n[18], n[19], n[20], n[21], n[22], n[23]
     if n[5] == 0:
         return 0
-    return conv_nhwc_exec(&ia, n[0], n[1], n[2], n[3], n[4], n[5], n[6], <bint>n[7], n[8], &act, xp,
+    return conv_nhwc_exec(&ia, n[0], n[1], n[2], n[3], n[4], n[5], n[6], <int>n[7], n[8], &act, xp,
                           wp if n[4] > 0 else NULL, bptr, rptr, yp, n[2], nthreads)
 
 
 cdef int conv_nhwc_exec(const ImplicitA* ia0, Py_ssize_t N, Py_ssize_t group, Py_ssize_t cout, Py_ssize_t Coutg,
-                        Py_ssize_t Kc, Py_ssize_t P, Py_ssize_t blen, bint direct, Py_ssize_t wino, const Act* act,
+                        Py_ssize_t Kc, Py_ssize_t P, Py_ssize_t blen, int direct, Py_ssize_t wino, const Act* act,
                         const float* xp, const float* wp, const float* bptr, const float* rptr, float* yp,
                         Py_ssize_t ldy, int nthreads) noexcept nogil:
     """ConvNhwc.run's computation, its sizes checked by the caller: 0, or -1 when a workspace cannot be allocated."""
@@ -242,7 +262,7 @@ cdef int conv_nhwc_exec(const ImplicitA* ia0, Py_ssize_t N, Py_ssize_t group, Py
                           bg_kernel() if wino & WINO_BF16 else -1)
     if direct:
         return _conv_nhwc_direct(&ia, N, group, xp, wp, blen, bptr, rptr, yp, Coutg, Kc, ldy, act,
-                                 conv_threads(P, cout, Kc, nthreads))
+                                 conv_threads(P, cout, Kc, nthreads), direct == 2)
     # Big per-group GEMMs run one after another, each on every thread. Small ones are split by blocks of
     # output pixels (every group of a block on one thread): threads over groups would write neighbouring column
     # ranges of the same output rows, sharing cache lines at the group borders (measured 1.0x from 2 threads vs
@@ -302,6 +322,10 @@ cdef struct ConvJob:
     float* work
     const DTap* taps
     DRun* runbuf
+    const float* kp         # the k-pair rows of each group's weight (onnxep_dconv_kp), NULL: the plain kernel
+    Py_ssize_t kplen        # floats of one group's pair rows
+    const uint16_t* kpb     # ... in bf16 (onnxep_dconv_kpb), NULL: fp32
+    const uint16_t* xb      # x in bf16 (with kpb)
 
 
 cdef void _conv_nhwc_block_task(void* p, Py_ssize_t t, int tid) noexcept nogil:
@@ -404,12 +428,52 @@ cdef void _conv_nhwc_group(const ImplicitA* ia0, Py_ssize_t gi, const float* x, 
 # borders one by one with their own runs. The whole K stays in registers (the C tile is stored once); the runs address
 # the K blocks of the packed weight (_dconv_taps), so the weight packed for the GEMM path serves this one too.
 
+# (tiny3) Whether the direct path runs a conv of at most one SIMD vector of output channels (per group) on the weight's
+# k-pair rows (onnxep_dconv_kp: two k per broadcast; a vector of pair rows fills up at half its width of channels).
+# Kernel alone (direct path), 1 thread, batch 3, k-pair / plain time: 64x64 3 -> 16 7x7/2 0.88, 32x32 16 -> 16 3x3
+# 0.83, 16x16 8 -> 8 3x3 0.68, 16x16 48 -> 8 1x1 0.74, 32x32 16 -> 8 1x1 0.82, 16x16 32 -> 16 1x1 0.94. conv_kpair()
+# reads / sets it (tests, in-process A/B; _dconv_auto reads it when a ConvNhwc is made).
+cdef int _kpair_on = 1
+
+
+def conv_kpair(on=None):
+    """Whether the direct conv path runs convs of at most one vector of output channels on k-pair rows (on by
+    default; SIMD variants); `on` sets it. Returns the setting before the call."""
+    global _kpair_on
+    cdef int before = _kpair_on
+    if on is not None:
+        _kpair_on = 1 if on else 0
+    return bool(before)
+
+
+cdef inline bint _dconv_kp_applies(Py_ssize_t Coutg) noexcept nogil:
+    """The k-pair kernel takes a direct conv of Coutg output channels per group (one weight panel: NR >= KP_MAXN)."""
+    return _kpair_on and Coutg <= KP_MAXN
+
+
+cdef enum:
+    KPB_MIN_USES = 16       # _dconv_kpb_applies: products per x element rounded to bf16, at least
+
+
+cdef inline bint _dconv_kpb_applies(const ImplicitA* ia, Py_ssize_t Coutg) noexcept nogil:
+    """The bf16 k-pair kernel (onnxep_dconv_kpb) takes a direct conv of Coutg output channels per group where the
+    fp32 k-pair kernel takes it with 16 channels a vector (AVX-512), the CPU has vdpbf16ps (bg_kernel), and each x
+    element, rounded to bf16 once per call, feeds at least KPB_MIN_USES products (Coutg * kh * kw / (sh * sw)): the
+    rounding costs about what a vdpbf16ps saves on a few products. Kernel alone, 1 thread, batch 3, bf16 / fp32
+    k-pair time (uses): 64x64 3 -> 16 7x7/2 0.76-0.77 (196), 64x64 3 -> 16 3x3/2 0.83-0.86 (36), 32x32 16 -> 16 3x3
+    0.70 (144), 56x56 64 -> 16 3x3 (batch 1) 0.69, 16x16 64 -> 16 3x3 0.88, 16x16 8 -> 8 3x3 0.82-0.85 (72), 4x4
+    128 -> 8 3x3 0.82, 1x1 -> 16 0.90-0.98 (16); left fp32: 1x1 -> 8 0.94-1.06 (8; 32x32 16 -> 8, 16x16 48 -> 8,
+    16x16 16 -> 8)."""
+    return KPB_OK and _dconv_kp_applies(Coutg) and KP_MAXN == 16 and bg_kernel() != 0 \
+        and Coutg * ia.kh * ia.kw >= KPB_MIN_USES * ia.sh * ia.sw
+
+
 cdef struct DTap:
     Py_ssize_t kb, ke       # the tap (kernel row, kernel column) a run belongs to
     DRun run
 
 
-cdef bint _dconv_auto(const ImplicitA* ia, Py_ssize_t N, Py_ssize_t Kc) noexcept nogil:
+cdef bint _dconv_auto(const ImplicitA* ia, Py_ssize_t N, Py_ssize_t Kc, Py_ssize_t Coutg) noexcept nogil:
     """The direct path where it measured faster than packing (SIMD variants only). Interleaved A/B in one process,
     2026-11: at K within one block, 0.51-0.90x of the packed path's time on 17 shapes from the light models; above
     it, on ResNet-50's 3x3 and 1x1 convs, 0.85-1.0x at 1 and 2 threads -- except where a tile's pixels lie a multiple
@@ -421,13 +485,20 @@ cdef bint _dconv_auto(const ImplicitA* ia, Py_ssize_t N, Py_ssize_t Kc) noexcept
     the packed path reads it once per MR rows. Kernel alone, 1 thread, packed / direct time (batch 3 unless said;
     mean pixels per AVX-512 tile): 8x8 32->64 3x3/2 0.58 (2.7), 4x4 64->128 3x3/2 0.33 (1), 2x2 128->128 3x3 0.44,
     batch 1 7x7 512->512 3x3 0.76 (3.8), 14x14 256->512 3x3/2 0.95 (5.4), 28x28 128->256 3x3/2 0.86-0.90 (6.3);
-    left direct: 28x28 128->128 3x3 1.02 (8.3), 56x56 64->128 3x3/2 1.05 (9), 14x14 256->256 3x3 1.00 (9.8)."""
+    left direct: 28x28 128->128 3x3 1.02 (8.3), 56x56 64->128 3x3/2 1.05 (9), 14x14 256->256 3x3 1.00 (9.8).
+    (tiny3) A conv the k-pair kernel takes (_dconv_kp_applies: up to one vector of output channels) goes direct from
+    MR/4 pixels a tile, and at any fill with up to half a vector: the packed path's NR-wide tiles compute 2x (4x)
+    the products needed there, the k-pair tiles none. Kernel alone, 1 thread, direct / packed time (pixels a tile):
+    3x16x16 64->16 3x3 0.52 (6.7), 3x8x8 32->16 3x3 0.54 (4.6), 3x16x16 32->8 3x3/2 0.40 (6.4), 3x4x4 128->8
+    3x3 0.90 (1.6); left packed: 3x8x8 64->16 3x3/2 1.21 (2.7), 3x4x4 64->16 3x3 0.96 (1.6)."""
     if not SGEMM_SIMD:
         return False
     if Kc <= SGEMM_KC:
         return True
     if (ia.sw * ia.C * <Py_ssize_t>sizeof(float)) % 4096 == 0:
         return False
+    if _dconv_kp_applies(Coutg):
+        return 2 * Coutg <= KP_MAXN or 4 * N * ia.Ho * ia.Wo >= SGEMM_MR * _dconv_tiles(ia, N)
     return 3 * N * ia.Ho * ia.Wo >= 2 * SGEMM_MR * _dconv_tiles(ia, N)
 
 
@@ -457,8 +528,9 @@ cdef Py_ssize_t _dconv_tiles(const ImplicitA* ia, Py_ssize_t N) noexcept nogil:
 
 
 def conv_direct_auto(tuple xshape, tuple kernel, tuple strides, tuple dilations, tuple pads, tuple out_spatial,
-                     Py_ssize_t group=1):
-    """Whether ConvNhwc's "auto" path picks the direct path for this dense conv geometry (_dconv_auto); for tests."""
+                     Py_ssize_t group=1, Py_ssize_t cout=0):
+    """Whether ConvNhwc's "auto" path picks the direct path for this dense conv geometry (_dconv_auto) with cout
+    output channels (0: as many as keep the k-pair kernel out); for tests."""
     cdef ImplicitA ia
     cdef Py_ssize_t N
     N, ia.H, ia.W, ia.C = xshape
@@ -468,7 +540,7 @@ def conv_direct_auto(tuple xshape, tuple kernel, tuple strides, tuple dilations,
     ia.ph, ia.pw = pads
     ia.Ho, ia.Wo = out_spatial
     ia.Cg = ia.C // group
-    return bool(_dconv_auto(&ia, N, ia.Cg * ia.kh * ia.kw))
+    return bool(_dconv_auto(&ia, N, ia.Cg * ia.kh * ia.kw, cout // group if cout > 0 else KP_MAXN + 1))
 
 
 cdef inline Py_ssize_t _dconv_max_taps(const ImplicitA* ia, Py_ssize_t Kc) noexcept nogil:
@@ -565,7 +637,8 @@ def conv_panel_prefetch(on=None):
 cdef void _dconv_rows(const ImplicitA* ia, const DTap* taps, Py_ssize_t ntaps, DRun* runs, Py_ssize_t row0,
                       Py_ssize_t row1, const float* wp, const float* bias, const float* res, float* y, Py_ssize_t Coutg,
                       Py_ssize_t cout, const Act* act, Py_ssize_t ow_lo, Py_ssize_t ow_hi, Py_ssize_t jp0,
-                      Py_ssize_t jp1, Py_ssize_t pend) noexcept nogil:
+                      Py_ssize_t jp1, Py_ssize_t pend, const float* kp, const uint16_t* kpb,
+                      const uint16_t* xb) noexcept nogil:
     """Output rows row0 .. row1-1 (row = n*Ho + oh, over the whole batch), the output channels of weight panels
     jp0 .. jp1-1 of one group (ia.x, wp, bias, res and y offset to the group). runs: room for 2 * ntaps DRuns. Panel
     by panel, and for each the rows' tiles one after another: a panel of the weight (K x NR) is read from memory
@@ -573,10 +646,13 @@ cdef void _dconv_rows(const ImplicitA* ia, const DTap* taps, Py_ssize_t ntaps, D
     flattened image) are not computed. Rows go in bands of the same image and the same kernel rows inside x: the
     interior pixels of each row in tiles along the row; a border column's pixels (some kernel column in the padding)
     in tiles down the band (its pixels read x sh*W*C floats apart with the same runs), not one by one. The first
-    tile over each panel fetches the next panel into L2 along its K loop (onnxep_dconv_uk's pfo)."""
+    tile over each panel fetches the next panel into L2 along its K loop (onnxep_dconv_uk's pfo). kp: the
+    weight's k-pair rows (_dconv_kp; one panel), NULL for the plain micro-kernel; kpb and xb: the bf16 pair rows and
+    x (offset as ia.x) for onnxep_dconv_kpb, else NULL."""
     cdef Py_ssize_t HW = ia.H * ia.W * ia.C, row, n, ih0, b0, b1, e0, e1, nint, cnt, ow, mr, iw0, jp, n0, wend, hi
     cdef Py_ssize_t band, r2, nb0, nb1, rs, pfo
     cdef const float* img
+    cdef const uint16_t* imgb = NULL
     cdef DRun* rr
     for jp in range(jp0, jp1):
         n0 = jp * SGEMM_NR
@@ -585,6 +661,8 @@ cdef void _dconv_rows(const ImplicitA* ia, const DTap* taps, Py_ssize_t ntaps, D
         while row < row1:
             n = row // ia.Ho
             img = ia.x + n * HW
+            if xb != NULL:
+                imgb = xb + n * HW
             ih0 = (row - n * ia.Ho) * ia.sh - ia.ph
             _dconv_tap_range(ih0, ia.dh, ia.H, ia.kh, &b0, &b1)
             # the band: the following rows of image n with the same kernel rows inside x
@@ -603,7 +681,8 @@ cdef void _dconv_rows(const ImplicitA* ia, const DTap* taps, Py_ssize_t ntaps, D
                     mr = hi - ow
                     mr = (mr + (mr + SGEMM_MR - 1) // SGEMM_MR - 1) // ((mr + SGEMM_MR - 1) // SGEMM_MR)
                     iw0 = ow * ia.sw - ia.pw
-                    dconv_uk(mr, img, ((ih0 + (r2 - row) * ia.sh) * ia.W + iw0) * ia.C, ia.sw * ia.C, runs, nint, wp,
+                    dconv_call(mr, kp, kpb, imgb, img, ((ih0 + (r2 - row) * ia.sh) * ia.W + iw0) * ia.C,
+                               ia.sw * ia.C, runs, nint, wp,
                              jp, pfo, _crow_prefetch, min(<Py_ssize_t>SGEMM_NR, Coutg - n0),
                              y + (r2 * ia.Wo + ow) * cout + n0, cout, 1.0,
                              0.0, (bias + n0) if bias != NULL else NULL, NULL,
@@ -623,7 +702,8 @@ cdef void _dconv_rows(const ImplicitA* ia, const DTap* taps, Py_ssize_t ntaps, D
                 while r2 < band:
                     mr = band - r2
                     mr = (mr + (mr + SGEMM_MR - 1) // SGEMM_MR - 1) // ((mr + SGEMM_MR - 1) // SGEMM_MR)
-                    dconv_uk(mr, img, ((ih0 + (r2 - row) * ia.sh) * ia.W + iw0) * ia.C, rs, rr, cnt, wp, jp, pfo,
+                    dconv_call(mr, kp, kpb, imgb, img, ((ih0 + (r2 - row) * ia.sh) * ia.W + iw0) * ia.C, rs, rr,
+                               cnt, wp, jp, pfo,
                              _crow_prefetch, min(<Py_ssize_t>SGEMM_NR, Coutg - n0), y + (r2 * ia.Wo + ow) * cout + n0,
                              ia.Wo * cout,
                              1.0, 0.0, (bias + n0) if bias != NULL else NULL, NULL,
@@ -706,17 +786,21 @@ cdef inline Py_ssize_t _dconv_blocks_mt(Py_ssize_t nb, Py_ssize_t rows, int nth)
 
 cdef int _conv_nhwc_direct(const ImplicitA* ia0, Py_ssize_t N, Py_ssize_t group, const float* x, const float* wp,
                            Py_ssize_t blen, const float* bias, const float* res, float* y, Py_ssize_t Coutg,
-                           Py_ssize_t Kc, Py_ssize_t cout, const Act* act, int nth) noexcept nogil:
+                           Py_ssize_t Kc, Py_ssize_t cout, const Act* act, int nth, bint bf16=False) noexcept nogil:
     """conv_nhwc_f32 on the direct path. Work items are (group, block of output rows, slab of weight panels), taken
     dynamically: row blocks of about DCONV_ITEM_PIXELS pixels, so a weight panel fetched once serves several tiles;
     the panels cut into slabs when there are too few items to keep nth threads busy (reading A in place costs nothing
-    to repeat). Every output element is computed by one thread in the same order whatever nth is. Returns -1
-    (nothing written) when its small run tables cannot be allocated, else 0."""
+    to repeat). Every output element is computed by one thread in the same order whatever nth is. bf16: on the
+    bf16 k-pair kernel (the caller checked _dconv_kpb_applies). Returns -1 (nothing written) when its small run
+    tables cannot be allocated, else 0."""
     cdef ImplicitA ia = ia0[0]
     cdef Py_ssize_t ntaps = _dconv_max_taps(&ia, Kc), npanels = (Coutg + SGEMM_NR - 1) // SGEMM_NR, rows, items
-    cdef Py_ssize_t num, P = N * ia.Ho * ia.Wo
+    cdef Py_ssize_t num, P = N * ia.Ho * ia.Wo, gi, nx = N * ia.H * ia.W * ia.C
     cdef DTap* taps
     cdef DRun* runbuf
+    cdef float* kpbuf = NULL
+    cdef uint16_t* kpbbuf = NULL
+    cdef int kpnv
     cdef ConvJob job
     if ia.kh == 1 and ia.kw == 1 and ia.sh == 1 and ia.sw == 1 and ia.ph == 0 and ia.pw == 0:
         # 1x1, stride 1, no pads: pixel p reads x[p*C ...], so the batch's pixels are one long row; fold it into
@@ -763,10 +847,37 @@ cdef int _conv_nhwc_direct(const ImplicitA* ia0, Py_ssize_t N, Py_ssize_t group,
     if runbuf == NULL:
         free(taps)
         return -1
+    job.kp, job.kplen, job.kpb, job.xb = NULL, 0, NULL, NULL
+    if bf16:
+        # x and the weight's rows in bf16 (32 halves a row of 2 k, or of 4 k up to 8 channels; x keeps its offsets)
+        kpnv = 2 if 2 * Coutg <= KP_MAXN else 1
+        job.kplen = (Kc + 2 * kpnv - 1) // (2 * kpnv) * 32
+        kpbbuf = <uint16_t*>malloc((group * job.kplen + nx) * sizeof(uint16_t))
+        if kpbbuf == NULL:
+            free(runbuf)
+            free(taps)
+            return -1
+        for gi in range(group):
+            dconv_kpb_pack(wp + gi * blen, Kc, kpnv, kpbbuf + gi * job.kplen)
+        cvt_bf16(x, nx, kpbbuf + group * job.kplen)
+        job.kpb, job.xb = kpbbuf, kpbbuf + group * job.kplen
+    elif _dconv_kp_applies(Coutg):
+        kpnv = 1 if 2 * Coutg <= KP_MAXN else 2
+        job.kplen = (Kc + 1) // 2 * kpnv * KP_MAXN
+        kpbuf = <float*>malloc(group * job.kplen * sizeof(float))
+        if kpbuf == NULL:
+            free(runbuf)
+            free(taps)
+            return -1
+        for gi in range(group):
+            dconv_kp_pack(wp + gi * blen, Kc, kpnv, kpbuf + gi * job.kplen)
+        job.kp = kpbuf
     job.ia, job.x, job.wp, job.blen, job.bias, job.res, job.y = &ia, x, wp, blen, bias, res, y
     job.Coutg, job.Kc, job.cout, job.act, job.taps, job.ntaps = Coutg, Kc, cout, act, taps, ntaps
     job.runbuf, job.P, job.rows_total = runbuf, P, rows
     parallel_for(items * job.nslabs, nth, _dconv_task, &job)
+    free(kpbuf)
+    free(kpbbuf)
     free(runbuf)
     free(taps)
     return 0
@@ -784,7 +895,7 @@ cdef void _dconv_task(void* p, Py_ssize_t t, int tid) noexcept nogil:
             _dconv_rows(&ia, j.taps, j.ntaps, j.runbuf + <Py_ssize_t>tid * 2 * j.ntaps, row0,
                         min(row0 + j.rb, j.rows_total), j.wp, j.bias, j.res, j.y, j.Coutg, j.cout, j.act,
                         j.ow_lo, j.ow_hi, t * j.pslab, min((t + 1) * j.pslab, (j.Coutg + SGEMM_NR - 1) // SGEMM_NR),
-                        j.P)
+                        j.P, j.kp, j.kpb, j.xb)
         return
     t = t // j.nslabs
     gi = t // j.rows
@@ -795,4 +906,6 @@ cdef void _dconv_task(void* p, Py_ssize_t t, int tid) noexcept nogil:
                 min(row0 + j.rb, j.rows_total),
                 j.wp + gi * j.blen, (j.bias + gi * j.Coutg) if j.bias != NULL else NULL,
                 (j.res + gi * j.Coutg) if j.res != NULL else NULL, j.y + gi * j.Coutg, j.Coutg, j.cout, j.act,
-                j.ow_lo, j.ow_hi, sl * j.pslab, min((sl + 1) * j.pslab, (j.Coutg + SGEMM_NR - 1) // SGEMM_NR), j.P)
+                j.ow_lo, j.ow_hi, sl * j.pslab, min((sl + 1) * j.pslab, (j.Coutg + SGEMM_NR - 1) // SGEMM_NR), j.P,
+                (j.kp + gi * j.kplen) if j.kp != NULL else NULL, (j.kpb + gi * j.kplen) if j.kpb != NULL else NULL,
+                (j.xb + gi * ia.Cg) if j.xb != NULL else NULL)

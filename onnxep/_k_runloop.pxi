@@ -625,7 +625,7 @@ cdef void _rl_conv_nhwc_ldy(const RStep* s, char** p) noexcept nogil:
     ia.dh, ia.dw, ia.ph, ia.pw, ia.Ho, ia.Wo = n[18], n[19], n[20], n[21], n[22], n[23]
     if n[5] == 0:
         return
-    if conv_nhwc_exec(&ia, n[0], n[1], n[2], n[3], n[4], n[5], n[6], <bint>n[7], n[8], &act,
+    if conv_nhwc_exec(&ia, n[0], n[1], n[2], n[3], n[4], n[5], n[6], <int>n[7], n[8], &act,
                       <const float*>p[s.slot[0]], <const float*>p[s.slot[1]] if n[4] > 0 else NULL,
                       <const float*>p[s.slot[2]], NULL, <float*>p[s.slot[4]], n[24], s.nthreads) != 0:
         p[0] = <char*>1

@@ -41,6 +41,29 @@ def bf16_conv_path():
     return "avx512bf16" if _conv_force or _kernels.bgemm_dp_ratio() >= DP_CONV_MIN_RATIO else None
 
 
+_kpair_force = None
+
+
+def force_bf16_kpair(on):
+    """Tests and in-process A/B: True / False turns the bf16 k-pair direct conv on / off, None: back to the rule
+    (bf16_kpair)."""
+    global _kpair_force
+    _kpair_force = None if on is None else bool(on)
+
+
+def bf16_kpair() -> bool:
+    """Whether a bf16 session's direct convs of at most 16 output channels per group (the k-pair kernel's:
+    _k_conv_nhwc.pxi _dconv_kpb_applies) run on bf16 operands (onnxep_dconv_kpb: one vdpbf16ps does the FMAs of two k
+    over 16 channels, or of four k over 8): where the CPU has vdpbf16ps at clearly more products per second than the
+    FMA (DP_CONV_MIN_RATIO), AMX or not (the kernel uses no tiles). Those convs stay off the bf16 GEMM (too few output
+    channels: ops/onnxep/nhwc_conv.py)."""
+    if _kpair_force is not None:
+        return _kpair_force and bool(_kernels.bgemm_hw())
+    if _conv_force is False or not _kernels.bgemm_hw():
+        return False
+    return bool(_conv_force) or _kernels.bgemm_dp_ratio() >= DP_CONV_MIN_RATIO
+
+
 #: on the vdpbf16ps conv path, a conv that fp32 runs on Winograd runs the bf16 Winograd (transforms in fp32, the
 #: plane GEMMs on bf16 operands: _k_winograd.pxi) instead of staying fp32 (the bf16 direct conv lost to fp32 Winograd
 #: there: ops/onnxep/nhwc_conv.py); on AMX the bf16 direct conv takes those convs

@@ -165,18 +165,26 @@ HARD_SWISH = lambda r: r * np.clip(r / 6 + 0.5, 0, 1)      # noqa: E731  ONNX Ha
 @pytest.mark.parametrize("nthreads", [1, 2])
 def test_conv_nhwc_direct_matches_packed(isa, case, nthreads):
     """The direct path (A read in place, K <= KC) against the packed path of the same variant: bit-identical (same
-    products in the same k order, one FMA each), with bias, residual and every epilogue activation; and against the
-    float64 direct conv (oracle) within the GEMM bound."""
-    run, ref, res, kc = _case(VARIANTS[isa], case, 7)
+    products in the same k order, one FMA each) with the plain micro-kernel (conv_kpair(False); the k-pair kernel
+    of narrow outputs adds in another order: test_conv_kpair.py), with bias, residual and every epilogue
+    activation; and both against the float64 direct conv (oracle) within the GEMM bound."""
+    mod = VARIANTS[isa]
+    run, ref, res, kc = _case(mod, case, 7)
     act = case[6]
-    ys = {path: run(path, nthreads, act, res) for path in ("packed", "direct")}
+    before = mod.conv_kpair(False)
+    try:
+        ys = {path: run(path, nthreads, act, res) for path in ("packed", "direct")}
+    finally:
+        mod.conv_kpair(before)
     np.testing.assert_array_equal(ys["direct"], ys["packed"])
+    ys["direct-kpair"] = run("direct", nthreads, act, res)
     name, *params = act
     fns = {"": lambda r: r, "Relu": lambda r: np.maximum(r, 0), "Clip": lambda r: np.clip(r, *params),
            "LeakyRelu": lambda r: np.where(r >= 0, r, r * params[0]), "Sigmoid": lambda r: 1 / (1 + np.exp(-r)),
            "Tanh": np.tanh, "HardSwish": HARD_SWISH}
     ref = fns[name](ref)
-    np.testing.assert_allclose(ys["direct"], ref, rtol=0, atol=2 * (kc + 2) * EPS + 1e-6)
+    for path in ("direct", "direct-kpair"):
+        np.testing.assert_allclose(ys[path], ref, rtol=0, atol=2 * (kc + 2) * EPS + 1e-6, err_msg=path)
 
 
 @pytest.mark.parametrize("isa", list(VARIANTS))

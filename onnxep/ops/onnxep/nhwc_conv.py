@@ -22,7 +22,7 @@ import numpy as np
 
 from onnxep import _kernels
 from onnxep.ops._base import F32, OpKernel, f32_shape
-from onnxep.ops._bf16 import bf16_conv_path, bf16_winograd, bf16_winograd_f4, use_bf16
+from onnxep.ops._bf16 import bf16_conv_path, bf16_kpair, bf16_winograd, bf16_winograd_f4, use_bf16
 from onnxep.ops._packed import PackedWeightMixin
 from onnxep.ops.nn.conv import ConvAttrs, conv_geometry
 
@@ -311,10 +311,16 @@ class NhwcConv_1(ConvAttrs, PackedWeightMixin, OpKernel):
 
     def _conv_path(self, wshape):
         """ConvNhwc's path for a dense conv of W's shape and its pre-packed weight (not the bf16 GEMM's BConvNhwc):
-        the bf16 Winograd as _pack decided it (a rule forced on or off later does not change what was packed)."""
+        the bf16 Winograd as _pack decided it (a rule forced on or off later does not change what was packed); else
+        "auto", or "auto-bf16" in a bf16 session where the direct path's k-pair kernel may run on bf16 operands
+        (ops/_bf16.py bf16_kpair; ConvNhwc takes it for the direct convs of at most 16 output channels per group; the
+        weight stays packed in fp32, its bf16 pair rows are made per call)."""
         m = self.__dict__.get("_packed_bf16_winograd")
         m = self._bf16_winograd(wshape) if m is None else m
-        return _WINOGRAD_PATHS[m] + "-bf16" if m else _WINOGRAD_PATHS[self._winograd(wshape)]
+        if m:
+            return _WINOGRAD_PATHS[m] + "-bf16"
+        path = _WINOGRAD_PATHS[self._winograd(wshape)]
+        return path + "-bf16" if path == "auto" and use_bf16(self) and bf16_kpair() else path
 
     def prepack_format(self, input_index):
         w = self.info.constants.get(1)
