@@ -428,7 +428,7 @@ cdef void _conv_nhwc_group(const ImplicitA* ia0, Py_ssize_t gi, const float* x, 
 # borders one by one with their own runs. The whole K stays in registers (the C tile is stored once); the runs address
 # the K blocks of the packed weight (_dconv_taps), so the weight packed for the GEMM path serves this one too.
 
-# (tiny3) Whether the direct path runs a conv of at most one SIMD vector of output channels (per group) on the weight's
+# Whether the direct path runs a conv of at most one SIMD vector of output channels (per group) on the weight's
 # k-pair rows (onnxep_dconv_kp: two k per broadcast; a vector of pair rows fills up at half its width of channels).
 # Kernel alone (direct path), 1 thread, batch 3, k-pair / plain time: 64x64 3 -> 16 7x7/2 0.88, 32x32 16 -> 16 3x3
 # 0.83, 16x16 8 -> 8 3x3 0.68, 16x16 48 -> 8 1x1 0.74, 32x32 16 -> 8 1x1 0.82, 16x16 32 -> 16 1x1 0.94. conv_kpair()
@@ -486,7 +486,7 @@ cdef bint _dconv_auto(const ImplicitA* ia, Py_ssize_t N, Py_ssize_t Kc, Py_ssize
     mean pixels per AVX-512 tile): 8x8 32->64 3x3/2 0.58 (2.7), 4x4 64->128 3x3/2 0.33 (1), 2x2 128->128 3x3 0.44,
     batch 1 7x7 512->512 3x3 0.76 (3.8), 14x14 256->512 3x3/2 0.95 (5.4), 28x28 128->256 3x3/2 0.86-0.90 (6.3);
     left direct: 28x28 128->128 3x3 1.02 (8.3), 56x56 64->128 3x3/2 1.05 (9), 14x14 256->256 3x3 1.00 (9.8).
-    (tiny3) A conv the k-pair kernel takes (_dconv_kp_applies: up to one vector of output channels) goes direct from
+    A conv the k-pair kernel takes (_dconv_kp_applies: up to one vector of output channels) goes direct from
     MR/4 pixels a tile, and at any fill with up to half a vector: the packed path's NR-wide tiles compute 2x (4x)
     the products needed there, the k-pair tiles none. Kernel alone, 1 thread, direct / packed time (pixels a tile):
     3x16x16 64->16 3x3 0.52 (6.7), 3x8x8 32->16 3x3 0.54 (4.6), 3x16x16 32->8 3x3/2 0.40 (6.4), 3x4x4 128->8

@@ -104,7 +104,7 @@ static void onnxep_dconv_uk(Py_ssize_t mr, ONNXEP_DUK_ARGS)
     default: break;
     }
 }
-/* (tiny3) onnxep_dconv_kp: onnxep_dconv_uk for a conv of at most one vector of output channels (nr <= W, the
+/* onnxep_dconv_kp: onnxep_dconv_uk for a conv of at most one vector of output channels (nr <= W, the
    vector width), on k-pair rows of the weight (onnxep_dconv_kp_pack): lane 2j + q of a pair row holds B[2p + q, j],
    so one 64-bit broadcast of x's two consecutive k values (a run's A is contiguous in k) feeds W / 2 channels of two
    k at once. The plain kernel's tile, one vector of B a k, does one FMA per broadcast load and per B load (13 loads
@@ -219,7 +219,7 @@ static void onnxep_dconv_kp(Py_ssize_t mr, const float* x, Py_ssize_t xo, Py_ssi
     }
 }
 #if defined(__AVX512F__)
-/* (tiny3) onnxep_dconv_kpb: onnxep_dconv_kp on bf16 operands (a bf16 session's convs of at most 16 output channels,
+/* onnxep_dconv_kpb: onnxep_dconv_kp on bf16 operands (a bf16 session's convs of at most 16 output channels,
    where the CPU has vdpbf16ps: bg_kernel), x and the weight's rows rounded to bf16 (nearest even) once per call
    (onnxep_cvt_bf16, onnxep_dconv_kpb_pack). vdpbf16ps adds the products of a pair of bf16 in each 32-bit lane. 9-16
    channels (Q 1): lane j of a row holds B[2p, j], B[2p + 1, j], and one vdpbf16ps of x's two consecutive k (a 32-bit

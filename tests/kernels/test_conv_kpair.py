@@ -1,4 +1,4 @@
-"""(tiny3) The direct conv path's k-pair micro-kernel (onnxep_dconv_kp, conv_kpair): convs of at most one SIMD vector
+"""The direct conv path's k-pair micro-kernel (onnxep_dconv_kp, conv_kpair): convs of at most one SIMD vector
 of output channels per group (AVX-512: 16, AVX2: 8) read the weight as rows of two k interleaved, one 64-bit
 broadcast of x feeding both. What can go wrong: a run starting at an odd k or ending at an even one (odd channel
 counts, kernel rows cut by the padding at the borders, odd K), the fold of the two parities' sums into channels, the
@@ -143,7 +143,7 @@ def _bf16_round(a):
 ])
 @pytest.mark.parametrize("residual, relu", [(False, False), (True, True)])
 def test_kpair_bf16_matches_oracle(xshape, cout, k, s, group, residual, relu):
-    """(tiny3) path "direct-bf16" (a bf16 session's direct convs of at most 16 output channels per group on
+    """path "direct-bf16" (a bf16 session's direct convs of at most 16 output channels per group on
     vdpbf16ps, onnxep_dconv_kpb: pairs of k from 9 channels, quads up to 8), AVX-512 variant on a CPU with
     AVX512_BF16: against the float64 numpy conv of x and W rounded to bf16 (each product then exact in fp32, the sums
     in fp32: the GEMM bound); bit-identical on 1, 2 and 3 threads; with the k-pair kernel off (conv_kpair(False)) the
