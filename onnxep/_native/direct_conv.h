@@ -91,16 +91,17 @@ static inline __attribute__((always_inline)) void onnxep_duk_body(const int MRV,
     }
     onnxep_uk_store(MRV, c0, c1, ONNXEP_ST_PASS);
 }
+/* one case per tile height 1..ONNXEP_SGEMM_MR, each a micro-kernel body specialized for it (the switches below) */
+#if ONNXEP_SGEMM_MR == 12
+#define ONNXEP_MR_CASES(C) C(12) C(11) C(10) C(9) C(8) C(7) C(6) C(5) C(4) C(3) C(2) C(1)
+#else
+#define ONNXEP_MR_CASES(C) C(6) C(5) C(4) C(3) C(2) C(1)
+#endif
 #define ONNXEP_DUK_CASE(M) case M: if (nr <= ONNXEP_DV_W) onnxep_duk_body(M, 1, ONNXEP_DUK_PASS);                                    else onnxep_duk_body(M, 2, ONNXEP_DUK_PASS); break;
 static void onnxep_dconv_uk(Py_ssize_t mr, ONNXEP_DUK_ARGS)
 {
     switch (mr) {
-#if ONNXEP_SGEMM_MR == 12
-    ONNXEP_DUK_CASE(12) ONNXEP_DUK_CASE(11) ONNXEP_DUK_CASE(10) ONNXEP_DUK_CASE(9) ONNXEP_DUK_CASE(8)
-    ONNXEP_DUK_CASE(7)
-#endif
-    ONNXEP_DUK_CASE(6) ONNXEP_DUK_CASE(5) ONNXEP_DUK_CASE(4) ONNXEP_DUK_CASE(3) ONNXEP_DUK_CASE(2)
-    ONNXEP_DUK_CASE(1)
+    ONNXEP_MR_CASES(ONNXEP_DUK_CASE)
     default: break;
     }
 }
@@ -209,12 +210,7 @@ static void onnxep_dconv_kp(Py_ssize_t mr, const float* x, Py_ssize_t xo, Py_ssi
                             Py_ssize_t nruns, const float* kp, int pfc, ONNXEP_ST_ARGS)
 {
     switch (mr) {
-#if ONNXEP_SGEMM_MR == 12
-    ONNXEP_DKP_CASE(12) ONNXEP_DKP_CASE(11) ONNXEP_DKP_CASE(10) ONNXEP_DKP_CASE(9) ONNXEP_DKP_CASE(8)
-    ONNXEP_DKP_CASE(7)
-#endif
-    ONNXEP_DKP_CASE(6) ONNXEP_DKP_CASE(5) ONNXEP_DKP_CASE(4) ONNXEP_DKP_CASE(3) ONNXEP_DKP_CASE(2)
-    ONNXEP_DKP_CASE(1)
+    ONNXEP_MR_CASES(ONNXEP_DKP_CASE)
     default: break;
     }
 }
