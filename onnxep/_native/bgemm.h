@@ -513,41 +513,6 @@ static void bg_pack_item(void* ctx, Py_ssize_t item, int tid) {
     bg_pack_a(a->kern, a->A, a->lda, a->K, a->lda2, m0, m1, a->Ap);
 }
 
-/* The epilogue's activation over one row of w outputs: onnxep_act1's expressions, one loop per kind, so that the
-   compiler vectorizes them (onnxep_act1 per element, its switch inside the loop, ran scalar: a 1x1 conv + HardSwish
-   alone, 32 -> 96 at 14x14, took 2.1x the fp32 conv's time on bf16, 128 -> 256 1.24x). Sigmoid and Tanh stay
-   onnxep_act1's scalar expf / tanhf, as in the fp32 epilogue. */
-static inline void bg_act_row(const onnxep_act* act, float* __restrict y, int64_t w)
-{
-    int64_t j;
-    switch (act->kind) {
-    case ONNXEP_ACT_RELU:
-        for (j = 0; j < w; j++) y[j] = y[j] > 0.0f ? y[j] : 0.0f;
-        break;
-    case ONNXEP_ACT_CLIP: {
-        const float lo = act->a, hi = act->b;
-        for (j = 0; j < w; j++) { float h = y[j] < lo ? lo : y[j]; y[j] = h > hi ? hi : h; }
-        break; }
-    case ONNXEP_ACT_LEAKY_RELU: {
-        const float s = act->a;
-        for (j = 0; j < w; j++) y[j] = y[j] >= 0.0f ? y[j] : y[j] * s;
-        break; }
-    case ONNXEP_ACT_HARD_SIGMOID: {
-        const float al = act->a, be = act->b;
-        for (j = 0; j < w; j++) { float h = al * y[j] + be; y[j] = h < 0.0f ? 0.0f : (h > 1.0f ? 1.0f : h); }
-        break; }
-    case ONNXEP_ACT_HARD_SWISH:
-        for (j = 0; j < w; j++) {
-            float v = y[j], h = v * (1.0f / 6.0f) + 0.5f;
-            h = h < 0.0f ? 0.0f : h;
-            y[j] = v * (h > 1.0f ? 1.0f : h);
-        }
-        break;
-    default:
-        for (j = 0; j < w; j++) y[j] = onnxep_act1(act, y[j]);
-    }
-}
-
 /* rows m0..m1 x columns n0..n1 of Y from packed A rows Am (row m0 first, stride lda2): products, then the epilogue */
 static void bg_block(const bg_args* a, const uint32_t* Am, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
     const int64_t K2 = a->K2, w = n1 - n0;
@@ -584,7 +549,7 @@ static void bg_block(const bg_args* a, const uint32_t* Am, int64_t m0, int64_t m
         else if (r) for (int64_t j = 0; j < w; j++) y[j] = alpha * c[j] + r[j];
         else if (bp) for (int64_t j = 0; j < w; j++) y[j] = alpha * c[j] + bp[j];
         else for (int64_t j = 0; j < w; j++) y[j] = alpha * c[j];
-        if (kind != ONNXEP_ACT_NONE) bg_act_row(act, y, w);
+        if (kind != ONNXEP_ACT_NONE) onnxep_act_row(act, y, w);
     }
 }
 

@@ -331,9 +331,7 @@ static void onnxep_dconv_kpb(Py_ssize_t mr, const uint16_t* x, Py_ssize_t xo, Py
                              Py_ssize_t nruns, const uint16_t* kp, int pfc, ONNXEP_ST_ARGS)
 {
     switch (mr) {
-    ONNXEP_DKPB_CASE(12) ONNXEP_DKPB_CASE(11) ONNXEP_DKPB_CASE(10) ONNXEP_DKPB_CASE(9) ONNXEP_DKPB_CASE(8)
-    ONNXEP_DKPB_CASE(7) ONNXEP_DKPB_CASE(6) ONNXEP_DKPB_CASE(5) ONNXEP_DKPB_CASE(4) ONNXEP_DKPB_CASE(3)
-    ONNXEP_DKPB_CASE(2) ONNXEP_DKPB_CASE(1)
+    ONNXEP_MR_CASES(ONNXEP_DKPB_CASE)
     default: break;
     }
 }

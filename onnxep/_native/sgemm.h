@@ -83,12 +83,45 @@ static inline float onnxep_act1(const onnxep_act* act, float v)
     default: return v;
     }
 }
+/* the activation over one row of w stored outputs: onnxep_act1's expressions, one loop per kind, so that the
+   compiler vectorizes them (onnxep_act1 per element, its switch inside the loop, ran scalar: in the bf16 GEMM's
+   epilogue a 1x1 conv + HardSwish alone, 32 -> 96 at 14x14, took 2.1x the fp32 conv's time). Sigmoid and Tanh stay
+   onnxep_act1's scalar expf / tanhf. */
+static inline void onnxep_act_row(const onnxep_act* act, float* __restrict y, Py_ssize_t w)
+{
+    Py_ssize_t j;
+    switch (act->kind) {
+    case ONNXEP_ACT_RELU:
+        for (j = 0; j < w; j++) y[j] = y[j] > 0.0f ? y[j] : 0.0f;
+        break;
+    case ONNXEP_ACT_CLIP: {
+        const float lo = act->a, hi = act->b;
+        for (j = 0; j < w; j++) { float h = y[j] < lo ? lo : y[j]; y[j] = h > hi ? hi : h; }
+        break; }
+    case ONNXEP_ACT_LEAKY_RELU: {
+        const float s = act->a;
+        for (j = 0; j < w; j++) y[j] = y[j] >= 0.0f ? y[j] : y[j] * s;
+        break; }
+    case ONNXEP_ACT_HARD_SIGMOID: {
+        const float al = act->a, be = act->b;
+        for (j = 0; j < w; j++) { float h = al * y[j] + be; y[j] = h < 0.0f ? 0.0f : (h > 1.0f ? 1.0f : h); }
+        break; }
+    case ONNXEP_ACT_HARD_SWISH:
+        for (j = 0; j < w; j++) {
+            float v = y[j], h = v * (1.0f / 6.0f) + 0.5f;
+            h = h < 0.0f ? 0.0f : h;
+            y[j] = v * (h > 1.0f ? 1.0f : h);
+        }
+        break;
+    default:
+        for (j = 0; j < w; j++) y[j] = onnxep_act1(act, y[j]);
+    }
+}
 /* the activations that are not applied in registers, over a stored mr x nr tile */
 static inline void onnxep_act_tile(const onnxep_act* act, float* c, Py_ssize_t rsc, Py_ssize_t mr, Py_ssize_t nr)
 {
-    Py_ssize_t i, j;
-    for (i = 0; i < mr; i++)
-        for (j = 0; j < nr; j++) c[i * rsc + j] = onnxep_act1(act, c[i * rsc + j]);
+    Py_ssize_t i;
+    for (i = 0; i < mr; i++) onnxep_act_row(act, c + i * rsc, nr);
 }
 
 #if ONNXEP_SGEMM_SIMD
