@@ -38,17 +38,35 @@ def bf16_conv_path():
         return None
     if _kernels.bgemm_have("amx"):
         return "amx"
-    return "avx512bf16" if _conv_force or _kernels.bgemm_dp_ratio() >= DP_CONV_MIN_RATIO else None
+    return "avx512bf16" if _vdpbf16_pays() else None
 
 
-_kpair_force = None
+def _vdpbf16_pays() -> bool:
+    """vdpbf16ps gives clearly more products per second than the FMA (DP_CONV_MIN_RATIO), or the convs are forced to
+    bf16 (force_bf16_convs)."""
+    return bool(_conv_force) or _kernels.bgemm_dp_ratio() >= DP_CONV_MIN_RATIO
+
+
+class _Toggle:
+    """A rule's switch for tests and in-process A/B: forced on / off, or None (the rule decides)."""
+
+    def __init__(self):
+        self.forced = None
+
+    def force(self, on):
+        self.forced = None if on is None else bool(on)
+
+    def get(self, default: bool) -> bool:
+        return default if self.forced is None else self.forced
+
+
+_kpair = _Toggle()
 
 
 def force_bf16_kpair(on):
     """Tests and in-process A/B: True / False turns the bf16 k-pair direct conv on / off, None: back to the rule
     (bf16_kpair)."""
-    global _kpair_force
-    _kpair_force = None if on is None else bool(on)
+    _kpair.force(on)
 
 
 def bf16_kpair() -> bool:
@@ -57,48 +75,44 @@ def bf16_kpair() -> bool:
     over 16 channels, or of four k over 8): where the CPU has vdpbf16ps at clearly more products per second than the
     FMA (DP_CONV_MIN_RATIO), AMX or not (the kernel uses no tiles). Those convs stay off the bf16 GEMM (too few output
     channels: ops/onnxep/nhwc_conv.py)."""
-    if _kpair_force is not None:
-        return _kpair_force and bool(_kernels.bgemm_hw())
-    if _conv_force is False or not _kernels.bgemm_hw():
-        return False
-    return bool(_conv_force) or _kernels.bgemm_dp_ratio() >= DP_CONV_MIN_RATIO
+    if _kpair.forced is not None:
+        return _kpair.forced and bool(_kernels.bgemm_hw())
+    return _conv_force is not False and bool(_kernels.bgemm_hw()) and _vdpbf16_pays()
 
 
 #: on the vdpbf16ps conv path, a conv that fp32 runs on Winograd runs the bf16 Winograd (transforms in fp32, the
 #: plane GEMMs on bf16 operands: _k_winograd.pxi) instead of staying fp32 (the bf16 direct conv lost to fp32 Winograd
 #: there: ops/onnxep/nhwc_conv.py); on AMX the bf16 direct conv takes those convs
 BF16_WINOGRAD = True
-_wino_force = None
+_wino = _Toggle()
 
 
 def force_bf16_winograd(on):
     """Tests and in-process A/B: True / False turns the bf16 Winograd on / off (BF16_WINOGRAD), None: back to the
     rule."""
-    global _wino_force
-    _wino_force = None if on is None else bool(on)
+    _wino.force(on)
 
 
 def bf16_winograd() -> bool:
     """Whether a bf16 session's Winograd convs run on bf16 operands where the conv path is "avx512bf16"."""
-    return BF16_WINOGRAD if _wino_force is None else _wino_force
+    return _wino.get(BF16_WINOGRAD)
 
 
 #: ... and a conv fp32 runs on F(4x4, 3x3) runs the bf16 F(4x4) (not the bf16 F(2x2) nor fp32 F(4x4): the rule and
 #: its error in ops/onnxep/nhwc_conv.py BF16_WINOGRAD_F2_MIN_CHANNELS)
 BF16_WINOGRAD_F4 = True
-_wino_f4_force = None
+_wino_f4 = _Toggle()
 
 
 def force_bf16_winograd_f4(on):
     """Tests and in-process A/B: True / False turns the bf16 F(4x4) on / off (BF16_WINOGRAD_F4), None: back to the
     rule."""
-    global _wino_f4_force
-    _wino_f4_force = None if on is None else bool(on)
+    _wino_f4.force(on)
 
 
 def bf16_winograd_f4() -> bool:
     """Whether a bf16 session's convs that fp32 runs on F(4x4) run the bf16 F(4x4) (where bf16_winograd holds)."""
-    return BF16_WINOGRAD_F4 if _wino_f4_force is None else _wino_f4_force
+    return _wino_f4.get(BF16_WINOGRAD_F4)
 
 
 def bf16_conv_packings() -> str:

@@ -94,7 +94,7 @@ def test_forced_path_within_bound(force, on, geo):
 
 @pytest.fixture
 def wino():
-    before = _bf16._wino_force
+    before = _bf16._wino.forced
     yield _bf16.force_bf16_winograd
     _bf16.force_bf16_winograd(before)
 
@@ -130,7 +130,7 @@ def test_vdpbf16ps_path_winograd_convs(force, wino, on):
 
 @pytest.fixture
 def wino_f4():
-    before = _bf16._wino_f4_force
+    before = _bf16._wino_f4.forced
     yield _bf16.force_bf16_winograd_f4
     _bf16.force_bf16_winograd_f4(before)
 
