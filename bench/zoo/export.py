@@ -217,13 +217,13 @@ def deberta_v2(layers=2, hidden=64):
 
 
 @arch("minilm_sentence", "text-encoder")
-def minilm_sentence(layers=2, hidden=128):
+def minilm_sentence(layers=2, hidden=128, heads=4, vocab=1000, positions=128):
     """A MiniLM-style sentence encoder (all-MiniLM-L6-v2's shape, narrower): BERT, then mean pooling over the
     attention mask and L2 normalization, as sentence-transformers exports it."""
     torch = _torch()
-    model, _ = _hf("BertModel", "BertConfig", vocab_size=1000, hidden_size=hidden, num_hidden_layers=layers,
-                   num_attention_heads=4, intermediate_size=hidden * 4, max_position_embeddings=128)
-    names, make = _text_inputs(1000, True)
+    model, _ = _hf("BertModel", "BertConfig", vocab_size=vocab, hidden_size=hidden, num_hidden_layers=layers,
+                   num_attention_heads=heads, intermediate_size=hidden * 4, max_position_embeddings=positions)
+    names, make = _text_inputs(vocab, True)
 
     def fn(m, input_ids, attention_mask, token_type_ids):
         h = m(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids).last_hidden_state
@@ -870,6 +870,39 @@ _fixture("deit_1layer", "deit", ("dynamo",), layers=1, hidden=32)
 _fixture("efficientnet_tiny", "efficientnet", ("dynamo",), width=0.1, depth=0.1, size=32)
 
 
+# ------------------------------------------------------------------------------ the models at their real sizes
+#: the published configs of six architectures users run (random weights, seeded), batch 1, text at 128 tokens,
+#: images at 224 px: what issue 29's bf16 figure is about, where the zoo's small configs are dispatch-bound
+#: (``--full``; ~1.3 GB in ~/.cache/onnxep/zoo-full)
+FULL: dict[str, Arch] = {}
+FULL_DIMS = dict(batch=1, seq=128, past=8, step=1)
+FULL_OUT = DEFAULT_OUT.parent / (DEFAULT_OUT.name + "-full")
+
+
+def _full(name, fn, doc, **kw):
+    def build(**k):
+        return fn(**k)
+    build.__doc__ = doc
+    FULL[name] = Arch(name, "full-size", build, kw, ("dynamo",))
+
+
+def _bert_base():
+    return _encoder("BertModel", "BertConfig", 30522, True, ("last_hidden_state", "pooler_output"))
+
+
+_full("bert_base", _bert_base, "BERT-base: 12 layers, hidden 768, 12 heads, vocab 30522")
+_full("minilm_l6", minilm_sentence, "all-MiniLM-L6-v2's shape: 6 layers, hidden 384, 12 heads, mean pooling",
+      layers=6, hidden=384, heads=12, vocab=30522, positions=512)
+_full("vit_base", lambda: _vision("ViTModel", "ViTConfig", 224, ("last_hidden_state", "pooler_output")),
+      "ViT-B/16 at 224 px")
+_full("convnext_tiny", lambda: _vision("ConvNextModel", "ConvNextConfig", 224, ("last_hidden_state", "pooler_output"),
+                                       lively=True), "ConvNeXt-T at 224 px")
+_full("resnet50", lambda: _vision("ResNetForImageClassification", "ResNetConfig", 224, ("logits",), lively=True),
+      "ResNet-50 (transformers' layout) at 224 px, 1000 classes")
+_full("mobilenet_v2_100", lambda: _vision("MobileNetV2ForImageClassification", "MobileNetV2Config", 224, ("logits",),
+                                          lively=True), "MobileNetV2 1.0 at 224 px, 1000 classes")
+
+
 # ------------------------------------------------------------------------------------------------------ export
 def _short(e: BaseException, limit=400) -> str:
     """One line: the exception's first line and, for torch's wrapped export errors, the cause's."""
@@ -1056,14 +1089,16 @@ def main(argv=None):
     ap.add_argument("--list", action="store_true", help="list the architectures and exit")
     ap.add_argument("--fixtures", type=Path, metavar="DIR",
                     help="write the tiny test fixtures (" + ", ".join(FIXTURES) + ") to DIR instead")
+    ap.add_argument("--full", action="store_true",
+                    help=f"the real-size models ({', '.join(FULL)}) instead, batch 1, into {FULL_OUT} by default")
     args = ap.parse_args(argv)
-    table = FIXTURES if args.fixtures else ARCHS
+    table = FIXTURES if args.fixtures else FULL if args.full else ARCHS
     if args.list:
         for a in table.values():
             doc = (a.build.__doc__ or "").strip().splitlines()
             print(f"{a.name:18} {a.family:13} {doc[0] if doc else ''}")
         return 0
-    out = (args.fixtures or args.out or DEFAULT_OUT).expanduser()
+    out = (args.fixtures or args.out or (FULL_OUT if args.full else DEFAULT_OUT)).expanduser()
     out.mkdir(parents=True, exist_ok=True)
     names = args.only or list(table)
     unknown = [n for n in names if n not in table]
@@ -1080,8 +1115,8 @@ def main(argv=None):
         for exporter in args.exporter or a.exporters:
             t0 = time.perf_counter()
             try:
-                entry = export_arch(a, exporter, out, FIXTURE_DIMS if args.fixtures else None,
-                                    strip=bool(args.fixtures))
+                dims = FIXTURE_DIMS if args.fixtures else FULL_DIMS if args.full else None
+                entry = export_arch(a, exporter, out, dims, strip=bool(args.fixtures))
             except Exception as e:  # noqa: BLE001 -- never lose the rest of the zoo to one model
                 entry = dict(name=f"{name}.{exporter}", arch=name, family=a.family, exporter=exporter,
                              status="failed", stage="internal", error=_short(e),
