@@ -100,7 +100,10 @@ cdef enum:
                             # Concat output's channels)
     RL_GEMV = 48            # (tiny5 slice) s0 a, s1 W as stored, s2 bias (or NULL), s3 y: gemv_run; n0 K, n1 N,
                             # n2 trans_b, n3 act kind (ACT_*), n4 gelu after (1/0): FusedMatMul's one-row path
-    RL_NFNS = 49
+    RL_ROWS = 49            # (tiny5 slice) s0 x, s1 a (or NULL), s2 b (or NULL), s3 y: _rows_task over n0 channel-last
+                            # rows of n1; n2 kind (RowsJob's: 1 ChannelAffine, 3 NhwcLRN), n3 relu, n4 lo, n5 hi, n6
+                            # window (work per element, for NORM_PAR_WORK); f0 alpha_n, f1 beta, f2 bias
+    RL_NFNS = 50
 
 cdef extern from "_native/rl_ops.h" nogil:
     enum: RL_MAXD
@@ -730,6 +733,23 @@ cdef void _rl_gemv(const RStep* s, char** p) noexcept nogil:
 _RL_FNS[RL_GEMV] = _rl_gemv
 
 
+# tiny5 slice: the channel-last row kernels of channel_affine_f32 and lrn_nhwc_f32 (com.onnxep ChannelAffine,
+# NhwcLRN), which ran as Python steps
+cdef void _rl_rows(const RStep* s, char** p) noexcept nogil:
+    cdef RowsJob job
+    cdef Py_ssize_t R = s.n[0], C = s.n[1]
+    if R * C == 0:
+        return
+    job.x, job.y, job.S, job.C = <const float*>p[s.slot[0]], <float*>p[s.slot[3]], C, C
+    job.a, job.b, job.mean = <const float*>p[s.slot[1]], <const float*>p[s.slot[2]], NULL
+    job.kind, job.relu, job.lo, job.hi = <int>s.n[2], <bint>s.n[3], s.n[4], s.n[5]
+    job.alpha_n, job.beta, job.bias = s.f[0], s.f[1], s.f[2]
+    parallel_for(R, 1 if R * C * s.n[6] < NORM_PAR_WORK else _nthreads(s.nthreads), _rows_task, &job)
+
+
+_RL_FNS[RL_ROWS] = _rl_rows
+
+
 # qdq2 slice: the fused per-tensor QuantizeLinear -> DequantizeLinear (com.onnxep QuantizeDequantize)
 cdef void _rl_qdq(const RStep* s, char** p) noexcept nogil:
     _qg_qdq_run(<const float*>p[s.slot[0]], s.n[0], s.f[0], s.f[1], <int>s.n[1], <float*>p[s.slot[1]], s.nthreads)
@@ -820,7 +840,7 @@ RUNLOOP_FNS = {"alias": RL_ALIAS, "copy": RL_COPY, "binary": RL_BINARY, "unary":
                "qdq": RL_QDQ, "bconv_nhwc": RL_BCONV_NHWC, "bconv_nhwc_ldy": RL_BCONV_NHWC_LDY,
                "qconv": RL_QCONV,
                "qlinear_matmul": RL_QLINEAR_MATMUL, "qlinear_add": RL_QLINEAR_ADD,
-               "conv_nchw": RL_CONV_NCHW, "gemv": RL_GEMV}
+               "conv_nchw": RL_CONV_NCHW, "gemv": RL_GEMV, "rows": RL_ROWS}
 RUNLOOP_LIMITS = {"slots": RL_SLOTS, "ints": RL_INTS, "floats": RL_FLOATS, "bcast_dims": BCAST_MAX_DIMS,
                   "copy_dims": RL_MAXD}
 
