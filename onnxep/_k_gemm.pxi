@@ -1022,28 +1022,36 @@ cdef void _gemv_task(void* p, Py_ssize_t t, int tid) noexcept nogil:
         gemv_kn(j.a, j.w, j.K, j.N, n0, n1, j.bias, j.y, &j.act)
 
 
+cdef void gemv_run(const float* a, const float* w, Py_ssize_t K, Py_ssize_t N, bint trans_b, const float* bias,
+                   float* y, const Act* act, int nthreads) noexcept nogil:
+    """gemv_f32's work on raw pointers (sizes checked by the caller; a and w may be NULL when K is 0): also the run
+    loop's RL_GEMV step."""
+    cdef GemvJob job
+    cdef Py_ssize_t items
+    if N == 0:
+        return
+    job.a, job.w, job.bias, job.y = a, w, bias, y
+    job.K, job.N, job.trans_b, job.act = K, N, trans_b, act[0]
+    job.chunk = GEMV_NK_ROWS if trans_b else GEMV_KN_COLS
+    items = (N + job.chunk - 1) // job.chunk
+    parallel_for(items, <int>min(<Py_ssize_t>sgemm_threads(1, N, K, nthreads), items), _gemv_task, &job)
+
+
 def gemv_f32(const float[::1] a, const float[:, ::1] W, bint trans_b, const float[::1] bias, float[::1] y,
              bint relu=False, int nthreads=0, activation=None):
     """y := act(a @ op(W) [+ bias]) for one row a (K,), W (N, K) when trans_b else (K, N), read as stored (not packed),
     act as in sgemm_packed_f32 (make_act). Output elements are split over the threads, each summed the same way
     whatever their number: (N, K) in 16 lanes over k added pairwise at the end, (K, N) over k in order."""
-    cdef GemvJob job
-    cdef Py_ssize_t K = a.shape[0], N = W.shape[0] if trans_b else W.shape[1], items
-    cdef int nth
+    cdef Py_ssize_t K = a.shape[0], N = W.shape[0] if trans_b else W.shape[1]
+    cdef const float* bp
+    cdef Act act
     if (W.shape[1] if trans_b else W.shape[0]) != K:
         raise ValueError(f"gemv_f32: a has {K} elements, op(W) is {W.shape[1] if trans_b else W.shape[0]}x{N}")
     if y.shape[0] != N:
         raise ValueError(f"gemv_f32: y has {y.shape[0]} elements, expected {N}")
-    job.bias = _opt_ptr(bias, N, "bias")
+    bp = _opt_ptr(bias, N, "bias")
     if N == 0:
         return
-    job.a = &a[0] if K else NULL
-    job.w = &W[0, 0] if K else NULL
-    job.y = &y[0]
-    job.K, job.N, job.trans_b = K, N, trans_b
-    job.act = make_act(activation, relu)
-    job.chunk = GEMV_NK_ROWS if trans_b else GEMV_KN_COLS
-    items = (N + job.chunk - 1) // job.chunk
-    nth = <int>min(<Py_ssize_t>sgemm_threads(1, N, K, nthreads), items)
+    act = make_act(activation, relu)
     with nogil:
-        parallel_for(items, nth, _gemv_task, &job)
+        gemv_run(&a[0] if K else NULL, &W[0, 0] if K else NULL, K, N, trans_b, bp, &y[0], &act, nthreads)

@@ -98,7 +98,12 @@ cdef enum:
                             # conv_nchw_step_args (N, C, D, H, W, cout, group, kernel, strides, dilations, pads, out)
     RL_BCONV_NHWC_LDY = 47  # (bf16) as RL_BCONV_NHWC, s3 NULL, s4 y at the slice's first channel; n19 ldy (the
                             # Concat output's channels)
-    RL_NFNS = 48
+    RL_GEMV = 48            # (tiny5 slice) s0 a, s1 W as stored, s2 bias (or NULL), s3 y: gemv_run; n0 K, n1 N,
+                            # n2 trans_b, n3 act kind (ACT_*), n4 gelu after (1/0): FusedMatMul's one-row path
+    RL_ROWS = 49            # (tiny5 slice) s0 x, s1 a (or NULL), s2 b (or NULL), s3 y: _rows_task over n0 channel-last
+                            # rows of n1; n2 kind (RowsJob's: 1 ChannelAffine, 3 NhwcLRN), n3 relu, n4 lo, n5 hi, n6
+                            # window (work per element, for NORM_PAR_WORK); f0 alpha_n, f1 beta, f2 bias
+    RL_NFNS = 50
 
 cdef extern from "_native/rl_ops.h" nogil:
     enum: RL_MAXD
@@ -193,14 +198,20 @@ cdef void _rl_tf_unary(const RStep* s, char** p) noexcept nogil:
     parallel_for(nchunks, 1 if nchunks < 2 else _nthreads(s.nthreads), _tf_task, &job)
 
 
+cdef void _rl_gelu_after(float* y, Py_ssize_t n, int nthreads) noexcept nogil:
+    """y := gelu(y) in place: the Gelu a GEMM step runs over its product (FusedMatMul's activation "Gelu")."""
+    cdef TfJob job
+    cdef Py_ssize_t nchunks = (n + ELTWISE_CHUNK - 1) // ELTWISE_CHUNK
+    job.x, job.y, job.n, job.op, job.kind = y, y, n, TF_UNARY_GELU, 0
+    parallel_for(nchunks, 1 if nchunks < 2 else _nthreads(nthreads), _tf_task, &job)
+
+
 cdef void _rl_gemm_packed(const RStep* s, char** p) noexcept nogil:
     cdef Py_ssize_t M = s.n[0], N = s.n[1], K = s.n[2]
     cdef Act act
     cdef float* work = NULL
     cdef int nth
     cdef float* y = <float*>p[s.slot[4]]
-    cdef TfJob job
-    cdef Py_ssize_t n, nchunks
     act.kind, act.a, act.b = <int>s.n[3], 0.0, 0.0
     if M == 0 or N == 0:
         return
@@ -214,10 +225,7 @@ cdef void _rl_gemm_packed(const RStep* s, char** p) noexcept nogil:
                     <const float*>p[s.slot[3]], &act, work, nth)
     free(work)
     if s.n[4]:
-        n = M * N
-        job.x, job.y, job.n, job.op, job.kind = y, y, n, TF_UNARY_GELU, 0
-        nchunks = (n + ELTWISE_CHUNK - 1) // ELTWISE_CHUNK
-        parallel_for(nchunks, 1 if nchunks < 2 else _nthreads(s.nthreads), _tf_task, &job)
+        _rl_gelu_after(y, M * N, s.nthreads)
 
 
 cdef void _rl_layernorm(const RStep* s, char** p) noexcept nogil:
@@ -693,10 +701,9 @@ _RL_FNS[RL_DEQUANTIZE] = _rl_dequantize
 
 # bf16 slice: the bf16 GEMM (onnxep.compute_precision=bf16; _k_bgemm.pxi) as RL_GEMM_PACKED runs the fp32 one
 cdef void _rl_bgemm(const RStep* s, char** p) noexcept nogil:
-    cdef Py_ssize_t M = s.n[0], N = s.n[1], K = s.n[2], n, nchunks
+    cdef Py_ssize_t M = s.n[0], N = s.n[1], K = s.n[2]
     cdef Act act
     cdef float* y = <float*>p[s.slot[4]]
-    cdef TfJob job
     act.kind, act.a, act.b = <int>s.n[3], 0.0, 0.0
     if M == 0 or N == 0:
         return
@@ -705,13 +712,42 @@ cdef void _rl_bgemm(const RStep* s, char** p) noexcept nogil:
         p[0] = <char*>1       # the error mark (no memory for packed A): the Python step raises
         return
     if s.n[4]:
-        n = M * N
-        job.x, job.y, job.n, job.op, job.kind = y, y, n, TF_UNARY_GELU, 0
-        nchunks = (n + ELTWISE_CHUNK - 1) // ELTWISE_CHUNK
-        parallel_for(nchunks, 1 if nchunks < 2 else _nthreads(s.nthreads), _tf_task, &job)
+        _rl_gelu_after(y, M * N, s.nthreads)
 
 
 _RL_FNS[RL_BGEMM] = _rl_bgemm
+
+
+# tiny5 slice: FusedMatMul's one row against B as stored (gemv_f32; a batch-1 fully connected layer, the lone GEMV
+# head of fuse_matmul_bias.LONE_GEMV), which ran as a Python step
+cdef void _rl_gemv(const RStep* s, char** p) noexcept nogil:
+    cdef Act act
+    cdef float* y = <float*>p[s.slot[3]]
+    act.kind, act.a, act.b = <int>s.n[3], 0.0, 0.0
+    gemv_run(<const float*>p[s.slot[0]], <const float*>p[s.slot[1]], s.n[0], s.n[1], <bint>s.n[2],
+             <const float*>p[s.slot[2]], y, &act, s.nthreads)
+    if s.n[4]:
+        _rl_gelu_after(y, s.n[1], s.nthreads)
+
+
+_RL_FNS[RL_GEMV] = _rl_gemv
+
+
+# tiny5 slice: the channel-last row kernels of channel_affine_f32 and lrn_nhwc_f32 (com.onnxep ChannelAffine,
+# NhwcLRN), which ran as Python steps
+cdef void _rl_rows(const RStep* s, char** p) noexcept nogil:
+    cdef RowsJob job
+    cdef Py_ssize_t R = s.n[0], C = s.n[1]
+    if R * C == 0:
+        return
+    job.x, job.y, job.S, job.C = <const float*>p[s.slot[0]], <float*>p[s.slot[3]], C, C
+    job.a, job.b, job.mean = <const float*>p[s.slot[1]], <const float*>p[s.slot[2]], NULL
+    job.kind, job.relu, job.lo, job.hi = <int>s.n[2], <bint>s.n[3], s.n[4], s.n[5]
+    job.alpha_n, job.beta, job.bias = s.f[0], s.f[1], s.f[2]
+    parallel_for(R, 1 if R * C * s.n[6] < NORM_PAR_WORK else _nthreads(s.nthreads), _rows_task, &job)
+
+
+_RL_FNS[RL_ROWS] = _rl_rows
 
 
 # qdq2 slice: the fused per-tensor QuantizeLinear -> DequantizeLinear (com.onnxep QuantizeDequantize)
@@ -804,7 +840,7 @@ RUNLOOP_FNS = {"alias": RL_ALIAS, "copy": RL_COPY, "binary": RL_BINARY, "unary":
                "qdq": RL_QDQ, "bconv_nhwc": RL_BCONV_NHWC, "bconv_nhwc_ldy": RL_BCONV_NHWC_LDY,
                "qconv": RL_QCONV,
                "qlinear_matmul": RL_QLINEAR_MATMUL, "qlinear_add": RL_QLINEAR_ADD,
-               "conv_nchw": RL_CONV_NCHW}
+               "conv_nchw": RL_CONV_NCHW, "gemv": RL_GEMV, "rows": RL_ROWS}
 RUNLOOP_LIMITS = {"slots": RL_SLOTS, "ints": RL_INTS, "floats": RL_FLOATS, "bcast_dims": BCAST_MAX_DIMS,
                   "copy_dims": RL_MAXD}
 

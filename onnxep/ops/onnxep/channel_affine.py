@@ -5,6 +5,7 @@ after it folded in (graph/passes/fuse_channel_affine.py). Written by passes, nev
 import numpy as np
 
 from onnxep import _kernels
+from onnxep.ops import _c_steps
 from onnxep.ops._base import F32, OpKernel, f32_shape
 
 DOMAIN = "com.onnxep"
@@ -37,3 +38,14 @@ class ChannelAffine_1(OpKernel):
         y = ctx.output(0, x.shape, np.float32)
         _kernels.channel_affine_f32(x.reshape(-1, c), y.reshape(-1, c), a, b, self.activation == "Relu",
                                     ctx.num_threads)
+
+    def c_step(self, ins, outs, nthreads):
+        """The compiled run loop's entry (RL_ROWS, kind 1): compute's channel_affine_f32 rows."""
+        if type(self).compute is not ChannelAffine_1.compute or "compute" in self.__dict__:
+            return None
+        x, a, b, y = ins[0], ins[1], ins[2], outs[0]
+        if (not _c_steps.plain(x, a, b, y) or any(v.dtype != F32 for v in (x, a, b, y)) or x.ndim < 1
+                or y.shape != x.shape or a.shape != (x.shape[-1],) or b.shape != a.shape or not _c_steps.apart(y, x)):
+            return None
+        c = x.shape[-1]
+        return "rows", [0, 1, 2, ~0], [x.size // max(c, 1), c, 1, 1 if self.activation == "Relu" else 0, 0, 0, 1], []

@@ -152,12 +152,19 @@ class FusedMatMul_1(PackedWeightMixin, OpKernel):
 
     def c_step(self, ins, outs, nthreads):
         """The compiled run loop's entry (backends/cpu/runloop.py): the packed-B path of compute (sgemm_packed_ex
-        with the bias / residual / Relu epilogue, Gelu after), for a packed B only."""
+        with the bias / residual / Relu epilogue, Gelu after), or its one-row path against B as stored (gemv_f32, no
+        residual: RL_GEMV)."""
         bp = self.packed(1)
-        if bp is None or type(self).compute is not FusedMatMul_1.compute or "compute" in self.__dict__:
+        if type(self).compute is not FusedMatMul_1.compute or "compute" in self.__dict__:
             return None
         A, Y = ins[0], outs[0]
-        K, N = self._b_kn
+        if bp is None:
+            B = ins[1]
+            if B.__class__ is not np.ndarray or B.dtype != F32 or B.ndim != 2 or not B.flags.c_contiguous:
+                return None
+            K, N = B.shape[::-1] if self.trans_b else B.shape
+        else:
+            K, N = self._b_kn
         bias = ins[2] if len(ins) > 2 else None
         R = ins[3] if len(ins) > 3 else None
         if (A.dtype != F32 or Y.dtype != F32 or not A.flags.c_contiguous or A.ndim < 1 or A.shape[-1] != K
@@ -170,9 +177,15 @@ class FusedMatMul_1(PackedWeightMixin, OpKernel):
         if K == 0 or Y.size == 0:
             return None
         rows = Y.size // N
-        relu = self.activation == "Relu"
-        args = [0, bp, 2 if bias is not None else None, 3 if R is not None else None, ~0]
-        ints = [rows, N, K, 1 if relu else 0, 1 if self.activation == "Gelu" else 0]
+        relu = 1 if self.activation == "Relu" else 0
+        gelu = 1 if self.activation == "Gelu" else 0
+        bias_arg = 2 if bias is not None else None
+        if bp is None:      # compute's unpacked B: gemv_f32 for one row, else B packed per call (stays in Python)
+            if rows != 1 or R is not None:
+                return None
+            return "gemv", [0, 1, bias_arg, ~0], [K, N, 1 if self.trans_b else 0, relu, gelu], []
+        args = [0, bp, bias_arg, 3 if R is not None else None, ~0]
+        ints = [rows, N, K, relu, gelu]
         if self.__dict__.get("_bf16"):      # the bf16 GEMM (onnxep.compute_precision=bf16)
             return "bgemm", args, ints, [1.0]
         return "gemm_packed", args, ints, []

@@ -4,7 +4,8 @@ last axis."""
 import numpy as np
 
 from onnxep import _kernels
-from onnxep.ops._base import OpKernel, f32_shape
+from onnxep.ops import _c_steps
+from onnxep.ops._base import F32, OpKernel, f32_shape
 
 DOMAIN = "com.onnxep"
 
@@ -31,3 +32,19 @@ class NhwcLRN_1(OpKernel):
         y = ctx.output(0, x.shape, np.float32)
         _kernels.lrn_nhwc_f32(x.reshape(-1, c), y.reshape(-1, c), int(self.size), float(self.alpha),
                               float(self.beta), float(self.bias), ctx.num_threads)
+
+    def c_step(self, ins, outs, nthreads):
+        """The compiled run loop's entry (RL_ROWS, kind 3): compute's lrn_nhwc_f32 rows, alpha / size rounded to
+        float32 as that function rounds it."""
+        if type(self).compute is not NhwcLRN_1.compute or "compute" in self.__dict__:
+            return None
+        x, y = ins[0], outs[0]
+        size = int(self.size)
+        if (not _c_steps.plain(x, y) or x.dtype != F32 or y.dtype != F32 or x.ndim != 4 or y.shape != x.shape
+                or size < 1 or np.may_share_memory(x, y)):
+            return None
+        c = x.shape[3]
+        lo = (size - 1) // 2
+        alpha_n = float(np.float32(self.alpha) / np.float32(size))
+        return ("rows", [0, None, None, ~0], [x.size // max(c, 1), c, 3, 0, lo, size - 1 - lo, size],
+                [alpha_n, float(self.beta), float(self.bias)])
