@@ -346,6 +346,8 @@ cdef void _sgemm_item_task(void* p, Py_ssize_t t, int tid) noexcept nogil:
 # broadcast per element), alpha, the mask and the softmax run over the whole padded row (padding is -inf: exp 0), and
 # the product with Vp is accumulated in registers and scaled by 1 / (sum of the exps) on the way out. Every row is
 # computed the same way whatever the thread split (items x row blocks over the threads, one each).
+# With ATP_BF16 (bf16 sessions: ops/_bf16.py bf16_attention) both products run on bf16 operands instead, on the bf16
+# GEMM's micro-kernel and packings (attention.h onnxep_atb_rows), 12 query rows per block, the softmax unchanged.
 
 cdef extern from "_native/attention.h":
     enum:

@@ -186,3 +186,46 @@ def test_attention_bf16_param_checked():
     params = _params(2, 2, 3, 2, 2, (2, 1, 1, 2, 2, 1, 2, 1), 0, [], 2)
     with pytest.raises(ValueError, match="parameters"):
         _kernels.attention_masked_f32(x, x, x, x.copy(), _offsets(8, 0), (), params, np.array([1.0], np.float32))
+
+
+@pytest.mark.parametrize("N,K,D", [(19, 5, 7), (33, 64, 64), (77, 80, 33), (197, 64, 64), (40, 3, 16)])
+def test_attention_bf16_exact_one_hot(mod, N, K, D):
+    """Integer Q and K (|x| <= 4: bf16-exact, their dot products exact in fp32) and alpha = 128 put a gap of at least
+    128 between a row's top score and the next (where the top is unique), beyond the exp's cutoff (-87): the
+    probabilities are exactly one-hot and the output row is exactly V's row of the float64 argmax (catches a Q.K^T
+    panel, pair, key-tail or head-dim-tail error exactly)."""
+    rng = np.random.default_rng(N * 10 + K)
+    T, M = 2, 29
+    q = rng.integers(-4, 5, (M, T, K)).astype(np.float32)
+    k = rng.integers(-4, 5, (N, T, K)).astype(np.float32)
+    v = rng.integers(-8, 9, (N, T, D)).astype(np.float32)
+    y = np.full((M, T, D), np.nan, np.float32)
+    offs = np.concatenate([_offsets(T, K), _offsets(T, K), _offsets(T, D), _offsets(T, D)])
+    mod.attention_masked_f32(q, k, v, y, offs, (), _params(T, M, N, K, D, (T * K, 1, 1, T * K, T * D, 1, T * D, 1),
+                                                           0, [], 1), np.array([128.0], np.float32), 1)
+    s = np.einsum("mtk,ntk->tmn", q.astype(np.float64), k.astype(np.float64))
+    top = np.sort(s, -1)
+    unique = top[..., -1] > top[..., -2]
+    assert unique.sum() >= T * M // 4
+    for t in range(T):
+        for i in np.flatnonzero(unique[t]):
+            np.testing.assert_array_equal(y[i, t], v[np.argmax(s[t, i]), t])
+
+
+@pytest.mark.parametrize("N,D", [(17, 9), (37, 40), (99, 64)])
+def test_attention_bf16_exact_masked_odd_keys(mod, N, D):
+    """An odd key count (the last pair half empty) with alpha = 0 and a -inf mask keeping 16 keys, the last one among
+    them: every kept probability is exactly 1 / 16, so the output is exactly the float64 mean of the kept V rows."""
+    rng = np.random.default_rng(N + D)
+    T, M, K = 2, 13, 6
+    q = rng.standard_normal((M, T, K)).astype(np.float32)
+    k = rng.standard_normal((N, T, K)).astype(np.float32)
+    v = rng.integers(-8, 9, (N, T, D)).astype(np.float32)
+    keep = np.concatenate([rng.choice(N - 1, 15, replace=False), [N - 1]])
+    mask = np.full(N, -np.inf, np.float32)
+    mask[keep] = 0.0
+    y = np.full((M, T, D), np.nan, np.float32)
+    offs = np.concatenate([_offsets(T, K), _offsets(T, K), _offsets(T, D), _offsets(T, D), np.zeros(T * M, np.int64)])
+    mod.attention_masked_f32(q, k, v, y, offs, (mask,), _params(T, M, N, K, D, (T * K, 1, 1, T * K, T * D, 1, T * D, 1),
+                                                                0, [(0, 1)], 1), np.array([0.0, 0.0], np.float32), 1)
+    np.testing.assert_array_equal(y, np.broadcast_to(v[keep].astype(np.float64).mean(0), (M, T, D)))

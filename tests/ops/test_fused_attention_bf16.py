@@ -11,7 +11,7 @@ from onnxep import _kernels
 from onnxep.ops import _bf16
 from tests.graph.test_exporter_attention import _sdpa_nodes
 
-pytestmark = pytest.mark.skipif(not _kernels.bgemm_hw(), reason="needs AVX512_BF16 (vdpbf16ps)")
+needs_bf16 = pytest.mark.skipif(not _kernels.bgemm_hw(), reason="needs AVX512_BF16 (vdpbf16ps)")
 
 
 def _model(B, H, S, D):
@@ -39,6 +39,7 @@ def force():
     _bf16.force_bf16_attention(None)
 
 
+@needs_bf16
 @pytest.mark.parametrize("B,H,S,D", [(1, 4, 40, 64), (2, 3, 77, 32)])
 def test_bf16_attention_close_to_fp32(force, B, H, S, D):
     rng = np.random.default_rng(S)
@@ -57,6 +58,7 @@ def test_bf16_attention_close_to_fp32(force, B, H, S, D):
     assert np.max(np.abs(y16 - y32)) <= 8 * 2 ** -8 * np.max(np.abs(feeds["v"]))
 
 
+@needs_bf16
 def test_rule_keeps_short_heads_fp32(force):
     """Below ATTN_MIN_KEYS keys the rule keeps the fp32 kernel (bit-identical to the fp32 session)."""
     S = _bf16.ATTN_MIN_KEYS - 1
@@ -66,3 +68,18 @@ def test_rule_keeps_short_heads_fp32(force):
     model = _model(1, 2, S, 16)
     force(None)
     np.testing.assert_array_equal(_run(model, feeds, "bf16"), _run(model, feeds, "fp32"))
+
+
+def test_rule_needs_vdpbf16ps(force, monkeypatch):
+    """Without AVX512_BF16 the attention stays fp32 even when forced on (as the bf16 GEMM does); with it, the rule
+    takes bf16 from ATTN_MIN_KEYS keys only where vdpbf16ps outruns the FMA (DP_CONV_MIN_RATIO)."""
+    force(True)
+    monkeypatch.setattr(_kernels, "bgemm_hw", lambda: False)
+    assert not _bf16.bf16_attention(197, 197, 64, 64)
+    monkeypatch.setattr(_kernels, "bgemm_hw", lambda: True)
+    assert _bf16.bf16_attention(197, 16, 64, 64)
+    force(None)
+    for ratio, want in ((2.0, True), (1.0, False)):
+        monkeypatch.setattr(_kernels, "bgemm_dp_ratio", lambda r=ratio: r)
+        assert _bf16.bf16_attention(197, _bf16.ATTN_MIN_KEYS, 64, 64) is want
+        assert not _bf16.bf16_attention(197, _bf16.ATTN_MIN_KEYS - 1, 64, 64)

@@ -8,6 +8,9 @@ written. The operands are read in place through their permuted strides, as Strid
 passes, never by users. Attributes: perm_q, perm_k, perm_v, perm_y (ints; absent: no transpose), alpha (float,
 default 1). float32, same rank >= 2 for Q, K and V.
 
+In a bf16 session (onnxep.compute_precision=bf16) both products take bf16 operands with fp32 accumulation and an
+fp32 softmax where ops/_bf16.py bf16_attention says it pays (the kernel's ATP_BF16 parameter).
+
 When the second product broadcasts batch dims the scores do not have (V with more heads than the scores), the
 scores are materialized and the two products and the softmax run one after another (sgemm_batched_f32).
 
