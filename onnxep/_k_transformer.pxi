@@ -430,10 +430,10 @@ cdef void _attn_block(const AttnJob* j, Py_ssize_t t, Py_ssize_t blk, float* w, 
     cdef Py_ssize_t i0 = blk * j.rows, i1 = min(j.M, i0 + j.rows), i, n, kk, d, r, rb
     cdef Py_ssize_t rbmax = AT_RB if j.kern < 0 else ATB_RB
     cdef float* kp = w
-    cdef float* vp = kp + _round_up(K * Np, 16)
-    cdef float* s = vp + _round_up(N * Dp, 16)
-    cdef float* mbuf = s + AT_RB * Np
-    cdef float* o = mbuf + AT_RB * Np
+    cdef float* vp = NULL
+    cdef float* s = NULL
+    cdef float* mbuf = NULL
+    cdef float* o = NULL
     cdef atb_work bw
     cdef const float* src
     cdef const float* mrows[ATTN_RB_MAX]
@@ -445,6 +445,11 @@ cdef void _attn_block(const AttnJob* j, Py_ssize_t t, Py_ssize_t blk, float* w, 
     if j.kern >= 0:
         atb_work_init(w, N, K, D, Np, &bw)
         mbuf = bw.mbuf
+    else:                  # the fp32 workspace (attn_work_len)
+        vp = kp + _round_up(K * Np, 16)
+        s = vp + _round_up(N * Dp, 16)
+        mbuf = s + AT_RB * Np
+        o = mbuf + AT_RB * Np
     if packed[0] < 0 or j.k_off[packed[0]] != j.k_off[t] or j.v_off[packed[0]] != j.v_off[t]:
         if j.kern >= 0:
             atb_pack_k(j.kern, j.k + j.k_off[t] if K > 0 else NULL, j.rsk, j.csk, K, N, &bw)
