@@ -346,6 +346,8 @@ cdef void _sgemm_item_task(void* p, Py_ssize_t t, int tid) noexcept nogil:
 # broadcast per element), alpha, the mask and the softmax run over the whole padded row (padding is -inf: exp 0), and
 # the product with Vp is accumulated in registers and scaled by 1 / (sum of the exps) on the way out. Every row is
 # computed the same way whatever the thread split (items x row blocks over the threads, one each).
+# With ATP_BF16 (bf16 sessions: ops/_bf16.py bf16_attention) both products run on bf16 operands instead, on the bf16
+# GEMM's micro-kernel and packings (attention.h onnxep_atb_rows), 12 query rows per block, the softmax unchanged.
 
 cdef extern from "_native/attention.h":
     enum:
@@ -358,6 +360,22 @@ cdef extern from "_native/attention.h":
                                   Py_ssize_t K, Py_ssize_t N, Py_ssize_t Np, const float* vp, Py_ssize_t D,
                                   Py_ssize_t Dp, float alpha, const float* const* mrows, float* s, float* o, float* y,
                                   Py_ssize_t rsy, Py_ssize_t csy, int nan_zero) noexcept nogil
+    # the bf16 rows (onnxep.compute_precision=bf16): both products on the bf16 GEMM's micro-kernel and packings
+    enum:
+        ATB_RB "ONNXEP_ATB_RB"
+    ctypedef struct atb_work "onnxep_atb_work":
+        float* s
+        float* mbuf
+    Py_ssize_t atb_work_init "onnxep_atb_work_init"(float* w, Py_ssize_t N, Py_ssize_t K, Py_ssize_t D, Py_ssize_t Np,
+                                                    atb_work* wk) noexcept nogil
+    void atb_pack_k "onnxep_atb_pack_k"(int kern, const float* k, Py_ssize_t rsk, Py_ssize_t csk, Py_ssize_t K,
+                                        Py_ssize_t N, const atb_work* w) noexcept nogil
+    void atb_pack_v "onnxep_atb_pack_v"(int kern, const float* v, Py_ssize_t rsv, Py_ssize_t csv, Py_ssize_t N,
+                                        Py_ssize_t D, const atb_work* w) noexcept nogil
+    void atb_rows "onnxep_atb_rows"(int kern, int rb, const float* q, Py_ssize_t rsq, Py_ssize_t csq, Py_ssize_t K,
+                                    Py_ssize_t N, Py_ssize_t Np, Py_ssize_t D, float alpha, const float* const* mrows,
+                                    const atb_work* w, float* y, Py_ssize_t rsy, Py_ssize_t csy,
+                                    int nan_zero) noexcept nogil
 
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 
@@ -367,6 +385,7 @@ cdef extern from "<stdlib.h>":
 cdef enum:
     ATTN_ROWS_MIN = 16    # fewest query rows per task when a head's rows are split over the threads
     ATTN_NMASK_MAX = 3    # masks combined per call (the run loop step's slots)
+    ATTN_RB_MAX = 12      # query rows per register block, the larger of AT_RB (fp32) and ATB_RB (bf16)
 
 #: masks attention_masked_f32 combines per call
 ATTN_MAX_MASKS = ATTN_NMASK_MAX
@@ -376,6 +395,7 @@ cdef struct AttnJob:
     Py_ssize_t M, N, K, D, rsq, csq, rsk, csk, rsv, csv, rsy, csy, nblk, rows, wlen, Np, Dp
     float alpha
     int nmask, nan_zero
+    int kern              # -1: fp32; else the bf16 micro-kernel (bgemm.h BG_*) of both products
     # the masks, applied in order to a row that starts at 0: kind 0 adds a float32 mask, kind 1 keeps the row where
     # a bool mask is true and puts fill elsewhere; each addressed by one element offset per scores row and a column
     # stride 0 / 1
@@ -404,49 +424,64 @@ cdef inline Py_ssize_t attn_work_len(Py_ssize_t N, Py_ssize_t K, Py_ssize_t D, P
 
 
 cdef void _attn_block(const AttnJob* j, Py_ssize_t t, Py_ssize_t blk, float* w, Py_ssize_t* packed) noexcept nogil:
-    """Query rows blk*rows .. of item t, `w` the thread's workspace (64-byte aligned), packed[0] the item it holds."""
+    """Query rows blk*rows .. of item t, `w` the thread's workspace (64-byte aligned), packed[0] the item whose K^T
+    and V it holds (another item reading the same K and V, a grouped-query head, reuses them)."""
     cdef Py_ssize_t Np = j.Np, Dp = j.Dp, N = j.N, K = j.K, D = j.D
     cdef Py_ssize_t i0 = blk * j.rows, i1 = min(j.M, i0 + j.rows), i, n, kk, d, r, rb
+    cdef Py_ssize_t rbmax = AT_RB if j.kern < 0 else ATB_RB
     cdef float* kp = w
-    cdef float* vp = kp + _round_up(K * Np, 16)
-    cdef float* s = vp + _round_up(N * Dp, 16)
-    cdef float* mbuf = s + AT_RB * Np
-    cdef float* o = mbuf + AT_RB * Np
+    cdef float* vp = NULL
+    cdef float* s = NULL
+    cdef float* mbuf = NULL
+    cdef float* o = NULL
+    cdef atb_work bw
     cdef const float* src
-    cdef const float* mrows[AT_RB]
-    cdef const char* mlast[AT_RB][ATTN_NMASK_MAX]
+    cdef const float* mrows[ATTN_RB_MAX]
+    cdef const char* mlast[ATTN_RB_MAX][ATTN_NMASK_MAX]
     cdef const char* mp
     cdef bint same
     cdef int m
     cdef float* dst
-    if packed[0] != t:
-        src = j.k + j.k_off[t]       # Kp[kk, n] = Kt[kk, n] = k[kk*rsk + n*csk], zeros for n >= N
-        for kk in range(K):
-            dst = kp + kk * Np
-            if j.csk == 1:
-                memcpy(dst, src + kk * j.rsk, N * sizeof(float))
-            else:
-                for n in range(N):
-                    dst[n] = src[kk * j.rsk + n * j.csk]
-            for n in range(N, Np):
-                dst[n] = 0.0
-        src = j.v + j.v_off[t]       # Vp[n, d] = v[n*rsv + d*csv], zeros for d >= D
-        for n in range(N):
-            dst = vp + n * Dp
-            if j.csv == 1:
-                memcpy(dst, src + n * j.rsv, D * sizeof(float))
-            else:
-                for d in range(D):
-                    dst[d] = src[n * j.rsv + d * j.csv]
-            for d in range(D, Dp):
-                dst[d] = 0.0
+    if j.kern >= 0:
+        atb_work_init(w, N, K, D, Np, &bw)
+        mbuf = bw.mbuf
+    else:                  # the fp32 workspace (attn_work_len)
+        vp = kp + _round_up(K * Np, 16)
+        s = vp + _round_up(N * Dp, 16)
+        mbuf = s + AT_RB * Np
+        o = mbuf + AT_RB * Np
+    if packed[0] < 0 or j.k_off[packed[0]] != j.k_off[t] or j.v_off[packed[0]] != j.v_off[t]:
+        if j.kern >= 0:
+            atb_pack_k(j.kern, j.k + j.k_off[t] if K > 0 else NULL, j.rsk, j.csk, K, N, &bw)
+            atb_pack_v(j.kern, j.v + j.v_off[t], j.rsv, j.csv, N, D, &bw)
+        else:
+            src = j.k + j.k_off[t]       # Kp[kk, n] = Kt[kk, n] = k[kk*rsk + n*csk], zeros for n >= N
+            for kk in range(K):
+                dst = kp + kk * Np
+                if j.csk == 1:
+                    memcpy(dst, src + kk * j.rsk, N * sizeof(float))
+                else:
+                    for n in range(N):
+                        dst[n] = src[kk * j.rsk + n * j.csk]
+                for n in range(N, Np):
+                    dst[n] = 0.0
+            src = j.v + j.v_off[t]       # Vp[n, d] = v[n*rsv + d*csv], zeros for d >= D
+            for n in range(N):
+                dst = vp + n * Dp
+                if j.csv == 1:
+                    memcpy(dst, src + n * j.rsv, D * sizeof(float))
+                else:
+                    for d in range(D):
+                        dst[d] = src[n * j.rsv + d * j.csv]
+                for d in range(D, Dp):
+                    dst[d] = 0.0
         packed[0] = t
-    for r in range(AT_RB):
+    for r in range(rbmax):
         for m in range(ATTN_NMASK_MAX):
             mlast[r][m] = NULL
     i = i0
     while i < i1:
-        rb = min(<Py_ssize_t>AT_RB, i1 - i)
+        rb = min(rbmax, i1 - i)
         for r in range(rb):    # the combined mask row, padded to Np (rows repeated by a broadcast mask built once)
             same = True
             for m in range(j.nmask):
@@ -457,8 +492,13 @@ cdef void _attn_block(const AttnJob* j, Py_ssize_t t, Py_ssize_t blk, float* w, 
             if not same:
                 _attn_mask_row(j, mbuf + r * Np, &mlast[r][0])
             mrows[r] = mbuf + r * Np
-        at_rows(<int>rb, j.q + j.q_off[t] + i * j.rsq, j.rsq, j.csq, kp, K, N, Np, vp, D, Dp, j.alpha,
-                mrows if j.nmask > 0 else NULL, s, o, j.y + j.y_off[t] + i * j.rsy, j.rsy, j.csy, j.nan_zero)
+        if j.kern >= 0:
+            atb_rows(j.kern, <int>rb, j.q + j.q_off[t] + i * j.rsq if K > 0 else NULL, j.rsq, j.csq, K, N, Np, D,
+                     j.alpha, mrows if j.nmask > 0 else NULL, &bw, j.y + j.y_off[t] + i * j.rsy, j.rsy, j.csy,
+                     j.nan_zero)
+        else:
+            at_rows(<int>rb, j.q + j.q_off[t] + i * j.rsq, j.rsq, j.csq, kp, K, N, Np, vp, D, Dp, j.alpha,
+                    mrows if j.nmask > 0 else NULL, s, o, j.y + j.y_off[t] + i * j.rsy, j.rsy, j.csy, j.nan_zero)
         i += rb
 
 
@@ -541,7 +581,7 @@ def attention_f32(const float[::1] q, const float[::1] k, const float[::1] v, co
     if K > 0:
         job.q, job.k = &q[0], &k[0]
     job.q_off, job.k_off, job.v_off, job.y_off = &q_off[0], &k_off[0], &v_off[0], &y_off[0]
-    job.nmask, job.nan_zero = 0, 0
+    job.nmask, job.nan_zero, job.kern = 0, 0, -1
     if mask is not None:
         job.nmask = 1
         job.mask[0], job.mask_off[0], job.mask_cs[0], job.mask_kind[0] = <const char*>&mask[0], &mask_off[0], mask_cs, 0
@@ -558,8 +598,9 @@ cdef enum:
     ATP_RSQ = 5           # rsq, csq, rsk, csk, rsv, csv, rsy, csy
     ATP_NAN_ZERO = 13
     ATP_NMASK = 14
-    ATP_MASK = 15         # (kind, column stride) per mask
-    ATP_LEN = 15 + 2 * ATTN_NMASK_MAX
+    ATP_BF16 = 15         # 1: both products on bf16 operands (the bgemm micro-kernel bg_kernel picks), 0: fp32
+    ATP_MASK = 16         # (kind, column stride) per mask
+    ATP_LEN = 16 + 2 * ATTN_NMASK_MAX
 
 
 cdef void attention_job(AttnJob* job, char** ptrs, const Py_ssize_t* n, const float* f) noexcept nogil:
@@ -576,6 +617,7 @@ cdef void attention_job(AttnJob* job, char** ptrs, const Py_ssize_t* n, const fl
     job.q_off, job.k_off, job.v_off, job.y_off = offs, offs + T, offs + 2 * T, offs + 3 * T
     job.nan_zero = <int>n[ATP_NAN_ZERO]
     job.nmask = <int>n[ATP_NMASK]
+    job.kern = bg_kernel() if n[ATP_BF16] else -1
     for m in range(job.nmask):
         job.mask[m] = ptrs[5 + m]
         job.mask_off[m] = offs + 4 * T + m * TM
@@ -598,8 +640,9 @@ def attention_masked_f32(q, k, v, y, const int64_t[::1] offs, tuple masks, const
     """attention_f32 with up to ATTN_NMASK_MAX masks combined per scores row and the NaN guard, as the run loop's
     RL_ATTENTION step runs it. q, k, v, y: C-contiguous float32 buffers; masks: float32 (kind 0: added) or bool
     (kind 1: where(mask, row, fill)) buffers, applied in order to a row starting at 0; offs: T Q, T K, T V, T Y
-    offsets then T*M row offsets per mask; params: ATP_* (T, M, N, K, D, the 8 strides, nan_zero, mask count, then
-    (kind, column stride 0 / 1) per mask); fparams: alpha, then the fill per mask. nan_zero: a row whose
+    offsets then T*M row offsets per mask; params: ATP_* (T, M, N, K, D, the 8 strides, nan_zero, mask count, bf16
+    (1: both products on bf16 operands, bgemm's micro-kernel and packings), then (kind, column stride 0 / 1) per
+    mask); fparams: alpha, then the fill per mask. nan_zero: a row whose
     probabilities are NaN (fully masked) gives zeros. Every operand access is checked against its buffer first."""
     cdef char* ptrs[5 + ATTN_NMASK_MAX]
     cdef Py_ssize_t nb[4 + ATTN_NMASK_MAX]
@@ -610,7 +653,8 @@ def attention_masked_f32(q, k, v, y, const int64_t[::1] offs, tuple masks, const
     cdef AttnJob job
     cdef int64_t o
     if params.shape[0] < ATP_MASK or params[ATP_NMASK] != len(masks) or len(masks) > ATTN_NMASK_MAX or \
-            params.shape[0] != ATP_MASK + 2 * len(masks) or fparams.shape[0] != 1 + len(masks):
+            params.shape[0] != ATP_MASK + 2 * len(masks) or fparams.shape[0] != 1 + len(masks) or \
+            params[ATP_BF16] not in (0, 1):
         raise ValueError(f"attention_masked_f32: {params.shape[0]} parameters, {fparams.shape[0]} floats for "
                          f"{len(masks)} masks (at most {ATTN_NMASK_MAX})")
     for i in range(params.shape[0]):
@@ -676,7 +720,7 @@ cdef int attention_run_raw(AttnJob* job, Py_ssize_t T, int nthreads) noexcept no
         job.nblk = max(<Py_ssize_t>1, min((M + ATTN_ROWS_MIN - 1) // ATTN_ROWS_MIN, (4 * nth + T - 1) // T))
     job.rows = (M + job.nblk - 1) // job.nblk
     job.nblk = (M + job.rows - 1) // job.rows
-    job.wlen = attn_work_len(N, K, D, job.Np, job.Dp)
+    job.wlen = attn_work_len(N, K, D, job.Np, job.Dp) if job.kern < 0 else atb_work_init(NULL, N, K, D, job.Np, NULL)
     items = T * job.nblk
     nth = <int>min(<Py_ssize_t>nth, items)
     nr = nth

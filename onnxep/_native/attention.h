@@ -167,25 +167,15 @@ static void onnxep_at_scores(int rb, const float* q, Py_ssize_t rsq, Py_ssize_t 
     }
 }
 
-/* Query rows i0 .. i0+rb-1 (rb <= RB) of one item: scores into s (RB x Np), softmax, product with Vp into y.
-   mask rows: mrow(r) the padded copy (Np floats) or NULL; o: RB x Dp scratch. */
-static void onnxep_at_rows(int rb, const float* q, Py_ssize_t rsq, Py_ssize_t csq, const float* kp,
-                           Py_ssize_t K, Py_ssize_t N, Py_ssize_t Np, const float* vp, Py_ssize_t D, Py_ssize_t Dp,
-                           float alpha, const float* const* mrows, float* s, float* o, float* y, Py_ssize_t rsy,
-                           Py_ssize_t csy, int nan_zero)
+/* Rows r < rb of the scores s (row stride Np, N keys): alpha, the mask rows (mrows[r], Np floats, or NULL), then
+   exp(x - max) over the whole padded row (padding -inf: exp 0), unnormalized; inv[r] := 1 / the row's sum. nan_zero:
+   NaN probabilities (a fully masked row) -> a row of zeros, inv 1. */
+static void onnxep_at_softmax(int rb, float* s, Py_ssize_t N, Py_ssize_t Np, float alpha,
+                              const float* const* mrows, int nan_zero, float* inv)
 {
-    Py_ssize_t n0, d0, n, d;
-    float inv[ONNXEP_AT_RB];
+    Py_ssize_t n0, n;
     int r;
-    for (n0 = 0; n0 + 2 * ONNXEP_AT_VL <= Np; n0 += 2 * ONNXEP_AT_VL) {
-        #define ONNXEP_AT_QK2(R) onnxep_at_qk(R, 2, q, rsq, csq, kp, K, Np, n0, s)
-        ONNXEP_AT_SW4(rb, ONNXEP_AT_QK2)
-    }
-    if (n0 < Np) {    /* one vector left (Np is a multiple of 16, so of VL) */
-        #define ONNXEP_AT_QK1(R) onnxep_at_qk(R, 1, q, rsq, csq, kp, K, Np, n0, s)
-        ONNXEP_AT_SW4(rb, ONNXEP_AT_QK1)
-    }
-    for (r = 0; r < rb; r++) {     /* alpha, mask, softmax over the padded row (padding -inf: exp 0) */
+    for (r = 0; r < rb; r++) {
         float* row = s + r * Np;
         const float* mr = mrows ? mrows[r] : NULL;
         onnxep_at_v vm = onnxep_at_splat(-INFINITY), vs = onnxep_at_splat(0.0f);
@@ -202,11 +192,32 @@ static void onnxep_at_rows(int rb, const float* q, Py_ssize_t rsq, Py_ssize_t cs
         for (n = 0; n < Np; n++) row[n] = onnxep_exp_neg(row[n] - m);
         for (n0 = 0; n0 < Np; n0 += ONNXEP_AT_VL) vs += *(const onnxep_at_vu*)(row + n0);
         inv[r] = 1.0f / onnxep_at_hsum(vs);
-        if (nan_zero && inv[r] != inv[r]) {    /* NaN probabilities (a fully masked row) -> 0 */
+        if (nan_zero && inv[r] != inv[r]) {
             for (n = 0; n < Np; n++) row[n] = 0.0f;
             inv[r] = 1.0f;
         }
     }
+}
+
+/* Query rows i0 .. i0+rb-1 (rb <= RB) of one item: scores into s (RB x Np), softmax, product with Vp into y.
+   mask rows: mrow(r) the padded copy (Np floats) or NULL; o: RB x Dp scratch. */
+static void onnxep_at_rows(int rb, const float* q, Py_ssize_t rsq, Py_ssize_t csq, const float* kp,
+                           Py_ssize_t K, Py_ssize_t N, Py_ssize_t Np, const float* vp, Py_ssize_t D, Py_ssize_t Dp,
+                           float alpha, const float* const* mrows, float* s, float* o, float* y, Py_ssize_t rsy,
+                           Py_ssize_t csy, int nan_zero)
+{
+    Py_ssize_t n0, d0, d;
+    float inv[ONNXEP_AT_RB];
+    int r;
+    for (n0 = 0; n0 + 2 * ONNXEP_AT_VL <= Np; n0 += 2 * ONNXEP_AT_VL) {
+        #define ONNXEP_AT_QK2(R) onnxep_at_qk(R, 2, q, rsq, csq, kp, K, Np, n0, s)
+        ONNXEP_AT_SW4(rb, ONNXEP_AT_QK2)
+    }
+    if (n0 < Np) {    /* one vector left (Np is a multiple of 16, so of VL) */
+        #define ONNXEP_AT_QK1(R) onnxep_at_qk(R, 1, q, rsq, csq, kp, K, Np, n0, s)
+        ONNXEP_AT_SW4(rb, ONNXEP_AT_QK1)
+    }
+    onnxep_at_softmax(rb, s, N, Np, alpha, mrows, nan_zero, inv);
     for (d0 = 0; d0 < Dp; ) {
         int nv = (int)((Dp - d0) / ONNXEP_AT_VL);
         int direct;
@@ -235,6 +246,146 @@ static void onnxep_at_rows(int rb, const float* q, Py_ssize_t rsq, Py_ssize_t cs
             }
         }
         d0 += nv * ONNXEP_AT_VL;
+    }
+}
+
+
+/* ---------------------------------------------------------------- bf16 (onnxep.compute_precision=bf16, issue 29)
+   The same rows with both products on bf16 operands and fp32 accumulation, on the bf16 GEMM's micro-kernel and
+   packings (bgemm.h; vdpbf16ps where the CPU has AVX512_BF16, its generic C elsewhere): per item K^T goes into
+   bg_pack_b's panels (32 keys a panel, pairs along the head dim) and V into the same panels (32 columns of D a panel,
+   pairs along the keys), each value rounded once (round to nearest even); per block of ONNXEP_ATB_RB query rows, Q's
+   rows are rounded to pairs, the scores (fp32) come from bg_micro, the softmax runs in fp32 (onnxep_at_softmax), and
+   the unnormalized probabilities are rounded to pairs for the second bg_micro, scaled by 1 / sum on the way out.
+   ONNXEP_ATB_RB = BG_MR: the micro-kernel's full register block (2 x 12 accumulators, one broadcast per pair and
+   row, two panel loads per pair for 12 rows). */
+#include "bgemm.h"
+#define ONNXEP_ATB_RB BG_MR
+
+typedef struct {
+    uint16_t* kp;      /* K^T panels: bg_pack_b_len(K, N) slots */
+    uint16_t* vp;      /* V panels: bg_pack_b_len(N, D) slots */
+    uint32_t* tmp;     /* BG_NR keys x K2 pairs (the K^T transpose) */
+    uint32_t* qa;      /* RB x K2 pairs */
+    float* qrow;       /* K floats (a Q row gathered when csq != 1) */
+    uint32_t* pa;      /* RB x N2 pairs */
+    float* s;          /* RB x Np scores */
+    float* mbuf;       /* RB x Np mask rows */
+    float* o;          /* RB x D products */
+} onnxep_atb_work;
+
+/* Floats of one thread's bf16 workspace (each part rounded up to 16 floats); with w != NULL, its parts' addresses
+   in w (64-byte aligned when w is) */
+static Py_ssize_t onnxep_atb_work_init(float* w, Py_ssize_t N, Py_ssize_t K, Py_ssize_t D, Py_ssize_t Np,
+                                       onnxep_atb_work* wk)
+{
+    Py_ssize_t len[9], n = 0;
+    float* at[9];
+    int i;
+    len[0] = bg_pack_b_len(K, N); len[1] = bg_pack_b_len(N, D); len[2] = BG_NR * bg_k2(K);
+    len[3] = ONNXEP_ATB_RB * bg_k2(K); len[4] = K; len[5] = ONNXEP_ATB_RB * bg_k2(N);
+    len[6] = ONNXEP_ATB_RB * Np; len[7] = ONNXEP_ATB_RB * Np; len[8] = ONNXEP_ATB_RB * D;
+    for (i = 0; i < 9; i++) {
+        at[i] = w ? w + n : NULL;
+        n += (len[i] + 15) / 16 * 16;
+    }
+    if (wk) {
+        wk->kp = (uint16_t*)at[0]; wk->vp = (uint16_t*)at[1]; wk->tmp = (uint32_t*)at[2]; wk->qa = (uint32_t*)at[3];
+        wk->qrow = at[4]; wk->pa = (uint32_t*)at[5]; wk->s = at[6]; wk->mbuf = at[7]; wk->o = at[8];
+    }
+    return n;
+}
+
+#if BG_X86
+/* V rows 2g, 2g+1 (the second absent: zeros), columns d0 .. d0 + n (n <= 16) -> n pair words at out */
+__attribute__((target("avx512bf16,avx512bw,avx512vl,avx512f")))
+static void onnxep_atb_vpairs(const float* v0, const float* v1, int n, uint32_t* out)
+{
+    __mmask16 m = n >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << n) - 1u);
+    __m512i lo = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(m, v0)));
+    __m512i hi = v1 ? _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(m, v1)))
+                    : _mm512_setzero_si512();
+    _mm512_storeu_si512((void*)out, _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
+}
+#endif
+
+/* K^T (element (k, n) at k[k * rsk + n * csk]) -> bg_pack_b(k, K, N, rsk, csk)'s panels. With the head dim
+   contiguous (rsk == 1) each key's row is rounded to pairs by bg_pack_a (vcvtne2ps2bf16) and the pair words
+   transposed into the panel; elsewhere bg_pack_b itself. */
+static void onnxep_atb_pack_k(int kern, const float* k, Py_ssize_t rsk, Py_ssize_t csk, Py_ssize_t K, Py_ssize_t N,
+                              const onnxep_atb_work* w)
+{
+    const int64_t K2 = bg_k2(K), K2P = bg_k2p(K), NP = bg_np(N);
+    int64_t p, g, c;
+    if (rsk != 1 || kern == BG_GENERIC || K2 == 0) { bg_pack_b(k, K, N, rsk, csk, w->kp); return; }
+    for (p = 0; p < NP; p++) {
+        uint32_t* pan = (uint32_t*)w->kp + p * K2P * BG_NR;
+        int64_t c1 = N - p * BG_NR < BG_NR ? N - p * BG_NR : BG_NR;
+        bg_pack_a(kern, k + p * BG_NR * csk, csk, K, K2, 0, c1, w->tmp);
+        for (g = 0; g < K2; g++) {
+            for (c = 0; c < c1; c++) pan[g * BG_NR + c] = w->tmp[c * K2 + g];
+            for (; c < BG_NR; c++) pan[g * BG_NR + c] = 0;
+        }
+        memset(pan + K2 * BG_NR, 0, (size_t)((K2P - K2) * BG_NR) * 4);
+    }
+}
+
+/* V (element (n, d) at v[n * rsv + d * csv]) -> bg_pack_b(v, N, D, rsv, csv)'s panels; rows contiguous (csv == 1):
+   two rows at a time rounded and interleaved into pair words (onnxep_atb_vpairs) */
+static void onnxep_atb_pack_v(int kern, const float* v, Py_ssize_t rsv, Py_ssize_t csv, Py_ssize_t N, Py_ssize_t D,
+                              const onnxep_atb_work* w)
+{
+#if BG_X86
+    const int64_t N2 = bg_k2(N), N2P = bg_k2p(N), DP = bg_np(D);
+    int64_t p, g, c;
+    if (csv == 1 && kern != BG_GENERIC) {
+        for (p = 0; p < DP; p++) {
+            uint32_t* pan = (uint32_t*)w->vp + p * N2P * BG_NR;
+            int64_t c1 = D - p * BG_NR < BG_NR ? D - p * BG_NR : BG_NR;
+            for (g = 0; g < N2; g++) {
+                const float* v0 = v + 2 * g * rsv + p * BG_NR;
+                const float* v1 = 2 * g + 1 < N ? v0 + rsv : NULL;
+                for (c = 0; c < BG_NR; c += 16) {
+                    if (c < c1) onnxep_atb_vpairs(v0 + c, v1 ? v1 + c : NULL, (int)(c1 - c), pan + g * BG_NR + c);
+                    else memset(pan + g * BG_NR + c, 0, 16 * 4);
+                }
+            }
+            memset(pan + N2 * BG_NR, 0, (size_t)((N2P - N2) * BG_NR) * 4);
+        }
+        return;
+    }
+#endif
+    bg_pack_b(v, N, D, rsv, csv, w->vp);
+}
+
+/* Query rows 0 .. rb-1 (rb <= ONNXEP_ATB_RB) of q (row stride rsq, column stride csq) against the item's packed K^T
+   and V in w: y[r * rsy + d * csy] := softmax(alpha * q_r . K^T + mask row r) . V, as onnxep_at_rows. */
+static void onnxep_atb_rows(int kern, int rb, const float* q, Py_ssize_t rsq, Py_ssize_t csq, Py_ssize_t K,
+                            Py_ssize_t N, Py_ssize_t Np, Py_ssize_t D, float alpha, const float* const* mrows,
+                            const onnxep_atb_work* w, float* y, Py_ssize_t rsy, Py_ssize_t csy, int nan_zero)
+{
+    const int64_t K2 = bg_k2(K), K2P = bg_k2p(K), N2 = bg_k2(N), N2P = bg_k2p(N);
+    float inv[ONNXEP_ATB_RB];
+    Py_ssize_t c0, d, kk;
+    int r;
+    if (csq == 1) bg_pack_a(kern, q, rsq, K, K2, 0, rb, w->qa);
+    else for (r = 0; r < rb; r++) {
+        for (kk = 0; kk < K; kk++) w->qrow[kk] = q[r * rsq + kk * csq];
+        bg_pack_a(kern, w->qrow, 0, K, K2, 0, 1, w->qa + r * K2);
+    }
+    for (c0 = 0; c0 < Np; c0 += BG_NR)
+        bg_micro(kern, w->qa, K2, w->kp + (c0 / BG_NR) * K2P * BG_NR * 2, K2, rb,
+                 (int)(Np - c0 < BG_NR ? Np - c0 : BG_NR), w->s + c0, Np, 0);
+    onnxep_at_softmax(rb, w->s, N, Np, alpha, mrows, nan_zero, inv);
+    bg_pack_a(kern, w->s, Np, N, N2, 0, rb, w->pa);
+    for (c0 = 0; c0 < D; c0 += BG_NR)
+        bg_micro(kern, w->pa, N2, w->vp + (c0 / BG_NR) * N2P * BG_NR * 2, N2, rb,
+                 (int)(D - c0 < BG_NR ? D - c0 : BG_NR), w->o + c0, D, 0);
+    for (r = 0; r < rb; r++) {
+        const float* o = w->o + r * D;
+        float* yr = y + r * rsy;
+        if (csy == 1) for (d = 0; d < D; d++) yr[d] = o[d] * inv[r];
+        else for (d = 0; d < D; d++) yr[d * csy] = o[d] * inv[r];
     }
 }
 

@@ -135,3 +135,33 @@ def bf16_pack_spec(tensor, trans_b):
     kn = (int(tensor.shape[1]), int(tensor.shape[0])) if trans_b else (int(tensor.shape[0]), int(tensor.shape[1]))
     b = np.ascontiguousarray(tensor, dtype=np.float32)
     return kn, _kernels.bgemm_pack_b_size(*kn), lambda out: _kernels.bgemm_pack_b(b, bool(trans_b), out)
+
+
+#: FusedAttention's two products on bf16 operands (_native/attention.h onnxep_atb_rows, vdpbf16ps, fp32 softmax and
+#: accumulation) where vdpbf16ps gives clearly more products per second than the FMA (DP_CONV_MIN_RATIO, as for the
+#: convs: both products run on the bf16 GEMM's vdpbf16ps micro-kernel, never on AMX tiles) and a head has at least
+#: ATTN_MIN_KEYS keys. Products and softmax both grow with queries x keys, so the keys decide: a head of 16 keys is
+#: one half-filled 32-key panel whose Q.K^T is a few vdpbf16ps per row, and the per-row softmax, the rounding of Q and
+#: of the probabilities and the per-head packing of K and V take what the products save (kernel alone, 1 thread,
+#: head dims 8-128: 0.86-1.05 of fp32 at 16 keys, 0.56-0.96 at 32, 0.46-0.94 from 64; bench/NOTES.md)
+ATTN_MIN_KEYS = 32
+_attn = _Toggle()
+
+
+def force_bf16_attention(on):
+    """Tests and in-process A/B: True / False turns the bf16 attention on / off (where the CPU has vdpbf16ps), None:
+    back to the rule (bf16_attention)."""
+    _attn.force(on)
+
+
+def attention_key():
+    """What bf16_attention's answer depends on besides the shapes (the kernels' per-shape caches key on it)."""
+    return ("attention", _attn.forced)
+
+
+def bf16_attention(M, N, K, D) -> bool:
+    """Whether a bf16 session's fused attention of M queries, N keys, head dims K (Q.K^T) and D (V) runs on bf16
+    operands: only where the CPU has vdpbf16ps, and (unless forced) where it pays (ATTN_MIN_KEYS, DP_CONV_MIN_RATIO)."""
+    if not _kernels.bgemm_hw():
+        return False
+    return _attn.get(N >= ATTN_MIN_KEYS and _kernels.bgemm_dp_ratio() >= DP_CONV_MIN_RATIO)

@@ -393,8 +393,8 @@ def test_attention_kernel_transposed_layouts(T, M, N, K, D, masked):
     _same_for_every_thread_count(outs)
 
 
-def _masked_params(T, M, N, K, D, strides, nan_zero, masks):
-    params = [T, M, N, K, D, *strides, nan_zero, len(masks)]
+def _masked_params(T, M, N, K, D, strides, nan_zero, masks, bf16=0):
+    params = [T, M, N, K, D, *strides, nan_zero, len(masks), bf16]
     for kind, _, cs, _ in masks:
         params += [kind, cs]
     return np.array(params, np.int64), np.array([0.5] + [fill for _, _, _, fill in masks], np.float32)

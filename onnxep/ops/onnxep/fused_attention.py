@@ -8,6 +8,9 @@ written. The operands are read in place through their permuted strides, as Strid
 passes, never by users. Attributes: perm_q, perm_k, perm_v, perm_y (ints; absent: no transpose), alpha (float,
 default 1). float32, same rank >= 2 for Q, K and V.
 
+In a bf16 session (onnxep.compute_precision=bf16) both products take bf16 operands with fp32 accumulation and an
+fp32 softmax where ops/_bf16.py bf16_attention says it pays (the kernel's ATP_BF16 parameter).
+
 When the second product broadcasts batch dims the scores do not have (V with more heads than the scores), the
 scores are materialized and the two products and the softmax run one after another (sgemm_batched_f32).
 
@@ -32,6 +35,7 @@ attention_f32 itself (the per-call mask combination and the output NaN scan woul
 import numpy as np
 
 from onnxep import _kernels
+from onnxep.ops import _bf16
 from onnxep.ops._base import F32, OpKernel, f32_shape
 from onnxep.ops._c_steps import plain
 from onnxep.ops.onnxep.masked_softmax import mask_rows
@@ -179,8 +183,9 @@ class FusedAttention_1(OpKernel):
         offsets, params, fparams) for attention_masked_f32 (the masks combined in the kernel), or ("unfused", p1, p2)
         (V broadcasts batch dims the scores do not have: scores materialized, see the module docstring)."""
         pk, pv = _key(perm_k), _key(perm_v)
+        bf16 = _bf16.use_bf16(self)
         key = (q.shape, k.shape, v.shape, k_rep, v_rep, pk, pv,
-               tuple((kind, x.shape, x.dtype.char, fill) for kind, x, fill, _ in ops))
+               tuple((kind, x.shape, x.dtype.char, fill) for kind, x, fill, _ in ops), bf16 and _bf16.attention_key())
         cache = self.__dict__.setdefault("_natives", {})
         if key in cache:
             return cache[key]
@@ -200,7 +205,8 @@ class FusedAttention_1(OpKernel):
             if fused and all(r is not None for r in rows):
                 offs = np.concatenate([p1.a_off, p1.b_off, p2.b_off, p2.c_off] + [r[0] for r in rows]).astype(np.int64)
                 params = [len(p1.a_off), p1.M, p1.N, p1.K, p2.N, p1.rsa, p1.csa, p1.rsb, p1.csb, p2.rsb, p2.csb,
-                          p2.rsc, p2.csc, int(self.nan_zero), len(ops)]
+                          p2.rsc, p2.csc, int(self.nan_zero), len(ops),
+                          int(bf16 and _bf16.bf16_attention(p1.M, p1.N, p1.K, p2.N))]
                 for (kind, _, _, _), r in zip(ops, rows):
                     params += [kind, r[1]]
                 fparams = [float(self.alpha)] + [fill for _, _, fill, _ in ops]
