@@ -160,7 +160,7 @@ class _Layout:
                 return None
         else:
             return None
-        if not data or not any(x in self.nhwc for x in data):
+        if not data or not any(map(self.nhwc.__contains__, data)):
             return None
         # every operand and the output 4-D: then the same permutation of every operand broadcasts the same way (a
         # squeeze-excite scale (N, C, 1, 1) times the (N, C, H, W) map), whatever the dims are -- also when the
