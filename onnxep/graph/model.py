@@ -51,7 +51,7 @@ def load_model(path_or_bytes, weights: dict | None = None) -> tuple[onnx.ModelPr
         # opening it failed or it is no regular file (each system call costs a few us on a creation's cold caches;
         # O_NONBLOCK: opening a FIFO must not wait for a writer)
         try:
-            f = open(path, "rb", opener=_open_nonblocking)
+            f = open(path, "rb", buffering=0, opener=_open_nonblocking)
         except OSError:
             f = None
         st = os.fstat(f.fileno()) if f is not None else None
@@ -345,9 +345,9 @@ def _external_tensors(model) -> list:
 
     def graph(g, initializers=True):
         if initializers:
-            out.extend(t for t in g.initializer if t.data_location == _EXTERNAL)
-        for n in g.node:
-            for a in n.attribute:
+            out.extend(t for t in g.initializer[:] if t.data_location == _EXTERNAL)
+        for n in g.node[:]:
+            for a in n.attribute[:]:
                 kind = a.type
                 if kind == _ATTR_TENSOR:
                     if a.t.data_location == _EXTERNAL:
