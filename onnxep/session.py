@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import collections.abc
 import enum
+import functools
 import json
 import logging
 import os
@@ -410,7 +411,9 @@ class ModelMetadata:
 TRIM_WEIGHT_BYTES = 1 << 20
 
 
+@functools.lru_cache(maxsize=1)
 def _memory_limit() -> int:
+    """The machine's physical memory (asked of the system once per process, not at every session's creation)."""
     try:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):

@@ -4,6 +4,7 @@ from __future__ import annotations
 import itertools
 import mmap
 import os
+import stat
 import sys
 from array import array
 
@@ -44,10 +45,23 @@ def load_model(path_or_bytes, weights: dict | None = None) -> tuple[onnx.ModelPr
         base = None
     elif isinstance(path_or_bytes, (str, os.PathLike)):
         path = os.fspath(path_or_bytes)
-        _check_model_path(path)
         model = None
-        if weights is not None and os.path.getsize(path) >= SPLIT_MODEL_BYTES:
-            with open(path, "rb") as f:
+        onnx_file = os.path.splitext(path)[1] == ".onnx"
+        # one open and one fstat: the checks that name what is wrong with the path (_check_model_path) run only when
+        # opening it failed or it is no regular file (each system call costs a few us on a creation's cold caches;
+        # O_NONBLOCK: opening a FIFO must not wait for a writer)
+        try:
+            f = open(path, "rb", buffering=0, opener=_open_nonblocking)
+        except OSError:
+            f = None
+        st = os.fstat(f.fileno()) if f is not None else None
+        if st is None or not stat.S_ISREG(st.st_mode):
+            if f is not None:
+                f.close()
+            _check_model_path(path)
+            raise Fail(f"Load model from {path} failed: it is not a readable regular file")
+        with f:
+            if weights is not None and st.st_size >= SPLIT_MODEL_BYTES:
                 try:
                     mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
                 except (OSError, ValueError):
@@ -57,15 +71,16 @@ def load_model(path_or_bytes, weights: dict | None = None) -> tuple[onnx.ModelPr
                         model, outside = _load_split(mm, f.fileno(), weights)
                     finally:
                         mm.close()
-        if model is None:
-            try:
-                if os.path.splitext(path)[1] == ".onnx":      # (what onnx.load does for it, without its lookups)
-                    with open(path, "rb") as f:
-                        data = f.read()
+            if model is None and onnx_file:     # (what onnx.load does for it, without its lookups)
+                try:
+                    data = f.read()
                     model = onnx.ModelProto()
                     model.ParseFromString(data)
-                else:       # onnx.load picks the format from the extension (.onnxtxt, .json, ...)
-                    model = onnx.load(path, load_external_data=False)
+                except Exception as e:
+                    raise InvalidProtobuf(f"Load model from {path} failed: protobuf parsing failed: {e}") from None
+        if model is None:
+            try:     # onnx.load picks the format from the extension (.onnxtxt, .json, ...)
+                model = onnx.load(path, load_external_data=False)
             except Exception as e:
                 raise InvalidProtobuf(f"Load model from {path} failed: protobuf parsing failed: {e}") from None
         base = os.path.dirname(os.path.abspath(path))
@@ -107,6 +122,10 @@ def _may_name_outside(parts, items) -> bool:
     return sum(len(p) for p in parts) > _SEARCH_BYTES_PER_NODE * items or any(_names_outside(p) for p in parts)
 
 
+def _open_nonblocking(path, flags):
+    return os.open(path, flags | getattr(os, "O_NONBLOCK", 0))
+
+
 def _check_model_path(path) -> None:
     """A model path that names no readable file: the error says which (missing: NoSuchFile, as onnxruntime; a
     directory: InvalidProtobuf, onnxruntime's type for it, whose message only says the parsing failed; unreadable:
@@ -125,6 +144,10 @@ def _check_model_path(path) -> None:
     except OSError as e:
         raise Fail(f"Load model from {path} failed: the file cannot be read: {e.strerror or e}") from None
 
+
+# The repeated fields of a message are read as slices (g.node[:], n.input[:]: lists) where every creation reads them:
+# protobuf's upb containers have no iterator of their own, so a plain `for` over one ends in an IndexError raised,
+# formatted and caught -- several per node, hundreds per model, a third of the loop's cost and code run only for it.
 
 #: AttributeProto types that hold subgraphs
 _GRAPH_KINDS = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
@@ -322,9 +345,9 @@ def _external_tensors(model) -> list:
 
     def graph(g, initializers=True):
         if initializers:
-            out.extend(t for t in g.initializer if t.data_location == _EXTERNAL)
-        for n in g.node:
-            for a in n.attribute:
+            out.extend(t for t in g.initializer[:] if t.data_location == _EXTERNAL)
+        for n in g.node[:]:
+            for a in n.attribute[:]:
                 kind = a.type
                 if kind == _ATTR_TENSOR:
                     if a.t.data_location == _EXTERNAL:
@@ -396,7 +419,7 @@ def _attr_value(a):
     if t == _ATTR_INT:
         return a.i
     if t == _ATTR_INTS:
-        return list(a.ints)
+        return a.ints[:]
     if t == _ATTR_FLOAT:
         return a.f
     v = helper.get_attribute_value(a)
@@ -425,7 +448,7 @@ def _tensor_array(t) -> np.ndarray:
         # numpy_helper.to_array's own path for these, without its per-call type lookups (a torch export carries a
         # Constant node, so a tensor, for every scalar: ~1000 per model)
         raw = t.raw_data       # (bytes of this tensor alone: the message hands out a copy)
-        dims = tuple(t.dims)
+        dims = tuple(t.dims[:])
         if len(raw) > _SMALL_TENSOR_BYTES:
             return np.frombuffer(raw, dtype).reshape(dims)
         # small: raw is the key's bytes, and the array a read-only view of it, standalone already (no tobytes, copy)
@@ -558,7 +581,7 @@ def build_graph(model: onnx.ModelProto, infer_shapes: bool = True, weights: dict
         raise InvalidGraph(f"unsupported model IR version {model.ir_version}: the installed onnx {onnx.__version__} "
                            f"knows up to IR version {onnx.IR_VERSION}")
     known = onnx.defs.onnx_opset_version()
-    for o in model.opset_import:
+    for o in model.opset_import[:]:
         if o.domain in ("", "ai.onnx") and o.version > known:
             raise InvalidGraph(f"the model imports opset {o.version} of the default domain; the installed onnx "
                                f"{onnx.__version__} knows up to {known}")
@@ -577,7 +600,7 @@ def build_graph(model: onnx.ModelProto, infer_shapes: bool = True, weights: dict
             light = _without_weight_data(model)
             # data_prop=False: with data propagation onnx materialises constant shapes, and a tiny model can make it
             # allocate terabytes (ConstantOfShape([2**40]))
-            if any(o.domain == ML for o in model.opset_import):
+            if any(o.domain == ML for o in model.opset_import[:]):
                 inferred = complete_types(light)        # onnx leaves some ai.onnx.ml outputs untyped
             else:
                 inferred = onnx.shape_inference.infer_shapes(light, check_type=False, strict_mode=False,
@@ -586,7 +609,7 @@ def build_graph(model: onnx.ModelProto, infer_shapes: bool = True, weights: dict
         except Exception:
             inferred = None
     g = model.graph
-    opsets = {o.domain if o.domain != "ai.onnx" else "": o.version for o in model.opset_import}
+    opsets = {o.domain if o.domain != "ai.onnx" else "": o.version for o in model.opset_import[:]}
     if "" not in opsets and model.ir_version < 3:
         opsets[""] = 1
     typed = inferred.graph if inferred is not None else g
@@ -597,7 +620,7 @@ def build_graph(model: onnx.ModelProto, infer_shapes: bool = True, weights: dict
     # (looked up for the nodes that have one, while the nodes are decoded)
     typed_nodes = typed.node if inferred is not None and len(typed.node) == len(g.node) else None
     initializers = {}
-    for t in g.initializer:
+    for t in g.initializer[:]:
         name = sys.intern(t.name)
         held = weights.get(name)
         if held is not None and not t.HasField("raw_data"):      # one load_model read outside the message
@@ -607,7 +630,7 @@ def build_graph(model: onnx.ModelProto, infer_shapes: bool = True, weights: dict
             initializers[name] = _tensor_array(t)
         except Exception as e:
             raise InvalidGraph(f"initializer {t.name!r} cannot be read: {e}") from None
-    for st in g.sparse_initializer:
+    for st in g.sparse_initializer[:]:
         try:
             dense = _sparse_to_dense(st)
         except Exception as e:
@@ -616,16 +639,16 @@ def build_graph(model: onnx.ModelProto, infer_shapes: bool = True, weights: dict
     for name, arr in initializers.items():
         if name not in value_types and isinstance(arr, np.ndarray) and arr.dtype != object:
             value_types[name] = ValueType.of_array(arr)
-    input_names = [i.name for i in g.input]
+    input_names = [i.name for i in g.input[:]]
     inputs = [(n, value_types.get(n, ValueType())) for n in input_names if n not in initializers]
     # As in onnxruntime: before IR version 4 every initializer is also listed as a graph input, and none of them can be
     # overridden (they are constants); from IR 4 on, an initializer listed as an input is a default the caller may
     # override.
     overridable = [(n, value_types.get(n, ValueType())) for n in input_names
                    if n in initializers and model.ir_version >= 4]
-    outputs = [(o.name, value_types.get(o.name, ValueType())) for o in g.output]
+    outputs = [(o.name, value_types.get(o.name, ValueType())) for o in g.output[:]]
     nodes = []
-    for i, n in enumerate(g.node):
+    for i, n in enumerate(g.node[:]):
         if n.op_type == "Constant" and n.domain in ("", "ai.onnx") and len(n.output) == 1 and n.output[0] \
                 and len(n.attribute) == 1 and n.attribute[0].name == "value" and n.attribute[0].type == _ATTR_TENSOR:
             # a Constant holding a tensor is an initializer, as onnxruntime's graph makes it at load: no node to
@@ -641,10 +664,10 @@ def build_graph(model: onnx.ModelProto, infer_shapes: bool = True, weights: dict
                 if name not in value_types:
                     value_types[name] = ValueType.of_array(v)
                 continue
-        attrs = {sys.intern(a.name): _attr_value(a) for a in n.attribute}
+        attrs = {sys.intern(a.name): _attr_value(a) for a in n.attribute[:]}
         domain = n.domain if n.domain != "ai.onnx" else ""
         node = Node(sys.intern(n.name or f"{n.op_type}_{i}"), sys.intern(n.op_type), sys.intern(domain),
-                    tuple(map(sys.intern, n.input)), tuple(map(sys.intern, n.output)), attrs, opsets.get(domain, 0))
+                    tuple(map(sys.intern, n.input[:])), tuple(map(sys.intern, n.output[:])), attrs, opsets.get(domain, 0))
         if typed_nodes is not None and attrs and node.has_subgraph:
             attrs.update({sys.intern(a.name): _attr_value(a) for a in typed_nodes[i].attribute
                           if a.type in _GRAPH_KINDS})
@@ -654,10 +677,10 @@ def build_graph(model: onnx.ModelProto, infer_shapes: bool = True, weights: dict
     meta = {
         "producer_name": model.producer_name, "graph_name": g.name, "domain": model.domain,
         "description": model.doc_string, "graph_description": g.doc_string, "version": model.model_version,
-        "custom_metadata_map": {p.key: p.value for p in model.metadata_props},
+        "custom_metadata_map": {p.key: p.value for p in model.metadata_props[:]},
     }
     return Graph(nodes, inputs, outputs, initializers, overridable, value_types, opsets, model.ir_version,
-                 list(model.functions), meta)
+                 model.functions[:], meta)
 
 
 def _value_types(g) -> dict:
@@ -677,7 +700,7 @@ def _fully_typed(model: onnx.ModelProto, types: dict | None = None) -> bool:
     and parses it back, would hand back what the model carries: on torch's dynamo exports it names the dims the
     exporter left unknown (unk__N), nothing more."""
     g = model.graph
-    if any(o.domain == ML for o in model.opset_import):
+    if any(o.domain == ML for o in model.opset_import[:]):
         return False
     if types is not None:     # (_value_types(g): a name typed twice counts by its last type -- at most a "no")
         complete = {name for name, vt in types.items()
@@ -689,17 +712,17 @@ def _fully_typed(model: onnx.ModelProto, types: dict | None = None) -> bool:
             if tp.WhichOneof("value") == "tensor_type" and tp.tensor_type.elem_type \
                     and tp.tensor_type.HasField("shape"):
                 complete.add(vi.name)
-    inits = {t.name for t in g.initializer}
-    if any(i.name not in complete and i.name not in inits for i in g.input):
+    inits = {t.name for t in g.initializer[:]}
+    if any(i.name not in complete and i.name not in inits for i in g.input[:]):
         return False
-    for n in g.node:
-        for a in n.attribute:
+    for n in g.node[:]:
+        for a in n.attribute[:]:
             if a.type in _GRAPH_KINDS:
                 return False
-        for o in n.output:
+        for o in n.output[:]:
             if o and o not in complete:
                 return False
-    return all(o.name in complete for o in g.output)
+    return all(o.name in complete for o in g.output[:])
 
 
 def check_graph(model: onnx.ModelProto) -> None:
@@ -712,25 +735,25 @@ def check_graph(model: onnx.ModelProto) -> None:
     onnx's checker onnxruntime applies (its full check also wants a shape on every output, which onnxruntime does
     not)."""
     g = model.graph
-    opsets = {o.domain if o.domain != "ai.onnx" else "": o.version for o in model.opset_import}
+    opsets = {o.domain if o.domain != "ai.onnx" else "": o.version for o in model.opset_import[:]}
     if "" not in opsets and model.ir_version < 3:
         opsets[""] = 1
-    defined = set(t.name for t in g.initializer)
+    defined = {t.name for t in g.initializer[:]}
     inits = set(defined)
     seen = set()
-    for vi in g.input:
+    for vi in g.input[:]:
         if vi.name in seen:
             raise Fail(f"Error: Duplicate definition-site for ({vi.name}): graph input {vi.name!r} is listed twice")
         seen.add(vi.name)
     defined |= seen
     outs = {}
-    for k, vi in enumerate(g.output):
+    for k, vi in enumerate(g.output[:]):
         if vi.name in outs:
             raise InvalidGraph(f"graph output {vi.name!r} is listed twice (outputs {outs[vi.name]} and {k}): each "
                                f"graph output is one value, named once")
         outs[vi.name] = k
-    for i, n in enumerate(g.node):
-        for o in n.output:
+    for i, n in enumerate(g.node[:]):
+        for o in n.output[:]:
             if not o:
                 continue
             if o in defined:
@@ -762,11 +785,11 @@ _VALID_MAX = 1 << 14
 
 def _check_nodes(g, opsets) -> None:
     """Each node of `g` (and of its subgraphs) against its op schema: onnxruntime's load-time checks."""
-    for i, n in enumerate(g.node):
+    for i, n in enumerate(g.node[:]):
         domain = n.domain
         if domain == "ai.onnx":
             domain = ""
-        attributes = n.attribute
+        attributes = n.attribute[:]
         sig = []
         for a in attributes:
             t = a.type
@@ -831,7 +854,7 @@ def _without_weight_data(model: onnx.ModelProto) -> onnx.ModelProto:
     initializers) whose large initializers keep name, type and dims only. onnx's inference reads an initializer's
     data only as an op's shape-like input (Reshape's shape, Slice's starts...), never kilobytes large."""
     g = model.graph
-    if not any(t.ByteSize() >= STRIPPED_BYTES for t in g.initializer):
+    if not any(t.ByteSize() >= STRIPPED_BYTES for t in g.initializer[:]):
         return model
     m = onnx.ModelProto()
     m.ir_version = model.ir_version
@@ -844,12 +867,12 @@ def _without_weight_data(model: onnx.ModelProto) -> onnx.ModelProto:
     lg.output.extend(g.output)
     lg.value_info.extend(g.value_info)
     lg.sparse_initializer.extend(g.sparse_initializer)
-    for t in g.initializer:
+    for t in g.initializer[:]:
         if t.ByteSize() >= STRIPPED_BYTES:
             lt = lg.initializer.add()
             lt.name = t.name
             lt.data_type = t.data_type
-            lt.dims.extend(t.dims)
+            lt.dims.extend(t.dims[:])
         else:
             lg.initializer.append(t)
     return m

@@ -80,8 +80,10 @@ class PoolAttrs:
                 raise ValueError(f"pooling output would be empty on spatial dim {i} (input {n}, kernel {k}, "
                                  f"stride {s}, dilation {d}, pads {b}/{e})")
             for j in range(o):
+                # window j's taps are st + t * d, t in [0, k): one lands in [0, n) iff the first tap at or past 0
+                # comes no later than the last one before n (arithmetic, not a walk over the taps)
                 st = j * s - b
-                if not any(0 <= st + t * d < n for t in range(k)):
+                if max(0, -(st // d)) > min(k - 1, (n - 1 - st) // d):
                     raise ValueError(f"pooling window {j} of spatial dim {i} covers no input pixel (input {n}, "
                                      f"kernel {k}, stride {s}, dilation {d}, pads {b}/{e})")
             out.append(o)

@@ -286,3 +286,24 @@ def test_a_loop_body_naming_one_value_as_two_outputs_still_runs():
     got = onnxep.InferenceSession(model).run(None, feed)
     for w, x in zip(want, got):
         np.testing.assert_array_equal(x, w)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this system")
+def test_a_fifo_as_model_path_is_refused_without_waiting_for_a_writer(tmp_path):
+    # oracle: the error type onnxep gives any path that is not a regular file (InvalidProtobuf, as for a directory);
+    # the model file is opened before it is checked, so the open must not block on a FIFO no one writes to
+    import threading
+    fifo = tmp_path / "m.onnx"
+    os.mkfifo(fifo)
+    got = []
+
+    def create():
+        try:
+            onnxep.InferenceSession(str(fifo))
+        except Exception as e:      # (recorded: the assertion below names it)
+            got.append(e)
+    t = threading.Thread(target=create, daemon=True)
+    t.start()
+    t.join(30)
+    assert not t.is_alive(), "InferenceSession blocked opening a FIFO"
+    assert len(got) == 1 and isinstance(got[0], onnxep.InvalidProtobuf) and "not a regular file" in str(got[0])

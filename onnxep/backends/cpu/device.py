@@ -84,9 +84,9 @@ _CHECKED: dict = {}     # (class, opset, input and output type signatures) -> wh
 def _signature(names, types) -> tuple:
     """What OpKernel.check_types reads of a node's inputs or outputs: per name, None when absent, 0 when its type is
     unknown, else (kind, type string)."""
-    n = len(types)
-    return tuple(None if not x else 0 if i >= n or types[i] is None else (types[i].kind, types[i].type_str)
-                 for i, x in enumerate(names))
+    if len(types) < len(names):
+        types = [*types, *(None,) * (len(names) - len(types))]
+    return tuple([None if not x else 0 if t is None else (t.kind, t.type_str) for x, t in zip(names, types)])
 
 
 def _check_types(cls, op) -> bool:

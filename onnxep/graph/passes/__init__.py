@@ -190,7 +190,7 @@ def optimize(graph: Graph, level: int, optimized_model_filepath: str = "", model
             if needs is not None:
                 if ops is None:
                     ops = {n.op_type for n in graph.nodes}
-                if any(ops.isdisjoint(group) for group in needs):
+                if any(map(ops.isdisjoint, needs)):
                     continue
             graph = fn(graph, ctx)
             ops = None

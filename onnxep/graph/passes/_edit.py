@@ -42,7 +42,7 @@ class Names:
 def reads(node: Node) -> list:
     """The value names a node reads: its inputs and the outer names its subgraphs use."""
     out = [x for x in node.inputs if x]
-    if node.has_subgraph:
+    if node.attrs and node.has_subgraph:
         for g in node.subgraphs:
             out.extend(sorted(graph_outer_names(g)))
     return out

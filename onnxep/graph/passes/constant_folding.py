@@ -46,7 +46,7 @@ def fold_constants(graph: Graph, ctx=None) -> Graph:
     while pending:
         node = pending.pop()
         ins = [x for x in node.inputs if x]
-        if (node.op_type in NONDETERMINISTIC or node.has_subgraph or not all(x in constants for x in ins)
+        if (node.op_type in NONDETERMINISTIC or node.has_subgraph or not all(map(constants.__contains__, ins))
                 or not node.outputs):
             keep.append(node)
             continue

@@ -47,6 +47,8 @@ QDQ = {"QuantizeLinear", "DequantizeLinear"}
 BINARY = {"Add", "Sum", "Mul", "Sub", "Div", "Max", "Min", "Mean"}
 #: com.onnxep elementwise ops whose inputs all have the output's shape (Silu: x [, gate]; QuantizeDequantize: x)
 INTERNAL_ELEMENTWISE = {"Silu", "QuantizeDequantize"}
+#: every op type elementwise_inputs may take
+ELEMENTWISE = frozenset(UNARY | QDQ | BINARY | INTERNAL_ELEMENTWISE)
 
 
 def _shape4(vt):
@@ -160,7 +162,7 @@ class _Layout:
                 return None
         else:
             return None
-        if not data or not any(x in self.nhwc for x in data):
+        if not data or not any(map(self.nhwc.__contains__, data)):
             return None
         # every operand and the output 4-D: then the same permutation of every operand broadcasts the same way (a
         # squeeze-excite scale (N, C, 1, 1) times the (N, C, H, W) map), whatever the dims are -- also when the
@@ -187,15 +189,15 @@ class _Layout:
             if id(node) in self.deferred:
                 self.deferred.pop(id(node))()
                 continue
-            if self.channel_shuffle(node):
+            # each rewrite below acts on its op types alone: it is asked only of those (no call per node and rewrite)
+            op = node.op_type
+            if op == "Reshape" and self.channel_shuffle(node):
                 continue
-            if self.model_transpose(node):
+            if op == "Transpose" and (self.model_transpose(node) or self.sequence_conv(node)):
                 continue
-            if self.spatial_mean(node):
+            if op == "ReduceMean" and self.spatial_mean(node):
                 continue
-            if self.sequence_conv(node):
-                continue
-            if self.has_twin(node):
+            if op in NHWC_TWINS and self.has_twin(node):
                 for x in node.inputs[1:]:
                     self.need_nchw(x)
                 x = self.twin(node.inputs[0])
@@ -203,9 +205,9 @@ class _Layout:
                 self.out.append(make_node(self.g, node.name, NHWC_TWINS[node.op_type], (x, *node.inputs[1:]), (y,),
                                           node.attrs, INTERNAL_DOMAIN))
                 continue
-            if self.batchnorm(node):
+            if op == "BatchNormalization" and self.batchnorm(node):
                 continue
-            data = self.elementwise_inputs(node)
+            data = self.elementwise_inputs(node) if op in ELEMENTWISE else None
             if data is not None:
                 ins = [self.twin(x) if x in data
                        else self.channel_const(x, node.outputs[0]) if x in self.consts and node.op_type in BINARY
@@ -213,7 +215,7 @@ class _Layout:
                 y = self.new_twin_output(node.outputs[0])
                 self.out.append(make_node(self.g, node.name, node.op_type, ins, [y], node.attrs, node.domain))
                 continue
-            if self.concat_on_channels(node):
+            if op == "Concat" and self.concat_on_channels(node):
                 continue
             for x in reads(node):
                 self.need_nchw(x)
