@@ -39,6 +39,7 @@ cdef extern from "_native/bgemm.h":
     int BG_MB, BG_NB, BG_NR, BG_MR, BG_KC
     int BG_AMX_K "BG_AMX"
     int bg_force
+    int bg_prefetch
     int64_t bg_k2(int64_t K) noexcept nogil
     int64_t bg_k2p(int64_t K) noexcept nogil
     int64_t bg_pack_b_len(int64_t K, int64_t N) noexcept nogil
@@ -109,6 +110,17 @@ def bgemm_force(name):
     """Tests: force a micro-kernel (None: the best available)."""
     global bg_force
     bg_force = -1 if name is None else BGEMM_KERNELS.index(name)
+
+
+def bgemm_prefetch(on=None):
+    """Whether the bf16 GEMM fetches the next B block into L2 while it multiplies the current one (on by default;
+    bgemm.h bg_block); `on` sets it (tests, in-process A/B). Returns the setting before. Results do not depend on
+    it."""
+    global bg_prefetch
+    cdef int before = bg_prefetch
+    if on is not None:
+        bg_prefetch = 1 if on else 0
+    return bool(before)
 
 
 cdef int bgemm_run(const float* A, int64_t lda, const float* Bp, int64_t M, int64_t N, int64_t K, float alpha,

@@ -98,6 +98,7 @@ static void bg_pack_a_rows(const float* A, int64_t lda, int64_t K, int64_t ld2, 
 /* ---------------------------------------------------------------- kernel selection */
 enum { BG_GENERIC = 0, BG_AVX512BF16 = 1, BG_AMX = 2 };
 static int bg_force = -1;        /* tests: force a kernel (-1: best available) */
+static int bg_prefetch = 1;      /* bg_block fetches the next B block into L2 (tests, A/B: bgemm_prefetch) */
 
 static int bg_cpu_bf16(void) { return onnxep_cpu_has(16); }
 
@@ -150,7 +151,7 @@ static void bg_micro_generic(const uint32_t* A, int64_t lda2, const uint16_t* Bp
 #if BG_X86
 #define BG_T __attribute__((target("avx512bf16,avx512bw,avx512f"), always_inline)) inline
 static BG_T void bg_tile(const uint32_t* A, int64_t lda2, const uint16_t* Bp, int64_t kp, const int MR, const int NV,
-                         int nr, float* C, int64_t ldc, int load) {
+                         int nr, float* C, int64_t ldc, int load, const uint16_t* pf, int64_t kpf) {
     __m512 acc0[BG_MR], acc1[BG_MR];
     __mmask16 m0 = nr >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << nr) - 1u);
     __mmask16 m1 = nr >= 32 ? (__mmask16)0xFFFF : nr <= 16 ? (__mmask16)0 : (__mmask16)((1u << (nr - 16)) - 1u);
@@ -161,6 +162,10 @@ static BG_T void bg_tile(const uint32_t* A, int64_t lda2, const uint16_t* Bp, in
     for (int64_t g = 0; g < kp; g++) {
         __m512i b0 = _mm512_loadu_si512((const void*)(Bp + g * 64));
         __m512i b1 = NV > 1 ? _mm512_loadu_si512((const void*)(Bp + g * 64 + 32)) : b0;
+        if (g < kpf) {      /* the next block's pair g: its two cache lines into L2 */
+            _mm_prefetch((const char*)(pf + g * 64), _MM_HINT_T1);
+            _mm_prefetch((const char*)(pf + g * 64 + 32), _MM_HINT_T1);
+        }
         for (int i = 0; i < MR; i++) {
             __m512i ab = _mm512_set1_epi32((int)A[i * lda2 + g]);
             acc0[i] = _mm512_dpbf16_ps(acc0[i], (__m512bh)ab, (__m512bh)b0);
@@ -174,13 +179,15 @@ static BG_T void bg_tile(const uint32_t* A, int64_t lda2, const uint16_t* Bp, in
 }
 
 #define BG_CASE(R) \
-    case R: if (nr > 16) bg_tile(Ar, lda2, Bp, kp, R, 2, nr, C, ldc, load); \
-            else bg_tile(Ar, lda2, Bp, kp, R, 1, nr, C, ldc, load); break;
+    case R: if (nr > 16) bg_tile(Ar, lda2, Bp, kp, R, 2, nr, C, ldc, load, pf, kpf); \
+            else bg_tile(Ar, lda2, Bp, kp, R, 1, nr, C, ldc, load, pf, kpf); break;
 
+/* pf (kpf pairs, or kpf 0): the B block the caller takes next, fetched into L2 by the first register block (the
+   rows after it find this block in L1) */
 __attribute__((target("avx512bf16,avx512bw,avx512f")))
 static void bg_micro_bf16(const uint32_t* A, int64_t lda2, const uint16_t* Bp, int64_t kp, int mr, int nr,
-                          float* C0, int64_t ldc, int load) {
-    for (int i = 0; i < mr; i += BG_MR) {
+                          float* C0, int64_t ldc, int load, const uint16_t* pf, int64_t kpf) {
+    for (int i = 0; i < mr; i += BG_MR, kpf = 0) {
         int r = mr - i < BG_MR ? mr - i : BG_MR;
         const uint32_t* Ar = A + i * lda2;
         float* C = C0 + i * ldc;
@@ -286,12 +293,19 @@ static void bg_cvt_run_bf16(const float* src, int64_t n, uint16_t* dst) {
 
 /* C[mr, nr] (+)= A x B block as bg_micro_generic, by kernel kern (vdpbf16ps for BG_AVX512BF16 and BG_AMX: rows of any
    count, no tile padding) */
+static void bg_micro_pf(int kern, const uint32_t* A, int64_t lda2, const uint16_t* Bp, int64_t kp, int mr, int nr,
+                        float* C, int64_t ldc, int load, const uint16_t* pf, int64_t kpf) {
+#if BG_X86
+    if (kern != BG_GENERIC) { bg_micro_bf16(A, lda2, Bp, kp, mr, nr, C, ldc, load, pf, kpf); return; }
+#endif
+    (void)pf; (void)kpf;
+    bg_micro_generic(A, lda2, Bp, kp, mr, nr, C, ldc, load);
+}
+
+/* ... without a prefetch */
 static void bg_micro(int kern, const uint32_t* A, int64_t lda2, const uint16_t* Bp, int64_t kp, int mr, int nr,
                      float* C, int64_t ldc, int load) {
-#if BG_X86
-    if (kern != BG_GENERIC) { bg_micro_bf16(A, lda2, Bp, kp, mr, nr, C, ldc, load); return; }
-#endif
-    bg_micro_generic(A, lda2, Bp, kp, mr, nr, C, ldc, load);
+    bg_micro_pf(kern, A, lda2, Bp, kp, mr, nr, C, ldc, load, NULL, 0);
 }
 
 /* bg_pack_a_rows by kernel kern (vcvtne2ps2bf16 unless BG_GENERIC) */
@@ -532,7 +546,15 @@ static void bg_block(const bg_args* a, const uint32_t* Am, int64_t m0, int64_t m
             int nr = (int)(n1 - c0 < BG_NR ? n1 - c0 : BG_NR);
             const uint16_t* Bp = a->Bp + ((c0 / BG_NR) * a->K2P + g0) * BG_NR * 2;
             float* C = buf + (c0 - n0);
-            bg_micro(kern, Ap, a->lda2, Bp, kp, mr, nr, C, BG_NB, g0 > 0);
+            /* the B block after this one (the next panel, else the next K block's first, else the next column
+               block's first), fetched into L2 meanwhile: a weight streamed from memory (one larger than the caches,
+               or read once per run) otherwise waits on each block's first lines */
+            int64_t pc = c0 + BG_NR, pg = g0;
+            if (pc >= n1) { pc = n0; pg = g0 + BG_KC / 2; }
+            if (pg >= K2) { pc = n1; pg = 0; }
+            int64_t kpf = bg_prefetch && pc < a->N ? (K2 - pg < BG_KC / 2 ? K2 - pg : BG_KC / 2) : 0;
+            bg_micro_pf(kern, Ap, a->lda2, Bp, kp, mr, nr, C, BG_NB, g0 > 0,
+                        a->Bp + ((pc / BG_NR) * a->K2P + pg) * BG_NR * 2, kpf < kp ? kpf : kp);
         }
     }
     if (K2 == 0) memset(buf, 0, sizeof(buf));
