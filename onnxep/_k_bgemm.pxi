@@ -51,7 +51,7 @@ cdef extern from "_native/bgemm.h":
     void bg_pack_item(void* ctx, Py_ssize_t item, int tid) noexcept nogil
     void bg_conv_item(void* ctx, Py_ssize_t item, int tid) noexcept nogil
     void bg_micro(int kern, const uint32_t* A, int64_t lda2, const uint16_t* Bp, int64_t kp, int mr, int nr,
-                  float* C, int64_t ldc, int load) noexcept nogil
+                  float* C, int64_t ldc, int load, const uint16_t* pf, int64_t kpf) noexcept nogil
     void bg_pack_a(int kern, const float* A, int64_t lda, int64_t K, int64_t ld2, int64_t m0, int64_t m1,
                    uint32_t* out) noexcept nogil
 

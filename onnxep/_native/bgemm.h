@@ -292,20 +292,14 @@ static void bg_cvt_run_bf16(const float* src, int64_t n, uint16_t* dst) {
 #endif
 
 /* C[mr, nr] (+)= A x B block as bg_micro_generic, by kernel kern (vdpbf16ps for BG_AVX512BF16 and BG_AMX: rows of any
-   count, no tile padding) */
-static void bg_micro_pf(int kern, const uint32_t* A, int64_t lda2, const uint16_t* Bp, int64_t kp, int mr, int nr,
-                        float* C, int64_t ldc, int load, const uint16_t* pf, int64_t kpf) {
+   count, no tile padding); pf: the B block the caller takes next (kpf pairs of it into L2; kpf 0: none) */
+static void bg_micro(int kern, const uint32_t* A, int64_t lda2, const uint16_t* Bp, int64_t kp, int mr, int nr,
+                     float* C, int64_t ldc, int load, const uint16_t* pf, int64_t kpf) {
 #if BG_X86
     if (kern != BG_GENERIC) { bg_micro_bf16(A, lda2, Bp, kp, mr, nr, C, ldc, load, pf, kpf); return; }
 #endif
     (void)pf; (void)kpf;
     bg_micro_generic(A, lda2, Bp, kp, mr, nr, C, ldc, load);
-}
-
-/* ... without a prefetch */
-static void bg_micro(int kern, const uint32_t* A, int64_t lda2, const uint16_t* Bp, int64_t kp, int mr, int nr,
-                     float* C, int64_t ldc, int load) {
-    bg_micro_pf(kern, A, lda2, Bp, kp, mr, nr, C, ldc, load, NULL, 0);
 }
 
 /* bg_pack_a_rows by kernel kern (vcvtne2ps2bf16 unless BG_GENERIC) */
@@ -553,8 +547,8 @@ static void bg_block(const bg_args* a, const uint32_t* Am, int64_t m0, int64_t m
             if (pc >= n1) { pc = n0; pg = g0 + BG_KC / 2; }
             if (pg >= K2) { pc = n1; pg = 0; }
             int64_t kpf = bg_prefetch && pc < a->N ? (K2 - pg < BG_KC / 2 ? K2 - pg : BG_KC / 2) : 0;
-            bg_micro_pf(kern, Ap, a->lda2, Bp, kp, mr, nr, C, BG_NB, g0 > 0,
-                        a->Bp + ((pc / BG_NR) * a->K2P + pg) * BG_NR * 2, kpf < kp ? kpf : kp);
+            bg_micro(kern, Ap, a->lda2, Bp, kp, mr, nr, C, BG_NB, g0 > 0,
+                     a->Bp + ((pc / BG_NR) * a->K2P + pg) * BG_NR * 2, kpf < kp ? kpf : kp);
         }
     }
     if (K2 == 0) memset(buf, 0, sizeof(buf));
