@@ -40,6 +40,7 @@ cdef extern from "_native/bgemm.h":
     int BG_AMX_K "BG_AMX"
     int bg_force
     int bg_prefetch
+    int bg_ep_regs
     int64_t bg_k2(int64_t K) noexcept nogil
     int64_t bg_k2p(int64_t K) noexcept nogil
     int64_t bg_pack_b_len(int64_t K, int64_t N) noexcept nogil
@@ -110,6 +111,17 @@ def bgemm_force(name):
     """Tests: force a micro-kernel (None: the best available)."""
     global bg_force
     bg_force = -1 if name is None else BGEMM_KERNELS.index(name)
+
+
+def bgemm_epilogue_in_regs(on=None):
+    """Whether the bf16 GEMM applies the epilogue (bias, residual, Relu / Clip) in the tile's registers where K fits
+    one block (on by default; bgemm.h bg_ep), else through its buffer; `on` sets it (tests, in-process A/B). Returns
+    the setting before. Results do not depend on it."""
+    global bg_ep_regs
+    cdef int before = bg_ep_regs
+    if on is not None:
+        bg_ep_regs = 1 if on else 0
+    return bool(before)
 
 
 def bgemm_prefetch(on=None):
