@@ -39,6 +39,8 @@ cdef extern from "_native/bgemm.h":
     int BG_MB, BG_NB, BG_NR, BG_MR, BG_KC
     int BG_AMX_K "BG_AMX"
     int bg_force
+    int bg_prefetch
+    int bg_ep_regs
     int64_t bg_k2(int64_t K) noexcept nogil
     int64_t bg_k2p(int64_t K) noexcept nogil
     int64_t bg_pack_b_len(int64_t K, int64_t N) noexcept nogil
@@ -50,7 +52,7 @@ cdef extern from "_native/bgemm.h":
     void bg_pack_item(void* ctx, Py_ssize_t item, int tid) noexcept nogil
     void bg_conv_item(void* ctx, Py_ssize_t item, int tid) noexcept nogil
     void bg_micro(int kern, const uint32_t* A, int64_t lda2, const uint16_t* Bp, int64_t kp, int mr, int nr,
-                  float* C, int64_t ldc, int load) noexcept nogil
+                  float* C, int64_t ldc, int load, const uint16_t* pf, int64_t kpf) noexcept nogil
     void bg_pack_a(int kern, const float* A, int64_t lda, int64_t K, int64_t ld2, int64_t m0, int64_t m1,
                    uint32_t* out) noexcept nogil
 
@@ -109,6 +111,28 @@ def bgemm_force(name):
     """Tests: force a micro-kernel (None: the best available)."""
     global bg_force
     bg_force = -1 if name is None else BGEMM_KERNELS.index(name)
+
+
+def bgemm_epilogue_in_regs(on=None):
+    """Whether the bf16 GEMM applies the epilogue (bias, residual, Relu / Clip) in the tile's registers where K fits
+    one block (on by default; bgemm.h bg_ep), else through its buffer; `on` sets it (tests, in-process A/B). Returns
+    the setting before. Results do not depend on it."""
+    global bg_ep_regs
+    cdef int before = bg_ep_regs
+    if on is not None:
+        bg_ep_regs = 1 if on else 0
+    return bool(before)
+
+
+def bgemm_prefetch(on=None):
+    """Whether the bf16 GEMM fetches the next B block into L2 while it multiplies the current one (on by default;
+    bgemm.h bg_block); `on` sets it (tests, in-process A/B). Returns the setting before. Results do not depend on
+    it."""
+    global bg_prefetch
+    cdef int before = bg_prefetch
+    if on is not None:
+        bg_prefetch = 1 if on else 0
+    return bool(before)
 
 
 cdef int bgemm_run(const float* A, int64_t lda, const float* Bp, int64_t M, int64_t N, int64_t K, float alpha,

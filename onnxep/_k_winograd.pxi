@@ -267,6 +267,7 @@ cdef void _wino_task(void* p, Py_ssize_t item, int tid) noexcept nogil:
     cdef float* M = V + j.planes * j.vs
     cdef uint32_t* Vb = <uint32_t*>(M + j.planes * j.ms)
     cdef const uint16_t* Up
+    cdef const uint16_t* Upf
     cdef const float* ptrs[36]
     cdef Py_ssize_t pix[WINO_MAX_TILES]     # per tile of the block: its first output pixel (flat over N, Ho, Wo)
     cdef int vh[WINO_MAX_TILES]
@@ -300,11 +301,20 @@ cdef void _wino_task(void* p, Py_ssize_t item, int tid) noexcept nogil:
         for xi in range(j.planes):
             if j.bkern >= 0:    # M_xi (nt x nr) := V_xi @ U_xi's panel jp, K blocks of BG_KC
                 Up = <const uint16_t*>(j.wp + xi * j.blen) + jp * j.k2p * BG_NR * 2
+                # the next plane's panel (the last plane: the next panel's first plane) fetched into L2 meanwhile,
+                # K block by K block, as the fp32 path below does
+                Upf = NULL
+                if _panel_prefetch:
+                    if xi + 1 < j.planes:
+                        Upf = Up + 2 * j.blen
+                    elif jp + 1 < jp1:
+                        Upf = <const uint16_t*>j.wp + (jp + 1) * j.k2p * BG_NR * 2
                 g0 = 0
                 while g0 < j.c2:
                     kp = min(<Py_ssize_t>(BG_KC // 2), j.c2 - g0)
                     bg_micro(j.bkern, Vb + xi * j.vbs + g0, j.c2, Up + g0 * BG_NR * 2, kp, <int>nt, <int>nr,
-                             M + xi * j.ms, BG_NR, g0 > 0)
+                             M + xi * j.ms, BG_NR, g0 > 0, (Upf + g0 * BG_NR * 2) if Upf != NULL else NULL,
+                             kp if Upf != NULL else 0)
                     g0 += kp
                 continue
             # (r50 slice) the plane's first strip fetches the next plane's panel into L2 (the last plane: the next

@@ -59,6 +59,29 @@ def test_bgemm_exact_on_small_integers(mod, M, K, N, trans_b):
     np.testing.assert_array_equal(y, a.astype(np.float64) @ b)
 
 
+
+@pytest.mark.parametrize("M,K,N", [(49, 600, 300), (97, 513, 129), (1, 1030, 260), (12, 256, 32)])
+def test_bgemm_prefetch_keeps_bits(mod, M, K, N):
+    """The next-B-block prefetch (bgemm_prefetch, on by default) crosses panels, K blocks (BG_KC = 256) and column
+    blocks (BG_NB = 128) here, and the last block has nothing after it: oracle numpy's float64 product on exact
+    small integers, with the prefetch on and off, 1 and 2 threads."""
+    rng = np.random.default_rng(M + K + N)
+    a = rng.integers(-8, 9, (M, K)).astype(np.float32)
+    b = rng.integers(-8, 9, (K, N)).astype(np.float32)
+    bp = _pack(mod, b)
+    ref = a.astype(np.float64) @ b      # |sum| <= 64 K < 2**24: exact in fp32
+    before = mod.bgemm_prefetch()
+    try:
+        for on in (True, False):
+            mod.bgemm_prefetch(on)
+            for nth in (1, 2):
+                y = np.full((M, N), np.nan, np.float32)
+                mod.bgemm_f32(a, bp, N, y, nthreads=nth)
+                np.testing.assert_array_equal(y, ref, err_msg=f"prefetch={on} nthreads={nth}")
+    finally:
+        mod.bgemm_prefetch(before)
+
+
 def test_bgemm_rounds_to_nearest_even(mod):
     rng = np.random.default_rng(0)
     xs = np.concatenate([rng.standard_normal(200).astype(np.float32),

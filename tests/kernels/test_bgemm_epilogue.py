@@ -66,3 +66,38 @@ def test_bgemm_epilogue_activation_every_variant(bg_kernel, isa, act, cout):
         lip = max(1.0, abs(act[1])) if act[0] == "LeakyRelu" else abs(act[1])
     bound = lip * _bound(x64, w64, b, None, 1, 0, 1).transpose(0, 2, 3, 1) + 1e-6 * np.abs(ref)
     assert np.all(np.abs(got - ref) <= bound), float(np.max(np.abs(got - ref) / bound))
+
+
+@pytest.mark.parametrize("M,K,N", [(1, 3, 5), (13, 64, 40), (50, 129, 96), (97, 256, 130), (49, 257, 33)])
+@pytest.mark.parametrize("epilogue", ["none", "bias", "res", "bias_res_relu", "bias_clip", "res_in_place"])
+def test_bgemm_register_epilogue_keeps_bits(bg_kernel, M, K, N, epilogue):
+    """The epilogue applied in the tile's registers where K fits one block (bgemm_epilogue_in_regs, on by default:
+    K <= 256 here, 257 keeps the buffered one) against the buffered epilogue, every variant: the same bits, bias,
+    residual (also read from Y's own memory) and Relu / Clip; and the float64 oracle within the bf16 bound of
+    tests/kernels/test_bgemm.py."""
+    rng = np.random.default_rng(M * 31 + K * 7 + N)
+    a = (4 * rng.standard_normal((M, K))).astype(np.float32)
+    b = rng.standard_normal((K, N)).astype(np.float32)
+    bias = rng.standard_normal(N).astype(np.float32) if "bias" in epilogue else None
+    r = rng.standard_normal((M, N)).astype(np.float32) if "res" in epilogue else None
+    act = ("Clip", -0.5, 0.5) if "clip" in epilogue else ("Relu" if "relu" in epilogue else None)
+    s = np.abs(a).astype(np.float64) @ np.abs(b)
+    ref = a.astype(np.float64) @ b + (0 if bias is None else bias) + (0 if r is None else r)
+    ref = np.maximum(ref, 0) if act == "Relu" else (np.clip(ref, -0.5, 0.5) if act else ref)
+    bound = (2 ** -7 + 2 ** -16 + K * 2 ** -23) * s + 2 ** -21 * (s + (0 if bias is None else np.abs(bias))
+                                                                 + (0 if r is None else np.abs(r)))
+    for isa, mod in VARIANTS.items():
+        bp = np.empty(mod.bgemm_pack_b_size(K, N), np.float32)
+        mod.bgemm_pack_b(b, False, bp)
+        before = mod.bgemm_epilogue_in_regs()
+        ys = {}
+        try:
+            for on in (True, False):
+                mod.bgemm_epilogue_in_regs(on)
+                y = r.copy() if epilogue == "res_in_place" else np.full((M, N), np.nan, np.float32)
+                mod.bgemm_f32(a, bp, N, y, bias, y if epilogue == "res_in_place" else r, 1.0, act, False, 2)
+                ys[on] = y
+        finally:
+            mod.bgemm_epilogue_in_regs(before)
+        np.testing.assert_array_equal(ys[True], ys[False], err_msg=isa)
+        assert np.all(np.abs(ys[True] - ref) <= bound), (isa, float(np.max(np.abs(ys[True] - ref) / bound)))

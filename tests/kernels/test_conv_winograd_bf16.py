@@ -161,6 +161,30 @@ def test_bf16_winograd_model_shapes(bg_kernel, shape, m):
 
 
 @pytest.mark.skipif(not SIMD, reason="no SIMD variant on this machine (no Winograd path)")
+@pytest.mark.parametrize("m", [2, 4])
+def test_bf16_winograd_panel_prefetch_keeps_bits(bg_kernel, m):
+    """The plane GEMMs' next-panel prefetch (conv_panel_prefetch, on by default: the next plane's panel, after the
+    last plane the next panel's first) changes no bit: three 32-column panels and two K blocks (Cin 300), 1 and 2
+    threads, against the same conv with the prefetch off and within the float64 oracle's bound."""
+    x, w, b, res, xh, ref = _setup((1, 300, 9, 10), 70, (1, 1), (9, 10), 300 + 70 + m)
+    ref = np.maximum(ref + b, 0)
+    bound = _bound(x, w, (1, 1), (9, 10), m) + 4 * np.finfo(np.float32).eps * (1 + np.abs(ref))
+    for isa, mod in SIMD.items():
+        wp = _pack(mod, w, m)
+        before = mod.conv_panel_prefetch()
+        try:
+            ys = {}
+            for on in (True, False):
+                mod.conv_panel_prefetch(on)
+                for nth in (1, 2):
+                    ys[on, nth] = _run(mod, xh, wp, 70, (1, 1), (9, 10), b, None, nth, "Relu", m)
+        finally:
+            mod.conv_panel_prefetch(before)
+        for key, y in ys.items():
+            np.testing.assert_array_equal(y, ys[True, 1], err_msg=f"{isa} {key}")
+        assert np.all(np.abs(ys[True, 1] - ref) <= bound), isa
+
+@pytest.mark.skipif(not SIMD, reason="no SIMD variant on this machine (no Winograd path)")
 def test_bf16_f4_error_exceeds_f2():
     """Why the model rule keeps F(4x4) off bf16: on the same conv, F(4x4)'s rms error is several times F(2x2)'s
     (oracle float64 direct conv)."""
