@@ -1,4 +1,4 @@
-/* How much of a second vCPU there is right now (bench/NOTES.md, tiny5 slice): before trusting a 2-thread figure on a
+/* How much of a second vCPU there is right now (bench/NOTES.md): before trusting a 2-thread figure on a
    shared VM. Each thread runs a latency-bound integer multiply chain (one instruction in flight: two free cores, or
    two SMT siblings, run it in one thread's time); the seconds per thread are printed. Equal times for 1 and 2 threads:
    two CPUs free; 2 threads at about twice the 1-thread time: one CPU's worth (another job holds the other).

@@ -338,7 +338,7 @@ cdef void _conv_nhwc_block_task(void* p, Py_ssize_t t, int tid) noexcept nogil:
 
 
 cdef enum:
-    # (resadd slice) the most bytes of packed weight one thread's slab may take in a channel split (_chan_split): half
+    # the most bytes of packed weight one thread's slab may take in a channel split (_chan_split): half
     # of a 2 MiB L2, so the slab stays there beside the packed A block while the thread's row blocks sweep it
     CONV_CHAN_SLAB_BYTES = 1048576
 
@@ -366,7 +366,7 @@ def conv_chan_split_applies(Py_ssize_t rblocks, Py_ssize_t npanels, Py_ssize_t K
 
 
 cdef bint _chan_split(Py_ssize_t rblocks, Py_ssize_t npanels, Py_ssize_t Kc, Py_ssize_t P, int nth) noexcept nogil:
-    """(resadd slice) Whether a conv GEMM over nth threads runs one slab of weight panels per thread over all of its
+    """Whether a conv GEMM over nth threads runs one slab of weight panels per thread over all of its
     rblocks row blocks, instead of tiles (row block, slab) claimed in any order -- where each thread reads all (or
     most) of the weight, each from L3 or memory once more per thread. With a slab per thread the weight is read
     once in all, and A (P x Kc) by every thread: worth it when the weight traffic saved, (min(rblocks, nth) - 1)
@@ -479,7 +479,7 @@ cdef bint _dconv_auto(const ImplicitA* ia, Py_ssize_t N, Py_ssize_t Kc, Py_ssize
     it, on ResNet-50's 3x3 and 1x1 convs, 0.85-1.0x at 1 and 2 threads -- except where a tile's pixels lie a multiple
     of 4 KiB apart (1x1 over 1024 channels: 1.2-1.3x at 1 thread): then all of a tile's A rows fall in one L1 set and
     evict each other, so those stay packed.
-    (dense slice) Also packed above one K block when the direct tiles hold fewer than 2/3 MR pixels on average
+    Also packed above one K block when the direct tiles hold fewer than 2/3 MR pixels on average
     (_dconv_tiles; small images, where most pixels are border ones going one or two per tile, and stride-2 rows a
     little over one tile long): each tile streams its K x NR weight panel (past L1 there) for that few rows, where
     the packed path reads it once per MR rows. Kernel alone, 1 thread, packed / direct time (batch 3 unless said;
@@ -503,7 +503,7 @@ cdef bint _dconv_auto(const ImplicitA* ia, Py_ssize_t N, Py_ssize_t Kc, Py_ssize
 
 
 cdef Py_ssize_t _dconv_tiles(const ImplicitA* ia, Py_ssize_t N) noexcept nogil:
-    """(dense slice) About how many micro-kernel calls per weight panel the direct path makes over the batch (its
+    """About how many micro-kernel calls per weight panel the direct path makes over the batch (its
     row blocks ignored, as _dconv_rows tiles them): each output row's interior pixels in tiles of up to MR, each
     border column's pixels in tiles of up to MR down the bands of rows with the same kernel rows inside x. A
     pointwise conv's pixels (one long row) count as full tiles."""
@@ -607,7 +607,7 @@ cdef inline void _inside_range(Py_ssize_t n_in, Py_ssize_t n_out, Py_ssize_t k, 
     hi[0] = max(lo[0], min(last // s + 1, n_out)) if last >= 0 else lo[0]
 
 
-# (r50 slice) Whether the direct and Winograd paths fetch the next weight panel (plane) into L2 ahead of its use
+# Whether the direct and Winograd paths fetch the next weight panel (plane) into L2 ahead of its use
 # (onnxep_dconv_uk's pfo); conv_panel_prefetch() reads / sets it (tests, in-process A/B). Results do not depend on it.
 cdef int _panel_prefetch = 1
 # ... and whether the direct path's tiles fetch their output (and residual) rows before the K loop (pfc)
@@ -734,7 +734,7 @@ cdef enum:
 
 cdef Py_ssize_t _dconv_slab_mt(const ConvJob* j, Py_ssize_t items, Py_ssize_t npanels, Py_ssize_t Wo,
                                int nth) noexcept nogil:
-    """(light slice) The direct path's panels per slab on nth threads: _panel_slab's choice (j.pslab), unless another
+    """The direct path's panels per slab on nth threads: _panel_slab's choice (j.pslab), unless another
     slab count lets the items, claimed in order by the first free thread (parallel_for), finish at least 1% sooner;
     an item (group, row block of j.rb rows, slab) costs its pixels * (panels + 1/DCONV_SLAB_SETUP_Q). _panel_slab
     alone can leave an odd count of unequal items: ResNet-50's 14x14 256 -> 1024 1x1 convs, 196 pixels in rows of

@@ -63,12 +63,11 @@ cdef enum:
                             # ConvNhwc.step_args
     RL_DW_NHWC = 29         # s0 x, s1 packed W, s2 bias (or NULL), s3 y: dw_nhwc_step; n0.. f0 f1 dw_nhwc_step_args
     RL_GROUP_NORM = 30      # s0 x, s1 gamma, s2 beta, s3 y: group_norm_c; n0 N, n1 C, n2 S, n3 G, n4 silu, n5 layout
-                            # (0 NCHW, 1 NHWC, 2 NCHW -> NHWC); f0 eps (norm slice)
+                            # (0 NCHW, 1 NHWC, 2 NCHW -> NHWC); f0 eps
     RL_RESIZE2 = 31         # s0 x, s1 ih, s2 wh, s3 iw, s4 ww, s5 y: resize2_c; n0 planes, n1 IH, n2 IW, n3 OH, n4 OW
-                            # (norm slice)
     RL_ATTENTION = 32       # s0 q, s1 k, s2 v, s3 y, s4 offsets (int64), s5.. masks; n: ATP_* ; f0 alpha, f1.. fills:
-                            # as attention_masked_f32 runs it (gemm slice)
-    RL_GPOOL_NHWC = 33      # (mobile2 slice) s0 x, s1 y: global_pool_nhwc_c; n0 N, n1 S, n2 C, n3 max (1/0)
+                            # as attention_masked_f32 runs it
+    RL_GPOOL_NHWC = 33      # s0 x, s1 y: global_pool_nhwc_c; n0 N, n1 S, n2 C, n3 max (1/0)
     # conv slice: the channel-last window pools (onnxep/ops/onnxep/nhwc_pool.py c_step)
     RL_POOL_NHWC = 34       # s0 x, s1 y: _poolnhwc_f32; n0 N, n1 C, n2 mode (0 max, 1 average), n3 count_include_pad,
                             # n4.. the 21-entry pooling geometry (PoolAttrs.geom_vector)
@@ -77,30 +76,30 @@ cdef enum:
                             # f0 f1 as RL_CONV_NHWC, n24 ldy (the Concat output's channels)
     # vit slice: Transpose through transpose_copy's tiled kernels (onnxep/ops/tensor/transpose.py c_step)
     RL_TRANSPOSE = 36       # s0 x, s1 y: _tr_exec; n: the _tr_plan plan (TRP_* entries, then the loop dims)
-    RL_DQ_MATMUL = 37       # (qdq slice) s0 A, s1 packed B, s2 zb (int32), s3 b_scale, s4 bias (or NULL), s5 y:
+    RL_DQ_MATMUL = 37       # s0 A, s1 packed B, s2 zb (int32), s3 b_scale, s4 bias (or NULL), s5 y:
                             # _qg_dq_matmul_raw; n0 M, n1 K, n2 N, n3 zb stride, n4 scale stride (0 / 1)
-    RL_QUANTIZE = 38        # (qdq slice) s0 x, s1 y: qg_quantize_tensor; n0 count, n1 signed; f0 scale, f1 zero point
-    RL_DEQUANTIZE = 39      # (qdq slice) s0 q, s1 y: qg_dequantize_tensor; n0 count, n1 signed; f0 scale, f1 zp
-    RL_BGEMM = 40           # (bf16 slice) s0 A, s1 bf16-packed B, s2 bias (or NULL), s3 residual (or NULL), s4 Y;
+    RL_QUANTIZE = 38        # s0 x, s1 y: qg_quantize_tensor; n0 count, n1 signed; f0 scale, f1 zero point
+    RL_DEQUANTIZE = 39      # s0 q, s1 y: qg_dequantize_tensor; n0 count, n1 signed; f0 scale, f1 zp
+    RL_BGEMM = 40           # s0 A, s1 bf16-packed B, s2 bias (or NULL), s3 residual (or NULL), s4 Y;
                             # n0 M, n1 N, n2 K, n3 act kind (ACT_*), n4 gelu after (1/0); f0 alpha: bgemm_run
-    RL_QDQ = 41             # (qdq2 slice) s0 x, s1 y: _qg_qdq_run; n0 count, n1 signed; f0 scale, f1 zero point
+    RL_QDQ = 41             # s0 x, s1 y: _qg_qdq_run; n0 count, n1 signed; f0 scale, f1 zero point
     RL_BCONV_NHWC = 42      # (bf16) s0 x, s1 bf16-packed W, s2 bias (or NULL), s3 residual (or NULL), s4 y:
                             # bconv_step; n0.. f0 f1 BConvNhwc.step_args
-    RL_QCONV = 43           # (qfold slice) s0 x, s1 packed / depthwise W, s2 zb, s3 bias (or NULL), s4 mult, s5 y:
+    RL_QCONV = 43           # s0 x, s1 packed / depthwise W, s2 zb, s3 bias (or NULL), s4 mult, s5 y:
                             # _qc_run_raw; n0..n20 QCONV_PARAMS (_k_qconv.pxi); f0 y zero point, f1 qlo, f2 qhi
-    RL_QLINEAR_MATMUL = 44  # (qmm slice) s0 A, s1 packed B, s2 zb (int32), s3 mult, s4 bias (int32 or NULL), s5 y:
+    RL_QLINEAR_MATMUL = 44  # s0 A, s1 packed B, s2 zb (int32), s3 mult, s4 bias (int32 or NULL), s5 y:
                             # _qg_qlinear_raw; n0 M, n1 K, n2 N, n3 a signed, n4 a zero point, n5 zb stride, n6 mult
                             # stride, n7 y signed; f0 y zero point, f1 qlo, f2 qhi
-    RL_QLINEAR_ADD = 45     # (qmm slice) s0 a, s1 b, s2 y: _qg_qadd_run; n0 count, n1 b's count (repeating), n2 a
+    RL_QLINEAR_ADD = 45     # s0 a, s1 b, s2 y: _qg_qadd_run; n0 count, n1 b's count (repeating), n2 a
                             # signed, n3 b signed, n4 y signed, n5 a zero point, n6 b zp, n7 y zp; f0 a scale, f1 b
                             # scale, f2 y scale
-    RL_CONV_NCHW = 46       # (zoo2t slice) s0 x, s1 packed W, s2 bias (or NULL), s3 y: conv_nchw_exec; n0..n21
+    RL_CONV_NCHW = 46       # s0 x, s1 packed W, s2 bias (or NULL), s3 y: conv_nchw_exec; n0..n21
                             # conv_nchw_step_args (N, C, D, H, W, cout, group, kernel, strides, dilations, pads, out)
     RL_BCONV_NHWC_LDY = 47  # (bf16) as RL_BCONV_NHWC, s3 NULL, s4 y at the slice's first channel; n19 ldy (the
                             # Concat output's channels)
-    RL_GEMV = 48            # (tiny5 slice) s0 a, s1 W as stored, s2 bias (or NULL), s3 y: gemv_run; n0 K, n1 N,
+    RL_GEMV = 48            # s0 a, s1 W as stored, s2 bias (or NULL), s3 y: gemv_run; n0 K, n1 N,
                             # n2 trans_b, n3 act kind (ACT_*), n4 gelu after (1/0): FusedMatMul's one-row path
-    RL_ROWS = 49            # (tiny5 slice) s0 x, s1 a (or NULL), s2 b (or NULL), s3 y: _rows_task over n0 channel-last
+    RL_ROWS = 49            # s0 x, s1 a (or NULL), s2 b (or NULL), s3 y: _rows_task over n0 channel-last
                             # rows of n1; n2 kind (RowsJob's: 1 ChannelAffine, 3 NhwcLRN), n3 relu, n4 lo, n5 hi, n6
                             # window (work per element, for NORM_PAR_WORK); f0 alpha_n, f1 beta, f2 bias
     RL_NFNS = 50
@@ -568,7 +567,7 @@ cdef void _rl_pool_nhwc(const RStep* s, char** p) noexcept nogil:
 
 
 cdef void _rl_group_norm(const RStep* s, char** p) noexcept nogil:
-    # (norm slice) a failed scratch allocation marks the step bad: Python redoes it and raises MemoryError
+    # a failed scratch allocation marks the step bad: Python redoes it and raises MemoryError
     if group_norm_c(<const float*>p[s.slot[0]], <float*>p[s.slot[3]], s.n[0], s.n[1], s.n[2], s.n[3],
                     <const float*>p[s.slot[1]], <const float*>p[s.slot[2]], s.f[0], <int>s.n[4], <int>s.n[5],
                     _nthreads(s.nthreads), NORM_PAR_WORK) != 0:
@@ -576,7 +575,7 @@ cdef void _rl_group_norm(const RStep* s, char** p) noexcept nogil:
 
 
 cdef void _rl_resize2(const RStep* s, char** p) noexcept nogil:
-    # (norm slice) a linear Resize of the last two axes
+    # a linear Resize of the last two axes
     resize2_c(<const float*>p[s.slot[0]], <float*>p[s.slot[5]], s.n[0], s.n[1], s.n[2], s.n[3], s.n[4],
               <const int64_t*>p[s.slot[1]], <const float*>p[s.slot[2]], <const int64_t*>p[s.slot[3]],
               <const float*>p[s.slot[4]], _nthreads(s.nthreads), NORM_PAR_WORK)
@@ -584,7 +583,7 @@ cdef void _rl_resize2(const RStep* s, char** p) noexcept nogil:
 
 
 cdef void _rl_gpool_nhwc(const RStep* s, char** p) noexcept nogil:
-    # (mobile2 slice) channel-last global average / max pool
+    # channel-last global average / max pool
     global_pool_nhwc_c(<const float*>p[s.slot[0]], <float*>p[s.slot[1]], s.n[0], s.n[1], s.n[2], <int>s.n[3],
                        _nthreads(s.nthreads))
 

@@ -45,7 +45,7 @@ cdef enum:
     WINO_MAX_TILES = 96       # at most this many tiles per block (8 micro-kernel strips)
     WINO_MIN_TILES = 12       # at least this many when blocks are cut smaller to give the threads work
 
-# (conv2t slice) The V block budget: a quarter of the L2 (256 KB on the 1 MiB-L2 dev machine, where this was tuned as
+# The V block budget: a quarter of the L2 (256 KB on the 1 MiB-L2 dev machine, where this was tuned as
 # a constant; 512 KB on a 2 MiB L2), read from the CPU at import. And the weight rule: when the packed U (planes x Cin
 # x Cout floats) is larger than half the L2, it cannot stay in a core's L2 from one block of tiles to the next, so
 # every block streams all of it again from L3 -- ResNet-50's 14x14 256 -> 256 F(2x2): 4 MiB of U, 5 blocks of 10
@@ -317,7 +317,7 @@ cdef void _wino_task(void* p, Py_ssize_t item, int tid) noexcept nogil:
                              kp if Upf != NULL else 0)
                     g0 += kp
                 continue
-            # (r50 slice) the plane's first strip fetches the next plane's panel into L2 (the last plane: the next
+            # the plane's first strip fetches the next plane's panel into L2 (the last plane: the next
             # panel's first plane): the planes' panels lie blen floats apart, a jump no hardware prefetcher follows,
             # and U past the L2 (ResNet-50's 14x14 256 -> 256: 4 MiB) comes from L3 in every block
             pfo = 0

@@ -375,12 +375,12 @@ static void onnxep_atb_rows(int kern, int rb, const float* q, Py_ssize_t rsq, Py
     }
     for (c0 = 0; c0 < Np; c0 += BG_NR)
         bg_micro(kern, w->qa, K2, w->kp + (c0 / BG_NR) * K2P * BG_NR * 2, K2, rb,
-                 (int)(Np - c0 < BG_NR ? Np - c0 : BG_NR), w->s + c0, Np, 0);
+                 (int)(Np - c0 < BG_NR ? Np - c0 : BG_NR), w->s + c0, Np, 0, NULL, 0);
     onnxep_at_softmax(rb, w->s, N, Np, alpha, mrows, nan_zero, inv);
     bg_pack_a(kern, w->s, Np, N, N2, 0, rb, w->pa);
     for (c0 = 0; c0 < D; c0 += BG_NR)
         bg_micro(kern, w->pa, N2, w->vp + (c0 / BG_NR) * N2P * BG_NR * 2, N2, rb,
-                 (int)(D - c0 < BG_NR ? D - c0 : BG_NR), w->o + c0, D, 0);
+                 (int)(D - c0 < BG_NR ? D - c0 : BG_NR), w->o + c0, D, 0, NULL, 0);
     for (r = 0; r < rb; r++) {
         const float* o = w->o + r * D;
         float* yr = y + r * rsy;

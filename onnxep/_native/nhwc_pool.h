@@ -95,7 +95,7 @@ static void onnxep_pool_px(const float* const* taps, Py_ssize_t ntaps, Py_ssize_
    64-256 channels. */
 #define ONNXEP_POOLN_MAX_TAPS 64
 #if ONNXEP_SGEMM_SIMD
-/* (dense slice) the max of a run whose window has NT taps (a compile-time count: 4, 9) and C a multiple of the
+/* the max of a run whose window has NT taps (a compile-time count: 4, 9) and C a multiple of the
    vector width: the tap offsets in registers, no per-pixel pointer table or call; the same comparisons in the
    same order as onnxep_pool_px, so the same bits. 3x3/2 over 3x32x32x16 (the ResNets' stem pool): 0.4x the
    generic run's time, kernel alone, 1 thread. */

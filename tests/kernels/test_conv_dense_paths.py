@@ -73,7 +73,7 @@ def test_auto_path_on_small_images_matches_direct_conv(xshape, cout, k, s, relu)
     ((2, 48, 9, 11), 200, 3, 1),        # border tiles, 7 panels (AVX-512), 2 images
 ])
 def test_direct_path_slabs_on_threads(xshape, cout, k, s):
-    """(light slice) The direct path's items cut by _dconv_slab_mt on 2 and 3 threads: every output element once,
+    """The direct path's items cut by _dconv_slab_mt on 2 and 3 threads: every output element once,
     bit-identical to the 1-thread run (each element adds in the same order on any thread) and within the float64
     numpy oracle's bound, on every variant."""
     x, w, b, _, p, outs, want, tol = _case(xshape, cout, k, s, False, True)
@@ -93,7 +93,7 @@ def test_direct_path_slabs_on_threads(xshape, cout, k, s):
 ])
 @pytest.mark.parametrize("nth", [1, 2])
 def test_direct_path_panel_prefetch(xshape, cout, k, s, nth):
-    """(r50 slice) path="direct" over several weight panels per work item, K blocked or not: the first tile over
+    """path="direct" over several weight panels per work item, K blocked or not: the first tile over
     each panel fetches the next panel (onnxep_dconv_uk's pfo, the run's own panel stride sb past a K block border);
     the fetch must not change a result. Every SIMD variant (generic has no direct path), with a bias, a residual and
     Relu, within the float64 numpy oracle's bound, and bit-identical between 1 and nth threads and with either fetch

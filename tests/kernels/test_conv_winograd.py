@@ -269,7 +269,7 @@ def test_winograd_blocking_does_not_change_the_result(isa, m):
 @pytest.mark.parametrize("m", [2, 4])
 @pytest.mark.parametrize("isa", list(SIMD))
 def test_winograd_panel_prefetch_does_not_change_the_result(isa, m):
-    """(r50 slice) The next plane's (and past the last plane, the next panel's) weight fetched ahead of its GEMM
+    """The next plane's (and past the last plane, the next panel's) weight fetched ahead of its GEMM
     (conv_panel_prefetch, on by default) takes another loop in the micro-kernel: on and off give bit-identical results
     on 1 and 2 threads, within the float64 direct conv's bound. 300 -> 70 channels: two K blocks of U (runs of 150),
     3 panels (AVX-512; 5 on AVX2), the last one 6 channels wide; a 9x11 image: a half-filled last tile row / column."""

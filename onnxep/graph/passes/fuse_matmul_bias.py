@@ -50,8 +50,8 @@ def _may_match(rs, ys):
 # as the Gemm + Relu layers before it do, instead of the packed SGEMM's one-row path, which gains little from a second
 # thread there: light AlexNet's 1000 x 4096 head 493 -> 418 us at 1 thread, 287 -> 213 at 2; ResNet-50's 1000 x 2048
 # 297 -> 247, 321 -> 193. The GEMV reads short rows worse: ShuffleNet's 1000 x 544 head (2.2 MB) went 54-58 -> 68-74
-# us at 1 thread (the run 1.02-1.08x) while the GEMV was a Python step of the run loop; as a compiled step (RL_GEMV,
-# tiny5 slice) the whole run still took 1.017x the process CPU with the bar at 0 (in-process A/B, 1 thread; Inception-v1
+# us at 1 thread (the run 1.02-1.08x) while the GEMV was a Python step of the run loop; as a compiled step (RL_GEMV)
+# the whole run still took 1.017x the process CPU with the bar at 0 (in-process A/B, 1 thread; Inception-v1
 # and DenseNet-121's 1000 x 1024 heads 0.999 / 1.005), so smaller weights stay Gemms; 4 MiB is twice the largest
 # per-core L2 of the machines onnxep targets (Sapphire Rapids, 2 MiB). LONE_GEMV: a switch for in-process A/B
 # measurements and tests.
