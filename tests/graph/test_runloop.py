@@ -63,6 +63,20 @@ def _transformer_block():
     return make_model(nodes, {"x": x}, ["y", "y2", "ln"], initializers=inits), x
 
 
+def spy_c_step(monkeypatch, cls):
+    """Wraps cls.c_step: the returned list collects the step kind (the first item of each c_step answer, None for a
+    Python step) of every node of cls the compiled run loop prepares."""
+    kinds = []
+    orig = cls.c_step
+
+    def spy(self, ins, outs, nthreads):
+        r = orig(self, ins, outs, nthreads)
+        kinds.append(r[0] if r else None)
+        return r
+    monkeypatch.setattr(cls, "c_step", spy)
+    return kinds
+
+
 def compiled_vs_python(model, feeds_list):
     """Run feeds_list twice through compiled runs and twice through the Python loop (device.COMPILED_RUNS off), 1
     thread: asserts equal bits (dtype, shape, values) and that only the first session compiled; returns (the compiled

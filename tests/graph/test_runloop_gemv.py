@@ -16,7 +16,7 @@ from onnx import helper
 from onnxep import _kernels
 from onnxep.ops.onnxep.fused_mat_mul import FusedMatMul_1
 from tests._util import assert_outputs_match, make_model, run_ort
-from tests.graph.test_runloop import compiled_vs_python
+from tests.graph.test_runloop import compiled_vs_python, spy_c_step
 
 # the pass's module (the package exports the pass function under the same name)
 fuse_matmul_bias = importlib.import_module("onnxep.graph.passes.fuse_matmul_bias")
@@ -97,14 +97,7 @@ def test_fc_layers_run_as_gemv_steps(monkeypatch, act, bias):
     C steps: no Python step left, the same bits as the Python loop, close to onnxruntime. With the entry taken away
     (c_step off) the same model keeps its GEMVs as Python steps and gives the same bits."""
     monkeypatch.setattr(fuse_matmul_bias, "LONE_GEMV_BYTES", 0)
-    kinds = []
-    orig = FusedMatMul_1.c_step
-
-    def spy(self, ins, outs, nthreads):
-        r = orig(self, ins, outs, nthreads)
-        kinds.append(r[0] if r else None)
-        return r
-    monkeypatch.setattr(FusedMatMul_1, "c_step", spy)
+    kinds = spy_c_step(monkeypatch, FusedMatMul_1)
     model, x = _fc_model(act, bias)
     feeds = [{"x": x}] + [{"x": RNG.standard_normal(x.shape).astype(np.float32)} for _ in range(3)]
     got, progs = compiled_vs_python(model, feeds)

@@ -12,7 +12,7 @@ from onnx import helper
 
 import onnxep
 from tests._util import assert_outputs_match, make_model, run_ort
-from tests.graph.test_runloop import _programs, compiled_vs_python
+from tests.graph.test_runloop import _programs, compiled_vs_python, spy_c_step
 
 RNG = np.random.default_rng(25)
 
@@ -117,14 +117,7 @@ def test_transpose_tiled_step(monkeypatch, shape, perm, dt):
     compiled run loop, for each of the plan's kinds; bits equal to the Python loop's and to numpy's transpose
     (oracle), onnxruntime close."""
     from onnxep.ops.tensor.transpose import Transpose_1
-    kinds = []
-    orig = Transpose_1.c_step
-
-    def spy(self, ins, outs, nthreads):
-        r = orig(self, ins, outs, nthreads)
-        kinds.append(r[0] if r else None)
-        return r
-    monkeypatch.setattr(Transpose_1, "c_step", spy)
+    kinds = spy_c_step(monkeypatch, Transpose_1)
     make = (lambda: (RNG.standard_normal(shape) * 50).astype(dt))
     x = make()
     nodes = [helper.make_node("Identity", ["x"], ["xi"]), helper.make_node("Transpose", ["xi"], ["y"], perm=perm)]

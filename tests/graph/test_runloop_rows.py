@@ -17,7 +17,7 @@ from onnxep import _kernels
 from onnxep.ops.onnxep.channel_affine import ChannelAffine_1
 from onnxep.ops.onnxep.nhwc_lrn import NhwcLRN_1
 from tests._util import assert_outputs_match, make_model, run_ort
-from tests.graph.test_runloop import compiled_vs_python
+from tests.graph.test_runloop import compiled_vs_python, spy_c_step
 
 VARIANTS = {isa: importlib.import_module(f"onnxep._kernels_{isa}") for isa in _kernels.AVAILABLE}
 RNG = np.random.default_rng(5)
@@ -81,18 +81,6 @@ def test_lrn_rows_vs_numpy_every_variant(isa, R, C, size, beta):
         np.testing.assert_array_equal(got, ref)
 
 
-def _spy(monkeypatch, cls):
-    kinds = []
-    orig = cls.c_step
-
-    def spy(self, ins, outs, nthreads):
-        r = orig(self, ins, outs, nthreads)
-        kinds.append(r[0] if r else None)
-        return r
-    monkeypatch.setattr(cls, "c_step", spy)
-    return kinds
-
-
 def _bn_params(c):
     return {"n_s": RNG.uniform(0.5, 1.5, c).astype(np.float32), "n_b": RNG.uniform(-0.5, 0.5, c).astype(np.float32),
             "n_m": RNG.uniform(-0.5, 0.5, c).astype(np.float32), "n_v": RNG.uniform(0.5, 1.5, c).astype(np.float32)}
@@ -101,7 +89,7 @@ def _bn_params(c):
 def _check(model, x, monkeypatch, cls):
     """Compiled runs with the kernel's C step: no Python step, the Python loop's bits, close to onnxruntime; with its
     c_step taken away: one Python step, the same bits."""
-    kinds = _spy(monkeypatch, cls)
+    kinds = spy_c_step(monkeypatch, cls)
     feeds = [{"x": x}] + [{"x": RNG.uniform(-1, 1, x.shape).astype(np.float32)} for _ in range(3)]
     got, progs = compiled_vs_python(model, feeds)
     assert progs and all(p.n_py == 0 for p in progs), [(p.n_c, p.n_py) for p in progs]
