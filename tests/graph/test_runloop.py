@@ -77,6 +77,27 @@ def spy_c_step(monkeypatch, cls):
     return kinds
 
 
+def check_c_step_on_off(monkeypatch, cls, model, feeds, kind, n_py_off, rtol, atol):
+    """Compiled runs of model with cls's C step: every step compiled, each cls node a `kind` step, the Python loop's
+    bits, close to onnxruntime (rtol, atol); with cls.c_step taken away: n_py_off Python steps (None: no C step left,
+    so no compiled program; the Python loop runs the plan), the same bits."""
+    kinds = spy_c_step(monkeypatch, cls)
+    got, progs = compiled_vs_python(model, feeds)
+    assert progs and all(p.n_py == 0 for p in progs), [(p.n_c, p.n_py) for p in progs]
+    assert kinds and set(kinds) == {kind}, kinds
+    for f, g in zip(feeds, got):
+        assert_outputs_match(g, run_ort(model, f), rtol=rtol, atol=atol)
+    monkeypatch.setattr(cls, "c_step", lambda self, ins, outs, nthreads: None)
+    off, progs_off = compiled_vs_python(model, feeds)
+    if n_py_off is None:
+        assert not progs_off, [(p.n_c, p.n_py) for p in progs_off]
+    else:
+        assert progs_off and all(p.n_py == n_py_off for p in progs_off), [(p.n_c, p.n_py) for p in progs_off]
+    for g, o in zip(got, off):
+        for a, b in zip(g, o):
+            np.testing.assert_array_equal(a, b)
+
+
 def compiled_vs_python(model, feeds_list):
     """Run feeds_list twice through compiled runs and twice through the Python loop (device.COMPILED_RUNS off), 1
     thread: asserts equal bits (dtype, shape, values) and that only the first session compiled; returns (the compiled

@@ -16,7 +16,7 @@ from onnx import helper
 from onnxep import _kernels
 from onnxep.ops.onnxep.fused_mat_mul import FusedMatMul_1
 from tests._util import assert_outputs_match, make_model, run_ort
-from tests.graph.test_runloop import compiled_vs_python, spy_c_step
+from tests.graph.test_runloop import check_c_step_on_off, compiled_vs_python
 
 # the pass's module (the package exports the pass function under the same name)
 fuse_matmul_bias = importlib.import_module("onnxep.graph.passes.fuse_matmul_bias")
@@ -95,22 +95,12 @@ def _fc_model(act, bias=True):
 def test_fc_layers_run_as_gemv_steps(monkeypatch, act, bias):
     """Both layers become FusedMatMuls on the GEMV (the lone ones through LONE_GEMV, its size bar lowered) and run as
     C steps: no Python step left, the same bits as the Python loop, close to onnxruntime. With the entry taken away
-    (c_step off) the same model keeps its GEMVs as Python steps and gives the same bits."""
+    (c_step off) the same model keeps its GEMVs as Python steps (no C step left: the Python loop runs it) and gives
+    the same bits."""
     monkeypatch.setattr(fuse_matmul_bias, "LONE_GEMV_BYTES", 0)
-    kinds = spy_c_step(monkeypatch, FusedMatMul_1)
     model, x = _fc_model(act, bias)
     feeds = [{"x": x}] + [{"x": RNG.standard_normal(x.shape).astype(np.float32)} for _ in range(3)]
-    got, progs = compiled_vs_python(model, feeds)
-    assert progs and all(p.n_py == 0 for p in progs), [(p.n_c, p.n_py) for p in progs]
-    assert kinds and set(kinds) == {"gemv"}, kinds
-    for f, g in zip(feeds, got):
-        assert_outputs_match(g, run_ort(model, f), rtol=1e-4, atol=1e-5)
-    monkeypatch.setattr(FusedMatMul_1, "c_step", lambda self, ins, outs, nthreads: None)
-    off, progs_off = compiled_vs_python(model, feeds)
-    assert all(p.n_py == 2 for p in progs_off), [(p.n_c, p.n_py) for p in progs_off]
-    for g, o in zip(got, off):
-        for a, b in zip(g, o):
-            np.testing.assert_array_equal(a, b)
+    check_c_step_on_off(monkeypatch, FusedMatMul_1, model, feeds, "gemv", None, rtol=1e-4, atol=1e-5)
 
 
 def test_residual_gemv_stays_python(monkeypatch):

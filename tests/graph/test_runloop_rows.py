@@ -16,8 +16,8 @@ from onnx import helper
 from onnxep import _kernels
 from onnxep.ops.onnxep.channel_affine import ChannelAffine_1
 from onnxep.ops.onnxep.nhwc_lrn import NhwcLRN_1
-from tests._util import assert_outputs_match, make_model, run_ort
-from tests.graph.test_runloop import compiled_vs_python, spy_c_step
+from tests._util import make_model
+from tests.graph.test_runloop import check_c_step_on_off
 
 VARIANTS = {isa: importlib.import_module(f"onnxep._kernels_{isa}") for isa in _kernels.AVAILABLE}
 RNG = np.random.default_rng(5)
@@ -89,19 +89,8 @@ def _bn_params(c):
 def _check(model, x, monkeypatch, cls):
     """Compiled runs with the kernel's C step: no Python step, the Python loop's bits, close to onnxruntime; with its
     c_step taken away: one Python step, the same bits."""
-    kinds = spy_c_step(monkeypatch, cls)
     feeds = [{"x": x}] + [{"x": RNG.uniform(-1, 1, x.shape).astype(np.float32)} for _ in range(3)]
-    got, progs = compiled_vs_python(model, feeds)
-    assert progs and all(p.n_py == 0 for p in progs), [(p.n_c, p.n_py) for p in progs]
-    assert kinds and set(kinds) == {"rows"}, kinds
-    for f, g in zip(feeds, got):
-        assert_outputs_match(g, run_ort(model, f), rtol=1e-5, atol=1e-5)
-    monkeypatch.setattr(cls, "c_step", lambda self, ins, outs, nthreads: None)
-    off, progs_off = compiled_vs_python(model, feeds)
-    assert progs_off and all(p.n_py == 1 for p in progs_off), [(p.n_c, p.n_py) for p in progs_off]
-    for g, o in zip(got, off):
-        for a, b in zip(g, o):
-            np.testing.assert_array_equal(a, b)
+    check_c_step_on_off(monkeypatch, cls, model, feeds, "rows", 1, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("relu", [True, False])

@@ -11,24 +11,12 @@ Inputs are scaled to +-4 so that the outputs cross every kink (HardSwish's -3 an
 import numpy as np
 import pytest
 
-from onnxep import _kernels
 from tests.kernels.test_conv import VARIANTS
 from tests.kernels.test_conv_winograd import ACTS, _act
 from tests.ops.test_bconv_nhwc import _bound, _conv64
 
-BG_KERNELS = [k for k in ("generic", "avx512bf16") if _kernels.bgemm_have(k)]
 LIPSCHITZ = {"": 1.0, "Relu": 1.0, "Clip": 1.0, "LeakyRelu": None, "Sigmoid": 0.25, "HardSigmoid": None, "Tanh": 1.0,
              "HardSwish": 1.5}
-
-
-@pytest.fixture(params=BG_KERNELS)
-def bg_kernel(request):
-    """Each bgemm micro-kernel this CPU runs, forced in every variant for the test's duration."""
-    for mod in VARIANTS.values():
-        mod.bgemm_force(request.param)
-    yield request.param
-    for mod in VARIANTS.values():
-        mod.bgemm_force(None)
 
 
 def _run(mod, xh, bp, b, shape, cout, act):

@@ -27,6 +27,18 @@ def _direct(mod, x, w, b, res, group, k, s, p, outs, relu, nth):
     return y
 
 
+def _case(xshape, cout, k, s, group, residual):
+    """Random x, W, bias and (when residual) residual of a conv with "same" padding p = (k - 1) // 2: (x, w, b, p,
+    output size, residual or None)."""
+    x = RNG.uniform(-1, 1, xshape).astype(np.float32)
+    w = RNG.uniform(-1, 1, (cout, xshape[1] // group, k, k)).astype(np.float32)
+    b = RNG.uniform(-1, 1, cout).astype(np.float32)
+    p = (k - 1) // 2
+    outs = ((xshape[2] + 2 * p - k) // s + 1, (xshape[3] + 2 * p - k) // s + 1)
+    res = RNG.uniform(-1, 1, (xshape[0],) + outs + (cout,)).astype(np.float32) if residual else None
+    return x, w, b, p, outs, res
+
+
 @pytest.mark.parametrize("xshape, cout, k, s, group", [
     ((3, 3, 20, 20), 16, 7, 2, 1),      # a 3-channel stem: runs of 21 k (odd), 16 channels (two pair vectors)
     ((2, 8, 9, 11), 8, 3, 1, 1),        # 8 -> 8: one pair vector (AVX-512), K 72, border columns and bands
@@ -39,12 +51,7 @@ def _direct(mod, x, w, b, res, group, k, s, p, outs, relu, nth):
 ])
 @pytest.mark.parametrize("residual, relu", [(False, False), (True, True)])
 def test_kpair_matches_oracle_on_and_off(xshape, cout, k, s, group, residual, relu):
-    x = RNG.uniform(-1, 1, xshape).astype(np.float32)
-    w = RNG.uniform(-1, 1, (cout, xshape[1] // group, k, k)).astype(np.float32)
-    b = RNG.uniform(-1, 1, cout).astype(np.float32)
-    p = (k - 1) // 2
-    outs = ((xshape[2] + 2 * p - k) // s + 1, (xshape[3] + 2 * p - k) // s + 1)
-    res = RNG.uniform(-1, 1, (xshape[0],) + outs + (cout,)).astype(np.float32) if residual else None
+    x, w, b, p, outs, res = _case(xshape, cout, k, s, group, residual)
     want = _expected(x.astype(np.float64), w.astype(np.float64), b, res, group, (s, s), (1, 1), (p, p), outs, relu)
     tol = 2 * (xshape[1] // group * k * k + 2) * EPS
     ran = 0
@@ -151,12 +158,7 @@ def test_kpair_bf16_matches_oracle(xshape, cout, k, s, group, residual, relu):
     mod = VARIANTS.get("avx512")
     if mod is None or not mod.bgemm_hw():
         pytest.skip("no AVX-512 variant with AVX512_BF16 on this machine")
-    x = RNG.uniform(-1, 1, xshape).astype(np.float32)
-    w = RNG.uniform(-1, 1, (cout, xshape[1] // group, k, k)).astype(np.float32)
-    b = RNG.uniform(-1, 1, cout).astype(np.float32)
-    p = (k - 1) // 2
-    outs = ((xshape[2] + 2 * p - k) // s + 1, (xshape[3] + 2 * p - k) // s + 1)
-    res = RNG.uniform(-1, 1, (xshape[0],) + outs + (cout,)).astype(np.float32) if residual else None
+    x, w, b, p, outs, res = _case(xshape, cout, k, s, group, residual)
     want = _expected(_bf16_round(x).astype(np.float64), _bf16_round(w).astype(np.float64), b, res, group, (s, s),
                      (1, 1), (p, p), outs, relu)
     tol = 2 * (xshape[1] // group * k * k + 2) * EPS

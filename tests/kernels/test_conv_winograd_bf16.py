@@ -17,22 +17,10 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from onnxep import _kernels
 from tests.kernels.test_conv_winograd import MATRICES, SIMD, _setup, _tol
 
 U_BF16 = 2.0 ** -8
 PATHS = {2: "winograd-bf16", 4: "winograd4-bf16"}
-BG_KERNELS = [k for k in ("generic", "avx512bf16") if _kernels.bgemm_have(k)]
-
-
-@pytest.fixture(params=BG_KERNELS)
-def bg_kernel(request):
-    """Each bgemm micro-kernel this CPU runs, forced in every variant for the test's duration."""
-    for mod in SIMD.values():
-        mod.bgemm_force(request.param)
-    yield request.param
-    for mod in SIMD.values():
-        mod.bgemm_force(None)
 
 
 def _pack(mod, w, m):
