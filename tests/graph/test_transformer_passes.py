@@ -152,9 +152,11 @@ def test_layernorm_not_fused_over_a_leading_axis():
 
 
 # ------------------------------------------------------------------------------------------ MatMul + bias [+ act]
-@pytest.mark.parametrize("act", ["", "Relu", "Gelu"])
+@pytest.mark.parametrize("act", ["", "Relu", "Gelu", "Gelu20"])
 @pytest.mark.parametrize("a_shape,bias_shape", [((64, 100), (70,)), ((2, 9, 100), (1, 70)), ((100,), (70,))])
 def test_matmul_bias_fused(act, a_shape, bias_shape):
+    """MatMul + bias [+ Relu | Gelu] -> one FusedMatMul. "Gelu" is the Erf form torch.onnx writes below opset 20,
+    "Gelu20" the ONNX Gelu op (opset 20, approximate "none") it writes from opset 20 on (oracle: onnxruntime)."""
     a = RNG.standard_normal(a_shape).astype(np.float32)
     consts = dict(GELU_CONSTS, w=(RNG.standard_normal((100, 70)) * 0.1).astype(np.float32),
                   b=RNG.standard_normal(bias_shape).astype(np.float32))
@@ -164,8 +166,21 @@ def test_matmul_bias_fused(act, a_shape, bias_shape):
         nodes.append(helper.make_node("Relu", ["h"], ["y"]))
     elif act == "Gelu":
         nodes += _gelu_nodes("x_p_half", x="h")
-    m = make_model(nodes, {"a": a}, ["y"], initializers=consts)
+    elif act == "Gelu20":
+        nodes.append(helper.make_node("Gelu", ["h"], ["y"]))
+    m = make_model(nodes, {"a": a}, ["y"], initializers=consts, opset=20 if act == "Gelu20" else 17)
     assert _check(m, {"a": a}, rtol=1e-5) == {"FusedMatMul": 1}
+
+
+def test_matmul_not_fused_with_tanh_gelu():
+    """The ONNX Gelu with approximate "tanh" is another function: the FusedMatMul takes the bias, the Gelu stays."""
+    a = RNG.standard_normal((8, 100)).astype(np.float32)
+    consts = {"w": (RNG.standard_normal((100, 70)) * 0.1).astype(np.float32),
+              "b": RNG.standard_normal(70).astype(np.float32)}
+    nodes = [helper.make_node("MatMul", ["a", "w"], ["mm"]), helper.make_node("Add", ["mm", "b"], ["h"]),
+             helper.make_node("Gelu", ["h"], ["y"], approximate="tanh")]
+    m = make_model(nodes, {"a": a}, ["y"], initializers=consts, opset=20)
+    assert _check(m, {"a": a}, rtol=1e-5) == {"FusedMatMul": 1, "Gelu": 1}
 
 
 @pytest.mark.parametrize("act", ["", "Relu"])

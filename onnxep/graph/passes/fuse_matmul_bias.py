@@ -2,12 +2,13 @@
 Gemm of a 2-D A by a constant weight (transA 0, alpha 1, transB either, C absent or a row-vector bias) -- whose
 output only feeds an Add of a constant bias with N values along the last axis (shape (N,), (1, N), ...: one that
 does not change the product's shape), optionally followed by an Add of a computed tensor of the product's (static
-or symbolic; a symbolic dim may stand for any value: checked at run time) shape -- a residual -- and then optionally by Relu or a com.onnxep Gelu (fuse_gelu runs first),
-becomes one com.onnxep FusedMatMul (ops/onnxep/fused_mat_mul.py): the bias, the residual and Relu go into the packed SGEMM's
-epilogue, Gelu runs over the product in place right after it -- one node and one output buffer instead of up to
-three elementwise passes over it. The MatMul's A must be a float32 tensor of known rank >= 1. A Gemm is rewritten
-only when a residual or an activation joins it, or when it has one row and a big B stored (N, K)
-(LONE_GEMV)."""
+or symbolic; a symbolic dim may stand for any value: checked at run time) shape -- a residual -- and then optionally
+by Relu or a Gelu (com.onnxep's, which fuse_gelu writes and which runs first, or the ONNX Gelu of opset 20 with
+approximate "none", which torch.onnx writes at opset 20), becomes one com.onnxep FusedMatMul
+(ops/onnxep/fused_mat_mul.py): the bias, the residual and Relu go into the packed SGEMM's epilogue, Gelu runs over
+the product in place right after it -- one node and one output buffer instead of up to three elementwise passes over
+it. The MatMul's A must be a float32 tensor of known rank >= 1. A Gemm is rewritten only when a residual or an
+activation joins it, or when it has one row and a big B stored (N, K) (LONE_GEMV)."""
 from __future__ import annotations
 
 import numpy as np
@@ -25,6 +26,12 @@ def _bias_vector(v, n, out_rank):
     if any(d != 1 for d in v.shape[:-1]):
         return None
     return np.ascontiguousarray(v.reshape(n))
+
+
+def _erf_gelu(node):
+    """The ONNX Gelu (opset 20) in its exact form, approximate "none": what torch.onnx writes for nn.GELU() at
+    opset 20, the same function as com.onnxep Gelu."""
+    return default_op(node, "Gelu") and node.attrs.get("approximate", "none") == "none"
 
 
 def _known(graph, name):
@@ -135,7 +142,7 @@ def fuse_matmul_bias(graph: Graph, ctx=None) -> Graph:
             last = nxt
             nxt = only_consumer(cons, outputs, nxt.outputs[0])
         if nxt is not None and len(nxt.inputs) == 1 and len(nxt.outputs) == 1 and (
-                default_op(nxt, "Relu") or internal_op(nxt, "Gelu")):
+                default_op(nxt, "Relu") or internal_op(nxt, "Gelu") or _erf_gelu(nxt)):
             pattern.append(nxt)
             last, act = nxt, nxt.op_type
         if (len(pattern) == 1 and not (LONE_GEMV and trans_b and consts[w].nbytes >= LONE_GEMV_BYTES
