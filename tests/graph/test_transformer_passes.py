@@ -195,12 +195,12 @@ def _scale_model(scale_shape, residual=True, act="", gemm=False, k=100, n=70, ro
     return make_model(nodes, feeds, ["y"], initializers=consts), feeds
 
 
-@pytest.mark.parametrize("scale_shape", [(70,), (1, 1, 70)])
+@pytest.mark.parametrize("scale_shape", [(70,), (1, 1, 70), (1,)])
 @pytest.mark.parametrize("residual", [True, False])
 def test_layer_scale_folded_into_matmul(scale_shape, residual):
-    """MatMul + bias -> Mul(per-channel constant) [-> Add(residual)] -> one FusedMatMul by the scaled weight and bias
-    (fuse_matmul_scale). Oracle: onnxruntime on the unfused model; the scaled weight rounds once per element (the
-    module docstring), so within 1e-5 of the output's magnitude."""
+    """MatMul + bias -> Mul(per-channel or scalar constant) [-> Add(residual)] -> one FusedMatMul by the scaled
+    weight and bias (fuse_matmul_scale). Oracle: onnxruntime on the unfused model; the scaled weight rounds once per
+    element (the module docstring), so within 1e-5 of the output's magnitude."""
     m, feeds = _scale_model(scale_shape, residual)
     assert _check(m, feeds, rtol=1e-5) == {"FusedMatMul": 1}
 
@@ -222,7 +222,8 @@ def test_layer_scale_not_folded(case):
         m.graph.input.append(helper.make_tensor_value_info("g", TensorProto.FLOAT, [70]))
         feeds["g"] = numpy_helper.to_array(g)
     else:
-        m, feeds = _scale_model((9, 1) if case == "per_row" else (70,), False, act="Relu" if case == "after_relu" else "")
+        m, feeds = _scale_model((9, 1) if case == "per_row" else (70,), False,
+                                act="Relu" if case == "after_relu" else "")
     ops = _check(m, feeds, rtol=1e-5)
     assert ops["Mul"] == 1 and ops["FusedMatMul"] == 1, ops
 

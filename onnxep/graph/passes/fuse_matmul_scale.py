@@ -1,6 +1,6 @@
 """A per-output-channel constant scale after a FusedMatMul, folded into its weight (ORT_ENABLE_ALL, after the layout
 pass): FusedMatMul(A, B, bias) without activation or residual whose output only feeds a Mul by a float32 constant
-s with N values along the last axis (shape (N,), (1, N), ...: one that does not change the product's shape) --
+s, a scalar or N values along the last axis (shape (N,), (1, N), ...: one that does not change the product's shape) --
 a layer scale, as ConvNeXt's and CaiT's blocks write it, MatMul -> Add(bias) -> Mul(gamma) -- becomes one
 FusedMatMul by B * s (each column n of B times s[n]) with bias * s, and an Add of a residual after the Mul then
 joins it (the residual of fuse_matmul_bias). It runs after layout_nhwc, which takes away the Transposes torch.onnx
@@ -18,6 +18,15 @@ from onnxep.graph.ir import Graph
 from onnxep.graph.passes._edit import INTERNAL_DOMAIN, make_node
 from onnxep.graph.passes._pattern import Fusion, internal_op, is_f32, keeps_any, only_consumer, other_input
 from onnxep.graph.passes.fuse_matmul_bias import _bias_vector, _known, _may_match
+
+
+def _scale_vector(v, n, out_rank):
+    """The constant `v` as N per-channel float32 factors when multiplying a rank-`out_rank` (..., N) product by it
+    scales each output channel and leaves the shape unchanged (a scalar, or N values along the last axis), else
+    None."""
+    if v is not None and v.dtype == np.float32 and v.size == 1 and v.ndim <= out_rank:
+        return np.full(n, v.reshape(()), np.float32)
+    return _bias_vector(v, n, out_rank)
 
 
 def fuse_matmul_scale(graph: Graph, ctx=None) -> Graph:
@@ -40,7 +49,7 @@ def fuse_matmul_scale(graph: Graph, ctx=None) -> Graph:
         n = wv.shape[0] if trans_b else wv.shape[1]
         y = fm.outputs[0]
         mul = only_consumer(cons, outputs, y, "Mul")
-        s = _bias_vector(consts.get(other_input(mul, y)), n, len(vt.shape)) if mul is not None else None
+        s = _scale_vector(consts.get(other_input(mul, y)), n, len(vt.shape)) if mul is not None else None
         if s is None:
             continue
         pattern, last, residual = [fm, mul], mul, None
