@@ -28,6 +28,7 @@ cdef extern from "_native/sgemm.h":
         ACT_HARD_SIGMOID "ONNXEP_ACT_HARD_SIGMOID"
         ACT_TANH "ONNXEP_ACT_TANH"
         ACT_HARD_SWISH "ONNXEP_ACT_HARD_SWISH"
+        ACT_GELU "ONNXEP_ACT_GELU"
     float act1 "onnxep_act1"(const Act* act, float v) noexcept nogil
     enum:
         SGEMM_MR "ONNXEP_SGEMM_MR"
@@ -836,7 +837,7 @@ cdef void _sgemm_tile_task(void* p, Py_ssize_t t, int tid) noexcept nogil:
 #: the epilogue activations by ONNX op name, and how many float parameters each takes
 ACTIVATIONS = {"": (ACT_NONE, 0), "Relu": (ACT_RELU, 0), "Clip": (ACT_CLIP, 2), "LeakyRelu": (ACT_LEAKY_RELU, 1),
                "Sigmoid": (ACT_SIGMOID, 0), "HardSigmoid": (ACT_HARD_SIGMOID, 2), "Tanh": (ACT_TANH, 0),
-               "HardSwish": (ACT_HARD_SWISH, 0)}
+               "HardSwish": (ACT_HARD_SWISH, 0), "Gelu": (ACT_GELU, 0)}
 
 
 cdef Act make_act(activation, bint relu=False) except *:

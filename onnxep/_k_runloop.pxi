@@ -20,7 +20,7 @@ cdef enum:
     RL_UNARY = 3            # n0 op (-1 relu, else unary_f32_raw's), n1 count, f0 f1 parameters
     RL_TF_UNARY = 4         # gelu / erf (TF_UNARY_*): n0 op, n1 count
     RL_GEMM_PACKED = 5      # s0 A, s1 packed B, s2 bias (or NULL), s3 residual (or NULL), s4 Y; n0 M, n1 N, n2 K,
-                            # n3 act kind (ACT_*), n4 gelu after (1/0); sgemm_packed_ex as FusedMatMul runs it
+                            # n3 act kind (ACT_*, Gelu's too); sgemm_packed_ex as FusedMatMul runs it
     RL_LAYERNORM = 6        # s0 x, s1 scale, s2 bias, s3 y, s4 mean, s5 inv_std; n0 R, n1 C; f0 eps
     RL_SOFTMAX = 7          # s0 x, s1 y; n0 R, n1 K, n2 log
     RL_STRIDED = 8          # s0 x, s1 y: rl_strided_copy; n0 itemsize, n1 ndim, n2 byte offset into x, n3.. shape,
@@ -81,7 +81,7 @@ cdef enum:
     RL_QUANTIZE = 38        # s0 x, s1 y: qg_quantize_tensor; n0 count, n1 signed; f0 scale, f1 zero point
     RL_DEQUANTIZE = 39      # s0 q, s1 y: qg_dequantize_tensor; n0 count, n1 signed; f0 scale, f1 zp
     RL_BGEMM = 40           # s0 A, s1 bf16-packed B, s2 bias (or NULL), s3 residual (or NULL), s4 Y;
-                            # n0 M, n1 N, n2 K, n3 act kind (ACT_*), n4 gelu after (1/0); f0 alpha: bgemm_run
+                            # n0 M, n1 N, n2 K, n3 act kind (ACT_*); f0 alpha: bgemm_run
     RL_QDQ = 41             # s0 x, s1 y: _qg_qdq_run; n0 count, n1 signed; f0 scale, f1 zero point
     RL_BCONV_NHWC = 42      # (bf16) s0 x, s1 bf16-packed W, s2 bias (or NULL), s3 residual (or NULL), s4 y:
                             # bconv_step; n0.. f0 f1 BConvNhwc.step_args
@@ -98,7 +98,7 @@ cdef enum:
     RL_BCONV_NHWC_LDY = 47  # (bf16) as RL_BCONV_NHWC, s3 NULL, s4 y at the slice's first channel; n19 ldy (the
                             # Concat output's channels)
     RL_GEMV = 48            # s0 a, s1 W as stored, s2 bias (or NULL), s3 y: gemv_run; n0 K, n1 N,
-                            # n2 trans_b, n3 act kind (ACT_*), n4 gelu after (1/0): FusedMatMul's one-row path
+                            # n2 trans_b, n3 act kind (ACT_*): FusedMatMul's one-row path
     RL_ROWS = 49            # s0 x, s1 a (or NULL), s2 b (or NULL), s3 y: _rows_task over n0 channel-last
                             # rows of n1; n2 kind (RowsJob's: 1 ChannelAffine, 3 NhwcLRN), n3 relu, n4 lo, n5 hi, n6
                             # window (work per element, for NORM_PAR_WORK); f0 alpha_n, f1 beta, f2 bias
@@ -197,14 +197,6 @@ cdef void _rl_tf_unary(const RStep* s, char** p) noexcept nogil:
     parallel_for(nchunks, 1 if nchunks < 2 else _nthreads(s.nthreads), _tf_task, &job)
 
 
-cdef void _rl_gelu_after(float* y, Py_ssize_t n, int nthreads) noexcept nogil:
-    """y := gelu(y) in place: the Gelu a GEMM step runs over its product (FusedMatMul's activation "Gelu")."""
-    cdef TfJob job
-    cdef Py_ssize_t nchunks = (n + ELTWISE_CHUNK - 1) // ELTWISE_CHUNK
-    job.x, job.y, job.n, job.op, job.kind = y, y, n, TF_UNARY_GELU, 0
-    parallel_for(nchunks, 1 if nchunks < 2 else _nthreads(nthreads), _tf_task, &job)
-
-
 cdef void _rl_gemm_packed(const RStep* s, char** p) noexcept nogil:
     cdef Py_ssize_t M = s.n[0], N = s.n[1], K = s.n[2]
     cdef Act act
@@ -223,8 +215,6 @@ cdef void _rl_gemm_packed(const RStep* s, char** p) noexcept nogil:
                     <const float*>p[s.slot[1]] if K else NULL, 0.0, y, N, 1, <const float*>p[s.slot[2]], NULL,
                     <const float*>p[s.slot[3]], &act, work, nth)
     free(work)
-    if s.n[4]:
-        _rl_gelu_after(y, M * N, s.nthreads)
 
 
 cdef void _rl_layernorm(const RStep* s, char** p) noexcept nogil:
@@ -710,8 +700,6 @@ cdef void _rl_bgemm(const RStep* s, char** p) noexcept nogil:
                  <const float*>p[s.slot[2]], <const float*>p[s.slot[3]], N, y, N, &act, s.nthreads) != 0:
         p[0] = <char*>1       # the error mark (no memory for packed A): the Python step raises
         return
-    if s.n[4]:
-        _rl_gelu_after(y, M * N, s.nthreads)
 
 
 _RL_FNS[RL_BGEMM] = _rl_bgemm
@@ -725,8 +713,6 @@ cdef void _rl_gemv(const RStep* s, char** p) noexcept nogil:
     act.kind, act.a, act.b = <int>s.n[3], 0.0, 0.0
     gemv_run(<const float*>p[s.slot[0]], <const float*>p[s.slot[1]], s.n[0], s.n[1], <bint>s.n[2],
              <const float*>p[s.slot[2]], y, &act, s.nthreads)
-    if s.n[4]:
-        _rl_gelu_after(y, s.n[1], s.nthreads)
 
 
 _RL_FNS[RL_GEMV] = _rl_gemv

@@ -249,15 +249,16 @@ def sgemm_batched_f32(const float[::1] a, const float[::1] b, float[::1] c, cons
 # (sgemm_packed_ex's `res`), so a MatMul -> Add(bias) -> Add(residual) chain writes its output once.
 
 def sgemm_packed_res_f32(const float[:, ::1] A, const float[::1] B_packed, Py_ssize_t N, float[:, ::1] C,
-                         const float[::1] bias_col, const float[:, ::1] res, bint relu=False, int nthreads=0):
-    """C := act(A @ B + bias_col[j] + res[i, j]) with B (K x N) packed by sgemm_pack_b; act Relu when relu.
-    bias_col (N) may be None; res has C's shape and must not alias C (C holds partial sums between K blocks)."""
+                         const float[::1] bias_col, const float[:, ::1] res, bint relu=False, int nthreads=0,
+                         activation=None):
+    """C := act(A @ B + bias_col[j] + res[i, j]) with B (K x N) packed by sgemm_pack_b; act as sgemm_packed_f32's
+    (`activation`, else Relu when relu). bias_col (N) may be None; res has C's shape and must not alias C (C holds
+    partial sums between K blocks)."""
     cdef Py_ssize_t M = A.shape[0], K = A.shape[1]
     cdef int nth
     cdef float* work = NULL
     cdef const float* bc = NULL
-    cdef Act act
-    act.kind, act.a, act.b = (ACT_RELU if relu else ACT_NONE), 0.0, 0.0
+    cdef Act act = make_act(activation, relu)
     if C.shape[0] != M or C.shape[1] != N or res.shape[0] != M or res.shape[1] != N:
         raise ValueError(f"sgemm_packed_res_f32: A is {M}x{K}, C {C.shape[0]}x{C.shape[1]}, res "
                          f"{res.shape[0]}x{res.shape[1]}, expected C and res {M}x{N}")

@@ -49,19 +49,31 @@ static inline float onnxep_erf1(float x)
     r = x < 0.0f ? -r : r;
     return x != x ? x : r;                                         /* NaN stays NaN */
 }
-/* Gelu(x) = x * 0.5 * (1 + erf(x / sqrt(2))). For z = x/sqrt(2) < -0.921875, 1 + erf(z) = erfc(|z|) =
-   exp(Q(|z|)) is taken directly (no cancellation in 1 - (1 - erfc)); 0 below z = -3.925, as 1 + erf(z) is. */
+/* Gelu(x) = x * Phi(x), Phi the normal CDF, in one branch-free form (no erf split):
+     h = Phi(-|x|) = 2^G(|x|) for |x| < 5.550788 (3.925 sqrt 2), 0 beyond (Phi(-5.55) = 1.4e-8);
+     Phi(x) = 1 - h for x >= 0, h for x < 0.
+   G ~ log2 Phi(-a) (degree 8; the 1/sqrt2, the 1/2 of 0.5 erfc(a/sqrt2) and log2(e) are in its coefficients), a
+   near-minimax fit (Lawson-weighted least squares in float64 against math.erfc, the error weighted by Phi(-a): absolute
+   in Phi, which is what x * Phi needs -- Gelu's bound is absolute, 3e-7 max(1, |x|)); fit error 7.6e-9 in Phi.
+   2^G: G = n + r (n the nearest integer, r exact, |r| <= 1/2), 2^r by onnxep_exp_neg's polynomial in r ln2, 2^n in
+   the exponent bits (G is in [-26.1, -1]: no guard). The built kernels (tests/kernels/test_transformer.py) stay
+   within 0.32 (avx512, avx2 with FMA) of that bound, against 0.43 .. 0.44 for erf's two-branch form this replaced,
+   in half the instructions per vector: 0.24 against 0.48 ns an element in L2 (AVX-512, dev machine; 2x). */
+#define ONNXEP_GELU_CLAMP 5.550788f
 static inline float onnxep_gelu1(float x)
 {
-    float z = x * 0.70710678f;
-    float a = z < 0.0f ? -z : z;
-    float ac = a < ONNXEP_ERF_CLAMP ? a : ONNXEP_ERF_CLAMP;
-    float small = ac * onnxep_erf_p(ac * ac);
-    float e = onnxep_exp_neg(onnxep_erf_q(ac));
-    float onep;
-    if (z >= 0.0f) onep = a <= ONNXEP_ERF_SPLIT ? 1.0f + small : 2.0f - e;
-    else onep = a <= ONNXEP_ERF_SPLIT ? 1.0f - small : (a < ONNXEP_ERF_CLAMP ? e : 0.0f);
-    return x * 0.5f * onep;                                         /* NaN: z >= 0 is false, NaN * ... = NaN */
+    float a0 = fabsf(x);
+    float a = a0 < ONNXEP_GELU_CLAMP ? a0 : ONNXEP_GELU_CLAMP;      /* NaN -> the clamp; x * Phi stays NaN */
+    float g = -0.999999978f + a * (-1.15110573f + a * (-0.459204894f + a * (-0.052505066f + a * (0.00707552421f
+              + a * (-0.000145909936f + a * (-0.000182531126f + a * (3.86172687e-05f + a * -2.77175758e-06f)))))));
+    float n = (g + 12582912.0f) - 12582912.0f;                      /* round to nearest integer */
+    float r = g - n;
+    float p = 1.0f + r * (0.693147181f + r * (0.240226459f + r * (0.0555032872f + r * (0.00961848883f
+              + r * (0.00133999299f + r * 0.000153457432f)))));
+    union { float f; int i; } s;
+    s.i = ((int)n + 127) << 23;
+    float h = a0 < ONNXEP_GELU_CLAMP ? p * s.f : 0.0f;
+    return x * (x >= 0.0f ? 1.0f - h : h);                          /* +inf -> inf, -40 -> -0 */
 }
 static void onnxep_erf_loop(const float* x, float* y, Py_ssize_t n)
 {

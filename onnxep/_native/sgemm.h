@@ -61,10 +61,13 @@ static long onnxep_cache_bytes(int level, long dflt)
    0.97x, the MLP 0.96x; the conv models 1.00x). */
 /* The fused activation of the epilogue (NULL: none). Relu, Clip, LeakyRelu and HardSwish are applied in
    registers; Sigmoid, HardSigmoid and Tanh over the tile just stored (still in L1), with the same scalar code in
-   every variant. HardSwish is v * min(1, max(0, v/6 + 1/2)) (ONNX's alpha 1/6, beta 1/2, as hard_swish_f32). */
+   every variant. HardSwish is v * min(1, max(0, v/6 + 1/2)) (ONNX's alpha 1/6, beta 1/2, as hard_swish_f32).
+   Gelu (the erf form, FusedMatMul's) is erf.h's onnxep_gelu1, vectorised over each stored row: the product is
+   still in L1 instead of a pass over the whole output after the GEMM. */
 #include <math.h>
+#include "erf.h"
 enum { ONNXEP_ACT_NONE = 0, ONNXEP_ACT_RELU, ONNXEP_ACT_CLIP, ONNXEP_ACT_LEAKY_RELU, ONNXEP_ACT_SIGMOID,
-       ONNXEP_ACT_HARD_SIGMOID, ONNXEP_ACT_TANH, ONNXEP_ACT_HARD_SWISH };
+       ONNXEP_ACT_HARD_SIGMOID, ONNXEP_ACT_TANH, ONNXEP_ACT_HARD_SWISH, ONNXEP_ACT_GELU };
 #define ONNXEP_ACT_IN_REGS(kind) ((kind) <= ONNXEP_ACT_LEAKY_RELU || (kind) == ONNXEP_ACT_HARD_SWISH)
 typedef struct { int kind; float a, b; } onnxep_act;   /* Clip: [a, b]; LeakyRelu: a; HardSigmoid: a, b */
 static inline float onnxep_act1(const onnxep_act* act, float v)
@@ -76,6 +79,7 @@ static inline float onnxep_act1(const onnxep_act* act, float v)
     case ONNXEP_ACT_SIGMOID: return 1.0f / (1.0f + expf(-v));
     case ONNXEP_ACT_HARD_SIGMOID: { float h = act->a * v + act->b; return h < 0.0f ? 0.0f : (h > 1.0f ? 1.0f : h); }
     case ONNXEP_ACT_TANH: return tanhf(v);
+    case ONNXEP_ACT_GELU: return onnxep_gelu1(v);
     case ONNXEP_ACT_HARD_SWISH: {
         float h = v * (1.0f / 6.0f) + 0.5f;
         h = h < 0.0f ? 0.0f : h;
@@ -112,6 +116,10 @@ static inline void onnxep_act_row(const onnxep_act* act, float* __restrict y, Py
             h = h < 0.0f ? 0.0f : h;
             y[j] = v * (h > 1.0f ? 1.0f : h);
         }
+        break;
+    case ONNXEP_ACT_GELU:
+        #pragma omp simd
+        for (j = 0; j < w; j++) y[j] = onnxep_gelu1(y[j]);
         break;
     default:
         for (j = 0; j < w; j++) y[j] = onnxep_act1(act, y[j]);

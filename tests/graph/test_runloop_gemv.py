@@ -36,7 +36,7 @@ def _run_step(V, a, W, trans_b, bias, act, nthreads):
     y = np.full(N, np.nan, np.float32)
     prog = V.Program(1, 5)
     prog.set_step(0, V.RUNLOOP_FNS["gemv"], [1, 2, 3 if bias is not None else 0, 4],
-                  [K, N, int(trans_b), 1 if act == 1 else 0, 1 if act == 2 else 0], [], nthreads)
+                  [K, N, int(trans_b), V.ACTIVATIONS[ACTS[act]][0]], [], nthreads)
     for slot, v in ((1, a), (2, W), (3, bias), (4, y)):
         if v is not None:
             prog.set_ptr(slot, v)
@@ -60,11 +60,9 @@ def test_gemv_step_vs_numpy_every_variant(isa, trans_b, K, N, act):
         for nth in (1, 2):
             got = _run_step(V, a, W, trans_b, bias, act, nth)
             np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * math.sqrt(K))
-            # the same bits as gemv_f32 (then gelu_f32) of the variant: the step runs that kernel
+            # the same bits as gemv_f32 of the variant with that epilogue activation: the step runs that kernel
             ref = np.empty(N, np.float32)
-            V.gemv_f32(a, W, bool(trans_b), bias, ref, act == 1, nth)
-            if act == 2:
-                V.gelu_f32(ref, ref, nth)
+            V.gemv_f32(a, W, bool(trans_b), bias, ref, False, nth, ACTS[act] or None)
             np.testing.assert_array_equal(got, ref)
 
 

@@ -172,6 +172,62 @@ def test_matmul_bias_fused(act, a_shape, bias_shape):
     assert _check(m, {"a": a}, rtol=1e-5) == {"FusedMatMul": 1}
 
 
+# ------------------------------------------------------------------- layer scale after a FusedMatMul (+ residual)
+def _scale_model(scale_shape, residual=True, act="", gemm=False, k=100, n=70, rows=(2, 9)):
+    """[Gemm | MatMul + bias] [-> act] -> Mul(scale) [-> Add(residual)], as ConvNeXt's block ends (its Transposes
+    taken by the layout pass)."""
+    a = RNG.standard_normal(rows + (k,)).astype(np.float32)
+    r = RNG.standard_normal(rows + (n,)).astype(np.float32)
+    consts = {"w": (RNG.standard_normal((n, k) if gemm else (k, n)) * 0.1).astype(np.float32),
+              "b": RNG.standard_normal(n).astype(np.float32),
+              "g": RNG.uniform(-2, 2, scale_shape).astype(np.float32)}
+    if gemm:
+        nodes = [helper.make_node("Gemm", ["a", "w", "b"], ["h"], transB=1)]
+    else:
+        nodes = [helper.make_node("MatMul", ["a", "w"], ["mm"]), helper.make_node("Add", ["mm", "b"], ["h"])]
+    if act:
+        nodes.append(helper.make_node(act, ["h"], ["h2"]))
+    nodes.append(helper.make_node("Mul", ["g", "h2" if act else "h"], ["s" if residual else "y"]))
+    feeds = {"a": a}
+    if residual:
+        nodes.append(helper.make_node("Add", ["r", "s"], ["y"]))
+        feeds["r"] = r
+    return make_model(nodes, feeds, ["y"], initializers=consts), feeds
+
+
+@pytest.mark.parametrize("scale_shape", [(70,), (1, 1, 70), (1,)])
+@pytest.mark.parametrize("residual", [True, False])
+def test_layer_scale_folded_into_matmul(scale_shape, residual):
+    """MatMul + bias -> Mul(per-channel or scalar constant) [-> Add(residual)] -> one FusedMatMul by the scaled
+    weight and bias (fuse_matmul_scale). Oracle: onnxruntime on the unfused model; the scaled weight rounds once per
+    element (the module docstring), so within 1e-5 of the output's magnitude."""
+    m, feeds = _scale_model(scale_shape, residual)
+    assert _check(m, feeds, rtol=1e-5) == {"FusedMatMul": 1}
+
+
+def test_layer_scale_folded_into_lone_gemv_gemm():
+    """A batch-1 Gemm with B stored (N, K) (a FusedMatMul with trans_b: fuse_matmul_bias.LONE_GEMV) scaled per output
+    row of B, then a residual: one FusedMatMul. Oracle: onnxruntime."""
+    m, feeds = _scale_model((256,), True, gemm=True, k=4096, n=256, rows=(1,))
+    assert _check(m, feeds, rtol=1e-5) == {"FusedMatMul": 1}
+
+
+@pytest.mark.parametrize("case", ["per_row", "after_relu", "computed"])
+def test_layer_scale_not_folded(case):
+    """A scale that is not per output channel ((rows, 1)), one after an activation (Relu(x) * s is not Relu of a
+    scaled product for s < 0), or a computed one: the Mul stays. Oracle: onnxruntime."""
+    if case == "computed":
+        m, feeds = _scale_model((70,), False)
+        g = m.graph.initializer.pop(next(i for i, t in enumerate(m.graph.initializer) if t.name == "g"))
+        m.graph.input.append(helper.make_tensor_value_info("g", TensorProto.FLOAT, [70]))
+        feeds["g"] = numpy_helper.to_array(g)
+    else:
+        m, feeds = _scale_model((9, 1) if case == "per_row" else (70,), False,
+                                act="Relu" if case == "after_relu" else "")
+    ops = _check(m, feeds, rtol=1e-5)
+    assert ops["Mul"] == 1 and ops["FusedMatMul"] == 1, ops
+
+
 def test_matmul_not_fused_with_tanh_gelu():
     """The ONNX Gelu with approximate "tanh" is another function: the FusedMatMul takes the bias, the Gelu stays."""
     a = RNG.standard_normal((8, 100)).astype(np.float32)

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from tests.kernels.test_conv import VARIANTS
+from tests.kernels.test_gemm import gelu64
 from tests.kernels.test_conv_winograd import ACTS, _act
 from tests.ops.test_bconv_nhwc import _bound, _conv64
 
@@ -57,23 +58,30 @@ def test_bgemm_epilogue_activation_every_variant(bg_kernel, isa, act, cout):
 
 
 @pytest.mark.parametrize("M,K,N", [(1, 3, 5), (13, 64, 40), (50, 129, 96), (97, 256, 130), (49, 257, 33)])
-@pytest.mark.parametrize("epilogue", ["none", "bias", "res", "bias_res_relu", "bias_clip", "res_in_place"])
+@pytest.mark.parametrize("epilogue", ["none", "bias", "res", "bias_res_relu", "bias_clip", "res_in_place",
+                                      "bias_gelu", "bias_res_gelu"])
 def test_bgemm_register_epilogue_keeps_bits(bg_kernel, M, K, N, epilogue):
     """The epilogue applied in the tile's registers where K fits one block (bgemm_epilogue_in_regs, on by default:
     K <= 256 here, 257 keeps the buffered one) against the buffered epilogue, every variant: the same bits, bias,
-    residual (also read from Y's own memory) and Relu / Clip; and the float64 oracle within the bf16 bound of
-    tests/kernels/test_bgemm.py."""
+    residual (also read from Y's own memory), Relu / Clip in the registers, Gelu over the stored tile; and the
+    float64 oracle within the bf16 bound of tests/kernels/test_bgemm.py (Gelu: times its slope, at most 1.13, plus
+    its own error 3e-7 max(1, |x|))."""
     rng = np.random.default_rng(M * 31 + K * 7 + N)
     a = (4 * rng.standard_normal((M, K))).astype(np.float32)
     b = rng.standard_normal((K, N)).astype(np.float32)
     bias = rng.standard_normal(N).astype(np.float32) if "bias" in epilogue else None
     r = rng.standard_normal((M, N)).astype(np.float32) if "res" in epilogue else None
     act = ("Clip", -0.5, 0.5) if "clip" in epilogue else ("Relu" if "relu" in epilogue else None)
+    act = "Gelu" if "gelu" in epilogue else act
     s = np.abs(a).astype(np.float64) @ np.abs(b)
     ref = a.astype(np.float64) @ b + (0 if bias is None else bias) + (0 if r is None else r)
-    ref = np.maximum(ref, 0) if act == "Relu" else (np.clip(ref, -0.5, 0.5) if act else ref)
     bound = (2 ** -7 + 2 ** -16 + K * 2 ** -23) * s + 2 ** -21 * (s + (0 if bias is None else np.abs(bias))
                                                                  + (0 if r is None else np.abs(r)))
+    if act == "Gelu":
+        bound = 1.13 * bound + 3e-7 * np.maximum(1.0, np.abs(ref))
+        ref = gelu64(ref)
+    else:
+        ref = np.maximum(ref, 0) if act == "Relu" else (np.clip(ref, -0.5, 0.5) if act else ref)
     for isa, mod in VARIANTS.items():
         bp = np.empty(mod.bgemm_pack_b_size(K, N), np.float32)
         mod.bgemm_pack_b(b, False, bp)

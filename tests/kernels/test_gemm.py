@@ -5,6 +5,7 @@ Tolerance (elementwise): the standard forward error bound of a float32 dot produ
 taken with K + 2 (the alpha scaling and the final add) and a factor 2, plus 80 * eps32 for rounding the epilogue
 (beta*C + bias, whose magnitude is below 10 in these tests)."""
 import importlib
+import math
 
 import numpy as np
 import pytest
@@ -197,7 +198,14 @@ def test_k_blocks_are_even():
     assert "ksplit=even" in mod.SGEMM_FORMAT
 
 
-ACTS = [("Relu",), ("Clip", -0.5, 0.75), ("LeakyRelu", 0.1), ("Sigmoid",), ("HardSigmoid", 0.2, 0.5), ("Tanh",)]
+ACTS = [("Relu",), ("Clip", -0.5, 0.75), ("LeakyRelu", 0.1), ("Sigmoid",), ("HardSigmoid", 0.2, 0.5), ("Tanh",),
+        ("Gelu",)]
+_erf = np.vectorize(math.erf, otypes=[np.float64])
+
+
+def gelu64(r):
+    """Gelu (the erf form) in float64, math.erf's."""
+    return r * 0.5 * (1.0 + _erf(r / math.sqrt(2.0)))
 
 
 def _act_ref(r, act):
@@ -212,6 +220,8 @@ def _act_ref(r, act):
         return 1 / (1 + np.exp(-r))
     if name == "HardSigmoid":
         return np.clip(act[1] * r + act[2], 0, 1)
+    if name == "Gelu":
+        return gelu64(r)
     return np.tanh(r)
 
 
@@ -219,8 +229,9 @@ def _act_ref(r, act):
 @pytest.mark.parametrize("act", ACTS, ids=lambda a: a[0])
 @pytest.mark.parametrize("M,N,K", [(1, 1, 1), (13, 33, 7), (37, 70, 300)])
 def test_fused_activation_epilogue(isa, act, M, N, K):
-    """Oracle: numpy float64 GEMM + bias, then the activation (the epilogue is applied once, after the last K block).
-    Every variant also agrees with the generic one, NaN and inf included (NaN stays NaN through Clip, LeakyRelu)."""
+    """Oracle: numpy float64 GEMM + bias, then the activation (the epilogue is applied once, after the last K block;
+    Gelu's slope is at most 1.13 and its own error 3e-7 max(1, |x|), both inside the factor 2 of tol). Every variant
+    also agrees with the generic one, NaN and inf included (NaN stays NaN through Clip, LeakyRelu, Gelu)."""
     mod = VARIANTS[isa]
     rng = np.random.default_rng(M * 7 + N)
     A = rng.uniform(-1, 1, (M, K)).astype(np.float32)
@@ -239,7 +250,7 @@ def test_fused_activation_epilogue(isa, act, M, N, K):
     VARIANTS["generic"].sgemm_f32(False, False, 1.0, A, B, 0.0, G, 1, bias, None, False, act)
     np.testing.assert_array_equal(np.isnan(C2), np.isnan(G))
     np.testing.assert_allclose(C2[np.isfinite(G)], G[np.isfinite(G)], rtol=0, atol=2 * tol)
-    if act[0] in ("Clip", "LeakyRelu", "Tanh", "Sigmoid"):
+    if act[0] in ("Clip", "LeakyRelu", "Tanh", "Sigmoid", "Gelu"):
         assert np.isnan(C2[0]).any()   # a NaN product reaches the output, not a clamped number
 
 
@@ -248,7 +259,7 @@ def test_unknown_activation_is_refused():
     A = np.ones((2, 2), np.float32)
     C = np.empty((2, 2), np.float32)
     with pytest.raises(ValueError, match="unknown epilogue activation"):
-        _kernels.sgemm_f32(False, False, 1.0, A, A, 0.0, C, 1, None, None, False, "Gelu")
+        _kernels.sgemm_f32(False, False, 1.0, A, A, 0.0, C, 1, None, None, False, "Softplus")
     with pytest.raises(ValueError, match="unknown epilogue activation"):
         _kernels.sgemm_f32(False, False, 1.0, A, A, 0.0, C, 1, None, None, False, ("Clip", 0.0))
 
@@ -282,11 +293,12 @@ def test_gemv_f32_matches_numpy(isa, data):
 
 @pytest.mark.parametrize("activation,fn", [
     (("Clip", -0.5, 0.5), lambda r: np.clip(r, -0.5, 0.5)), (("LeakyRelu", 0.1), lambda r: np.where(r >= 0, r, 0.1 * r)),
-    ("Sigmoid", lambda r: 1 / (1 + np.exp(-r))), ("Tanh", np.tanh)])
+    ("Sigmoid", lambda r: 1 / (1 + np.exp(-r))), ("Tanh", np.tanh), ("Gelu", gelu64)])
 def test_gemv_f32_activations(activation, fn):
     """The epilogue activations of make_act, applied to each output after the bias. Oracle: numpy float64 (the
-    activation of the float64 product), within the SGEMM bound (every activation here is 1-Lipschitz) plus 4 eps32 for
-    its own rounding."""
+    activation of the float64 product), within the SGEMM bound (the activations here are 1-Lipschitz, Gelu 1.13: the
+    bound's factor 2 covers it) plus 4 eps32 for its own rounding (Gelu's 3e-7 max(1, |x|) is inside the bound's
+    80 eps32)."""
     rng = np.random.default_rng(1)
     a, bias = rng.uniform(-1, 1, 37).astype(np.float32), rng.uniform(-1, 1, 70).astype(np.float32)
     for tb in (True, False):

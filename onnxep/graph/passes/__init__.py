@@ -17,8 +17,9 @@
            depend only on the input shapes and constants -> com.onnxep ShapeSubgraph (computed once per signature)
     3      channel-last layout (NHWC twins of Conv, pooling and BatchNormalization, transposes only where layouts
            meet), then the NhwcConv epilogue fusions (residual Add, activations) and ChannelAffine chains (the
-           per-channel Mul / Add and Relu after a BatchNormalization folded into it), the Transposes around a GroupNorm
-           folded into it (it reads NCHW or channel-last, writes channel-last)
+           per-channel Mul / Add and Relu after a BatchNormalization folded into it), a per-channel constant Mul
+           after a FusedMatMul (a layer scale) folded into its weight, with the residual Add after it, the
+           Transposes around a GroupNorm folded into it (it reads NCHW or channel-last, writes channel-last)
 
 ORT_ENABLE_ALL (99, the default) runs them all; InferenceSession(disabled_optimizers=[...]) leaves out the passes named
 (PASS_NAMES: onnxep's pass names and the onnxruntime transformer names each stands in for).
@@ -45,6 +46,7 @@ from onnxep.graph.passes.fuse_gelu_tanh import fuse_gelu_tanh
 from onnxep.graph.passes.fuse_group_norm import fuse_group_norm, fuse_group_norm_nhwc
 from onnxep.graph.passes.fuse_layernorm import fuse_layernorm
 from onnxep.graph.passes.fuse_matmul_bias import fuse_matmul_bias
+from onnxep.graph.passes.fuse_matmul_scale import fuse_matmul_scale
 from onnxep.graph.passes.fuse_matmul_transpose import fuse_matmul_transpose
 from onnxep.graph.passes.fuse_qdq_pair import fuse_qdq_pair
 from onnxep.graph.passes.fuse_qdq_ops import fuse_qdq_ops
@@ -90,6 +92,7 @@ PASSES: list = [
     (2, fuse_attention),       # after the two above: it takes their StridedMatMuls and MaskedSoftmax
     (3, layout_nhwc),
     (3, fuse_nhwc_conv),
+    (3, fuse_matmul_scale),    # after the layout pass: it took the Transposes between a layer scale and its residual
     (3, fuse_channel_affine),
     (3, fuse_group_norm_nhwc),  # after the layout pass: the Transposes around a GroupNorm go into it
     (2, fold_shape_subgraphs),  # last: it takes what the others left of the shape logic (the layout pass included)
@@ -125,6 +128,7 @@ PASS_NAMES: dict = {
     fuse_exporter_attention: ("fuse_exporter_attention",),
     layout_nhwc: ("layout_nhwc", "NhwcTransformer", "NchwcTransformer"),
     fuse_nhwc_conv: ("fuse_nhwc_conv", "ConvActivationFusion", "ConvAddActivationFusion"),
+    fuse_matmul_scale: ("fuse_matmul_scale",),
     fuse_channel_affine: ("fuse_channel_affine",),
     fold_shape_subgraphs: ("fold_shape_subgraphs",),
 }
@@ -159,6 +163,7 @@ NEEDS: dict = {
     # a channel-last region starts at a twin op, or at the model's own Transpose (layout_nhwc.model_transpose)
     layout_nhwc: (set(NHWC_TWINS) | {"Transpose"},),
     fuse_nhwc_conv: ({"NhwcConv"},),
+    fuse_matmul_scale: ({"FusedMatMul"}, {"Mul"}),
     fuse_channel_affine: ({"ChannelAffine"},),
     fuse_group_norm_nhwc: ({"GroupNorm"},),
     fold_shape_subgraphs: ({"Shape", "Size"},),

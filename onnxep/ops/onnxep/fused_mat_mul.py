@@ -1,8 +1,8 @@
 """FusedMatMul (domain com.onnxep): Y = act(A @ B + bias [+ R]) with B a constant 2-D (K, N) weight (pre-packed, the
 layout MatMul and Gemm use), bias an optional constant (N,) vector and R an optional residual of Y's shape -- what
 graph/passes/fuse_matmul_bias.py makes of MatMul -> Add(bias) [-> Add(R)] [-> Relu | com.onnxep Gelu]. A's leading
-dims fold into M, as MatMul's (numpy.matmul) do. The bias, R and Relu go into the SGEMM epilogue; Gelu (not an
-epilogue activation of the SGEMM) runs over the product in place right after it. Written by passes, never by users.
+dims fold into M, as MatMul's (numpy.matmul) do. The bias, R and the activation go into the GEMM's epilogue (Gelu over
+each tile just stored, still in L1: _native/sgemm.h ONNXEP_ACT_GELU). Written by passes, never by users.
 activation: "", "Relu" or "Gelu"; trans_b: 1 when B is stored (N, K) (a Gemm with transB=1).
 
 A batch-1 fully connected layer with B stored (N, K) (A's static shape has one row, trans_b) keeps B as stored and
@@ -103,25 +103,33 @@ class FusedMatMul_1(PackedWeightMixin, OpKernel):
             return
         Y = ctx.output(0, y_shape, F32)
         A2, Y2 = A.reshape(rows, K), Y.reshape(rows, N)
-        relu = self.activation == "Relu"
+        act = self.activation or None       # the epilogue's activation (_kernels.ACTIVATIONS)
         nt = ctx.num_threads
         if bp is not None and self.__dict__.get("_bf16"):
-            _kernels.bgemm_f32(A2, bp, N, Y2, bias, None if R is None else R.reshape(rows, N), 1.0, None, relu, nt)
+            _kernels.bgemm_f32(A2, bp, N, Y2, bias, None if R is None else R.reshape(rows, N), 1.0, act, False, nt)
         elif bp is not None and R is not None:
-            _kernels.sgemm_packed_res_f32(A2, bp, N, Y2, bias, R.reshape(rows, N), relu, nt)
+            _kernels.sgemm_packed_res_f32(A2, bp, N, Y2, bias, R.reshape(rows, N), False, nt, act)
         elif bp is not None:
-            _kernels.sgemm_packed_f32(False, 1.0, A2, bp, N, 0.0, Y2, bias, None, relu, nt)
+            _kernels.sgemm_packed_f32(False, 1.0, A2, bp, N, 0.0, Y2, bias, None, False, nt, act)
+        elif R is None and rows == 1:   # one row against B as stored (see the module docstring)
+            _kernels.gemv_f32(A2.reshape(-1), np.ascontiguousarray(B, F32), bool(self.trans_b), bias, Y2.reshape(-1),
+                              False, nt, act)
+        elif R is None:                 # B packed per call
+            _kernels.sgemm_f32(False, bool(self.trans_b), 1.0, A2, B, 0.0, Y2, nt, bias, None, False, act)
         else:
-            if rows == 1:   # one row against B as stored (see the module docstring)
+            if rows == 1:
                 _kernels.gemv_f32(A2.reshape(-1), np.ascontiguousarray(B, F32), bool(self.trans_b), bias,
-                                  Y2.reshape(-1), relu and R is None, nt)
-            else:           # B packed per call
-                _kernels.sgemm_f32(False, bool(self.trans_b), 1.0, A2, B, 0.0, Y2, nt, bias, None, relu and R is None)
-            if R is not None:
-                np.add(Y, R, out=Y)
-                if relu:
-                    np.copyto(Y, 0.0, where=~(Y > 0))   # NaN -> 0, as the epilogue's Relu
-        if self.activation == "Gelu":
+                                  Y2.reshape(-1), False, nt)
+            else:
+                _kernels.sgemm_f32(False, bool(self.trans_b), 1.0, A2, B, 0.0, Y2, nt, bias, None)
+            np.add(Y, R, out=Y)
+            self._activation_after(Y, nt)
+
+    def _activation_after(self, Y, nt):
+        """Y := act(Y) in place, where the residual was added after the product (the epilogue's NaN rules)."""
+        if self.activation == "Relu":
+            np.copyto(Y, 0.0, where=~(Y > 0))   # NaN -> 0, as the epilogue's Relu
+        elif self.activation == "Gelu":
             flat = Y.reshape(-1)
             _kernels.gelu_f32(flat, flat, nt)
 
@@ -144,15 +152,11 @@ class FusedMatMul_1(PackedWeightMixin, OpKernel):
             _kernels.sgemm_f32(False, bool(self.trans_b), 1.0, A.reshape(rows, K), B, 0.0, P, nt, bias, None, False)
         Y = ctx.output(0, shape, F32)
         np.add(P.reshape(y_shape), R, out=Y)
-        if self.activation == "Relu":
-            np.copyto(Y, 0.0, where=~(Y > 0))   # NaN -> 0, as the epilogue's Relu
-        elif self.activation == "Gelu":
-            flat = Y.reshape(-1)
-            _kernels.gelu_f32(flat, flat, nt)
+        self._activation_after(Y, nt)
 
     def c_step(self, ins, outs, nthreads):
         """The compiled run loop's entry (backends/cpu/runloop.py): the packed-B path of compute (sgemm_packed_ex
-        with the bias / residual / Relu epilogue, Gelu after), or its one-row path against B as stored (gemv_f32, no
+        with the bias / residual / activation epilogue), or its one-row path against B as stored (gemv_f32, no
         residual: RL_GEMV)."""
         bp = self.packed(1)
         if type(self).compute is not FusedMatMul_1.compute or "compute" in self.__dict__:
@@ -177,15 +181,14 @@ class FusedMatMul_1(PackedWeightMixin, OpKernel):
         if K == 0 or Y.size == 0:
             return None
         rows = Y.size // N
-        relu = 1 if self.activation == "Relu" else 0
-        gelu = 1 if self.activation == "Gelu" else 0
+        act = _kernels.ACTIVATIONS[self.activation][0]      # the epilogue's kind (ACT_*)
         bias_arg = 2 if bias is not None else None
         if bp is None:      # compute's unpacked B: gemv_f32 for one row, else B packed per call (stays in Python)
             if rows != 1 or R is not None:
                 return None
-            return "gemv", [0, 1, bias_arg, ~0], [K, N, 1 if self.trans_b else 0, relu, gelu], []
+            return "gemv", [0, 1, bias_arg, ~0], [K, N, 1 if self.trans_b else 0, act], []
         args = [0, bp, bias_arg, 3 if R is not None else None, ~0]
-        ints = [rows, N, K, relu, gelu]
+        ints = [rows, N, K, act]
         if self.__dict__.get("_bf16"):      # the bf16 GEMM (onnxep.compute_precision=bf16)
             return "bgemm", args, ints, [1.0]
         return "gemm_packed", args, ints, []
