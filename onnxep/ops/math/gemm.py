@@ -8,6 +8,7 @@ from onnxep.ops._base import OpKernel
 from onnxep.errors import InvalidArgument
 from onnxep.ops._packed import PackedWeightMixin
 from onnxep.ops._bf16 import bf16_format, bf16_pack_spec, use_bf16
+from onnxep.ops._gemv import GEMV_NK_FORMAT, gemv_nk_pack_spec, gemv_nk_weight
 from onnxep.ops.math._numpy import NativeOrNumpy
 from onnxep.ops.math.mat_mul import matmul_into
 
@@ -74,6 +75,8 @@ class Gemm_7(NativeOrNumpy, PackedWeightMixin, OpKernel):
                 and (len(op.input_types) < 3 or not op.node.inputs[2] or _rank_ok(op.input_types[2], (0, 1, 2))))
 
     def prepack_format(self, input_index):
+        if self.__dict__.get("_nk"):
+            return GEMV_NK_FORMAT                      # tiny N: W (N, K) fp32 (ops/_gemv.py)
         if use_bf16(self):
             return bf16_format(self.transB)            # onnxep.compute_precision=bf16 (ops/_bf16.py)
         return f"{_kernels.SGEMM_FORMAT}:trans_b={int(bool(self.transB))}"
@@ -81,6 +84,11 @@ class Gemm_7(NativeOrNumpy, PackedWeightMixin, OpKernel):
     def _pack_spec(self, tensor, input_index):
         if input_index != 1 or tensor.ndim != 2 or tensor.dtype != F32:
             return None
+        spec = gemv_nk_pack_spec(tensor, self.transB)
+        if spec is not None:
+            self._b_kn, n, fill = spec
+            self._nk = True
+            return n, fill
         if use_bf16(self):
             self._b_kn, n, fill = bf16_pack_spec(tensor, self.transB)
             self._bf16 = True
@@ -112,6 +120,21 @@ class Gemm_7(NativeOrNumpy, PackedWeightMixin, OpKernel):
         if C is not None and self.beta != 0.0:
             bias_col, bias_row, full = gemm_bias(C, M, N, self.beta)
         Y = ctx.output(0, (M, N), F32)
+        if bp is not None and self.__dict__.get("_nk"):
+            # tiny N (ops/_gemv.py): dot products against W (N, K), then alpha and beta*C where not the plain bias
+            plain = self.alpha == 1.0 and full is None and bias_row is None
+            _kernels.gemv_rows_f32(np.ascontiguousarray(A.T if self.transA else A), gemv_nk_weight(bp, K, N),
+                                   bias_col if plain else None, Y, False, ctx.num_threads)
+            if not plain:
+                if self.alpha != 1.0:
+                    Y *= F32(self.alpha)
+                if bias_col is not None:
+                    Y += bias_col
+                if bias_row is not None:
+                    Y += bias_row[:, None]
+                if full is not None:
+                    Y += np.multiply(full, F32(self.beta), dtype=F32)
+            return
         if bp is not None and self.__dict__.get("_bf16"):
             # bf16 GEMM: alpha on the product, beta*C as the column bias, a residual, or a row bias added after
             R = None if full is None else np.ascontiguousarray(np.multiply(full, F32(self.beta), dtype=F32))
@@ -151,6 +174,8 @@ class Gemm_7(NativeOrNumpy, PackedWeightMixin, OpKernel):
             bias = 2
         else:
             bias = None
+        if self.__dict__.get("_nk"):        # tiny N: dot products against W (N, K) (ops/_gemv.py)
+            return "gemv", [0, bp, bias, ~0], [K, N, 1, 0, 0, A.shape[0]], []
         if self.__dict__.get("_bf16"):      # the bf16 GEMM (onnxep.compute_precision=bf16)
             return "bgemm", [0, bp, bias, None, ~0], [A.shape[0], N, K, 0, 0], [1.0]
         return "gemm_packed", [0, bp, bias, None, ~0], [A.shape[0], N, K, 0, 0], []
