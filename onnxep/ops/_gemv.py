@@ -9,7 +9,8 @@ dot form reads K * N floats per row of A and does one vector FMA per 16 products
 MR * NR / L FMAs per k per MR rows whatever N is (L floats per vector): per row and k, NR / L FMAs against the dot's
 ceil(N / 4) * 5 / L loads. TINY_N_OF_NR = 4, i.e. N <= NR / 4 (8 of the 32-column AVX-512 panel, 4 of AVX2's 16), keeps
 the dot form at or under a third of the packed path's work with room for its horizontal sums (kernel-alone figures in
-bench/NOTES.md)."""
+bench/NOTES.md). A B that is not packed (fed at run time, or pre-packing disabled) takes the dot form by the same rule,
+so both give the same bits."""
 from __future__ import annotations
 
 import numpy as np
@@ -56,3 +57,9 @@ def gemv_nk_pack_spec(tensor, trans_b):
 def gemv_nk_weight(packed, K, N):
     """The (N, K) view of a dot-form packing."""
     return packed[:N * K].reshape(N, K)
+
+
+def gemv_nk_of(B, trans_b):
+    """W (N, K) float32, C-contiguous, of an unpacked 2-D B (K x N; N x K when trans_b): a B fed at run time with few
+    columns takes the dot form too, so it gives the packed path's bits (the packing contract)."""
+    return np.ascontiguousarray(B if trans_b else B.T, dtype=F32)

@@ -146,3 +146,19 @@ def test_rule_follows_the_panel_width():
     _gemv.force_tiny_n(None)
     edge = _kernels.NR // _gemv.TINY_N_OF_NR
     assert _gemv.tiny_n(edge) and not _gemv.tiny_n(edge + 1) and not _gemv.tiny_n(0)
+
+
+@pytest.mark.parametrize("op,trans_b", [("Gemm", 0), ("Gemm", 1), ("MatMul", 0)])
+def test_unpacked_b_takes_the_same_path(tiny, op, trans_b):
+    """Oracle: the unpacked path (B fed as a graph input, tests/ops/_packing.py): packed, pre-packing disabled and
+    non-sharing mode give its bits, with the dot form on, off and by the rule (N = 3)."""
+    from tests.ops._packing import assert_packing_modes_agree
+    rng = np.random.default_rng(5)
+    K, N = 45, 3
+    A = rng.uniform(-1, 1, (4, K)).astype(np.float32)
+    B = rng.uniform(-1, 1, (N, K) if trans_b else (K, N)).astype(np.float32)
+    node = (helper.make_node("Gemm", ["A", "B"], ["Y"], transB=trans_b, name="g") if op == "Gemm"
+            else helper.make_node("MatMul", ["A", "B"], ["Y"], name="m"))
+    out = assert_packing_modes_agree(node, {"A": A}, "B", B, 13)
+    np.testing.assert_allclose(out, A.astype(np.float64) @ (B.T if trans_b else B).astype(np.float64), rtol=0,
+                               atol=_bound(K, "fp32", True))

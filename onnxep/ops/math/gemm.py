@@ -8,7 +8,7 @@ from onnxep.ops._base import OpKernel
 from onnxep.errors import InvalidArgument
 from onnxep.ops._packed import PackedWeightMixin
 from onnxep.ops._bf16 import bf16_format, bf16_pack_spec, use_bf16
-from onnxep.ops._gemv import GEMV_NK_FORMAT, gemv_nk_pack_spec, gemv_nk_weight
+from onnxep.ops._gemv import GEMV_NK_FORMAT, gemv_nk_of, gemv_nk_pack_spec, gemv_nk_weight, tiny_n
 from onnxep.ops.math._numpy import NativeOrNumpy
 from onnxep.ops.math.mat_mul import matmul_into
 
@@ -120,10 +120,11 @@ class Gemm_7(NativeOrNumpy, PackedWeightMixin, OpKernel):
         if C is not None and self.beta != 0.0:
             bias_col, bias_row, full = gemm_bias(C, M, N, self.beta)
         Y = ctx.output(0, (M, N), F32)
-        if bp is not None and self.__dict__.get("_nk"):
+        if (self.__dict__.get("_nk") if bp is not None else tiny_n(N)):
             # tiny N (ops/_gemv.py): dot products against W (N, K), then alpha and beta*C where not the plain bias
+            W = gemv_nk_weight(bp, K, N) if bp is not None else gemv_nk_of(B, self.transB)
             plain = self.alpha == 1.0 and full is None and bias_row is None
-            _kernels.gemv_rows_f32(np.ascontiguousarray(A.T if self.transA else A), gemv_nk_weight(bp, K, N),
+            _kernels.gemv_rows_f32(np.ascontiguousarray(A.T if self.transA else A), W,
                                    bias_col if plain else None, Y, False, ctx.num_threads)
             if not plain:
                 if self.alpha != 1.0:

@@ -8,7 +8,7 @@ from onnxep.ops._base import OpKernel
 from onnxep.errors import InvalidArgument
 from onnxep.ops._packed import PackedWeightMixin
 from onnxep.ops._bf16 import bf16_format, bf16_pack_spec, use_bf16
-from onnxep.ops._gemv import GEMV_NK_FORMAT, gemv_nk_pack_spec, gemv_nk_weight
+from onnxep.ops._gemv import GEMV_NK_FORMAT, gemv_nk_of, gemv_nk_pack_spec, gemv_nk_weight, tiny_n
 from onnxep.ops.math._numpy import NativeOrNumpy, broadcast_shape
 
 F32 = np.float32
@@ -97,6 +97,8 @@ class MatMul_1(NativeOrNumpy, PackedWeightMixin, OpKernel):
             Y2 = Y.reshape(rows, N)
             if bp is not None and self.__dict__.get("_nk"):     # tiny N (ops/_gemv.py)
                 _kernels.gemv_rows_f32(A2, gemv_nk_weight(bp, K, N), None, Y2, False, nt)
+            elif bp is None and tiny_n(N):                      # ... and its unpacked twin: the same bits
+                _kernels.gemv_rows_f32(A2, gemv_nk_of(B, False), None, Y2, False, nt)
             elif bp is not None and self.__dict__.get("_bf16"):
                 _kernels.bgemm_f32(A2, bp, N, Y2, None, None, 1.0, None, False, nt)
             elif bp is not None:

@@ -19,7 +19,7 @@ from onnxep import _kernels
 from onnxep.ops._base import F32, OpKernel, f32_shape
 from onnxep.ops._packed import PackedWeightMixin
 from onnxep.ops._bf16 import bf16_format, bf16_pack_spec, use_bf16
-from onnxep.ops._gemv import GEMV_NK_FORMAT, gemv_nk_pack_spec, gemv_nk_weight
+from onnxep.ops._gemv import GEMV_NK_FORMAT, gemv_nk_of, gemv_nk_pack_spec, gemv_nk_weight, tiny_n
 
 DOMAIN = "com.onnxep"
 ACTIVATIONS = ("", "Relu", "Gelu")
@@ -120,8 +120,10 @@ class FusedMatMul_1(PackedWeightMixin, OpKernel):
         elif bp is not None and not self.__dict__.get("_nk"):
             _kernels.sgemm_packed_f32(False, 1.0, A2, bp, N, 0.0, Y2, bias, None, relu, nt)
         else:
-            if bp is not None:      # tiny N: dot products against W (N, K) (ops/_gemv.py)
-                _kernels.gemv_rows_f32(A2, gemv_nk_weight(bp, K, N), bias, Y2, relu and R is None, nt)
+            if bp is not None or (tiny_n(N) and not self._gemv()):
+                # tiny N: dot products against W (N, K) (ops/_gemv.py), packed or not: the same bits
+                W = gemv_nk_weight(bp, K, N) if bp is not None else gemv_nk_of(B, self.trans_b)
+                _kernels.gemv_rows_f32(A2, W, bias, Y2, relu and R is None, nt)
             elif rows == 1:   # one row against B as stored (see the module docstring)
                 _kernels.gemv_f32(A2.reshape(-1), np.ascontiguousarray(B, F32), bool(self.trans_b), bias,
                                   Y2.reshape(-1), relu and R is None, nt)
@@ -151,6 +153,8 @@ class FusedMatMul_1(PackedWeightMixin, OpKernel):
             _kernels.bgemm_f32(A.reshape(rows, K), bp, N, P, bias, None, 1.0, None, False, nt)
         elif bp is not None:
             _kernels.sgemm_packed_f32(False, 1.0, A.reshape(rows, K), bp, N, 0.0, P, bias, None, False, nt)
+        elif tiny_n(N):     # unpacked, tiny N: the packed path's dot form
+            _kernels.gemv_rows_f32(A.reshape(rows, K), gemv_nk_of(ctx.input(1), self.trans_b), bias, P, False, nt)
         else:
             B = ctx.input(1)
             _kernels.sgemm_f32(False, bool(self.trans_b), 1.0, A.reshape(rows, K), B, 0.0, P, nt, bias, None, False)
@@ -193,7 +197,7 @@ class FusedMatMul_1(PackedWeightMixin, OpKernel):
         gelu = 1 if self.activation == "Gelu" else 0
         bias_arg = 2 if bias is not None else None
         if bp is None:      # compute's unpacked B: gemv_f32 for one row, else B packed per call (stays in Python)
-            if rows != 1 or R is not None:
+            if rows != 1 or R is not None or (tiny_n(N) and not self._gemv()):
                 return None
             return "gemv", [0, 1, bias_arg, ~0], [K, N, 1 if self.trans_b else 0, relu, gelu, 1], []
         if self.__dict__.get("_nk"):        # tiny N: dot products against W (N, K) (ops/_gemv.py), no residual
