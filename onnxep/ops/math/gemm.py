@@ -118,7 +118,7 @@ class Gemm_7(NativeOrNumpy, PackedWeightMixin, OpKernel):
         C = ctx.input(2)
         full = None
         if C is not None and self.beta != 0.0:
-            bias_col, bias_row, full = gemm_bias(C, M, N, self.beta)
+            bias_col, bias_row, full = self._bias_of(C, M, N)
         Y = ctx.output(0, (M, N), F32)
         if (self.__dict__.get("_nk") if bp is not None else tiny_n(N)):
             # tiny N (ops/_gemv.py): dot products against W (N, K), then alpha and beta*C where not the plain bias
@@ -154,6 +154,17 @@ class Gemm_7(NativeOrNumpy, PackedWeightMixin, OpKernel):
             _kernels.sgemm_f32(bool(self.transA), bool(self.transB), self.alpha, A, B, beta, Y, ctx.num_threads,
                                bias_col, bias_row, False)
 
+
+    def _bias_of(self, C, M, N):
+        """gemm_bias(C, M, N, beta), kept for the node's constant C per (M, N): the split costs ~3 us of numpy per
+        call (np.broadcast_shapes), which each Python-loop run (a profiled one, say) paid again."""
+        const = self.info.constants.get(2) if getattr(self, "info", None) is not None else None
+        if const is None or C is not const:
+            return gemm_bias(C, M, N, self.beta)
+        hit = self.__dict__.get("_c_split")
+        if hit is None or hit[0] != (M, N):
+            hit = self._c_split = ((M, N), gemm_bias(C, M, N, self.beta))
+        return hit[1]
 
     def c_step(self, ins, outs, nthreads):
         """The compiled run loop's entry for a packed B, alpha 1, A not transposed and C absent or a row of N (beta 1):
