@@ -691,8 +691,10 @@ cdef void _dconv_rows(const ImplicitA* ia, const DTap* taps, Py_ssize_t ntaps, D
                     pfo = 0
             # border columns (pend only cuts a pointwise conv's rows, which have none)
             rs = ia.sh * ia.W * ia.C
-            for ow in range(ia.Wo):
-                if ow_lo <= ow < ow_hi:
+            ow = 0
+            while ow < ia.Wo:
+                if ow_lo <= ow < ow_hi:     # jump the interior (a pointwise conv's whole row): not column by column
+                    ow = ow_hi
                     continue
                 iw0 = ow * ia.sw - ia.pw
                 _dconv_tap_range(iw0, ia.dw, ia.W, ia.kw, &e0, &e1)
@@ -710,6 +712,7 @@ cdef void _dconv_rows(const ImplicitA* ia, const DTap* taps, Py_ssize_t ntaps, D
                              (res + (r2 * ia.Wo + ow) * cout + n0) if res != NULL else NULL, act)
                     r2 += mr
                     pfo = 0
+                ow += 1
             row = band
 
 

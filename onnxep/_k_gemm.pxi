@@ -1009,33 +1009,35 @@ cdef struct GemvJob:
     const float* w
     const float* bias
     float* y
-    Py_ssize_t K, N, chunk
+    Py_ssize_t K, N, chunk, nchunks
     bint trans_b
     Act act
 
 
 cdef void _gemv_task(void* p, Py_ssize_t t, int tid) noexcept nogil:
     cdef GemvJob* j = <GemvJob*>p
-    cdef Py_ssize_t n0 = t * j.chunk, n1 = min(n0 + j.chunk, j.N)
+    cdef Py_ssize_t m = t // j.nchunks, n0 = (t - m * j.nchunks) * j.chunk, n1 = min(n0 + j.chunk, j.N)
     if j.trans_b:
-        gemv_nk(j.a, j.w, j.K, n0, n1, j.bias, j.y, &j.act)
+        gemv_nk(j.a + m * j.K, j.w, j.K, n0, n1, j.bias, j.y + m * j.N, &j.act)
     else:
-        gemv_kn(j.a, j.w, j.K, j.N, n0, n1, j.bias, j.y, &j.act)
+        gemv_kn(j.a + m * j.K, j.w, j.K, j.N, n0, n1, j.bias, j.y + m * j.N, &j.act)
 
 
-cdef void gemv_run(const float* a, const float* w, Py_ssize_t K, Py_ssize_t N, bint trans_b, const float* bias,
-                   float* y, const Act* act, int nthreads) noexcept nogil:
-    """gemv_f32's work on raw pointers (sizes checked by the caller; a and w may be NULL when K is 0): also the run
-    loop's RL_GEMV step."""
+cdef void gemv_run(const float* a, const float* w, Py_ssize_t M, Py_ssize_t K, Py_ssize_t N, bint trans_b,
+                   const float* bias, float* y, const Act* act, int nthreads) noexcept nogil:
+    """gemv_f32's / gemv_rows_f32's work on raw pointers: M rows of a (M, K) and y (M, N), both contiguous (sizes
+    checked by the caller; a and w may be NULL when K is 0): also the run loop's RL_GEMV step. Tasks are (row, chunk
+    of outputs) pairs, so each output is summed the same way whatever the thread split."""
     cdef GemvJob job
     cdef Py_ssize_t items
-    if N == 0:
+    if N == 0 or M == 0:
         return
     job.a, job.w, job.bias, job.y = a, w, bias, y
     job.K, job.N, job.trans_b, job.act = K, N, trans_b, act[0]
     job.chunk = GEMV_NK_ROWS if trans_b else GEMV_KN_COLS
-    items = (N + job.chunk - 1) // job.chunk
-    parallel_for(items, <int>min(<Py_ssize_t>sgemm_threads(1, N, K, nthreads), items), _gemv_task, &job)
+    job.nchunks = (N + job.chunk - 1) // job.chunk
+    items = M * job.nchunks
+    parallel_for(items, <int>min(<Py_ssize_t>sgemm_threads(M, N, K, nthreads), items), _gemv_task, &job)
 
 
 def gemv_f32(const float[::1] a, const float[:, ::1] W, bint trans_b, const float[::1] bias, float[::1] y,
@@ -1055,4 +1057,23 @@ def gemv_f32(const float[::1] a, const float[:, ::1] W, bint trans_b, const floa
         return
     act = make_act(activation, relu)
     with nogil:
-        gemv_run(&a[0] if K else NULL, &W[0, 0] if K else NULL, K, N, trans_b, bp, &y[0], &act, nthreads)
+        gemv_run(&a[0] if K else NULL, &W[0, 0] if K else NULL, 1, K, N, trans_b, bp, &y[0], &act, nthreads)
+
+
+def gemv_rows_f32(const float[:, ::1] A, const float[:, ::1] W, const float[::1] bias, float[:, ::1] Y,
+                  bint relu=False, int nthreads=0, activation=None):
+    """Y := act(A @ W.T [+ bias]) for A (M, K) and W (N, K) as stored: gemv_f32's (N, K) dot products, row by row of
+    A (the tiny-N GEMM: ops/_gemv.py)."""
+    cdef Py_ssize_t M = A.shape[0], K = A.shape[1], N = W.shape[0]
+    cdef const float* bp
+    cdef Act act
+    if W.shape[1] != K:
+        raise ValueError(f"gemv_rows_f32: A is {M}x{K}, W (N, K) is {N}x{W.shape[1]}")
+    if Y.shape[0] != M or Y.shape[1] != N:
+        raise ValueError(f"gemv_rows_f32: Y is {Y.shape[0]}x{Y.shape[1]}, expected {M}x{N}")
+    bp = _opt_ptr(bias, N, "bias")
+    if M == 0 or N == 0:
+        return
+    act = make_act(activation, relu)
+    with nogil:
+        gemv_run(&A[0, 0] if K else NULL, &W[0, 0] if K else NULL, M, K, N, True, bp, &Y[0, 0], &act, nthreads)

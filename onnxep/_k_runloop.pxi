@@ -98,7 +98,8 @@ cdef enum:
     RL_BCONV_NHWC_LDY = 47  # (bf16) as RL_BCONV_NHWC, s3 NULL, s4 y at the slice's first channel; n19 ldy (the
                             # Concat output's channels)
     RL_GEMV = 48            # s0 a, s1 W as stored, s2 bias (or NULL), s3 y: gemv_run; n0 K, n1 N,
-                            # n2 trans_b, n3 act kind (ACT_*): FusedMatMul's one-row path
+                            # n2 trans_b, n3 act kind (ACT_*), n4 rows M: FusedMatMul's one-row path, the
+                            # tiny-N GEMMs (ops/_gemv.py)
     RL_ROWS = 49            # s0 x, s1 a (or NULL), s2 b (or NULL), s3 y: _rows_task over n0 channel-last
                             # rows of n1; n2 kind (RowsJob's: 1 ChannelAffine, 3 NhwcLRN), n3 relu, n4 lo, n5 hi, n6
                             # window (work per element, for NORM_PAR_WORK); f0 alpha_n, f1 beta, f2 bias
@@ -711,7 +712,7 @@ cdef void _rl_gemv(const RStep* s, char** p) noexcept nogil:
     cdef Act act
     cdef float* y = <float*>p[s.slot[3]]
     act.kind, act.a, act.b = <int>s.n[3], 0.0, 0.0
-    gemv_run(<const float*>p[s.slot[0]], <const float*>p[s.slot[1]], s.n[0], s.n[1], <bint>s.n[2],
+    gemv_run(<const float*>p[s.slot[0]], <const float*>p[s.slot[1]], s.n[4], s.n[0], s.n[1], <bint>s.n[2],
              <const float*>p[s.slot[2]], y, &act, s.nthreads)
 
 

@@ -36,7 +36,7 @@ def _run_step(V, a, W, trans_b, bias, act, nthreads):
     y = np.full(N, np.nan, np.float32)
     prog = V.Program(1, 5)
     prog.set_step(0, V.RUNLOOP_FNS["gemv"], [1, 2, 3 if bias is not None else 0, 4],
-                  [K, N, int(trans_b), V.ACTIVATIONS[ACTS[act]][0]], [], nthreads)
+                  [K, N, int(trans_b), V.ACTIVATIONS[ACTS[act]][0], 1], [], nthreads)
     for slot, v in ((1, a), (2, W), (3, bias), (4, y)):
         if v is not None:
             prog.set_ptr(slot, v)
@@ -116,3 +116,28 @@ def test_residual_gemv_stays_python(monkeypatch):
     assert progs and all(p.n_py == 1 for p in progs), [(p.n_c, p.n_py) for p in progs]
     for f, g in zip(feeds, got):
         assert_outputs_match(g, run_ort(model, f), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("isa", sorted(VARIANTS))
+@pytest.mark.parametrize("M,N,K", [(3, 2, 40), (17, 8, 300)])
+@pytest.mark.parametrize("act", [0, 1, 2])
+def test_gemv_step_rows_every_variant(isa, M, N, K, act):
+    """The step over M rows (n4; the tiny-N GEMM of ops/_gemv.py): float64 numpy, and the variant's gemv_rows_f32
+    with the same epilogue activation for the same bits."""
+    V = VARIANTS[isa]
+    A = RNG.standard_normal((M, K)).astype(np.float32)
+    W = RNG.standard_normal((N, K)).astype(np.float32)
+    bias = RNG.standard_normal(N).astype(np.float32)
+    want = A.astype(np.float64) @ W.T.astype(np.float64) + bias
+    want = np.maximum(want, 0.0) if act == 1 else _gelu64(want) if act == 2 else want
+    for nth in (1, 2):
+        Y = np.full((M, N), np.nan, np.float32)
+        prog = V.Program(1, 5)
+        prog.set_step(0, V.RUNLOOP_FNS["gemv"], [1, 2, 3, 4], [K, N, 1, V.ACTIVATIONS[ACTS[act]][0], M], [], nth)
+        for slot, v in ((1, A), (2, W), (3, bias), (4, Y)):
+            prog.set_ptr(slot, v)
+        assert prog.run(0, 1) == -1
+        np.testing.assert_allclose(Y, want, rtol=1e-4, atol=1e-4 * math.sqrt(K))
+        ref = np.empty((M, N), np.float32)
+        V.gemv_rows_f32(A, W, bias, ref, False, nth, ACTS[act] or None)
+        np.testing.assert_array_equal(Y, ref)

@@ -123,3 +123,33 @@ def test_batch1_fully_connected_keeps_weight_as_stored(monkeypatch, a_shape, tra
     assert fallback_nodes(sess) == []
     assert ("gemv_f32" in calls, "sgemm_pack_b" in calls) == (gemv, not gemv)
     np.testing.assert_allclose(got[0], run_ort(model, {"A": A})[0], rtol=0, atol=_tol(300))
+
+
+@pytest.mark.parametrize("c_const", [True, False])
+def test_constant_c_split_once(monkeypatch, c_const):
+    """Gemm.compute splits a constant C (gemm_bias) once per (M, N) and reuses it; a C fed at run time is split every
+    run, so a fed array changed in place between runs is seen. Oracle: float64 numpy; the Python loop (compiled runs
+    off, as in a profiled run)."""
+    import onnxep
+    from onnxep.backends.cpu import device
+    from onnxep.ops.math import gemm
+    calls = []
+    real = gemm.gemm_bias
+    monkeypatch.setattr(gemm, "gemm_bias", lambda *a: (calls.append(1), real(*a))[1])
+    monkeypatch.setattr(device, "COMPILED_RUNS", False)
+    rng = np.random.default_rng(11)
+    A = rng.uniform(-1, 1, (3, 20)).astype(np.float32)
+    B = rng.uniform(-1, 1, (20, 40)).astype(np.float32)
+    C = rng.uniform(-1, 1, (3, 1)).astype(np.float32)
+    node = helper.make_node("Gemm", ["A", "B", "C"], ["Y"], beta=0.5)
+    inits = {"B": B, **({"C": C} if c_const else {})}
+    model = make_model([node], {"A": A, **({} if c_const else {"C": C})}, ["Y"], opset=13, initializers=inits)
+    sess = onnxep.InferenceSession(model.SerializeToString())
+    for run in range(3):
+        feeds = {"A": A} if c_const else {"A": A, "C": C}
+        got = sess.run(None, feeds)[0]
+        want = A.astype(np.float64) @ B.astype(np.float64) + 0.5 * C.astype(np.float64)
+        np.testing.assert_allclose(got, want, rtol=0, atol=_tol(20))
+        if not c_const:
+            C += 1.0          # the same array, new values: the next run must see them
+    assert len(calls) == (1 if c_const else 3)

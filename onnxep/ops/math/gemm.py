@@ -8,6 +8,7 @@ from onnxep.ops._base import OpKernel
 from onnxep.errors import InvalidArgument
 from onnxep.ops._packed import PackedWeightMixin
 from onnxep.ops._bf16 import bf16_format, bf16_pack_spec, use_bf16
+from onnxep.ops._gemv import GEMV_NK_FORMAT, gemv_nk_of, gemv_nk_pack_spec, gemv_nk_weight, tiny_n
 from onnxep.ops.math._numpy import NativeOrNumpy
 from onnxep.ops.math.mat_mul import matmul_into
 
@@ -74,6 +75,8 @@ class Gemm_7(NativeOrNumpy, PackedWeightMixin, OpKernel):
                 and (len(op.input_types) < 3 or not op.node.inputs[2] or _rank_ok(op.input_types[2], (0, 1, 2))))
 
     def prepack_format(self, input_index):
+        if self.__dict__.get("_nk"):
+            return GEMV_NK_FORMAT                      # tiny N: W (N, K) fp32 (ops/_gemv.py)
         if use_bf16(self):
             return bf16_format(self.transB)            # onnxep.compute_precision=bf16 (ops/_bf16.py)
         return f"{_kernels.SGEMM_FORMAT}:trans_b={int(bool(self.transB))}"
@@ -81,6 +84,11 @@ class Gemm_7(NativeOrNumpy, PackedWeightMixin, OpKernel):
     def _pack_spec(self, tensor, input_index):
         if input_index != 1 or tensor.ndim != 2 or tensor.dtype != F32:
             return None
+        spec = gemv_nk_pack_spec(tensor, self.transB)
+        if spec is not None:
+            self._b_kn, n, fill = spec
+            self._nk = True
+            return n, fill
         if use_bf16(self):
             self._b_kn, n, fill = bf16_pack_spec(tensor, self.transB)
             self._bf16 = True
@@ -110,8 +118,24 @@ class Gemm_7(NativeOrNumpy, PackedWeightMixin, OpKernel):
         C = ctx.input(2)
         full = None
         if C is not None and self.beta != 0.0:
-            bias_col, bias_row, full = gemm_bias(C, M, N, self.beta)
+            bias_col, bias_row, full = self._bias_of(C, M, N)
         Y = ctx.output(0, (M, N), F32)
+        if (self.__dict__.get("_nk") if bp is not None else tiny_n(N)):
+            # tiny N (ops/_gemv.py): dot products against W (N, K), then alpha and beta*C where not the plain bias
+            W = gemv_nk_weight(bp, K, N) if bp is not None else gemv_nk_of(B, self.transB)
+            plain = self.alpha == 1.0 and full is None and bias_row is None
+            _kernels.gemv_rows_f32(np.ascontiguousarray(A.T if self.transA else A), W,
+                                   bias_col if plain else None, Y, False, ctx.num_threads)
+            if not plain:
+                if self.alpha != 1.0:
+                    Y *= F32(self.alpha)
+                if bias_col is not None:
+                    Y += bias_col
+                if bias_row is not None:
+                    Y += bias_row[:, None]
+                if full is not None:
+                    Y += np.multiply(full, F32(self.beta), dtype=F32)
+            return
         if bp is not None and self.__dict__.get("_bf16"):
             # bf16 GEMM: alpha on the product, beta*C as the column bias, a residual, or a row bias added after
             R = None if full is None else np.ascontiguousarray(np.multiply(full, F32(self.beta), dtype=F32))
@@ -130,6 +154,17 @@ class Gemm_7(NativeOrNumpy, PackedWeightMixin, OpKernel):
             _kernels.sgemm_f32(bool(self.transA), bool(self.transB), self.alpha, A, B, beta, Y, ctx.num_threads,
                                bias_col, bias_row, False)
 
+
+    def _bias_of(self, C, M, N):
+        """gemm_bias(C, M, N, beta), kept for the node's constant C per (M, N): the split costs ~3 us of numpy per
+        call (np.broadcast_shapes), which each Python-loop run (a profiled one, say) paid again."""
+        const = self.info.constants.get(2) if getattr(self, "info", None) is not None else None
+        if const is None or C is not const:
+            return gemm_bias(C, M, N, self.beta)
+        hit = self.__dict__.get("_c_split")
+        if hit is None or hit[0] != (M, N):
+            hit = self._c_split = ((M, N), gemm_bias(C, M, N, self.beta))
+        return hit[1]
 
     def c_step(self, ins, outs, nthreads):
         """The compiled run loop's entry for a packed B, alpha 1, A not transposed and C absent or a row of N (beta 1):
@@ -151,6 +186,8 @@ class Gemm_7(NativeOrNumpy, PackedWeightMixin, OpKernel):
             bias = 2
         else:
             bias = None
+        if self.__dict__.get("_nk"):        # tiny N: dot products against W (N, K) (ops/_gemv.py)
+            return "gemv", [0, bp, bias, ~0], [K, N, 1, 0, A.shape[0]], []
         if self.__dict__.get("_bf16"):      # the bf16 GEMM (onnxep.compute_precision=bf16)
             return "bgemm", [0, bp, bias, None, ~0], [A.shape[0], N, K, 0, 0], [1.0]
         return "gemm_packed", [0, bp, bias, None, ~0], [A.shape[0], N, K, 0, 0], []

@@ -8,6 +8,7 @@ from onnxep.ops._base import OpKernel
 from onnxep.errors import InvalidArgument
 from onnxep.ops._packed import PackedWeightMixin
 from onnxep.ops._bf16 import bf16_format, bf16_pack_spec, use_bf16
+from onnxep.ops._gemv import GEMV_NK_FORMAT, gemv_nk_of, gemv_nk_pack_spec, gemv_nk_weight, tiny_n
 from onnxep.ops.math._numpy import NativeOrNumpy, broadcast_shape
 
 F32 = np.float32
@@ -54,6 +55,8 @@ class MatMul_1(NativeOrNumpy, PackedWeightMixin, OpKernel):
         return all(vt is None or vt.shape is None or len(vt.shape) >= 1 for vt in op.input_types[:2])
 
     def prepack_format(self, input_index):
+        if self.__dict__.get("_nk"):
+            return GEMV_NK_FORMAT                      # tiny N: W (N, K) fp32 (ops/_gemv.py)
         if use_bf16(self):
             return bf16_format(False)                  # onnxep.compute_precision=bf16 (ops/_bf16.py)
         return f"{_kernels.SGEMM_FORMAT}:trans_b=0"   # the same layout as Gemm with transB=0, so they can share
@@ -61,6 +64,11 @@ class MatMul_1(NativeOrNumpy, PackedWeightMixin, OpKernel):
     def _pack_spec(self, tensor, input_index):
         if input_index != 1 or tensor.ndim != 2 or tensor.dtype != F32:
             return None
+        spec = gemv_nk_pack_spec(tensor, False)
+        if spec is not None:
+            self._b_kn, n, fill = spec
+            self._nk = True
+            return n, fill
         if use_bf16(self):
             self._b_kn, n, fill = bf16_pack_spec(tensor, False)
             self._bf16 = True
@@ -87,7 +95,11 @@ class MatMul_1(NativeOrNumpy, PackedWeightMixin, OpKernel):
             rows = int(np.prod(A.shape[:-1], dtype=np.int64))
             A2 = A.reshape(rows, K)
             Y2 = Y.reshape(rows, N)
-            if bp is not None and self.__dict__.get("_bf16"):
+            if bp is not None and self.__dict__.get("_nk"):     # tiny N (ops/_gemv.py)
+                _kernels.gemv_rows_f32(A2, gemv_nk_weight(bp, K, N), None, Y2, False, nt)
+            elif bp is None and tiny_n(N):                      # ... and its unpacked twin: the same bits
+                _kernels.gemv_rows_f32(A2, gemv_nk_of(B, False), None, Y2, False, nt)
+            elif bp is not None and self.__dict__.get("_bf16"):
                 _kernels.bgemm_f32(A2, bp, N, Y2, None, None, 1.0, None, False, nt)
             elif bp is not None:
                 _kernels.sgemm_packed_f32(False, 1.0, A2, bp, N, 0.0, Y2, None, None, False, nt)
@@ -119,6 +131,8 @@ class MatMul_1(NativeOrNumpy, PackedWeightMixin, OpKernel):
         if (not _plain_f32(A, Y) or A.ndim < 1 or A.shape[-1] != K or Y.shape != A.shape[:-1] + (N,) or K == 0
                 or Y.size == 0):
             return None
+        if self.__dict__.get("_nk"):        # tiny N: dot products against W (N, K) (ops/_gemv.py)
+            return "gemv", [0, bp, None, ~0], [K, N, 1, 0, Y.size // N], []
         if self.__dict__.get("_bf16"):      # the bf16 GEMM (onnxep.compute_precision=bf16)
             return "bgemm", [0, bp, None, None, ~0], [Y.size // N, N, K, 0, 0], [1.0]
         return "gemm_packed", [0, bp, None, None, ~0], [Y.size // N, N, K, 0, 0], []

@@ -19,6 +19,7 @@ from onnxep import _kernels
 from onnxep.ops._base import F32, OpKernel, f32_shape
 from onnxep.ops._packed import PackedWeightMixin
 from onnxep.ops._bf16 import bf16_format, bf16_pack_spec, use_bf16
+from onnxep.ops._gemv import GEMV_NK_FORMAT, gemv_nk_of, gemv_nk_pack_spec, gemv_nk_weight, tiny_n
 
 DOMAIN = "com.onnxep"
 ACTIVATIONS = ("", "Relu", "Gelu")
@@ -53,6 +54,8 @@ class FusedMatMul_1(PackedWeightMixin, OpKernel):
         return True
 
     def prepack_format(self, input_index):
+        if self.__dict__.get("_nk"):
+            return GEMV_NK_FORMAT                      # tiny N: W (N, K) fp32 (ops/_gemv.py)
         if use_bf16(self):
             return bf16_format(self.trans_b)           # onnxep.compute_precision=bf16 (ops/_bf16.py)
         return f"{_kernels.SGEMM_FORMAT}:trans_b={int(bool(self.trans_b))}"   # MatMul's / Gemm's layout: shared
@@ -68,6 +71,11 @@ class FusedMatMul_1(PackedWeightMixin, OpKernel):
         if input_index != 1 or tensor.ndim != 2 or tensor.dtype != F32 or self._gemv():
             return None
         tb = bool(self.trans_b)
+        spec = gemv_nk_pack_spec(tensor, tb)
+        if spec is not None:
+            self._b_kn, n, fill = spec
+            self._nk = True
+            return n, fill
         if use_bf16(self):
             self._b_kn, n, fill = bf16_pack_spec(tensor, tb)
             self._bf16 = True
@@ -107,23 +115,24 @@ class FusedMatMul_1(PackedWeightMixin, OpKernel):
         nt = ctx.num_threads
         if bp is not None and self.__dict__.get("_bf16"):
             _kernels.bgemm_f32(A2, bp, N, Y2, bias, None if R is None else R.reshape(rows, N), 1.0, act, False, nt)
-        elif bp is not None and R is not None:
+        elif bp is not None and R is not None and not self.__dict__.get("_nk"):
             _kernels.sgemm_packed_res_f32(A2, bp, N, Y2, bias, R.reshape(rows, N), False, nt, act)
-        elif bp is not None:
+        elif bp is not None and not self.__dict__.get("_nk"):
             _kernels.sgemm_packed_f32(False, 1.0, A2, bp, N, 0.0, Y2, bias, None, False, nt, act)
-        elif R is None and rows == 1:   # one row against B as stored (see the module docstring)
-            _kernels.gemv_f32(A2.reshape(-1), np.ascontiguousarray(B, F32), bool(self.trans_b), bias, Y2.reshape(-1),
-                              False, nt, act)
-        elif R is None:                 # B packed per call
-            _kernels.sgemm_f32(False, bool(self.trans_b), 1.0, A2, B, 0.0, Y2, nt, bias, None, False, act)
         else:
-            if rows == 1:
+            ep = act if R is None else None     # with a residual, the activation runs after it is added
+            if bp is not None or (tiny_n(N) and not self._gemv()):
+                # tiny N: dot products against W (N, K) (ops/_gemv.py), packed or not: the same bits
+                W = gemv_nk_weight(bp, K, N) if bp is not None else gemv_nk_of(B, self.trans_b)
+                _kernels.gemv_rows_f32(A2, W, bias, Y2, False, nt, ep)
+            elif rows == 1:   # one row against B as stored (see the module docstring)
                 _kernels.gemv_f32(A2.reshape(-1), np.ascontiguousarray(B, F32), bool(self.trans_b), bias,
-                                  Y2.reshape(-1), False, nt)
-            else:
-                _kernels.sgemm_f32(False, bool(self.trans_b), 1.0, A2, B, 0.0, Y2, nt, bias, None)
-            np.add(Y, R, out=Y)
-            self._activation_after(Y, nt)
+                                  Y2.reshape(-1), False, nt, ep)
+            else:             # B packed per call
+                _kernels.sgemm_f32(False, bool(self.trans_b), 1.0, A2, B, 0.0, Y2, nt, bias, None, False, ep)
+            if R is not None:
+                np.add(Y, R, out=Y)
+                self._activation_after(Y, nt)
 
     def _activation_after(self, Y, nt):
         """Y := act(Y) in place, where the residual was added after the product (the epilogue's NaN rules)."""
@@ -143,10 +152,14 @@ class FusedMatMul_1(PackedWeightMixin, OpKernel):
             raise ValueError(f"FusedMatMul: the residual has shape {R.shape}, the product {y_shape}") from None
         P = np.empty((rows, N), F32)
         nt = ctx.num_threads
-        if bp is not None and self.__dict__.get("_bf16"):
+        if bp is not None and self.__dict__.get("_nk"):
+            _kernels.gemv_rows_f32(A.reshape(rows, K), gemv_nk_weight(bp, K, N), bias, P, False, nt)
+        elif bp is not None and self.__dict__.get("_bf16"):
             _kernels.bgemm_f32(A.reshape(rows, K), bp, N, P, bias, None, 1.0, None, False, nt)
         elif bp is not None:
             _kernels.sgemm_packed_f32(False, 1.0, A.reshape(rows, K), bp, N, 0.0, P, bias, None, False, nt)
+        elif tiny_n(N):     # unpacked, tiny N: the packed path's dot form
+            _kernels.gemv_rows_f32(A.reshape(rows, K), gemv_nk_of(ctx.input(1), self.trans_b), bias, P, False, nt)
         else:
             B = ctx.input(1)
             _kernels.sgemm_f32(False, bool(self.trans_b), 1.0, A.reshape(rows, K), B, 0.0, P, nt, bias, None, False)
@@ -184,9 +197,13 @@ class FusedMatMul_1(PackedWeightMixin, OpKernel):
         act = _kernels.ACTIVATIONS[self.activation][0]      # the epilogue's kind (ACT_*)
         bias_arg = 2 if bias is not None else None
         if bp is None:      # compute's unpacked B: gemv_f32 for one row, else B packed per call (stays in Python)
-            if rows != 1 or R is not None:
+            if rows != 1 or R is not None or (tiny_n(N) and not self._gemv()):
                 return None
-            return "gemv", [0, 1, bias_arg, ~0], [K, N, 1 if self.trans_b else 0, act], []
+            return "gemv", [0, 1, bias_arg, ~0], [K, N, 1 if self.trans_b else 0, act, 1], []
+        if self.__dict__.get("_nk"):        # tiny N: dot products against W (N, K) (ops/_gemv.py), no residual
+            if R is not None:
+                return None
+            return "gemv", [0, bp, bias_arg, ~0], [K, N, 1, act, rows], []
         args = [0, bp, bias_arg, 3 if R is not None else None, ~0]
         ints = [rows, N, K, act]
         if self.__dict__.get("_bf16"):      # the bf16 GEMM (onnxep.compute_precision=bf16)

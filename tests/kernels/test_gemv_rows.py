@@ -1,0 +1,49 @@
+"""gemv_rows_f32 (the tiny-N GEMM's kernel, ops/_gemv.py): Y := act(A @ W.T + bias) for A (M, K), W (N, K) as stored.
+
+Oracles: float64 numpy on every ISA variant the machine runs, 1 and 2 threads; the variant's gemv_f32 row by row for
+the same bits (each output is summed the same way whatever the row count and thread split)."""
+import importlib
+import math
+
+import numpy as np
+import pytest
+
+from onnxep import _kernels
+
+VARIANTS = {isa: importlib.import_module(f"onnxep._kernels_{isa}") for isa in _kernels.AVAILABLE}
+EPS = float(np.finfo(np.float32).eps)
+
+
+@pytest.mark.parametrize("isa", sorted(VARIANTS))
+@pytest.mark.parametrize("M,N,K", [(1, 2, 1280), (3, 1, 16), (13, 5, 37), (70, 8, 300), (2, 3, 1), (130, 70, 33)])
+@pytest.mark.parametrize("relu", [False, True])
+def test_gemv_rows_vs_numpy_every_variant(isa, M, N, K, relu):
+    V = VARIANTS[isa]
+    rng = np.random.default_rng(M * 1000 + N * 10 + K)
+    A = rng.uniform(-1, 1, (M, K)).astype(np.float32)
+    W = rng.uniform(-1, 1, (N, K)).astype(np.float32)
+    for bias in (rng.uniform(-1, 1, N).astype(np.float32), None):
+        want = A.astype(np.float64) @ W.T.astype(np.float64) + (0.0 if bias is None else bias)
+        if relu:
+            want = np.maximum(want, 0.0)
+        for nth in (1, 2):
+            Y = np.full((M, N), np.nan, np.float32)
+            V.gemv_rows_f32(A, W, bias, Y, relu, nth)
+            # |a|, |w| <= 1: the sum's error is at most K eps (K terms) plus the bias's rounding, x2 slack
+            np.testing.assert_allclose(Y, want, rtol=0, atol=2 * (K + 2) * EPS)
+            ref = np.empty(N, np.float32)
+            for m in range(M):
+                V.gemv_f32(A[m], W, True, bias, ref, relu, 1)
+                np.testing.assert_array_equal(Y[m], ref)
+
+
+def test_gemv_rows_checks_shapes():
+    A = np.zeros((3, 4), np.float32)
+    with pytest.raises(ValueError, match="W"):
+        _kernels.gemv_rows_f32(A, np.zeros((2, 5), np.float32), None, np.zeros((3, 2), np.float32))
+    with pytest.raises(ValueError, match="Y"):
+        _kernels.gemv_rows_f32(A, np.zeros((2, 4), np.float32), None, np.zeros((3, 3), np.float32))
+    with pytest.raises(ValueError, match="bias"):
+        _kernels.gemv_rows_f32(A, np.zeros((2, 4), np.float32), np.zeros(3, np.float32), np.zeros((3, 2), np.float32))
+    Y = np.full((0, 2), np.nan, np.float32)
+    _kernels.gemv_rows_f32(np.zeros((0, 4), np.float32), np.zeros((2, 4), np.float32), None, Y)   # nothing to do
