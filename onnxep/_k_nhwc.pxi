@@ -11,14 +11,16 @@
 # (none, Relu, Clip or HardSwish: onnxep_dwact), whichever loop computes it; which loop that is depends on the geometry
 # only, and one task is one output row, so the result does not depend on the thread count.
 # Per output row (_dwn_row):
-#   sliding blocks (onnxep_dwn_slide_row; kw 3, 5 or 7, stride 1 or 2, dilation 1 along W, mult 1, the SIMD variants,
-#     onnxep_dwn_slide_p): the whole row, borders included, in blocks of P output pixels (AVX-512 16, AVX2 8, 4 for
-#     rows under that) x one channel block; each input column of a kernel row is loaded once for every tap of the
-#     block that reads it, columns outside x are skipped (= the clipped tap list). The last block of a row shifts back
-#     to end at Wo (recomputing a few pixels to the same values). dw_nhwc_slide(False) turns it off (tests, A/B).
+#   sliding blocks (onnxep_dwn_slide_row; kw 3, 5 or 7, stride 1 or 2, dilation 1 along W, mult 1; where
+#     onnxep_dwn_slide_p says so: AVX2 whole 8-channel blocks and not 3x3 stride 2, generic whole 4-channel blocks):
+#     the whole row, borders included, in blocks of P output pixels (AVX-512 16 on rows of 16 or more, else 8) x one
+#     channel block (16 / 8 / 4 floats); each input column of a kernel row is loaded once for every tap of the block
+#     that reads it, columns outside x are skipped (= the clipped tap list). The last block of a row shifts back to
+#     end at Wo (recomputing a few pixels to the same values). dw_nhwc_slide(False) turns it off (tests, A/B).
 #     Measured (AVX-512, this VM, 1 thread, 64-byte aligned, cold caches, us, before -> after): MobileNetV2's 3x3
 #     112x112x32 s1 88 -> 54, 56x56x144 s1 82 -> 71, 14x14x576 s1 23 -> 20, 7x7x960 12 -> 8.7; ConvNeXt's 7x7
-#     56x56x96 291 -> 134, 28x28x192 171 -> 66, 7x7x768 66 -> 22. Stride 2: 112x112x96 88 -> 85, 56x56x144 34 -> 36.
+#     56x56x96 291 -> 134, 28x28x192 171 -> 66, 7x7x768 66 -> 16. Stride 2: 112x112x96 88 -> 85, 56x56x144 34 -> 36.
+#     The generic variant (the plain loop before): 3.5-10x faster, e.g. 112x112x32 1453 -> 347, 56x56x96 7x7 5348 -> 549.
 #   otherwise interior columns (every kernel column inside x): onnxep_dwn_run over the kernel rows inside x, taps as
 #     fixed offsets from each pixel, in tiles of T output pixels whose input fits in half an L1d (DWN_L1_FLOATS),
 #     channel blocks outer, 8 (then 4, then 1) pixels per register block sharing each weight load. kw = 3 with

@@ -362,7 +362,7 @@ static void onnxep_dwn_run(float *y, Py_ssize_t ystep, const float *init, const 
    column e) reads input column S*q + e of the block (block column j = iw - (ow0*S - pw)), so the block reads the
    S*(P-1) + KW columns j of each kernel row once each, and column j feeds every (q, e) with S*q + e == j: P
    accumulators, KW weights and one input vector in registers (AVX-512: P = 16 for 16 + KW + 1 <= 32 zmm; AVX2: P = 8,
-   16 ymm, the weights may stay in memory operands). Loads per FMA fall from (1 + 1/8) in the general loop to
+   16 ymm, the weights may stay in memory operands; generic: P = 8 of 4-float vectors). Loads per FMA fall from (1 + 1/8) in the general loop to
    (KW + S*(P-1) + KW) / (P*KW): 0.44 for 3x3 stride 1, 0.26 for 7x7. Columns outside x (j < jlo or j >= jhi: the
    left / right border pixels) are skipped, which is the clipped tap list of onnxep_dwn_px in its order; every output
    adds its taps in the general loops' order (kernel row, then e ascending = j ascending), so a pixel's value does not
@@ -455,6 +455,47 @@ static void NAME(float *y, Py_ssize_t ystep, const float *init, const float *xb,
         })                                                                                                            \
 }
 #define ONNXEP_DWN_SL_P16 8     /* (16 ymm: the _16 functions are 8 pixels wide) */
+#else
+/* the generic variant: GCC vector extensions of 4 floats (SSE2 on x86-64), 16 registers: P = 8. Each tap is a
+   multiply then an add, as in the plain loop (y + w*x; no FMA in this variant's instruction set), and the
+   activation is onnxep_dwn_act1 per lane, so the blocks give the plain loop's bits. */
+typedef float onnxep_dwn_v4 __attribute__((vector_size(16)));
+static inline onnxep_dwn_v4 onnxep_dwn_v4_load(const float *p) {
+    onnxep_dwn_v4 v;
+    __builtin_memcpy(&v, p, sizeof v);
+    return v;
+}
+static inline void onnxep_dwn_v4_store(float *p, onnxep_dwn_v4 v) { __builtin_memcpy(p, &v, sizeof v); }
+static inline onnxep_dwn_v4 onnxep_dwn_v4_zero(void) {
+    onnxep_dwn_v4 z = {0.0f, 0.0f, 0.0f, 0.0f};
+    return z;
+}
+static inline onnxep_dwn_v4 onnxep_dwn_v4_madd(onnxep_dwn_v4 w, onnxep_dwn_v4 x, onnxep_dwn_v4 a) { return a + w * x; }
+static inline onnxep_dwn_v4 onnxep_dwn_v4_act(onnxep_dwn_v4 v, int mode, float lo, float hi) {
+    for (int i = 0; i < 4; i++) v[i] = onnxep_dwn_act1(v[i], mode, lo, hi);
+    return v;
+}
+#define ONNXEP_DWN_A4(v) onnxep_dwn_v4_act(v, relu, lo, hi)
+#define LOADW(p) onnxep_dwn_v4_load(p)
+#define ONNXEP_DWN_SL_DEF(NAME, KW_, S_, P_)                                                                          \
+static void NAME(float *y, Py_ssize_t ystep, const float *init, const float *xb, const Py_ssize_t *off,              \
+                 const float *const *ws, int nt, Py_ssize_t W, Py_ssize_t pw, Py_ssize_t Wo, Py_ssize_t C,            \
+                 Py_ssize_t T, const onnxep_dwact *act)                                                               \
+{                                                                                                                     \
+    enum { KW = KW_, S = S_, P = P_ };                                                                                \
+    ONNXEP_DWN_SL_ROW(                                                                                                \
+        for (Py_ssize_t c = 0; c < C; c += 4) {                                                                       \
+            onnxep_dwn_v4 bv = init ? onnxep_dwn_v4_load(init + c) : onnxep_dwn_v4_zero();                           \
+            ONNXEP_DWN_SL_PIXELS(                                                                                     \
+                if (jlo == 0 && jhi == ncol)                                                                          \
+                    ONNXEP_DWN_SL_BLOCK(onnxep_dwn_v4, onnxep_dwn_v4_load, onnxep_dwn_v4_madd, ONNXEP_DWN_A4,         \
+                                        onnxep_dwn_v4_store, 0)                                                       \
+                else                                                                                                  \
+                    ONNXEP_DWN_SL_BLOCK(onnxep_dwn_v4, onnxep_dwn_v4_load, onnxep_dwn_v4_madd, ONNXEP_DWN_A4,         \
+                                        onnxep_dwn_v4_store, 1))                                                      \
+        })                                                                                                            \
+}
+#define ONNXEP_DWN_SL_P16 8
 #endif
 
 #ifdef ONNXEP_DWN_SL_DEF
@@ -479,10 +520,12 @@ ONNXEP_DWN_SL_SET(7)
    its tiles in multiples of P. */
 static int onnxep_dwn_slide_p(Py_ssize_t kw, Py_ssize_t sw, Py_ssize_t Wo, Py_ssize_t C) {
 #ifdef ONNXEP_DWN_SL_DEF
-#if !defined(__AVX512F__)
+#if defined(__AVX2__) && !defined(__AVX512F__)
     /* AVX2: whole 8-channel blocks only; 3x3 at stride 2 stays on onnxep_dwn_run's 8-pixel loop (5-11% faster there
        than 8-pixel sliding blocks on MobileNetV2's stride-2 sizes, this machine's AVX2 build) */
     if (C % 8 || (kw == 3 && sw == 2)) return 0;
+#elif !defined(__AVX2__)
+    if (C % 4) return 0;     /* (generic: whole 4-channel blocks only) */
 #endif
     if ((kw != 3 && kw != 5 && kw != 7) || (sw != 1 && sw != 2) || Wo < 1) return 0;
     return Wo >= ONNXEP_DWN_SL_P16 ? ONNXEP_DWN_SL_P16 : 8;

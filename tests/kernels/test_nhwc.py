@@ -408,7 +408,8 @@ SLIDE_SHAPES = [  # (N, H, W, C), kernel, strides, dilations, begin pads, end pa
     ((1, 7, 7, 40), (7, 7), (1, 1), (1, 1), (3, 3), (3, 3)),     # a row narrower than a block
     ((1, 8, 13, 16), (5, 5), (2, 2), (2, 1), (2, 2), (1, 2)),    # 5x5 stride 2, dilation along H, asymmetric pads
     ((1, 6, 11, 8), (5, 5), (1, 1), (1, 1), (0, 4), (2, 0)),     # columns clipped on one side only, 8-pixel blocks
-    ((1, 5, 9, 21), (3, 7), (1, 2), (1, 1), (1, 2), (1, 3)),     # 7 wide at stride 2; AVX2: C % 8 (per-run loops)
+    ((1, 5, 9, 21), (3, 7), (1, 2), (1, 1), (1, 2), (1, 3)),     # 7 wide at stride 2; C % 4: per-run loops
+    ((1, 5, 12, 12), (5, 5), (1, 1), (1, 1), (2, 2), (2, 2)),    # AVX2: C % 8 (per-run loops); generic: 3 blocks
     ((1, 4, 4, 16), (3, 3), (1, 1), (1, 1), (0, 0), (0, 0)),     # Wo = 2: one block, 2 pixels stored
     ((2, 3, 1, 16), (3, 3), (1, 2), (1, 1), (1, 1), (1, 1)),     # Wo = 1, both columns of the kernel clipped
 ]
@@ -419,14 +420,15 @@ SLIDE_SHAPES = [  # (N, H, W, C), kernel, strides, dilations, begin pads, end pa
 @pytest.mark.parametrize("act", [None, ("Clip", 0.0, 6.0), ("HardSwish",)])
 def test_dw_nhwc_sliding_rows_on_off(isa, case, act):
     """Oracle: numpy float64 direct conv then the activation; the sliding blocks (dw_nhwc_slide on) bit-identical to
-    the per-run / per-pixel loops (off: same taps, same order, same fused multiply-adds) and to themselves at 2
-    threads. The SIMD variants take the sliding path where dw_nhwc_slide_width says so (kw 3 / 5 / 7, stride 1 / 2;
-    AVX2: whole 8-channel blocks, not 3x3 at stride 2), 16 pixels wide (AVX-512, rows of 16 or more) or 8."""
+    the per-run / per-pixel loops (off: same taps, same order, the same multiply-adds: fused on the SIMD variants,
+    multiply then add on the generic one) and to themselves at 2 threads. Every variant takes the sliding path where
+    dw_nhwc_slide_width says so (kw 3 / 5 / 7, stride 1 / 2; AVX2: whole 8-channel blocks, not 3x3 at stride 2;
+    generic: whole 4-channel blocks), 16 pixels wide (AVX-512, rows of 16 or more) or 8."""
     mod = VARIANTS[isa]
     (N, H, W, C), k, s, d, pb, pe = case
     outs = (_out(H, k[0], s[0], d[0], pb[0], pe[0]), _out(W, k[1], s[1], d[1], pb[1], pe[1]))
     width = mod.dw_nhwc_slide_width(k[1], s[1], outs[1], C)
-    if isa == "generic" or (isa == "avx2" and (C % 8 or (k[1], s[1]) == (3, 2))):
+    if (isa == "generic" and C % 4) or (isa == "avx2" and (C % 8 or (k[1], s[1]) == (3, 2))):
         assert width == 0
     else:
         assert width == (16 if isa == "avx512" and outs[1] >= 16 else 8)
