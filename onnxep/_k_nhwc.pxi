@@ -12,14 +12,16 @@
 # only, and one task is one output row, so the result does not depend on the thread count.
 # Per output row (_dwn_row):
 #   sliding blocks (onnxep_dwn_slide_row; kw 3, 5 or 7, stride 1 or 2, dilation 1 along W, mult 1; where
-#     onnxep_dwn_slide_p says so: AVX2 whole 8-channel blocks and not 3x3 stride 2, generic whole 4-channel blocks):
+#     onnxep_dwn_slide_p says so: not 3x3 stride 2 on AVX-512 / AVX2, AVX2 whole 8-channel blocks, generic whole
+#     4-channel blocks):
 #     the whole row, borders included, in blocks of P output pixels (AVX-512 16 on rows of 16 or more, else 8) x one
 #     channel block (16 / 8 / 4 floats); each input column of a kernel row is loaded once for every tap of the block
 #     that reads it, columns outside x are skipped (= the clipped tap list). The last block of a row shifts back to
 #     end at Wo (recomputing a few pixels to the same values). dw_nhwc_slide(False) turns it off (tests, A/B).
 #     Measured (AVX-512, this VM, 1 thread, 64-byte aligned, cold caches, us, before -> after): MobileNetV2's 3x3
 #     112x112x32 s1 88 -> 54, 56x56x144 s1 82 -> 71, 14x14x576 s1 23 -> 20, 7x7x960 12 -> 8.7; ConvNeXt's 7x7
-#     56x56x96 291 -> 134, 28x28x192 171 -> 66, 7x7x768 66 -> 16. Stride 2: 112x112x96 88 -> 85, 56x56x144 34 -> 36.
+#     56x56x96 291 -> 134, 28x28x192 171 -> 66, 7x7x768 66 -> 16; 5x5 s2 56x56x72 46 -> 33. (3x3 stride 2 stays on
+#     the per-run loops there: as fast in isolation, up to 19% slower inside MobileNetV2.)
 #     The generic variant (the plain loop before): 3.5-10x faster, e.g. 112x112x32 1453 -> 347, 56x56x96 7x7 5348 -> 549.
 #   otherwise interior columns (every kernel column inside x): onnxep_dwn_run over the kernel rows inside x, taps as
 #     fixed offsets from each pixel, in tiles of T output pixels whose input fits in half an L1d (DWN_L1_FLOATS),
@@ -123,9 +125,10 @@ cdef inline void _dwn_taps(float* y, const float* bias, const float** xs, const 
 cdef void _dwn_row(Py_ssize_t r, const float* x, const float* w, const float* bias, float* y,
                    const NhwcGeom* g, const float** xs) noexcept nogil:
     """Output row r = n*Ho + oh. xs: this thread's 3*kh*kw pointer-sized slots (input pixels, weight rows, offsets).
-    Interior columns (every kernel column inside x) run through onnxep_dwn_run in tiles, over the kernel rows inside
-    x (all of them except in the top / bottom border rows); the left / right border pixels clip their taps one by
-    one."""
+    Where this variant has sliding blocks for the geometry (onnxep_dwn_slide_p) the whole row goes through them;
+    otherwise interior columns (every kernel column inside x) run through onnxep_dwn_run in tiles, over the kernel
+    rows inside x (all of them except in the top / bottom border rows), and the left / right border pixels clip their
+    taps one by one."""
     cdef Py_ssize_t n = r // g.Ho, oh = r % g.Ho, KS = g.kh * g.kw
     cdef Py_ssize_t ih0 = oh * g.sh - g.ph, blo = 0, bhi = g.kh, elo, ehi, ow, iw0, b, e, nt, ow_lo, ow_hi, T
     cdef int k3, P

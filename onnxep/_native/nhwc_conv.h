@@ -514,16 +514,20 @@ ONNXEP_DWN_SL_SET(7)
 #endif
 
 /* The sliding block width onnxep_dwn_slide_row uses for a row of Wo output pixels with a kw-wide kernel at stride sw
-   along W (dilation 1): P > 0, or 0 when it has no loop for them (the generic variant; kw not 3, 5, 7; sw > 2;
-   AVX2 with C % 8 != 0 or 3x3 at stride 2). AVX-512: 16 for rows of 16 pixels or more, else 8 (a row under 8 pixels
+   along W (dilation 1): P > 0, or 0 when it has no loop for them (kw not 3, 5, 7; sw > 2; AVX-512 and AVX2: 3x3 at
+   stride 2; AVX2: C % 8 != 0; generic: C % 4 != 0). AVX-512: 16 for rows of 16 pixels or more, else 8 (a row under 8 pixels
    is one block whose extra accumulators are not stored: 8 independent FMA chains rather than Wo). The caller sizes
    its tiles in multiples of P. */
 static int onnxep_dwn_slide_p(Py_ssize_t kw, Py_ssize_t sw, Py_ssize_t Wo, Py_ssize_t C) {
 #ifdef ONNXEP_DWN_SL_DEF
+#if defined(__AVX2__)
+    /* 3x3 at stride 2 stays on onnxep_dwn_run's 8-pixel loops (AVX-512: its own stride-2 loop), which already load
+       each input column once: MobileNetV2's four stride-2 depthwise convs in the model (1 thread, in-process A/B)
+       were 0-19% slower through sliding blocks (isolated: 1-16% faster); AVX2, isolated: 5-11% slower. */
+    if (kw == 3 && sw == 2) return 0;
+#endif
 #if defined(__AVX2__) && !defined(__AVX512F__)
-    /* AVX2: whole 8-channel blocks only; 3x3 at stride 2 stays on onnxep_dwn_run's 8-pixel loop (5-11% faster there
-       than 8-pixel sliding blocks on MobileNetV2's stride-2 sizes, this machine's AVX2 build) */
-    if (C % 8 || (kw == 3 && sw == 2)) return 0;
+    if (C % 8) return 0;     /* (AVX2: whole 8-channel blocks only) */
 #elif !defined(__AVX2__)
     if (C % 4) return 0;     /* (generic: whole 4-channel blocks only) */
 #endif

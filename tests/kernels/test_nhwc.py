@@ -403,7 +403,8 @@ def test_dw_nhwc_activation_errors():
 
 SLIDE_SHAPES = [  # (N, H, W, C), kernel, strides, dilations, begin pads, end pads: the sliding-block rows
     ((1, 6, 40, 32), (3, 3), (1, 1), (1, 1), (1, 1), (1, 1)),    # 16-pixel blocks, the last one shifted back
-    ((2, 5, 35, 24), (3, 3), (2, 2), (1, 1), (1, 1), (1, 1)),    # stride 2; AVX-512: a masked 8-channel tail
+    ((2, 5, 35, 24), (3, 3), (2, 2), (1, 1), (1, 1), (1, 1)),    # 3x3 stride 2 (generic only)
+    ((2, 5, 35, 24), (5, 5), (1, 2), (1, 1), (2, 2), (2, 2)),    # 5x5 stride 2; AVX-512: a masked 8-channel tail
     ((1, 9, 20, 48), (7, 7), (1, 1), (1, 1), (3, 3), (3, 3)),    # ConvNeXt's 7x7: every block clips columns
     ((1, 7, 7, 40), (7, 7), (1, 1), (1, 1), (3, 3), (3, 3)),     # a row narrower than a block
     ((1, 8, 13, 16), (5, 5), (2, 2), (2, 1), (2, 2), (1, 2)),    # 5x5 stride 2, dilation along H, asymmetric pads
@@ -422,13 +423,13 @@ def test_dw_nhwc_sliding_rows_on_off(isa, case, act):
     """Oracle: numpy float64 direct conv then the activation; the sliding blocks (dw_nhwc_slide on) bit-identical to
     the per-run / per-pixel loops (off: same taps, same order, the same multiply-adds: fused on the SIMD variants,
     multiply then add on the generic one) and to themselves at 2 threads. Every variant takes the sliding path where
-    dw_nhwc_slide_width says so (kw 3 / 5 / 7, stride 1 / 2; AVX2: whole 8-channel blocks, not 3x3 at stride 2;
-    generic: whole 4-channel blocks), 16 pixels wide (AVX-512, rows of 16 or more) or 8."""
+    dw_nhwc_slide_width says so (kw 3 / 5 / 7, stride 1 / 2; not 3x3 at stride 2 on AVX-512 and AVX2; AVX2: whole
+    8-channel blocks; generic: whole 4-channel blocks), 16 pixels wide (AVX-512, rows of 16 or more) or 8."""
     mod = VARIANTS[isa]
     (N, H, W, C), k, s, d, pb, pe = case
     outs = (_out(H, k[0], s[0], d[0], pb[0], pe[0]), _out(W, k[1], s[1], d[1], pb[1], pe[1]))
     width = mod.dw_nhwc_slide_width(k[1], s[1], outs[1], C)
-    if (isa == "generic" and C % 4) or (isa == "avx2" and (C % 8 or (k[1], s[1]) == (3, 2))):
+    if (isa == "generic" and C % 4) or (isa != "generic" and (k[1], s[1]) == (3, 2)) or (isa == "avx2" and C % 8):
         assert width == 0
     else:
         assert width == (16 if isa == "avx512" and outs[1] >= 16 else 8)
