@@ -11,15 +11,27 @@
 # (none, Relu, Clip or HardSwish: onnxep_dwact), whichever loop computes it; which loop that is depends on the geometry
 # only, and one task is one output row, so the result does not depend on the thread count.
 # Per output row (_dwn_row):
-#   interior columns (every kernel column inside x): onnxep_dwn_run over the kernel rows inside x, taps as fixed
-#     offsets from each pixel, in tiles of T output pixels whose input fits in half an L1d (DWN_L1_FLOATS), channel
-#     blocks outer, 8 (then 4, then 1) pixels per register block sharing each weight load. kw = 3 with dilation 1
-#     along W has its own loops that load each input column of a kernel row once (stride 1: 10 columns for 8 pixels;
-#     stride 2, AVX-512: 17). AVX-512 covers a channel tail with masked loads; AVX2 runs it (C % 8) in the plain loop;
-#     the generic variant is the plain loop in blocks of 16 channels.
+#   sliding blocks (onnxep_dwn_slide_row; kw 3, 5 or 7, stride 1 or 2, dilation 1 along W, mult 1; where
+#     onnxep_dwn_slide_p says so: not 3x3 stride 2 on AVX-512 / AVX2, AVX2 whole 8-channel blocks, generic whole
+#     4-channel blocks):
+#     the whole row, borders included, in blocks of P output pixels (AVX-512 16 on rows of 16 or more, else 8) x one
+#     channel block (16 / 8 / 4 floats); each input column of a kernel row is loaded once for every tap of the block
+#     that reads it, columns outside x are skipped (= the clipped tap list). The last block of a row shifts back to
+#     end at Wo (recomputing a few pixels to the same values). dw_nhwc_slide(False) turns it off (tests, A/B).
+#     Measured (AVX-512, this VM, 1 thread, 64-byte aligned, cold caches, us, before -> after): MobileNetV2's 3x3
+#     112x112x32 s1 88 -> 54, 56x56x144 s1 82 -> 71, 14x14x576 s1 23 -> 20, 7x7x960 12 -> 8.7; ConvNeXt's 7x7
+#     56x56x96 291 -> 134, 28x28x192 171 -> 66, 7x7x768 66 -> 16; 5x5 s2 56x56x72 46 -> 33. (3x3 stride 2 stays on
+#     the per-run loops there: as fast in isolation, up to 19% slower inside MobileNetV2.)
+#     The generic variant (the plain loop before): 3.5-10x faster, e.g. 112x112x32 1453 -> 347, 56x56x96 7x7 5348 -> 549.
+#   otherwise interior columns (every kernel column inside x): onnxep_dwn_run over the kernel rows inside x, taps as
+#     fixed offsets from each pixel, in tiles of T output pixels whose input fits in half an L1d (DWN_L1_FLOATS),
+#     channel blocks outer, 8 (then 4, then 1) pixels per register block sharing each weight load. kw = 3 with
+#     dilation 1 along W has its own loops that load each input column of a kernel row once (stride 1: 10 columns for
+#     8 pixels; stride 2, AVX-512: 17). AVX-512 covers a channel tail with masked loads; AVX2 runs it (C % 8) in the
+#     plain loop; the generic variant is the plain loop in blocks of 16 channels.
 #   border columns, and every pixel when mult > 1: onnxep_dwn_px / _dwn_px_mult on the list of taps clipped to x.
-# Measured on 1x128x56x56 3x3 pad 1 (AVX-512, warm caches, 64-byte aligned buffers, 1 thread): stride 1 ~105 us vs
-# ~150 us for conv_depthwise_f32 on NCHW; stride 2 ~42 us vs ~146 us.
+# Measured on 1x128x56x56 3x3 pad 1 (AVX-512, warm caches, 64-byte aligned buffers, 1 thread), the per-run loops:
+# stride 1 ~105 us vs ~150 us for conv_depthwise_f32 on NCHW; stride 2 ~42 us vs ~146 us.
 #
 # Pooling, 2-D: the same 21-entry int64 geometry vector as the NCHW pool kernels (_k_pool.pxi, built by
 # PoolAttrs.geom_vector), whose leading (depth) dim must be trivial: in = out = kernel = stride = dilation = 1, pads 0.
@@ -37,11 +49,36 @@ cdef extern from "_native/nhwc_conv.h":
     void onnxep_dwn_run(float* y, Py_ssize_t ystep, const float* init, const float* xb, Py_ssize_t xstep,
                         const Py_ssize_t* off, const float* const* ws, int nt, Py_ssize_t np, Py_ssize_t C,
                         const DwAct* act, int k3) noexcept nogil
+    int onnxep_dwn_slide_p(Py_ssize_t kw, Py_ssize_t sw, Py_ssize_t Wo, Py_ssize_t C) noexcept nogil
+    void onnxep_dwn_slide_row(float* y, Py_ssize_t ystep, const float* init, const float* xb, const Py_ssize_t* off,
+                              const float* const* ws, int nt, Py_ssize_t kw, Py_ssize_t sw, Py_ssize_t W,
+                              Py_ssize_t pw, Py_ssize_t Wo, Py_ssize_t C, Py_ssize_t T, int P,
+                              const DwAct* act) noexcept nogil
 
 
 cdef enum:
     DWN_ALIGN = 16                # cout of the packed weight is rounded up to this
     DWN_L1_FLOATS = 4096          # input floats per tile of an interior run (16 KB: half an L1d)
+    DWN_L2_FLOATS = 131072        # input floats per tile of a sliding row (512 KB: half the smallest target's L2)
+
+
+#: 1: rows go through the sliding blocks (onnxep_dwn_slide_row) where the variant has them; 0: the per-run loops only
+#: (dw_nhwc_slide, for tests and A/B measurements)
+cdef int dwn_slide_on = 1
+
+
+def dw_nhwc_slide(bint on):
+    """Turn the sliding-block path of conv_depthwise_nhwc_f32 on or off (process-wide); returns the previous state."""
+    global dwn_slide_on
+    prev = dwn_slide_on != 0
+    dwn_slide_on = 1 if on else 0
+    return prev
+
+
+def dw_nhwc_slide_width(Py_ssize_t kw, Py_ssize_t sw, Py_ssize_t Wo, Py_ssize_t C):
+    """The sliding block width (pixels) this variant uses for a kw-wide kernel at stride sw along W (dilation 1), Wo
+    output columns and C channels; 0 where the row goes through the per-run loops (onnxep_dwn_slide_p)."""
+    return onnxep_dwn_slide_p(kw, sw, Wo, C)
 
 
 cdef struct NhwcGeom:
@@ -88,12 +125,13 @@ cdef inline void _dwn_taps(float* y, const float* bias, const float** xs, const 
 cdef void _dwn_row(Py_ssize_t r, const float* x, const float* w, const float* bias, float* y,
                    const NhwcGeom* g, const float** xs) noexcept nogil:
     """Output row r = n*Ho + oh. xs: this thread's 3*kh*kw pointer-sized slots (input pixels, weight rows, offsets).
-    Interior columns (every kernel column inside x) run through onnxep_dwn_run in tiles, over the kernel rows inside
-    x (all of them except in the top / bottom border rows); the left / right border pixels clip their taps one by
-    one."""
+    Where this variant has sliding blocks for the geometry (onnxep_dwn_slide_p) the whole row goes through them;
+    otherwise interior columns (every kernel column inside x) run through onnxep_dwn_run in tiles, over the kernel
+    rows inside x (all of them except in the top / bottom border rows), and the left / right border pixels clip their
+    taps one by one."""
     cdef Py_ssize_t n = r // g.Ho, oh = r % g.Ho, KS = g.kh * g.kw
     cdef Py_ssize_t ih0 = oh * g.sh - g.ph, blo = 0, bhi = g.kh, elo, ehi, ow, iw0, b, e, nt, ow_lo, ow_hi, T
-    cdef int k3
+    cdef int k3, P
     cdef const float** ws = xs + KS
     cdef Py_ssize_t* off = <Py_ssize_t*>(xs + 2 * KS)
     cdef const float* xn = x + n * g.H * g.W * g.C
@@ -105,6 +143,21 @@ cdef void _dwn_row(Py_ssize_t r, const float* x, const float* w, const float* bi
         bhi = (g.H - 1 - ih0) // g.dh + 1 if g.H - 1 - ih0 >= 0 else 0
     if bhi < blo:
         bhi = blo
+    # sliding blocks over the whole row (borders included) where this variant has them
+    P = onnxep_dwn_slide_p(g.kw, g.sw, g.Wo, g.C) if dwn_slide_on and g.dw == 1 and g.mult == 1 and bhi > blo else 0
+    if P:
+        nt = 0
+        for b in range(blo, bhi):
+            for e in range(g.kw):
+                off[nt] = (b - blo) * g.dh * g.W * g.C
+                ws[nt] = w + (b * g.kw + e) * g.CP
+                nt += 1
+        # tiles of T pixels (channel blocks outer inside a tile) whose input rows stay in L2: a whole row unless it is
+        # wider than DWN_L2_FLOATS (every channel block of a tile reads its own cache lines, so no tiling for L1)
+        T = DWN_L2_FLOATS // max(<Py_ssize_t>1, (bhi - blo) * g.C * g.sw) // P * P
+        onnxep_dwn_slide_row(yp, g.cout, bias, xn + (ih0 + blo * g.dh) * g.W * g.C, off, ws, <int>nt, g.kw, g.sw,
+                             g.W, g.pw, g.Wo, g.C, max(<Py_ssize_t>P, T), P, &g.act)
+        return
     # interior columns [ow_lo, ow_hi): ow*sw - pw >= 0 and ow*sw - pw + (kw-1)*dw < W
     ow_lo = min((g.pw + g.sw - 1) // g.sw, g.Wo)
     if g.W - 1 - (g.kw - 1) * g.dw + g.pw >= 0:

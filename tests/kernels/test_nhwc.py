@@ -399,3 +399,60 @@ def test_dw_nhwc_activation_errors():
         with pytest.raises(ValueError, match="activation"):
             _kernels.conv_depthwise_nhwc_f32(x, (1, 4, 4, 1), wp, 1, (1, 1), (1, 1), (1, 1), (0, 0), (4, 4), None,
                                              np.empty(16, np.float32), False, 1, bad)
+
+
+SLIDE_SHAPES = [  # (N, H, W, C), kernel, strides, dilations, begin pads, end pads: the sliding-block rows
+    ((1, 6, 40, 32), (3, 3), (1, 1), (1, 1), (1, 1), (1, 1)),    # 16-pixel blocks, the last one shifted back
+    ((2, 5, 35, 24), (3, 3), (2, 2), (1, 1), (1, 1), (1, 1)),    # 3x3 stride 2 (generic only)
+    ((2, 5, 35, 24), (5, 5), (1, 2), (1, 1), (2, 2), (2, 2)),    # 5x5 stride 2; AVX-512: a masked 8-channel tail
+    ((1, 9, 20, 48), (7, 7), (1, 1), (1, 1), (3, 3), (3, 3)),    # ConvNeXt's 7x7: every block clips columns
+    ((1, 7, 7, 40), (7, 7), (1, 1), (1, 1), (3, 3), (3, 3)),     # a row narrower than a block
+    ((1, 8, 13, 16), (5, 5), (2, 2), (2, 1), (2, 2), (1, 2)),    # 5x5 stride 2, dilation along H, asymmetric pads
+    ((1, 6, 11, 8), (5, 5), (1, 1), (1, 1), (0, 4), (2, 0)),     # columns clipped on one side only, 8-pixel blocks
+    ((1, 5, 9, 21), (3, 7), (1, 2), (1, 1), (1, 2), (1, 3)),     # 7 wide at stride 2; C % 4: per-run loops
+    ((1, 5, 12, 12), (5, 5), (1, 1), (1, 1), (2, 2), (2, 2)),    # AVX2: C % 8 (per-run loops); generic: 3 blocks
+    ((1, 4, 4, 16), (3, 3), (1, 1), (1, 1), (0, 0), (0, 0)),     # Wo = 2: one block, 2 pixels stored
+    ((2, 3, 1, 16), (3, 3), (1, 2), (1, 1), (1, 1), (1, 1)),     # Wo = 1, both columns of the kernel clipped
+]
+
+
+@pytest.mark.parametrize("isa", list(VARIANTS))
+@pytest.mark.parametrize("case", SLIDE_SHAPES)
+@pytest.mark.parametrize("act", [None, ("Clip", 0.0, 6.0), ("HardSwish",)])
+def test_dw_nhwc_sliding_rows_on_off(isa, case, act):
+    """Oracle: numpy float64 direct conv then the activation; the sliding blocks (dw_nhwc_slide on) bit-identical to
+    the per-run / per-pixel loops (off: same taps, same order, the same multiply-adds: fused on the SIMD variants,
+    multiply then add on the generic one) and to themselves at 2 threads. Every variant takes the sliding path where
+    dw_nhwc_slide_width says so (kw 3 / 5 / 7, stride 1 / 2; not 3x3 at stride 2 on AVX-512 and AVX2; AVX2: whole
+    8-channel blocks; generic: whole 4-channel blocks), 16 pixels wide (AVX-512, rows of 16 or more) or 8."""
+    mod = VARIANTS[isa]
+    (N, H, W, C), k, s, d, pb, pe = case
+    outs = (_out(H, k[0], s[0], d[0], pb[0], pe[0]), _out(W, k[1], s[1], d[1], pb[1], pe[1]))
+    width = mod.dw_nhwc_slide_width(k[1], s[1], outs[1], C)
+    if (isa == "generic" and C % 4) or (isa != "generic" and (k[1], s[1]) == (3, 2)) or (isa == "avx2" and C % 8):
+        assert width == 0
+    else:
+        assert width == (16 if isa == "avx512" and outs[1] >= 16 else 8)
+    rng = np.random.default_rng(H * W + C + k[1])
+    xn = rng.uniform(-1, 1, (N, H, W, C)).astype(np.float32)
+    w = rng.uniform(-1, 1, (C, 1) + k).astype(np.float32)
+    b = rng.uniform(-1, 1, C).astype(np.float32)
+    wp = _pack(mod, w, C, *k)
+    ys = {}
+    prev = mod.dw_nhwc_slide(True)
+    try:
+        for on, nt in ((True, 1), (True, 2), (False, 1)):
+            mod.dw_nhwc_slide(on)
+            y = np.full((N,) + outs + (C,), np.nan, np.float32)
+            mod.conv_depthwise_nhwc_f32(xn.reshape(-1), (N, H, W, C), wp, C, k, s, d, pb, outs, b, y.reshape(-1),
+                                        False, nt, act)
+            ys[on, nt] = y
+    finally:
+        mod.dw_nhwc_slide(prev)
+    np.testing.assert_array_equal(ys[True, 1], ys[True, 2])
+    np.testing.assert_array_equal(ys[True, 1], ys[False, 1])
+    x = xn.transpose(0, 3, 1, 2)
+    ref = _ref_conv(x[:, :, None], w[:, :, None], b, C, (1,) + s, (1,) + d, (0,) + pb, (1,) + outs)[:, :, 0]
+    ref = _np_act(ref, act) if act else ref
+    got = ys[True, 1].transpose(0, 3, 1, 2)
+    assert np.all(np.abs(got - ref) <= 2 * (k[0] * k[1] + 2) * EPS + 4 * EPS), np.abs(got - ref).max()
