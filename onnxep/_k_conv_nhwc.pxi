@@ -319,6 +319,7 @@ cdef struct ConvJob:
     # (cout here and in the helpers' arguments: floats between output pixels in y and res -- ldy)
     Py_ssize_t blen, Coutg, Kc, cout, group, P, rb, rows, ntaps, ow_lo, ow_hi, nslabs, pslab, rows_total
     bint chan               # one task per slab of weight panels, over every row block (_chan_split)
+    Py_ssize_t nimg         # direct path: 0, or rows are one image's rows, each over nimg images (_dconv_stack)
     float* work
     const DTap* taps
     DRun* runbuf
@@ -490,7 +491,14 @@ cdef bint _dconv_auto(const ImplicitA* ia, Py_ssize_t N, Py_ssize_t Kc, Py_ssize
     MR/4 pixels a tile, and at any fill with up to half a vector: the packed path's NR-wide tiles compute 2x (4x)
     the products needed there, the k-pair tiles none. Kernel alone, 1 thread, direct / packed time (pixels a tile):
     3x16x16 64->16 3x3 0.52 (6.7), 3x8x8 32->16 3x3 0.54 (4.6), 3x16x16 32->8 3x3/2 0.40 (6.4), 3x4x4 128->8
-    3x3 0.90 (1.6); left packed: 3x8x8 64->16 3x3/2 1.21 (2.7), 3x4x4 64->16 3x3 0.96 (1.6)."""
+    3x3 0.90 (1.6); left packed: 3x8x8 64->16 3x3/2 1.21 (2.7), 3x4x4 64->16 3x3 0.96 (1.6).
+    Where the weight panel (K x NR floats) takes at most 1/DCONV_PANEL_L2_SHARE of L2, a tile re-reads it from L1
+    / L2 at little cost and the direct path only needs tiles of DCONV_FILL_ROWS pixels on average (enough rows of
+    two vectors to cover the FMA latency: 8 accumulators): the 2/3 MR rule above came from panels of 147-590 KiB.
+    Kernel alone, 1 thread, batch 1 and 3, direct / packed time (pixels a tile), K 288-864 (panels 36-108 KiB):
+    8x8 3x3 32 -> 32 0.65-0.68, 48 -> 48 0.81-0.86, 64 -> 64 0.79-0.83, 96 -> 96 0.83-0.89 (4.6); 16x16 3x3
+    0.64-0.88 (6.4), 16x16 3x3/2 0.77-0.89 (6.4); left packed: 8x8 3x3/2 1.25-2.0 (2.7)."""
+    cdef Py_ssize_t tiles
     if not SGEMM_SIMD:
         return False
     if Kc <= SGEMM_KC:
@@ -498,11 +506,31 @@ cdef bint _dconv_auto(const ImplicitA* ia, Py_ssize_t N, Py_ssize_t Kc, Py_ssize
     if (ia.sw * ia.C * <Py_ssize_t>sizeof(float)) % 4096 == 0:
         return False
     if _dconv_kp_applies(Coutg):
-        return 2 * Coutg <= KP_MAXN or 4 * N * ia.Ho * ia.Wo >= SGEMM_MR * _dconv_tiles(ia, N)
-    return 3 * N * ia.Ho * ia.Wo >= 2 * SGEMM_MR * _dconv_tiles(ia, N)
+        # (its tiles along rows and down bands: tiles down the batch measured no faster there on AVX-512 -- 3x4x4
+        # 64 -> 16 3x3 1.05x, 3x8x8 64 -> 16 3x3/2 1.23x the packed time)
+        return 2 * Coutg <= KP_MAXN or 4 * N * ia.Ho * ia.Wo >= SGEMM_MR * _dconv_row_tiles(ia, N)
+    tiles = _dconv_tiles(ia, N)
+    if Kc * SGEMM_NR * <Py_ssize_t>sizeof(float) * DCONV_PANEL_L2_SHARE <= _dconv_l2:
+        return N * ia.Ho * ia.Wo >= DCONV_FILL_ROWS * tiles
+    return 3 * N * ia.Ho * ia.Wo >= 2 * SGEMM_MR * tiles
+
+
+cdef enum:
+    DCONV_PANEL_L2_SHARE = 8     # _dconv_auto: a weight panel this small a share of L2 is cheap to re-read per tile
+    DCONV_FILL_ROWS = 4          # ... then tiles of this many pixels on average go direct
+
+
+cdef Py_ssize_t _dconv_l2 = cache_bytes(2, 1 << 20)
 
 
 cdef Py_ssize_t _dconv_tiles(const ImplicitA* ia, Py_ssize_t N) noexcept nogil:
+    """About how many micro-kernel calls per weight panel the direct path makes over the batch: _dconv_row_tiles',
+    or its tiles down the batch where it takes them (_dconv_stack)."""
+    cdef Py_ssize_t tiles = _dconv_row_tiles(ia, N)
+    return _dconv_stacked_tiles(ia, N) if _dconv_stack(ia, N, tiles) else tiles
+
+
+cdef Py_ssize_t _dconv_row_tiles(const ImplicitA* ia, Py_ssize_t N) noexcept nogil:
     """About how many micro-kernel calls per weight panel the direct path makes over the batch (its
     row blocks ignored, as _dconv_rows tiles them): each output row's interior pixels in tiles of up to MR, each
     border column's pixels in tiles of up to MR down the bands of rows with the same kernel rows inside x. A
@@ -527,6 +555,36 @@ cdef Py_ssize_t _dconv_tiles(const ImplicitA* ia, Py_ssize_t N) noexcept nogil:
     return N * tiles
 
 
+cdef inline Py_ssize_t _dconv_stacked_tiles(const ImplicitA* ia, Py_ssize_t N) noexcept nogil:
+    """The direct path's micro-kernel calls per weight panel with its tiles down the batch (_dconv_rows_stacked):
+    each output pixel position's N pixels in tiles of up to MR."""
+    return ia.Ho * ia.Wo * ((N + SGEMM_MR - 1) // SGEMM_MR)
+
+
+cdef inline bint _dconv_stack(const ImplicitA* ia, Py_ssize_t N, Py_ssize_t tiles) noexcept nogil:
+    """Whether the direct path tiles down the batch (_dconv_rows_stacked): with fewer micro-kernel calls than its
+    tiles along rows and down bands (`tiles`, _dconv_tiles' count without stacking), as on the small outputs where
+    every pixel, or most, is a border pixel (2x2 or 4x4 outputs of a 3x3 conv: tiles of one or two pixels, down the
+    batch as many as there are images). Not for a pointwise conv (its pixels are one long row already)."""
+    if N < 2 or not _stack_on or (ia.kh == 1 and ia.kw == 1 and ia.sh == 1 and ia.sw == 1 and ia.ph == 0
+                                  and ia.pw == 0):
+        return False
+    return _dconv_stacked_tiles(ia, N) < tiles
+
+
+cdef int _stack_on = 1
+
+
+def conv_stack(on=None):
+    """Whether the direct conv path may tile down the batch (_dconv_stack; on by default); `on` sets it. Returns
+    the setting before the call (tests, in-process A/B)."""
+    global _stack_on
+    cdef int before = _stack_on
+    if on is not None:
+        _stack_on = 1 if on else 0
+    return bool(before)
+
+
 def conv_direct_auto(tuple xshape, tuple kernel, tuple strides, tuple dilations, tuple pads, tuple out_spatial,
                      Py_ssize_t group=1, Py_ssize_t cout=0):
     """Whether ConvNhwc's "auto" path picks the direct path for this dense conv geometry (_dconv_auto) with cout
@@ -541,6 +599,20 @@ def conv_direct_auto(tuple xshape, tuple kernel, tuple strides, tuple dilations,
     ia.Ho, ia.Wo = out_spatial
     ia.Cg = ia.C // group
     return bool(_dconv_auto(&ia, N, ia.Cg * ia.kh * ia.kw, cout // group if cout > 0 else KP_MAXN + 1))
+
+
+def conv_direct_stacks(tuple xshape, tuple kernel, tuple strides, tuple dilations, tuple pads, tuple out_spatial):
+    """Whether the direct path tiles this conv geometry down the batch (_dconv_stack, with the current conv_stack
+    setting); for tests."""
+    cdef ImplicitA ia
+    cdef Py_ssize_t N
+    N, ia.H, ia.W, ia.C = xshape
+    ia.kh, ia.kw = kernel
+    ia.sh, ia.sw = strides
+    ia.dh, ia.dw = dilations
+    ia.ph, ia.pw = pads
+    ia.Ho, ia.Wo = out_spatial
+    return bool(_dconv_stack(&ia, N, _dconv_row_tiles(&ia, N)))
 
 
 cdef inline Py_ssize_t _dconv_max_taps(const ImplicitA* ia, Py_ssize_t Kc) noexcept nogil:
@@ -638,7 +710,7 @@ cdef void _dconv_rows(const ImplicitA* ia, const DTap* taps, Py_ssize_t ntaps, D
                       Py_ssize_t row1, const float* wp, const float* bias, const float* res, float* y, Py_ssize_t Coutg,
                       Py_ssize_t cout, const Act* act, Py_ssize_t ow_lo, Py_ssize_t ow_hi, Py_ssize_t jp0,
                       Py_ssize_t jp1, Py_ssize_t pend, const float* kp, const uint16_t* kpb,
-                      const uint16_t* xb) noexcept nogil:
+                      const uint16_t* xb, Py_ssize_t nimg) noexcept nogil:
     """Output rows row0 .. row1-1 (row = n*Ho + oh, over the whole batch), the output channels of weight panels
     jp0 .. jp1-1 of one group (ia.x, wp, bias, res and y offset to the group). runs: room for 2 * ntaps DRuns. Panel
     by panel, and for each the rows' tiles one after another: a panel of the weight (K x NR) is read from memory
@@ -648,12 +720,38 @@ cdef void _dconv_rows(const ImplicitA* ia, const DTap* taps, Py_ssize_t ntaps, D
     in tiles down the band (its pixels read x sh*W*C floats apart with the same runs), not one by one. The first
     tile over each panel fetches the next panel into L2 along its K loop (onnxep_dconv_uk's pfo). kp: the
     weight's k-pair rows (_dconv_kp; one panel), NULL for the plain micro-kernel; kpb and xb: the bf16 pair rows and
-    x (offset as ia.x) for onnxep_dconv_kpb, else NULL."""
+    x (offset as ia.x) for onnxep_dconv_kpb, else NULL. nimg > 0: rows row0 .. row1-1 are one image's output rows,
+    each over images 0 .. nimg-1, in tiles down the batch (_dconv_stack): pixel (oh, ow) of every image has the same
+    taps, its x H*W*C floats and its y Ho*Wo*cout floats from the previous image's."""
     cdef Py_ssize_t HW = ia.H * ia.W * ia.C, row, n, ih0, b0, b1, e0, e1, nint, cnt, ow, mr, iw0, jp, n0, wend, hi
     cdef Py_ssize_t band, r2, nb0, nb1, rs, pfo
     cdef const float* img
     cdef const uint16_t* imgb = NULL
     cdef DRun* rr
+    if nimg > 0:
+        for jp in range(jp0, jp1):
+            n0 = jp * SGEMM_NR
+            pfo = -1 if jp + 1 < jp1 and _panel_prefetch else 0
+            for row in range(row0, row1):
+                ih0 = row * ia.sh - ia.ph
+                _dconv_tap_range(ih0, ia.dh, ia.H, ia.kh, &b0, &b1)
+                for ow in range(ia.Wo):
+                    iw0 = ow * ia.sw - ia.pw
+                    _dconv_tap_range(iw0, ia.dw, ia.W, ia.kw, &e0, &e1)
+                    cnt = _dconv_select(taps, ntaps, b0, b1, e0, e1, runs)
+                    rs = (row * ia.Wo + ow) * cout + n0         # pixel (row, ow) of image 0 in y and res
+                    n = 0
+                    while n < nimg:
+                        mr = nimg - n
+                        mr = (mr + (mr + SGEMM_MR - 1) // SGEMM_MR - 1) // ((mr + SGEMM_MR - 1) // SGEMM_MR)
+                        dconv_call(mr, kp, kpb, (xb + n * HW) if xb != NULL else NULL, ia.x + n * HW,
+                                   (ih0 * ia.W + iw0) * ia.C, HW, runs, cnt, wp, jp, pfo, _crow_prefetch,
+                                   min(<Py_ssize_t>SGEMM_NR, Coutg - n0), y + n * ia.Ho * ia.Wo * cout + rs,
+                                   ia.Ho * ia.Wo * cout, 1.0, 0.0, (bias + n0) if bias != NULL else NULL, NULL,
+                                   (res + n * ia.Ho * ia.Wo * cout + rs) if res != NULL else NULL, act)
+                        n += mr
+                        pfo = 0
+        return
     for jp in range(jp0, jp1):
         n0 = jp * SGEMM_NR
         pfo = -1 if jp + 1 < jp1 and _panel_prefetch else 0    # the first tile fetches the next panel into L2
@@ -816,16 +914,18 @@ cdef int _conv_nhwc_direct(const ImplicitA* ia0, Py_ssize_t N, Py_ssize_t group,
         ia.H = (P + ia.W - 1) // ia.W
         ia.Ho = ia.H
         N = 1
-    rows = N * ia.Ho
+    # tiles down the batch (_dconv_stack): rows are one image's, each over the N images
+    job.nimg = N if _dconv_stack(&ia, N, _dconv_row_tiles(&ia, N)) else 0
+    rows = ia.Ho if job.nimg else N * ia.Ho
     taps = <DTap*>malloc(ntaps * sizeof(DTap))
     if taps == NULL:
         return -1
     ntaps = _dconv_taps(&ia, Kc, _round_up(Coutg, SGEMM_NR), taps)
     # row blocks of about DCONV_ITEM_PIXELS pixels, of (nearly) equal height
-    job.rb = max(<Py_ssize_t>1, DCONV_ITEM_PIXELS // max(ia.Wo, <Py_ssize_t>1))
+    job.rb = max(<Py_ssize_t>1, DCONV_ITEM_PIXELS // max(ia.Wo * max(job.nimg, <Py_ssize_t>1), <Py_ssize_t>1))
     # the pixels of a row whose every kernel column falls inside x: ow_lo <= ow < ow_hi
     _inside_range(ia.W, ia.Wo, ia.kw, ia.sw, ia.dw, ia.pw, &job.ow_lo, &job.ow_hi)
-    if job.ow_lo > 0 or job.ow_hi < ia.Wo:
+    if (job.ow_lo > 0 or job.ow_hi < ia.Wo) and not job.nimg:
         # border columns go in tiles down a block's rows: blocks of up to MR rows while that leaves
         # DCONV_ITEMS_PER_THREAD items per thread
         job.rb = max(job.rb, min(<Py_ssize_t>SGEMM_MR, rows * group // (<Py_ssize_t>nth * DCONV_ITEMS_PER_THREAD)))
@@ -843,7 +943,7 @@ cdef int _conv_nhwc_direct(const ImplicitA* ia0, Py_ssize_t N, Py_ssize_t group,
         job.pslab = _panel_slab(npanels, items, nth)
         if nth > 1:
             job.P = P
-            job.pslab = _dconv_slab_mt(&job, items, npanels, ia.Wo, nth)
+            job.pslab = _dconv_slab_mt(&job, items, npanels, ia.Wo * max(job.nimg, <Py_ssize_t>1), nth)
     job.nslabs = (npanels + job.pslab - 1) // job.pslab
     nth = <int>max(1, min(<Py_ssize_t>nth, items * job.nslabs))
     runbuf = <DRun*>malloc(nth * 2 * ntaps * sizeof(DRun))
@@ -898,7 +998,7 @@ cdef void _dconv_task(void* p, Py_ssize_t t, int tid) noexcept nogil:
             _dconv_rows(&ia, j.taps, j.ntaps, j.runbuf + <Py_ssize_t>tid * 2 * j.ntaps, row0,
                         min(row0 + j.rb, j.rows_total), j.wp, j.bias, j.res, j.y, j.Coutg, j.cout, j.act,
                         j.ow_lo, j.ow_hi, t * j.pslab, min((t + 1) * j.pslab, (j.Coutg + SGEMM_NR - 1) // SGEMM_NR),
-                        j.P, j.kp, j.kpb, j.xb)
+                        j.P, j.kp, j.kpb, j.xb, j.nimg)
         return
     t = t // j.nslabs
     gi = t // j.rows
@@ -911,4 +1011,4 @@ cdef void _dconv_task(void* p, Py_ssize_t t, int tid) noexcept nogil:
                 (j.res + gi * j.Coutg) if j.res != NULL else NULL, j.y + gi * j.Coutg, j.Coutg, j.cout, j.act,
                 j.ow_lo, j.ow_hi, sl * j.pslab, min((sl + 1) * j.pslab, (j.Coutg + SGEMM_NR - 1) // SGEMM_NR), j.P,
                 (j.kp + gi * j.kplen) if j.kp != NULL else NULL, (j.kpb + gi * j.kplen) if j.kpb != NULL else NULL,
-                (j.xb + gi * ia.Cg) if j.xb != NULL else NULL)
+                (j.xb + gi * ia.Cg) if j.xb != NULL else NULL, j.nimg)

@@ -100,9 +100,10 @@ def test_kpair_changes_the_summation_order():
     # past one K block (Kc > 256), narrow outputs. want: variant -> (direct with the k-pair kernel on, with it off).
     # On, a conv of at most one vector of channels (AVX-512: 16, AVX2: 8) goes direct from MR / 4 pixels a tile
     # (AVX-512 MR 12: 3; AVX2 MR 6: 1.5), or at any fill with up to half a vector; off (conv_kpair(False)), the general
-    # rule's 2/3 MR (8; 4). Tile counts as in test_conv_dense_paths.py:
+    # rule: 2/3 MR (8; 4), or 4 where the K x NR weight panel takes at most 1/8 of L2 (K 576 here: on both).
+    # Tile counts as in test_conv_dense_paths.py:
     # 16 rows x 2 tiles (AVX2: 3) + 2 columns x 3 bands: 38 tiles (54), 6.7 pixels a tile (4.7)
-    ((3, 16, 16, 64), 16, 3, 1, (16, 16), {"avx512": (True, False), "avx2": (True, True)}),
+    ((3, 16, 16, 64), 16, 3, 1, (16, 16), {"avx512": (True, True), "avx2": (True, True)}),
     # 4 rows x 1 tile + column 0 x 2 bands: 6 tiles for 16 pixels, 2.7
     ((3, 8, 8, 64), 16, 3, 2, (4, 4), {"avx512": (False, False), "avx2": (False, False)}),
     # 4 rows x 1 + 2 columns x 3 bands: 10 tiles for 16 pixels, 1.6

@@ -231,6 +231,87 @@ def test_conv_nhwc_direct_above_one_k_block(isa, case):
     np.testing.assert_allclose(ys["packed", 1], ref, rtol=0, atol=bound)
 
 
+STACK_CASES = [  # small outputs, several images: the direct path's tiles down the batch (_dconv_stack)
+    ((3, 40, 2, 2), (36, 40, 3, 3), 1, (1, 1), (1, 1), (1, 1)),       # 2x2 'same': every pixel a border one
+    ((3, 24, 4, 4), (40, 24, 3, 3), 1, (1, 1), (1, 1), (1, 1)),       # 4x4: border columns and interior pixels
+    ((14, 20, 2, 3), (33, 20, 3, 3), 1, (1, 1), (1, 1), (1, 1)),      # 14 images: tiles of 7 and 7 (MR 12)
+    ((5, 30, 5, 5), (20, 15, 3, 3), 2, (2, 2), (1, 1), (1, 1)),       # groups, stride 2 (3x3 out)
+    ((3, 300, 2, 2), (40, 300, 3, 3), 1, (1, 1), (1, 1), (1, 1)),     # K 2700: runs cut at the K blocks
+    ((4, 8, 3, 3), (8, 8, 3, 3), 1, (1, 1), (2, 2), (2, 2)),          # dilation 2; 8 channels: the k-pair kernel
+]
+
+
+@pytest.mark.parametrize("isa", [i for i in VARIANTS if i != "generic"])
+@pytest.mark.parametrize("case", STACK_CASES, ids=lambda c: "x".join(map(str, c[0])) + "_k" + "x".join(map(str, c[1])))
+def test_conv_nhwc_direct_stacked_down_the_batch(isa, case):
+    """The direct path's tiles down the batch (conv_stack on: pixel (oh, ow) of up to MR images in one tile, x
+    H*W*C and y Ho*Wo*cout floats apart) against the same path with it off and the packed path: bit-identical with
+    the plain micro-kernel (the same products in the same k order), on 1 and 2 threads, with bias, residual and Relu;
+    and the float64 direct conv (oracle) within the GEMM bound, k-pair kernel on too."""
+    mod = VARIANTS[isa]
+    xs, ws, group, strides, dil, pads = case
+    outs = tuple((i + 2 * p - ((kk - 1) * d + 1)) // st + 1 for i, p, kk, d, st in zip(xs[2:], pads, ws[2:], dil,
+                                                                                         strides))
+    nhwc = (xs[0], xs[2], xs[3], xs[1])
+    before = mod.conv_stack(True)
+    try:
+        assert mod.conv_direct_stacks(nhwc, ws[2:], strides, dil, pads, outs)
+        run, ref, res, kc = _case(mod, case, 13)
+        ref = np.maximum(ref, 0)
+        bound = 2 * (kc + 2) * EPS + 1e-6
+        kp = mod.conv_kpair(False)
+        try:
+            ys = {}
+            for on in (True, False):
+                mod.conv_stack(on)
+                for nth in (1, 2):
+                    ys[on, nth] = run("direct", nth, ("Relu",), res)
+            packed = run("packed", 1, ("Relu",), res)
+        finally:
+            mod.conv_kpair(kp)
+        for key, y in ys.items():
+            np.testing.assert_allclose(y, ref, rtol=0, atol=bound, err_msg=str(key))
+            if kc <= mod.KC:        # above one block the packed path rounds between K blocks
+                np.testing.assert_array_equal(y, packed, err_msg=str(key))
+            np.testing.assert_array_equal(y, ys[False, 1], err_msg=str(key))
+        mod.conv_stack(True)
+        for nth in (1, 2):
+            np.testing.assert_allclose(run("direct", nth, ("Relu",), res), ref, rtol=0, atol=bound)
+    finally:
+        mod.conv_stack(before)
+
+
+@pytest.mark.parametrize("isa", [i for i in VARIANTS if i != "generic"])
+def test_conv_stack_choice(isa):
+    """Where the direct path tiles down the batch (_dconv_stack): only with fewer tiles than along rows and down
+    bands, never for one image or a pointwise conv, never with conv_stack off. Oracle: the tile counts worked out by
+    hand (MR 12 / 6): 3 images of 2x2 3x3 'same': 12 one-pixel tiles against 4 of 3; of 8x8: 42 against 64."""
+    mod = VARIANTS[isa]
+    stacks = lambda n, hw, k=3, p=1: mod.conv_direct_stacks((n, hw, hw, 16), (k, k), (1, 1), (1, 1), (p, p),
+                                                             (hw + 2 * p - k + 1,) * 2)  # noqa: E731
+    before = mod.conv_stack(True)
+    try:
+        assert stacks(3, 2) and stacks(3, 4) and stacks(14, 2)
+        assert not stacks(1, 2) and not stacks(3, 8) and not stacks(3, 4, k=1, p=0)
+        mod.conv_stack(False)
+        assert not stacks(3, 2)
+    finally:
+        mod.conv_stack(before)
+
+
+@pytest.mark.parametrize("isa", [i for i in VARIANTS if i != "generic"])
+def test_auto_direct_small_k_panels(isa):
+    """_dconv_auto above one K block with a weight panel of at most 1/8 of L2 (K x NR floats): direct from
+    DCONV_FILL_ROWS (4) pixels a tile on average, packed below. Oracle: tile counts by hand, batch 3, 3x3 'same' on
+    8x8 (interior rows in one tile of 6, border columns down bands of 1, 6, 1 rows: 4.6 pixels a tile) -> direct;
+    3x3/2 from 8x8 to 4x4 (2.7 pixels a tile) -> packed; K 288 (32 channels: a 36 KiB panel on AVX-512)."""
+    mod = VARIANTS[isa]
+    auto = mod.conv_direct_auto
+    assert 32 * 9 > mod.KC
+    assert auto((3, 8, 8, 32), (3, 3), (1, 1), (1, 1), (1, 1), (8, 8), 1, 32)
+    assert not auto((3, 8, 8, 32), (3, 3), (2, 2), (1, 1), (1, 1), (4, 4), 1, 64)
+
+
 CHAN_SPLIT_CASES = [  # the weight (Coutg x Kc) outweighs A (P x Kc) and P spans two row blocks: a slab per thread
     ((1, 300, 13, 13), (250, 300, 1, 1), 1, (1, 1), (1, 1), (0, 0)),      # 1x1, K above one block, cout tails
     ((1, 200, 13, 13), (250, 200, 1, 1), 1, (1, 1), (1, 1), (0, 0)),      # K within one block
