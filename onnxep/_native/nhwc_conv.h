@@ -412,48 +412,31 @@ static void onnxep_dwn_run(float *y, Py_ssize_t ystep, const float *init, const 
         BODY                                                                                                          \
     }
 
+/* Per ISA: the vector type and its channel step, the per-block mask (AVX-512's channel tail), loads and stores of
+   x / y / the bias (masked on AVX-512), zero, the multiply-add and the activation; ONNXEP_DWN_SL_DEF below is the
+   one function body all three variants instantiate. */
 #if defined(__AVX512F__)
 #define LOADW(p) _mm512_loadu_ps(p)
-#define ONNXEP_DWN_SL_DEF(NAME, KW_, S_, P_)                                                                          \
-static void NAME(float *y, Py_ssize_t ystep, const float *init, const float *xb, const Py_ssize_t *off,              \
-                 const float *const *ws, int nt, Py_ssize_t W, Py_ssize_t pw, Py_ssize_t Wo, Py_ssize_t C,            \
-                 Py_ssize_t T, const onnxep_dwact *act)                                                               \
-{                                                                                                                     \
-    enum { KW = KW_, S = S_, P = P_ };                                                                                \
-    ONNXEP_DWN_SL_ROW(                                                                                                \
-        for (Py_ssize_t c = 0; c < C; c += 16) {                                                                      \
-            __mmask16 m = (C - c >= 16) ? (__mmask16)0xFFFF : (__mmask16)((1u << (C - c)) - 1u);                      \
-            __m512 bv = init ? _mm512_maskz_loadu_ps(m, init + c) : _mm512_setzero_ps();                              \
-            ONNXEP_DWN_SL_PIXELS(                                                                                     \
-                if (jlo == 0 && jhi == ncol)                                                                          \
-                    ONNXEP_DWN_SL_BLOCK(__m512, ONNXEP_DWN_SL_LX512, _mm512_fmadd_ps, ONNXEP_DWN_A512,                \
-                                        ONNXEP_DWN_SL_SY512, 0)                                                       \
-                else                                                                                                  \
-                    ONNXEP_DWN_SL_BLOCK(__m512, ONNXEP_DWN_SL_LX512, _mm512_fmadd_ps, ONNXEP_DWN_A512,                \
-                                        ONNXEP_DWN_SL_SY512, 1))                                                      \
-        })                                                                                                            \
-}
-#define ONNXEP_DWN_SL_LX512(p) _mm512_maskz_loadu_ps(m, p)
-#define ONNXEP_DWN_SL_SY512(p, v) _mm512_mask_storeu_ps(p, m, v)
+#define ONNXEP_DWN_SL_V __m512
+#define ONNXEP_DWN_SL_CSTEP 16
+#define ONNXEP_DWN_SL_CMASK                                                                                           \
+    __mmask16 m = (C - c >= 16) ? (__mmask16)0xFFFF : (__mmask16)((1u << (C - c)) - 1u);
+#define ONNXEP_DWN_SL_LX(p) _mm512_maskz_loadu_ps(m, p)
+#define ONNXEP_DWN_SL_SY(p, v) _mm512_mask_storeu_ps(p, m, v)
+#define ONNXEP_DWN_SL_ZERO _mm512_setzero_ps
+#define ONNXEP_DWN_SL_FMA _mm512_fmadd_ps
+#define ONNXEP_DWN_SL_ACT ONNXEP_DWN_A512
 #define ONNXEP_DWN_SL_P16 16
 #elif defined(__AVX2__)
 #define LOADW(p) _mm256_loadu_ps(p)
-#define ONNXEP_DWN_SL_DEF(NAME, KW_, S_, P_)                                                                          \
-static void NAME(float *y, Py_ssize_t ystep, const float *init, const float *xb, const Py_ssize_t *off,              \
-                 const float *const *ws, int nt, Py_ssize_t W, Py_ssize_t pw, Py_ssize_t Wo, Py_ssize_t C,            \
-                 Py_ssize_t T, const onnxep_dwact *act)                                                               \
-{                                                                                                                     \
-    enum { KW = KW_, S = S_, P = P_ };                                                                                \
-    ONNXEP_DWN_SL_ROW(                                                                                                \
-        for (Py_ssize_t c = 0; c < C; c += 8) {                                                                       \
-            __m256 bv = init ? _mm256_loadu_ps(init + c) : _mm256_setzero_ps();                                       \
-            ONNXEP_DWN_SL_PIXELS(                                                                                     \
-                if (jlo == 0 && jhi == ncol)                                                                          \
-                    ONNXEP_DWN_SL_BLOCK(__m256, _mm256_loadu_ps, _mm256_fmadd_ps, ONNXEP_DWN_A256, _mm256_storeu_ps, 0) \
-                else                                                                                                  \
-                    ONNXEP_DWN_SL_BLOCK(__m256, _mm256_loadu_ps, _mm256_fmadd_ps, ONNXEP_DWN_A256, _mm256_storeu_ps, 1))\
-        })                                                                                                            \
-}
+#define ONNXEP_DWN_SL_V __m256
+#define ONNXEP_DWN_SL_CSTEP 8
+#define ONNXEP_DWN_SL_CMASK
+#define ONNXEP_DWN_SL_LX(p) _mm256_loadu_ps(p)
+#define ONNXEP_DWN_SL_SY(p, v) _mm256_storeu_ps(p, v)
+#define ONNXEP_DWN_SL_ZERO _mm256_setzero_ps
+#define ONNXEP_DWN_SL_FMA _mm256_fmadd_ps
+#define ONNXEP_DWN_SL_ACT ONNXEP_DWN_A256
 #define ONNXEP_DWN_SL_P16 8     /* (16 ymm: the _16 functions are 8 pixels wide) */
 #else
 /* the generic variant: GCC vector extensions of 4 floats (SSE2 on x86-64), 16 registers: P = 8. Each tap is a
@@ -477,6 +460,17 @@ static inline onnxep_dwn_v4 onnxep_dwn_v4_act(onnxep_dwn_v4 v, int mode, float l
 }
 #define ONNXEP_DWN_A4(v) onnxep_dwn_v4_act(v, relu, lo, hi)
 #define LOADW(p) onnxep_dwn_v4_load(p)
+#define ONNXEP_DWN_SL_V onnxep_dwn_v4
+#define ONNXEP_DWN_SL_CSTEP 4
+#define ONNXEP_DWN_SL_CMASK
+#define ONNXEP_DWN_SL_LX(p) onnxep_dwn_v4_load(p)
+#define ONNXEP_DWN_SL_SY(p, v) onnxep_dwn_v4_store(p, v)
+#define ONNXEP_DWN_SL_ZERO onnxep_dwn_v4_zero
+#define ONNXEP_DWN_SL_FMA onnxep_dwn_v4_madd
+#define ONNXEP_DWN_SL_ACT ONNXEP_DWN_A4
+#define ONNXEP_DWN_SL_P16 8
+#endif
+
 #define ONNXEP_DWN_SL_DEF(NAME, KW_, S_, P_)                                                                          \
 static void NAME(float *y, Py_ssize_t ystep, const float *init, const float *xb, const Py_ssize_t *off,              \
                  const float *const *ws, int nt, Py_ssize_t W, Py_ssize_t pw, Py_ssize_t Wo, Py_ssize_t C,            \
@@ -484,19 +478,18 @@ static void NAME(float *y, Py_ssize_t ystep, const float *init, const float *xb,
 {                                                                                                                     \
     enum { KW = KW_, S = S_, P = P_ };                                                                                \
     ONNXEP_DWN_SL_ROW(                                                                                                \
-        for (Py_ssize_t c = 0; c < C; c += 4) {                                                                       \
-            onnxep_dwn_v4 bv = init ? onnxep_dwn_v4_load(init + c) : onnxep_dwn_v4_zero();                           \
+        for (Py_ssize_t c = 0; c < C; c += ONNXEP_DWN_SL_CSTEP) {                                                     \
+            ONNXEP_DWN_SL_CMASK                                                                                       \
+            ONNXEP_DWN_SL_V bv = init ? ONNXEP_DWN_SL_LX(init + c) : ONNXEP_DWN_SL_ZERO();                            \
             ONNXEP_DWN_SL_PIXELS(                                                                                     \
                 if (jlo == 0 && jhi == ncol)                                                                          \
-                    ONNXEP_DWN_SL_BLOCK(onnxep_dwn_v4, onnxep_dwn_v4_load, onnxep_dwn_v4_madd, ONNXEP_DWN_A4,         \
-                                        onnxep_dwn_v4_store, 0)                                                       \
+                    ONNXEP_DWN_SL_BLOCK(ONNXEP_DWN_SL_V, ONNXEP_DWN_SL_LX, ONNXEP_DWN_SL_FMA, ONNXEP_DWN_SL_ACT,       \
+                                        ONNXEP_DWN_SL_SY, 0)                                                          \
                 else                                                                                                  \
-                    ONNXEP_DWN_SL_BLOCK(onnxep_dwn_v4, onnxep_dwn_v4_load, onnxep_dwn_v4_madd, ONNXEP_DWN_A4,         \
-                                        onnxep_dwn_v4_store, 1))                                                      \
+                    ONNXEP_DWN_SL_BLOCK(ONNXEP_DWN_SL_V, ONNXEP_DWN_SL_LX, ONNXEP_DWN_SL_FMA, ONNXEP_DWN_SL_ACT,       \
+                                        ONNXEP_DWN_SL_SY, 1))                                                         \
         })                                                                                                            \
 }
-#define ONNXEP_DWN_SL_P16 8
-#endif
 
 #ifdef ONNXEP_DWN_SL_DEF
 typedef void (*onnxep_dwn_sl_fn)(float *, Py_ssize_t, const float *, const float *, const Py_ssize_t *,
