@@ -13,6 +13,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from onnxep import _kernels
+from onnxep.ops._bf16 import bf16_format, bf16_pack_spec, use_bf16
+from onnxep.ops._gemv import GEMV_NK_FORMAT, gemv_nk_pack_spec
+
 
 _DTYPE_NAMES: dict = {}
 
@@ -93,3 +97,32 @@ class PackedWeightMixin:
         self.__dict__.pop("_packed", None)
         for b in self.__dict__.pop("_owned", ()):
             b.free_buffer()
+
+
+def gemm_b_pack_spec(kernel, tensor, trans_b):
+    """(nfloats, fill) packing the constant float32 2-D B (K x N; N x K when trans_b) of a Gemm, MatMul or FusedMatMul
+    kernel, and the kernel's record of the choice: kernel._b_kn = (K, N), and kernel._nk (the tiny-N dot form,
+    ops/_gemv.py) or kernel._bf16 (the bf16 GEMM, onnxep.compute_precision=bf16: ops/_bf16.py) set where that form is
+    taken; else the SGEMM's panels."""
+    spec = gemv_nk_pack_spec(tensor, trans_b)
+    if spec is not None:
+        kernel._nk = True
+    elif use_bf16(kernel):
+        spec = bf16_pack_spec(tensor, trans_b)
+        kernel._bf16 = True
+    else:
+        kn = (int(tensor.shape[1]), int(tensor.shape[0])) if trans_b else (int(tensor.shape[0]), int(tensor.shape[1]))
+        b = np.ascontiguousarray(tensor)
+        spec = kn, _kernels.sgemm_pack_b_size(*kn), lambda out: _kernels.sgemm_pack_b(b, bool(trans_b), out)
+    kernel._b_kn, n, fill = spec
+    return n, fill
+
+
+def gemm_b_format(kernel, trans_b) -> str:
+    """The packed-weight cache's format key of gemm_b_pack_spec's packing: Gemm, MatMul and FusedMatMul share a
+    packed B wherever their layouts agree (MatMul's is Gemm's with transB=0)."""
+    if kernel.__dict__.get("_nk"):
+        return GEMV_NK_FORMAT
+    if use_bf16(kernel):
+        return bf16_format(trans_b)
+    return f"{_kernels.SGEMM_FORMAT}:trans_b={int(bool(trans_b))}"

@@ -12,7 +12,6 @@ from onnx import helper
 import onnxep
 from onnxep import _kernels
 from onnxep.ops import _gemv
-from onnxep.ops._bf16 import use_bf16
 from onnxep.ops.math.gemm import Gemm_7
 from onnxep.ops.math.mat_mul import MatMul_1
 from onnxep.ops.onnxep.fused_mat_mul import FusedMatMul_1

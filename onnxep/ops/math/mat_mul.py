@@ -6,9 +6,8 @@ import numpy as np
 from onnxep import _kernels
 from onnxep.ops._base import OpKernel
 from onnxep.errors import InvalidArgument
-from onnxep.ops._packed import PackedWeightMixin
-from onnxep.ops._bf16 import bf16_format, bf16_pack_spec, use_bf16
-from onnxep.ops._gemv import GEMV_NK_FORMAT, gemv_nk_of, gemv_nk_pack_spec, gemv_nk_weight, tiny_n
+from onnxep.ops._packed import PackedWeightMixin, gemm_b_format, gemm_b_pack_spec
+from onnxep.ops._gemv import gemv_nk_of, gemv_nk_weight, tiny_n
 from onnxep.ops.math._numpy import NativeOrNumpy, broadcast_shape
 
 F32 = np.float32
@@ -55,27 +54,12 @@ class MatMul_1(NativeOrNumpy, PackedWeightMixin, OpKernel):
         return all(vt is None or vt.shape is None or len(vt.shape) >= 1 for vt in op.input_types[:2])
 
     def prepack_format(self, input_index):
-        if self.__dict__.get("_nk"):
-            return GEMV_NK_FORMAT                      # tiny N: W (N, K) fp32 (ops/_gemv.py)
-        if use_bf16(self):
-            return bf16_format(False)                  # onnxep.compute_precision=bf16 (ops/_bf16.py)
-        return f"{_kernels.SGEMM_FORMAT}:trans_b=0"   # the same layout as Gemm with transB=0, so they can share
+        return gemm_b_format(self, False)
 
     def _pack_spec(self, tensor, input_index):
         if input_index != 1 or tensor.ndim != 2 or tensor.dtype != F32:
             return None
-        spec = gemv_nk_pack_spec(tensor, False)
-        if spec is not None:
-            self._b_kn, n, fill = spec
-            self._nk = True
-            return n, fill
-        if use_bf16(self):
-            self._b_kn, n, fill = bf16_pack_spec(tensor, False)
-            self._bf16 = True
-            return n, fill
-        self._b_kn = tuple(int(d) for d in tensor.shape)
-        b = np.ascontiguousarray(tensor)
-        return _kernels.sgemm_pack_b_size(*self._b_kn), lambda out: _kernels.sgemm_pack_b(b, False, out)
+        return gemm_b_pack_spec(self, tensor, False)
 
     def compute(self, ctx):
         A = ctx.input(0)

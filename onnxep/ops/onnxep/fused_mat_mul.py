@@ -17,9 +17,9 @@ import numpy as np
 
 from onnxep import _kernels
 from onnxep.ops._base import F32, OpKernel, f32_shape
-from onnxep.ops._packed import PackedWeightMixin
-from onnxep.ops._bf16 import bf16_format, bf16_pack_spec, use_bf16
-from onnxep.ops._gemv import GEMV_NK_FORMAT, gemv_nk_of, gemv_nk_pack_spec, gemv_nk_weight, tiny_n
+from onnxep.ops._packed import PackedWeightMixin, gemm_b_format, gemm_b_pack_spec
+from onnxep.ops._bf16 import use_bf16
+from onnxep.ops._gemv import gemv_nk_of, gemv_nk_weight, tiny_n
 
 DOMAIN = "com.onnxep"
 ACTIVATIONS = ("", "Relu", "Gelu")
@@ -54,11 +54,7 @@ class FusedMatMul_1(PackedWeightMixin, OpKernel):
         return True
 
     def prepack_format(self, input_index):
-        if self.__dict__.get("_nk"):
-            return GEMV_NK_FORMAT                      # tiny N: W (N, K) fp32 (ops/_gemv.py)
-        if use_bf16(self):
-            return bf16_format(self.trans_b)           # onnxep.compute_precision=bf16 (ops/_bf16.py)
-        return f"{_kernels.SGEMM_FORMAT}:trans_b={int(bool(self.trans_b))}"   # MatMul's / Gemm's layout: shared
+        return gemm_b_format(self, self.trans_b)
 
     def _gemv(self):
         """Whether B stays unpacked: fp32, stored (N, K) and A has one row by its static shape (see the module
@@ -70,19 +66,7 @@ class FusedMatMul_1(PackedWeightMixin, OpKernel):
     def _pack_spec(self, tensor, input_index):
         if input_index != 1 or tensor.ndim != 2 or tensor.dtype != F32 or self._gemv():
             return None
-        tb = bool(self.trans_b)
-        spec = gemv_nk_pack_spec(tensor, tb)
-        if spec is not None:
-            self._b_kn, n, fill = spec
-            self._nk = True
-            return n, fill
-        if use_bf16(self):
-            self._b_kn, n, fill = bf16_pack_spec(tensor, tb)
-            self._bf16 = True
-            return n, fill
-        self._b_kn = (int(tensor.shape[1]), int(tensor.shape[0])) if tb else tuple(int(d) for d in tensor.shape)
-        b = np.ascontiguousarray(tensor)
-        return _kernels.sgemm_pack_b_size(*self._b_kn), lambda out: _kernels.sgemm_pack_b(b, tb, out)
+        return gemm_b_pack_spec(self, tensor, self.trans_b)
 
     def compute(self, ctx):
         A = ctx.input(0)
