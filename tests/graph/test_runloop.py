@@ -207,3 +207,80 @@ def test_binary_broadcasts(shape_b):
     want = [a + b, a - b, a * b, a / b]
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w.astype(np.float32))
+
+
+def _profiled_runs(model, feeds_list, compiled):
+    """Profile one session over feeds_list (1 thread); per model_run event, its kernel events' (name, op, input
+    shapes, output shapes) in order, plus the outputs."""
+    import json
+    import os
+    so = onnxep.SessionOptions()
+    so.intra_op_num_threads = 1
+    so.enable_profiling = True
+    device.COMPILED_RUNS = compiled
+    try:
+        sess = onnxep.InferenceSession(model.SerializeToString(), so)
+        outs = [sess.run(None, f) for f in feeds_list]
+        path = sess.end_profiling()
+    finally:
+        device.COMPILED_RUNS = True
+    try:
+        events = json.load(open(path))
+    finally:
+        os.remove(path)
+    runs = []
+    for r in (e for e in events if e.get("name") == "model_run"):
+        nodes = [e for e in events if e.get("cat") == "Node" and r["ts"] <= e["ts"] <= r["ts"] + r["dur"]]
+        assert sum(e["dur"] for e in nodes) <= r["dur"] + len(nodes), (r, nodes)
+        runs.append([(e["name"], e["args"]["op_name"], json.dumps(e["args"]["input_type_shape"]),
+                      json.dumps(e["args"]["output_type_shape"])) for e in nodes])
+    return runs, outs, _programs(sess)
+
+
+def test_profiled_runs_time_the_compiled_steps(monkeypatch):
+    """A profiled run goes through the compiled program (so the profile shows what an unprofiled run does), its C
+    steps timed by Program.run_timed: per run the same kernel events (names, ops, shapes, order) and the same bits as
+    the profiled Python loop (the oracle: COMPILED_RUNS off), a Python step (Tile) among them."""
+    model, x = _transformer_block()
+    rng = np.random.default_rng(2)
+    feeds = [{"x": rng.standard_normal(x.shape).astype(np.float32)} for _ in range(4)]
+    timed = []
+    orig = Compiled._run_timed
+
+    def spy(self, trace, start, stop):
+        timed.append(stop - start)
+        return orig(self, trace, start, stop)
+    monkeypatch.setattr(Compiled, "_run_timed", spy)
+    got, outs, progs = _profiled_runs(model, feeds, True)
+    assert progs and progs[0].n_py >= 1 and timed, (timed, [(p.n_c, p.n_py) for p in progs])
+    timed_runs = len(timed)
+    want, ref_outs, ref_progs = _profiled_runs(model, feeds, False)
+    assert not ref_progs and len(timed) == timed_runs
+    assert len(got) == len(want) == len(feeds)
+    for g, w in zip(got, want):
+        assert g == w
+    for o, r in zip(outs, ref_outs):
+        for a, b in zip(o, r):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_profiled_run_with_bad_input_resumes_in_python():
+    """A profiled compiled run whose C step finds an index out of range (Gather) stops there; the step's Python
+    compute raises the named error, and the profiled session goes on running (oracle: numpy indexing)."""
+    x = np.random.default_rng(3).standard_normal((10, 8)).astype(np.float32)
+    nodes = [helper.make_node("Neg", ["x"], ["n"]), helper.make_node("Gather", ["n", "i"], ["y"])]
+    model = make_model(nodes, {"x": x, "i": np.zeros((3, 5), np.int64)}, ["y"])
+    so = onnxep.SessionOptions()
+    so.enable_profiling = True
+    sess = onnxep.InferenceSession(model.SerializeToString(), so)
+    i = np.arange(15).reshape(3, 5) % 10
+    for _ in range(3):
+        np.testing.assert_array_equal(sess.run(None, {"x": x, "i": i})[0], -x[i])
+    assert _programs(sess)
+    bad = i.copy()
+    bad[1, 2] = 10
+    with pytest.raises(Exception, match="indices must be in"):
+        sess.run(None, {"x": x, "i": bad})
+    np.testing.assert_array_equal(sess.run(None, {"x": x, "i": i})[0], -x[i])
+    import os
+    os.remove(sess.end_profiling())

@@ -372,19 +372,24 @@ class CpuBackend(Backend):
         rec = run_ctx.recorder
         arena = run_ctx.arena
         caps = None
-        if rec is None and arena is not None and COMPILED_RUNS and not arena.diverged:
+        # a profiled or per-node-logged run (a StepTrace passing nothing on to a planner) goes through the compiled
+        # program too, timed step by step: what a profile shows is what an unprofiled run does
+        trace = rec if rec is not None and rec is run_ctx.trace and rec.inner is None else None
+        if (rec is None or trace is not None) and arena is not None and COMPILED_RUNS and not arena.diverged:
             # a planned run: the plan's compiled program for this arena buffer, or a capture run that makes it
             programs = getattr(arena.views, "programs", None)
             if programs is not None:
                 comp = programs.get(plan)
                 if comp is not None and comp.__class__ is Compiled and comp.steps_of is run:
-                    r = comp.run(plan, run, values, run_ctx, self.num_threads, _call)
+                    r = comp.run(plan, run, values, run_ctx, self.num_threads, _call, trace)
                     if r is True:
                         return
                     if r is not False:      # a Python step made something else: the rest in Python
                         programs.pop(plan, None)
                         _, start, env, ctx = r
-                        self._loop(plan, run, env, ctx, None, start, None)
+                        if trace is not None:
+                            trace.k = start
+                        self._loop(plan, run, env, ctx, trace, start, None)
                         for name in plan.outputs:
                             values[name] = env[name]
                         return

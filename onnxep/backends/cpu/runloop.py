@@ -28,6 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from onnxep import _kernels
+from onnxep.graph.executor import array_type_shapes
 from onnxep.ops import _c_steps
 
 FNS = _kernels.RUNLOOP_FNS
@@ -69,10 +70,12 @@ class Compiled:
     """One plan compiled for one signature in one arena buffer."""
 
     __slots__ = ("prog", "order", "k0", "k1", "segments", "env0", "env_all", "feeds", "feed_slots", "externals",
-                 "n_c", "n_py", "steps_of", "inputs")
+                 "n_c", "n_py", "steps_of", "inputs", "shapes")
 
-    def run(self, plan, run, values, run_ctx, nthreads, wrap):
-        """Run the plan; False (nothing done) when the arena is not where the capture was."""
+    def run(self, plan, run, values, run_ctx, nthreads, wrap, trace=None):
+        """Run the plan; False (nothing done) when the arena is not where the capture was. With `trace` (a
+        StepTrace: a profiled or per-node-logged run) each step is timed: the C steps by the program itself
+        (Program.run_timed), the Python steps around their compute."""
         arena = run_ctx.arena
         if arena.k != self.k0 or arena.diverged:
             return False
@@ -107,7 +110,10 @@ class Compiled:
                     from onnxep.errors import Fail
                     from onnxep.graph.executor import TERMINATED
                     raise Fail(TERMINATED)
-                bad = prog.run(start, stop)
+                if trace is None:
+                    bad = prog.run(start, stop)
+                else:
+                    bad = self._run_timed(trace, start, stop)
                 if bad >= 0:
                     # a step found bad input (a Gather index out of range): the rest of the run in Python from
                     # that step, which raises the step's named error
@@ -137,7 +143,13 @@ class Compiled:
                 raise Fail(TERMINATED)
             arena.k = k0
             ctx.ins, ctx.outs, ctx.packed, ctx.node, ctx.slot = ins, outs, packed, name, slot
-            wrap(compute, ctx, op, name)
+            if trace is None:
+                wrap(compute, ctx, op, name)
+            else:
+                trace.begin_step(ins, env)
+                wrap(compute, ctx, op, name)
+                trace.k = i
+                trace.end_step(ins, outs, env)
             for o, shape, dtype, small in expect:
                 v = env.get(o)
                 if v is None or v.__class__ is not np.ndarray or v.shape != shape or v.dtype != dtype or (
@@ -154,6 +166,18 @@ class Compiled:
         for name in plan.outputs:
             values[name] = env[name]
         return True
+
+    def _run_timed(self, trace, start, stop):
+        """prog.run(start, stop) with a clock reading after each step, each step then recorded in `trace` under its
+        plan step's name with the capture's shapes (the same on every run of the program)."""
+        ts = np.empty(stop - start + 1, np.int64)
+        bad = self.prog.run_timed(start, stop, ts)
+        end = stop if bad < 0 else bad
+        order, shapes = self.order, self.shapes
+        for n in range(start, end):
+            shapes_in, shapes_out = shapes[n]
+            trace.step(order[n][0], int(ts[n - start]), int(ts[n - start + 1]), shapes_in, shapes_out)
+        return bad
 
 
 def _context(run_ctx):
@@ -394,6 +418,9 @@ def compile_plan(plan, run, caps, k0, k1, arena, nthreads):
     c.feed_slots = tuple(slots[x] for x in feeds)
     c.externals = tuple(externals)
     c.n_c, c.n_py = n_c, sum(not seg[0] for seg in segments)
+    # per program step, its inputs' and outputs' (type, shape) for a profiled run's events (not the arrays: a
+    # Python step's capture outputs are not the next runs' arrays)
+    c.shapes = tuple((array_type_shapes(caps[i].ins), array_type_shapes(caps[i].outs)) for i, *_ in steps)
     return c
 
 
