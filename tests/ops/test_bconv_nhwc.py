@@ -267,7 +267,12 @@ GROUPED = [(3, 16, 7, 2, 3, 1, 30, 29, 1), (3, 8, 11, 4, 2, 1, 35, 35, 1), (4, 8
            (16, 40, 1, 1, 0, 1, 20, 21, 4), (10, 66, 5, 1, 2, 1, 15, 16, 2), (12, 8, 3, 1, 2, 2, 8, 8, 2),
            (16, 24, 3, 1, 1, 1, 14, 15, 2), (8, 16, 3, 2, 1, 1, 30, 29, 1), (12, 36, 5, 1, 2, 1, 13, 14, 2),
            # plain 1x1 convs of many pixels (items of packed rows: a pass over contiguous pixels), odd channels
-           (7, 10, 1, 1, 0, 1, 14, 15, 1), (15, 12, 1, 1, 0, 1, 14, 15, 3)]
+           (7, 10, 1, 1, 0, 1, 14, 15, 1), (15, 12, 1, 1, 0, 1, 14, 15, 3),
+           # odd channels rounded once (bg_conv.xh) or per run: a stride-1 3x3 with border rows on every side, a
+           # dilated 3x3 (taps one by one), 3 groups of 3 channels at stride 2; a patchify conv (stride = kernel, no
+           # overlap: converted per run)
+           (3, 8, 3, 1, 1, 1, 20, 21, 1), (5, 16, 3, 1, 2, 2, 20, 20, 1), (9, 6, 5, 2, 2, 1, 31, 30, 3),
+           (3, 24, 4, 4, 0, 1, 48, 44, 1)]
 VARIANT_KERNELS = [(v, k) for v in _kernels.AVAILABLE
                    for k in __import__(f"onnxep._kernels_{v}", fromlist=["x"]).BGEMM_KERNELS
                    if __import__(f"onnxep._kernels_{v}", fromlist=["x"]).bgemm_have(k)]
