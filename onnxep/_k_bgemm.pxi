@@ -10,9 +10,11 @@ cdef extern from "_native/bgemm.h":
         const float* x
         int64_t H, W, C, kh, kw, sh, sw, dh, dw, ph, pw, Ho, Wo, xc
         const uint32_t* xb
+        const uint16_t* xh
     ctypedef struct bg_xconv:
         const float* x
         uint32_t* xb
+        uint16_t* xh
         int64_t P, xc
         int simd
     int BG_XPIX
@@ -287,6 +289,7 @@ cdef class BConvNhwc:
         self.cv.Ho, self.cv.Wo = out_spatial
         self.cv.x = NULL
         self.cv.xb = NULL
+        self.cv.xh = NULL
         if min(self.cv.kh, self.cv.kw, self.cv.sh, self.cv.sw, self.cv.dh, self.cv.dw, cout) < 1 \
                 or min(self.cv.ph, self.cv.pw, self.cv.Ho, self.cv.Wo, self.N, self.cv.C) < 0:
             raise ValueError(f"BConvNhwc: bad geometry kernel={kernel} strides={strides} dilations={dilations} "
@@ -366,27 +369,40 @@ cdef int bconv_exec(const bg_conv* cv0, bint plain, const Act* act, const float*
     cdef int64_t g, og = cout // group, wlen = bg_pack_b_len(K, cout // group)
     cdef int rc = 0, nth
     cdef uint32_t* xb = NULL
+    cdef uint16_t* xh = NULL
     cdef bg_xconv xc
+    cdef bint odd = cv.C % 2 == 1 and bg_kernel() != 0
     if ldy == 0:
         ldy = cout
     # taps that overlap (each input pixel gathered kh * kw / (sh * sw) times): X rounded to bf16 once, the rows then
-    # copied from it (bgemm.h bg_conv.xb); even channel counts only (a tap's channels are whole pairs)
+    # copied from it (bgemm.h bg_conv.xb: even channel counts, a tap's channels are whole pairs; bg_conv.xh: odd ones
+    # on the vdpbf16ps / AMX kernels, a row's values in order). Odd channel counts (the 3-channel stems) at any stride:
+    # their kernel rows are short runs, each converted ~kh * kw / (sh * sw) times, and a 16-bit copy of a run costs
+    # less than its conversion (7x7 stride-2 3 -> 64 at 224x224: bench/NOTES.md)
     xc.P = (M // (cv.Ho * cv.Wo)) * cv.H * cv.W
-    if cv.kh * cv.kw > cv.sh * cv.sw and cv.C % 2 == 0 and cv.C > 0 and M >= 4 * BG_MB and bconv_xb_mode != 0 \
+    if cv.kh * cv.kw > cv.sh * cv.sw and cv.C > 0 and (cv.C % 2 == 0 or odd) and M >= 4 * BG_MB \
+            and bconv_xb_mode != 0 \
             and (bconv_xb_mode == 1 or (xc.P * cv.xc * 2 <= BCONV_XB_MAX_BYTES and cv.C < BCONV_XB_MAX_CHANNELS
-                                       and cv.sh * cv.sw == 1)):
+                                       and (cv.sh * cv.sw == 1 or odd))):
         xc.xc = cv.xc
         xc.x = x
         xc.simd = bg_kernel() != 0
-        xb = <uint32_t*>malloc(<size_t>xc.P * (cv.xc // 2) * 4 + 64)
-        if xb != NULL:          # else the rows convert from X as they are gathered
+        xc.xb = NULL
+        xc.xh = NULL
+        if odd:
+            xh = <uint16_t*>malloc(<size_t>xc.P * cv.xc * 2 + 64)
+            xc.xh = xh
+        else:
+            xb = <uint32_t*>malloc(<size_t>xc.P * (cv.xc // 2) * 4 + 64)
             xc.xb = xb
+        if xb != NULL or xh != NULL:    # else the rows convert from X as they are gathered
             nth = conv_threads(M, og, (K + 1) // 2, nthreads)
             parallel_for((xc.P + BG_XPIX - 1) // BG_XPIX, nth if xc.P > BG_XPIX else 1, <task_fn>bg_conv_x_item,
                          &xc)
     for g in range(group):
         cv.x = x + g * cv.C
         cv.xb = xb + g * (cv.C // 2) if xb != NULL else NULL
+        cv.xh = xh + g * cv.C if xh != NULL else NULL
         if plain and M < 4 * BG_MB:  # a 1x1 conv's X is A: the plain GEMM when too few pixels for per-item packing
             rc = bgemm_run_ex(cv.x, cv.xc, NULL, wp + g * wlen, M, og, K, 1.0,
                               bias + g * og if bias != NULL else NULL, res + g * og if res != NULL else NULL, cout,
@@ -397,6 +413,7 @@ cdef int bconv_exec(const bg_conv* cv0, bint plain, const Act* act, const float*
         if rc:
             break
     free(xb)
+    free(xh)
     return rc
 
 
@@ -406,6 +423,7 @@ cdef int bconv_step(const Py_ssize_t* n, const float* f, const float* xp, const 
     cdef bg_conv cv
     cdef Act act
     cv.xb = NULL
+    cv.xh = NULL
     act.kind, act.a, act.b = <int>n[4], f[0], f[1]
     cv.H, cv.W, cv.xc, cv.kh, cv.kw, cv.sh, cv.sw = n[5], n[6], n[7], n[8], n[9], n[10], n[11]
     cv.dh, cv.dw, cv.ph, cv.pw, cv.Ho, cv.Wo = n[12], n[13], n[14], n[15], n[16], n[17]

@@ -411,18 +411,25 @@ static double bg_dp_ratio(void) { return 0.0; }
    X's channels per pixel (the pixel stride; C == xc for group 1). xb (or NULL): X already rounded to bf16 pairs
    (bg_conv_x_item, pixel stride xc / 2 pairs), at the group's first pair -- a tap's channels are then copied, not
    converted, so a kernel whose taps overlap (kh * kw > sh * sw: each pixel gathered kh * kw / (sh * sw) times)
-   converts each input value once. */
-typedef struct { const float* x; int64_t H, W, C, kh, kw, sh, sw, dh, dw, ph, pw, Ho, Wo, xc; const uint32_t* xb; }
-    bg_conv;
+   converts each input value once. xh (or NULL), for an odd C on the vdpbf16ps / AMX kernels: X rounded to bf16 value by
+   value (bg_conv_x_item, pixel stride xc values), at the group's first channel -- a kernel row's taps are then one
+   16-bit copy per run instead of a conversion (a 7x7 stride-2 stem on 3 channels converts each input value ~12
+   times). */
+typedef struct { const float* x; int64_t H, W, C, kh, kw, sh, sw, dh, dw, ph, pw, Ho, Wo, xc; const uint32_t* xb;
+                 const uint16_t* xh; } bg_conv;
 
-/* X (P pixels of xc floats, xc even) -> bf16 pairs, BG_XPIX pixels an item, rounded as bg_pack_conv_rows would */
+/* X (P pixels of xc floats) -> bf16, BG_XPIX pixels an item, rounded as bg_pack_conv_rows would: pairs into xb (xc
+   even), or values into xh (xh non-NULL: the simd kernels' odd-C layout, bg_cvt_run_bf16) */
 #define BG_XPIX 64
-typedef struct { const float* x; uint32_t* xb; int64_t P, xc; int simd; } bg_xconv;
+typedef struct { const float* x; uint32_t* xb; uint16_t* xh; int64_t P, xc; int simd; } bg_xconv;
 
 static void bg_conv_x_item(void* ctx, Py_ssize_t item, int tid) {
     const bg_xconv* c = (const bg_xconv*)ctx;
     int64_t p0 = item * BG_XPIX, p1 = p0 + BG_XPIX < c->P ? p0 + BG_XPIX : c->P;
     (void)tid;
+#if BG_X86
+    if (c->xh) { bg_cvt_run_bf16(c->x + p0 * c->xc, (p1 - p0) * c->xc, c->xh + p0 * c->xc); return; }
+#endif
     bg_pack_a(c->simd ? BG_AVX512BF16 : BG_GENERIC, c->x, c->xc, c->xc, c->xc / 2, p0, p1, c->xb);
 }
 
@@ -479,6 +486,74 @@ typedef struct {
     int64_t nmb, nnb;
 } bg_args;
 
+#if BG_X86 && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+/* n values of a kernel row's run -> dst: copied from X's bf16 copy (xh) or converted from X (x), 32 / 16 a vector */
+__attribute__((target("avx512bf16,avx512bw,avx512vl,avx512f")))
+static inline void bg_run16(const float* x, const uint16_t* xh, int64_t n, uint16_t* dst) {
+    int64_t i = 0;
+    if (xh) {
+        for (; i + 32 <= n; i += 32) _mm512_storeu_si512((void*)(dst + i), _mm512_loadu_si512((const void*)(xh + i)));
+        if (i < n) {
+            __mmask32 m = (__mmask32)((1ull << (n - i)) - 1ull);
+            _mm512_mask_storeu_epi16((void*)(dst + i), m, _mm512_maskz_loadu_epi16(m, (const void*)(xh + i)));
+        }
+        return;
+    }
+    for (; i + 16 <= n; i += 16)
+        _mm256_storeu_si256((__m256i*)(dst + i), (__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(x + i)));
+    if (i < n) {
+        __mmask16 m = (__mmask16)((1u << (n - i)) - 1u);
+        _mm256_mask_storeu_epi16((void*)(dst + i), m, (__m256i)_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(m, x + i)));
+    }
+}
+
+/* n zero bf16 values at dst */
+__attribute__((target("avx512bw,avx512f")))
+static inline void bg_zero16(int64_t n, uint16_t* dst) {
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32) _mm512_storeu_si512((void*)(dst + i), _mm512_setzero_si512());
+    if (i < n) _mm512_mask_storeu_epi16((void*)(dst + i), (__mmask32)((1ull << (n - i)) - 1ull), _mm512_setzero_si512());
+}
+
+/* rows m0..m1 of an odd-C conv's im2col matrix -> out (row stride lda2 pairs): each row its K bf16 values in order,
+   zero padded. A row whose taps all lie in the image is written run by run with no zeroing (the interior of a stem);
+   a border row is zeroed first. The pixel walks the output row by row instead of dividing per row. */
+__attribute__((target("avx512bf16,avx512bw,avx512vl,avx512f")))
+static void bg_pack_conv_rows_odd(const bg_conv* cv, int64_t K, int64_t lda2, int64_t m0, int64_t m1, uint32_t* out) {
+    const int64_t C = cv->C, hw = cv->Ho * cv->Wo, kwc = cv->kw * C, W2 = 2 * lda2;
+    const int runs = cv->dw == 1 && cv->xc == C;     /* a kernel row's in-image taps: one run of X */
+    int64_t n = m0 / hw, r = m0 % hw, oh = r / cv->Wo, ow = r % cv->Wo;
+    for (int64_t m = m0; m < m1; m++) {
+        uint16_t* o16 = (uint16_t*)(out + (m - m0) * lda2);
+        int64_t kx0, kx1, ih0 = oh * cv->sh - cv->ph;
+        bg_conv_kx_range(cv, ow, &kx0, &kx1);
+        if (kx0 == 0 && kx1 == cv->kw && ih0 >= 0 && ih0 + (cv->kh - 1) * cv->dh < cv->H) {
+            bg_zero16(W2 - K, o16 + K);
+        } else {
+            bg_zero16(W2, o16);
+        }
+        if (kx1 > kx0) {
+            for (int64_t ky = 0; ky < cv->kh; ky++) {
+                int64_t ih = ih0 + ky * cv->dh;
+                if (ih < 0 || ih >= cv->H) continue;
+                int64_t p0 = (n * cv->H + ih) * cv->W + ow * cv->sw - cv->pw;     /* pixel of tap kx = 0 */
+                uint16_t* d = o16 + ky * kwc;
+                if (runs) {
+                    int64_t o = (p0 + kx0) * C;
+                    bg_run16(cv->x + o, cv->xh ? cv->xh + o : NULL, (kx1 - kx0) * C, d + kx0 * C);
+                } else {
+                    for (int64_t kx = kx0; kx < kx1; kx++) {
+                        int64_t o = (p0 + kx * cv->dw) * cv->xc;
+                        bg_run16(cv->x + o, cv->xh ? cv->xh + o : NULL, C, d + kx * C);
+                    }
+                }
+            }
+        }
+        if (++ow == cv->Wo) { ow = 0; if (++oh == cv->Ho) { oh = 0; n++; } }
+    }
+}
+#endif
+
 /* rows m0..m1 of the conv's im2col matrix -> packed pairs at out (row stride lda2), rounded as the kernel's pack does.
    With an even C each tap's channels convert straight from x (no fp32 row); else through the thread's fp32 row. */
 static void bg_pack_conv_rows(const bg_args* a, int64_t m0, int64_t m1, int tid, uint32_t* out) {
@@ -519,24 +594,9 @@ static void bg_pack_conv_rows(const bg_args* a, int64_t m0, int64_t m1, int tid,
             continue;
         }
 #if BG_X86 && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-        if (simd) {     /* odd C: the row's pairs are its K bf16 values in order; each run converts straight there */
-            uint16_t* o16 = (uint16_t*)o;
-            int64_t n = m / hw, r = m % hw, oh = r / cv->Wo, ow = r % cv->Wo, kx0, kx1, kwc = cv->kw * C;
-            const int runs = cv->dw == 1 && cv->xc == C;
-            bg_conv_kx_range(cv, ow, &kx0, &kx1);
-            for (int64_t ky = 0; ky < cv->kh; ky++) {
-                uint16_t* d = o16 + ky * kwc;
-                int64_t ih = oh * cv->sh - cv->ph + ky * cv->dh;
-                if (ih < 0 || ih >= cv->H || kx1 <= kx0) { memset(d, 0, (size_t)kwc * 2); continue; }
-                memset(d, 0, (size_t)(kx0 * C) * 2);
-                memset(d + kx1 * C, 0, (size_t)((cv->kw - kx1) * C) * 2);
-                int64_t p0 = (n * cv->H + ih) * cv->W + ow * cv->sw - cv->pw;
-                if (runs) bg_cvt_run_bf16(cv->x + (p0 + kx0) * C, (kx1 - kx0) * C, d + kx0 * C);
-                else for (int64_t kx = kx0; kx < kx1; kx++)
-                    bg_cvt_run_bf16(cv->x + (p0 + kx * cv->dw) * cv->xc, C, d + kx * C);
-            }
-            memset(o16 + a->K, 0, (size_t)(2 * a->lda2 - a->K) * 2);
-            continue;
+        if (simd) {     /* odd C: the row's pairs are its K bf16 values in order (bg_pack_conv_rows_odd) */
+            bg_pack_conv_rows_odd(cv, a->K, a->lda2, m, m1, o);
+            break;
         }
 #endif
         float* row = a->rows + (int64_t)tid * a->K;

@@ -681,3 +681,45 @@ def test_residual_add_not_folded_where_it_always_broadcasts(shape1, shape2):
     feeds = {"x1": RNG.uniform(-1, 1, (2, c, 5, 6)).astype(np.float32),
              "x2": RNG.uniform(-1, 1, (2, c, 1, shape2[3] if isinstance(shape2[3], int) else 6)).astype(np.float32)}
     assert_outputs_match(sess.run(None, feeds), run_ort(model, feeds), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("batch,shape,extra_reader", [("n", [0, 8, -1], False), (2, [2, 8, 16], False),
+                                                      (2, [-1, 8, 16], True)])
+def test_conv_tokens_view_the_twin(batch, shape, extra_reader):
+    """A vision transformer's patch embedding, Conv -> Reshape (N, C, H * W) -> Transpose (0, 2, 1): the NHWC twin
+    reshaped to (N, H * W, C), no Transpose back to NCHW nor the model's (only the input's to NHWC); a second reader
+    of the map still gets it in NCHW. Oracle: onnxruntime."""
+    inits = {"w": _w(8, 3, 2, 2), "b": _w(8), "s": np.array(shape, np.int64)}
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("Reshape", ["c", "s"], ["r"]),
+             helper.make_node("Transpose", ["r"], ["t"], perm=[0, 2, 1]),
+             helper.make_node("Relu", ["t"], ["y"])]
+    outs = ["y"]
+    if extra_reader:
+        nodes.append(helper.make_node("Sigmoid", ["c"], ["z"]))
+        outs.append("z")
+    x = RNG.uniform(-1, 1, (2, 3, 8, 8)).astype(np.float32)
+    model = make_model(nodes, {"x": x}, outs, initializers=inits, input_shapes={"x": [batch, 3, 8, 8]})
+    sess = _session(model)
+    ops = _ops(sess)
+    assert "NhwcConv" in ops and ops.count("Transpose") == (2 if extra_reader else 1), ops
+    assert_outputs_match(sess.run(None, {"x": x}), run_ort(model, {"x": x}), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("case", ["rows", "perm", "not_flat"])
+def test_conv_tokens_leaves_other_chains(case):
+    """Not a spatial flatten then (0, 2, 1): a Reshape to (N, C * H, W), a Transpose (1, 0, 2), a Reshape keeping
+    (N, C, H, W) -- the model's Transpose stays, after the map's Transpose back to NCHW. Oracle: onnxruntime."""
+    shape = {"rows": [2, 8 * 4, 4], "perm": [2, 8, 16], "not_flat": [2, 8, 4, 4]}[case]
+    perm = {"rows": [0, 2, 1], "perm": [1, 0, 2], "not_flat": [0, 2, 3, 1]}[case]
+    inits = {"w": _w(8, 3, 2, 2), "s": np.array(shape, np.int64)}
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("Reshape", ["c", "s"], ["r"]),
+             helper.make_node("Transpose", ["r"], ["t"], perm=perm),
+             helper.make_node("Relu", ["t"], ["y"])]
+    x = RNG.uniform(-1, 1, (2, 3, 8, 8)).astype(np.float32)
+    model = make_model(nodes, {"x": x}, ["y"], initializers=inits)
+    sess = _session(model)
+    ops = _ops(sess)
+    assert "NhwcConv" in ops and ops.count("Transpose") == 3, ops
+    assert_outputs_match(sess.run(None, {"x": x}), run_ort(model, {"x": x}), rtol=1e-4, atol=1e-5)

@@ -267,7 +267,12 @@ GROUPED = [(3, 16, 7, 2, 3, 1, 30, 29, 1), (3, 8, 11, 4, 2, 1, 35, 35, 1), (4, 8
            (16, 40, 1, 1, 0, 1, 20, 21, 4), (10, 66, 5, 1, 2, 1, 15, 16, 2), (12, 8, 3, 1, 2, 2, 8, 8, 2),
            (16, 24, 3, 1, 1, 1, 14, 15, 2), (8, 16, 3, 2, 1, 1, 30, 29, 1), (12, 36, 5, 1, 2, 1, 13, 14, 2),
            # plain 1x1 convs of many pixels (items of packed rows: a pass over contiguous pixels), odd channels
-           (7, 10, 1, 1, 0, 1, 14, 15, 1), (15, 12, 1, 1, 0, 1, 14, 15, 3)]
+           (7, 10, 1, 1, 0, 1, 14, 15, 1), (15, 12, 1, 1, 0, 1, 14, 15, 3),
+           # odd channels rounded once (bg_conv.xh) or per run: a stride-1 3x3 with border rows on every side, a
+           # dilated 3x3 (taps one by one), 3 groups of 3 channels at stride 2; a patchify conv (stride = kernel, no
+           # overlap: converted per run)
+           (3, 8, 3, 1, 1, 1, 20, 21, 1), (5, 16, 3, 1, 2, 2, 20, 20, 1), (9, 6, 5, 2, 2, 1, 31, 30, 3),
+           (3, 24, 4, 4, 0, 1, 48, 44, 1)]
 VARIANT_KERNELS = [(v, k) for v in _kernels.AVAILABLE
                    for k in __import__(f"onnxep._kernels_{v}", fromlist=["x"]).BGEMM_KERNELS
                    if __import__(f"onnxep._kernels_{v}", fromlist=["x"]).bgemm_have(k)]
@@ -405,16 +410,18 @@ def _gmodel(C, cout, k, stride, pad, dil, H, W, group, rng):
 # convs the routing rule sends to bf16 since grouped convs and the wide rule (BF16_CONV_WIDE_*): AlexNet's grouped
 # 5x5 (2 groups of 48 -> 128), a grouped 3x3 of 2 groups of 64 -> 64, 5x5 24 -> 64 and 3x3 32 -> 128 (fewer than 64
 # channels in), an 11x11 stride-4 stem on 3 channels -> 96 (K 363, AlexNet's), a 7x7 stride-2 one -> 96 (K 147,
-# cout 96: ZFNet-512's), 3x3 16 -> 96 (K 144); and ones it keeps fp32: 3x3 16 -> 64 (K 144, cout 64), 3x3 32 -> 32
-# (cout), 5x5 16 -> 32, the 3-channel 7x7 stem -> 64 (K 147), a 3-channel 9x9 -> 32 (K 243, cout), a 3-channel 7x7
-# -> 80 (cout under 96). Direct convs of at most 16 output channels per group run the bf16 k-pair kernel
+# cout 96: ZFNet-512's), 3x3 16 -> 96 (K 144), from 64 outputs (BF16_CONV_WIDER_MIN_COUT) 3x3 16 -> 64 (K 144), the
+# 3-channel 7x7 stem -> 64 (K 147, ResNet's: enough pixels for X rounded once, bg_conv.xh) and -> 80; and ones it keeps
+# fp32: 3x3 32 -> 32 (cout), 5x5 16 -> 32, a 3-channel 9x9 -> 32 (K 243, cout), the 3-channel 7x7 stem -> 48 (K 147,
+# cout under 64). Direct convs of at most 16 output channels per group run the bf16 k-pair kernel
 # (onnxep_dconv_kpb): a grouped 3x3 of 4 groups of 16 -> 16, the 3-channel 7x7 stem -> 16, 3x3 16 -> 12, 3x3 8 -> 8
 ROUTED_NEW = [(3, 96, 11, 4, 2, 1, 39, 43, 1), (3, 96, 7, 2, 3, 1, 24, 22, 1), (16, 96, 3, 1, 1, 1, 12, 11, 1), (96, 256, 5, 1, 2, 1, 13, 13, 2), (128, 128, 3, 1, 1, 1, 9, 10, 2), (24, 64, 5, 1, 2, 1, 13, 13, 1),
               (32, 128, 3, 2, 1, 1, 15, 14, 1), (128, 128, 3, 1, 1, 1, 16, 16, 2), (64, 64, 3, 1, 1, 1, 15, 17, 1),
               (64, 64, 3, 1, 1, 1, 11, 11, 4), (3, 16, 7, 2, 3, 1, 30, 30, 1), (16, 12, 3, 1, 1, 1, 11, 11, 1),
-              (8, 8, 3, 1, 1, 1, 11, 11, 1)]
-KEPT_FP32 = [(16, 64, 3, 1, 1, 1, 11, 11, 1), (32, 32, 3, 1, 1, 1, 11, 11, 1), (16, 32, 5, 1, 2, 1, 11, 11, 1),
-             (3, 64, 7, 2, 3, 1, 30, 30, 1), (3, 32, 9, 1, 4, 1, 12, 12, 1), (3, 80, 7, 2, 3, 1, 20, 20, 1)]
+              (8, 8, 3, 1, 1, 1, 11, 11, 1), (16, 64, 3, 1, 1, 1, 11, 11, 1), (3, 64, 7, 2, 3, 1, 30, 30, 1),
+              (3, 64, 7, 2, 3, 1, 56, 54, 1), (3, 80, 7, 2, 3, 1, 20, 20, 1)]
+KEPT_FP32 = [(32, 32, 3, 1, 1, 1, 11, 11, 1), (16, 32, 5, 1, 2, 1, 11, 11, 1), (3, 32, 9, 1, 4, 1, 12, 12, 1),
+             (3, 48, 7, 2, 3, 1, 30, 30, 1)]
 
 
 @convs_on

@@ -191,7 +191,7 @@ class _Layout:
                 continue
             # each rewrite below acts on its op types alone: it is asked only of those (no call per node and rewrite)
             op = node.op_type
-            if op == "Reshape" and self.channel_shuffle(node):
+            if op == "Reshape" and (self.channel_shuffle(node) or self.conv_tokens(node)):
                 continue
             if op == "Transpose" and (self.model_transpose(node) or self.sequence_conv(node)):
                 continue
@@ -374,6 +374,33 @@ class _Layout:
         self.deferred[id(r1)] = lambda: self._sequence_conv_head(node, r1, conv, shapes_of_y, static, xh, y, h, w, c)
         self.deferred[id(t2)] = lambda: self._sequence_conv_tail(r2, t2, static, y, out)
         self.skip.update((id(conv), id(r2)))
+        return True
+
+    def conv_tokens(self, node) -> bool:
+        """A channel-last conv's map flattened to tokens (a vision transformer's patch embedding): Y (N, C, H, W) ->
+        Reshape (N, C, H * W) -> Transpose (0, 2, 1) -> (N, H * W, C) is the NHWC twin viewed as (N, H * W, C): one
+        Reshape (a view) instead of the Transpose back to NCHW and the model's Transpose. The Reshape's shape constant
+        and every dim but N static; the Reshape the Transpose's only input and the Transpose its only reader. Other
+        readers of Y still get it in NCHW."""
+        x = node.inputs[0] if node.domain == "" and len(node.inputs) == 2 and len(node.outputs) == 1 else None
+        if x not in self.nhwc or node.inputs[1] not in self.consts or not self._zero_free(node) \
+                or any(op in self.keep_ops for op in ("Reshape", "Transpose")):
+            return False
+        t2 = self._only_reader(node.outputs[0], "Transpose")
+        if t2 is None or [int(p) for p in t2.attrs.get("perm") or ()] != [0, 2, 1]:
+            return False
+        vt = [self.vt.get(v) for v in (x, node.outputs[0], t2.outputs[0])]
+        shapes = [tuple(v.shape) if v is not None and v.kind == "tensor" and v.shape is not None else None for v in vt]
+        if any(sh is None or len(sh) != k for sh, k in zip(shapes, (4, 3, 3))):
+            return False
+        (n, c, h, w), (n1, c1, l1), (n2, l2, c2) = shapes
+        if not all(isinstance(d, int) and d > 0 for d in (c, h, w)) or (c1, l1) != (c, h * w) \
+                or (l2, c2) != (h * w, c) or not (n == n1 == n2):
+            return False
+        shape = self._new_const(f"{t2.outputs[0]}_shape", np.array([0, h * w, c], np.int64))
+        self.out.append(make_node(self.g, t2.name, "Reshape", [self.twin(x), shape], [t2.outputs[0]], {}))
+        self.nchw.add(t2.outputs[0])
+        self.skip.add(id(t2))
         return True
 
     def _zero_free(self, reshape) -> bool:

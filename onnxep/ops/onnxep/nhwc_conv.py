@@ -97,9 +97,12 @@ BF16_CONV_WIDE_MIN_COUT = 48
 # ... or, from BF16_CONV_MIN_K products per output, at least this many output channels (per group): the per-row gather
 # and rounding then feed that many columns. With odd channel counts converted run by run straight into the packed row
 # (bgemm.h bg_cvt_run_bf16), same measure as above: 7x7 stride-2 3 -> 96 at 224x224 0.61-0.72x (ZFNet-512's stem),
-# 7x7 3 -> 128 at 112x112 0.66x, 5x5 6 -> 96 at 56x56 0.77x, 3x3 16 -> 96 at 55x55 0.66x, 16 -> 128 at 28x28 0.63x;
-# with 64 outputs the 7x7 3-channel stem ran 0.99-1.07x and stays fp32
-BF16_CONV_WIDER_MIN_COUT = 96
+# 7x7 3 -> 128 at 112x112 0.66x, 5x5 6 -> 96 at 56x56 0.77x, 3x3 16 -> 96 at 55x55 0.66x, 16 -> 128 at 28x28 0.63x.
+# Since odd-channel rows are packed by vector moves and X rounded once (bgemm.h bg_pack_conv_rows_odd, bg_conv.xh),
+# 64 outputs pay too (were 0.99-1.11x): 7x7 stride-2 3 -> 64 at 224x224 0.79-0.83x (ResNet's stem), 3 -> 80 0.77x,
+# 5x5 stride-2 5 -> 64 0.80x, 3x3 16 -> 64 at 55x55 0.85x (at 112x112 0.88x), 24 -> 64 at 56x56 0.77x, 5x5 8 -> 64
+# at 56x56 0.88x, 6 -> 64 at 28x28 0.98x; below, 7x7 stride-2 3 -> 48 0.85x (stays out: K under WIDE_MIN_K)
+BF16_CONV_WIDER_MIN_COUT = 64
 # The same rule for the vdpbf16ps path (no AMX; taken where vdpbf16ps gives clearly more products per second than the
 # FMA: ops/_bf16.py bf16_conv_path), except that a conv fp32 runs on Winograd stays off the bf16 direct conv there (it
 # takes the bf16 Winograd instead: BF16_WINOGRAD_F2_MIN_CHANNELS): F(2x2, 3x3) does 2.25x
