@@ -37,10 +37,11 @@ def candidate(op_types_and_domains) -> bool:
     return all(d in ("", "ai.onnx") and op in OPS for d, op in op_types_and_domains)
 
 
-def infer_types(nodes, value_types: dict, outputs) -> dict | None:
-    """value name -> ValueType for each node output (in `nodes`' order, each node's inputs typed by `value_types` or
-    an earlier node), with the types of graph outputs (`outputs`: their names) merged into their declared ones in
-    `value_types` as onnx merges them; None when anything is outside what this module works out."""
+def infer_types(nodes, value_types: dict, inputs, outputs) -> dict | None:
+    """`value_types` and a ValueType for each node output (in `nodes`' order, each node's inputs typed by
+    `value_types` or an earlier node), the types of graph outputs (`outputs`: their names) merged into their declared
+    ones as onnx merges them; None when anything is outside what this module works out. In the order build_graph
+    reads onnx's answer in (the inferred values, the graph's inputs, its outputs, then the rest of `value_types`)."""
     types = dict(value_types)
     outs = set(outputs)
     # onnx names each dim it infers but cannot size (unk__0, unk__1, ... in node order, skipping the graph's own
@@ -69,7 +70,13 @@ def infer_types(nodes, value_types: dict, outputs) -> dict | None:
             types[y] = vt
     except _Unknown:
         return None
-    return types
+    ordered = {y: types[y] for node in nodes for y in node.outputs[:1] if y not in outs}
+    for name in (*inputs, *outputs):
+        if name in types:
+            ordered[name] = types[name]
+    for name, vt in value_types.items():
+        ordered.setdefault(name, vt)
+    return ordered
 
 
 def _tensor(types, x):

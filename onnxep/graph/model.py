@@ -666,7 +666,7 @@ def build_graph(model: onnx.ModelProto, infer_shapes: bool = True, weights: dict
     if local:
         # (an initializer that is also a graph input: onnx's, whose type onnx reads from where it reads it)
         types = None if any(n in initializers for n in input_names) else \
-            infer_local.infer_types(nodes, value_types, [o.name for o in g.output[:]])
+            infer_local.infer_types(nodes, value_types, input_names, [o.name for o in g.output[:]])
         if types is None:      # outside what infer_local works out: onnx's inference, as for any other model
             inferred = _onnx_inferred(model)
             types = _value_types(inferred.graph) if inferred is not None else value_types
