@@ -2,13 +2,15 @@
 
 onnx's inference serializes the model, infers in C++, serializes the result and parses it back, and the session then
 reads a type per value out of that copy: on a small torch.onnx (TorchScript) convnet, whose exporter types no
-intermediate value, that round trip is a tenth of the session's creation. For a graph whose every node is one of the
-few ops below (a ResNet, a RegNet: Conv, pooling, elementwise, Flatten, Gemm), `infer_types` applies onnx's own rules
-(onnx/defs: convPoolShapeInference, globalPoolTypeShapeInference, bidirectional broadcasting, Flatten's multiplyDims,
-Gemm's) in node order, and merges what it infers for a graph output into the output's declared type as onnx does
-(mergeInShapeInfo). Anything outside what it handles -- another op, an old opset, auto_pad, ceil_mode, a dilated
-pool, an unknown input type or rank, a conflict onnx would report -- answers None, and the caller runs onnx's
-inference instead: this never guesses. tests/graph/test_infer_local.py holds it to onnx's answers."""
+intermediate value, that round trip is a tenth of the session's creation (and its first call loads onnx's schema
+registry, ~8 MB). For a graph whose every node is one of the few ops below (a ResNet, RegNet, MobileNetV3: Conv,
+pooling, elementwise, Identity, Flatten, Gemm), `infer_types` applies onnx's own rules (onnx/defs:
+convPoolShapeInference, globalPoolTypeShapeInference, multidirectional broadcasting, Flatten's multiplyDims, Gemm's)
+in node order, names the dims it cannot size as onnx does (unk__N), and merges what it infers for a graph output into
+the output's declared type as onnx does (mergeInShapeInfo). Anything outside what it handles -- another op, an old
+opset, auto_pad, ceil_mode, a dilated pool, a non-float or untyped input, a conflict onnx would report -- answers
+None, and the caller runs onnx's inference instead: this never guesses. tests/graph/test_infer_local.py holds it to
+onnx's answers (the same types in the same order)."""
 from __future__ import annotations
 
 from onnxep.graph.ir import ValueType
@@ -16,7 +18,9 @@ from onnxep.graph.ir import ValueType
 #: unary ops whose output takes the input's type and shape (propagateShapeAndTypeFromFirstInput), from the opset
 #: on which their schema has no legacy attribute
 _UNARY = {"Relu": 6, "Sigmoid": 6, "Tanh": 6, "Abs": 6, "Neg": 6, "Exp": 6, "Sqrt": 6, "Erf": 9, "LeakyRelu": 6,
-          "HardSigmoid": 6, "HardSwish": 14, "Softplus": 1, "Elu": 6, "Selu": 6}
+          "HardSigmoid": 6, "HardSwish": 14, "Softplus": 1, "Elu": 6, "Selu": 6, "Identity": 1}
+#: ops whose output takes the first input's type and shape whatever their other (optional) inputs are
+_FIRST = {"Clip": 6}
 #: multidirectional-broadcast binary ops (opset 7 on: no legacy broadcast / axis attributes)
 _BINARY = {"Add", "Sub", "Mul", "Div"}
 #: the element types infer_types takes (float, float16, double): a convnet's, read the same from an initializer's array
@@ -24,7 +28,7 @@ _FLOATS = (1, 10, 11)
 _POOLS = {"MaxPool": 8, "AveragePool": 7}
 _GLOBAL_POOLS = {"GlobalAveragePool", "GlobalMaxPool"}
 #: op type -> the first opset `infer_types` reads it at
-OPS = {**_UNARY, **{op: 7 for op in _BINARY}, **_POOLS, **{op: 1 for op in _GLOBAL_POOLS}, "Conv": 1,
+OPS = {**_UNARY, **_FIRST, **{op: 7 for op in _BINARY}, **_POOLS, **{op: 1 for op in _GLOBAL_POOLS}, "Conv": 1,
        "Flatten": 9, "Gemm": 7}
 
 
@@ -104,6 +108,8 @@ def _infer(node, types):
     if op in _UNARY:
         if len(ins) != 1:
             raise _Unknown
+        return elem, x
+    if op in _FIRST:
         return elem, x
     if op in _BINARY:
         if len(ins) != 2:

@@ -151,17 +151,21 @@ def test_what_it_leaves_to_onnx(case):
 def test_random_convnets():
     """Random chains of the handled ops on random static / symbolic shapes."""
     rng = random.Random(7)
+    checked = 0
     for _ in range(40):
         n, c, h, w = rng.choice([1, 2, "batch"]), rng.choice([3, 8]), rng.choice([7, 16, "h"]), rng.choice([9, 16])
         nodes, inits, cur, ch = [], [], "x", c
         for i in range(rng.randint(1, 6)):
-            kind = rng.choice(["conv", "pool", "act", "res"])
+            kind = rng.choice(["conv", "pool", "act", "res", "clip"])
             out = f"v{i}"
             if kind == "conv":
                 k, s, p, d = rng.choice([1, 3]), rng.choice([1, 2]), rng.choice([0, 1]), rng.choice([1, 2])
                 co = rng.choice([4, 8])
                 inits.append(_w(f"w{i}", (co, ch, k, k)))
-                nodes.append(helper.make_node("Conv", [cur, f"w{i}"], [out], strides=[s, s], pads=[p] * 4,
+                inits.append(_w(f"b{i}", (co,)))
+                # (torch.onnx writes an Identity of a bias that two convs share)
+                nodes.append(helper.make_node("Identity", [f"b{i}"], [f"bi{i}"]))
+                nodes.append(helper.make_node("Conv", [cur, f"w{i}", f"bi{i}"], [out], strides=[s, s], pads=[p] * 4,
                                               dilations=[d, d]))
                 ch = co
             elif kind == "pool":
@@ -169,6 +173,9 @@ def test_random_convnets():
                                               strides=[rng.choice([1, 2])] * 2, pads=[rng.choice([0, 1])] * 4))
             elif kind == "act":
                 nodes.append(helper.make_node(rng.choice(["Relu", "Sigmoid", "HardSwish", "LeakyRelu"]), [cur], [out]))
+            elif kind == "clip":
+                inits += [numpy_helper.from_array(np.float32(v), f"{k}{i}") for k, v in (("lo", 0), ("hi", 6))]
+                nodes.append(helper.make_node("Clip", [cur, f"lo{i}", f"hi{i}"][:rng.randint(1, 3)], [out]))
             else:
                 inits.append(_w(f"s{i}", (1, ch, 1, 1)))
                 nodes.append(helper.make_node("Mul", [cur, f"s{i}"], [out]))
@@ -181,12 +188,15 @@ def test_random_convnets():
         except Exception:
             continue        # (a kernel larger than its padded input: not a model)
         _check(m)
+        checked += 1
+    assert checked >= 20
 
 
 ZOO = os.environ.get("ONNXEP_ZOO", os.path.join(os.path.expanduser("~"), ".cache", "onnxep", "zoo"))
 
 
-@pytest.mark.parametrize("name", ["resnet.torchscript", "regnet.torchscript", "resnet_torch.torchscript"])
+@pytest.mark.parametrize("name", ["resnet.torchscript", "regnet.torchscript", "resnet_torch.torchscript",
+                                  "mobilenet_v3.torchscript"])
 def test_zoo_convnets(name):
     path = os.path.join(ZOO, f"{name}.onnx")
     if not os.path.exists(path):
