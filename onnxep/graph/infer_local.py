@@ -36,9 +36,15 @@ class _Unknown(Exception):
     """What onnx would do here is not worked out locally: the caller runs onnx's inference."""
 
 
-def candidate(op_types_and_domains) -> bool:
-    """Whether every (domain, op type) is one `infer_types` may handle (opsets are checked per node later)."""
-    return all(d in ("", "ai.onnx") and op in OPS for d, op in op_types_and_domains)
+def candidate(nodes) -> bool:
+    """Whether every node (NodeProtos, or anything with domain and op_type) is of an op `infer_types` may handle
+    (opsets are checked per node later). Stops at the first that is not: a transformer's first nodes already are
+    not, and its thousand nodes are not walked for it."""
+    for i in range(len(nodes)):       # (by index: a protobuf repeated field's iterator ends in an IndexError)
+        n = nodes[i]
+        if n.op_type not in OPS or n.domain not in ("", "ai.onnx"):
+            return False
+    return True
 
 
 def infer_types(nodes, value_types: dict, inputs, outputs) -> dict | None:

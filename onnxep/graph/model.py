@@ -595,8 +595,7 @@ def build_graph(model: onnx.ModelProto, infer_shapes: bool = True, weights: dict
         infer_shapes = False     # (what inference would add, the exporter wrote: torch's dynamo exporter does)
     # a plain convnet's types worked out on the decoded nodes below, as onnx's inference would (graph/infer_local.py)
     g = model.graph
-    local = infer_shapes and not g.value_info and not g.sparse_initializer and infer_local.candidate(
-        [(n.domain, n.op_type) for n in g.node[:]])
+    local = infer_shapes and not g.value_info and not g.sparse_initializer and infer_local.candidate(g.node)
     if infer_shapes and not local:
         inferred = _onnx_inferred(model)
     opsets = {o.domain if o.domain != "ai.onnx" else "": o.version for o in model.opset_import[:]}
