@@ -15,6 +15,7 @@ from onnx import helper, numpy_helper
 from onnx.external_data_helper import uses_external_data
 
 from onnxep.errors import Fail, InvalidArgument, InvalidGraph, InvalidProtobuf, NoSuchFile
+from onnxep.graph import infer_local
 from onnxep.graph.ir import BODY_ATTRS, Body, Graph, Node, ValueType, WeakIntern, _varint
 from onnxep.graph.ml_types import ML, complete_types
 from onnxep.graph.schema_facts import schema_facts
@@ -592,23 +593,11 @@ def build_graph(model: onnx.ModelProto, infer_shapes: bool = True, weights: dict
     own = _value_types(model.graph)      # the types the model writes (all that is needed when it types every value)
     if infer_shapes and _fully_typed(model, own):
         infer_shapes = False     # (what inference would add, the exporter wrote: torch's dynamo exporter does)
-    if infer_shapes:
-        try:
-            # onnx's inference serializes the model it is given and parses the result back: it gets a copy whose
-            # large initializers carry their type and dims but no data (what the types of the values after them
-            # depend on; a shape input is never that large)
-            light = _without_weight_data(model)
-            # data_prop=False: with data propagation onnx materialises constant shapes, and a tiny model can make it
-            # allocate terabytes (ConstantOfShape([2**40]))
-            if any(o.domain == ML for o in model.opset_import[:]):
-                inferred = complete_types(light)        # onnx leaves some ai.onnx.ml outputs untyped
-            else:
-                inferred = onnx.shape_inference.infer_shapes(light, check_type=False, strict_mode=False,
-                                                             data_prop=False)
-            del light
-        except Exception:
-            inferred = None
+    # a plain convnet's types worked out on the decoded nodes below, as onnx's inference would (graph/infer_local.py)
     g = model.graph
+    local = infer_shapes and not g.value_info and not g.sparse_initializer and infer_local.candidate(g.node)
+    if infer_shapes and not local:
+        inferred = _onnx_inferred(model)
     opsets = {o.domain if o.domain != "ai.onnx" else "": o.version for o in model.opset_import[:]}
     if "" not in opsets and model.ir_version < 3:
         opsets[""] = 1
@@ -673,6 +662,19 @@ def build_graph(model: onnx.ModelProto, infer_shapes: bool = True, weights: dict
                           if a.type in _GRAPH_KINDS})
         nodes.append(decode_bodies(node) if domain else node)
     del typed_nodes, typed, inferred
+    if local:
+        # (an initializer that is also a graph input: onnx's, whose type onnx reads from where it reads it)
+        types = None if any(n in initializers for n in input_names) else \
+            infer_local.infer_types(nodes, value_types, input_names, [o.name for o in g.output[:]])
+        if types is None:      # outside what infer_local works out: onnx's inference, as for any other model
+            inferred = _onnx_inferred(model)
+            types = _value_types(inferred.graph) if inferred is not None else value_types
+            for name, arr in initializers.items():
+                if name not in types and isinstance(arr, np.ndarray) and arr.dtype != object:
+                    types[name] = ValueType.of_array(arr)
+            del inferred
+        value_types = types
+        outputs = [(o.name, value_types.get(o.name, ValueType())) for o in g.output[:]]
     nodes = _topological(nodes)
     meta = {
         "producer_name": model.producer_name, "graph_name": g.name, "domain": model.domain,
@@ -681,6 +683,23 @@ def build_graph(model: onnx.ModelProto, infer_shapes: bool = True, weights: dict
     }
     return Graph(nodes, inputs, outputs, initializers, overridable, value_types, opsets, model.ir_version,
                  model.functions[:], meta)
+
+
+def _onnx_inferred(model: onnx.ModelProto):
+    """onnx's shape inference of `model` (a ModelProto whose value_info types every value it could), or None when it
+    fails."""
+    try:
+        # onnx's inference serializes the model it is given and parses the result back: it gets a copy whose
+        # large initializers carry their type and dims but no data (what the types of the values after them
+        # depend on; a shape input is never that large)
+        light = _without_weight_data(model)
+        # data_prop=False: with data propagation onnx materialises constant shapes, and a tiny model can make it
+        # allocate terabytes (ConstantOfShape([2**40]))
+        if any(o.domain == ML for o in model.opset_import[:]):
+            return complete_types(light)        # onnx leaves some ai.onnx.ml outputs untyped
+        return onnx.shape_inference.infer_shapes(light, check_type=False, strict_mode=False, data_prop=False)
+    except Exception:
+        return None
 
 
 def _value_types(g) -> dict:
