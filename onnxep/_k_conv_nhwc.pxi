@@ -682,13 +682,26 @@ cdef inline void _inside_range(Py_ssize_t n_in, Py_ssize_t n_out, Py_ssize_t k, 
 # Whether the direct and Winograd paths fetch the next weight panel (plane) into L2 ahead of its use
 # (onnxep_dconv_uk's pfo); conv_panel_prefetch() reads / sets it (tests, in-process A/B). Results do not depend on it.
 cdef int _panel_prefetch = 1
-# ... and whether the direct path's tiles fetch their output (and residual) rows before the K loop (pfc)
+# ... and whether the direct path's tiles fetch their output (and residual) rows before the K loop (pfc): for convs
+# of at least DCONV_CROW_MIN_K products per output (Cg * kh * kw), or whose output (pixels x ldy floats) is larger than
+# DCONV_CROW_COLD_L2S L2s. A shorter K loop leaves the fetch little to hide and its two instructions per row (four with
+# a residual) show, unless the output's lines are cold (a large output, past the L3 since its buffer's last use).
+# Kernel alone (its output hot in L3), 1 thread, process CPU, fetch on / off: 1x1 16 -> 96 at 112x112 1.06, at 56x56
+# 1.07, 24 -> 144 1.05, 32 -> 16 at 112x112 1.07, 32 -> 96 1.06, 48 -> 96 1.02, 64 -> 96 1.03, the 3x3 stride-2
+# 3 -> 32 stem (K 27) 1.05. Inside MobileNetV2 1.0 (1 thread, per-node medians, fetch for K >= 64 only / always):
+# 32 -> 16 at 112x112 (0.8 MB out) 0.90 (with the store fast path), 24 -> 144 at 56x56 (1.8 MB) 0.98, but 16 -> 96
+# at 112x112 (4.8 MB) 1.07. From K 64 the models decide, as first measured (ResNet-50 0.96-1.04, DenseNet-121
+# 0.92-0.99, Inception-v2 0.97; in-process now, 1 thread: Inception-v2 0.975, SqueezeNet 0.996, ResNet-50 1.02,
+# DenseNet-121 1.01)
 cdef int _crow_prefetch = 1
+cdef enum:
+    DCONV_CROW_MIN_K = 64
+    DCONV_CROW_COLD_L2S = 2
 
 
 def conv_crow_prefetch(on=None):
-    """Whether the direct conv path's tiles prefetch their output / residual rows (on by default); `on` sets it.
-    Returns the setting before the call."""
+    """Whether the direct conv path's tiles prefetch their output / residual rows (on by default, for convs of at least
+    DCONV_CROW_MIN_K products per output or large outputs); `on` sets it. Returns the setting before the call."""
     global _crow_prefetch
     cdef int before = _crow_prefetch
     if on is not None:
@@ -725,6 +738,8 @@ cdef void _dconv_rows(const ImplicitA* ia, const DTap* taps, Py_ssize_t ntaps, D
     taps, its x H*W*C floats and its y Ho*Wo*cout floats from the previous image's."""
     cdef Py_ssize_t HW = ia.H * ia.W * ia.C, row, n, ih0, b0, b1, e0, e1, nint, cnt, ow, mr, iw0, jp, n0, wend, hi
     cdef Py_ssize_t band, r2, nb0, nb1, rs, pfo
+    cdef int pfc = _crow_prefetch and (ia.Cg * ia.kh * ia.kw >= DCONV_CROW_MIN_K
+                                       or pend * cout * <Py_ssize_t>sizeof(float) > DCONV_CROW_COLD_L2S * _dconv_l2)
     cdef const float* img
     cdef const uint16_t* imgb = NULL
     cdef DRun* rr
@@ -745,7 +760,7 @@ cdef void _dconv_rows(const ImplicitA* ia, const DTap* taps, Py_ssize_t ntaps, D
                         mr = nimg - n
                         mr = (mr + (mr + SGEMM_MR - 1) // SGEMM_MR - 1) // ((mr + SGEMM_MR - 1) // SGEMM_MR)
                         dconv_call(mr, kp, kpb, (xb + n * HW) if xb != NULL else NULL, ia.x + n * HW,
-                                   (ih0 * ia.W + iw0) * ia.C, HW, runs, cnt, wp, jp, pfo, _crow_prefetch,
+                                   (ih0 * ia.W + iw0) * ia.C, HW, runs, cnt, wp, jp, pfo, pfc,
                                    min(<Py_ssize_t>SGEMM_NR, Coutg - n0), y + n * ia.Ho * ia.Wo * cout + rs,
                                    ia.Ho * ia.Wo * cout, 1.0, 0.0, (bias + n0) if bias != NULL else NULL, NULL,
                                    (res + n * ia.Ho * ia.Wo * cout + rs) if res != NULL else NULL, act)
@@ -781,7 +796,7 @@ cdef void _dconv_rows(const ImplicitA* ia, const DTap* taps, Py_ssize_t ntaps, D
                     iw0 = ow * ia.sw - ia.pw
                     dconv_call(mr, kp, kpb, imgb, img, ((ih0 + (r2 - row) * ia.sh) * ia.W + iw0) * ia.C,
                                ia.sw * ia.C, runs, nint, wp,
-                             jp, pfo, _crow_prefetch, min(<Py_ssize_t>SGEMM_NR, Coutg - n0),
+                             jp, pfo, pfc, min(<Py_ssize_t>SGEMM_NR, Coutg - n0),
                              y + (r2 * ia.Wo + ow) * cout + n0, cout, 1.0,
                              0.0, (bias + n0) if bias != NULL else NULL, NULL,
                              (res + (r2 * ia.Wo + ow) * cout + n0) if res != NULL else NULL, act)
@@ -804,7 +819,7 @@ cdef void _dconv_rows(const ImplicitA* ia, const DTap* taps, Py_ssize_t ntaps, D
                     mr = (mr + (mr + SGEMM_MR - 1) // SGEMM_MR - 1) // ((mr + SGEMM_MR - 1) // SGEMM_MR)
                     dconv_call(mr, kp, kpb, imgb, img, ((ih0 + (r2 - row) * ia.sh) * ia.W + iw0) * ia.C, rs, rr,
                                cnt, wp, jp, pfo,
-                             _crow_prefetch, min(<Py_ssize_t>SGEMM_NR, Coutg - n0), y + (r2 * ia.Wo + ow) * cout + n0,
+                             pfc, min(<Py_ssize_t>SGEMM_NR, Coutg - n0), y + (r2 * ia.Wo + ow) * cout + n0,
                              ia.Wo * cout,
                              1.0, 0.0, (bias + n0) if bias != NULL else NULL, NULL,
                              (res + (r2 * ia.Wo + ow) * cout + n0) if res != NULL else NULL, act)

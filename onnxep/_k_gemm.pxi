@@ -43,6 +43,7 @@ cdef extern from "_native/sgemm.h":
     void pack_rows_t "onnxep_pack_rows_t"(float* d, const float* const* srcs, Py_ssize_t n) noexcept nogil
     const float* ZEROS "onnxep_zeros"
     long cache_bytes "onnxep_cache_bytes"(int level, long dflt) noexcept nogil
+    int uk_fast_on "onnxep_uk_fast_on"
 
 from libc.stdlib cimport malloc, free, qsort
 
@@ -53,6 +54,17 @@ cdef extern from "_native/transpose.h":
     # dst[a*ldb + b] := src[b*lda + a], a < na, b < nb (strides in elements of esz bytes; _k_transpose.pxi's too)
     void _gemm_tr_tile "onnxep_tr_tile"(int esz, const uint8_t* src, Py_ssize_t lda, uint8_t* dst, Py_ssize_t ldb,
                                         Py_ssize_t na, Py_ssize_t nb) noexcept nogil
+
+def sgemm_store_fast(on=None):
+    """Whether the SIMD micro-kernels' epilogue takes its per-tile fast path (sgemm.h onnxep_uk_store_fast: full tiles
+    of whole vectors, column bias, no / Relu / Clip activation, residual or not; on by default; same bits either
+    way); `on` sets it. Returns the setting before the call (tests, in-process A/B)."""
+    global uk_fast_on
+    cdef int before = uk_fast_on
+    if on is not None:
+        uk_fast_on = 1 if on else 0
+    return bool(before)
+
 
 cdef enum:
     SGEMM_NC_MAX = 4096           # widest column slab (in columns) one tile covers

@@ -90,6 +90,7 @@ def test_direct_path_slabs_on_threads(xshape, cout, k, s):
     ((1, 512, 7, 7), 96, 1, 1),         # K 512: two blocks of 256, 3 panels (AVX-512; 6 on AVX2)
     ((2, 40, 9, 10), 70, 3, 1),         # K 360 over two blocks, border columns and bands, 2 images, 3 panels
     ((1, 16, 5, 5), 33, 3, 2),          # one K block, a 1-channel last panel, stride 2
+    ((1, 24, 9, 11), 40, 1, 1),         # K 24, under DCONV_CROW_MIN_K: no output-row fetch even when switched on
 ])
 @pytest.mark.parametrize("nth", [1, 2])
 def test_direct_path_panel_prefetch(xshape, cout, k, s, nth):
