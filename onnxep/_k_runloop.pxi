@@ -905,7 +905,9 @@ cdef class Program:
     def run(self, int start, int stop):
         """Run steps start .. stop - 1 without the GIL; -1, or the step that found bad input (an entry sets slot 0,
         which is NULL otherwise): the steps after it did not run and the caller redoes that step in Python, where it
-        raises its named error."""
+        raises its named error. Only the stretches the compiled run walks (runloop.Compiled.segments), in order, with
+        the Python steps between them run and their slots patched: a step reads what earlier steps and the per-run
+        patch left in the pointer table, and a slot a Python step fills points at the last run's array until then."""
         cdef int i, bad = -1
         if not 0 <= start <= stop <= self.nsteps:
             raise ValueError(f"Program.run: steps {start}..{stop} of {self.nsteps}")
