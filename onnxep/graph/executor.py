@@ -132,15 +132,12 @@ class StepTrace:
             self.inner.end_step(ins, outs, values, inplace)
         k = self.k
         self.k = k + 1
-        if self.events is not None:
-            self.step(k, self.t0, t1, _type_shapes(ins, values), _type_shapes(outs, values))
-        else:
-            self.step(k, self.t0, t1, (), ())
+        self.step(k, self.t0, t1, ins, outs, values)
 
-    def step(self, k, t0, t1, shapes_in, shapes_out) -> None:
-        """Record step `k` of the current plan as run from t0 to t1 (perf_counter_ns), its inputs' and outputs'
-        (type name, shape) pairs flat (_type_shapes). end_step calls it; a compiled run (backends/cpu/runloop.py)
-        calls it for each step it timed in C."""
+    def step(self, k, t0, t1, ins, outs, values) -> None:
+        """Record step `k` of the current plan as run from t0 to t1 (perf_counter_ns), its inputs and outputs (names)
+        read in `values` for their types and shapes. end_step calls it; a compiled run (backends/cpu/runloop.py)
+        calls it for each step it timed, after the run."""
         names = self.names
         name, op, provider, index = names[k] if k < len(names) else ("?", "?", "?", -1)
         if self.events is not None:
@@ -148,8 +145,9 @@ class StepTrace:
             # the first young collection that sees it, so a long profile does not fill the old generation (dicts per
             # event did, and a full collection -- 15-40 ms on SqueezeNet -- landed inside some kernel's timed span
             # every few dozen runs). _Profiler.write turns the records into onnxruntime's events.
+            shapes_in = _type_shapes(ins, values)
             self.events.append((self.tid, t0, t1, name, op, provider, index, len(shapes_in) // 2) + shapes_in
-                               + shapes_out)
+                               + _type_shapes(outs, values))
         if self.log is not None:
             self.log.log(logging.DEBUG, "node %r (%s) on %s: %.1f us", name, op, provider, (t1 - t0) / 1000)
 
@@ -161,13 +159,9 @@ class StepTrace:
 def _type_shapes(names, values) -> tuple:
     """The tensors among `names`, flat: (onnxruntime's type name, shape, type name, shape, ...); the profile writes
     each pair as {"float": [2, 3]}, onnxruntime's notation."""
-    return array_type_shapes([values.get(x) if x else None for x in names])
-
-
-def array_type_shapes(arrays) -> tuple:
-    """_type_shapes of the arrays themselves (anything else skipped)."""
     out = ()
-    for v in arrays:
+    for x in names:
+        v = values.get(x) if x else None
         if isinstance(v, np.ndarray):
             dt = v.dtype
             name = _TYPE_NAMES.get(dt)

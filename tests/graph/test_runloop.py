@@ -247,9 +247,9 @@ def test_profiled_runs_time_the_compiled_steps(monkeypatch):
     timed = []
     orig = Compiled._run_timed
 
-    def spy(self, trace, start, stop):
+    def spy(self, start, stop, spans):
         timed.append(stop - start)
-        return orig(self, trace, start, stop)
+        return orig(self, start, stop, spans)
     monkeypatch.setattr(Compiled, "_run_timed", spy)
     got, outs, progs = _profiled_runs(model, feeds, True)
     assert progs and progs[0].n_py >= 1 and timed, (timed, [(p.n_c, p.n_py) for p in progs])

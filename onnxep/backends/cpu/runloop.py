@@ -25,10 +25,12 @@ loop (always correct) and the program is dropped; the next planned run captures 
 """
 from __future__ import annotations
 
+from collections import ChainMap
+from time import perf_counter_ns
+
 import numpy as np
 
 from onnxep import _kernels
-from onnxep.graph.executor import array_type_shapes
 from onnxep.ops import _c_steps
 
 FNS = _kernels.RUNLOOP_FNS
@@ -70,19 +72,33 @@ class Compiled:
     """One plan compiled for one signature in one arena buffer."""
 
     __slots__ = ("prog", "order", "k0", "k1", "segments", "env0", "env_all", "feeds", "feed_slots", "externals",
-                 "n_c", "n_py", "steps_of", "inputs", "shapes")
+                 "n_c", "n_py", "steps_of", "inputs")
 
     def run(self, plan, run, values, run_ctx, nthreads, wrap, trace=None):
         """Run the plan; False (nothing done) when the arena is not where the capture was. With `trace` (a
-        StepTrace: a profiled or per-node-logged run) each step is timed: the C steps by the program itself
-        (Program.run_timed), the Python steps around their compute."""
+        StepTrace: a profiled or per-node-logged run) each step is timed -- the C steps by the program itself
+        (Program.run_timed), the Python steps around their compute -- and recorded in the trace when the walk ends
+        (also by an error), each with its values' shapes in this run."""
         arena = run_ctx.arena
         if arena.k != self.k0 or arena.diverged:
             return False
-        prog = self.prog
         env = self.env0.copy()
         for name in self.inputs:
             env[name] = values[name]
+        if trace is None:
+            return self._walk(plan, run, values, run_ctx, nthreads, wrap, env, None)
+        timed = []      # (plan step, t0, t1)
+        try:
+            return self._walk(plan, run, values, run_ctx, nthreads, wrap, env, timed)
+        finally:
+            vals = ChainMap(env, self.env_all)
+            for i, t0, t1 in timed:
+                trace.step(i, t0, t1, run[i][1], run[i][2], vals)
+
+    def _walk(self, plan, run, values, run_ctx, nthreads, wrap, env, timed):
+        """run's segments from env (the run's values so far); `timed` (a list, or None) collects each step's span."""
+        arena = run_ctx.arena
+        prog = self.prog
         if self.feeds:
             prog.set_ptrs(self.feed_slots, [values[name] for name in self.feeds])
         alloc = run_ctx.alloc
@@ -110,10 +126,7 @@ class Compiled:
                     from onnxep.errors import Fail
                     from onnxep.graph.executor import TERMINATED
                     raise Fail(TERMINATED)
-                if trace is None:
-                    bad = prog.run(start, stop)
-                else:
-                    bad = self._run_timed(trace, start, stop)
+                bad = prog.run(start, stop) if timed is None else self._run_timed(start, stop, timed)
                 if bad >= 0:
                     # a step found bad input (a Gather index out of range): the rest of the run in Python from
                     # that step, which raises the step's named error
@@ -143,13 +156,12 @@ class Compiled:
                 raise Fail(TERMINATED)
             arena.k = k0
             ctx.ins, ctx.outs, ctx.packed, ctx.node, ctx.slot = ins, outs, packed, name, slot
-            if trace is None:
+            if timed is None:
                 wrap(compute, ctx, op, name)
             else:
-                trace.begin_step(ins, env)
+                t0 = perf_counter_ns()
                 wrap(compute, ctx, op, name)
-                trace.k = i
-                trace.end_step(ins, outs, env)
+                timed.append((i, t0, perf_counter_ns()))
             for o, shape, dtype, small in expect:
                 v = env.get(o)
                 if v is None or v.__class__ is not np.ndarray or v.shape != shape or v.dtype != dtype or (
@@ -167,16 +179,14 @@ class Compiled:
             values[name] = env[name]
         return True
 
-    def _run_timed(self, trace, start, stop):
-        """prog.run(start, stop) with a clock reading after each step, each step then recorded in `trace` under its
-        plan step's name with the capture's shapes (the same on every run of the program)."""
+    def _run_timed(self, start, stop, timed):
+        """prog.run(start, stop) with a clock reading after each step: each step that ran whole appended to `timed` as
+        (plan step, t0, t1)."""
         ts = np.empty(stop - start + 1, np.int64)
         bad = self.prog.run_timed(start, stop, ts)
-        end = stop if bad < 0 else bad
-        order, shapes = self.order, self.shapes
-        for n in range(start, end):
-            shapes_in, shapes_out = shapes[n]
-            trace.step(order[n][0], int(ts[n - start]), int(ts[n - start + 1]), shapes_in, shapes_out)
+        order = self.order
+        for n in range(start, stop if bad < 0 else bad):
+            timed.append((order[n][0], int(ts[n - start]), int(ts[n - start + 1])))
         return bad
 
 
@@ -418,9 +428,6 @@ def compile_plan(plan, run, caps, k0, k1, arena, nthreads):
     c.feed_slots = tuple(slots[x] for x in feeds)
     c.externals = tuple(externals)
     c.n_c, c.n_py = n_c, sum(not seg[0] for seg in segments)
-    # per program step, its inputs' and outputs' (type, shape) for a profiled run's events (not the arrays: a
-    # Python step's capture outputs are not the next runs' arrays)
-    c.shapes = tuple((array_type_shapes(caps[i].ins), array_type_shapes(caps[i].outs)) for i, *_ in steps)
     return c
 
 
