@@ -308,7 +308,7 @@ static void bg_pack_a_rows_bf16(const float* A, int64_t lda, int64_t K, int64_t 
 
 /* n floats -> n bf16 at dst (round to nearest even, denormals flushed as vcvtneps2bf16 does) */
 __attribute__((target("avx512bf16,avx512bw,avx512vl,avx512f")))
-static void bg_cvt_run_bf16(const float* src, int64_t n, uint16_t* dst) {
+static inline void bg_cvt_run_bf16(const float* src, int64_t n, uint16_t* dst) {
     int64_t i = 0;
     for (; i + 16 <= n; i += 16)
         _mm256_storeu_si256((__m256i*)(dst + i), (__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(src + i)));
@@ -499,12 +499,7 @@ static inline void bg_run16(const float* x, const uint16_t* xh, int64_t n, uint1
         }
         return;
     }
-    for (; i + 16 <= n; i += 16)
-        _mm256_storeu_si256((__m256i*)(dst + i), (__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(x + i)));
-    if (i < n) {
-        __mmask16 m = (__mmask16)((1u << (n - i)) - 1u);
-        _mm256_mask_storeu_epi16((void*)(dst + i), m, (__m256i)_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(m, x + i)));
-    }
+    bg_cvt_run_bf16(x, n, dst);
 }
 
 /* n zero bf16 values at dst */
