@@ -814,7 +814,8 @@ class InferenceSession:
         if timed:
             t1 = time.perf_counter_ns()
             if profiler is not None:
-                profiler.run_events(run_ctx.trace.events, t0, t1)
+                # the run's span leaves out the recording of a compiled run's steps after its walk
+                profiler.run_events(run_ctx.trace.events, t0, t1 - run_ctx.trace.post_ns)
             if verbose:
                 log.log(logging.DEBUG, "run done in %.1f us", (t1 - t0) / 1000)
         if shrink:

@@ -97,7 +97,7 @@ class StepTrace:
     ("<node>_kernel_time", cat "Node"), and passes on to the planner's recorder (`inner`, on a recording run) all it
     would have seen."""
 
-    __slots__ = ("inner", "run_ctx", "events", "log", "origin", "pid", "tid", "names", "k", "t0")
+    __slots__ = ("inner", "run_ctx", "events", "log", "origin", "pid", "tid", "names", "k", "t0", "post_ns")
 
     def __init__(self, run_ctx, events=None, log=None, origin=0, pid=0, tid=0):
         self.inner = None
@@ -110,6 +110,8 @@ class StepTrace:
         self.names = ()           # the plan's steps: (node name, op, provider, node index)
         self.k = 0
         self.t0 = 0
+        # ns spent recording steps after the walk (a compiled run's timed steps): no part of the run's own time
+        self.post_ns = 0
 
     def enter(self, names) -> None:
         self.names = names

@@ -264,6 +264,45 @@ def test_profiled_runs_time_the_compiled_steps(monkeypatch):
             np.testing.assert_array_equal(a, b)
 
 
+def test_profiled_run_span_leaves_out_the_step_records(monkeypatch):
+    """A compiled profiled run records its C steps' events after the walk; that bookkeeping is the profiler's, not
+    the run's: each model_run event ends where its walk ended, not after the records (here made to take 4 ms a step,
+    so a span that kept them would end >= 4 ms per step after its last kernel; the oracle: the kernel events' own
+    ends)."""
+    import time
+    from onnxep.graph.executor import StepTrace
+    x = np.random.default_rng(6).standard_normal((4, 16)).astype(np.float32)
+    nodes = [helper.make_node("Add", ["x" if k == 0 else f"a{k - 1}", "x"], [f"a{k}"]) for k in range(6)]
+    model = make_model(nodes, {"x": x}, ["a5"])
+    orig = StepTrace.step
+
+    def slow(self, *args):
+        time.sleep(0.004)
+        return orig(self, *args)
+    monkeypatch.setattr(StepTrace, "step", slow)
+    import json
+    import os
+    so = onnxep.SessionOptions()
+    so.enable_profiling = True
+    sess = onnxep.InferenceSession(model.SerializeToString(), so)
+    for _ in range(3):
+        sess.run(None, {"x": x})
+    assert _programs(sess) and all(p.n_py == 0 for p in _programs(sess))
+    path = sess.end_profiling()
+    try:
+        events = json.load(open(path))
+    finally:
+        os.remove(path)
+    runs = [e for e in events if e.get("name") == "model_run"]
+    assert len(runs) == 3
+    for r in runs[1:]:              # (the first run is the capture's, through the Python loop)
+        end = r["ts"] + r["dur"]
+        nodes = [e for e in events if e.get("cat") == "Node" and r["ts"] <= e["ts"] <= end]
+        assert nodes
+        last = max(e["ts"] + e["dur"] for e in nodes)
+        assert end - last < 2000 * len(nodes), (end - last, len(nodes))
+
+
 def test_profiled_run_with_bad_input_resumes_in_python():
     """A profiled compiled run whose C step finds an index out of range (Gather) stops there; the step's Python
     compute raises the named error, and the profiled session goes on running (oracle: numpy indexing)."""

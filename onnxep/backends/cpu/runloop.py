@@ -91,9 +91,11 @@ class Compiled:
         try:
             return self._walk(plan, run, values, run_ctx, nthreads, wrap, env, timed)
         finally:
+            t_post = perf_counter_ns()
             vals = ChainMap(env, self.env_all)
             for i, t0, t1 in timed:
                 trace.step(i, t0, t1, run[i][1], run[i][2], vals)
+            trace.post_ns += perf_counter_ns() - t_post
 
     def _walk(self, plan, run, values, run_ctx, nthreads, wrap, env, timed):
         """run's segments from env (the run's values so far); `timed` (a list, or None) collects each step's span."""
