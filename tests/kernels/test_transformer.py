@@ -74,6 +74,34 @@ def test_gelu_kernel(isa):
     assert np.isnan(t[0]) and t[1] == np.inf and t[2] == 0 and t[3] == 0 and t[4] == 0
 
 
+@pytest.mark.skipif(not {"avx2", "avx512"} <= set(VARIANTS), reason="needs the avx2 and avx512 variants")
+def test_gelu_avx512_blocks_keep_the_formulas_bits():
+    """Oracle: the avx2 variant's Gelu (erf.h onnxep_gelu1, a vectorized loop with FMA, itself checked against the
+    float64 oracle above). The avx512 variant runs the same formula eight vectors at a time (onnxep_gelu_nv:
+    vrndscaleps, vscalefps), one vector at a time, then a masked tail: bit for bit the same over every length
+    around those blocks, specials included; and as the GEMM epilogue (onnxep_gelu_tile, vectors across the tile's
+    rows) the same bits as the product without activation followed by gelu_f32."""
+    rng = np.random.default_rng(29)
+    x = (rng.standard_normal(300) * 4).astype(np.float32)
+    x[[3, 40, 130, 131, 200]] = [np.nan, np.inf, -np.inf, -0.0, -40.0]
+    for n in [0, 1, 15, 16, 17, 127, 128, 129, 143, 144, 145, 255, 256, 300]:
+        got, want = np.empty(n, np.float32), np.empty(n, np.float32)
+        VARIANTS["avx512"].gelu_f32(x[:n], got, 1)
+        VARIANTS["avx2"].gelu_f32(x[:n], want, 1)
+        np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32), err_msg=f"n={n}")
+    mod = VARIANTS["avx512"]
+    for M, N, K in [(13, 33, 7), (12, 32, 40), (37, 70, 300), (5, 16, 3), (29, 200, 64)]:
+        A = rng.uniform(-2, 2, (M, K)).astype(np.float32)
+        B = rng.uniform(-1, 1, (K, N)).astype(np.float32)
+        bias = rng.uniform(-1, 1, N).astype(np.float32)
+        C, P = np.empty((M, N), np.float32), np.empty((M, N), np.float32)
+        mod.sgemm_f32(False, False, 1.0, A, B, 0.0, C, 1, bias, None, False, ("Gelu",))
+        mod.sgemm_f32(False, False, 1.0, A, B, 0.0, P, 1, bias, None, False, None)
+        G = np.empty_like(P)
+        mod.gelu_f32(P.reshape(-1), G.reshape(-1), 1)
+        np.testing.assert_array_equal(C.view(np.uint32), G.view(np.uint32), err_msg=f"{M}x{N}x{K}")
+
+
 @pytest.mark.parametrize("fn", ["erf_f32", "gelu_f32"])
 @pytest.mark.parametrize("n", [0, 1, 17, 16384 * 3 + 5])
 def test_unary_kernels_threads_and_in_place(fn, n):
