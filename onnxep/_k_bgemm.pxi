@@ -38,12 +38,13 @@ cdef extern from "_native/bgemm.h":
         const Act* act
         int kern
         int64_t nmb, nnb
-    int BG_MB, BG_NB, BG_NR, BG_MR, BG_KC
+    int BG_MB, BG_MBP, BG_NB, BG_NR, BG_MR, BG_KC
     int BG_AMX_K "BG_AMX"
     int bg_force
     int bg_prefetch
     int bg_ep_regs
     int64_t bg_k2(int64_t K) noexcept nogil
+    int64_t bg_nmb(int64_t M) noexcept nogil
     int64_t bg_k2p(int64_t K) noexcept nogil
     int64_t bg_pack_b_len(int64_t K, int64_t N) noexcept nogil
     void bg_pack_b(const float* B, int64_t K, int64_t N, int64_t sk, int64_t sn, uint16_t* out) noexcept nogil
@@ -167,7 +168,7 @@ cdef int bgemm_run_ex(const float* A, int64_t lda, const bg_conv* cv, const floa
     a.Bp = <const uint16_t*>Bp
     a.alpha = alpha; a.bias = bias; a.R = R; a.ldr = ldr; a.Y = Y; a.ldy = ldy
     a.act = act if act != NULL and act.kind != ACT_NONE else NULL
-    a.nmb = (M + BG_MB - 1) // BG_MB
+    a.nmb = bg_nmb(M)
     a.nnb = (N + BG_NB - 1) // BG_NB
     # the fp32 GEMM's thread rule on half the work (vdpbf16ps does two products per lane)
     nth = conv_threads(M, N, (K + 1) // 2, nthreads) if conv else sgemm_threads(M, N, (K + 1) // 2, nthreads)
@@ -180,7 +181,7 @@ cdef int bgemm_run_ex(const float* A, int64_t lda, const bg_conv* cv, const floa
         # a conv of many pixels packs each item's rows in its thread's buffer (bg_conv_item), every column block
         # from there: no packed im2col matrix of the whole image; fewer pixels than 4 items a thread keep the two
         # passes below (items over columns too, so both threads have work)
-        a.abuf = <uint32_t*>malloc(<size_t>nw * BG_MB * a.lda2 * 4 + 64)
+        a.abuf = <uint32_t*>malloc(<size_t>nw * BG_MBP * a.lda2 * 4 + 64)
         if a.abuf == NULL:
             free(a.rows)
             return -1

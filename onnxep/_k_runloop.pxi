@@ -228,7 +228,8 @@ cdef void _rl_layernorm(const RStep* s, char** p) noexcept nogil:
                                                              <const float*>p[s.slot[1]], <const float*>p[s.slot[2]],
                                                              s.f[0], 1)
     job.pm, job.pi = <float*>p[s.slot[4]], <float*>p[s.slot[5]]
-    parallel_for(R, 1 if R * C < NORM_PAR_WORK else _nthreads(s.nthreads), _tf_task, &job)
+    job.rows = R
+    parallel_for((R + LN_ROWS - 1) // LN_ROWS, 1 if R * C < NORM_PAR_WORK else _nthreads(s.nthreads), _tf_task, &job)
 
 
 cdef void _rl_softmax(const RStep* s, char** p) noexcept nogil:

@@ -7,9 +7,10 @@ cdef extern from "_native/erf.h":
     void softmax_row "onnxep_softmax_row"(const float* x, float* y, Py_ssize_t K, int log) noexcept nogil
     void erf_loop "onnxep_erf_loop"(const float* x, float* y, Py_ssize_t n) noexcept nogil
     void gelu_loop "onnxep_gelu_loop"(const float* x, float* y, Py_ssize_t n) noexcept nogil
-    void layernorm_row "onnxep_layernorm_row"(const float* x, float* y, Py_ssize_t C, const float* scale,
-                                              const float* bias, float eps, float* mean_out,
-                                              float* inv_out) noexcept nogil
+    void layernorm_rows "onnxep_layernorm_rows"(const float* x, float* y, Py_ssize_t R, Py_ssize_t C,
+                                                const float* scale, const float* bias, float eps, float* mean_out,
+                                                float* inv_out) noexcept nogil
+    Py_ssize_t LN_ROWS "ONNXEP_LN_ROWS"
 
 
 cdef enum:
@@ -90,8 +91,10 @@ def layernorm_f32(const float[:, ::1] x, float[:, ::1] y, const float[::1] scale
         return
     cdef TfJob job
     job.x, job.y, job.n, job.ps, job.pb, job.eps, job.pm, job.pi, job.kind = &x[0, 0], &y[0, 0], C, ps, pb, epsilon, pm, pi, 1
+    job.rows = R
     with nogil:
-        parallel_for(R, 1 if R * C < NORM_PAR_WORK else _nthreads(nthreads), _tf_task, &job)
+        parallel_for((R + LN_ROWS - 1) // LN_ROWS, 1 if R * C < NORM_PAR_WORK else _nthreads(nthreads), _tf_task,
+                     &job)
 
 
 def softmax_lastaxis_f32(const float[:, ::1] x, float[:, ::1] y, bint log=False, int nthreads=0):
@@ -284,11 +287,11 @@ def sgemm_packed_res_f32(const float[:, ::1] A, const float[::1] B_packed, Py_ss
 
 
 cdef struct TfJob:
-    # the transformer kernels' arguments on the thread pool; kind: 0 unary chunks, 1 layernorm rows, 2 softmax rows,
-    # 3 masked softmax rows
+    # the transformer kernels' arguments on the thread pool; kind: 0 unary chunks, 1 layernorm blocks of LN_ROWS rows
+    # (of rows), 2 softmax rows, 3 masked softmax rows
     const float* x
     float* y
-    Py_ssize_t n, mask_cs
+    Py_ssize_t n, mask_cs, rows
     int op, kind
     bint log
     const float* ps
@@ -306,8 +309,9 @@ cdef void _tf_task(void* p, Py_ssize_t r, int tid) noexcept nogil:
         _tf_unary(j.op, j.x + r * ELTWISE_CHUNK, j.y + r * ELTWISE_CHUNK,
                   min(<Py_ssize_t>ELTWISE_CHUNK, j.n - r * ELTWISE_CHUNK))
     elif j.kind == 1:
-        layernorm_row(j.x + r * j.n, j.y + r * j.n, j.n, j.ps, j.pb, j.eps, (j.pm + r) if j.pm != NULL else NULL,
-                      (j.pi + r) if j.pi != NULL else NULL)
+        r *= LN_ROWS
+        layernorm_rows(j.x + r * j.n, j.y + r * j.n, min(LN_ROWS, j.rows - r), j.n, j.ps, j.pb, j.eps,
+                       (j.pm + r) if j.pm != NULL else NULL, (j.pi + r) if j.pi != NULL else NULL)
     elif j.kind == 2:
         softmax_row(j.x + r * j.n, j.y + r * j.n, j.n, j.log)
     else:

@@ -42,10 +42,20 @@
 #define BG_NR 32
 #define BG_MR 12
 #define BG_MB 48          /* rows per work item (4 register blocks) */
+/* The last item also takes a remainder of fewer than BG_MR rows (bg_nmb): an item of its own would stream the whole
+   of B again for a few rows, at the latency of a short register block (49 rows x 768 x 3072: 1.04x the time of 48
+   rows, 1 thread; 196 x 384 x 1536 1.04x 192 rows). So an item has up to BG_MBX rows, BG_MBP with AMX's padding. */
+#define BG_MBX (BG_MB + BG_MR - 1)
+#define BG_MBP ((BG_MBX + 15) / 16 * 16)
 #define BG_NB 128         /* columns per work item (4 panels) */
 #define BG_KC 256         /* k per block (128 pairs) */
 
 static inline int64_t bg_k2(int64_t K) { return (K + 1) / 2; }
+/* row items of an M-row GEMM: BG_MB rows each, the last one BG_MB .. BG_MBX (or all M rows when fewer) */
+static inline int64_t bg_nmb(int64_t M) {
+    int64_t q = M / BG_MB, r = M % BG_MB;
+    return q == 0 ? 1 : q + (r >= BG_MR);
+}
 static inline int64_t bg_k2p(int64_t K) { return (bg_k2(K) + 15) / 16 * 16; }
 static inline int64_t bg_np(int64_t N) { return (N + BG_NR - 1) / BG_NR; }
 /* packed B length in float-sized slots (one bf16 pair each) */
@@ -214,8 +224,11 @@ static BG_T void bg_tile(const uint32_t* A, int64_t lda2, const uint16_t* Bp, in
 __attribute__((target("avx512bf16,avx512bw,avx512f")))
 static void bg_micro_bf16(const uint32_t* A, int64_t lda2, const uint16_t* Bp, int64_t kp, int mr, int nr,
                           float* C0, int64_t ldc, int load, const uint16_t* pf, int64_t kpf, const bg_ep* ep) {
-    for (int i = 0; i < mr; i += BG_MR, kpf = 0) {
-        int r = mr - i < BG_MR ? mr - i : BG_MR;
+    /* nb register blocks of near-equal rows (48: 4 x 12; 52: 11, 11, 10, 10, 10, not 4 x 12 and a 4-row block
+       that runs at the latency of its 8 accumulator chains) */
+    const int nb = (mr + BG_MR - 1) / BG_MR;
+    for (int b = 0, i = 0, r; b < nb; b++, i += r, kpf = 0) {
+        r = mr / nb + (b < mr % nb);
         const uint32_t* Ar = A + i * lda2;
         float* C = C0 + i * ldc;
         bg_ep ei, *e = NULL;
@@ -604,9 +617,16 @@ static void bg_pack_conv_rows(const bg_args* a, int64_t m0, int64_t m1, int tid,
     (void)simd;
 }
 
+/* the rows m0..m1 of row item mb (bg_nmb) */
+static inline void bg_item_rows(const bg_args* a, int64_t mb, int64_t* m0, int64_t* m1) {
+    *m0 = mb * BG_MB;
+    *m1 = mb == a->nmb - 1 ? a->M : *m0 + BG_MB;
+}
+
 static void bg_pack_item(void* ctx, Py_ssize_t item, int tid) {
     bg_args* a = (bg_args*)ctx;
-    int64_t m0 = item * BG_MB, m1 = m0 + BG_MB < a->M ? m0 + BG_MB : a->M;
+    int64_t m0, m1;
+    bg_item_rows(a, item, &m0, &m1);
     if (a->cv) { bg_pack_conv_rows(a, m0, m1, tid, a->Ap + m0 * a->lda2); return; }
     bg_pack_a(a->kern, a->A, a->lda, a->K, a->lda2, m0, m1, a->Ap);
 }
@@ -614,7 +634,7 @@ static void bg_pack_item(void* ctx, Py_ssize_t item, int tid) {
 /* rows m0..m1 x columns n0..n1 of Y from packed A rows Am (row m0 first, stride lda2): products, then the epilogue */
 static void bg_block(const bg_args* a, const uint32_t* Am, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
     const int64_t K2 = a->K2, w = n1 - n0;
-    float buf[BG_MB * BG_NB];
+    float buf[BG_MBP * BG_NB];
     int mr = (int)(m1 - m0);
     const int kern = a->kern;
     /* the next B block's prefetch (below) where a full register block of rows shares each B block: with fewer rows
@@ -686,23 +706,24 @@ static void bg_block(const bg_args* a, const uint32_t* Am, int64_t m0, int64_t m
 
 static void bg_item(void* ctx, Py_ssize_t item, int tid) {
     bg_args* a = (bg_args*)ctx;
-    int64_t nb = item / a->nmb, mb = item % a->nmb;
-    int64_t m0 = mb * BG_MB, m1 = m0 + BG_MB < a->M ? m0 + BG_MB : a->M;
+    int64_t nb = item / a->nmb, mb = item % a->nmb, m0, m1;
+    bg_item_rows(a, mb, &m0, &m1);
     int64_t n0 = nb * BG_NB, n1 = n0 + BG_NB < a->N ? n0 + BG_NB : a->N;
     (void)tid;
     bg_block(a, a->Ap + m0 * a->lda2, m0, m1, n0, n1);
 }
 
-/* a conv's item: BG_MB output pixels packed into the thread's own buffer (rows padded to 16 with zeros for AMX's
+/* a conv's item: BG_MB (.. BG_MBX) output pixels packed into the thread's own buffer (rows padded to 16 with zeros for AMX's
    tiles), then every column block from it -- no packed im2col matrix of the whole image (VGG-19's first 3x3 would be
    58 MB of bf16, written and read back) */
 static void bg_conv_item(void* ctx, Py_ssize_t item, int tid) {
     bg_args* a = (bg_args*)ctx;
-    int64_t m0 = item * BG_MB, m1 = m0 + BG_MB < a->M ? m0 + BG_MB : a->M;
-    uint32_t* Am = a->abuf + (int64_t)tid * BG_MB * a->lda2;
+    int64_t m0, m1;
+    bg_item_rows(a, item, &m0, &m1);
+    uint32_t* Am = a->abuf + (int64_t)tid * BG_MBP * a->lda2;
     int64_t mp = (m1 - m0 + 15) / 16 * 16;
     if (a->K) bg_pack_conv_rows(a, m0, m1, tid, Am);
-    if (mp > m1 - m0 && mp <= BG_MB) memset(Am + (m1 - m0) * a->lda2, 0, (size_t)(mp - (m1 - m0)) * a->lda2 * 4);
+    if (mp > m1 - m0 && mp <= BG_MBP) memset(Am + (m1 - m0) * a->lda2, 0, (size_t)(mp - (m1 - m0)) * a->lda2 * 4);
     for (int64_t n0 = 0; n0 < a->N; n0 += BG_NB)
         bg_block(a, Am, m0, m1, n0, n0 + BG_NB < a->N ? n0 + BG_NB : a->N);
 }

@@ -118,8 +118,12 @@ static inline void onnxep_act_row(const onnxep_act* act, float* __restrict y, Py
         }
         break;
     case ONNXEP_ACT_GELU:
+#if defined(__AVX512F__)
+        onnxep_gelu_tile(y, y, 0, 1, w);
+#else
         #pragma omp simd
         for (j = 0; j < w; j++) y[j] = onnxep_gelu1(y[j]);
+#endif
         break;
     default:
         for (j = 0; j < w; j++) y[j] = onnxep_act1(act, y[j]);
@@ -129,6 +133,9 @@ static inline void onnxep_act_row(const onnxep_act* act, float* __restrict y, Py
 static inline void onnxep_act_tile(const onnxep_act* act, float* c, Py_ssize_t rsc, Py_ssize_t mr, Py_ssize_t nr)
 {
     Py_ssize_t i;
+#if defined(__AVX512F__)
+    if (act->kind == ONNXEP_ACT_GELU) { onnxep_gelu_tile(c, c, rsc, mr, nr); return; }     /* across the rows */
+#endif
     for (i = 0; i < mr; i++) onnxep_act_row(act, c + i * rsc, nr);
 }
 

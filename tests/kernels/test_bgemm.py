@@ -21,7 +21,9 @@ from onnxep import _kernels
 VARIANTS = {isa: importlib.import_module(f"onnxep._kernels_{isa}") for isa in _kernels.AVAILABLE}
 CASES = [(v, k) for v, m in VARIANTS.items() for k in m.BGEMM_KERNELS if m.bgemm_have(k)]
 SIZES = [(1, 1, 1), (3, 5, 7), (7, 17, 33), (13, 3, 16), (50, 129, 31), (97, 64, 130), (12, 256, 32),
-         (49, 513, 129), (2, 600, 65)]
+         (49, 513, 129), (2, 600, 65), (59, 40, 70), (60, 9, 33), (196, 96, 130), (155, 300, 40)]
+# (row items of 48: 49, 59, 97, 155 and 196 rows end in one item of 49 .. 59 rows, 60 in two; register blocks of
+# near-equal rows: 13 -> 7 + 6, 52 -> 11, 11, 10, 10, 10; bgemm.h bg_nmb, bg_micro_bf16)
 
 
 @pytest.fixture(params=CASES, ids=[f"{v}-{k}" for v, k in CASES])

@@ -74,6 +74,67 @@ def test_gelu_kernel(isa):
     assert np.isnan(t[0]) and t[1] == np.inf and t[2] == 0 and t[3] == 0 and t[4] == 0
 
 
+@pytest.mark.skipif("avx512" not in VARIANTS, reason="needs the avx512 variant")
+def test_gelu_avx512_table_blocks_and_epilogues():
+    """The avx512 variant's Gelu (erf.h onnxep_gelu_nv: a degree-5 polynomial per 16th of [0, 5.550788), picked by
+    vpermps). Oracle: x * 0.5 * (1 + math.erf(x / sqrt(2))) in float64 within 3e-7 * max(1, |x|), at both sides of
+    every interval edge and the clamp. Its paths -- eight vectors at a time, one, a masked tail; rows of a GEMM tile
+    across the rows (sgemm), a bf16 GEMM block's rows of 128 (bgemm, N 300: blocks 128, 128, 44) -- give the same bits
+    as the kernel on each value alone."""
+    mod = VARIANTS["avx512"]
+    edges = []
+    for k in range(17):
+        v = np.float32(k * 5.550788 / 16)
+        near = [v]
+        for _ in range(20):
+            near.append(np.nextafter(near[-1], np.float32(10)))
+            near.insert(0, np.nextafter(near[0], np.float32(-10)))
+        edges += near
+    e = np.array(edges, np.float32)
+    e = np.concatenate([e, -e])
+    y = np.empty_like(e)
+    mod.gelu_f32(e, y, 1)
+    err = np.abs(y - _gelu64(e))
+    bound = 3e-7 * np.maximum(1.0, np.abs(e.astype(np.float64)))
+    assert np.all(err <= bound), (err.max(), e[(err / bound).argmax()])
+
+    def alone(v):
+        out = np.empty(1, np.float32)
+        res = np.empty_like(v)
+        for i, s in enumerate(v.reshape(-1)):
+            mod.gelu_f32(np.array([s], np.float32), out, 1)
+            res.reshape(-1)[i] = out[0]
+        return res
+
+    rng = np.random.default_rng(29)
+    x = (rng.standard_normal(300) * 4).astype(np.float32)
+    x[[3, 40, 130, 131, 200]] = [np.nan, np.inf, 7.0, -0.0, -40.0]
+    want = alone(x)
+    for n in [0, 1, 15, 16, 17, 127, 128, 129, 143, 144, 145, 255, 256, 300]:
+        got = np.empty(n, np.float32)
+        mod.gelu_f32(x[:n], got, 1)
+        np.testing.assert_array_equal(got.view(np.uint32), want[:n].view(np.uint32), err_msg=f"n={n}")
+    for M, N, K in [(13, 33, 7), (12, 32, 40), (37, 70, 300), (5, 16, 3), (29, 200, 64)]:
+        A = rng.uniform(-2, 2, (M, K)).astype(np.float32)
+        B = rng.uniform(-1, 1, (K, N)).astype(np.float32)
+        bias = rng.uniform(-1, 1, N).astype(np.float32)
+        C, P = np.empty((M, N), np.float32), np.empty((M, N), np.float32)
+        mod.sgemm_f32(False, False, 1.0, A, B, 0.0, C, 1, bias, None, False, ("Gelu",))
+        mod.sgemm_f32(False, False, 1.0, A, B, 0.0, P, 1, bias, None, False, None)
+        np.testing.assert_array_equal(C.view(np.uint32), alone(P).view(np.uint32), err_msg=f"sgemm {M}x{N}x{K}")
+    if mod.bgemm_have("avx512bf16"):
+        for M, N, K in [(50, 300, 96), (7, 300, 300)]:
+            A = rng.uniform(-2, 2, (M, K)).astype(np.float32)
+            B = rng.uniform(-1, 1, (K, N)).astype(np.float32)
+            bias = rng.uniform(-1, 1, N).astype(np.float32)
+            bp = np.empty(mod.bgemm_pack_b_size(K, N), np.float32)
+            mod.bgemm_pack_b(B, False, bp)
+            C, P = np.empty((M, N), np.float32), np.empty((M, N), np.float32)
+            mod.bgemm_f32(A, bp, N, C, bias, None, 1.0, "Gelu", False, 1)
+            mod.bgemm_f32(A, bp, N, P, bias, None, 1.0, None, False, 1)
+            np.testing.assert_array_equal(C.view(np.uint32), alone(P).view(np.uint32), err_msg=f"bgemm {M}x{N}x{K}")
+
+
 @pytest.mark.parametrize("fn", ["erf_f32", "gelu_f32"])
 @pytest.mark.parametrize("n", [0, 1, 17, 16384 * 3 + 5])
 def test_unary_kernels_threads_and_in_place(fn, n):
@@ -159,10 +220,13 @@ def _layernorm64(x, scale, bias, eps):
     return y, m[:, 0], inv[:, 0]
 
 
-@pytest.mark.parametrize("r,c", [(1, 1), (1, 7), (3, 768), (128, 768), (40, 1000), (5, 3)])
+@pytest.mark.parametrize("r,c", [(1, 1), (1, 7), (3, 768), (128, 768), (40, 1000), (5, 3), (13, 96), (37, 16),
+                                 (9, 33), (3136, 96)])
 @pytest.mark.parametrize("affine", ["scale_bias", "scale", "none"])
 def test_layernorm_kernel(r, c, affine):
-    """Oracle: numpy in float64 (two-pass variance, the spec's Mean / Var / InvStdDev)."""
+    """Oracle: numpy in float64 (two-pass variance, the spec's Mean / Var / InvStdDev). Rows go in blocks of 8
+    (erf.h ONNXEP_LN_ROWS), 4 at a time then one by one on AVX-512, a row's last C % 16 under a mask: row counts
+    and widths around those."""
     rng = np.random.default_rng(r * c)
     x = (rng.standard_normal((r, c)) * 3 + 5).astype(np.float32)   # an offset: a one-pass variance would lose it
     scale = rng.standard_normal(c).astype(np.float32) if affine != "none" else None

@@ -50,9 +50,11 @@ KERNELS = [k for k in _kernels.BGEMM_KERNELS if _kernels.bgemm_have(k)]
 # on 3 channels (odd K), dilation 2, odd channel counts and a tail of rows
 GEOMETRIES = [(16, 32, 3, 1, 1, 1, 9, 10), (8, 24, 3, 2, 1, 1, 11, 12), (32, 40, 1, 1, 0, 1, 7, 9),
               (24, 16, 1, 2, 0, 1, 9, 9), (3, 16, 7, 2, 3, 1, 17, 15), (5, 33, 3, 1, 2, 2, 8, 8),
-              (6, 40, 3, 1, 1, 1, 21, 19), (5, 24, 3, 1, 1, 1, 20, 20), (3, 16, 7, 2, 3, 1, 40, 36)]
-# (the last three have enough pixels for the per-item packing at 1 and 2 threads -- even and odd C; the smaller ones
-# pack the whole A first, at 2 threads always: the 1 = 2 threads check compares the two ways)
+              (6, 40, 3, 1, 1, 1, 21, 19), (5, 24, 3, 1, 1, 1, 20, 20), (3, 16, 7, 2, 3, 1, 40, 36),
+              (6, 40, 3, 1, 1, 1, 14, 14), (5, 24, 3, 1, 1, 1, 14, 14)]
+# (the last five have enough pixels for the per-item packing at 1 and 2 threads -- even and odd C; the smaller ones
+# pack the whole A first, at 2 threads always: the 1 = 2 threads check compares the two ways; 2 x 14 x 14 = 392
+# pixels are 8 items, the last of 56 rows: bgemm.h bg_nmb)
 # the same kinds, with the channels the routing rule sends to bf16
 ROUTED = [(64, 32, 3, 1, 1, 1, 9, 10), (64, 24, 3, 2, 1, 1, 11, 12), (128, 40, 1, 1, 0, 1, 7, 9),
           (128, 16, 1, 2, 0, 1, 9, 9), (65, 33, 3, 1, 2, 2, 8, 8)]
