@@ -41,19 +41,21 @@ def pool_stats():
     return spins, sleeps, steers
 
 
-# Break-even sizes: below them a kernel call stays on one thread (SGEMM_MT_FLOPS: 2*M*N*K of a GEMM / conv;
-# POOL_PAR_WORK: a pooling call's output elements x taps; COPY_PAR_BYTES: the bytes a copy step of the run loop
-# moves, _k_runloop.pxi _rl_copy_split). Variables, so bench/bench_threads.py `breakeven` can sweep them
-# (_set_par_thresholds).
+# Break-even sizes: below them a kernel call stays on one thread (SGEMM_MT_FLOPS: 2*M*N*K of a GEMM, a batched GEMM's
+# items, an attention call's products -- measured with the convs' one below, this until then; POOL_PAR_WORK: a pooling
+# call's output elements x taps; COPY_PAR_BYTES: the bytes a copy step of the run loop moves, _k_runloop.pxi
+# _rl_copy_split). Variables, so bench/bench_threads.py `breakeven` can sweep them (_set_par_thresholds).
+# PLUGIN_MT_FLOPS: the plugin EP's kernels, split on onnxruntime's pool, whose hand-off par_calibrate does not measure.
 cdef double SGEMM_MT_FLOPS = 2000000
+cdef double PLUGIN_MT_FLOPS = 2000000
 cdef double POOL_PAR_WORK = 32768
 cdef double COPY_PAR_BYTES = 262144
 
 
-# The break-even of a conv's parallel call (direct / packed / winograd / depthwise, fp32, int8 and
-# bf16), derived on the machine instead of GEMM's fixed SGEMM_MT_FLOPS: two threads pay once one thread's time T
-# exceeds T / 2 + c, c what a 2-thread call costs beyond a perfect split (posting the job, the spinning worker's
-# start, the join), so the break-even is 2c of one thread's work, in flops 2c * (flops per ns of one thread).
+# The break-even of a conv's parallel call (direct / packed / winograd / depthwise, fp32, int8 and bf16) and of a
+# GEMM's (SGEMM_MT_FLOPS: the same figure), derived on the machine: two threads pay once one thread's time T exceeds
+# T / 2 + c, c what a 2-thread call costs beyond a perfect split (posting the job, the spinning worker's start, the
+# join), so the break-even is 2c of one thread's work, in flops 2c * (flops per ns of one thread).
 # par_calibrate measures both, once per process, at the first conv that may use several threads: c as the lower
 # quartile of the excess of 2-item parallel calls whose worker ran an item (a spinning worker, as between a run's
 # steps; the quartile, not the median, so that a probe on a busy machine still reads the pool's own cost), the rate on
@@ -62,8 +64,11 @@ cdef double COPY_PAR_BYTES = 262144
 # Mflop for AVX-512 against GEMM's 2 Mflop: the 0.3-1.2 Mflop convs of the zoo's 64x64 convnets split (kernel alone,
 # batch 1, 1 -> 2 threads: 16x16 8 -> 8 3x3 5.0 -> 3.3 us, 16x16 16 -> 16 7.5 -> 4.6; bench/NOTES.md). Elsewhere both
 # terms follow the machine: a slower hand-off (another OS, a second socket) raises c, a narrower ISA lowers the rate.
-# Until measured (or when the probe's worker never ran: a pool busy with another call, no second CPU free for 10 ms;
-# two tries per process, so a saturated machine pays at most 20 ms once), the defaults below hold.
+# GEMMs took a fixed 2 Mflop before: the zoo's tiny transformers (33-token batches, hidden 64-128) then ran no step on
+# two threads; with the measured ~0.1 Mflop their 1 Mflop projections and 12-head attention calls split
+# (bench/NOTES.md, scale5). Until measured (or when the probe's worker never ran: a pool busy with another call, no
+# second CPU free for 10 ms; two tries per process, so a saturated machine pays at most 20 ms once), the defaults
+# below hold.
 cdef double PAR_CALL_NS = 1000          # c: a 2-thread call's cost beyond a perfect split, ns
 cdef double PAR_FLOP_NS = 100           # one thread's flops per ns on a small SGEMM
 cdef double CONV_MT_FLOPS = 200000      # = 2 * PAR_CALL_NS * PAR_FLOP_NS once measured
@@ -73,13 +78,14 @@ cdef enum:
 
 
 def _set_par_thresholds(double mt_flops=-1, double pool_work=-1, double conv_flops=-1, double copy_bytes=-1):
-    """Sets the break-even sizes (a negative value leaves one as it is; a conv_flops set is kept, never measured
-    over); returns the previous (mt_flops, pool_work, conv_flops, copy_bytes). For bench/bench_threads.py and tests
-    (0: every call that can split does)."""
+    """Sets the break-even sizes (a negative value leaves one as it is; an mt_flops or conv_flops set is kept, neither
+    measured over); returns the previous (mt_flops, pool_work, conv_flops, copy_bytes). For bench/bench_threads.py and
+    tests (0: every call that can split does)."""
     global SGEMM_MT_FLOPS, POOL_PAR_WORK, CONV_MT_FLOPS, COPY_PAR_BYTES, _par_tries
     old = (SGEMM_MT_FLOPS, POOL_PAR_WORK, CONV_MT_FLOPS, COPY_PAR_BYTES)
     if mt_flops >= 0:
         SGEMM_MT_FLOPS = mt_flops
+        _par_tries = PAR_TRIES + 1
     if pool_work >= 0:
         POOL_PAR_WORK = pool_work
     if conv_flops >= 0:
