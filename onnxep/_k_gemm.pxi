@@ -577,15 +577,22 @@ cdef int sgemm_threads(Py_ssize_t M, Py_ssize_t N, Py_ssize_t K, int nthreads) n
     cdef int nth = _nthreads(nthreads)
     if nth <= 1 or (M <= SGEMM_MR and <double>4.0 * N * K >= SGEMM_MT_B_BYTES):
         return nth
-    return 1 if <double>2.0 * M * N * K < gemm_mt_flops(nth) else nth
+    return nth if gemm_splits(<double>2.0 * M * N * K, nth) else 1
 
 
-cdef inline double gemm_mt_flops(int nth) noexcept nogil:
-    """SGEMM_MT_FLOPS, the GEMM family's break-even, measured first (par_calibrate) when a call of nth threads (the
-    count _nthreads gave) could split."""
-    if nth > 1 and _par_tries < PAR_TRIES:
+cdef bint gemm_splits(double flops, int nth) noexcept nogil:
+    """Whether a GEMM-family call (GEMM, batched GEMM, attention) of `flops` on nth threads (as _nthreads gave) splits:
+    from SGEMM_MT_FLOPS (measured first, par_calibrate) while a worker is awake, from GEMM_WAKE_FLOPS while every
+    worker sleeps (onnxep_pool_awake, which then wakes them for the next call)."""
+    if nth <= 1:
+        return 0
+    if _par_tries < PAR_TRIES:
         par_calibrate(0)
-    return SGEMM_MT_FLOPS
+    if flops < SGEMM_MT_FLOPS:
+        return 0
+    if flops >= GEMM_WAKE_FLOPS or _mt_set:
+        return 1
+    return pool_awake() != 0
 
 
 cdef enum:
@@ -607,9 +614,9 @@ cdef int _cmp_double(const void* a, const void* b) noexcept nogil:
 
 cdef int par_calibrate(bint force) noexcept nogil:
     """Measures PAR_CALL_NS and PAR_FLOP_NS and sets CONV_MT_FLOPS and SGEMM_MT_FLOPS from them (_k_threads.pxi); at
-    most PAR_TRIES times per process unless forced. Returns 1 when it measured, 0 when it kept what it had. Not thread-safe against
-    itself: two first calls at once measure twice, each setting consistent figures."""
-    global PAR_CALL_NS, PAR_FLOP_NS, CONV_MT_FLOPS, SGEMM_MT_FLOPS, _par_tries
+    most PAR_TRIES times per process unless forced. Returns 1 when it measured, 0 when it kept what it had. Not
+    thread-safe against itself: two first calls at once measure twice, each setting consistent figures."""
+    global PAR_CALL_NS, PAR_FLOP_NS, CONV_MT_FLOPS, SGEMM_MT_FLOPS, _par_tries, _mt_set
     cdef double ex[PAR_PROBE_CALLS]
     cdef double rate = 0.0
     cdef int k, n = 0, flag, joined = 0
@@ -660,6 +667,7 @@ cdef int par_calibrate(bint force) noexcept nogil:
     PAR_FLOP_NS = min(max(rate, 1.0), 10000.0)
     CONV_MT_FLOPS = SGEMM_MT_FLOPS = 2.0 * PAR_CALL_NS * PAR_FLOP_NS
     _par_tries = PAR_TRIES + 1
+    _mt_set = 0
     return 1
 
 

@@ -23,6 +23,8 @@ cdef extern from "_native/threads.h":
     void parallel_for "onnxep_parallel_for"(Py_ssize_t n, int nth, task_fn fn, void* ctx) noexcept nogil
     void _pool_set_caller_spin "onnxep_pool_set_caller_spin"(long ns) noexcept nogil
     void _pool_stats "onnxep_pool_stats"(long* spins, long* sleeps, long* steers) noexcept nogil
+    int pool_awake "onnxep_pool_awake"() noexcept nogil
+    long _pool_quiet_until "onnxep_pool.quiet_until"
 
 
 def set_caller_spin_us(long us):
@@ -30,6 +32,18 @@ def set_caller_spin_us(long us):
     (0: they sleep at once -- session.intra_op.allow_spinning=0), or -1 for the pool's default (ONNXEP_SPIN_US).
     Per calling thread; the CPU backend sets it before each run."""
     _pool_set_caller_spin(us * 1000 if us >= 0 else -1)
+
+
+def pool_is_awake(bint clear_quiet=False):
+    """onnxep_pool_awake (threads.h): whether a worker is awake; if none is, wakes them to spin (rate-limited) and
+    returns False. clear_quiet: forget a worker's earlier finding that its CPU was taken first (tests)."""
+    global _pool_quiet_until
+    cdef int r
+    with nogil:
+        if clear_quiet:
+            _pool_quiet_until = 0
+        r = pool_awake()
+    return bool(r)
 
 
 def pool_stats():
@@ -48,6 +62,10 @@ def pool_stats():
 # PLUGIN_MT_FLOPS: the plugin EP's kernels, split on onnxruntime's pool, whose hand-off par_calibrate does not measure.
 cdef double SGEMM_MT_FLOPS = 2000000
 cdef double PLUGIN_MT_FLOPS = 2000000
+# A GEMM call between SGEMM_MT_FLOPS and GEMM_WAKE_FLOPS splits only while a worker is awake (gemm_splits): a
+# sleeping worker's wake-up (~5-10 us here, onnxep_pool_awake) is 2 Mflop of one thread's work at ~200 flop/ns.
+cdef double GEMM_WAKE_FLOPS = 2000000
+cdef bint _mt_set = 0                   # SGEMM_MT_FLOPS set by hand (_set_par_thresholds): no wake rule either
 cdef double POOL_PAR_WORK = 32768
 cdef double COPY_PAR_BYTES = 262144
 
@@ -81,11 +99,12 @@ def _set_par_thresholds(double mt_flops=-1, double pool_work=-1, double conv_flo
     """Sets the break-even sizes (a negative value leaves one as it is; an mt_flops or conv_flops set is kept, neither
     measured over); returns the previous (mt_flops, pool_work, conv_flops, copy_bytes). For bench/bench_threads.py and
     tests (0: every call that can split does)."""
-    global SGEMM_MT_FLOPS, POOL_PAR_WORK, CONV_MT_FLOPS, COPY_PAR_BYTES, _par_tries
+    global SGEMM_MT_FLOPS, POOL_PAR_WORK, CONV_MT_FLOPS, COPY_PAR_BYTES, _par_tries, _mt_set
     old = (SGEMM_MT_FLOPS, POOL_PAR_WORK, CONV_MT_FLOPS, COPY_PAR_BYTES)
     if mt_flops >= 0:
         SGEMM_MT_FLOPS = mt_flops
         _par_tries = PAR_TRIES + 1
+        _mt_set = 1
     if pool_work >= 0:
         POOL_PAR_WORK = pool_work
     if conv_flops >= 0:
