@@ -24,6 +24,7 @@ cdef extern from "_native/threads.h":
     void _pool_set_caller_spin "onnxep_pool_set_caller_spin"(long ns) noexcept nogil
     void _pool_stats "onnxep_pool_stats"(long* spins, long* sleeps, long* steers) noexcept nogil
     int pool_awake "onnxep_pool_awake"() noexcept nogil
+    long _pool_set_preempt "onnxep_pool_set_preempt"(long ns) noexcept nogil
     long _pool_quiet_until "onnxep_pool.quiet_until"
 
 
@@ -44,6 +45,13 @@ def pool_is_awake(bint clear_quiet=False):
             _pool_quiet_until = 0
         r = pool_awake()
     return bool(r)
+
+
+def pool_preempt_us(long us=-1):
+    """The gap (us) between two clock reads of a spinning worker's loop that makes it sleep as descheduled, and
+    stops wake-ups without a job for a while (threads.h ONNXEP_PREEMPT_NS; 0: never); us < 0 leaves it. Returns the
+    previous value. For in-process A/B measurements and tests."""
+    return _pool_set_preempt(us * 1000 if us >= 0 else -1) // 1000
 
 
 def pool_stats():

@@ -153,6 +153,7 @@ static void onnxep_run_items(onnxep_job* j, int tid) {
    the time of a session that split none. */
 #define ONNXEP_PREEMPT_NS 50000L
 #define ONNXEP_QUIET_NS 20000000L
+static long onnxep_preempt_ns = ONNXEP_PREEMPT_NS;   /* 0: never (onnxep_pool_set_preempt: in-process A/B) */
 /* At most one wake-up without a job per this long (each costs its caller a futex call and the steering). */
 #define ONNXEP_KICK_NS 1000000L
 static void* onnxep_worker(void* arg) {
@@ -174,7 +175,7 @@ static void* onnxep_worker(void* arg) {
                     if ((++k & 63) == 0) {
                         t = onnxep_now_ns();
                         if (t - t0 > spin) break;
-                        if (t - tp > ONNXEP_PREEMPT_NS) {     /* descheduled: the CPUs are oversubscribed */
+                        if (onnxep_preempt_ns > 0 && t - tp > onnxep_preempt_ns) {  /* descheduled: oversubscribed */
                             ONNXEP_STORE(&onnxep_pool.quiet_until, t + ONNXEP_QUIET_NS);
                             break;
                         }
@@ -340,6 +341,12 @@ static int onnxep_pool_awake(void) {
 /* The spin of the jobs the calling thread posts from now on: ns >= 0, or -1 for the pool's (ONNXEP_SPIN_US). */
 static void onnxep_pool_set_caller_spin(long ns) {
     onnxep_caller_spin_ns = ns < 0 ? -1 : ns;
+}
+/* Sets the gap that tells a spinning worker it was descheduled (ns; 0: never looked at); returns the previous one. */
+static long onnxep_pool_set_preempt(long ns) {
+    long old = onnxep_preempt_ns;
+    if (ns >= 0) onnxep_preempt_ns = ns;
+    return old;
 }
 static void onnxep_pool_stats(long* spins, long* sleeps, long* steers) {
     *spins = ONNXEP_LOAD(&onnxep_pool.spins);

@@ -258,3 +258,19 @@ def test_awake_wakes_sleeping_workers_to_spin(isa):
     assert not mod.pool_is_awake(True)
     assert wait_for(lambda: mod.pool_stats()[0] > spins), "the woken worker did not spin"
     assert wait_for(lambda: mod.pool_is_awake(True)), "no worker was ever seen awake"
+
+
+@pytest.mark.parametrize("isa", list(VARIANTS))
+def test_preempt_gap_setting(isa):
+    """pool_preempt_us (the gap that makes a spinning worker sleep as descheduled): 50 us by default, set and read
+    back, and jobs still run every item once with the check off. Oracle: numpy for the items."""
+    mod = VARIANTS[isa]
+    old = mod.pool_preempt_us(0)
+    try:
+        assert old == 50
+        out, _ = mod.pool_selftest(20000, 2)
+        np.testing.assert_array_equal(out, np.arange(20000, dtype=np.int64) ** 2)
+        assert mod.pool_preempt_us() == 0
+    finally:
+        assert mod.pool_preempt_us(old) == 0
+    assert mod.pool_preempt_us() == old
