@@ -574,11 +574,25 @@ cdef int sgemm_threads(Py_ssize_t M, Py_ssize_t N, Py_ssize_t K, int nthreads) n
     a B of SGEMM_MT_B_BYTES or more (a batch-1 fully connected layer) is bound by reading B, often from memory: it
     takes every thread whatever its flops (ShuffleNet's 1x544 @ 544x1000, B cold: 146 us on one thread, see the
     README's GEMV note)."""
-    if M <= SGEMM_MR and <double>4.0 * N * K >= SGEMM_MT_B_BYTES:
-        return _nthreads(nthreads)
-    if <double>2.0 * M * N * K < SGEMM_MT_FLOPS:
+    cdef int nth = _nthreads(nthreads)
+    if nth <= 1 or (M <= SGEMM_MR and <double>4.0 * N * K >= SGEMM_MT_B_BYTES):
+        return nth
+    return nth if gemm_splits(<double>2.0 * M * N * K, nth) else 1
+
+
+cdef bint gemm_splits(double flops, int nth) noexcept nogil:
+    """Whether a GEMM-family call (GEMM, batched GEMM, attention) of `flops` on nth threads (as _nthreads gave) splits:
+    from SGEMM_MT_FLOPS (measured first, par_calibrate) while a worker is awake, from GEMM_WAKE_FLOPS while every
+    worker sleeps (onnxep_pool_awake, which then wakes them for the next call)."""
+    if nth <= 1:
+        return 0
+    if _par_tries < PAR_TRIES:
+        par_calibrate(0)
+    if flops < SGEMM_MT_FLOPS:
+        return 0
+    if flops >= GEMM_WAKE_FLOPS or _mt_set:
         return 1
-    return _nthreads(nthreads)
+    return pool_awake() != 0
 
 
 cdef enum:
@@ -599,10 +613,10 @@ cdef int _cmp_double(const void* a, const void* b) noexcept nogil:
 
 
 cdef int par_calibrate(bint force) noexcept nogil:
-    """Measures PAR_CALL_NS and PAR_FLOP_NS and sets CONV_MT_FLOPS from them (see above); at most PAR_TRIES times
-    per process unless forced. Returns 1 when it measured, 0 when it kept what it had. Not thread-safe against
-    itself: two first calls at once measure twice, each setting consistent figures."""
-    global PAR_CALL_NS, PAR_FLOP_NS, CONV_MT_FLOPS, _par_tries
+    """Measures PAR_CALL_NS and PAR_FLOP_NS and sets CONV_MT_FLOPS and SGEMM_MT_FLOPS from them (_k_threads.pxi); at
+    most PAR_TRIES times per process unless forced. Returns 1 when it measured, 0 when it kept what it had. Not
+    thread-safe against itself: two first calls at once measure twice, each setting consistent figures."""
+    global PAR_CALL_NS, PAR_FLOP_NS, CONV_MT_FLOPS, SGEMM_MT_FLOPS, _par_tries, _mt_set
     cdef double ex[PAR_PROBE_CALLS]
     cdef double rate = 0.0
     cdef int k, n = 0, flag, joined = 0
@@ -651,8 +665,9 @@ cdef int par_calibrate(bint force) noexcept nogil:
     free(buf)
     PAR_CALL_NS = min(max(ex[n // 4], 100.0), 50000.0)
     PAR_FLOP_NS = min(max(rate, 1.0), 10000.0)
-    CONV_MT_FLOPS = 2.0 * PAR_CALL_NS * PAR_FLOP_NS
+    CONV_MT_FLOPS = SGEMM_MT_FLOPS = 2.0 * PAR_CALL_NS * PAR_FLOP_NS
     _par_tries = PAR_TRIES + 1
+    _mt_set = 0
     return 1
 
 

@@ -689,7 +689,7 @@ cdef OrtStatus* _pgemm(const OrtApi* api, OrtKernelContext* ctx, Py_ssize_t M, P
                        float alpha, const float* a, Py_ssize_t rsa, Py_ssize_t csa, const float* bp, float beta,
                        float* c, Py_ssize_t rsc, Py_ssize_t csc, const float* bias_col, const Act* act) noexcept nogil:
     """C := act(alpha*A@B + beta*C [+ bias_col]), B packed (sgemm_pack_b_raw): one thread below onnxep's flop
-    threshold (SGEMM_MT_FLOPS), else tiles of equal row blocks (<= MC rows) x column slabs, at least 8 when the
+    threshold (PLUGIN_MT_FLOPS), else tiles of equal row blocks (<= MC rows) x column slabs, at least 8 when the
     columns allow it (balance over onnxruntime's threads, whose count an adapter does not see)."""
     cdef _PGemm j
     cdef Py_ssize_t mtiles, cap, want
@@ -697,7 +697,7 @@ cdef OrtStatus* _pgemm(const OrtApi* api, OrtKernelContext* ctx, Py_ssize_t M, P
     cdef OrtStatus* st
     if M <= 0 or N <= 0:
         return NULL
-    if K <= 0 or <double>2.0 * M * N * K < SGEMM_MT_FLOPS:
+    if K <= 0 or <double>2.0 * M * N * K < PLUGIN_MT_FLOPS:
         work = plugin_tl(1, SGEMM_WORK_PER_THREAD)
         if work == NULL:
             return api.CreateStatus(ORT_FAIL, "onnxep: out of memory for the GEMM workspace")
@@ -877,11 +877,11 @@ cdef OrtStatus* _compute_conv(onnxep_kernel* k, OrtKernelContext* ctx) noexcept 
         if _dw3_ok(&g):
             dj.x, dj.w, dj.bias, dj.y, dj.relu, dj.g = <const float*>xp, w, <const float*>bp, <float*>yp, \
                 act.kind == ACT_RELU, &g
-            st = _pfor(api, ctx, N * g.cout, <double>8.0 * N * g.cout * P * 9 >= SGEMM_MT_FLOPS, _dw3_task, &dj)
+            st = _pfor(api, ctx, N * g.cout, <double>8.0 * N * g.cout * P * 9 >= PLUGIN_MT_FLOPS, _dw3_task, &dj)
         else:
             job.x, job.w, job.bias, job.y, job.relu, job.g = <const float*>xp, w, <const float*>bp, <float*>yp, \
                 act.kind == ACT_RELU, &g
-            st = _pfor(api, ctx, N * g.cout, <double>8.0 * N * g.cout * P * g.kd * g.kh * g.kw >= SGEMM_MT_FLOPS,
+            st = _pfor(api, ctx, N * g.cout, <double>8.0 * N * g.cout * P * g.kd * g.kh * g.kw >= PLUGIN_MT_FLOPS,
                        _dw_plane_task, &job)
         if st == NULL and act.kind != ACT_NONE and act.kind != ACT_RELU:
             aj.c, aj.M, aj.act = <float*>yp, N * g.cout * P, &act

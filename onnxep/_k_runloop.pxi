@@ -340,7 +340,7 @@ cdef void _rl_gemm_batched(const RStep* s, char** p) noexcept nogil:
     cdef const int64_t* bo = <const int64_t*>p[s.slot[4]]
     cdef const int64_t* co = <const int64_t*>p[s.slot[5]]
     cdef int nth = _nthreads(s.nthreads)
-    cdef bint per_item = nth > 1 and T >= nth and <double>2.0 * M * N * K * T >= SGEMM_MT_FLOPS
+    cdef bint per_item = nth > 1 and T >= nth and gemm_splits(<double>2.0 * M * N * K * T, nth)
     cdef BatchedJob job
     cdef float* buf
     if T == 0 or M == 0 or N == 0 or K == 0:     # (c_step takes K > 0 only)

@@ -23,6 +23,9 @@ cdef extern from "_native/threads.h":
     void parallel_for "onnxep_parallel_for"(Py_ssize_t n, int nth, task_fn fn, void* ctx) noexcept nogil
     void _pool_set_caller_spin "onnxep_pool_set_caller_spin"(long ns) noexcept nogil
     void _pool_stats "onnxep_pool_stats"(long* spins, long* sleeps, long* steers) noexcept nogil
+    int pool_awake "onnxep_pool_awake"() noexcept nogil
+    long _pool_set_preempt "onnxep_pool_set_preempt"(long ns) noexcept nogil
+    long _pool_quiet_until "onnxep_pool.quiet_until"
 
 
 def set_caller_spin_us(long us):
@@ -30,6 +33,25 @@ def set_caller_spin_us(long us):
     (0: they sleep at once -- session.intra_op.allow_spinning=0), or -1 for the pool's default (ONNXEP_SPIN_US).
     Per calling thread; the CPU backend sets it before each run."""
     _pool_set_caller_spin(us * 1000 if us >= 0 else -1)
+
+
+def pool_is_awake(bint clear_quiet=False):
+    """onnxep_pool_awake (threads.h): whether a worker is awake; if none is, wakes them to spin (rate-limited) and
+    returns False. clear_quiet: forget a worker's earlier finding that its CPU was taken first (tests)."""
+    global _pool_quiet_until
+    cdef int r
+    with nogil:
+        if clear_quiet:
+            _pool_quiet_until = 0
+        r = pool_awake()
+    return bool(r)
+
+
+def pool_preempt_us(long us=-1):
+    """The gap (us) between two clock reads of a spinning worker's loop that makes it sleep as descheduled, and
+    stops wake-ups without a job for a while (threads.h ONNXEP_PREEMPT_NS; 0: never); us < 0 leaves it. Returns the
+    previous value. For in-process A/B measurements and tests."""
+    return _pool_set_preempt(us * 1000 if us >= 0 else -1) // 1000
 
 
 def pool_stats():
@@ -41,19 +63,25 @@ def pool_stats():
     return spins, sleeps, steers
 
 
-# Break-even sizes: below them a kernel call stays on one thread (SGEMM_MT_FLOPS: 2*M*N*K of a GEMM / conv;
-# POOL_PAR_WORK: a pooling call's output elements x taps; COPY_PAR_BYTES: the bytes a copy step of the run loop
-# moves, _k_runloop.pxi _rl_copy_split). Variables, so bench/bench_threads.py `breakeven` can sweep them
-# (_set_par_thresholds).
+# Break-even sizes: below them a kernel call stays on one thread (SGEMM_MT_FLOPS: 2*M*N*K of a GEMM, a batched GEMM's
+# items, an attention call's products -- measured with the convs' one below, this until then; POOL_PAR_WORK: a pooling
+# call's output elements x taps; COPY_PAR_BYTES: the bytes a copy step of the run loop moves, _k_runloop.pxi
+# _rl_copy_split). Variables, so bench/bench_threads.py `breakeven` can sweep them (_set_par_thresholds).
+# PLUGIN_MT_FLOPS: the plugin EP's kernels, split on onnxruntime's pool, whose hand-off par_calibrate does not measure.
 cdef double SGEMM_MT_FLOPS = 2000000
+cdef double PLUGIN_MT_FLOPS = 2000000
+# A GEMM call between SGEMM_MT_FLOPS and GEMM_WAKE_FLOPS splits only while a worker is awake (gemm_splits): a
+# sleeping worker's wake-up (~5-10 us here, onnxep_pool_awake) is 2 Mflop of one thread's work at ~200 flop/ns.
+cdef double GEMM_WAKE_FLOPS = 2000000
+cdef bint _mt_set = 0                   # SGEMM_MT_FLOPS set by hand (_set_par_thresholds): no wake rule either
 cdef double POOL_PAR_WORK = 32768
 cdef double COPY_PAR_BYTES = 262144
 
 
-# The break-even of a conv's parallel call (direct / packed / winograd / depthwise, fp32, int8 and
-# bf16), derived on the machine instead of GEMM's fixed SGEMM_MT_FLOPS: two threads pay once one thread's time T
-# exceeds T / 2 + c, c what a 2-thread call costs beyond a perfect split (posting the job, the spinning worker's
-# start, the join), so the break-even is 2c of one thread's work, in flops 2c * (flops per ns of one thread).
+# The break-even of a conv's parallel call (direct / packed / winograd / depthwise, fp32, int8 and bf16) and of a
+# GEMM's (SGEMM_MT_FLOPS: the same figure), derived on the machine: two threads pay once one thread's time T exceeds
+# T / 2 + c, c what a 2-thread call costs beyond a perfect split (posting the job, the spinning worker's start, the
+# join), so the break-even is 2c of one thread's work, in flops 2c * (flops per ns of one thread).
 # par_calibrate measures both, once per process, at the first conv that may use several threads: c as the lower
 # quartile of the excess of 2-item parallel calls whose worker ran an item (a spinning worker, as between a run's
 # steps; the quartile, not the median, so that a probe on a busy machine still reads the pool's own cost), the rate on
@@ -62,8 +90,11 @@ cdef double COPY_PAR_BYTES = 262144
 # Mflop for AVX-512 against GEMM's 2 Mflop: the 0.3-1.2 Mflop convs of the zoo's 64x64 convnets split (kernel alone,
 # batch 1, 1 -> 2 threads: 16x16 8 -> 8 3x3 5.0 -> 3.3 us, 16x16 16 -> 16 7.5 -> 4.6; bench/NOTES.md). Elsewhere both
 # terms follow the machine: a slower hand-off (another OS, a second socket) raises c, a narrower ISA lowers the rate.
-# Until measured (or when the probe's worker never ran: a pool busy with another call, no second CPU free for 10 ms;
-# two tries per process, so a saturated machine pays at most 20 ms once), the defaults below hold.
+# GEMMs took a fixed 2 Mflop before: the zoo's tiny transformers (33-token batches, hidden 64-128) then ran no step on
+# two threads; with the measured ~0.1 Mflop their 1 Mflop projections and 12-head attention calls split
+# (bench/NOTES.md, scale5). Until measured (or when the probe's worker never ran: a pool busy with another call, no
+# second CPU free for 10 ms; two tries per process, so a saturated machine pays at most 20 ms once), the defaults
+# below hold.
 cdef double PAR_CALL_NS = 1000          # c: a 2-thread call's cost beyond a perfect split, ns
 cdef double PAR_FLOP_NS = 100           # one thread's flops per ns on a small SGEMM
 cdef double CONV_MT_FLOPS = 200000      # = 2 * PAR_CALL_NS * PAR_FLOP_NS once measured
@@ -73,13 +104,15 @@ cdef enum:
 
 
 def _set_par_thresholds(double mt_flops=-1, double pool_work=-1, double conv_flops=-1, double copy_bytes=-1):
-    """Sets the break-even sizes (a negative value leaves one as it is; a conv_flops set is kept, never measured
-    over); returns the previous (mt_flops, pool_work, conv_flops, copy_bytes). For bench/bench_threads.py and tests
-    (0: every call that can split does)."""
-    global SGEMM_MT_FLOPS, POOL_PAR_WORK, CONV_MT_FLOPS, COPY_PAR_BYTES, _par_tries
+    """Sets the break-even sizes (a negative value leaves one as it is; an mt_flops or conv_flops set is kept, neither
+    measured over); returns the previous (mt_flops, pool_work, conv_flops, copy_bytes). For bench/bench_threads.py and
+    tests (0: every call that can split does)."""
+    global SGEMM_MT_FLOPS, POOL_PAR_WORK, CONV_MT_FLOPS, COPY_PAR_BYTES, _par_tries, _mt_set
     old = (SGEMM_MT_FLOPS, POOL_PAR_WORK, CONV_MT_FLOPS, COPY_PAR_BYTES)
     if mt_flops >= 0:
         SGEMM_MT_FLOPS = mt_flops
+        _par_tries = PAR_TRIES + 1
+        _mt_set = 1
     if pool_work >= 0:
         POOL_PAR_WORK = pool_work
     if conv_flops >= 0:

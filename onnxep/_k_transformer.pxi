@@ -221,7 +221,7 @@ def sgemm_batched_f32(const float[::1] a, const float[::1] b, float[::1] c, cons
         return
     nth = _nthreads(nthreads)
     # whole items per thread when there are at least as many items as threads and the whole call is worth threads
-    per_item = nth > 1 and T >= nth and <double>2.0 * M * N * K * T >= SGEMM_MT_FLOPS
+    per_item = nth > 1 and T >= nth and gemm_splits(<double>2.0 * M * N * K * T, nth)
     blen = sgemm_pack_b_len(K, N)
     wlen = blen + SGEMM_WORK_PER_THREAD
     if per_item:
@@ -716,7 +716,7 @@ cdef int attention_run_raw(AttnJob* job, Py_ssize_t T, int nthreads) noexcept no
     rows split into blocks of at least ATTN_ROWS_MIN only when there are too few items to share."""
     cdef Py_ssize_t M = job.M, N = job.N, K = job.K, D = job.D, items, i, nr
     cdef int nth = _nthreads(nthreads)
-    if <double>T * M * N * (2.0 * (K + D) + 24.0) < SGEMM_MT_FLOPS:
+    if not gemm_splits(<double>T * M * N * (2.0 * (K + D) + 24.0), nth):
         nth = 1
     job.Np = _round_up(N, AT_PAD)
     job.Dp = _round_up(D, AT_VL)

@@ -232,3 +232,45 @@ def test_caller_spin_is_per_thread():
     out, _ = _kernels.pool_selftest(20000, 2)
     np.testing.assert_array_equal(out, np.arange(20000, dtype=np.int64) ** 2)
     assert wait_for(lambda: _kernels.pool_stats()[0] > spins)
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="needs two CPUs")
+@pytest.mark.parametrize("isa", list(VARIANTS))
+def test_awake_wakes_sleeping_workers_to_spin(isa):
+    """onnxep_pool_awake (pool_is_awake; the GEMM family's small splits ask it, _k_gemm.pxi gemm_splits): with every
+    worker asleep it answers False and, for a caller whose jobs spin, wakes them without a job, so that they spin
+    for the next one (and it answers True while they do); a caller with spin 0 wakes nobody. Oracle: the pool's own
+    counters (pool_stats: waits that spun, waits that slept) -- no job is posted after the first."""
+    mod = VARIANTS[isa]
+    mod.set_caller_spin_us(0)
+    try:
+        slept = mod.pool_stats()[1]
+        mod.pool_selftest(20000, 2)                 # a job the worker goes to sleep right after
+        assert wait_for(lambda: mod.pool_stats()[1] > slept), "the worker never went to sleep after the job"
+        time.sleep(0.01)
+        spins = mod.pool_stats()[0]
+        assert not mod.pool_is_awake(True)
+        time.sleep(0.01)
+        assert mod.pool_stats()[0] == spins, "a caller with spin 0 woke a worker"
+    finally:
+        mod.set_caller_spin_us(-1)
+    time.sleep(0.002)                               # past the rate limit of wake-ups without a job
+    assert not mod.pool_is_awake(True)
+    assert wait_for(lambda: mod.pool_stats()[0] > spins), "the woken worker did not spin"
+    assert wait_for(lambda: mod.pool_is_awake(True)), "no worker was ever seen awake"
+
+
+@pytest.mark.parametrize("isa", list(VARIANTS))
+def test_preempt_gap_setting(isa):
+    """pool_preempt_us (the gap that makes a spinning worker sleep as descheduled): 50 us by default, set and read
+    back, and jobs still run every item once with the check off. Oracle: numpy for the items."""
+    mod = VARIANTS[isa]
+    old = mod.pool_preempt_us(0)
+    try:
+        assert old == 50
+        out, _ = mod.pool_selftest(20000, 2)
+        np.testing.assert_array_equal(out, np.arange(20000, dtype=np.int64) ** 2)
+        assert mod.pool_preempt_us() == 0
+    finally:
+        assert mod.pool_preempt_us(old) == 0
+    assert mod.pool_preempt_us() == old
