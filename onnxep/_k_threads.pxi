@@ -23,6 +23,16 @@ cdef extern from "_native/threads.h":
     void parallel_for "onnxep_parallel_for"(Py_ssize_t n, int nth, task_fn fn, void* ctx) noexcept nogil
     void _pool_set_caller_spin "onnxep_pool_set_caller_spin"(long ns) noexcept nogil
     void _pool_stats "onnxep_pool_stats"(long* spins, long* sleeps, long* steers) noexcept nogil
+    int _pool_set_affine "onnxep_pool_set_affine"(int on) noexcept nogil
+
+
+def pool_affine(on=None):
+    """Whether this variant's pool hands each thread its own contiguous range of a job's items first (threads.h
+    onnxep_run_affine; on by default) rather than runs from one shared counter; `on` sets it. Returns the setting
+    before the call (tests, in-process A/B). Results do not depend on it."""
+    cdef int before = _pool_set_affine(1)
+    _pool_set_affine(before if on is None else (1 if on else 0))
+    return bool(before)
 
 
 def set_caller_spin_us(long us):
