@@ -977,7 +977,7 @@ cdef int _conv_nhwc_direct(const ImplicitA* ia0, Py_ssize_t N, Py_ssize_t group,
             return -1
         for gi in range(group):
             dconv_kpb_pack(wp + gi * blen, Kc, kpnv, kpbbuf + gi * job.kplen)
-        cvt_bf16(x, nx, kpbbuf + group * job.kplen)
+        _cvt_bf16_split(x, nx, kpbbuf + group * job.kplen, nth)
         job.kpb, job.xb = kpbbuf, kpbbuf + group * job.kplen
     elif _dconv_kp_applies(Coutg):
         kpnv = 1 if 2 * Coutg <= KP_MAXN else 2
@@ -999,6 +999,50 @@ cdef int _conv_nhwc_direct(const ImplicitA* ia0, Py_ssize_t N, Py_ssize_t group,
     free(runbuf)
     free(taps)
     return 0
+
+
+# Whether the bf16 direct path rounds x to bf16 over the threads (_cvt_bf16_split; on by default); conv_cvt_split()
+# reads / sets it (tests, in-process A/B). Results do not depend on it.
+cdef int _cvt_split_on = 1
+
+
+def conv_cvt_split(on=None):
+    """Whether the bf16 direct conv path rounds its x to bf16 over the threads (on by default); `on` sets it.
+    Returns the setting before the call."""
+    global _cvt_split_on
+    cdef int before = _cvt_split_on
+    if on is not None:
+        _cvt_split_on = 1 if on else 0
+    return bool(before)
+
+
+cdef struct CvtJob:
+    const float* x
+    uint16_t* out
+    Py_ssize_t n, chunk
+
+
+cdef void _cvt_task(void* p, Py_ssize_t t, int tid) noexcept nogil:
+    cdef CvtJob* j = <CvtJob*>p
+    cdef Py_ssize_t lo = t * j.chunk
+    cvt_bf16(j.x + lo, min(j.chunk, j.n - lo), j.out + lo)
+
+
+cdef void _cvt_bf16_split(const float* x, Py_ssize_t n, uint16_t* out, int nth) noexcept nogil:
+    """out[i] := bf16(x[i]), i < n, over nth threads from COPY_PAR_BYTES of x (a copy's break-even): the bf16
+    direct path rounds all of x before its tiles, and on one thread that pass was the serial part of a 2-thread call
+    (MobileNetV2's 112x112 32 -> 16 1x1: 1.6 MB of x). In DCONV_ITEMS_PER_THREAD chunks per thread, of whole cache
+    lines of out, in x's order: with the pool's ranges (threads.h onnxep_run_affine) a thread rounds the part of x its
+    row blocks read next."""
+    cdef CvtJob job
+    cdef Py_ssize_t items
+    if nth <= 1 or not _cvt_split_on or n * <Py_ssize_t>sizeof(float) < COPY_PAR_BYTES:
+        cvt_bf16(x, n, out)
+        return
+    items = <Py_ssize_t>nth * DCONV_ITEMS_PER_THREAD
+    job.x, job.out, job.n = x, out, n
+    job.chunk = _round_up((n + items - 1) // items, 32)
+    parallel_for((n + job.chunk - 1) // job.chunk, nth, _cvt_task, &job)
 
 
 cdef void _dconv_task(void* p, Py_ssize_t t, int tid) noexcept nogil:

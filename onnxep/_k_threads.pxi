@@ -26,6 +26,16 @@ cdef extern from "_native/threads.h":
     int pool_awake "onnxep_pool_awake"() noexcept nogil
     long _pool_set_preempt "onnxep_pool_set_preempt"(long ns) noexcept nogil
     long _pool_quiet_until "onnxep_pool.quiet_until"
+    int _pool_set_affine "onnxep_pool_set_affine"(int on) noexcept nogil
+
+
+def pool_affine(on=None):
+    """Whether this variant's pool hands each thread its own contiguous range of a job's items first (threads.h
+    onnxep_run_affine; on by default) rather than runs from one shared counter; `on` sets it. Returns the setting
+    before the call (tests, in-process A/B). Results do not depend on it."""
+    cdef int before = _pool_set_affine(1)
+    _pool_set_affine(before if on is None else (1 if on else 0))
+    return bool(before)
 
 
 def set_caller_spin_us(long us):

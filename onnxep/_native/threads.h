@@ -11,6 +11,9 @@
 #include <unistd.h>
 #endif
 typedef void (*onnxep_task)(void* ctx, Py_ssize_t item, int tid);
+/* The most threads whose jobs are claimed by thread ranges (onnxep_run_affine); a job on more threads claims from one
+   counter (onnxep_run_items). */
+#define ONNXEP_AFF_MAX 16
 typedef struct {
     onnxep_task fn;
     void* ctx;
@@ -20,6 +23,8 @@ typedef struct {
     Py_ssize_t next, done;           /* next item to claim, items finished (atomic) */
     int tids, refs;                  /* workers that took a tid, workers holding the slot (atomic) */
     long spin_ns;                    /* how long a worker that saw this job spins before it sleeps */
+    int parts;                       /* > 0: claims by thread ranges (onnxep_run_affine), else `next` */
+    struct { Py_ssize_t next, end; char pad[64 - 2 * sizeof(Py_ssize_t)]; } part[ONNXEP_AFF_MAX];
 } onnxep_job;
 /* The spin of the jobs this thread posts, -1: the pool's (ONNXEP_SPIN_US). A session with
    session.intra_op.allow_spinning=0 sets 0 around its runs (onnxep_pool_set_caller_spin), so the workers that took
@@ -156,6 +161,39 @@ static void onnxep_run_items(onnxep_job* j, int tid) {
 static long onnxep_preempt_ns = ONNXEP_PREEMPT_NS;   /* 0: never (onnxep_pool_set_preempt: in-process A/B) */
 /* At most one wake-up without a job per this long (each costs its caller a futex call and the steering). */
 #define ONNXEP_KICK_NS 1000000L
+/* Whether jobs are claimed by thread ranges (onnxep_run_affine; on by default); onnxep_pool_set_affine changes it
+   (tests, in-process A/B). Results never depend on it: every item runs once, on some thread. */
+static int onnxep_affine = 1;
+/* Thread tid's items first: the job's n items are cut into one contiguous range per thread (parts), and tid claims
+   from range tid % parts, in runs of a quarter of what that range has left; with its range done it helps the others,
+   in order, from where their owners stand. Why: the same item of consecutive kernels mostly covers the same part of
+   a tensor (output rows, pixel blocks), so a thread keeps reading what it wrote a step before from its own L2 rather
+   than from the other core's; with one shared counter the threads took alternate runs and half of every input came
+   from the other core. A thread that never shows up (descheduled, asleep) leaves its range to the others, as the
+   shared counter did. */
+static void onnxep_run_affine(onnxep_job* j, int tid) {
+    int p0 = tid % j->parts;
+    for (int q = 0; q < j->parts; q++) {
+        int r = (p0 + q) % j->parts;
+        Py_ssize_t end = j->part[r].end;
+        for (;;) {
+            Py_ssize_t i = ONNXEP_LOAD(&j->part[r].next), c, k;
+            do {
+                if (i >= end) break;
+                c = (end - i) / 4;
+                if (c < 1) c = 1;
+            } while (!__atomic_compare_exchange_n(&j->part[r].next, &i, i + c, 0, __ATOMIC_SEQ_CST,
+                                                  __ATOMIC_SEQ_CST));
+            if (i >= end) break;
+            for (k = i; k < i + c; k++) j->fn(j->ctx, k, tid);
+            ONNXEP_ADD(&j->done, c);
+        }
+    }
+}
+static void onnxep_run_job(onnxep_job* j, int tid) {
+    if (j->parts > 0) onnxep_run_affine(j, tid);
+    else onnxep_run_items(j, tid);
+}
 static void* onnxep_worker(void* arg) {
     long seen = (long)(size_t)arg;   /* the generation current when this worker was started */
     long spin = onnxep_pool.spin_ns; /* the spin of the last job this worker saw */
@@ -223,7 +261,7 @@ static void* onnxep_worker(void* arg) {
             int tid = ONNXEP_ADD(&j->tids, 1) + 1;
             if (tid <= j->want) {
                 onnxep_move_off(j->cpu);
-                onnxep_run_items(j, tid);
+                onnxep_run_job(j, tid);
             }
         }
         ONNXEP_ADD(&j->refs, -1);
@@ -297,6 +335,11 @@ static void onnxep_parallel_for(Py_ssize_t n, int nth, onnxep_task fn, void* ctx
     j->cpu = onnxep_cpu();
     j->spin_ns = onnxep_caller_spin_ns >= 0 ? onnxep_caller_spin_ns : onnxep_pool.spin_ns;
     ONNXEP_STORE(&j->next, 0);
+    j->parts = onnxep_affine && j->want + 1 <= ONNXEP_AFF_MAX ? j->want + 1 : 0;
+    for (int r = 0; r < j->parts; r++) {
+        j->part[r].end = n * (r + 1) / j->parts;
+        ONNXEP_STORE(&j->part[r].next, n * r / j->parts);
+    }
     ONNXEP_STORE(&j->done, 0);
     ONNXEP_STORE(&j->tids, 0);
     ONNXEP_STORE(&onnxep_pool.gen, g);
@@ -306,7 +349,7 @@ static void onnxep_parallel_for(Py_ssize_t n, int nth, onnxep_task fn, void* ctx
         pthread_cond_broadcast(&onnxep_pool.cv);
         pthread_mutex_unlock(&onnxep_pool.mu);
     }
-    onnxep_run_items(j, 0);
+    onnxep_run_job(j, 0);
     unsigned k = 0;
     while (ONNXEP_LOAD(&j->done) < n) {       /* items a worker started: wait for them only */
         onnxep_relax();
@@ -338,6 +381,12 @@ static int onnxep_pool_awake(void) {
     return 0;
 }
 
+/* Jobs claimed by thread ranges (on != 0) or from one counter; returns the setting before. */
+static int onnxep_pool_set_affine(int on) {
+    int before = onnxep_affine;
+    onnxep_affine = on != 0;
+    return before;
+}
 /* The spin of the jobs the calling thread posts from now on: ns >= 0, or -1 for the pool's (ONNXEP_SPIN_US). */
 static void onnxep_pool_set_caller_spin(long ns) {
     onnxep_caller_spin_ns = ns < 0 ? -1 : ns;

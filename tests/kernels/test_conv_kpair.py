@@ -148,6 +148,9 @@ def _bf16_round(a):
     ((1, 6, 7, 6), 2, 3, 1, 1),         # runs of 6 and 18 (offsets 2), two channels
     ((1, 12, 6, 6), 8, 3, 1, 2),        # 2 groups of 6 -> 4
     ((1, 602, 4, 4), 7, 3, 1, 1),       # K 5418 over blocks (block borders inside quads)
+    # x past COPY_PAR_BYTES (256 KiB): rounded to bf16 over the threads (conv_cvt_split), chunks of 32 floats
+    ((1, 32, 47, 49), 16, 1, 1, 1),     # pointwise, 73696 floats: a short last chunk
+    ((1, 16, 65, 71), 12, 3, 1, 1),     # 3x3, rows read across the chunk borders
 ])
 @pytest.mark.parametrize("residual, relu", [(False, False), (True, True)])
 def test_kpair_bf16_matches_oracle(xshape, cout, k, s, group, residual, relu):
@@ -178,6 +181,11 @@ def test_kpair_bf16_matches_oracle(xshape, cout, k, s, group, residual, relu):
     assert np.abs(y1 - fp32).max() > tol     # bf16 operands: not the fp32 result
     for nth in (2, 3):
         np.testing.assert_array_equal(run("direct-bf16", nth), y1, err_msg=f"nthreads={nth}")
+    split = mod.conv_cvt_split(False)       # x rounded on one thread: the same bits
+    try:
+        np.testing.assert_array_equal(run("direct-bf16", 2), y1)
+    finally:
+        mod.conv_cvt_split(split)
     before = mod.conv_kpair(False)
     try:
         np.testing.assert_array_equal(run("direct-bf16", 1), run("direct", 1))

@@ -16,11 +16,31 @@ VARIANTS = {isa: importlib.import_module(f"onnxep._kernels_{isa}") for isa in _k
 
 
 @pytest.mark.parametrize("isa", list(VARIANTS))
-@pytest.mark.parametrize("n,nth", [(0, 2), (1, 2), (3, 8), (1000, 1), (1000, 2), (200000, 2), (50000, 4)])
-def test_every_item_once(isa, n, nth):
-    out, tids = VARIANTS[isa].pool_selftest(n, nth)
-    np.testing.assert_array_equal(out, np.arange(n, dtype=np.int64) ** 2)   # each item added once (+= i*i)
-    assert n == 0 or (tids.min() >= 0 and tids.max() < nth)
+@pytest.mark.parametrize("n,nth", [(0, 2), (1, 2), (3, 8), (5, 4), (7, 3), (1000, 1), (1000, 2), (1001, 3),
+                                   (200000, 2), (50000, 4)])
+@pytest.mark.parametrize("affine", [True, False])
+def test_every_item_once(isa, n, nth, affine):
+    """Both claim schemes (pool_affine: thread ranges first, or one shared counter -- also the scheme of jobs on more
+    than ONNXEP_AFF_MAX threads), ranges of unequal length. (At most 4 threads: the workers a test starts stay in the
+    process, and the affinity tests below expect few.)"""
+    mod = VARIANTS[isa]
+    before = mod.pool_affine(affine)
+    try:
+        for _ in range(20 if n < 100000 else 2):
+            out, tids = mod.pool_selftest(n, nth)
+            np.testing.assert_array_equal(out, np.arange(n, dtype=np.int64) ** 2)   # each item added once (+= i*i)
+            assert n == 0 or (tids.min() >= 0 and tids.max() < nth)
+    finally:
+        mod.pool_affine(before)
+
+
+def test_pool_affine_setting():
+    """pool_affine() reads the setting, pool_affine(on) sets it and returns the one before; on by default."""
+    assert _kernels.pool_affine() is True
+    assert _kernels.pool_affine(False) is True
+    assert _kernels.pool_affine() is False
+    assert _kernels.pool_affine(True) is False
+    assert _kernels.pool_affine() is True
 
 
 def test_repeated_jobs_do_not_mix():
