@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from tests.kernels import test_transformer as tt
-from tests.kernels.test_transformer import EPS, VARIANTS
+from tests.kernels.test_transformer import VARIANTS
 
 THRESHOLDS = {"split": 0.0, "serial": 1e30, "measured": None}
 
@@ -54,16 +54,7 @@ def test_gemm_breakeven_is_the_measured_one(isa):
 def test_sgemm_packed_res_small(m, n, k, act, breakeven):
     """FusedMatMul's kernel (bias, residual, activation) at 2 threads: within the GEMM bound of numpy float64, and the
     bits of 1 thread."""
-    rng = np.random.default_rng(m + n + k)
-    A = rng.uniform(-1, 1, (m, k)).astype(np.float32)
-    B = rng.uniform(-1, 1, (k, n)).astype(np.float32)
-    bias = rng.uniform(-1, 1, n).astype(np.float32)
-    R = rng.uniform(-1, 1, (m, n)).astype(np.float32)
-    want = A.astype(np.float64) @ B + bias + R
-    tol = 2 * (k + 4) * EPS
-    if act == "Gelu":
-        tol = 1.13 * tol + 3e-7 * np.maximum(1.0, np.abs(want))
-        want = tt._gelu64(want)
+    A, B, bias, R, want, tol = tt.res_gemm_case(m, n, k, act)
     for isa, mod in VARIANTS.items():
         bp = np.empty(mod.sgemm_pack_b_size(k, n), np.float32)
         mod.sgemm_pack_b(B, False, bp)

@@ -349,11 +349,9 @@ def test_sgemm_batched_kernel_checks():
         _kernels.sgemm_batched_f32(a, a, c, _offsets(1, 0), _offsets(1, 0), _offsets(1, 0), 1, 1, 1, -1, 1, 1, 1, 1, 1)
 
 
-@pytest.mark.parametrize("m,n,k", [(1, 1, 1), (128, 768, 768), (13, 70, 300), (5, 33, 0)])
-@pytest.mark.parametrize("act", [None, "Relu", "Gelu"])
-def test_sgemm_packed_res_kernel(m, n, k, act):
-    """Oracle: numpy in float64, act(A @ B + bias + R) within the GEMM bound (Gelu: its slope, at most 1.13, times
-    the bound, plus its own 3e-7 max(1, |x|)); R must not alias C."""
+def res_gemm_case(m, n, k, act):
+    """Seeded A (m, k), B (k, n), bias, R and the float64 oracle act(A @ B + bias + R) with its tolerance: the GEMM
+    bound (Gelu: its slope, at most 1.13, times the bound, plus its own 3e-7 max(1, |x|))."""
     rng = np.random.default_rng(m + n + k)
     A = rng.uniform(-1, 1, (m, k)).astype(np.float32)
     B = rng.uniform(-1, 1, (k, n)).astype(np.float32)
@@ -366,6 +364,15 @@ def test_sgemm_packed_res_kernel(m, n, k, act):
     elif act == "Gelu":
         tol = 1.13 * tol + 3e-7 * np.maximum(1.0, np.abs(want))
         want = _gelu64(want)
+    return A, B, bias, R, want, tol
+
+
+@pytest.mark.parametrize("m,n,k", [(1, 1, 1), (128, 768, 768), (13, 70, 300), (5, 33, 0)])
+@pytest.mark.parametrize("act", [None, "Relu", "Gelu"])
+def test_sgemm_packed_res_kernel(m, n, k, act):
+    """Oracle: numpy in float64, act(A @ B + bias + R) within the GEMM bound (Gelu: its slope, at most 1.13, times
+    the bound, plus its own 3e-7 max(1, |x|)); R must not alias C."""
+    A, B, bias, R, want, tol = res_gemm_case(m, n, k, act)
     for isa, mod in VARIANTS.items():
         bp = np.empty(mod.sgemm_pack_b_size(k, n), np.float32)
         mod.sgemm_pack_b(B, False, bp)
