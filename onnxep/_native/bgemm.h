@@ -490,7 +490,7 @@ typedef struct {
     int64_t lda2, K2P;                  /* packed A's row stride in pairs; B's groups per panel (bg_k2p) */
     const bg_conv* cv;                  /* non-NULL: A's rows are this conv's im2col rows (A, lda, Ap unused) */
     float* rows;                        /* with cv: one K-float gather row per thread */
-    uint32_t* abuf;                     /* with cv: one item's packed rows (BG_MB x lda2) per thread */
+    uint32_t* abuf;                     /* with cv: one item's packed rows (BG_MBP x lda2) per thread */
     float alpha;
     const float* bias; const float* R; int64_t ldr;
     float* Y; int64_t ldy;

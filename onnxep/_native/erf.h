@@ -182,13 +182,13 @@ static void onnxep_erf_loop(const float* x, float* y, Py_ssize_t n)
 }
 static void onnxep_gelu_loop(const float* x, float* y, Py_ssize_t n)
 {
-    Py_ssize_t i;
 #if defined(__AVX512F__)
-    onnxep_gelu_tile(x, y, 0, 1, n);
-    return;
-#endif
+    onnxep_gelu_run(x, y, n);
+#else
+    Py_ssize_t i;
     #pragma omp simd
     for (i = 0; i < n; i++) y[i] = onnxep_gelu1(x[i]);
+#endif
 }
 
 /* One row of LayerNormalization: mean, then the variance as the mean of (x - mean)^2 (two passes: no
@@ -288,11 +288,11 @@ static void onnxep_layernorm_rows(const float* x, float* y, Py_ssize_t R, Py_ssi
     for (; r < R; r++)
         onnxep_ln_nv(1, x + r * C, y + r * C, C, scale, bias, eps, mean_out ? mean_out + r : NULL,
                      inv_out ? inv_out + r : NULL);
-    return;
-#endif
+#else
     for (; r < R; r++)
         onnxep_layernorm_row(x + r * C, y + r * C, C, scale, bias, eps, mean_out ? mean_out + r : NULL,
                              inv_out ? inv_out + r : NULL);
+#endif
 }
 
 /* Softmax (or log-softmax) of one contiguous row of K: the max subtracted first, so every exp argument is <= 0

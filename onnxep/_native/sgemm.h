@@ -119,7 +119,7 @@ static inline void onnxep_act_row(const onnxep_act* act, float* __restrict y, Py
         break;
     case ONNXEP_ACT_GELU:
 #if defined(__AVX512F__)
-        onnxep_gelu_tile(y, y, 0, 1, w);
+        onnxep_gelu_run(y, y, w);
 #else
         #pragma omp simd
         for (j = 0; j < w; j++) y[j] = onnxep_gelu1(y[j]);
