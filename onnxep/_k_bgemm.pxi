@@ -38,6 +38,7 @@ cdef extern from "_native/bgemm.h":
         const Act* act
         int kern
         int64_t nmb, nnb
+        int64_t nbw
     int BG_MB, BG_MBP, BG_NB, BG_NR, BG_MR, BG_KC
     int BG_AMX_K "BG_AMX"
     int bg_force
@@ -45,6 +46,7 @@ cdef extern from "_native/bgemm.h":
     int bg_ep_regs
     int64_t bg_k2(int64_t K) noexcept nogil
     int64_t bg_nmb(int64_t M) noexcept nogil
+    int64_t bg_narrow(int64_t nmb, int64_t N, int nth, int kern) noexcept nogil
     int64_t bg_k2p(int64_t K) noexcept nogil
     int64_t bg_pack_b_len(int64_t K, int64_t N) noexcept nogil
     void bg_pack_b(const float* B, int64_t K, int64_t N, int64_t sk, int64_t sn, uint16_t* out) noexcept nogil
@@ -127,6 +129,21 @@ def bgemm_epilogue_in_regs(on=None):
     return bool(before)
 
 
+# Whether a GEMM of few items narrows its column blocks so that its threads get even work (bgemm.h bg_narrow; on by
+# default); bgemm_narrow() reads / sets it (tests, in-process A/B). Results do not depend on it.
+cdef int _bg_narrow_on = 1
+
+
+def bgemm_narrow(on=None):
+    """Whether the bf16 GEMM narrows its column blocks to whole panels when its BG_NB blocks would leave a thread
+    idle (on by default); `on` sets it. Returns the setting before the call."""
+    global _bg_narrow_on
+    cdef int before = _bg_narrow_on
+    if on is not None:
+        _bg_narrow_on = 1 if on else 0
+    return bool(before)
+
+
 def bgemm_prefetch(on=None):
     """Whether the bf16 GEMM fetches the next B block into L2 while it multiplies the current one (on by default;
     bgemm.h bg_block); `on` sets it (tests, in-process A/B). Returns the setting before. Results do not depend on
@@ -170,6 +187,7 @@ cdef int bgemm_run_ex(const float* A, int64_t lda, const bg_conv* cv, const floa
     a.act = act if act != NULL and act.kind != ACT_NONE else NULL
     a.nmb = bg_nmb(M)
     a.nnb = (N + BG_NB - 1) // BG_NB
+    a.nbw = BG_NB
     # the fp32 GEMM's thread rule on half the work (vdpbf16ps does two products per lane)
     nth = conv_threads(M, N, (K + 1) // 2, nthreads) if conv else sgemm_threads(M, N, (K + 1) // 2, nthreads)
     nw = nth if a.nmb > 1 else 1
@@ -198,6 +216,8 @@ cdef int bgemm_run_ex(const float* A, int64_t lda, const bg_conv* cv, const floa
     if K:
         parallel_for(a.nmb, nw, <task_fn>bg_pack_item, &a)
     free(a.rows)
+    a.nbw = bg_narrow(a.nmb, N, nth, a.kern) if _bg_narrow_on else BG_NB
+    a.nnb = (N + a.nbw - 1) // a.nbw
     parallel_for(a.nmb * a.nnb, nth if a.nmb * a.nnb > 1 else 1, <task_fn>bg_item, &a)
     free(a.Ap)
     return 0

@@ -497,6 +497,7 @@ typedef struct {
     const onnxep_act* act;
     int kern;
     int64_t nmb, nnb;
+    int64_t nbw;                        /* columns of a bg_item block: BG_NB, or fewer whole panels (bg_narrow) */
 } bg_args;
 
 #if BG_X86 && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
@@ -623,6 +624,23 @@ static inline void bg_item_rows(const bg_args* a, int64_t mb, int64_t* m0, int64
     *m1 = mb == a->nmb - 1 ? a->M : *m0 + BG_MB;
 }
 
+/* The column block width (whole BG_NR panels, at most BG_NB) of a GEMM that runs bg_item over its packed A on nth
+   threads. With few items the BG_NB blocks leave a thread idle: a 7x7 conv's 49 rows are one row item, so N 160 is
+   one block of 128 columns and one of 32 (0.8 of the work on one thread), N 320 three blocks for two threads. The
+   widest block that still gives the least work a thread can get (in panels: ceil(row items x panels / nth)) is
+   taken; a wider block keeps more of its A rows in L1 over its panels (bg_block runs the panels inside each K
+   block), so nothing narrows when the blocks already share out evenly (N 512: four blocks for two threads). */
+static inline int64_t bg_narrow(int64_t nmb, int64_t N, int nth, int kern) {
+    const int64_t npan = bg_np(N), wmax = BG_NB / BG_NR;
+    if (nth <= 1 || kern == BG_AMX || npan <= 1) return BG_NB;
+    const int64_t best = (nmb * npan + nth - 1) / nth;
+    for (int64_t w = wmax; w > 1; w--) {
+        int64_t items = nmb * ((npan + w - 1) / w), wide = w < npan ? w : npan;
+        if ((items + nth - 1) / nth * wide <= best) return w * BG_NR;
+    }
+    return BG_NR;
+}
+
 static void bg_pack_item(void* ctx, Py_ssize_t item, int tid) {
     bg_args* a = (bg_args*)ctx;
     int64_t m0, m1;
@@ -708,7 +726,7 @@ static void bg_item(void* ctx, Py_ssize_t item, int tid) {
     bg_args* a = (bg_args*)ctx;
     int64_t nb = item / a->nmb, mb = item % a->nmb, m0, m1;
     bg_item_rows(a, mb, &m0, &m1);
-    int64_t n0 = nb * BG_NB, n1 = n0 + BG_NB < a->N ? n0 + BG_NB : a->N;
+    int64_t n0 = nb * a->nbw, n1 = n0 + a->nbw < a->N ? n0 + a->nbw : a->N;
     (void)tid;
     bg_block(a, a->Ap + m0 * a->lda2, m0, m1, n0, n1);
 }

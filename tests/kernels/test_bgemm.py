@@ -62,6 +62,38 @@ def test_bgemm_exact_on_small_integers(mod, M, K, N, trans_b):
 
 
 
+@pytest.mark.parametrize("M,K,N", [(49, 960, 160), (49, 600, 300), (7, 384, 384), (128, 384, 384), (97, 513, 129),
+                                   (13, 300, 40), (49, 2048, 512), (200, 96, 64)])
+def test_bgemm_narrow_keeps_bits(mod, M, K, N):
+    """A GEMM whose BG_NB column blocks would leave a thread idle runs narrower blocks of whole panels (bgemm.h
+    bg_narrow, bgemm_narrow; on by default): 49 x 960 x 160 is one row item, so blocks of 128 + 32 columns. Oracle:
+    numpy's float64 product on exact small integers, at 1, 2 and 3 threads with narrowing on and off; on random floats
+    every setting gives the bits of 1 thread (each output's K sum runs in the same order). (49, 2048, 512) and
+    (200, 96, 64) share out evenly and keep their blocks."""
+    rng = np.random.default_rng(M * 7 + K + N)
+    a = rng.integers(-8, 9, (M, K)).astype(np.float32)
+    b = rng.integers(-8, 9, (K, N)).astype(np.float32)
+    bp = _pack(mod, b)
+    ref = a.astype(np.float64) @ b
+    af = rng.standard_normal((M, K)).astype(np.float32)
+    bpf = _pack(mod, rng.standard_normal((K, N)).astype(np.float32))
+    yf = np.empty((M, N), np.float32)
+    mod.bgemm_f32(af, bpf, N, yf, nthreads=1)
+    before = mod.bgemm_narrow()
+    try:
+        for on in (True, False):
+            mod.bgemm_narrow(on)
+            for nth in (1, 2, 3):
+                y = np.full((M, N), np.nan, np.float32)
+                mod.bgemm_f32(a, bp, N, y, nthreads=nth)
+                np.testing.assert_array_equal(y, ref, err_msg=f"narrow={on} nthreads={nth}")
+                y = np.full((M, N), np.nan, np.float32)
+                mod.bgemm_f32(af, bpf, N, y, nthreads=nth)
+                np.testing.assert_array_equal(y, yf, err_msg=f"random, narrow={on} nthreads={nth}")
+    finally:
+        mod.bgemm_narrow(before)
+
+
 @pytest.mark.parametrize("M,K,N", [(49, 600, 300), (97, 513, 129), (1, 1030, 260), (12, 256, 32)])
 def test_bgemm_prefetch_keeps_bits(mod, M, K, N):
     """The next-B-block prefetch (bgemm_prefetch, on by default) crosses panels, K blocks (BG_KC = 256) and column
