@@ -68,6 +68,19 @@ cdef bint _wino_weight_rule = True
 cdef Py_ssize_t _wino_slabs_per_thread = 2     # big U on several threads: items per thread (0: _panel_slab's)
 
 
+cdef bint _wino_even_blocks = True
+
+
+def wino_even_blocks(on=None):
+    """Whether a Winograd conv under the weight rule rounds its block count up to a multiple of the threads (on by
+    default); `on` sets it. Returns the setting before the call. Results do not depend on it."""
+    global _wino_even_blocks
+    before = bool(_wino_even_blocks)
+    if on is not None:
+        _wino_even_blocks = bool(on)
+    return before
+
+
 def wino_blocking(v_bytes=None, weight_rule=None, slabs_per_thread=None):
     """(V block budget in bytes, weight rule on, slabs per thread under it, the L2 bytes they derive from) before the
     call; the arguments set them when given (v_bytes 0: back to a quarter of the L2; slabs_per_thread 0: _panel_slab's
@@ -381,6 +394,11 @@ cdef int _conv_wino(const float* x, Py_ssize_t N, Py_ssize_t H, Py_ssize_t W, Py
     job.c2, job.k2p = bg_k2(C), bg_k2p(C)
     job.T = _wino_tiles_per_block(C, K, job.planes, job.ntiles, nth, wsize)
     nblocks = (job.ntiles + job.T - 1) // job.T
+    if (_wino_even_blocks and nth > 1 and nblocks > 1 and nblocks % nth
+            and _wino_big_u(C, K, job.planes, wsize) and job.ntiles >= nth * <Py_ssize_t>WINO_MIN_TILES):
+        # under the weight rule the blocks are few and each reads all of U: a count the threads cannot share out
+        # (5 blocks on 2 threads) leaves one thread a whole block behind; one more block each is cheaper
+        nblocks = (nblocks + nth - 1) // nth * nth
     job.T = (job.ntiles + nblocks - 1) // nblocks        # blocks of (nearly) equal size
     if _wino_big_u(C, K, job.planes, wsize) and _wino_slabs_per_thread > 0 and nth > 1:
         i = max(<Py_ssize_t>1, min(npanels, (nth * _wino_slabs_per_thread + nblocks - 1) // nblocks))

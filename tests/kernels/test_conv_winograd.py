@@ -242,8 +242,9 @@ def test_pack_weight_is_g_w_gt_of_every_filter(isa, m, cout, cin):
 @pytest.mark.parametrize("m", [2, 4])
 @pytest.mark.parametrize("isa", list(SIMD))
 def test_winograd_blocking_does_not_change_the_result(isa, m):
-    """(conv2t) The V block budget, the weight rule (U past half the L2: fewest blocks, slabs for the threads) and the
-    slabs per thread only regroup the work: every setting on 1 and 2 threads is bit-identical to the old blocking
+    """(conv2t) The V block budget, the weight rule (U past half the L2: fewest blocks, slabs for the threads), the
+    block count rounded up to a multiple of the threads under it (wino_even_blocks) and the slabs per thread only
+    regroup the work: every setting on 1, 2 and 3 threads is bit-identical to the old blocking
     (256 KB of V, no rule), incl. blocks of WINO_MAX_TILES tiles (a 64 MiB budget) and one block cut into a slab per
     panel; oracle: float64 direct conv. 256 -> 260 channels: U of 4 MiB (F(2x2)) / 9 MiB (F(4x4)), past half of any L2
     up to 8 MiB, so the rule applies; 2 images of 25x23: 312 / 84 tiles, an odd last tile row and column."""
@@ -252,6 +253,7 @@ def test_winograd_blocking_does_not_change_the_result(isa, m):
     x, w, b, res, xh, ref = _setup(xs, cout, pads, outs, 11)
     wp = _wino(mod, w, m)
     before = mod.wino_blocking()
+    even_before = mod.wino_even_blocks()
     try:
         mod.wino_blocking(262144, False, 0)
         want = _conv(mod, xh, wp, cout, pads, outs, b, res, np.empty(res.shape, np.float32), 1, "Relu", m=m)
@@ -259,11 +261,15 @@ def test_winograd_blocking_does_not_change_the_result(isa, m):
         for setting in [(0, True, 2), (0, True, 1), (0, True, 0), (64 << 20, True, 1), (64 << 20, False, 0),
                         (1, True, 64)]:
             mod.wino_blocking(*setting)
-            for nth in (1, 2):
-                got = _conv(mod, xh, wp, cout, pads, outs, b, res, np.empty(res.shape, np.float32), nth, "Relu", m=m)
-                np.testing.assert_array_equal(got, want, err_msg=f"{setting} on {nth} thread(s)")
+            for even in (True, False):
+                mod.wino_even_blocks(even)
+                for nth in (1, 2, 3):
+                    got = _conv(mod, xh, wp, cout, pads, outs, b, res, np.empty(res.shape, np.float32), nth, "Relu",
+                                m=m)
+                    np.testing.assert_array_equal(got, want, err_msg=f"{setting} even={even} on {nth} thread(s)")
     finally:
         mod.wino_blocking(*before[:3])
+        mod.wino_even_blocks(even_before)
 
 
 @pytest.mark.parametrize("m", [2, 4])
