@@ -186,10 +186,11 @@ cdef int bgemm_run_ex(const float* A, int64_t lda, const bg_conv* cv, const floa
     a.alpha = alpha; a.bias = bias; a.R = R; a.ldr = ldr; a.Y = Y; a.ldy = ldy
     a.act = act if act != NULL and act.kind != ACT_NONE else NULL
     a.nmb = bg_nmb(M)
-    a.nnb = (N + BG_NB - 1) // BG_NB
-    a.nbw = BG_NB
     # the fp32 GEMM's thread rule on half the work (vdpbf16ps does two products per lane)
     nth = conv_threads(M, N, (K + 1) // 2, nthreads) if conv else sgemm_threads(M, N, (K + 1) // 2, nthreads)
+    # bg_item's column blocks (bg_conv_item below runs BG_NB blocks of its own)
+    a.nbw = bg_narrow(a.nmb, N, nth, a.kern) if _bg_narrow_on else BG_NB
+    a.nnb = (N + a.nbw - 1) // a.nbw
     nw = nth if a.nmb > 1 else 1
     if cv != NULL and K:
         a.rows = <float*>malloc(<size_t>nw * K * 4 + 64)
@@ -216,8 +217,6 @@ cdef int bgemm_run_ex(const float* A, int64_t lda, const bg_conv* cv, const floa
     if K:
         parallel_for(a.nmb, nw, <task_fn>bg_pack_item, &a)
     free(a.rows)
-    a.nbw = bg_narrow(a.nmb, N, nth, a.kern) if _bg_narrow_on else BG_NB
-    a.nnb = (N + a.nbw - 1) // a.nbw
     parallel_for(a.nmb * a.nnb, nth if a.nmb * a.nnb > 1 else 1, <task_fn>bg_item, &a)
     free(a.Ap)
     return 0

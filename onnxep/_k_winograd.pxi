@@ -372,6 +372,7 @@ cdef int _conv_wino(const float* x, Py_ssize_t N, Py_ssize_t H, Py_ssize_t W, Py
     cdef DRun runs[64]
     cdef Py_ssize_t pnr = BG_NR if bkern >= 0 else SGEMM_NR, wsize = 2 if bkern >= 0 else 4
     cdef Py_ssize_t i, nblocks, npanels = (K + pnr - 1) // pnr, items
+    cdef bint big
     cdef float* zero
     memset(&ia, 0, sizeof(ia))
     ia.kh, ia.kw, ia.sh, ia.sw, ia.dh, ia.dw = 1, 1, 1, 1, 1, 1
@@ -394,13 +395,14 @@ cdef int _conv_wino(const float* x, Py_ssize_t N, Py_ssize_t H, Py_ssize_t W, Py
     job.c2, job.k2p = bg_k2(C), bg_k2p(C)
     job.T = _wino_tiles_per_block(C, K, job.planes, job.ntiles, nth, wsize)
     nblocks = (job.ntiles + job.T - 1) // job.T
-    if (_wino_even_blocks and nth > 1 and nblocks > 1 and nblocks % nth
-            and _wino_big_u(C, K, job.planes, wsize) and job.ntiles >= nth * <Py_ssize_t>WINO_MIN_TILES):
+    big = _wino_big_u(C, K, job.planes, wsize)
+    if (_wino_even_blocks and big and nth > 1 and nblocks > 1 and nblocks % nth
+            and job.ntiles >= nth * <Py_ssize_t>WINO_MIN_TILES):
         # under the weight rule the blocks are few and each reads all of U: a count the threads cannot share out
         # (5 blocks on 2 threads) leaves one thread a whole block behind; one more block each is cheaper
         nblocks = (nblocks + nth - 1) // nth * nth
     job.T = (job.ntiles + nblocks - 1) // nblocks        # blocks of (nearly) equal size
-    if _wino_big_u(C, K, job.planes, wsize) and _wino_slabs_per_thread > 0 and nth > 1:
+    if big and _wino_slabs_per_thread > 0 and nth > 1:
         i = max(<Py_ssize_t>1, min(npanels, (nth * _wino_slabs_per_thread + nblocks - 1) // nblocks))
         job.pslab = (npanels + i - 1) // i
     else:
