@@ -104,7 +104,9 @@ cdef enum:
     RL_ROWS = 49            # s0 x, s1 a (or NULL), s2 b (or NULL), s3 y: _rows_task over n0 channel-last
                             # rows of n1; n2 kind (RowsJob's: 1 ChannelAffine, 3 NhwcLRN), n3 relu, n4 lo, n5 hi, n6
                             # window (work per element, for NORM_PAR_WORK); f0 alpha_n, f1 beta, f2 bias
-    RL_NFNS = 50
+    RL_PW_DW_NHWC = 50      # s0 x, s1 pointwise W (packed), s2 its bias (or NULL), s3 depthwise W (packed), s4 its
+                            # bias (or NULL), s5 y: pw_dw_nhwc_step; n0.. f0.. pw_dw_nhwc_step_args
+    RL_NFNS = 51
 
 cdef extern from "_native/rl_ops.h" nogil:
     enum: RL_MAXD
@@ -808,6 +810,17 @@ cdef void _rl_conv_nchw(const RStep* s, char** p) noexcept nogil:
 
 _RL_FNS[RL_CONV_NCHW] = _rl_conv_nchw
 
+
+# pwdw slice: a pointwise conv and the depthwise conv reading it, band by band (_k_pwdw.pxi)
+cdef void _rl_pw_dw_nhwc(const RStep* s, char** p) noexcept nogil:
+    if pw_dw_nhwc_step(s.n, s.f, <const float*>p[s.slot[0]], <const float*>p[s.slot[1]], <const float*>p[s.slot[2]],
+                       <const float*>p[s.slot[3]], <const float*>p[s.slot[4]], <float*>p[s.slot[5]],
+                       s.nthreads) != 0:
+        p[0] = <char*>1
+
+
+_RL_FNS[RL_PW_DW_NHWC] = _rl_pw_dw_nhwc
+
 #: the entries' ids, for the kernels' c_step (onnxep/backends/cpu/runloop.py)
 RUNLOOP_FNS = {"alias": RL_ALIAS, "copy": RL_COPY, "binary": RL_BINARY, "unary": RL_UNARY, "tf_unary": RL_TF_UNARY,
                "gemm_packed": RL_GEMM_PACKED, "layernorm": RL_LAYERNORM, "softmax": RL_SOFTMAX,
@@ -828,7 +841,8 @@ RUNLOOP_FNS = {"alias": RL_ALIAS, "copy": RL_COPY, "binary": RL_BINARY, "unary":
                "qdq": RL_QDQ, "bconv_nhwc": RL_BCONV_NHWC, "bconv_nhwc_ldy": RL_BCONV_NHWC_LDY,
                "qconv": RL_QCONV,
                "qlinear_matmul": RL_QLINEAR_MATMUL, "qlinear_add": RL_QLINEAR_ADD,
-               "conv_nchw": RL_CONV_NCHW, "gemv": RL_GEMV, "rows": RL_ROWS}
+               "conv_nchw": RL_CONV_NCHW, "gemv": RL_GEMV, "rows": RL_ROWS,
+               "pw_dw_nhwc": RL_PW_DW_NHWC}
 RUNLOOP_LIMITS = {"slots": RL_SLOTS, "ints": RL_INTS, "floats": RL_FLOATS, "bcast_dims": BCAST_MAX_DIMS,
                   "copy_dims": RL_MAXD}
 

@@ -74,6 +74,7 @@ include "_k_hash.pxi"
 include "_k_nhwc.pxi"
 include "_k_transpose.pxi"
 include "_k_transformer.pxi"
+include "_k_pwdw.pxi"          # after the conv and depthwise families it runs
 include "_k_runloop.pxi"
 include "_k_ort_plugin.pxi"
 include "_k_qgemm.pxi"

@@ -229,6 +229,7 @@ INDEX = {
     'onnxep.ops.training.adam': (('ai.onnx.preview.training', 'Adam'),),
     'onnxep.ops.training.momentum': (('ai.onnx.preview.training', 'Momentum'),),
     'onnxep.ops.onnxep.nhwc_conv': (('com.onnxep', 'NhwcConv'),),
+    'onnxep.ops.onnxep.nhwc_pw_dw': (('com.onnxep', 'NhwcPwDw'),),
     'onnxep.ops.onnxep.nhwc_pool': (
         ('com.onnxep', 'NhwcAveragePool'),
         ('com.onnxep', 'NhwcGlobalAveragePool'),

@@ -16,7 +16,8 @@
            last of all (after the level-3 passes when they run), the nodes computing values that
            depend only on the input shapes and constants -> com.onnxep ShapeSubgraph (computed once per signature)
     3      channel-last layout (NHWC twins of Conv, pooling and BatchNormalization, transposes only where layouts
-           meet), then the NhwcConv epilogue fusions (residual Add, activations) and ChannelAffine chains (the
+           meet), then the NhwcConv epilogue fusions (residual Add, activations), a 1x1 NhwcConv and the depthwise one
+           reading its large output -> com.onnxep NhwcPwDw (computed band by band), ChannelAffine chains (the
            per-channel Mul / Add and Relu after a BatchNormalization folded into it), a per-channel constant Mul
            after a FusedMatMul (a layer scale) folded into its weight, with the residual Add after it, the
            Transposes around a GroupNorm folded into it (it reads NCHW or channel-last, writes channel-last)
@@ -56,6 +57,7 @@ from onnxep.graph.passes.fuse_rotary import fuse_rotary
 from onnxep.graph.passes.fuse_silu import fuse_silu
 from onnxep.graph.passes.fuse_softmax_mask import fuse_softmax_mask
 from onnxep.graph.passes.fuse_nhwc_conv import fuse_nhwc_conv
+from onnxep.graph.passes.fuse_pw_dw import fuse_pw_dw
 from onnxep.graph.passes.layout_nhwc import NHWC_TWINS, layout_nhwc
 from onnxep.graph.passes.remove_identity import remove_identity
 
@@ -92,6 +94,7 @@ PASSES: list = [
     (2, fuse_attention),       # after the two above: it takes their StridedMatMuls and MaskedSoftmax
     (3, layout_nhwc),
     (3, fuse_nhwc_conv),
+    (3, fuse_pw_dw),           # after fuse_nhwc_conv: the two convs' activations are theirs by then
     (3, fuse_matmul_scale),    # after the layout pass: it took the Transposes between a layer scale and its residual
     (3, fuse_channel_affine),
     (3, fuse_group_norm_nhwc),  # after the layout pass: the Transposes around a GroupNorm go into it
@@ -128,6 +131,7 @@ PASS_NAMES: dict = {
     fuse_exporter_attention: ("fuse_exporter_attention",),
     layout_nhwc: ("layout_nhwc", "NhwcTransformer", "NchwcTransformer"),
     fuse_nhwc_conv: ("fuse_nhwc_conv", "ConvActivationFusion", "ConvAddActivationFusion"),
+    fuse_pw_dw: ("fuse_pw_dw",),
     fuse_matmul_scale: ("fuse_matmul_scale",),
     fuse_channel_affine: ("fuse_channel_affine",),
     fold_shape_subgraphs: ("fold_shape_subgraphs",),
@@ -163,6 +167,7 @@ NEEDS: dict = {
     # a channel-last region starts at a twin op, or at the model's own Transpose (layout_nhwc.model_transpose)
     layout_nhwc: (set(NHWC_TWINS) | {"Transpose"},),
     fuse_nhwc_conv: ({"NhwcConv"},),
+    fuse_pw_dw: ({"NhwcConv"},),
     fuse_matmul_scale: ({"FusedMatMul"}, {"Mul"}),
     fuse_channel_affine: ({"ChannelAffine"},),
     fuse_group_norm_nhwc: ({"GroupNorm"},),
