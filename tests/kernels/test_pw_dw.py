@@ -178,3 +178,22 @@ def test_pass_leaves_small_or_shared_expansion(tmp_path):
     assert "NhwcPwDw" not in ops and ops.count("NhwcConv") == 2
     _, ops = _fused_ops(_block_model(112, 16, 96, 1, readers=2), tmp_path, "fp32")
     assert "NhwcPwDw" not in ops and ops.count("NhwcConv") == 2
+
+
+@pytest.mark.parametrize("model", ["resnet50", "pw_dw"])
+def test_bf16_without_prepacking(model):
+    """session.disable_prepacking with onnxep.compute_precision=bf16: each conv packs its weight per run with the
+    rules the pre-packed path uses (it packed bf16 and planned fp32 before: a packed-size error). Oracle: the
+    pre-packed bf16 session, the same bits."""
+    from onnxep._bench import random_feeds
+    from onnxep._light import light_model
+    src = light_model(model).SerializeToString() if model == "resnet50" else _block_model(112, 16, 96, 2)
+    outs = []
+    for disable in ("0", "1"):
+        so = onnxep.SessionOptions()
+        so.add_session_config_entry("onnxep.compute_precision", "bf16")
+        so.add_session_config_entry("session.disable_prepacking", disable)
+        s = onnxep.InferenceSession(src, so)
+        feeds = random_feeds(s) if not outs else feeds
+        outs.append(s.run(None, feeds)[0])
+    assert np.array_equal(outs[0], outs[1])

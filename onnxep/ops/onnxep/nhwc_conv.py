@@ -481,10 +481,14 @@ class NhwcConv_1(ConvAttrs, PackedWeightMixin, OpKernel):
         geo = (tuple(wshape[2:]), tuple(self.strides or (1, 1)), tuple(self.dilations or (1, 1)), tuple(pb),
                tuple(outs))
         depthwise = self._depthwise_shape(wshape, group)
-        if not depthwise and self._bf16(wshape) and self.packed(1) is wp:
+        # wp is the pre-packed weight, or one _pack made for this run (session.disable_prepacking): packed by the same
+        # rules either way
+        p1 = self.packed(1)
+        own = p1 is None or p1 is wp
+        if not depthwise and self._bf16(wshape) and own:
             conv = _kernels.BConvNhwc((N, H, W_, C), wp, wshape[0], *geo, self._act, group)
             return shape, (N, outs[0], outs[1], wshape[0]), conv, geo, depthwise, wp, None
-        path = self._conv_path(wshape) if self.packed(1) is wp else _WINOGRAD_PATHS[self._winograd(wshape)]
+        path = self._conv_path(wshape) if own else _WINOGRAD_PATHS[self._winograd(wshape)]
         conv = (N, H, W_, C) if depthwise else _kernels.ConvNhwc((N, H, W_, C), wp, wshape[0], group, *geo,
                                                                    False, self._act, path)
         return shape, (N, outs[0], outs[1], wshape[0]), conv, geo, depthwise, wp, path
