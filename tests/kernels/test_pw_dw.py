@@ -197,3 +197,20 @@ def test_bf16_without_prepacking(model):
         feeds = random_feeds(s) if not outs else feeds
         outs.append(s.run(None, feeds)[0])
     assert np.array_equal(outs[0], outs[1])
+
+
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_epcontext_round_trip(tmp_path, precision):
+    """An EPContext export of a session with an NhwcPwDw node saves both packed weights (inputs 1 and 3, each in its
+    sub-kernel's format); the loaded session gives the same bits (oracle: the session that exported it)."""
+    model = _block_model(112, 16, 96, 2)
+    out = tmp_path / "ctx.onnx"
+    cfg = {"onnxep.compute_precision": precision}
+    sessions = []
+    for extra in ({"ep.context_enable": "1", "ep.context_file_path": str(out)}, {}):
+        so = onnxep.SessionOptions()
+        for k, v in dict(cfg, **extra).items():
+            so.add_session_config_entry(k, v)
+        sessions.append(onnxep.InferenceSession(model if extra else str(out), so))
+    x = np.random.default_rng(3).standard_normal((1, 16, 112, 112)).astype(np.float32)
+    assert np.array_equal(sessions[1].run(None, {"x": x})[0], sessions[0].run(None, {"x": x})[0])
