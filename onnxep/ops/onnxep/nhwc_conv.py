@@ -205,6 +205,9 @@ class NhwcConv_1(ConvAttrs, PackedWeightMixin, OpKernel):
     activation = ""
     activation_params = None
     inplace = ((0, 3),)          # Y may take Z's memory: conv_nhwc_f32 reads each residual element before writing it
+    # a fused kernel's own lower bound on a 1x1 conv's products per output for the vdpbf16ps rule (BF16_POINTWISE_MIN_K),
+    # or None: NhwcPwDw's pointwise conv, whose output stays in cache (ops/onnxep/nhwc_pw_dw.py)
+    _pointwise_min_k = None
 
     @classmethod
     def supports(cls, op):
@@ -275,6 +278,8 @@ class NhwcConv_1(ConvAttrs, PackedWeightMixin, OpKernel):
         if path is None or self._depthwise_shape(wshape, int(self.group)):
             return False
         min_k, min_c, wide_c, wide_k, wide_cout, wider_cout, pw_k, pw_cout, over_winograd = _BF16_CONV_RULES[path]
+        if self._pointwise_min_k is not None and not over_winograd:     # (vdpbf16ps only: see _pointwise_min_k)
+            pw_k = min(pw_k, self._pointwise_min_k)
         cg, k, og = wshape[1], wshape[1] * wshape[2] * wshape[3], wshape[0] // int(self.group)
         if wshape[2] * wshape[3] == 1:
             taken = k >= min_k or (k >= pw_k and og >= pw_cout)
