@@ -193,13 +193,13 @@ def test_bf16_without_prepacking(model):
     from onnxep._bench import random_feeds
     from onnxep._light import light_model
     src = light_model(model).SerializeToString() if model == "resnet50" else _block_model(112, 16, 96, 2)
-    outs = []
+    outs, feeds = [], None
     for disable in ("0", "1"):
         so = onnxep.SessionOptions()
         so.add_session_config_entry("onnxep.compute_precision", "bf16")
         so.add_session_config_entry("session.disable_prepacking", disable)
         s = onnxep.InferenceSession(src, so)
-        feeds = random_feeds(s) if not outs else feeds
+        feeds = random_feeds(s) if feeds is None else feeds
         outs.append(s.run(None, feeds)[0])
     assert np.array_equal(outs[0], outs[1])
 
