@@ -56,7 +56,8 @@ SHAPES = [((1, 3, 64, 64), (16, 7, 7), (2, 2), (3, 3)),       # the stem
           ((3, 32, 8, 8), (64, 3, 3), (1, 1), (1, 1)),
           ((1, 16, 8, 8), (64, 1, 1), (1, 1), (0, 0)),        # a pointwise conv on one folded row
           ((1, 64, 4, 4), (64, 3, 3), (1, 1), (1, 1)),        # a 4x4 output
-          ((1, 32, 32, 32), (32, 3, 3), (1, 1), (1, 1))]      # (winograd where the variant takes it)
+          ((1, 32, 32, 32), (32, 3, 3), (1, 1), (1, 1)),      # (winograd where the variant takes it)
+          ((1, 96, 14, 14), (192, 1, 1), (1, 1), (0, 0))]     # 196 pixels folded into 3 rows (_dconv_blocks_mt keeps 3)
 
 
 @pytest.mark.parametrize("isa", list(VARIANTS))
