@@ -272,6 +272,26 @@ def test_winograd_blocking_does_not_change_the_result(isa, m):
         mod.wino_even_blocks(even_before)
 
 
+@pytest.mark.parametrize("shape", [((1, 128, 14, 14), 192), ((1, 96, 28, 28), 128), ((1, 128, 14, 14), 160)],
+                         ids=["6panels-1block", "4panels", "5panels"])
+@pytest.mark.parametrize("isa", list(SIMD))
+def test_winograd_even_slabs_keep_the_result(isa, shape):
+    """Under the weight rule, one or two blocks of tiles cut into equal slabs of weight panels, a count the threads
+    share evenly (_wino_pslab_even: 6 panels on 2 threads are 2 slabs of 3, not 3 of 2; 5 panels keep the rule's
+    slabs): on 1, 2 and 3 threads the same bits; oracle: float64 direct conv."""
+    mod = SIMD[isa]
+    xs, cout = shape
+    pads, outs = (1, 1), xs[2:]
+    x, w, b, res, xh, ref = _setup(xs, cout, pads, outs, 5)
+    for m in (2, 4):
+        wp = _wino(mod, w, m)
+        want = _conv(mod, xh, wp, cout, pads, outs, b, res, np.empty(res.shape, np.float32), 1, "Relu", m=m)
+        np.testing.assert_allclose(want, np.maximum(ref + b + res, 0), rtol=0, atol=_tol(xs[1], m))
+        for nth in (2, 3):
+            got = _conv(mod, xh, wp, cout, pads, outs, b, res, np.empty(res.shape, np.float32), nth, "Relu", m=m)
+            np.testing.assert_array_equal(got, want, err_msg=f"F({m}x{m}) on {nth} threads")
+
+
 @pytest.mark.parametrize("m", [2, 4])
 @pytest.mark.parametrize("isa", list(SIMD))
 def test_winograd_panel_prefetch_does_not_change_the_result(isa, m):
