@@ -16,8 +16,10 @@ import numpy as np
 from onnxep import _kernels
 from onnxep.graph.ir import Graph
 from onnxep.graph.passes._edit import INTERNAL_DOMAIN, consumer_counts, make_node, producers
+from onnxep.graph.passes.fuse_nhwc_conv import _depthwise
 
-_DW_ATTRS = ("auto_pad", "group", "kernel_shape", "strides", "dilations", "pads", "activation", "activation_params")
+#: the depthwise conv's attributes NhwcPwDw takes over (ops/onnxep/nhwc_pw_dw.py reads the same)
+DW_ATTRS = ("auto_pad", "group", "kernel_shape", "strides", "dilations", "pads", "activation", "activation_params")
 
 
 def _conv(node) -> bool:
@@ -33,9 +35,9 @@ def _pointwise(node, consts) -> bool:
             and not any(a.get("pads") or ()) and (a.get("auto_pad") or "NOTSET") in ("NOTSET", "VALID"))
 
 
-def _depthwise(node, consts, channels) -> bool:
-    w = consts.get(node.inputs[1])
-    return (w is not None and w.ndim == 4 and w.shape[0] == channels and w.shape[1] == 1
+def _one_per_channel(node, consts, channels) -> bool:
+    """A depthwise conv (fuse_nhwc_conv._depthwise) with one output channel per input channel, of `channels`."""
+    return (_depthwise(node, consts) and consts[node.inputs[1]].shape[0] == channels
             and int(node.attrs.get("group", 1) or 1) == channels)
 
 
@@ -45,7 +47,7 @@ def fuse_pw_dw(graph: Graph, ctx=None) -> Graph:
     vt = graph.value_types
     producer = producers(graph)
     min_bytes = _kernels.pwdw_intermediate_bytes_min()
-    fused = {}          # id of a pointwise conv -> the NhwcPwDw taking its place
+    fused = set()       # ids of the pointwise convs an NhwcPwDw took in
     out = []
     for node in graph.nodes:
         pw = producer.get(node.inputs[0]) if _conv(node) else None
@@ -56,11 +58,11 @@ def fuse_pw_dw(graph: Graph, ctx=None) -> Graph:
         w1 = consts[pw.inputs[1]]
         t = vt.get(mid)
         shape = t.shape if t is not None else None
-        if (not _depthwise(node, consts, w1.shape[0]) or shape is None or len(shape) != 4
+        if (not _one_per_channel(node, consts, w1.shape[0]) or shape is None or len(shape) != 4
                 or not all(isinstance(d, int) for d in shape[1:]) or 4 * int(np.prod(shape[1:])) <= min_bytes):
             out.append(node)
             continue
-        attrs = {k: node.attrs[k] for k in _DW_ATTRS if node.attrs.get(k) is not None}
+        attrs = {k: node.attrs[k] for k in DW_ATTRS if node.attrs.get(k) is not None}
         if pw.attrs.get("activation"):
             attrs["pw_activation"] = pw.attrs["activation"]
             if pw.attrs.get("activation_params"):
@@ -69,7 +71,7 @@ def fuse_pw_dw(graph: Graph, ctx=None) -> Graph:
         b2 = node.inputs[2] if len(node.inputs) > 2 else ""
         f = make_node(graph, node.name + "_pw_dw", "NhwcPwDw", (pw.inputs[0], pw.inputs[1], b1, node.inputs[1], b2),
                       node.outputs, attrs, INTERNAL_DOMAIN)
-        fused[id(pw)] = f
+        fused.add(id(pw))
         out.append(f)
     if fused:
         graph.nodes = [n for n in out if id(n) not in fused]

@@ -384,13 +384,7 @@ class NhwcConv_1(ConvAttrs, PackedWeightMixin, OpKernel):
     def compute(self, ctx):
         values, ins = ctx.values, ctx.ins      # inputs 0, 2, 3 are never packed: read straight from the run's values
         X = values[ins[0]]
-        wp = self.packed(1)
-        if wp is None:
-            W = ctx.input(1)
-            self._wshape = tuple(W.shape)
-            n, fill = self._pack(np.ascontiguousarray(W, F32))
-            wp = np.empty(n, F32)
-            fill(wp)
+        wp = self._run_weight(ctx, 1)
         n = len(ins)
         B = values[ins[2]] if n > 2 and ins[2] else None
         Z = values[ins[3]] if n > 3 and ins[3] else None
@@ -414,6 +408,18 @@ class NhwcConv_1(ConvAttrs, PackedWeightMixin, OpKernel):
             conv.run(X.reshape(-1), B, None if Z is None else Z.reshape(-1),
                      y[offset:offset + (yshape[0] * yshape[1] * yshape[2] - 1) * ldy + yshape[3]], ctx.num_threads,
                      ldy)
+
+    def _run_weight(self, ctx, index):
+        """W packed: the pre-packed one, or (not pre-packed: session.disable_prepacking, or W computed per run) packed
+        now from the run's input `index` (NhwcPwDw hands its sub-kernels their W at inputs 1 and 3)."""
+        wp = self.packed(1)
+        if wp is None:
+            W = ctx.input(index)
+            self._wshape = tuple(W.shape)
+            n, fill = self._pack(np.ascontiguousarray(W, F32))
+            wp = np.empty(n, F32)
+            fill(wp)
+        return wp
 
     def _broadcast_residual(self, ctx, X, B, Z, plan):
         """A residual Z of another shape than the conv's output (the fusion pass folds an Add whose operands it cannot

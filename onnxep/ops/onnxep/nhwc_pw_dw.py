@@ -16,10 +16,10 @@ import numpy as np
 
 from onnxep import _kernels
 from onnxep.graph.ir import ValueType
+from onnxep.graph.passes.fuse_pw_dw import DW_ATTRS
 from onnxep.ops._base import F32, OpKernel, f32_shape
 from onnxep.ops.onnxep.nhwc_conv import ACTIVATIONS, DOMAIN, DW_ACTIVATIONS, NhwcConv_1, _plain_f32
 
-_DW_ATTRS = ("auto_pad", "group", "kernel_shape", "strides", "dilations", "pads", "activation", "activation_params")
 # In a bf16 session on vdpbf16ps the pointwise conv takes the bf16 GEMM from this many input channels (a lone 1x1 conv
 # from nhwc_conv.BF16_POINTWISE_MIN_K = 32, with 64 outputs or more in both): its output stays in the band buffer, so
 # it is bound by its products, which vdpbf16ps halves, not by writing its output. Kernel alone, 2 threads, the fused
@@ -64,7 +64,7 @@ class NhwcPwDw_1(OpKernel):
                                       constants={i: c[i] for i in (1, 2) if i in c}))
         self._pw._pointwise_min_k = BF16_FUSED_POINTWISE_MIN_K
         self._dw = NhwcConv_1(replace(info, name=info.name + "/dw", op_type="NhwcConv",
-                                      attrs={k: a[k] for k in _DW_ATTRS if k in a},
+                                      attrs={k: a[k] for k in DW_ATTRS if k in a},
                                       input_types=(mid,) + tuple(t[3:5]),
                                       constants={i - 2: c[i] for i in (3, 4) if i in c}))
 
@@ -107,20 +107,6 @@ class NhwcPwDw_1(OpKernel):
     # (X shape, Y shape, ints, floats, packed W1, packed W2): the last seen
     _shape_plan = None
 
-    def _weights(self, ctx):
-        """The two packed weights (packed per run when the session did not pre-pack them)."""
-        out = []
-        for k, i in ((self._pw, 1), (self._dw, 3)):
-            wp = k.packed(1)
-            if wp is None:
-                W = ctx.input(i)
-                k._wshape = tuple(W.shape)
-                n, fill = k._pack(np.ascontiguousarray(W, F32))
-                wp = np.empty(n, F32)
-                fill(wp)
-            out.append(wp)
-        return out
-
     def _plan_for(self, shape, wp1, wp2):
         pw, dw = self._pw, self._dw
         p = pw._plan_for(shape, pw._wshape, 1, wp1)
@@ -135,7 +121,7 @@ class NhwcPwDw_1(OpKernel):
     def compute(self, ctx):
         values, ins = ctx.values, ctx.ins
         X = values[ins[0]]
-        wp1, wp2 = self._weights(ctx)
+        wp1, wp2 = self._pw._run_weight(ctx, 1), self._dw._run_weight(ctx, 3)
         B1 = values[ins[2]] if ins[2] else None
         B2 = values[ins[4]] if ins[4] else None
         self._pw._check_bias(B1, self._pw._wshape[0])
