@@ -166,6 +166,35 @@ static int bg_ep_regs = 1;      /* tests, A/B (bgemm_epilogue_in_regs): 0 keeps 
 
 #if BG_X86
 #define BG_T __attribute__((target("avx512bf16,avx512bw,avx512f"), always_inline)) inline
+/* A tile's rows stored to C, each act(acc + bias + R) first where EB (bias), ER (R) and EK (0 none, 1 Relu, 2 Clip)
+   say so: compile-time flags, so each combination is straight-line code and the accumulators stay in registers. Row
+   by row, R's row read before C's is written (R may be C's memory). */
+static BG_T void bg_tile_store(const int MR, const int NV, const int EB, const int ER, const int EK,
+                               const __m512* acc0, const __m512* acc1, __mmask16 m0, __mmask16 m1, float* C,
+                               int64_t ldc, const bg_ep* ep) {
+    const __m512 z = _mm512_setzero_ps();
+    const __m512 lo = EK == 2 ? _mm512_set1_ps(ep->lo) : z, hi = EK == 2 ? _mm512_set1_ps(ep->hi) : z;
+    const __m512 b0 = EB ? _mm512_maskz_loadu_ps(m0, ep->bias) : z;
+    const __m512 b1 = EB && NV > 1 ? _mm512_maskz_loadu_ps(m1, ep->bias + 16) : z;
+    for (int i = 0; i < MR; i++) {
+        __m512 v0 = acc0[i], v1 = acc1[i];
+        if (EB) { v0 = _mm512_add_ps(v0, b0); if (NV > 1) v1 = _mm512_add_ps(v1, b1); }
+        if (ER) {
+            v0 = _mm512_add_ps(v0, _mm512_maskz_loadu_ps(m0, ep->R + i * ep->ldr));
+            if (NV > 1) v1 = _mm512_add_ps(v1, _mm512_maskz_loadu_ps(m1, ep->R + i * ep->ldr + 16));
+        }
+        if (EK == 1) {      /* NaN -> 0, as onnxep_act_row */
+            v0 = _mm512_max_ps(v0, z);
+            if (NV > 1) v1 = _mm512_max_ps(v1, z);
+        } else if (EK == 2) {       /* NaN stays */
+            v0 = _mm512_min_ps(hi, _mm512_max_ps(lo, v0));
+            if (NV > 1) v1 = _mm512_min_ps(hi, _mm512_max_ps(lo, v1));
+        }
+        _mm512_mask_storeu_ps(C + i * ldc, m0, v0);
+        if (NV > 1) _mm512_mask_storeu_ps(C + i * ldc + 16, m1, v1);
+    }
+}
+
 static BG_T void bg_tile(const uint32_t* A, int64_t lda2, const uint16_t* Bp, int64_t kp, const int MR, const int NV,
                          int nr, float* C, int64_t ldc, int load, const uint16_t* pf, int64_t kpf,
                          const bg_ep* ep) {
@@ -189,28 +218,23 @@ static BG_T void bg_tile(const uint32_t* A, int64_t lda2, const uint16_t* Bp, in
             if (NV > 1) acc1[i] = _mm512_dpbf16_ps(acc1[i], (__m512bh)ab, (__m512bh)b1);
         }
     }
-    if (ep) {
-        const __m512 z = _mm512_setzero_ps(), lo = _mm512_set1_ps(ep->lo), hi = _mm512_set1_ps(ep->hi);
-        const __m512 b0 = ep->bias ? _mm512_maskz_loadu_ps(m0, ep->bias) : z;
-        const __m512 b1 = ep->bias && NV > 1 ? _mm512_maskz_loadu_ps(m1, ep->bias + 16) : z;
-        for (int i = 0; i < MR; i++) {
-            if (ep->bias) { acc0[i] = _mm512_add_ps(acc0[i], b0); if (NV > 1) acc1[i] = _mm512_add_ps(acc1[i], b1); }
-            if (ep->R) {
-                acc0[i] = _mm512_add_ps(acc0[i], _mm512_maskz_loadu_ps(m0, ep->R + i * ep->ldr));
-                if (NV > 1) acc1[i] = _mm512_add_ps(acc1[i], _mm512_maskz_loadu_ps(m1, ep->R + i * ep->ldr + 16));
-            }
-            if (ep->kind == ONNXEP_ACT_RELU) {      /* NaN -> 0, as onnxep_act_row */
-                acc0[i] = _mm512_max_ps(acc0[i], z);
-                if (NV > 1) acc1[i] = _mm512_max_ps(acc1[i], z);
-            } else if (ep->kind == ONNXEP_ACT_CLIP) {       /* NaN stays */
-                acc0[i] = _mm512_min_ps(hi, _mm512_max_ps(lo, acc0[i]));
-                if (NV > 1) acc1[i] = _mm512_min_ps(hi, _mm512_max_ps(lo, acc1[i]));
-            }
-        }
-    }
-    for (int i = 0; i < MR; i++) {
-        _mm512_mask_storeu_ps(C + i * ldc, m0, acc0[i]);
-        if (NV > 1) _mm512_mask_storeu_ps(C + i * ldc + 16, m1, acc1[i]);
+    /* the epilogue picked once a tile, each combination straight-line code (bg_tile_store): with the operations
+       tested row by row inside the unrolled rows, the compiler spilled the accumulators to the stack and back */
+    const int v = !ep ? 0 : (ep->bias != NULL) + 2 * (ep->R != NULL)
+                            + 4 * (ep->kind == ONNXEP_ACT_RELU ? 1 : ep->kind == ONNXEP_ACT_CLIP ? 2 : 0);
+    switch (v) {
+        case 0: bg_tile_store(MR, NV, 0, 0, 0, acc0, acc1, m0, m1, C, ldc, ep); break;
+        case 1: bg_tile_store(MR, NV, 1, 0, 0, acc0, acc1, m0, m1, C, ldc, ep); break;
+        case 2: bg_tile_store(MR, NV, 0, 1, 0, acc0, acc1, m0, m1, C, ldc, ep); break;
+        case 3: bg_tile_store(MR, NV, 1, 1, 0, acc0, acc1, m0, m1, C, ldc, ep); break;
+        case 4: bg_tile_store(MR, NV, 0, 0, 1, acc0, acc1, m0, m1, C, ldc, ep); break;
+        case 5: bg_tile_store(MR, NV, 1, 0, 1, acc0, acc1, m0, m1, C, ldc, ep); break;
+        case 6: bg_tile_store(MR, NV, 0, 1, 1, acc0, acc1, m0, m1, C, ldc, ep); break;
+        case 7: bg_tile_store(MR, NV, 1, 1, 1, acc0, acc1, m0, m1, C, ldc, ep); break;
+        case 8: bg_tile_store(MR, NV, 0, 0, 2, acc0, acc1, m0, m1, C, ldc, ep); break;
+        case 9: bg_tile_store(MR, NV, 1, 0, 2, acc0, acc1, m0, m1, C, ldc, ep); break;
+        case 10: bg_tile_store(MR, NV, 0, 1, 2, acc0, acc1, m0, m1, C, ldc, ep); break;
+        default: bg_tile_store(MR, NV, 1, 1, 2, acc0, acc1, m0, m1, C, ldc, ep); break;
     }
 }
 
