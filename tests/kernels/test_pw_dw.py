@@ -156,9 +156,8 @@ def _fused_ops(model, tmp_path, precision):
 @pytest.mark.parametrize("stride", [1, 2])
 def test_pass_fuses_large_expansion(tmp_path, precision, stride):
     """The pass fires where the pointwise output (here 112x112x96, 4.8 MB) is larger than the L2; the session's
-    output is the unfused session's, bit for bit in fp32 (in bf16 the fused pointwise conv takes the bf16 GEMM from
-    16 input channels where a lone one keeps fp32 below 32: nhwc_pw_dw.BF16_FUSED_POINTWISE_MIN_K, so there within
-    bf16 rounding), and onnxruntime's within float32 (bf16) rounding."""
+    output is the unfused session's, bit for bit (in bf16 both pointwise convs take the bf16 GEMM: 16 input channels,
+    nhwc_conv.BF16_POINTWISE_MIN_K), and onnxruntime's within float32 (bf16) rounding."""
     ort = pytest.importorskip("onnxruntime")
     model = _block_model(112, 16, 96, stride)
     s, ops = _fused_ops(model, tmp_path, precision)
@@ -168,10 +167,7 @@ def test_pass_fuses_large_expansion(tmp_path, precision, stride):
     plain = onnxep.InferenceSession(model, so, disabled_optimizers=["fuse_pw_dw"])
     x = np.random.default_rng(2).standard_normal((2, 16, 112, 112)).astype(np.float32)
     y = s.run(None, {"x": x})[0]
-    if precision == "fp32" or not _kernels.bgemm_hw():
-        assert np.array_equal(y, plain.run(None, {"x": x})[0])
-    else:
-        np.testing.assert_allclose(y, plain.run(None, {"x": x})[0], rtol=0, atol=3e-2)
+    assert np.array_equal(y, plain.run(None, {"x": x})[0])
     assert np.array_equal(y, s.run(None, {"x": x})[0])        # the compiled run loop's step: the same again
     ref = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
     np.testing.assert_allclose(y, ref, rtol=1e-4, atol=1e-4 if precision == "fp32" else 3e-2)

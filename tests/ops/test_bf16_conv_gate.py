@@ -264,10 +264,12 @@ def test_bf16_winograd_compiled_run_loop_matches_python_loop(force, wino, hw):
 
 # 1x1 convs under BF16_CONV_MIN_K products per output (C, cout, H, W, group): the vdpbf16ps path's pointwise rule
 # (BF16_POINTWISE_MIN_K input channels and BF16_POINTWISE_MIN_COUT output channels, per group) takes 64 -> 64,
-# 32 -> 128, 48 -> 192 and 4 groups of 68 -> 68; it keeps 64 -> 32 (cout), 24 -> 112 (C), 16 -> 64 and 4 groups of
-# 34 -> 34 (cout per group) fp32
-POINTWISE_TAKEN = [(64, 64, 9, 10, 1), (32, 128, 7, 9, 1), (48, 192, 6, 6, 1), (272, 272, 5, 7, 4)]
-POINTWISE_KEPT = [(64, 32, 9, 10, 1), (24, 112, 7, 9, 1), (16, 64, 8, 8, 1), (136, 136, 5, 7, 4)]
+# 32 -> 128, 48 -> 192, 64 -> 32, 24 -> 112, 16 -> 64, 4 groups of 68 -> 68 and of 34 -> 34; it keeps 8 -> 64, 12 -> 48,
+# 8 -> 32 and 4 groups of 12 -> 24 (C per group) fp32. (At 16 outputs or fewer per group the direct conv's k-pair
+# kernel runs on bf16 operands instead: ops/_bf16.py bf16_kpair.)
+POINTWISE_TAKEN = [(64, 64, 9, 10, 1), (32, 128, 7, 9, 1), (48, 192, 6, 6, 1), (272, 272, 5, 7, 4), (64, 32, 9, 10, 1),
+                   (24, 112, 7, 9, 1), (16, 64, 8, 8, 1), (136, 136, 5, 7, 4)]
+POINTWISE_KEPT = [(8, 64, 7, 9, 1), (12, 48, 8, 8, 1), (8, 32, 5, 7, 1), (48, 96, 5, 7, 4)]
 
 
 @needs_bf16

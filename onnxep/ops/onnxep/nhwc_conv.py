@@ -120,18 +120,20 @@ _BF16_CONV_THRESHOLDS = (BF16_CONV_MIN_K, BF16_CONV_MIN_CHANNELS, BF16_CONV_WIDE
 # On the vdpbf16ps path a 1x1 conv (X read in place as A, rounded to bf16 row block by row block) pays from fewer
 # products per output than BF16_CONV_MIN_K: from this many input channels and this many output channels (per group).
 # vdpbf16ps does two products per lane where the FMA does one, so the products halve; what is left to pay is rounding
-# A's M x K elements, shared by the N outputs (so N, not K, decides: the same K loses with 32 outputs and gains with
-# 64), and the tile's epilogue, shared by K / 2 steps instead of K. Each conv alone (+ Relu) in a session, bf16 with
-# this rule against the fp32 session, 1 thread process CPU time (2 threads wall, a loaded machine), medians of 9
-# alternating rounds: taken -- 1x1 64 -> 256 at 56x56 0.83x (0.53-0.84x), 64 -> 128 at 56x56 0.77x (0.62x), 64 -> 64
-# at 56x56 0.89-0.92x (0.90-1.0x), at 14x14 0.94x, 80 -> 80 at 28x28 0.83x, 96 -> 128 at 28x28 0.74x (0.73x), 112 ->
-# 112 0.74x (0.77x), 64 -> 256 at 13x13 0.72x (0.72-0.74x), 48 -> 192 at 13x13 0.77-0.79x (0.79-0.93x), 32 -> 128 at
-# 27x27 0.90-0.91x (0.87-0.99x), 4 groups of 68 -> 68 at 14x14 0.87x (0.89-0.92x); left fp32 -- 64 -> 48 at 28x28
-# 0.96x, 64 -> 32 at 56x56 1.16x, 96 -> 32 at 28x28 0.99x, 64 -> 16 at 55x55 1.22x, 24 -> 112 at 56x56 0.98x (1.38x),
-# 16 -> 64 at 55x55 1.35x (1.34x), 4 groups of 34 -> 34 at 28x28 1.25x, of 28 -> 28 1.65x, of 32 -> 32 1.39x, 2 of
-# 48 -> 48 1.08x. On AMX the rule above (BF16_CONV_MIN_K) stays, as measured there
-BF16_POINTWISE_MIN_K = 32
-BF16_POINTWISE_MIN_COUT = 64
+# A's M x K elements, shared by the N outputs, and the tile's epilogue (bgemm.h bg_tile_store), shared by K / 2 steps
+# instead of K. Outputs: more than one 16-lane vector, so that each broadcast of A feeds the tile's two vectors a row
+# (at 16 or fewer the tile has one, and its loads bound it). Each conv alone (+ Relu) in a session, bf16 with this
+# rule against bf16 with the fp32 conv, in-process, medians of 7 alternating rounds, 1 thread / 2 threads (Zen 5, after
+# the register epilogue of 2e8eba0; the session's NCHW <-> NHWC transposes are in both): taken -- 96 -> 24 at 56x56
+# 0.80 / 0.80, 64 -> 32 at 56x56 0.81 / 0.77, 64 -> 48 at 28x28 0.75 / 0.78, 96 -> 32 at 28x28 0.79 / 0.84, 48 -> 48
+# 0.77 / 0.81, 64 -> 32 at 14x14 0.78 / 0.92, 32 -> 24 at 56x56 0.86 / 0.92, 24 -> 144 at 56x56 0.79 / 0.74, 16 -> 96
+# at 112x112 0.82 / 0.77, 16 -> 64 at 55x55 0.87 / 0.83, 24 -> 112 at 56x56 0.87 / 0.72, 20 -> 40 at 56x56 0.91 / 0.84,
+# 16 -> 24 at 56x56 0.91 / 0.95, 16 -> 64 at 28x28 0.95 / 0.98, 16 -> 32 at 56x56 0.96 / 1.02; groups (the rule is per
+# group): 4 of 34 -> 34 at 28x28 0.83 / 0.73, 2 of 48 -> 48 0.77 / 0.64; left fp32 -- 32 -> 16 at 112x112 0.99 /
+# 1.02, 48 -> 16 at 55x55 0.95 / 1.00, 64 -> 8 at 56x56 1.02 / 1.04. On AMX the rule above (BF16_CONV_MIN_K) stays,
+# as measured there
+BF16_POINTWISE_MIN_K = 16
+BF16_POINTWISE_MIN_COUT = 17
 # bf16_conv_path() -> (MIN_K, MIN_CHANNELS, WIDE_MIN_CHANNELS, WIDE_MIN_K, WIDE_MIN_COUT, WIDER_MIN_COUT, a 1x1's
 # MIN_K and MIN_COUT, also over Winograd): one set of thresholds for both paths (measured alike above) but the 1x1
 # convs', Winograd convs kept off the bf16 direct conv on vdpbf16ps
@@ -205,9 +207,6 @@ class NhwcConv_1(ConvAttrs, PackedWeightMixin, OpKernel):
     activation = ""
     activation_params = None
     inplace = ((0, 3),)          # Y may take Z's memory: conv_nhwc_f32 reads each residual element before writing it
-    # a fused kernel's own lower bound on a 1x1 conv's products per output for the vdpbf16ps rule (BF16_POINTWISE_MIN_K),
-    # or None: NhwcPwDw's pointwise conv, whose output stays in cache (ops/onnxep/nhwc_pw_dw.py)
-    _pointwise_min_k = None
 
     @classmethod
     def supports(cls, op):
@@ -278,8 +277,6 @@ class NhwcConv_1(ConvAttrs, PackedWeightMixin, OpKernel):
         if path is None or self._depthwise_shape(wshape, int(self.group)):
             return False
         min_k, min_c, wide_c, wide_k, wide_cout, wider_cout, pw_k, pw_cout, over_winograd = _BF16_CONV_RULES[path]
-        if self._pointwise_min_k is not None and not over_winograd:     # (vdpbf16ps only: see _pointwise_min_k)
-            pw_k = min(pw_k, self._pointwise_min_k)
         cg, k, og = wshape[1], wshape[1] * wshape[2] * wshape[3], wshape[0] // int(self.group)
         if wshape[2] * wshape[3] == 1:
             taken = k >= min_k or (k >= pw_k and og >= pw_cout)

@@ -20,13 +20,6 @@ from onnxep.graph.passes.fuse_pw_dw import DW_ATTRS
 from onnxep.ops._base import F32, OpKernel, f32_shape
 from onnxep.ops.onnxep.nhwc_conv import ACTIVATIONS, DOMAIN, DW_ACTIVATIONS, NhwcConv_1, _plain_f32
 
-# In a bf16 session on vdpbf16ps the pointwise conv takes the bf16 GEMM from this many input channels (a lone 1x1 conv
-# from nhwc_conv.BF16_POINTWISE_MIN_K = 32, with 64 outputs or more in both): its output stays in the band buffer, so
-# it is bound by its products, which vdpbf16ps halves, not by writing its output. Kernel alone, 2 threads, the fused
-# kernel with the pointwise conv on bf16 / on fp32: 112x112 16 -> 96 then 3x3 stride 2 0.66, 56x56 24 -> 144 then
-# 3x3 stride 1 0.86, stride 2 0.86; MobileNetV2 1.0 (those three blocks), bf16 session, in-process A/B: see the commit
-BF16_FUSED_POINTWISE_MIN_K = 16
-
 
 class NhwcPwDw_1(OpKernel):
     domain, op_type, since = DOMAIN, "NhwcPwDw", 1
@@ -62,7 +55,6 @@ class NhwcPwDw_1(OpKernel):
         self._pw = NhwcConv_1(replace(info, name=info.name + "/pw", op_type="NhwcConv", attrs=pw_attrs,
                                       input_types=tuple(t[:3]), output_types=(mid,),
                                       constants={i: c[i] for i in (1, 2) if i in c}))
-        self._pw._pointwise_min_k = BF16_FUSED_POINTWISE_MIN_K
         self._dw = NhwcConv_1(replace(info, name=info.name + "/dw", op_type="NhwcConv",
                                       attrs={k: a[k] for k in DW_ATTRS if k in a},
                                       input_types=(mid,) + tuple(t[3:5]),
