@@ -119,8 +119,8 @@ def bgemm_force(name):
 
 
 def bgemm_epilogue_in_regs(on=None):
-    """Whether the bf16 GEMM applies the epilogue (bias, residual, Relu / Clip) in the tile's registers where K fits
-    one block (on by default; bgemm.h bg_ep), else through its buffer; `on` sets it (tests, in-process A/B). Returns
+    """Whether the bf16 GEMM applies the epilogue (bias, residual, Relu / Clip) in the registers of the last K block's
+    tiles, stored straight to Y (on by default; bgemm.h bg_ep, bg_block), else through its buffer; `on` sets it (tests, in-process A/B). Returns
     the setting before. Results do not depend on it."""
     global bg_ep_regs
     cdef int before = bg_ep_regs

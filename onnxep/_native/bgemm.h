@@ -158,7 +158,7 @@ static void bg_micro_generic(const uint32_t* A, int64_t lda2, const uint16_t* Bp
     }
 }
 
-/* The epilogue in registers, for a tile whose K fits one block (bg_block): C is Y's tile, each element stored as
+/* The epilogue in registers, for the tiles of a GEMM's last K block (bg_block): C is Y's tile, each element stored as
    act(acc + bias[n] + R[m, n]) with the buffered epilogue's operations in its order (bg_epilogue, alpha 1: same
    bits); kind: ONNXEP_ACT_NONE, _RELU or _CLIP [lo, hi]. R and C may be the same memory. */
 typedef struct { const float* bias; const float* R; int64_t ldr; int kind; float lo, hi; } bg_ep;
@@ -196,14 +196,14 @@ static BG_T void bg_tile_store(const int MR, const int NV, const int EB, const i
 }
 
 static BG_T void bg_tile(const uint32_t* A, int64_t lda2, const uint16_t* Bp, int64_t kp, const int MR, const int NV,
-                         int nr, float* C, int64_t ldc, int load, const uint16_t* pf, int64_t kpf,
-                         const bg_ep* ep) {
+                         int nr, const float* Ci, int64_t ldci, float* C, int64_t ldc, int load, const uint16_t* pf,
+                         int64_t kpf, const bg_ep* ep) {
     __m512 acc0[BG_MR], acc1[BG_MR];
     __mmask16 m0 = nr >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << nr) - 1u);
     __mmask16 m1 = nr >= 32 ? (__mmask16)0xFFFF : nr <= 16 ? (__mmask16)0 : (__mmask16)((1u << (nr - 16)) - 1u);
     for (int i = 0; i < MR; i++) {
-        acc0[i] = load ? _mm512_maskz_loadu_ps(m0, C + i * ldc) : _mm512_setzero_ps();
-        acc1[i] = load && NV > 1 ? _mm512_maskz_loadu_ps(m1, C + i * ldc + 16) : _mm512_setzero_ps();
+        acc0[i] = load ? _mm512_maskz_loadu_ps(m0, Ci + i * ldci) : _mm512_setzero_ps();
+        acc1[i] = load && NV > 1 ? _mm512_maskz_loadu_ps(m1, Ci + i * ldci + 16) : _mm512_setzero_ps();
     }
     for (int64_t g = 0; g < kp; g++) {
         __m512i b0 = _mm512_loadu_si512((const void*)(Bp + g * 64));
@@ -239,15 +239,17 @@ static BG_T void bg_tile(const uint32_t* A, int64_t lda2, const uint16_t* Bp, in
 }
 
 #define BG_CASE(R) \
-    case R: if (nr > 16) bg_tile(Ar, lda2, Bp, kp, R, 2, nr, C, ldc, load, pf, kpf, e); \
-            else bg_tile(Ar, lda2, Bp, kp, R, 1, nr, C, ldc, load, pf, kpf, e); \
+    case R: if (nr > 16) bg_tile(Ar, lda2, Bp, kp, R, 2, nr, Ci, ldci, C, ldc, load, pf, kpf, e); \
+            else bg_tile(Ar, lda2, Bp, kp, R, 1, nr, Ci, ldci, C, ldc, load, pf, kpf, e); \
             break;
 
 /* pf (kpf pairs, or kpf 0): the B block the caller takes next, fetched into L2 by the first register block (the
-   rows after it find this block in L1) */
+   rows after it find this block in L1). load: the products add to the tile at Ci0 (row stride ldci; C0's own, or a
+   buffer of the earlier K blocks' sums when the last K block stores to Y through ep) */
 __attribute__((target("avx512bf16,avx512bw,avx512f")))
 static void bg_micro_bf16(const uint32_t* A, int64_t lda2, const uint16_t* Bp, int64_t kp, int mr, int nr,
-                          float* C0, int64_t ldc, int load, const uint16_t* pf, int64_t kpf, const bg_ep* ep) {
+                          const float* Ci0, int64_t ldci, float* C0, int64_t ldc, int load, const uint16_t* pf,
+                          int64_t kpf, const bg_ep* ep) {
     /* nb register blocks of near-equal rows (48: 4 x 12; 52: 11, 11, 10, 10, 10, not 4 x 12 and a 4-row block
        that runs at the latency of its 8 accumulator chains) */
     const int nb = (mr + BG_MR - 1) / BG_MR;
@@ -255,6 +257,7 @@ static void bg_micro_bf16(const uint32_t* A, int64_t lda2, const uint16_t* Bp, i
         r = mr / nb + (b < mr % nb);
         const uint32_t* Ar = A + i * lda2;
         float* C = C0 + i * ldc;
+        const float* Ci = Ci0 + i * ldci;
         bg_ep ei, *e = NULL;
         if (ep) { ei = *ep; if (ei.R) ei.R += i * ei.ldr; e = &ei; }
         switch (r) { BG_CASE(1) BG_CASE(2) BG_CASE(3) BG_CASE(4) BG_CASE(5) BG_CASE(6) BG_CASE(7) BG_CASE(8)
@@ -362,7 +365,7 @@ static inline void bg_cvt_run_bf16(const float* src, int64_t n, uint16_t* dst) {
 static void bg_micro(int kern, const uint32_t* A, int64_t lda2, const uint16_t* Bp, int64_t kp, int mr, int nr,
                      float* C, int64_t ldc, int load, const uint16_t* pf, int64_t kpf) {
 #if BG_X86
-    if (kern != BG_GENERIC) { bg_micro_bf16(A, lda2, Bp, kp, mr, nr, C, ldc, load, pf, kpf, NULL); return; }
+    if (kern != BG_GENERIC) { bg_micro_bf16(A, lda2, Bp, kp, mr, nr, C, ldc, C, ldc, load, pf, kpf, NULL); return; }
 #endif
     (void)pf; (void)kpf;
     bg_micro_generic(A, lda2, Bp, kp, mr, nr, C, ldc, load);
@@ -684,21 +687,37 @@ static void bg_block(const bg_args* a, const uint32_t* Am, int64_t m0, int64_t m
        operations (AlexNet at 2 threads, bf16: 1.26x the time with them) */
     const int pf = bg_prefetch && mr >= BG_MR;
 #if BG_X86
-    if (kern == BG_AVX512BF16 && bg_ep_regs && K2 > 0 && K2 <= BG_KC / 2 && a->alpha == 1.0f) {
-        /* one K block: each tile's epilogue in its registers, stored straight to Y (bg_ep); an activation other than
-           Relu / Clip (Gelu, Sigmoid ...) then over the block's stored rows, still in L1 (BG_MB x BG_NB floats), as
-           the buffered epilogue applies it (same bits; per 32-column tile, the Gelu's constants set up for two vectors
-           a row took 1.02x the time of the product then a separate Gelu pass, 3136 x 96 x 384 at 1 thread) */
+    if (kern == BG_AVX512BF16 && bg_ep_regs && K2 > 0 && a->alpha == 1.0f) {
+        /* the epilogue in the tiles' registers: the last K block's tiles add the earlier blocks' sums (buf) to their
+           products and store act(sum + bias + R) straight to Y (bg_ep), with no pass over buf afterwards; an activation
+           other than Relu / Clip (Gelu, Sigmoid ...) then over the block's stored rows, still in L1 (BG_MB x BG_NB
+           floats), as the buffered epilogue below applies it (same bits; per 32-column tile, the Gelu's constants set
+           up for two vectors a row took 1.02x the time of the product then a separate Gelu pass, 3136 x 96 x 384 at 1
+           thread) */
         const int kind = a->act ? a->act->kind : ONNXEP_ACT_NONE;
         const int regs = kind == ONNXEP_ACT_NONE || kind == ONNXEP_ACT_RELU || kind == ONNXEP_ACT_CLIP;
-        for (int64_t c0 = n0; c0 < n1; c0 += BG_NR) {
-            int nr = (int)(n1 - c0 < BG_NR ? n1 - c0 : BG_NR);
-            int64_t pc = c0 + BG_NR < n1 ? c0 + BG_NR : n1;     /* the next panel (this block's, else the next's) */
-            bg_ep ep = {a->bias ? a->bias + c0 : NULL, a->R ? a->R + m0 * a->ldr + c0 : NULL, a->ldr,
-                        regs ? kind : ONNXEP_ACT_NONE, a->act ? a->act->a : 0.0f, a->act ? a->act->b : 0.0f};
-            bg_micro_bf16(Am, a->lda2, a->Bp + (c0 / BG_NR) * a->K2P * BG_NR * 2, K2, mr, nr,
-                          a->Y + m0 * a->ldy + c0, a->ldy, 0, a->Bp + (pc / BG_NR) * a->K2P * BG_NR * 2,
-                          pf && pc < a->N ? K2 : 0, &ep);
+        for (int64_t g0 = 0; g0 < K2; g0 += BG_KC / 2) {
+            int64_t kp = K2 - g0 < BG_KC / 2 ? K2 - g0 : BG_KC / 2;
+            const uint32_t* Ap = Am + g0;
+            for (int64_t c0 = n0; c0 < n1; c0 += BG_NR) {
+                int nr = (int)(n1 - c0 < BG_NR ? n1 - c0 : BG_NR);
+                const uint16_t* Bp = a->Bp + ((c0 / BG_NR) * a->K2P + g0) * BG_NR * 2;
+                float* Cb = buf + (c0 - n0);
+                int64_t pc = c0 + BG_NR, pg = g0;      /* the next B block, as the buffered loop below fetches it */
+                if (pc >= n1) { pc = n0; pg = g0 + BG_KC / 2; }
+                if (pg >= K2) { pc = n1; pg = 0; }
+                int64_t kpf = pf && pc < a->N ? (K2 - pg < BG_KC / 2 ? K2 - pg : BG_KC / 2) : 0;
+                const uint16_t* pfp = a->Bp + ((pc / BG_NR) * a->K2P + pg) * BG_NR * 2;
+                if (g0 + kp >= K2) {
+                    bg_ep ep = {a->bias ? a->bias + c0 : NULL, a->R ? a->R + m0 * a->ldr + c0 : NULL, a->ldr,
+                                regs ? kind : ONNXEP_ACT_NONE, a->act ? a->act->a : 0.0f, a->act ? a->act->b : 0.0f};
+                    bg_micro_bf16(Ap, a->lda2, Bp, kp, mr, nr, Cb, BG_NB, a->Y + m0 * a->ldy + c0, a->ldy, g0 > 0,
+                                  pfp, kpf < kp ? kpf : kp, &ep);
+                } else {
+                    bg_micro_bf16(Ap, a->lda2, Bp, kp, mr, nr, Cb, BG_NB, Cb, BG_NB, g0 > 0, pfp, kpf < kp ? kpf : kp,
+                                  NULL);
+                }
+            }
         }
         if (!regs) onnxep_act_tile(a->act, a->Y + m0 * a->ldy + n0, a->ldy, mr, n1 - n0);
         return;

@@ -57,12 +57,13 @@ def test_bgemm_epilogue_activation_every_variant(bg_kernel, isa, act, cout):
     assert np.all(np.abs(got - ref) <= bound), float(np.max(np.abs(got - ref) / bound))
 
 
-@pytest.mark.parametrize("M,K,N", [(1, 3, 5), (13, 64, 40), (50, 129, 96), (97, 256, 130), (49, 257, 33)])
+@pytest.mark.parametrize("M,K,N", [(1, 3, 5), (13, 64, 40), (50, 129, 96), (97, 256, 130), (49, 257, 33), (61, 700, 75)])
 @pytest.mark.parametrize("epilogue", [b + r + a or "none" for a in ("", "relu", "clip") for r in ("", "res_")
                                       for b in ("", "bias_")] + ["res_in_place", "bias_gelu", "bias_res_gelu"])
 def test_bgemm_register_epilogue_keeps_bits(bg_kernel, M, K, N, epilogue):
-    """The epilogue applied in the tile's registers where K fits one block (bgemm_epilogue_in_regs, on by default:
-    K <= 256 here, 257 keeps the buffered one) against the buffered epilogue, every variant: the same bits, bias,
+    """The epilogue applied in the registers of the last K block's tiles (bgemm_epilogue_in_regs, on by default: one
+    K block up to 256, 257 and 700 add the earlier blocks' sums from the buffer) against the buffered epilogue, every
+    variant: the same bits, bias,
     residual (also read from Y's own memory), Relu / Clip in the registers, each of the register epilogue's twelve
     combinations of bias, residual and none / Relu / Clip (bgemm.h bg_tile_store), Gelu over the stored tile; and the
     float64 oracle within the bf16 bound of tests/kernels/test_bgemm.py (Gelu: times its slope, at most 1.13, plus
