@@ -676,6 +676,19 @@ static void bg_pack_item(void* ctx, Py_ssize_t item, int tid) {
     bg_pack_a(a->kern, a->A, a->lda, a->K, a->lda2, m0, m1, a->Ap);
 }
 
+/* The B block after panel c0 of K block g0 in an item's columns n0..n1 (the next panel, else the next K block's first,
+   else the next column block's first), fetched into L2 while the current one is multiplied: a weight streamed from
+   memory (one larger than the caches, or read once per run) otherwise waits on each block's first lines. Returns the
+   pairs to fetch (0: none; pf off, or past the last column) and sets *p to the block. */
+static inline int64_t bg_next_block(const bg_args* a, int pf, int64_t K2, int64_t n0, int64_t n1, int64_t c0,
+                                    int64_t g0, const uint16_t** p) {
+    int64_t pc = c0 + BG_NR, pg = g0;
+    if (pc >= n1) { pc = n0; pg = g0 + BG_KC / 2; }
+    if (pg >= K2) { pc = n1; pg = 0; }
+    *p = a->Bp + ((pc / BG_NR) * a->K2P + pg) * BG_NR * 2;
+    return pf && pc < a->N ? (K2 - pg < BG_KC / 2 ? K2 - pg : BG_KC / 2) : 0;
+}
+
 /* rows m0..m1 x columns n0..n1 of Y from packed A rows Am (row m0 first, stride lda2): products, then the epilogue */
 static void bg_block(const bg_args* a, const uint32_t* Am, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
     const int64_t K2 = a->K2, w = n1 - n0;
@@ -686,43 +699,19 @@ static void bg_block(const bg_args* a, const uint32_t* Am, int64_t m0, int64_t m
        (a batch-1 FC layer: M = 1) the tile streams B at the memory's rate anyway, and the prefetches only add memory
        operations (AlexNet at 2 threads, bf16: 1.26x the time with them) */
     const int pf = bg_prefetch && mr >= BG_MR;
+    const int kind = a->act ? a->act->kind : ONNXEP_ACT_NONE;
 #if BG_X86
-    if (kern == BG_AVX512BF16 && bg_ep_regs && K2 > 0 && a->alpha == 1.0f) {
-        /* the epilogue in the tiles' registers: the last K block's tiles add the earlier blocks' sums (buf) to their
-           products and store act(sum + bias + R) straight to Y (bg_ep), with no pass over buf afterwards; an activation
-           other than Relu / Clip (Gelu, Sigmoid ...) then over the block's stored rows, still in L1 (BG_MB x BG_NB
-           floats), as the buffered epilogue below applies it (same bits; per 32-column tile, the Gelu's constants set
-           up for two vectors a row took 1.02x the time of the product then a separate Gelu pass, 3136 x 96 x 384 at 1
-           thread) */
-        const int kind = a->act ? a->act->kind : ONNXEP_ACT_NONE;
-        const int regs = kind == ONNXEP_ACT_NONE || kind == ONNXEP_ACT_RELU || kind == ONNXEP_ACT_CLIP;
-        for (int64_t g0 = 0; g0 < K2; g0 += BG_KC / 2) {
-            int64_t kp = K2 - g0 < BG_KC / 2 ? K2 - g0 : BG_KC / 2;
-            const uint32_t* Ap = Am + g0;
-            for (int64_t c0 = n0; c0 < n1; c0 += BG_NR) {
-                int nr = (int)(n1 - c0 < BG_NR ? n1 - c0 : BG_NR);
-                const uint16_t* Bp = a->Bp + ((c0 / BG_NR) * a->K2P + g0) * BG_NR * 2;
-                float* Cb = buf + (c0 - n0);
-                int64_t pc = c0 + BG_NR, pg = g0;      /* the next B block, as the buffered loop below fetches it */
-                if (pc >= n1) { pc = n0; pg = g0 + BG_KC / 2; }
-                if (pg >= K2) { pc = n1; pg = 0; }
-                int64_t kpf = pf && pc < a->N ? (K2 - pg < BG_KC / 2 ? K2 - pg : BG_KC / 2) : 0;
-                const uint16_t* pfp = a->Bp + ((pc / BG_NR) * a->K2P + pg) * BG_NR * 2;
-                if (g0 + kp >= K2) {
-                    bg_ep ep = {a->bias ? a->bias + c0 : NULL, a->R ? a->R + m0 * a->ldr + c0 : NULL, a->ldr,
-                                regs ? kind : ONNXEP_ACT_NONE, a->act ? a->act->a : 0.0f, a->act ? a->act->b : 0.0f};
-                    bg_micro_bf16(Ap, a->lda2, Bp, kp, mr, nr, Cb, BG_NB, a->Y + m0 * a->ldy + c0, a->ldy, g0 > 0,
-                                  pfp, kpf < kp ? kpf : kp, &ep);
-                } else {
-                    bg_micro_bf16(Ap, a->lda2, Bp, kp, mr, nr, Cb, BG_NB, Cb, BG_NB, g0 > 0, pfp, kpf < kp ? kpf : kp,
-                                  NULL);
-                }
-            }
-        }
-        if (!regs) onnxep_act_tile(a->act, a->Y + m0 * a->ldy + n0, a->ldy, mr, n1 - n0);
-        return;
-    }
+    /* the epilogue in the tiles' registers: the last K block's tiles add the earlier blocks' sums (buf) to their
+       products and store act(sum + bias + R) straight to Y (bg_ep), with no pass over buf afterwards; an activation
+       other than Relu / Clip (Gelu, Sigmoid ...) then over the block's stored rows, still in L1 (BG_MB x BG_NB
+       floats), as the buffered epilogue below applies it (same bits; per 32-column tile, the Gelu's constants set up
+       for two vectors a row took 1.02x the time of the product then a separate Gelu pass, 3136 x 96 x 384 at 1
+       thread) */
+    const int in_regs = kern == BG_AVX512BF16 && bg_ep_regs && K2 > 0 && a->alpha == 1.0f;
+#else
+    const int in_regs = 0;
 #endif
+    const int regs = kind == ONNXEP_ACT_NONE || kind == ONNXEP_ACT_RELU || kind == ONNXEP_ACT_CLIP;
 #if BG_X86 && defined(__linux__)
     if (kern == BG_AMX && K2 > 0) {
         bg_item_amx(Am, a->K2P, a->Bp + (n0 / BG_NR) * a->K2P * BG_NR * 2, (mr + 15) / 16,
@@ -736,22 +725,28 @@ static void bg_block(const bg_args* a, const uint32_t* Am, int64_t m0, int64_t m
             int nr = (int)(n1 - c0 < BG_NR ? n1 - c0 : BG_NR);
             const uint16_t* Bp = a->Bp + ((c0 / BG_NR) * a->K2P + g0) * BG_NR * 2;
             float* C = buf + (c0 - n0);
-            /* the B block after this one (the next panel, else the next K block's first, else the next column
-               block's first), fetched into L2 meanwhile: a weight streamed from memory (one larger than the caches,
-               or read once per run) otherwise waits on each block's first lines */
-            int64_t pc = c0 + BG_NR, pg = g0;
-            if (pc >= n1) { pc = n0; pg = g0 + BG_KC / 2; }
-            if (pg >= K2) { pc = n1; pg = 0; }
-            int64_t kpf = pf && pc < a->N ? (K2 - pg < BG_KC / 2 ? K2 - pg : BG_KC / 2) : 0;
-            bg_micro(kern, Ap, a->lda2, Bp, kp, mr, nr, C, BG_NB, g0 > 0,
-                     a->Bp + ((pc / BG_NR) * a->K2P + pg) * BG_NR * 2, kpf < kp ? kpf : kp);
+            const uint16_t* pfp;
+            int64_t kpf = bg_next_block(a, pf, K2, n0, n1, c0, g0, &pfp);
+#if BG_X86
+            if (in_regs && g0 + kp >= K2) {
+                bg_ep ep = {a->bias ? a->bias + c0 : NULL, a->R ? a->R + m0 * a->ldr + c0 : NULL, a->ldr,
+                            regs ? kind : ONNXEP_ACT_NONE, a->act ? a->act->a : 0.0f, a->act ? a->act->b : 0.0f};
+                bg_micro_bf16(Ap, a->lda2, Bp, kp, mr, nr, C, BG_NB, a->Y + m0 * a->ldy + c0, a->ldy, g0 > 0, pfp,
+                              kpf < kp ? kpf : kp, &ep);
+                continue;
+            }
+#endif
+            bg_micro(kern, Ap, a->lda2, Bp, kp, mr, nr, C, BG_NB, g0 > 0, pfp, kpf < kp ? kpf : kp);
         }
+    }
+    if (in_regs) {
+        if (!regs) onnxep_act_tile(a->act, a->Y + m0 * a->ldy + n0, a->ldy, mr, n1 - n0);
+        return;
     }
     if (K2 == 0) memset(buf, 0, sizeof(buf));
     const float alpha = a->alpha;
     const float* __restrict bp = a->bias ? a->bias + n0 : NULL;
     const onnxep_act* act = a->act;
-    const int kind = act ? act->kind : ONNXEP_ACT_NONE;
     for (int64_t m = m0; m < m1; m++) {
         const float* __restrict c = buf + (m - m0) * BG_NB;
         /* Y may be R's memory (a conv's residual taken in place): each element reads r[j] before writing y[j] */
