@@ -4,6 +4,9 @@ side (alternating rounds, medians), plus outputs vs onnxruntime's (cosine, max r
     python bench/bench_int8.py bert.dynamo minilm_sentence.dynamo --threads 2 --repeat 20
     python bench/bench_int8.py --static resnet.dynamo mobilenet_v2.dynamo bert.dynamo minilm_sentence.dynamo \
         --threads 2 --repeat 20
+    python bench/bench_int8.py bert_base.dynamo minilm_l6.dynamo --dir ~/.cache/onnxep/zoo-full --out /tmp/int8full
+    python bench/bench_int8.py --static resnet50.dynamo mobilenet_v2_100.dynamo --dir ~/.cache/onnxep/zoo-full \
+        --out /tmp/int8full
 
 --static: quantize_static in QDQ format (QuantFormat.QDQ, per-channel weights, onnxruntime's default types), calibrated
 by a CalibrationDataReader over 16 random inputs of the zoo input's shape (seeded; standard normal floats, integer
@@ -73,6 +76,11 @@ def feeds(name, sess):
     return {n: data[n] if n in data else data[f"input:{n}"] for n in names}
 
 
+def _set_zoo(folder):
+    global ZOO
+    ZOO = os.path.expanduser(folder)
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("models", nargs="+")
@@ -80,7 +88,9 @@ def main():
     p.add_argument("--repeat", type=int, default=20)
     p.add_argument("--out", default="/tmp/onnxep_int8")
     p.add_argument("--static", action="store_true", help="quantize_static, QDQ format (else quantize_dynamic)")
+    p.add_argument("--dir", default=ZOO, help="the zoo folder (~/.cache/onnxep/zoo-full: the published sizes)")
     a = p.parse_args()
+    _set_zoo(a.dir)
     for name in a.models:
         path = quantized_static(name, a.out) if a.static else quantized(name, a.out)
         so = ort.SessionOptions()
