@@ -120,8 +120,8 @@ def bgemm_force(name):
 
 def bgemm_epilogue_in_regs(on=None):
     """Whether the bf16 GEMM applies the epilogue (bias, residual, Relu / Clip) in the registers of the last K block's
-    tiles, stored straight to Y (on by default; bgemm.h bg_ep, bg_block), else through its buffer; `on` sets it (tests, in-process A/B). Returns
-    the setting before. Results do not depend on it."""
+    tiles, stored straight to Y (on by default; bgemm.h bg_ep, bg_block), else through its buffer; `on` sets it
+    (tests, in-process A/B). Returns the setting before. Results do not depend on it."""
     global bg_ep_regs
     cdef int before = bg_ep_regs
     if on is not None:

@@ -679,14 +679,16 @@ static void bg_pack_item(void* ctx, Py_ssize_t item, int tid) {
 /* The B block after panel c0 of K block g0 in an item's columns n0..n1 (the next panel, else the next K block's first,
    else the next column block's first), fetched into L2 while the current one is multiplied: a weight streamed from
    memory (one larger than the caches, or read once per run) otherwise waits on each block's first lines. Returns the
-   pairs to fetch (0: none; pf off, or past the last column) and sets *p to the block. */
+   pairs to fetch, at most the current block's kp (0: none; pf off, or past the last column), and sets *p to the
+   block. */
 static inline int64_t bg_next_block(const bg_args* a, int pf, int64_t K2, int64_t n0, int64_t n1, int64_t c0,
-                                    int64_t g0, const uint16_t** p) {
-    int64_t pc = c0 + BG_NR, pg = g0;
+                                    int64_t g0, int64_t kp, const uint16_t** p) {
+    int64_t pc = c0 + BG_NR, pg = g0, kpf;
     if (pc >= n1) { pc = n0; pg = g0 + BG_KC / 2; }
     if (pg >= K2) { pc = n1; pg = 0; }
     *p = a->Bp + ((pc / BG_NR) * a->K2P + pg) * BG_NR * 2;
-    return pf && pc < a->N ? (K2 - pg < BG_KC / 2 ? K2 - pg : BG_KC / 2) : 0;
+    kpf = pf && pc < a->N ? (K2 - pg < BG_KC / 2 ? K2 - pg : BG_KC / 2) : 0;
+    return kpf < kp ? kpf : kp;
 }
 
 /* rows m0..m1 x columns n0..n1 of Y from packed A rows Am (row m0 first, stride lda2): products, then the epilogue */
@@ -726,17 +728,17 @@ static void bg_block(const bg_args* a, const uint32_t* Am, int64_t m0, int64_t m
             const uint16_t* Bp = a->Bp + ((c0 / BG_NR) * a->K2P + g0) * BG_NR * 2;
             float* C = buf + (c0 - n0);
             const uint16_t* pfp;
-            int64_t kpf = bg_next_block(a, pf, K2, n0, n1, c0, g0, &pfp);
+            int64_t kpf = bg_next_block(a, pf, K2, n0, n1, c0, g0, kp, &pfp);
 #if BG_X86
             if (in_regs && g0 + kp >= K2) {
                 bg_ep ep = {a->bias ? a->bias + c0 : NULL, a->R ? a->R + m0 * a->ldr + c0 : NULL, a->ldr,
                             regs ? kind : ONNXEP_ACT_NONE, a->act ? a->act->a : 0.0f, a->act ? a->act->b : 0.0f};
                 bg_micro_bf16(Ap, a->lda2, Bp, kp, mr, nr, C, BG_NB, a->Y + m0 * a->ldy + c0, a->ldy, g0 > 0, pfp,
-                              kpf < kp ? kpf : kp, &ep);
+                              kpf, &ep);
                 continue;
             }
 #endif
-            bg_micro(kern, Ap, a->lda2, Bp, kp, mr, nr, C, BG_NB, g0 > 0, pfp, kpf < kp ? kpf : kp);
+            bg_micro(kern, Ap, a->lda2, Bp, kp, mr, nr, C, BG_NB, g0 > 0, pfp, kpf);
         }
     }
     if (in_regs) {
