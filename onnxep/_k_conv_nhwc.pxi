@@ -848,41 +848,40 @@ cdef enum:
     DCONV_SLAB_SETUP_Q = 8       # an item's setup (its runs, its A rows into L1) costs about 1/this of a panel's products
 
 
+cdef struct _DSlabCost:
+    Py_ssize_t cand, ps, npanels, rows, rb, Wo, P
+
+
+cdef Py_ssize_t _dconv_tile_cost(const void* p, Py_ssize_t t) noexcept nogil:
+    cdef const _DSlabCost* c = <const _DSlabCost*>p
+    cdef Py_ssize_t sl = t % c.cand, rblk = (t // c.cand) % c.rows
+    cdef Py_ssize_t lo = rblk * c.rb * c.Wo
+    cdef Py_ssize_t px = min((rblk + 1) * c.rb * c.Wo, c.P) - lo
+    cdef Py_ssize_t pan = min((sl + 1) * c.ps, c.npanels) - sl * c.ps
+    return px * (DCONV_SLAB_SETUP_Q * pan + 1)
+
+
 cdef Py_ssize_t _dconv_slab_mt(const ConvJob* j, Py_ssize_t items, Py_ssize_t npanels, Py_ssize_t Wo,
                                int nth) noexcept nogil:
-    """The direct path's panels per slab on nth threads: _panel_slab's choice (j.pslab), unless another
-    slab count lets the items, claimed in order by the first free thread (parallel_for), finish at least 1% sooner;
-    an item (group, row block of j.rb rows, slab) costs its pixels * (panels + 1/DCONV_SLAB_SETUP_Q). _panel_slab
-    alone can leave an odd count of unequal items: ResNet-50's 14x14 256 -> 1024 1x1 convs, 196 pixels in rows of
-    66, 66, 64 by 3 slabs of 11, 11, 10 panels, 9 items and a 0.91 share of each thread's time busy on 2 threads; 4
-    slabs of 8 give 12 items and 1.0."""
-    cdef Py_ssize_t best = j.pslab, best_span = 0, ns, ps, t, sl, rblk, px, pan, span, lo
-    cdef Py_ssize_t fin[64]
-    cdef int k, kmin, nthr = nth if nth < 64 else 64
-    cdef Py_ssize_t cand = 0
+    """The direct path's panels per slab on nth threads: _panel_slab's choice (j.pslab), unless another slab count
+    lets the items, each claimed in order by the first thread free (_tile_span's counter model), finish at least 1%
+    sooner; an item (group, row block of j.rb rows, slab) costs its pixels * (panels + 1/DCONV_SLAB_SETUP_Q). The
+    items run under the pool's thread ranges all the same (parallel_for): one counter (parallel_for_tiles) gained
+    nothing on ResNet-50's direct 14x14 convs (in-process, 2 threads: 256 -> 1024 1x1 0.99x, 3x3 256 -> 256 1.02x).
+    _panel_slab alone can leave an odd count of unequal items: ResNet-50's 14x14 256 -> 1024 1x1 convs, 196 pixels
+    in rows of 66, 66, 64 by 3 slabs of 11, 11, 10 panels, 9 items and a 0.91 share of each thread's time busy on 2
+    threads; 4 slabs of 8 give 12 items and 1.0."""
+    cdef Py_ssize_t best = j.pslab, best_span = 0, ns, span
+    cdef _DSlabCost c
+    c.npanels, c.rows, c.rb, c.Wo, c.P = npanels, j.rows, j.rb, Wo, j.P
     for ns in range(0, min(npanels, 8 * <Py_ssize_t>nth) + 1):
-        ps = j.pslab if ns == 0 else (npanels + ns - 1) // ns      # ns == 0: _panel_slab's choice, tried first
-        if ns > 0 and ps == j.pslab:
+        c.ps = j.pslab if ns == 0 else (npanels + ns - 1) // ns      # ns == 0: _panel_slab's choice, tried first
+        if ns > 0 and c.ps == j.pslab:
             continue
-        cand = (npanels + ps - 1) // ps
-        for k in range(nthr):
-            fin[k] = 0
-        for t in range(items * cand):
-            sl = t % cand
-            rblk = (t // cand) % j.rows
-            lo = rblk * j.rb * Wo
-            px = min((rblk + 1) * j.rb * Wo, j.P) - lo
-            pan = min((sl + 1) * ps, npanels) - sl * ps
-            kmin = 0
-            for k in range(1, nthr):
-                if fin[k] < fin[kmin]:
-                    kmin = k
-            fin[kmin] += px * (DCONV_SLAB_SETUP_Q * pan + 1)
-        span = 0
-        for k in range(nthr):
-            span = max(span, fin[k])
+        c.cand = (npanels + c.ps - 1) // c.ps
+        span = _tile_span(_dconv_tile_cost, &c, items * c.cand, nth, False)
         if ns == 0 or 100 * span < 99 * best_span:
-            best, best_span = ps, span
+            best, best_span = c.ps, span
     return best
 
 

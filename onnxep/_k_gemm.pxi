@@ -690,6 +690,107 @@ cdef inline int conv_threads(Py_ssize_t M, Py_ssize_t N, Py_ssize_t K, int nthre
     return conv_threads_flops(<double>2.0 * M * N * K, nthreads)
 
 
+# The GEMM's tiles, whose tiling a simulated schedule chose (_sgemm_slab_mt), run under the claims that finish them
+# sooner (_tile_schedule): the pool's thread ranges, or one counter (parallel_for_shared) where the ranges
+# would leave a thread idle -- ViT's 197 rows as row blocks of 108 and 89 by two slabs: the ranges give thread 0 both
+# slabs of the larger block (0.93-0.94x the speed of the counter's split). tile_claims_shared(False): thread ranges
+# for all (in-process A/B, tests).
+cdef int _tiles_shared_on = 1
+
+
+def tile_claims_shared(on=None):
+    """Whether tile jobs may claim from one counter where the thread ranges would finish later (see
+    _tiles_shared_on); `on` sets it. Returns the setting before the call."""
+    global _tiles_shared_on
+    cdef int before = _tiles_shared_on
+    if on is not None:
+        _tiles_shared_on = 1 if on else 0
+    return bool(before)
+
+
+cdef inline void parallel_for_tiles(Py_ssize_t n, int nth, bint shared, task_fn fn, void* ctx) noexcept nogil:
+    if shared:
+        parallel_for_shared(n, nth, fn, ctx)
+    else:
+        parallel_for(n, nth, fn, ctx)
+
+
+ctypedef Py_ssize_t (*tile_cost_fn)(const void* ctx, Py_ssize_t t) noexcept nogil
+
+cdef enum:
+    # the narrowest slab (NR panels) whose tiles may go to one counter: there both threads pack every row block's A
+    # (from L3, or gathered again from the image for a conv), which narrower tiles do not repay (in-process, 2
+    # threads, 4-panel slabs on ResNet-50's 14x14 outputs: 1x1 1024 -> 256 1.15x the time, 3x3 / 2 256 -> 256 1.07x;
+    # ViT's 197 rows, 12- and 48-panel slabs: 0.93-0.96x)
+    SGEMM_SHARED_MIN_SLAB = 8
+    TILE_SHARED_GAIN_PCT = 3    # one counter only when the ranges' schedule finishes at least this much later: the
+                                # ranges keep each thread on its own rows (their L2), which the model does not count
+
+
+cdef Py_ssize_t _tile_span(tile_cost_fn cost, const void* ctx, Py_ssize_t n, int nth, bint ranges) noexcept nogil:
+    """When the last of nth threads is done with n items of cost(ctx, t): with ranges as the pool claims them
+    (threads.h onnxep_run_affine: thread k from its own range n*k/nth .. n*(k+1)/nth in runs of a quarter of what is
+    left there, then from the others' in order), else each item in order to the first thread free (one counter)."""
+    cdef Py_ssize_t fin[64]
+    cdef Py_ssize_t nxt[64]
+    cdef Py_ssize_t end[64]
+    cdef Py_ssize_t c, i, span = 0
+    cdef int k, kmin, q, r, nthr = nth if nth < 64 else 64
+    cdef bint idle[64]
+    for k in range(nthr):
+        fin[k] = 0
+        idle[k] = False
+        nxt[k] = n * k // nthr
+        end[k] = n * (k + 1) // nthr
+    if not ranges:
+        for i in range(n):
+            kmin = 0
+            for k in range(1, nthr):
+                if fin[k] < fin[kmin]:
+                    kmin = k
+            fin[kmin] += cost(ctx, i)
+    else:
+        while True:
+            kmin = -1
+            for k in range(nthr):
+                if not idle[k] and (kmin < 0 or fin[k] < fin[kmin]):
+                    kmin = k
+            if kmin < 0:
+                break
+            r = -1
+            for q in range(nthr):
+                if nxt[(kmin + q) % nthr] < end[(kmin + q) % nthr]:
+                    r = (kmin + q) % nthr
+                    break
+            if r < 0:
+                idle[kmin] = True
+                continue
+            c = max(<Py_ssize_t>1, (end[r] - nxt[r]) // 4)
+            for i in range(nxt[r], nxt[r] + c):
+                fin[kmin] += cost(ctx, i)
+            nxt[r] += c
+    for k in range(nthr):
+        span = max(span, fin[k])
+    return span
+
+
+cdef Py_ssize_t _tile_schedule(tile_cost_fn cost, const void* ctx, Py_ssize_t n, int nth, bint may_share,
+                               bint* shared) noexcept nogil:
+    """The span of n tiles on nth threads under the claims parallel_for_tiles will use, and those claims (*shared):
+    the pool's (its thread ranges while threads.h allows them), or, when may_share, one counter where that finishes
+    at least TILE_SHARED_GAIN_PCT sooner."""
+    cdef bint ranges = _pool_affine_flag != 0 and nth <= ONNXEP_AFF_MAX
+    cdef Py_ssize_t own = _tile_span(cost, ctx, n, nth, ranges), one
+    shared[0] = False
+    if not ranges or not may_share or not _tiles_shared_on:
+        return own
+    one = _tile_span(cost, ctx, n, nth, False)
+    if 100 * one <= (100 - TILE_SHARED_GAIN_PCT) * own:
+        shared[0] = True
+        return one
+    return own
+
+
 # The splits of small outputs for several threads (sgemm_packed_ex's row block per thread,
 # _dconv_blocks_mt, the direct path's folded pointwise rows): on; small_split() turns them off for in-process A/B
 # measurements and tests
@@ -736,42 +837,83 @@ cdef enum:
     SGEMM_SLAB_REPACK_Q = 4     # a tile's A packing costs about 1/this of one NR panel's products over its rows
 
 
+cdef struct _SlabCost:
+    Py_ssize_t M, mq, mrem, ntl, cand, npanels
+
+
+cdef Py_ssize_t _sgemm_tile_cost(const void* p, Py_ssize_t t) noexcept nogil:
+    cdef const _SlabCost* s = <const _SlabCost*>p
+    cdef Py_ssize_t rows = min(_row_block(t // s.ntl + 1, s.mq, s.mrem), s.M) - _row_block(t // s.ntl, s.mq, s.mrem)
+    cdef Py_ssize_t pan = min((t % s.ntl + 1) * s.cand, s.npanels) - (t % s.ntl) * s.cand
+    return rows * (SGEMM_SLAB_REPACK_Q * pan + 1)
+
+
 cdef Py_ssize_t _sgemm_slab_mt(Py_ssize_t M, Py_ssize_t mtiles, Py_ssize_t mq, Py_ssize_t mrem, Py_ssize_t npanels,
-                               Py_ssize_t slab_cap, int nth) noexcept nogil:
-    """The column slab (in NR panels) that lets nth threads finish a GEMM's tiles soonest: for each slab width from
-    the widest (fewest tiles; each tile packs its A block again), the time the tiles take when each is claimed in
-    order by the first thread free (parallel_for's dynamic claims), a tile costing rows * (panels + the A packing,
-    1/SGEMM_SLAB_REPACK_Q panel); a narrower slab is taken only when it finishes at least 1% sooner. Row blocks
-    differ by one MR tile at most, so a tile count that is a multiple of nth can still leave a thread waiting
-    (ResNet-50's 14x14 1x1 convs: 196 rows in blocks of 108 and 88 on 2 threads, a 0.91 share of each thread's time
-    busy; 2 slabs give 4 tiles, two of each, and 1.0)."""
-    cdef Py_ssize_t target, cand, prev = 0, best = 0, ntl, t, rows, pan
-    cdef Py_ssize_t cost, span, best_span = 0
-    cdef Py_ssize_t fin[64]
-    cdef int k, kmin, nthr = nth if nth < 64 else 64
+                               Py_ssize_t slab_cap, int nth, bint* shared) noexcept nogil:
+    """The column slab (in NR panels) that lets nth threads finish a GEMM's tiles soonest, and the claims to run them
+    under (*shared: _tile_schedule): for each slab width from the widest (fewest tiles; each tile packs its A block
+    again), the time the tiles take, a tile costing rows * (panels + the A packing, 1/SGEMM_SLAB_REPACK_Q panel); a
+    narrower slab is taken only when it finishes at least 1% sooner. Row blocks differ by one MR tile at most, so a
+    tile count that is a multiple of nth can still leave a thread waiting: ViT's 197 rows come in blocks of 108 and
+    89, a 0.91 share of each thread's time busy on 2 threads; 2 slabs give 4 tiles, which one counter deals out two
+    of each (1.0), where the thread ranges would give thread 0 both of the larger block's."""
+    cdef Py_ssize_t target, prev = 0, best = 0, span, best_span = 0
+    cdef bint sh = False
+    cdef _SlabCost c
+    c.M, c.mq, c.mrem, c.npanels = M, mq, mrem, npanels
+    shared[0] = False
     for target in range(1, min(npanels, 8 * <Py_ssize_t>nth) + 1):
-        cand = min((npanels + target - 1) // target, slab_cap)
-        if cand == prev:
+        c.cand = min((npanels + target - 1) // target, slab_cap)
+        if c.cand == prev:
             continue
-        prev = cand
-        ntl = (npanels + cand - 1) // cand
-        for k in range(nthr):
-            fin[k] = 0
-        for t in range(mtiles * ntl):
-            rows = min(_row_block(t // ntl + 1, mq, mrem), M) - _row_block(t // ntl, mq, mrem)
-            pan = min((t % ntl + 1) * cand, npanels) - (t % ntl) * cand
-            cost = rows * (SGEMM_SLAB_REPACK_Q * pan + 1)
-            kmin = 0
-            for k in range(1, nthr):
-                if fin[k] < fin[kmin]:
-                    kmin = k
-            fin[kmin] += cost
-        span = 0
-        for k in range(nthr):
-            span = max(span, fin[k])
+        prev = c.cand
+        c.ntl = (npanels + c.cand - 1) // c.cand
+        span = _tile_schedule(_sgemm_tile_cost, &c, mtiles * c.ntl, nth, c.cand >= SGEMM_SHARED_MIN_SLAB, &sh)
         if best == 0 or 100 * span < 99 * best_span:
-            best, best_span = cand, span
+            best, best_span, shared[0] = c.cand, span, sh
     return best
+
+
+cdef struct _Tiling:
+    Py_ssize_t npanels, mtiles, mq, mrem, slab
+    bint shared
+
+
+cdef void _sgemm_tiling(Py_ssize_t M, Py_ssize_t N, bint scratch, int nth, _Tiling* out) noexcept nogil:
+    """sgemm_packed_ex's tiles of an M x N product (M, N > 0) on nth threads: NR panels, row blocks (mtiles of them,
+    mq MR tiles each and one more for the first mrem), the column slab in panels, and the claims (shared: one counter,
+    parallel_for_tiles); scratch: C's tile goes through the scratch C tile."""
+    cdef Py_ssize_t npanels, mtiles, mq, mrem, slab, slab_cap
+    cdef bint shared = False
+    npanels = (N + SGEMM_NR - 1) // SGEMM_NR
+    mtiles = (M + SGEMM_MC - 1) // SGEMM_MC
+    # row blocks: M's MR-row tiles dealt out evenly, mq per block and one more to the first mrem (each <= MC rows;
+    # the partial tile, if any, in the last block), so blocks differ by at most one MR tile (_row_block)
+    mq = (M + SGEMM_MR - 1) // SGEMM_MR // mtiles
+    mrem = (M + SGEMM_MR - 1) // SGEMM_MR - mq * mtiles
+    # Column slab per tile (at most SGEMM_NC_MAX columns, or the scratch C tile's width for strided-column C): on
+    # several threads, the one that finishes soonest (_sgemm_slab_mt).
+    slab_cap = <Py_ssize_t>(SGEMM_NC_MAX // SGEMM_NR)
+    if scratch:  # the tile goes through the scratch C tile (see _sgemm_tile)
+        slab_cap = min(slab_cap, <Py_ssize_t>(SGEMM_CT_COLS // SGEMM_NR))
+    if nth > 1 and npanels < nth and mtiles < nth and _small_split_on:
+        # too few panels to share: a row block per thread (a small conv's 8x8 or 4x4 output to at most NR
+        # channels was one tile, on one thread); each block packs its own rows of A, only B's one panel is read again
+        mtiles = min(<Py_ssize_t>nth, (M + SGEMM_MR - 1) // SGEMM_MR)
+        mq = (M + SGEMM_MR - 1) // SGEMM_MR // mtiles
+        mrem = (M + SGEMM_MR - 1) // SGEMM_MR - mq * mtiles
+    slab = min(npanels, slab_cap)
+    if nth > 1:
+        slab = _sgemm_slab_mt(M, mtiles, mq, mrem, npanels, slab_cap, nth, &shared)
+    out.npanels, out.mtiles, out.mq, out.mrem, out.slab, out.shared = npanels, mtiles, mq, mrem, slab, shared
+
+
+def sgemm_tiling(Py_ssize_t M, Py_ssize_t N, int nth):
+    """(row blocks, column slab in NR panels, shared) of sgemm_packed_f32's tiles for an M x N product on nth threads
+    (_sgemm_tiling; shared: the tiles go to one counter, parallel_for_tiles); for tests."""
+    cdef _Tiling tl
+    _sgemm_tiling(M, N, False, nth, &tl)
+    return tl.mtiles, tl.slab, bool(tl.shared)
 
 
 cdef void sgemm_packed_ex(Py_ssize_t M, Py_ssize_t N, Py_ssize_t K, float alpha,
@@ -781,8 +923,9 @@ cdef void sgemm_packed_ex(Py_ssize_t M, Py_ssize_t N, Py_ssize_t K, float alpha,
                           float* work, int nth) noexcept nogil:
     """sgemm_packed_raw with A read through `ia` (implicit im2col, see ImplicitA) when it is not NULL, and a residual
     res (C's strides; csc == 1) added in the epilogue when res is not NULL."""
-    cdef Py_ssize_t npanels, mtiles, ntiles, slab, slab_cap, t, ic, mc, mq, mrem, jp0, jp1, i, j
+    cdef Py_ssize_t npanels, mtiles, ntiles, slab, t, ic, mc, mq, mrem, jp0, jp1, i, j
     cdef float zero[SGEMM_MR * SGEMM_NR]
+    cdef _Tiling tl
     if M <= 0 or N <= 0:
         return
     if K <= 0:  # no products: the epilogue alone
@@ -800,26 +943,8 @@ cdef void sgemm_packed_ex(Py_ssize_t M, Py_ssize_t N, Py_ssize_t K, float alpha,
                 j += SGEMM_NR
             i += SGEMM_MR
         return
-    npanels = (N + SGEMM_NR - 1) // SGEMM_NR
-    mtiles = (M + SGEMM_MC - 1) // SGEMM_MC
-    # row blocks: M's MR-row tiles dealt out evenly, mq per block and one more to the first mrem (each <= MC rows;
-    # the partial tile, if any, in the last block), so blocks differ by at most one MR tile (_row_block)
-    mq = (M + SGEMM_MR - 1) // SGEMM_MR // mtiles
-    mrem = (M + SGEMM_MR - 1) // SGEMM_MR - mq * mtiles
-    # Column slab per tile (at most SGEMM_NC_MAX columns, or the scratch C tile's width for strided-column C): on
-    # several threads, the one that finishes soonest (_sgemm_slab_mt).
-    slab_cap = <Py_ssize_t>(SGEMM_NC_MAX // SGEMM_NR)
-    if csc != 1 and beta == 0.0:  # the tile goes through the scratch C tile (see _sgemm_tile)
-        slab_cap = min(slab_cap, <Py_ssize_t>(SGEMM_CT_COLS // SGEMM_NR))
-    if nth > 1 and npanels < nth and mtiles < nth and _small_split_on:
-        # too few panels to share: a row block per thread (a small conv's 8x8 or 4x4 output to at most NR
-        # channels was one tile, on one thread); each block packs its own rows of A, only B's one panel is read again
-        mtiles = min(<Py_ssize_t>nth, (M + SGEMM_MR - 1) // SGEMM_MR)
-        mq = (M + SGEMM_MR - 1) // SGEMM_MR // mtiles
-        mrem = (M + SGEMM_MR - 1) // SGEMM_MR - mq * mtiles
-    slab = min(npanels, slab_cap)
-    if nth > 1:
-        slab = _sgemm_slab_mt(M, mtiles, mq, mrem, npanels, slab_cap, nth)
+    _sgemm_tiling(M, N, csc != 1 and beta == 0.0, nth, &tl)
+    npanels, mtiles, mq, mrem, slab = tl.npanels, tl.mtiles, tl.mq, tl.mrem, tl.slab
     ntiles = (npanels + slab - 1) // slab
     if nth <= 1 or mtiles * ntiles < 2:
         for t in range(mtiles * ntiles):
@@ -833,7 +958,7 @@ cdef void sgemm_packed_ex(Py_ssize_t M, Py_ssize_t N, Py_ssize_t K, float alpha,
     job.a, job.rsa, job.csa, job.ia, job.bp = a, rsa, csa, ia, bp
     job.c, job.rsc, job.csc, job.bias_col, job.bias_row, job.res, job.act = c, rsc, csc, bias_col, bias_row, res, act
     job.ntiles, job.mq, job.mrem, job.slab, job.npanels, job.work = ntiles, mq, mrem, slab, npanels, work
-    parallel_for(mtiles * ntiles, nth, _sgemm_tile_task, &job)
+    parallel_for_tiles(mtiles * ntiles, nth, tl.shared, _sgemm_tile_task, &job)
 
 
 cdef struct GemmJob:

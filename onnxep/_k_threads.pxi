@@ -21,12 +21,15 @@
 cdef extern from "_native/threads.h":
     ctypedef void (*task_fn "onnxep_task")(void* ctx, Py_ssize_t item, int tid) noexcept nogil
     void parallel_for "onnxep_parallel_for"(Py_ssize_t n, int nth, task_fn fn, void* ctx) noexcept nogil
+    void parallel_for_shared "onnxep_parallel_for_shared"(Py_ssize_t n, int nth, task_fn fn, void* ctx) noexcept nogil
     void _pool_set_caller_spin "onnxep_pool_set_caller_spin"(long ns) noexcept nogil
     void _pool_stats "onnxep_pool_stats"(long* spins, long* sleeps, long* steers) noexcept nogil
     int pool_awake "onnxep_pool_awake"() noexcept nogil
     long _pool_set_preempt "onnxep_pool_set_preempt"(long ns) noexcept nogil
     long _pool_quiet_until "onnxep_pool.quiet_until"
     int _pool_set_affine "onnxep_pool_set_affine"(int on) noexcept nogil
+    int _pool_affine_flag "onnxep_affine"
+    int ONNXEP_AFF_MAX
 
 
 def pool_affine(on=None):

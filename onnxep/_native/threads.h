@@ -309,7 +309,9 @@ static int onnxep_pool_grow(int want) {
     return onnxep_pool.nworkers;
 }
 /* fn(ctx, i, tid) for i < n, tid < nth; returns when every item is done. */
-static void onnxep_parallel_for(Py_ssize_t n, int nth, onnxep_task fn, void* ctx) {
+/* fn(ctx, i, tid) for i < n on the caller and up to nth - 1 workers; affine != 0: items claimed by thread ranges
+   first (onnxep_run_affine, when onnxep_affine allows), else from one counter (onnxep_run_items). */
+static void onnxep_parallel_for_claims(Py_ssize_t n, int nth, onnxep_task fn, void* ctx, int affine) {
     Py_ssize_t i;
     int lim = onnxep_get_thread_limit();       /* threadpoolctl's cap (_kernels_impl.pxi) */
     if (n <= 0) return;
@@ -335,7 +337,7 @@ static void onnxep_parallel_for(Py_ssize_t n, int nth, onnxep_task fn, void* ctx
     j->cpu = onnxep_cpu();
     j->spin_ns = onnxep_caller_spin_ns >= 0 ? onnxep_caller_spin_ns : onnxep_pool.spin_ns;
     ONNXEP_STORE(&j->next, 0);
-    j->parts = onnxep_affine && j->want + 1 <= ONNXEP_AFF_MAX ? j->want + 1 : 0;
+    j->parts = affine && onnxep_affine && j->want + 1 <= ONNXEP_AFF_MAX ? j->want + 1 : 0;
     for (int r = 0; r < j->parts; r++) {
         j->part[r].end = n * (r + 1) / j->parts;
         ONNXEP_STORE(&j->part[r].next, n * r / j->parts);
@@ -356,6 +358,15 @@ static void onnxep_parallel_for(Py_ssize_t n, int nth, onnxep_task fn, void* ctx
         if ((++k & 255) == 0) sched_yield();
     }
     pthread_mutex_unlock(&onnxep_pool.busy);
+}
+static void onnxep_parallel_for(Py_ssize_t n, int nth, onnxep_task fn, void* ctx) {
+    onnxep_parallel_for_claims(n, nth, fn, ctx, 1);
+}
+/* Items from one counter, in order, each to the first thread free: for jobs whose item order was chosen by
+   simulating that schedule (the GEMM's and the direct conv's (row block, slab) tiles: _sgemm_slab_mt). Thread ranges
+   would give thread 0 the first half of the tiles in that order, e.g. both slabs of the larger row block. */
+static void onnxep_parallel_for_shared(Py_ssize_t n, int nth, onnxep_task fn, void* ctx) {
+    onnxep_parallel_for_claims(n, nth, fn, ctx, 0);
 }
 
 /* Whether a worker is awake (spinning or on a job), so that a job of a few microseconds split now pays: one posted

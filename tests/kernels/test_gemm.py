@@ -320,3 +320,56 @@ def test_gemv_f32_refuses_mismatched_shapes():
         _kernels.gemv_f32(a, np.ones((7, 5), np.float32), True, None, y)
     with pytest.raises(ValueError, match="bias"):
         _kernels.gemv_f32(a, W, True, np.ones(2, np.float32), y)
+
+
+def test_tiles_go_to_one_counter_where_thread_ranges_leave_a_thread_idle():
+    """Oracle: the tile schedule worked by hand (_k_gemm.pxi _sgemm_slab_mt / _tile_schedule) on the AVX-512 tiles
+    (MR 12, NR 32, MC 144). ViT's 197 rows are row blocks of 9 and 8 MR tiles (108 and 89 rows). By 2 slabs of 48
+    panels the pool's thread ranges give thread 0 both tiles of the larger block (108 * 2 against 89 * 2); one
+    counter gives each thread one tile of each: shared. 192 rows (2 x 96) split evenly on one slab under the ranges.
+    196 x 256 has 4-panel slabs, under SGEMM_SHARED_MIN_SLAB: the ranges. Without thread ranges in the pool
+    (pool_affine(False)) every job already claims from one counter: nothing to choose."""
+    mod = VARIANTS.get("avx512")
+    if mod is None:
+        pytest.skip("the hand-worked tiles are the AVX-512 variant's")
+    assert (mod.MR, mod.NR, mod.MC) == (12, 32, 144)
+    assert mod.sgemm_tiling(197, 3072, 2) == (2, 48, True)
+    assert mod.sgemm_tiling(197, 768, 2) == (2, 12, True)
+    assert mod.sgemm_tiling(192, 3072, 2) == (2, 96, False)
+    assert mod.sgemm_tiling(196, 256, 2)[2] is False
+    assert mod.sgemm_tiling(197, 3072, 1) == (2, 96, False)
+    before = mod.tile_claims_shared(False)
+    try:
+        assert mod.sgemm_tiling(197, 3072, 2)[2] is False
+    finally:
+        mod.tile_claims_shared(before)
+    before = mod.pool_affine(False)
+    try:
+        assert mod.sgemm_tiling(197, 3072, 2)[2] is False
+    finally:
+        mod.pool_affine(before)
+
+
+@pytest.mark.parametrize("isa", list(VARIANTS))
+@pytest.mark.parametrize("M,N,K", [(197, 3072, 300), (197, 768, 70), (204, 1000, 33)])
+def test_tile_claims_do_not_change_results(isa, M, N, K):
+    """Oracle: the 1-thread run of the same variant, bit for bit, with the tiles on one counter and on the thread
+    ranges (tile_claims_shared on / off) at 2 and 3 threads; and numpy float64 within the bound."""
+    mod = VARIANTS[isa]
+    rng = np.random.default_rng(7)
+    A, B, _ = _case(rng, M, N, K, False, False)
+    bp = np.empty(mod.sgemm_pack_b_size(K, N), np.float32)
+    mod.sgemm_pack_b(B, False, bp)
+    c1 = np.empty((M, N), np.float32)
+    mod.sgemm_packed_f32(False, 1.0, A, bp, N, 0.0, c1, nthreads=1)
+    assert np.all(np.abs(c1 - _ref(False, False, 1.0, A, B, 0.0, c1)) <= _bound(K, A, B, 1.0))
+    before = mod.tile_claims_shared()
+    try:
+        for on in (True, False):
+            mod.tile_claims_shared(on)
+            for nt in (2, 3):
+                c2 = np.empty((M, N), np.float32)
+                mod.sgemm_packed_f32(False, 1.0, A, bp, N, 0.0, c2, nthreads=nt)
+                np.testing.assert_array_equal(c1, c2)
+    finally:
+        mod.tile_claims_shared(before)
