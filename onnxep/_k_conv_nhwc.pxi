@@ -395,14 +395,14 @@ cdef void _conv_chan_task(void* p, Py_ssize_t t, int tid) noexcept nogil:
     cdef ConvJob* j = <ConvJob*>p
     cdef ImplicitA ia = j.ia[0]
     cdef Py_ssize_t npanels = (j.Coutg + SGEMM_NR - 1) // SGEMM_NR, mtiles = (j.P + SGEMM_MC - 1) // SGEMM_MC
-    cdef Py_ssize_t mt = (j.P + SGEMM_MR - 1) // SGEMM_MR, mq, mrem, b, ic, jp0 = t * j.pslab
+    cdef Py_ssize_t mt = (j.P + SGEMM_MR - 1) // SGEMM_MR, mq, mfirst, b, ic, jp0 = t * j.pslab
     mq = mt // mtiles
-    mrem = mt - mq * mtiles
+    mfirst = mtiles - (mt - mq * mtiles)
     ia.x = j.x
     ia.p0 = 0
     for b in range(mtiles):
-        ic = _row_block(b, mq, mrem)
-        _sgemm_tile(ic, min(_row_block(b + 1, mq, mrem), j.P) - ic, jp0, min(jp0 + j.pslab, npanels), j.Coutg, j.Kc,
+        ic = _row_block(b, mq, mfirst)
+        _sgemm_tile(ic, min(_row_block(b + 1, mq, mfirst), j.P) - ic, jp0, min(jp0 + j.pslab, npanels), j.Coutg, j.Kc,
                     1.0, NULL, 0, 0, &ia, j.wp, 0.0, j.y, j.cout, 1, j.bias, NULL, j.res, j.act,
                     j.work + <Py_ssize_t>tid * SGEMM_WORK_PER_THREAD)
 

@@ -723,8 +723,9 @@ cdef enum:
     # threads, 4-panel slabs on ResNet-50's 14x14 outputs: 1x1 1024 -> 256 1.15x the time, 3x3 / 2 256 -> 256 1.07x;
     # ViT's 197 rows, 12- and 48-panel slabs: 0.93-0.96x)
     SGEMM_SHARED_MIN_SLAB = 8
-    TILE_SHARED_GAIN_PCT = 3    # one counter only when the ranges' schedule finishes at least this much later: the
-                                # ranges keep each thread on its own rows (their L2), which the model does not count
+    TILE_SHARED_GAIN_PCT = 2    # one counter only when the ranges' schedule finishes at least this much later: the
+                                # ranges keep each thread on its own rows (their L2), which the model does not count.
+                                # ViT's 197 rows, blocks of 96 and 101: 2.5% in the model, 0.96-0.99x the time
 
 
 cdef Py_ssize_t _tile_span(tile_cost_fn cost, const void* ctx, Py_ssize_t n, int nth, bint ranges) noexcept nogil:
@@ -827,10 +828,12 @@ cdef void sgemm_packed_raw(Py_ssize_t M, Py_ssize_t N, Py_ssize_t K, float alpha
                     work, nth)
 
 
-cdef inline Py_ssize_t _row_block(Py_ssize_t b, Py_ssize_t mq, Py_ssize_t mrem) noexcept nogil:
+cdef inline Py_ssize_t _row_block(Py_ssize_t b, Py_ssize_t mq, Py_ssize_t mfirst) noexcept nogil:
     """First row of row block b (b == the block count: past the last row) when M's MR-row tiles are dealt out mq
-    per block, one more to each of the first mrem blocks."""
-    return SGEMM_MR * (b * mq + min(b, mrem))
+    per block to the first mfirst blocks and one more to each block after them. The extra tiles go last, with the
+    partial tile: 196 rows (16 tiles and 4 rows) make blocks of 96 and 100 rows, where the extra tile first made 108
+    and 88 (a thread with the one block waited 0.91 of the other's time)."""
+    return SGEMM_MR * (b * mq + max(<Py_ssize_t>0, b - mfirst))
 
 
 cdef enum:
@@ -838,29 +841,29 @@ cdef enum:
 
 
 cdef struct _SlabCost:
-    Py_ssize_t M, mq, mrem, ntl, cand, npanels
+    Py_ssize_t M, mq, mfirst, ntl, cand, npanels
 
 
 cdef Py_ssize_t _sgemm_tile_cost(const void* p, Py_ssize_t t) noexcept nogil:
     cdef const _SlabCost* s = <const _SlabCost*>p
-    cdef Py_ssize_t rows = min(_row_block(t // s.ntl + 1, s.mq, s.mrem), s.M) - _row_block(t // s.ntl, s.mq, s.mrem)
+    cdef Py_ssize_t rows = min(_row_block(t // s.ntl + 1, s.mq, s.mfirst), s.M) - _row_block(t // s.ntl, s.mq, s.mfirst)
     cdef Py_ssize_t pan = min((t % s.ntl + 1) * s.cand, s.npanels) - (t % s.ntl) * s.cand
     return rows * (SGEMM_SLAB_REPACK_Q * pan + 1)
 
 
-cdef Py_ssize_t _sgemm_slab_mt(Py_ssize_t M, Py_ssize_t mtiles, Py_ssize_t mq, Py_ssize_t mrem, Py_ssize_t npanels,
+cdef Py_ssize_t _sgemm_slab_mt(Py_ssize_t M, Py_ssize_t mtiles, Py_ssize_t mq, Py_ssize_t mfirst, Py_ssize_t npanels,
                                Py_ssize_t slab_cap, int nth, bint* shared) noexcept nogil:
     """The column slab (in NR panels) that lets nth threads finish a GEMM's tiles soonest, and the claims to run them
     under (*shared: _tile_schedule): for each slab width from the widest (fewest tiles; each tile packs its A block
     again), the time the tiles take, a tile costing rows * (panels + the A packing, 1/SGEMM_SLAB_REPACK_Q panel); a
     narrower slab is taken only when it finishes at least 1% sooner. Row blocks differ by one MR tile at most, so a
-    tile count that is a multiple of nth can still leave a thread waiting: ViT's 197 rows come in blocks of 108 and
-    89, a 0.91 share of each thread's time busy on 2 threads; 2 slabs give 4 tiles, which one counter deals out two
-    of each (1.0), where the thread ranges would give thread 0 both of the larger block's."""
+    tile count that is a multiple of nth can still leave a thread waiting: ViT's 197 rows come in blocks of 96 and
+    101 on 2 threads; 2 slabs give 4 tiles, which one counter deals out two of each, where the thread ranges would
+    give thread 0 both of the first block's."""
     cdef Py_ssize_t target, prev = 0, best = 0, span, best_span = 0
     cdef bint sh = False
     cdef _SlabCost c
-    c.M, c.mq, c.mrem, c.npanels = M, mq, mrem, npanels
+    c.M, c.mq, c.mfirst, c.npanels = M, mq, mfirst, npanels
     shared[0] = False
     for target in range(1, min(npanels, 8 * <Py_ssize_t>nth) + 1):
         c.cand = min((npanels + target - 1) // target, slab_cap)
@@ -875,22 +878,22 @@ cdef Py_ssize_t _sgemm_slab_mt(Py_ssize_t M, Py_ssize_t mtiles, Py_ssize_t mq, P
 
 
 cdef struct _Tiling:
-    Py_ssize_t npanels, mtiles, mq, mrem, slab
+    Py_ssize_t npanels, mtiles, mq, mfirst, slab
     bint shared
 
 
 cdef void _sgemm_tiling(Py_ssize_t M, Py_ssize_t N, bint scratch, int nth, _Tiling* out) noexcept nogil:
     """sgemm_packed_ex's tiles of an M x N product (M, N > 0) on nth threads: NR panels, row blocks (mtiles of them,
-    mq MR tiles each and one more for the first mrem), the column slab in panels, and the claims (shared: one counter,
-    parallel_for_tiles); scratch: C's tile goes through the scratch C tile."""
-    cdef Py_ssize_t npanels, mtiles, mq, mrem, slab, slab_cap
+    mq MR tiles each for the first mfirst, one more for the rest), the column slab in panels, and the claims (shared:
+    one counter, parallel_for_tiles); scratch: C's tile goes through the scratch C tile."""
+    cdef Py_ssize_t npanels, mtiles, mq, mfirst, slab, slab_cap
     cdef bint shared = False
     npanels = (N + SGEMM_NR - 1) // SGEMM_NR
     mtiles = (M + SGEMM_MC - 1) // SGEMM_MC
-    # row blocks: M's MR-row tiles dealt out evenly, mq per block and one more to the first mrem (each <= MC rows;
-    # the partial tile, if any, in the last block), so blocks differ by at most one MR tile (_row_block)
+    # row blocks: M's MR-row tiles dealt out evenly, mq per block and one more to each after the first mfirst (each
+    # <= MC rows; the partial tile, if any, in the last block), so blocks differ by at most one MR tile (_row_block)
     mq = (M + SGEMM_MR - 1) // SGEMM_MR // mtiles
-    mrem = (M + SGEMM_MR - 1) // SGEMM_MR - mq * mtiles
+    mfirst = mtiles - ((M + SGEMM_MR - 1) // SGEMM_MR - mq * mtiles)
     # Column slab per tile (at most SGEMM_NC_MAX columns, or the scratch C tile's width for strided-column C): on
     # several threads, the one that finishes soonest (_sgemm_slab_mt).
     slab_cap = <Py_ssize_t>(SGEMM_NC_MAX // SGEMM_NR)
@@ -901,19 +904,21 @@ cdef void _sgemm_tiling(Py_ssize_t M, Py_ssize_t N, bint scratch, int nth, _Tili
         # channels was one tile, on one thread); each block packs its own rows of A, only B's one panel is read again
         mtiles = min(<Py_ssize_t>nth, (M + SGEMM_MR - 1) // SGEMM_MR)
         mq = (M + SGEMM_MR - 1) // SGEMM_MR // mtiles
-        mrem = (M + SGEMM_MR - 1) // SGEMM_MR - mq * mtiles
+        mfirst = mtiles - ((M + SGEMM_MR - 1) // SGEMM_MR - mq * mtiles)
     slab = min(npanels, slab_cap)
     if nth > 1:
-        slab = _sgemm_slab_mt(M, mtiles, mq, mrem, npanels, slab_cap, nth, &shared)
-    out.npanels, out.mtiles, out.mq, out.mrem, out.slab, out.shared = npanels, mtiles, mq, mrem, slab, shared
+        slab = _sgemm_slab_mt(M, mtiles, mq, mfirst, npanels, slab_cap, nth, &shared)
+    out.npanels, out.mtiles, out.mq, out.mfirst, out.slab, out.shared = npanels, mtiles, mq, mfirst, slab, shared
 
 
 def sgemm_tiling(Py_ssize_t M, Py_ssize_t N, int nth):
-    """(row blocks, column slab in NR panels, shared) of sgemm_packed_f32's tiles for an M x N product on nth threads
-    (_sgemm_tiling; shared: the tiles go to one counter, parallel_for_tiles); for tests."""
+    """(row blocks, column slab in NR panels, shared, the blocks' first rows and M) of sgemm_packed_f32's tiles for
+    an M x N product on nth threads (_sgemm_tiling; shared: the tiles go to one counter, parallel_for_tiles); for
+    tests."""
     cdef _Tiling tl
     _sgemm_tiling(M, N, False, nth, &tl)
-    return tl.mtiles, tl.slab, bool(tl.shared)
+    rows = tuple(min(_row_block(b, tl.mq, tl.mfirst), M) for b in range(tl.mtiles + 1))
+    return tl.mtiles, tl.slab, bool(tl.shared), rows
 
 
 cdef void sgemm_packed_ex(Py_ssize_t M, Py_ssize_t N, Py_ssize_t K, float alpha,
@@ -923,7 +928,7 @@ cdef void sgemm_packed_ex(Py_ssize_t M, Py_ssize_t N, Py_ssize_t K, float alpha,
                           float* work, int nth) noexcept nogil:
     """sgemm_packed_raw with A read through `ia` (implicit im2col, see ImplicitA) when it is not NULL, and a residual
     res (C's strides; csc == 1) added in the epilogue when res is not NULL."""
-    cdef Py_ssize_t npanels, mtiles, ntiles, slab, t, ic, mc, mq, mrem, jp0, jp1, i, j
+    cdef Py_ssize_t npanels, mtiles, ntiles, slab, t, ic, mc, mq, mfirst, jp0, jp1, i, j
     cdef float zero[SGEMM_MR * SGEMM_NR]
     cdef _Tiling tl
     if M <= 0 or N <= 0:
@@ -944,26 +949,26 @@ cdef void sgemm_packed_ex(Py_ssize_t M, Py_ssize_t N, Py_ssize_t K, float alpha,
             i += SGEMM_MR
         return
     _sgemm_tiling(M, N, csc != 1 and beta == 0.0, nth, &tl)
-    npanels, mtiles, mq, mrem, slab = tl.npanels, tl.mtiles, tl.mq, tl.mrem, tl.slab
+    npanels, mtiles, mq, mfirst, slab = tl.npanels, tl.mtiles, tl.mq, tl.mfirst, tl.slab
     ntiles = (npanels + slab - 1) // slab
     if nth <= 1 or mtiles * ntiles < 2:
         for t in range(mtiles * ntiles):
-            ic = _row_block(t // ntiles, mq, mrem)
+            ic = _row_block(t // ntiles, mq, mfirst)
             jp0 = (t % ntiles) * slab
-            _sgemm_tile(ic, min(_row_block(t // ntiles + 1, mq, mrem), M) - ic, jp0, min(jp0 + slab, npanels), N, K,
+            _sgemm_tile(ic, min(_row_block(t // ntiles + 1, mq, mfirst), M) - ic, jp0, min(jp0 + slab, npanels), N, K,
                         alpha, a, rsa, csa, ia, bp, beta, c, rsc, csc, bias_col, bias_row, res, act, work)
         return
     cdef GemmJob job
     job.M, job.N, job.K, job.alpha, job.beta = M, N, K, alpha, beta
     job.a, job.rsa, job.csa, job.ia, job.bp = a, rsa, csa, ia, bp
     job.c, job.rsc, job.csc, job.bias_col, job.bias_row, job.res, job.act = c, rsc, csc, bias_col, bias_row, res, act
-    job.ntiles, job.mq, job.mrem, job.slab, job.npanels, job.work = ntiles, mq, mrem, slab, npanels, work
+    job.ntiles, job.mq, job.mfirst, job.slab, job.npanels, job.work = ntiles, mq, mfirst, slab, npanels, work
     parallel_for_tiles(mtiles * ntiles, nth, tl.shared, _sgemm_tile_task, &job)
 
 
 cdef struct GemmJob:
     # sgemm_packed_ex's arguments and tiling, for its tasks (one tile each) on the thread pool
-    Py_ssize_t M, N, K, rsa, csa, rsc, csc, ntiles, mq, mrem, slab, npanels
+    Py_ssize_t M, N, K, rsa, csa, rsc, csc, ntiles, mq, mfirst, slab, npanels
     float alpha, beta
     const float* a
     const ImplicitA* ia
@@ -978,8 +983,8 @@ cdef struct GemmJob:
 
 cdef void _sgemm_tile_task(void* p, Py_ssize_t t, int tid) noexcept nogil:
     cdef GemmJob* j = <GemmJob*>p
-    cdef Py_ssize_t ic = _row_block(t // j.ntiles, j.mq, j.mrem), jp0 = (t % j.ntiles) * j.slab
-    _sgemm_tile(ic, min(_row_block(t // j.ntiles + 1, j.mq, j.mrem), j.M) - ic, jp0, min(jp0 + j.slab, j.npanels), j.N, j.K, j.alpha, j.a, j.rsa, j.csa,
+    cdef Py_ssize_t ic = _row_block(t // j.ntiles, j.mq, j.mfirst), jp0 = (t % j.ntiles) * j.slab
+    _sgemm_tile(ic, min(_row_block(t // j.ntiles + 1, j.mq, j.mfirst), j.M) - ic, jp0, min(jp0 + j.slab, j.npanels), j.N, j.K, j.alpha, j.a, j.rsa, j.csa,
                 j.ia, j.bp, j.beta, j.c, j.rsc, j.csc, j.bias_col, j.bias_row, j.res, j.act,
                 j.work + <Py_ssize_t>tid * SGEMM_WORK_PER_THREAD)
 

@@ -323,21 +323,23 @@ def test_gemv_f32_refuses_mismatched_shapes():
 
 
 def test_tiles_go_to_one_counter_where_thread_ranges_leave_a_thread_idle():
-    """Oracle: the tile schedule worked by hand (_k_gemm.pxi _sgemm_slab_mt / _tile_schedule) on the AVX-512 tiles
-    (MR 12, NR 32, MC 144). ViT's 197 rows are row blocks of 9 and 8 MR tiles (108 and 89 rows). By 2 slabs of 48
-    panels the pool's thread ranges give thread 0 both tiles of the larger block (108 * 2 against 89 * 2); one
-    counter gives each thread one tile of each: shared. 192 rows (2 x 96) split evenly on one slab under the ranges.
-    196 x 256 has 4-panel slabs, under SGEMM_SHARED_MIN_SLAB: the ranges. Without thread ranges in the pool
-    (pool_affine(False)) every job already claims from one counter: nothing to choose."""
+    """Oracle: the tiling worked by hand (_k_gemm.pxi _row_block, _sgemm_slab_mt, _tile_schedule) on the AVX-512
+    tiles (MR 12, NR 32, MC 144). Row blocks take the extra MR tile last, with the partial one: 196 rows (16 tiles
+    and 4 rows) are blocks of 96 and 100, 197 rows of 96 and 101. On one slab the pool's thread ranges give each
+    thread one block (96 rows against 101: 2.5% later than an even split); by 2 slabs of 48 panels one
+    counter deals each thread one tile of each block, even: shared (TILE_SHARED_GAIN_PCT 2). 192 rows (2 x 96) split
+    evenly under the ranges. 196 x 256 has slabs under SGEMM_SHARED_MIN_SLAB: the ranges. Without thread ranges in
+    the pool (pool_affine(False)) every job already claims from one counter: nothing to choose."""
     mod = VARIANTS.get("avx512")
     if mod is None:
         pytest.skip("the hand-worked tiles are the AVX-512 variant's")
     assert (mod.MR, mod.NR, mod.MC) == (12, 32, 144)
-    assert mod.sgemm_tiling(197, 3072, 2) == (2, 48, True)
-    assert mod.sgemm_tiling(197, 768, 2) == (2, 12, True)
-    assert mod.sgemm_tiling(192, 3072, 2) == (2, 96, False)
-    assert mod.sgemm_tiling(196, 256, 2)[2] is False
-    assert mod.sgemm_tiling(197, 3072, 1) == (2, 96, False)
+    assert mod.sgemm_tiling(197, 3072, 2) == (2, 48, True, (0, 96, 197))
+    assert mod.sgemm_tiling(197, 768, 2)[1:3] == (12, True)
+    assert mod.sgemm_tiling(192, 3072, 2) == (2, 96, False, (0, 96, 192))
+    assert mod.sgemm_tiling(196, 256, 2) == (2, 8, False, (0, 96, 196))
+    assert mod.sgemm_tiling(197, 3072, 1)[:3] == (2, 96, False)
+    assert mod.sgemm_tiling(3136, 384, 2)[3][:3] == (0, 132, 264)    # 262 tiles: two blocks of 11, twenty of 12
     before = mod.tile_claims_shared(False)
     try:
         assert mod.sgemm_tiling(197, 3072, 2)[2] is False
