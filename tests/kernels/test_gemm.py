@@ -166,11 +166,13 @@ def test_row_result_independent_of_panel(isa):
 @pytest.mark.parametrize("isa", list(VARIANTS))
 @pytest.mark.parametrize("M,N,K,trans_a", [(300, 200, 600, False), (300, 70, 577, True), (2 * 144 + 1, 515, 40, False),
                                            (196, 256, 300, False), (729, 192, 70, False), (49, 512, 33, True),
-                                           (5 * 144 + 7, 1000, 20, False)])
+                                           (5 * 144 + 7, 1000, 20, False), (197, 3072, 300, False),
+                                           (197, 768, 70, False), (204, 1000, 33, False)])
 def test_threads_do_not_change_results(isa, M, N, K, trans_a):
     """Oracle: the single-thread run of the same variant (bit-identical for any thread count and tile partition),
     and numpy float64 within the bound. The later sizes give row blocks one MR tile apart (the MR tiles dealt out
-    evenly, the partial one last) and several column slabs on 2 and 3 threads (_sgemm_slab_mt)."""
+    evenly, the partial one last) and several column slabs on 2 and 3 threads (_sgemm_slab_mt), with the tiles on one
+    counter where the schedule takes it and on the thread ranges (tile_claims_shared on / off)."""
     mod = VARIANTS[isa]
     rng = np.random.default_rng(5)
     A, B, _ = _case(rng, M, N, K, trans_a, False)
@@ -179,10 +181,15 @@ def test_threads_do_not_change_results(isa, M, N, K, trans_a):
     c1 = np.empty((M, N), np.float32)
     mod.sgemm_packed_f32(trans_a, 1.0, A, bp, N, 0.0, c1, nthreads=1)
     assert np.all(np.abs(c1 - _ref(trans_a, False, 1.0, A, B, 0.0, c1)) <= _bound(K, A, B, 1.0))
-    for nt in (2, 3):
-        c2 = np.empty((M, N), np.float32)
-        mod.sgemm_packed_f32(trans_a, 1.0, A, bp, N, 0.0, c2, nthreads=nt)
-        np.testing.assert_array_equal(c1, c2)
+    before = mod.tile_claims_shared()
+    try:
+        for on, nt in ((True, 2), (True, 3), (False, 2), (False, 3)):
+            mod.tile_claims_shared(on)
+            c2 = np.empty((M, N), np.float32)
+            mod.sgemm_packed_f32(trans_a, 1.0, A, bp, N, 0.0, c2, nthreads=nt)
+            np.testing.assert_array_equal(c1, c2)
+    finally:
+        mod.tile_claims_shared(before)
 
 
 def test_k_blocks_are_even():
@@ -350,28 +357,3 @@ def test_tiles_go_to_one_counter_where_thread_ranges_leave_a_thread_idle():
         assert mod.sgemm_tiling(197, 3072, 2)[2] is False
     finally:
         mod.pool_affine(before)
-
-
-@pytest.mark.parametrize("isa", list(VARIANTS))
-@pytest.mark.parametrize("M,N,K", [(197, 3072, 300), (197, 768, 70), (204, 1000, 33)])
-def test_tile_claims_do_not_change_results(isa, M, N, K):
-    """Oracle: the 1-thread run of the same variant, bit for bit, with the tiles on one counter and on the thread
-    ranges (tile_claims_shared on / off) at 2 and 3 threads; and numpy float64 within the bound."""
-    mod = VARIANTS[isa]
-    rng = np.random.default_rng(7)
-    A, B, _ = _case(rng, M, N, K, False, False)
-    bp = np.empty(mod.sgemm_pack_b_size(K, N), np.float32)
-    mod.sgemm_pack_b(B, False, bp)
-    c1 = np.empty((M, N), np.float32)
-    mod.sgemm_packed_f32(False, 1.0, A, bp, N, 0.0, c1, nthreads=1)
-    assert np.all(np.abs(c1 - _ref(False, False, 1.0, A, B, 0.0, c1)) <= _bound(K, A, B, 1.0))
-    before = mod.tile_claims_shared()
-    try:
-        for on in (True, False):
-            mod.tile_claims_shared(on)
-            for nt in (2, 3):
-                c2 = np.empty((M, N), np.float32)
-                mod.sgemm_packed_f32(False, 1.0, A, bp, N, 0.0, c2, nthreads=nt)
-                np.testing.assert_array_equal(c1, c2)
-    finally:
-        mod.tile_claims_shared(before)
