@@ -395,9 +395,8 @@ cdef void _conv_chan_task(void* p, Py_ssize_t t, int tid) noexcept nogil:
     cdef ConvJob* j = <ConvJob*>p
     cdef ImplicitA ia = j.ia[0]
     cdef Py_ssize_t npanels = (j.Coutg + SGEMM_NR - 1) // SGEMM_NR, mtiles = (j.P + SGEMM_MC - 1) // SGEMM_MC
-    cdef Py_ssize_t mt = (j.P + SGEMM_MR - 1) // SGEMM_MR, mq, mfirst, b, ic, jp0 = t * j.pslab
-    mq = mt // mtiles
-    mfirst = mtiles - (mt - mq * mtiles)
+    cdef Py_ssize_t mq, b, ic, jp0 = t * j.pslab
+    cdef Py_ssize_t mfirst = _row_deal(j.P, mtiles, &mq)
     ia.x = j.x
     ia.p0 = 0
     for b in range(mtiles):
@@ -866,7 +865,7 @@ cdef Py_ssize_t _dconv_slab_mt(const ConvJob* j, Py_ssize_t items, Py_ssize_t np
     """The direct path's panels per slab on nth threads: _panel_slab's choice (j.pslab), unless another slab count
     lets the items, each claimed in order by the first thread free (_tile_span's counter model), finish at least 1%
     sooner; an item (group, row block of j.rb rows, slab) costs its pixels * (panels + 1/DCONV_SLAB_SETUP_Q). The
-    items run under the pool's thread ranges all the same (parallel_for): one counter (parallel_for_tiles) gained
+    items run under the pool's thread ranges all the same (parallel_for): one counter (parallel_for_shared) gained
     nothing on ResNet-50's direct 14x14 convs (in-process, 2 threads: 256 -> 1024 1x1 0.99x, 3x3 256 -> 256 1.02x).
     _panel_slab alone can leave an odd count of unequal items: ResNet-50's 14x14 256 -> 1024 1x1 convs, 196 pixels
     in rows of 66, 66, 64 by 3 slabs of 11, 11, 10 panels, 9 items and a 0.91 share of each thread's time busy on 2

@@ -691,10 +691,9 @@ cdef inline int conv_threads(Py_ssize_t M, Py_ssize_t N, Py_ssize_t K, int nthre
 
 
 # The GEMM's tiles, whose tiling a simulated schedule chose (_sgemm_slab_mt), run under the claims that finish them
-# sooner (_tile_schedule): the pool's thread ranges, or one counter (parallel_for_shared) where the ranges
-# would leave a thread idle -- ViT's 197 rows as row blocks of 108 and 89 by two slabs: the ranges give thread 0 both
-# slabs of the larger block (0.93-0.94x the speed of the counter's split). tile_claims_shared(False): thread ranges
-# for all (in-process A/B, tests).
+# sooner (_tile_schedule): the pool's thread ranges, or one counter (parallel_for_shared) where the ranges would leave
+# a thread idle -- ViT's 197 rows as row blocks of 96 and 101 by two slabs: the ranges give thread 0 both slabs of
+# the first block, the counter one of each. tile_claims_shared(False): thread ranges for all (in-process A/B, tests).
 cdef int _tiles_shared_on = 1
 
 
@@ -706,13 +705,6 @@ def tile_claims_shared(on=None):
     if on is not None:
         _tiles_shared_on = 1 if on else 0
     return bool(before)
-
-
-cdef inline void parallel_for_tiles(Py_ssize_t n, int nth, bint shared, task_fn fn, void* ctx) noexcept nogil:
-    if shared:
-        parallel_for_shared(n, nth, fn, ctx)
-    else:
-        parallel_for(n, nth, fn, ctx)
 
 
 ctypedef Py_ssize_t (*tile_cost_fn)(const void* ctx, Py_ssize_t t) noexcept nogil
@@ -777,9 +769,9 @@ cdef Py_ssize_t _tile_span(tile_cost_fn cost, const void* ctx, Py_ssize_t n, int
 
 cdef Py_ssize_t _tile_schedule(tile_cost_fn cost, const void* ctx, Py_ssize_t n, int nth, bint may_share,
                                bint* shared) noexcept nogil:
-    """The span of n tiles on nth threads under the claims parallel_for_tiles will use, and those claims (*shared):
-    the pool's (its thread ranges while threads.h allows them), or, when may_share, one counter where that finishes
-    at least TILE_SHARED_GAIN_PCT sooner."""
+    """The span of n tiles on nth threads under the claims they will run under, and those claims (*shared): the
+    pool's (its thread ranges while threads.h allows them), or, when may_share, one counter (parallel_for_shared)
+    where that finishes at least TILE_SHARED_GAIN_PCT sooner."""
     cdef bint ranges = _pool_affine_flag != 0 and nth <= ONNXEP_AFF_MAX
     cdef Py_ssize_t own = _tile_span(cost, ctx, n, nth, ranges), one
     shared[0] = False
@@ -830,6 +822,14 @@ cdef void sgemm_packed_raw(Py_ssize_t M, Py_ssize_t N, Py_ssize_t K, float alpha
     `work` holds sgemm_work_len(nth) floats; nth threads at most (1: no parallel region)."""
     sgemm_packed_ex(M, N, K, alpha, a, rsa, csa, NULL, bp, beta, c, rsc, csc, bias_col, bias_row, NULL, act,
                     work, nth)
+
+
+cdef inline Py_ssize_t _row_deal(Py_ssize_t M, Py_ssize_t mtiles, Py_ssize_t* mq) noexcept nogil:
+    """Deals M's MR-row tiles to mtiles row blocks for _row_block: sets *mq, the tiles of each of the first blocks,
+    and returns mfirst, how many blocks take mq (the rest take one more)."""
+    cdef Py_ssize_t tiles = (M + SGEMM_MR - 1) // SGEMM_MR
+    mq[0] = tiles // mtiles
+    return mtiles - (tiles - mq[0] * mtiles)
 
 
 cdef inline Py_ssize_t _row_block(Py_ssize_t b, Py_ssize_t mq, Py_ssize_t mfirst) noexcept nogil:
@@ -889,15 +889,14 @@ cdef struct _Tiling:
 cdef void _sgemm_tiling(Py_ssize_t M, Py_ssize_t N, bint scratch, int nth, _Tiling* out) noexcept nogil:
     """sgemm_packed_ex's tiles of an M x N product (M, N > 0) on nth threads: NR panels, row blocks (mtiles of them,
     mq MR tiles each for the first mfirst, one more for the rest), the column slab in panels, and the claims (shared:
-    one counter, parallel_for_tiles); scratch: C's tile goes through the scratch C tile."""
+    one counter, parallel_for_shared); scratch: C's tile goes through the scratch C tile."""
     cdef Py_ssize_t npanels, mtiles, mq, mfirst, slab, slab_cap
     cdef bint shared = False
     npanels = (N + SGEMM_NR - 1) // SGEMM_NR
     mtiles = (M + SGEMM_MC - 1) // SGEMM_MC
     # row blocks: M's MR-row tiles dealt out evenly, mq per block and one more to each after the first mfirst (each
     # <= MC rows; the partial tile, if any, in the last block), so blocks differ by at most one MR tile (_row_block)
-    mq = (M + SGEMM_MR - 1) // SGEMM_MR // mtiles
-    mfirst = mtiles - ((M + SGEMM_MR - 1) // SGEMM_MR - mq * mtiles)
+    mfirst = _row_deal(M, mtiles, &mq)
     # Column slab per tile (at most SGEMM_NC_MAX columns, or the scratch C tile's width for strided-column C): on
     # several threads, the one that finishes soonest (_sgemm_slab_mt).
     slab_cap = <Py_ssize_t>(SGEMM_NC_MAX // SGEMM_NR)
@@ -907,8 +906,7 @@ cdef void _sgemm_tiling(Py_ssize_t M, Py_ssize_t N, bint scratch, int nth, _Tili
         # too few panels to share: a row block per thread (a small conv's 8x8 or 4x4 output to at most NR
         # channels was one tile, on one thread); each block packs its own rows of A, only B's one panel is read again
         mtiles = min(<Py_ssize_t>nth, (M + SGEMM_MR - 1) // SGEMM_MR)
-        mq = (M + SGEMM_MR - 1) // SGEMM_MR // mtiles
-        mfirst = mtiles - ((M + SGEMM_MR - 1) // SGEMM_MR - mq * mtiles)
+        mfirst = _row_deal(M, mtiles, &mq)
     slab = min(npanels, slab_cap)
     if nth > 1:
         slab = _sgemm_slab_mt(M, mtiles, mq, mfirst, npanels, slab_cap, nth, &shared)
@@ -917,7 +915,7 @@ cdef void _sgemm_tiling(Py_ssize_t M, Py_ssize_t N, bint scratch, int nth, _Tili
 
 def sgemm_tiling(Py_ssize_t M, Py_ssize_t N, int nth):
     """(row blocks, column slab in NR panels, shared, the blocks' first rows and M) of sgemm_packed_f32's tiles for
-    an M x N product on nth threads (_sgemm_tiling; shared: the tiles go to one counter, parallel_for_tiles); for
+    an M x N product on nth threads (_sgemm_tiling; shared: the tiles go to one counter, parallel_for_shared); for
     tests."""
     cdef _Tiling tl
     _sgemm_tiling(M, N, False, nth, &tl)
@@ -967,7 +965,10 @@ cdef void sgemm_packed_ex(Py_ssize_t M, Py_ssize_t N, Py_ssize_t K, float alpha,
     job.a, job.rsa, job.csa, job.ia, job.bp = a, rsa, csa, ia, bp
     job.c, job.rsc, job.csc, job.bias_col, job.bias_row, job.res, job.act = c, rsc, csc, bias_col, bias_row, res, act
     job.ntiles, job.mq, job.mfirst, job.slab, job.npanels, job.work = ntiles, mq, mfirst, slab, npanels, work
-    parallel_for_tiles(mtiles * ntiles, nth, tl.shared, _sgemm_tile_task, &job)
+    if tl.shared:
+        parallel_for_shared(mtiles * ntiles, nth, _sgemm_tile_task, &job)
+    else:
+        parallel_for(mtiles * ntiles, nth, _sgemm_tile_task, &job)
 
 
 cdef struct GemmJob:

@@ -308,9 +308,9 @@ static int onnxep_pool_grow(int want) {
     }
     return onnxep_pool.nworkers;
 }
-/* fn(ctx, i, tid) for i < n, tid < nth; returns when every item is done. */
-/* fn(ctx, i, tid) for i < n on the caller and up to nth - 1 workers; affine != 0: items claimed by thread ranges
-   first (onnxep_run_affine, when onnxep_affine allows), else from one counter (onnxep_run_items). */
+/* fn(ctx, i, tid) for i < n, tid < nth (the caller and up to nth - 1 workers); returns when every item is done.
+   affine != 0: items claimed by thread ranges first (onnxep_run_affine, when onnxep_affine allows), else from one
+   counter (onnxep_run_items). */
 static void onnxep_parallel_for_claims(Py_ssize_t n, int nth, onnxep_task fn, void* ctx, int affine) {
     Py_ssize_t i;
     int lim = onnxep_get_thread_limit();       /* threadpoolctl's cap (_kernels_impl.pxi) */
@@ -363,8 +363,8 @@ static void onnxep_parallel_for(Py_ssize_t n, int nth, onnxep_task fn, void* ctx
     onnxep_parallel_for_claims(n, nth, fn, ctx, 1);
 }
 /* Items from one counter, in order, each to the first thread free: for jobs whose item order was chosen by
-   simulating that schedule (the GEMM's and the direct conv's (row block, slab) tiles: _sgemm_slab_mt). Thread ranges
-   would give thread 0 the first half of the tiles in that order, e.g. both slabs of the larger row block. */
+   simulating that schedule (the GEMM's (row block, slab) tiles where _tile_schedule takes it). Thread ranges would
+   give thread 0 the first half of the tiles in that order, e.g. both slabs of the first row block. */
 static void onnxep_parallel_for_shared(Py_ssize_t n, int nth, onnxep_task fn, void* ctx) {
     onnxep_parallel_for_claims(n, nth, fn, ctx, 0);
 }
