@@ -56,11 +56,14 @@ def numpy_group_norm(x, G, gamma, beta, eps, silu, channels_last=False):
 
 # ---------------------------------------------------------------------------------------------------------- kernel
 @pytest.mark.parametrize("shape,G", [((1, 1, 1), 1), ((2, 6, 5), 3), ((3, 8, 16, 16), 4), ((1, 32, 9, 7), 32),
-                                     ((2, 4, 3000), 2), ((1, 6, 2, 3, 5), 2)])
+                                     ((2, 4, 3000), 2), ((1, 6, 2, 3, 5), 2), ((1, 64, 40, 30), 8),
+                                     ((2, 320, 300), 32)])
 @pytest.mark.parametrize("silu", [False, True])
 @pytest.mark.parametrize("layout", [0, 1, 2])
 def test_group_norm_kernel(shape, G, silu, layout):
-    """layout 0: NCHW, 1: channel-last, 2: NCHW in, channel-last out."""
+    """layout 0: NCHW, 1: channel-last, 2: NCHW in, channel-last out. The last two shapes take the channel-last
+    moments over several row blocks (about 16K floats each, the last one partial); every thread count gives the
+    same bits."""
     x = (RNG.standard_normal(shape) * 3 + 5).astype(np.float32)
     C = shape[1]
     gamma, beta = RNG.standard_normal(C).astype(np.float32), RNG.standard_normal(C).astype(np.float32)
@@ -70,23 +73,29 @@ def test_group_norm_kernel(shape, G, silu, layout):
         want = np.ascontiguousarray(np.moveaxis(want, 1, -1))
     S = int(np.prod(shape[2:]))
     for isa, mod in VARIANTS.items():
-        for nt in (1, 0):
+        ys = []
+        for nt in (1, 2, 3):
             y = np.empty(want.shape, np.float32)
             mod.group_norm_f32(xl.reshape(-1), y.reshape(-1), shape[0], C, S, G, gamma, beta, 1e-5, silu,
                                layout, nt)
             np.testing.assert_allclose(y, want, rtol=2e-5, atol=2e-5, err_msg=f"{isa} {nt}")
+            ys.append(y)
+        assert all(np.array_equal(ys[0], y) for y in ys[1:]), isa
 
 
-def test_group_norm_kernel_large_offset_and_silu_extremes():
-    """A mean 1e4 standard deviations away (no cancellation in the variance), and SiLU of large |y|."""
+@pytest.mark.parametrize("layout", [0, 1])
+def test_group_norm_kernel_large_offset_and_silu_extremes(layout):
+    """A mean 1e4 standard deviations away (no cancellation in the variance), and SiLU of large |y|; channel-last
+    over two row blocks."""
     x = (RNG.standard_normal((2, 4, 5000)) + 1e4).astype(np.float32)
     gamma = np.array([1, 50, 100, -100], np.float32)
     beta = np.zeros(4, np.float32)
+    xl = np.ascontiguousarray(np.moveaxis(x, 1, -1)) if layout == 1 else x
     for silu in (False, True):
-        want = numpy_group_norm(x, 2, gamma, beta, 1e-5, silu)
+        want = numpy_group_norm(xl, 2, gamma, beta, 1e-5, silu, layout == 1)
         for isa, mod in VARIANTS.items():
-            y = np.empty_like(x)
-            mod.group_norm_f32(x.reshape(-1), y.reshape(-1), 2, 4, 5000, 2, gamma, beta, 1e-5, silu, 0, 1)
+            y = np.empty_like(xl)
+            mod.group_norm_f32(xl.reshape(-1), y.reshape(-1), 2, 4, 5000, 2, gamma, beta, 1e-5, silu, layout, 1)
             np.testing.assert_allclose(y, want, rtol=1e-3, atol=1e-3, err_msg=isa)
 
 
