@@ -89,8 +89,18 @@ class Worker:
 
 
 def _cases(args, tmp):
-    """(name, model path, feeds .npz path) per model of the suite."""
+    """(name, model path, feeds .npz path) per model of the suite (or per --model file, seeded random feeds)."""
     import numpy as np
+    if args.model:
+        import onnxep
+        from onnxep._bench import random_feeds
+        out = []
+        for path in args.model:
+            name = os.path.splitext(os.path.basename(path))[0]
+            feeds = os.path.join(tmp, f"{name}.npz")
+            np.savez(feeds, **random_feeds(onnxep.InferenceSession(path)))
+            out.append((name, os.path.abspath(path), feeds))
+        return out
     if args.suite == "light":
         import onnx
 
@@ -127,6 +137,7 @@ def main(argv=None):
     ap.add_argument("--suite", choices=("light", "zoo"), default="light")
     ap.add_argument("--only", nargs="*", help="model names (light) or architectures / arch.exporter names (zoo)")
     ap.add_argument("--exporter", choices=("dynamo", "torchscript"))
+    ap.add_argument("--model", nargs="*", help="ONNX files instead of a suite (seeded random feeds)")
     ap.add_argument("--dir", help="zoo folder (default ~/.cache/onnxep/zoo or $ONNXEP_ZOO)")
     ap.add_argument("--threads", type=int, default=0, help="intra-op threads (default: onnxep's, all cores)")
     ap.add_argument("--rounds", type=int, default=7)

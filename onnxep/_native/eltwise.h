@@ -66,17 +66,70 @@ static inline float onnxep_gelu_tanh1(float x)
     float u = 0.7978845608f * (x + 0.044715f * (x * x * x));
     return x * onnxep_sigmoid1(2.0f * u);
 }
+/* The AVX-512 forms, 16 lanes: onnxep_expf's operations in its order, but 2^n applied by one scalef (p 2^n rounded
+   once: the two-factor product's value, which also rounds once) in place of the integer exponent arithmetic, so each
+   lane gets the scalar form's bits (NaN lanes aside: NaN either way) in 15 instructions instead of about 22: the
+   Exp, Sigmoid and SiLU loops below take 0.68-0.75x the time (1 thread, 196K floats: SiLU 0.188 ns an element
+   against 0.250). tests/kernels/test_eltwise_transcendental.py compares them with the scalar forms bit for bit.
+   (A conv's epilogue applying SiLU with these, in registers or over the stored tile, took 1.01-1.3x the time of the
+   conv and then this loop over its output: the exp's 15 operations cost the same per element either way, and the
+   epilogue's are not overlapped with the FMAs; so fuse_nhwc_conv leaves a Silu node after a conv.) */
+#if defined(__AVX512F__)
+#include <immintrin.h>
+static inline __m512 onnxep_exp16(__m512 x)
+{
+    const __m512 sh = _mm512_set1_ps(12582912.0f);
+    __m512 xc = _mm512_max_ps(_mm512_min_ps(x, _mm512_set1_ps(88.8f)), _mm512_set1_ps(-104.0f));  /* NaN -> 88.8 */
+    __m512 n = _mm512_sub_ps(_mm512_fmadd_ps(xc, _mm512_set1_ps(1.44269504f), sh), sh);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), xc);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.428606765330187045e-06f), r);
+    __m512 p = _mm512_fmadd_ps(r, _mm512_set1_ps(0.0013836784f), _mm512_set1_ps(0.008374815f));
+    p = _mm512_fmadd_ps(r, p, _mm512_set1_ps(0.041668225f));
+    p = _mm512_fmadd_ps(r, p, _mm512_set1_ps(0.1666642f));
+    p = _mm512_fmadd_ps(r, p, _mm512_set1_ps(0.4999999f));
+    p = _mm512_fmadd_ps(r, p, _mm512_set1_ps(1.0f));
+    p = _mm512_fmadd_ps(r, p, _mm512_set1_ps(1.0f));
+    return _mm512_mask_mov_ps(_mm512_scalef_ps(p, n), _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), x);
+}
+static inline __m512 onnxep_sigmoid16(__m512 x)
+{
+    __m512 e = onnxep_exp16(_mm512_or_ps(x, _mm512_set1_ps(-0.0f)));            /* exp(-|x|) */
+    __m512 num = _mm512_mask_mov_ps(e, _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_GE_OQ), _mm512_set1_ps(1.0f));
+    return _mm512_div_ps(num, _mm512_add_ps(_mm512_set1_ps(1.0f), e));
+}
+static inline __m512 onnxep_silu16(__m512 x, float alpha)
+{
+    return _mm512_mul_ps(x, onnxep_sigmoid16(_mm512_mul_ps(_mm512_set1_ps(alpha), x)));
+}
+/* the loops of the AVX-512 variant: f16 on whole vectors, the tail masked */
+#define ONNXEP_V16_LOOP(EXPR_V)                                                                                       \
+    Py_ssize_t i = 0;                                                                                                 \
+    for (; i + 16 <= n; i += 16) { __m512 v = _mm512_loadu_ps(x + i); _mm512_storeu_ps(y + i, EXPR_V); }          \
+    if (i < n) {                                                                                                      \
+        __mmask16 m = (__mmask16)((1u << (n - i)) - 1u);                                                              \
+        __m512 v = _mm512_maskz_loadu_ps(m, x + i);                                                                   \
+        _mm512_mask_storeu_ps(y + i, m, EXPR_V);                                                                      \
+    }
+#endif
 static void onnxep_exp_loop(const float* x, float* y, Py_ssize_t n)
 {
+#if defined(__AVX512F__)
+    ONNXEP_V16_LOOP(onnxep_exp16(v))
+#else
     Py_ssize_t i;
     #pragma omp simd
     for (i = 0; i < n; i++) y[i] = onnxep_expf(x[i]);
+#endif
 }
 static void onnxep_sigmoid_loop(const float* x, float* y, Py_ssize_t n)
 {
+#if defined(__AVX512F__)
+    ONNXEP_V16_LOOP(onnxep_sigmoid16(v))
+#else
     Py_ssize_t i;
     #pragma omp simd
     for (i = 0; i < n; i++) y[i] = onnxep_sigmoid1(x[i]);
+#endif
 }
 static void onnxep_tanh_loop(const float* x, float* y, Py_ssize_t n)
 {
@@ -86,15 +139,30 @@ static void onnxep_tanh_loop(const float* x, float* y, Py_ssize_t n)
 }
 static void onnxep_silu_loop(const float* x, float* y, Py_ssize_t n, float alpha)
 {
+#if defined(__AVX512F__)
+    ONNXEP_V16_LOOP(onnxep_silu16(v, alpha))
+#else
     Py_ssize_t i;
     #pragma omp simd
     for (i = 0; i < n; i++) y[i] = onnxep_silu1(x[i], alpha);
+#endif
 }
 static void onnxep_silu_gate_loop(const float* x, const float* g, float* y, Py_ssize_t n, float alpha)
 {
+#if defined(__AVX512F__)
+    Py_ssize_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(y + i, _mm512_mul_ps(onnxep_silu16(_mm512_loadu_ps(x + i), alpha), _mm512_loadu_ps(g + i)));
+    if (i < n) {
+        __mmask16 m = (__mmask16)((1u << (n - i)) - 1u);
+        _mm512_mask_storeu_ps(y + i, m, _mm512_mul_ps(onnxep_silu16(_mm512_maskz_loadu_ps(m, x + i), alpha),
+                                                      _mm512_maskz_loadu_ps(m, g + i)));
+    }
+#else
     Py_ssize_t i;
     #pragma omp simd
     for (i = 0; i < n; i++) y[i] = onnxep_silu1(x[i], alpha) * g[i];
+#endif
 }
 static void onnxep_gelu_tanh_loop(const float* x, float* y, Py_ssize_t n)
 {

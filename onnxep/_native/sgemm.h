@@ -60,12 +60,13 @@ static long onnxep_cache_bytes(int level, long dflt)
    the dev machine: 128 x 768 x 768 / x 3072 / 128 x 3072 x 768 0.97-0.99x the time at 2 threads, the encoder
    0.97x, the MLP 0.96x; the conv models 1.00x). */
 /* The fused activation of the epilogue (NULL: none). Relu, Clip, LeakyRelu and HardSwish are applied in
-   registers; Sigmoid, HardSigmoid and Tanh over the tile just stored (still in L1), with the same scalar code in
-   every variant. HardSwish is v * min(1, max(0, v/6 + 1/2)) (ONNX's alpha 1/6, beta 1/2, as hard_swish_f32).
+   registers; Sigmoid, HardSigmoid and Tanh over the tile just stored (still in L1), vectorised over each row by
+   onnxep_act_row. HardSwish is v * min(1, max(0, v/6 + 1/2)) (ONNX's alpha 1/6, beta 1/2, as hard_swish_f32).
    Gelu (the erf form, FusedMatMul's) is erf.h's onnxep_gelu1, vectorised over each stored row: the product is
    still in L1 instead of a pass over the whole output after the GEMM. */
 #include <math.h>
 #include "erf.h"
+#include "eltwise.h"
 enum { ONNXEP_ACT_NONE = 0, ONNXEP_ACT_RELU, ONNXEP_ACT_CLIP, ONNXEP_ACT_LEAKY_RELU, ONNXEP_ACT_SIGMOID,
        ONNXEP_ACT_HARD_SIGMOID, ONNXEP_ACT_TANH, ONNXEP_ACT_HARD_SWISH, ONNXEP_ACT_GELU };
 #define ONNXEP_ACT_IN_REGS(kind) ((kind) <= ONNXEP_ACT_LEAKY_RELU || (kind) == ONNXEP_ACT_HARD_SWISH)
@@ -76,9 +77,9 @@ static inline float onnxep_act1(const onnxep_act* act, float v)
     case ONNXEP_ACT_RELU: return v > 0.0f ? v : 0.0f;             /* NaN -> 0, as max(NaN, 0) in SIMD */
     case ONNXEP_ACT_CLIP: { float h = v < act->a ? act->a : v; return h > act->b ? act->b : h; }  /* NaN stays */
     case ONNXEP_ACT_LEAKY_RELU: return v >= 0.0f ? v : v * act->a;
-    case ONNXEP_ACT_SIGMOID: return 1.0f / (1.0f + expf(-v));
+    case ONNXEP_ACT_SIGMOID: return onnxep_sigmoid1(v);          /* eltwise.h: the Sigmoid / Tanh kernels' bits */
     case ONNXEP_ACT_HARD_SIGMOID: { float h = act->a * v + act->b; return h < 0.0f ? 0.0f : (h > 1.0f ? 1.0f : h); }
-    case ONNXEP_ACT_TANH: return tanhf(v);
+    case ONNXEP_ACT_TANH: return onnxep_tanh1(v);
     case ONNXEP_ACT_GELU: return onnxep_gelu1(v);
     case ONNXEP_ACT_HARD_SWISH: {
         float h = v * (1.0f / 6.0f) + 0.5f;
@@ -89,8 +90,8 @@ static inline float onnxep_act1(const onnxep_act* act, float v)
 }
 /* the activation over one row of w stored outputs: onnxep_act1's expressions, one loop per kind, so that the
    compiler vectorizes them (onnxep_act1 per element, its switch inside the loop, ran scalar: in the bf16 GEMM's
-   epilogue a 1x1 conv + HardSwish alone, 32 -> 96 at 14x14, took 2.1x the fp32 conv's time). Sigmoid and Tanh stay
-   onnxep_act1's scalar expf / tanhf. */
+   epilogue a 1x1 conv + HardSwish alone, 32 -> 96 at 14x14, took 2.1x the fp32 conv's time). Sigmoid and Tanh are
+   eltwise.h's branch-free forms, so a fused activation gives the standalone kernel's bits. */
 static inline void onnxep_act_row(const onnxep_act* act, float* __restrict y, Py_ssize_t w)
 {
     Py_ssize_t j;
@@ -124,6 +125,14 @@ static inline void onnxep_act_row(const onnxep_act* act, float* __restrict y, Py
         #pragma omp simd
         for (j = 0; j < w; j++) y[j] = onnxep_gelu1(y[j]);
 #endif
+        break;
+    case ONNXEP_ACT_SIGMOID:
+        #pragma omp simd
+        for (j = 0; j < w; j++) y[j] = onnxep_sigmoid1(y[j]);
+        break;
+    case ONNXEP_ACT_TANH:
+        #pragma omp simd
+        for (j = 0; j < w; j++) y[j] = onnxep_tanh1(y[j]);
         break;
     default:
         for (j = 0; j < w; j++) y[j] = onnxep_act1(act, y[j]);

@@ -56,7 +56,7 @@ typedef struct {
 } onnxep_wino_dst;
 
 /* y[0 .. WL) := act(o + bias + r) (bias, r: NULL for none); Relu, Clip and LeakyRelu in the vector (NaN handled
-   as onnxep_act1 does), the other activations by onnxep_act1 over the stored values. */
+   as onnxep_act1 does), the other activations by onnxep_act_row over the stored values. */
 static inline onnxep_wvi onnxep_wino_bits(float f)      /* f's bit pattern in every lane */
 {
     int b;
@@ -86,11 +86,10 @@ static inline __attribute__((always_inline)) void onnxep_wino_put(onnxep_wv o, f
         mk = o >= 0.0f;
         o = (onnxep_wv)(((onnxep_wvi)o & mk) | (t & ~mk));
         break;
-    default: {
-        int l;
+    default:
         *(onnxep_wvu*)y = o;
-        for (l = 0; l < ONNXEP_WL; l++) y[l] = onnxep_act1(act, y[l]);
-        return; }
+        onnxep_act_row(act, y, ONNXEP_WL);
+        return;
     }
     *(onnxep_wvu*)y = o;
 }

@@ -173,7 +173,8 @@ def _plain_f32(*arrays) -> bool:
 
 def _apply_activation(y, act):
     """The epilogue's activation (ACTIVATIONS: name, then its parameters) on y in place, as the GEMM epilogue applies
-    it (sgemm.h: Clip as numpy.clip, HardSwish v * min(1, max(0, v/6 + 1/2)))."""
+    it (sgemm.h: Clip as numpy.clip, HardSwish v * min(1, max(0, v/6 + 1/2)), Sigmoid and Tanh the eltwise
+    kernels)."""
     name, p = act[0], act[1:]
     if name == "Relu":
         np.maximum(y, 0, out=y)
@@ -182,15 +183,11 @@ def _apply_activation(y, act):
     elif name == "LeakyRelu":
         np.multiply(y, np.where(y < 0, F32(p[0]), F32(1)), out=y)
     elif name == "Sigmoid":
-        np.negative(y, out=y)
-        with np.errstate(over="ignore"):
-            np.exp(y, out=y)
-        np.add(y, 1, out=y)
-        np.reciprocal(y, out=y)
+        _kernels.sigmoid_f32(y.reshape(-1), y.reshape(-1), 1)
     elif name == "HardSigmoid":
         np.clip(y * F32(p[0]) + F32(p[1]), 0, 1, out=y)
     elif name == "Tanh":
-        np.tanh(y, out=y)
+        _kernels.tanh_f32(y.reshape(-1), y.reshape(-1), 1)
     elif name == "HardSwish":
         np.multiply(y, np.clip(y * F32(1 / 6) + F32(0.5), 0, 1), out=y)
     elif name:
