@@ -163,9 +163,10 @@ def test_in_place(isa):
 
 
 @pytest.mark.skipif(not {"avx2", "avx512"} <= set(MODS), reason="needs the avx2 and avx512 variants on this machine")
-@pytest.mark.parametrize("name", ["exp", "sigmoid", "silu", "silu_gate"])
+@pytest.mark.parametrize("name", ["exp", "sigmoid", "silu", "silu_gate", "gelu_tanh"])
 def test_avx512_forms_give_the_scalar_bits(name):
-    """The AVX-512 variant's Exp / Sigmoid / SiLU loops (eltwise.h onnxep_exp16 etc.: 2^n by one scalef) give the
+    """The AVX-512 variant's Exp / Sigmoid / SiLU / tanh-form Gelu loops (eltwise.h onnxep_exp16 etc.: 2^n by one
+    scalef) give the
     bits of the scalar forms, which the AVX2 variant vectorises with the same FMAs: every float32 class -- 1M random
     bit patterns (NaN, infinities, subnormals) and normal values over the range edges -- NaN lanes only need be NaN."""
     rng = np.random.default_rng(5)
