@@ -856,7 +856,7 @@ cdef Py_ssize_t _sgemm_tile_cost(const void* p, Py_ssize_t t) noexcept nogil:
 
 
 cdef Py_ssize_t _sgemm_slab_mt(Py_ssize_t M, Py_ssize_t mtiles, Py_ssize_t mq, Py_ssize_t mfirst, Py_ssize_t npanels,
-                               Py_ssize_t slab_cap, int nth, bint* shared) noexcept nogil:
+                               Py_ssize_t slab_cap, int nth, bint* shared, Py_ssize_t* span_out) noexcept nogil:
     """The column slab (in NR panels) that lets nth threads finish a GEMM's tiles soonest, and the claims to run them
     under (*shared: _tile_schedule): for each slab width from the widest (fewest tiles; each tile packs its A block
     again), the time the tiles take, a tile costing rows * (panels + the A packing, 1/SGEMM_SLAB_REPACK_Q panel); a
@@ -878,7 +878,24 @@ cdef Py_ssize_t _sgemm_slab_mt(Py_ssize_t M, Py_ssize_t mtiles, Py_ssize_t mq, P
         span = _tile_schedule(_sgemm_tile_cost, &c, mtiles * c.ntl, nth, c.cand >= SGEMM_SHARED_MIN_SLAB, &sh)
         if best == 0 or 100 * span < 99 * best_span:
             best, best_span, shared[0] = c.cand, span, sh
+    span_out[0] = best_span
     return best
+
+
+# _sgemm_tiling may round the row blocks up to a multiple of the threads (on); sgemm_row_round() turns it off for
+# in-process A/B measurements and tests
+cdef int _row_round_on = 1
+
+
+def sgemm_row_round(on=None):
+    """Whether the SGEMM's tiling may cut M into a multiple of the threads' count of row blocks, each under MC rows,
+    where that finishes sooner than MC-row blocks (_sgemm_tiling); `on` sets it. Returns the setting before the
+    call."""
+    global _row_round_on
+    cdef int before = _row_round_on
+    if on is not None:
+        _row_round_on = 1 if on else 0
+    return bool(before)
 
 
 cdef struct _Tiling:
@@ -886,12 +903,14 @@ cdef struct _Tiling:
     bint shared
 
 
-cdef void _sgemm_tiling(Py_ssize_t M, Py_ssize_t N, bint scratch, int nth, _Tiling* out) noexcept nogil:
+cdef void _sgemm_tiling(Py_ssize_t M, Py_ssize_t N, bint scratch, bint implicit, int nth,
+                        _Tiling* out) noexcept nogil:
     """sgemm_packed_ex's tiles of an M x N product (M, N > 0) on nth threads: NR panels, row blocks (mtiles of them,
     mq MR tiles each for the first mfirst, one more for the rest), the column slab in panels, and the claims (shared:
-    one counter, parallel_for_shared); scratch: C's tile goes through the scratch C tile."""
-    cdef Py_ssize_t npanels, mtiles, mq, mfirst, slab, slab_cap
-    cdef bint shared = False
+    one counter, parallel_for_shared); scratch: C's tile goes through the scratch C tile; implicit: A is a conv's
+    im2col, gathered from the image as it is packed."""
+    cdef Py_ssize_t npanels, mtiles, mq, mfirst, slab, slab_cap, span = 0, mtiles2, mq2, mfirst2, slab2, span2
+    cdef bint shared = False, shared2 = False
     npanels = (N + SGEMM_NR - 1) // SGEMM_NR
     mtiles = (M + SGEMM_MC - 1) // SGEMM_MC
     # row blocks: M's MR-row tiles dealt out evenly, mq per block and one more to each after the first mfirst (each
@@ -909,16 +928,29 @@ cdef void _sgemm_tiling(Py_ssize_t M, Py_ssize_t N, bint scratch, int nth, _Tili
         mfirst = _row_deal(M, mtiles, &mq)
     slab = min(npanels, slab_cap)
     if nth > 1:
-        slab = _sgemm_slab_mt(M, mtiles, mq, mfirst, npanels, slab_cap, nth, &shared)
+        slab = _sgemm_slab_mt(M, mtiles, mq, mfirst, npanels, slab_cap, nth, &shared, &span)
+        # or row blocks to a multiple of the threads, each under MC rows: where that finishes sooner, each block's A
+        # is packed once instead of once per slab (a 1-D conv's 1500 output positions: 11 blocks of 132-144 rows on
+        # 2 threads took 2 slabs, each block's im2col gathered twice; 12 blocks of 120-132 rows take one). Under nth
+        # MC-row blocks only for a conv's im2col: a plain A (a few hundred tokens) is cheap to pack again, and
+        # splitting the columns has each thread read only its slabs of B (in-process, 2 threads: the zoo's whisper
+        # encoders, 100-position 1-D convs, 0.95-0.985x the time with rows split; its small transformers 1.00-1.04x).
+        mtiles2 = (mtiles + nth - 1) // nth * nth
+        if _row_round_on and (mtiles >= nth or implicit) and mtiles2 != mtiles \
+                and mtiles2 <= (M + SGEMM_MR - 1) // SGEMM_MR:
+            mfirst2 = _row_deal(M, mtiles2, &mq2)
+            slab2 = _sgemm_slab_mt(M, mtiles2, mq2, mfirst2, npanels, slab_cap, nth, &shared2, &span2)
+            if 100 * span2 < 99 * span:
+                mtiles, mq, mfirst, slab, shared = mtiles2, mq2, mfirst2, slab2, shared2
     out.npanels, out.mtiles, out.mq, out.mfirst, out.slab, out.shared = npanels, mtiles, mq, mfirst, slab, shared
 
 
-def sgemm_tiling(Py_ssize_t M, Py_ssize_t N, int nth):
+def sgemm_tiling(Py_ssize_t M, Py_ssize_t N, int nth, bint implicit=False):
     """(row blocks, column slab in NR panels, shared, the blocks' first rows and M) of sgemm_packed_f32's tiles for
-    an M x N product on nth threads (_sgemm_tiling; shared: the tiles go to one counter, parallel_for_shared); for
-    tests."""
+    an M x N product on nth threads (_sgemm_tiling; shared: the tiles go to one counter, parallel_for_shared;
+    implicit: a conv's im2col A); for tests."""
     cdef _Tiling tl
-    _sgemm_tiling(M, N, False, nth, &tl)
+    _sgemm_tiling(M, N, False, implicit, nth, &tl)
     rows = tuple(min(_row_block(b, tl.mq, tl.mfirst), M) for b in range(tl.mtiles + 1))
     return tl.mtiles, tl.slab, bool(tl.shared), rows
 
@@ -950,7 +982,7 @@ cdef void sgemm_packed_ex(Py_ssize_t M, Py_ssize_t N, Py_ssize_t K, float alpha,
                 j += SGEMM_NR
             i += SGEMM_MR
         return
-    _sgemm_tiling(M, N, csc != 1 and beta == 0.0, nth, &tl)
+    _sgemm_tiling(M, N, csc != 1 and beta == 0.0, ia != NULL, nth, &tl)
     npanels, mtiles, mq, mfirst, slab = tl.npanels, tl.mtiles, tl.mq, tl.mfirst, tl.slab
     ntiles = (npanels + slab - 1) // slab
     if nth <= 1 or mtiles * ntiles < 2:

@@ -69,8 +69,9 @@ static inline float onnxep_gelu_tanh1(float x)
 /* The AVX-512 forms, 16 lanes: onnxep_expf's operations in its order, but 2^n applied by one scalef (p 2^n rounded
    once: the two-factor product's value, which also rounds once) in place of the integer exponent arithmetic, so each
    lane gets the scalar form's bits (NaN lanes aside: NaN either way) in 15 instructions instead of about 22: the
-   Exp, Sigmoid, SiLU and tanh-form Gelu loops below take 0.68-0.75x the time (1 thread, 196K floats: SiLU 0.188 ns an element
-   against 0.250). tests/kernels/test_eltwise_transcendental.py compares them with the scalar forms bit for bit.
+   Exp, Sigmoid, SiLU and tanh-form Gelu loops below take 0.68-0.76x the time (1 thread, 196K floats: SiLU 0.188
+   ns an element against 0.250). tests/kernels/test_eltwise_transcendental.py compares them with the AVX2 variant,
+   which vectorises the scalar forms with the same FMAs, bit for bit.
    (A conv's epilogue applying SiLU with these, in registers or over the stored tile, took 1.01-1.3x the time of the
    conv and then this loop over its output: the exp's 15 operations cost the same per element either way, and the
    epilogue's are not overlapped with the FMAs; so fuse_nhwc_conv leaves a Silu node after a conv.) */

@@ -167,12 +167,13 @@ def test_row_result_independent_of_panel(isa):
 @pytest.mark.parametrize("M,N,K,trans_a", [(300, 200, 600, False), (300, 70, 577, True), (2 * 144 + 1, 515, 40, False),
                                            (196, 256, 300, False), (729, 192, 70, False), (49, 512, 33, True),
                                            (5 * 144 + 7, 1000, 20, False), (197, 3072, 300, False),
-                                           (197, 768, 70, False), (204, 1000, 33, False)])
+                                           (197, 768, 70, False), (204, 1000, 33, False), (1500, 384, 40, False)])
 def test_threads_do_not_change_results(isa, M, N, K, trans_a):
     """Oracle: the single-thread run of the same variant (bit-identical for any thread count and tile partition),
     and numpy float64 within the bound. The later sizes give row blocks one MR tile apart (the MR tiles dealt out
     evenly, the partial one last) and several column slabs on 2 and 3 threads (_sgemm_slab_mt), with the tiles on one
-    counter where the schedule takes it and on the thread ranges (tile_claims_shared on / off)."""
+    counter where the schedule takes it and on the thread ranges (tile_claims_shared on / off); the last, row blocks
+    rounded up to a multiple of the threads or not (sgemm_row_round on / off)."""
     mod = VARIANTS[isa]
     rng = np.random.default_rng(5)
     A, B, _ = _case(rng, M, N, K, trans_a, False)
@@ -181,15 +182,17 @@ def test_threads_do_not_change_results(isa, M, N, K, trans_a):
     c1 = np.empty((M, N), np.float32)
     mod.sgemm_packed_f32(trans_a, 1.0, A, bp, N, 0.0, c1, nthreads=1)
     assert np.all(np.abs(c1 - _ref(trans_a, False, 1.0, A, B, 0.0, c1)) <= _bound(K, A, B, 1.0))
-    before = mod.tile_claims_shared()
+    before, rr = mod.tile_claims_shared(), mod.sgemm_row_round()
     try:
-        for on, nt in ((True, 2), (True, 3), (False, 2), (False, 3)):
+        for on, nt, rnd in ((True, 2, True), (True, 3, True), (False, 2, True), (False, 3, True), (True, 2, False)):
             mod.tile_claims_shared(on)
+            mod.sgemm_row_round(rnd)
             c2 = np.empty((M, N), np.float32)
             mod.sgemm_packed_f32(trans_a, 1.0, A, bp, N, 0.0, c2, nthreads=nt)
             np.testing.assert_array_equal(c1, c2)
     finally:
         mod.tile_claims_shared(before)
+        mod.sgemm_row_round(rr)
 
 
 def test_k_blocks_are_even():
@@ -357,3 +360,29 @@ def test_tiles_go_to_one_counter_where_thread_ranges_leave_a_thread_idle():
         assert mod.sgemm_tiling(197, 3072, 2)[2] is False
     finally:
         mod.pool_affine(before)
+
+
+def test_row_blocks_round_up_to_the_threads():
+    """Oracle: the tiling worked by hand (AVX-512 tiles: MR 12, NR 32, MC 144; a tile costs rows x (4 x panels + 1),
+    _sgemm_tile_cost). 1500 x 384 (whisper's 1-D conv: 1500 positions, 384 channels) in MC-row blocks is 11 blocks;
+    on 2 threads one slab leaves 6 blocks to one thread, so two slabs of 6 panels were taken (22 tiles, every
+    block's A packed twice). 12 blocks of 120-132 rows take one slab: 12 tiles, a span of about 6 x 125 x 49
+    against 11 x 136 x 25, and each A packed once. 3136 rows (22 blocks) and 1 thread keep MC-row blocks; one block
+    (100 rows) is split into rows only for a conv's im2col; sgemm_row_round(False) gives the old tiling."""
+    mod = VARIANTS.get("avx512")
+    if mod is None:
+        pytest.skip("the hand-worked tiles are the AVX-512 variant's")
+    assert (mod.MR, mod.NR, mod.MC) == (12, 32, 144)
+    mt, slab, _, rows = mod.sgemm_tiling(1500, 384, 2)
+    assert (mt, slab) == (12, 12) and max(b - a for a, b in zip(rows, rows[1:])) <= 132
+    assert mod.sgemm_tiling(3000, 384, 2)[:2] == (22, 12)
+    assert mod.sgemm_tiling(3136, 384, 2)[0] == 22
+    assert mod.sgemm_tiling(1500, 384, 1)[:2] == (11, 12)
+    # one MC-row block: a plain A keeps splitting the columns, a conv's im2col (implicit) splits the rows
+    assert mod.sgemm_tiling(100, 64, 2)[:2] == (1, 1)
+    assert mod.sgemm_tiling(100, 64, 2, True)[:2] == (2, 2)
+    before = mod.sgemm_row_round(False)
+    try:
+        assert mod.sgemm_tiling(1500, 384, 2)[:2] == (11, 6)
+    finally:
+        mod.sgemm_row_round(before)
