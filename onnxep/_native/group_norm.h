@@ -41,12 +41,12 @@ static void onnxep_gn_moments(const float* x, Py_ssize_t L, onnxep_gn_mom* mo)
     }
 }
 /* Channel-last (N, S, C) moments, in two steps so that the loops run along the contiguous channels whatever C / G
-   is: each block of rows (rows_ch of them, about 64 KB) gets per channel the chunk values onnxep_gn_merge takes --
-   its first row K, s = sum (x - K), then q = sum (x - mb)^2 about the float mean mb, while the block is in L2.
-   Then per instance the blocks merge into each channel's mean and M2 (onnxep_gn_merge's update, vectorised along
-   the channels), and each group merges its channels, in order: the same sums whatever the thread count. The
-   strided form this replaced (each group's few channels summed along the rows) took 3-12x the NCHW kernel's time
-   when C / G was under 16 channels. */
+   is: each block of rows (rows_ch of them: about 64 KB, at least 32 rows) gets per channel what onnxep_gn_merge
+   takes for a chunk -- its first row K, s = sum (x - K), then q = sum (x - mb)^2 about the float mean mb, while the
+   block is in L2. Then per instance the blocks merge into each channel's mean and M2 (onnxep_gn_merge's update,
+   vectorised along the channels), and each group merges its channels, in order: the same sums whatever the thread
+   count. The strided form this replaced (each group's few channels summed along the rows) took 3-12x the NCHW
+   kernel's time when C / G was under 16 channels. */
 #define ONNXEP_GN_BLOCK 16384
 static void onnxep_gn_block_task(void* p, Py_ssize_t item, int tid);
 static void onnxep_gn_group_task(void* p, Py_ssize_t item, int tid);
