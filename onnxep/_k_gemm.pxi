@@ -910,6 +910,7 @@ cdef void _sgemm_tiling(Py_ssize_t M, Py_ssize_t N, bint scratch, bint implicit,
     one counter, parallel_for_shared); scratch: C's tile goes through the scratch C tile; implicit: A is a conv's
     im2col, gathered from the image as it is packed."""
     cdef Py_ssize_t npanels, mtiles, mq, mfirst, slab, slab_cap, span = 0, mtiles2, mq2, mfirst2, slab2, span2
+    cdef Py_ssize_t mr_tiles = (M + SGEMM_MR - 1) // SGEMM_MR
     cdef bint shared = False, shared2 = False
     npanels = (N + SGEMM_NR - 1) // SGEMM_NR
     mtiles = (M + SGEMM_MC - 1) // SGEMM_MC
@@ -924,7 +925,7 @@ cdef void _sgemm_tiling(Py_ssize_t M, Py_ssize_t N, bint scratch, bint implicit,
     if nth > 1 and npanels < nth and mtiles < nth and _small_split_on:
         # too few panels to share: a row block per thread (a small conv's 8x8 or 4x4 output to at most NR
         # channels was one tile, on one thread); each block packs its own rows of A, only B's one panel is read again
-        mtiles = min(<Py_ssize_t>nth, (M + SGEMM_MR - 1) // SGEMM_MR)
+        mtiles = min(<Py_ssize_t>nth, mr_tiles)
         mfirst = _row_deal(M, mtiles, &mq)
     slab = min(npanels, slab_cap)
     if nth > 1:
@@ -936,8 +937,7 @@ cdef void _sgemm_tiling(Py_ssize_t M, Py_ssize_t N, bint scratch, bint implicit,
         # splitting the columns has each thread read only its slabs of B (in-process, 2 threads: the zoo's whisper
         # encoders, 100-position 1-D convs, 0.95-0.985x the time with rows split; its small transformers 1.00-1.04x).
         mtiles2 = (mtiles + nth - 1) // nth * nth
-        if _row_round_on and (mtiles >= nth or implicit) and mtiles2 != mtiles \
-                and mtiles2 <= (M + SGEMM_MR - 1) // SGEMM_MR:
+        if _row_round_on and (mtiles >= nth or implicit) and mtiles2 != mtiles and mtiles2 <= mr_tiles:
             mfirst2 = _row_deal(M, mtiles2, &mq2)
             slab2 = _sgemm_slab_mt(M, mtiles2, mq2, mfirst2, npanels, slab_cap, nth, &shared2, &span2)
             if 100 * span2 < 99 * span:

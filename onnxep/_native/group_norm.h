@@ -13,16 +13,20 @@ static inline float onnxep_exp_neg(float x);     /* _k_transformer.pxi (later in
    no cancellation, and about one pass of memory traffic. */
 #define ONNXEP_GN_CHUNK 2048
 typedef struct { double n, mean, m2; } onnxep_gn_mom;
-/* chunk of nb values: mean K + s / nb, where s sums x - K, and q sums (x - (float)mean)^2 */
-static inline void onnxep_gn_merge(onnxep_gn_mom* a, double nb, float K, float s, float q)
+/* Chan et al.'s pairwise update: a merges nb more values of mean mb and squared deviations m2b */
+static inline void onnxep_gn_combine(onnxep_gn_mom* a, double nb, double mb, double m2b)
 {
-    double mb = (double)K + (double)s / nb, dm = mb - (double)(float)mb;
-    double m2b = (double)q - nb * dm * dm;
     double n = a->n + nb, d = mb - a->mean;
     if (nb == 0) return;
     a->mean += d * nb / n;
     a->m2 += m2b + d * d * a->n * nb / n;
     a->n = n;
+}
+/* chunk of nb values: mean K + s / nb, where s sums x - K, and q sums (x - (float)mean)^2 */
+static inline void onnxep_gn_merge(onnxep_gn_mom* a, double nb, float K, float s, float q)
+{
+    double mb = (double)K + (double)s / nb, dm = mb - (double)(float)mb;
+    onnxep_gn_combine(a, nb, mb, (double)q - nb * dm * dm);
 }
 /* the moments of L contiguous floats */
 static void onnxep_gn_moments(const float* x, Py_ssize_t L, onnxep_gn_mom* mo)
@@ -171,12 +175,7 @@ static void onnxep_gn_group_task(void* p, Py_ssize_t n, int tid)
     }
     for (g = 0; g < G; g++) {                /* then the group's channels, in order */
         onnxep_gn_mom mo = {0.0, 0.0, 0.0};
-        for (c = g * Cg; c < (g + 1) * Cg; c++) {
-            double d = mean[c] - mo.mean, t = mo.n + na;
-            mo.mean += d * na / t;
-            mo.m2 += m2[c] + d * d * mo.n * na / t;
-            mo.n = t;
-        }
+        for (c = g * Cg; c < (g + 1) * Cg; c++) onnxep_gn_combine(&mo, na, mean[c], m2[c]);
         float inv = (float)(1.0 / sqrt((mo.m2 > 0.0 ? mo.m2 / mo.n : 0.0) + (double)j->eps)), m = (float)mo.mean;
         float ml = (float)(mo.mean - (double)m);
         for (c = g * Cg; c < (g + 1) * Cg; c++) {
