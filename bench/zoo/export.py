@@ -871,11 +871,11 @@ _fixture("efficientnet_tiny", "efficientnet", ("dynamo",), width=0.1, depth=0.1,
 
 
 # ------------------------------------------------------------------------------ the models at their real sizes
-#: the published configs of six architectures users run (random weights, seeded), batch 1, text at 128 tokens,
-#: images at 224 px: what issue 29's bf16 figure is about, where the zoo's small configs are dispatch-bound
-#: (``--full``; ~1.3 GB in ~/.cache/onnxep/zoo-full)
+#: the published configs of eight architectures users run (random weights, seeded), batch 1, text at 128 tokens,
+#: images at 224 px, decoders one token after 128 of past: what issue 29's bf16 figure is about, where the zoo's
+#: small configs are dispatch-bound (``--full``; ~2.5 GB in ~/.cache/onnxep/zoo-full)
 FULL: dict[str, Arch] = {}
-FULL_DIMS = dict(batch=1, seq=128, past=8, step=1)
+FULL_DIMS = dict(batch=1, seq=128, past=128, step=1)
 FULL_OUT = DEFAULT_OUT.parent / (DEFAULT_OUT.name + "-full")
 
 
@@ -901,6 +901,15 @@ _full("resnet50", lambda: _vision("ResNetForImageClassification", "ResNetConfig"
       "ResNet-50 (transformers' layout) at 224 px, 1000 classes")
 _full("mobilenet_v2_100", lambda: _vision("MobileNetV2ForImageClassification", "MobileNetV2Config", 224, ("logits",),
                                           lively=True), "MobileNetV2 1.0 at 224 px, 1000 classes")
+_full("gpt2_past", lambda: _causal_lm("GPT2LMHeadModel", "GPT2Config", past=True, vocab=50257, n_embd=768, n_layer=12,
+                                      n_head=12, n_positions=1024),
+      "GPT-2 small (124M): one decoding step after 128 tokens of past")
+_full("smollm_135m_past", lambda: _causal_lm("LlamaForCausalLM", "LlamaConfig", past=True, vocab=49152,
+                                             hidden_size=576, num_hidden_layers=30, num_attention_heads=9,
+                                             num_key_value_heads=3, intermediate_size=1536,
+                                             max_position_embeddings=2048, rms_norm_eps=1e-5,
+                                             tie_word_embeddings=True),
+      "SmolLM-135M's shape (LLaMA blocks, 3 key/value heads for 9): one decoding step after 128 tokens of past")
 
 
 # ------------------------------------------------------------------------------------------------------ export
