@@ -26,7 +26,7 @@ static void* work(void* p) {
     part* q = p;
     if (q->gemv) {
         onnxep_act act = {0};
-        onnxep_gemv_nk(q->a, q->w, K, q->n0, q->n1, NULL, q->y, &act);
+        onnxep_gemv_nk(q->a, q->w, K, q->n0, q->n1, NULL, q->y, &act, 1);
         return NULL;
     }
     __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;

@@ -1188,7 +1188,7 @@ def sgemm_f32(bint trans_a, bint trans_b, float alpha, const float[:, ::1] A, co
 
 cdef extern from "_native/gemv.h":
     void gemv_nk "onnxep_gemv_nk"(const float* a, const float* w, Py_ssize_t K, Py_ssize_t n0, Py_ssize_t n1,
-                                  const float* bias, float* y, const Act* act) noexcept nogil
+                                  const float* bias, float* y, const Act* act, int stream) noexcept nogil
     void gemv_kn "onnxep_gemv_kn"(const float* a, const float* w, Py_ssize_t K, Py_ssize_t N, Py_ssize_t n0,
                                   Py_ssize_t n1, const float* bias, float* y, const Act* act) noexcept nogil
 
@@ -1203,7 +1203,7 @@ cdef struct GemvJob:
     const float* w
     const float* bias
     float* y
-    Py_ssize_t K, N, chunk, nchunks
+    Py_ssize_t M, K, N, chunk, nchunks
     bint trans_b
     Act act
 
@@ -1212,7 +1212,7 @@ cdef void _gemv_task(void* p, Py_ssize_t t, int tid) noexcept nogil:
     cdef GemvJob* j = <GemvJob*>p
     cdef Py_ssize_t m = t // j.nchunks, n0 = (t - m * j.nchunks) * j.chunk, n1 = min(n0 + j.chunk, j.N)
     if j.trans_b:
-        gemv_nk(j.a + m * j.K, j.w, j.K, n0, n1, j.bias, j.y + m * j.N, &j.act)
+        gemv_nk(j.a + m * j.K, j.w, j.K, n0, n1, j.bias, j.y + m * j.N, &j.act, j.M == 1)
     else:
         gemv_kn(j.a + m * j.K, j.w, j.K, j.N, n0, n1, j.bias, j.y + m * j.N, &j.act)
 
@@ -1227,7 +1227,7 @@ cdef void gemv_run(const float* a, const float* w, Py_ssize_t M, Py_ssize_t K, P
     if N == 0 or M == 0:
         return
     job.a, job.w, job.bias, job.y = a, w, bias, y
-    job.K, job.N, job.trans_b, job.act = K, N, trans_b, act[0]
+    job.M, job.K, job.N, job.trans_b, job.act = M, K, N, trans_b, act[0]
     job.chunk = GEMV_NK_ROWS if trans_b else GEMV_KN_COLS
     job.nchunks = (N + job.chunk - 1) // job.chunk
     items = M * job.nchunks

@@ -2,11 +2,17 @@
 #ifndef ONNXEP_NATIVE_GEMV_H
 #define ONNXEP_NATIVE_GEMV_H
 
-/* y[n] = act(sum_k a[k] W[n, k] + bias[n]) for n0 <= n < n1, W (N, K) row-major: four rows at a time, each
-   summed in 16 lanes (lane l takes k = l, l + 16, ...; a 16-float vector of GCC's vector extension, two ymm
-   registers on AVX2), the lanes then added pairwise in a fixed order -- the same sums whatever the thread
-   split. */
+/* y[n] = act(sum_k a[k] W[n, k] + bias[n]) for n0 <= n < n1, W (N, K) row-major. Each row's dot product is four
+   sums of 16 lanes (a 16-float vector of GCC's vector extension, two ymm registers on AVX2), sum c taking the 16-float
+   chunks c, c + 4, c + 8, ... of the row (the last chunk zero-padded); then (s0 + s1) + (s2 + s3) and its lanes added
+   pairwise in a fixed order: the same bits whichever rows go together and whatever the thread split. Four sums, not
+   one: a single chain of FMAs is latency-bound on long rows (36 GB/s at K = 9216, where four read 40).
+   The rows go one at a time or four at a time (onnxep_gemv_nk below). The form this replaced, four rows side by side
+   with one sum each, read a batch-1 layer's short rows as four streams a row long each, which the hardware prefetcher
+   streamed worse: weights read cold (24 layers cycled, 1 thread, Zen 5, 64-byte aligned) 33-35 GB/s against 41-47 one
+   row at a time at K = 576 .. 768, 37-39 against 41-42 at 2048. */
 #define ONNXEP_GV_L 16
+#define ONNXEP_GV_INLINE static inline __attribute__((always_inline))   /* into the row loops below */
 typedef float onnxep_gv_v __attribute__((vector_size(64)));
 typedef float onnxep_gv_vu __attribute__((vector_size(64), aligned(4), may_alias));   /* unaligned loads */
 static inline float onnxep_gv_lanes(const onnxep_gv_v* v)
@@ -24,51 +30,89 @@ static inline void onnxep_gv_tail(const float* p, Py_ssize_t n, onnxep_gv_v* v) 
     __builtin_memcpy(t, p, n * sizeof(float));
     __builtin_memcpy(v, t, sizeof(*v));
 }
-static void onnxep_gemv_nk(const float* __restrict__ a, const float* __restrict__ w, Py_ssize_t K, Py_ssize_t n0,
-                           Py_ssize_t n1, const float* bias, float* __restrict__ y, const onnxep_act* act)
+/* the end of one row's dot product: the last r < 64 floats of a and w (r / 16 whole chunks, then the zero-padded
+   rest, each to the sum whose turn it is), then (s0 + s1) + (s2 + s3) and its lanes */
+ONNXEP_GV_INLINE float onnxep_gv_finish(onnxep_gv_v s0, onnxep_gv_v s1, onnxep_gv_v s2, onnxep_gv_v s3,
+                                        const float* __restrict__ a, const float* __restrict__ w, Py_ssize_t r)
 {
-    Py_ssize_t n, k, kv = K / ONNXEP_GV_L * ONNXEP_GV_L;
-    const onnxep_gv_v zero = {0};
-    for (n = n0; n + 4 <= n1; n += 4) {
-        const float* w0 = w + n * K;
-        const float* w1 = w0 + K;
-        const float* w2 = w1 + K;
-        const float* w3 = w2 + K;
-        onnxep_gv_v s0 = zero, s1 = zero, s2 = zero, s3 = zero, av;
-        for (k = 0; k < kv; k += ONNXEP_GV_L) {
-            av = *(const onnxep_gv_vu*)(a + k);
-            s0 += av * *(const onnxep_gv_vu*)(w0 + k);
-            s1 += av * *(const onnxep_gv_vu*)(w1 + k);
-            s2 += av * *(const onnxep_gv_vu*)(w2 + k);
-            s3 += av * *(const onnxep_gv_vu*)(w3 + k);
-        }
-        if (k < K) {
-            onnxep_gv_v wt;
-            onnxep_gv_tail(a + k, K - k, &av);
-            onnxep_gv_tail(w0 + k, K - k, &wt); s0 += av * wt;
-            onnxep_gv_tail(w1 + k, K - k, &wt); s1 += av * wt;
-            onnxep_gv_tail(w2 + k, K - k, &wt); s2 += av * wt;
-            onnxep_gv_tail(w3 + k, K - k, &wt); s3 += av * wt;
-        }
-        y[n] = onnxep_act1(act, onnxep_gv_lanes(&s0) + (bias ? bias[n] : 0.0f));
-        y[n + 1] = onnxep_act1(act, onnxep_gv_lanes(&s1) + (bias ? bias[n + 1] : 0.0f));
-        y[n + 2] = onnxep_act1(act, onnxep_gv_lanes(&s2) + (bias ? bias[n + 2] : 0.0f));
-        y[n + 3] = onnxep_act1(act, onnxep_gv_lanes(&s3) + (bias ? bias[n + 3] : 0.0f));
+    Py_ssize_t full = r / ONNXEP_GV_L, k = full * ONNXEP_GV_L;
+    onnxep_gv_v av, wv;
+    if (full > 0) s0 += *(const onnxep_gv_vu*)a * *(const onnxep_gv_vu*)w;
+    if (full > 1) s1 += *(const onnxep_gv_vu*)(a + 16) * *(const onnxep_gv_vu*)(w + 16);
+    if (full > 2) s2 += *(const onnxep_gv_vu*)(a + 32) * *(const onnxep_gv_vu*)(w + 32);
+    if (k < r) {
+        onnxep_gv_tail(a + k, r - k, &av);
+        onnxep_gv_tail(w + k, r - k, &wv);
+        if (full == 0) s0 += av * wv;
+        else if (full == 1) s1 += av * wv;
+        else if (full == 2) s2 += av * wv;
+        else s3 += av * wv;
     }
-    for (; n < n1; n++) {
-        const float* w0 = w + n * K;
-        onnxep_gv_v s0 = zero;
-        for (k = 0; k < kv; k += ONNXEP_GV_L)
-            s0 += *(const onnxep_gv_vu*)(a + k) * *(const onnxep_gv_vu*)(w0 + k);
-        if (k < K) {
-            onnxep_gv_v av, wt;
-            onnxep_gv_tail(a + k, K - k, &av);
-            onnxep_gv_tail(w0 + k, K - k, &wt);
-            s0 += av * wt;
-        }
-        y[n] = onnxep_act1(act, onnxep_gv_lanes(&s0) + (bias ? bias[n] : 0.0f));
-    }
+    s0 = (s0 + s1) + (s2 + s3);
+    return onnxep_gv_lanes(&s0);
 }
+ONNXEP_GV_INLINE float onnxep_gv_dot(const float* __restrict__ a, const float* __restrict__ w, Py_ssize_t K)
+{
+    const onnxep_gv_v zero = {0};
+    onnxep_gv_v s0 = zero, s1 = zero, s2 = zero, s3 = zero;
+    Py_ssize_t k, k4 = K / (4 * ONNXEP_GV_L) * (4 * ONNXEP_GV_L);
+    for (k = 0; k < k4; k += 4 * ONNXEP_GV_L) {
+        s0 += *(const onnxep_gv_vu*)(a + k) * *(const onnxep_gv_vu*)(w + k);
+        s1 += *(const onnxep_gv_vu*)(a + k + 16) * *(const onnxep_gv_vu*)(w + k + 16);
+        s2 += *(const onnxep_gv_vu*)(a + k + 32) * *(const onnxep_gv_vu*)(w + k + 32);
+        s3 += *(const onnxep_gv_vu*)(a + k + 48) * *(const onnxep_gv_vu*)(w + k + 48);
+    }
+    return onnxep_gv_finish(s0, s1, s2, s3, a + k4, w + k4, K - k4);
+}
+/* four rows at once (w, w + K, w + 2K, w + 3K): onnxep_gv_dot's sums, so the same bits, with each 16 floats of a
+   loaded once for the four rows */
+ONNXEP_GV_INLINE void onnxep_gv_dot4(const float* __restrict__ a, const float* __restrict__ w, Py_ssize_t K,
+                                     float* out)
+{
+    const onnxep_gv_v zero = {0};
+    onnxep_gv_v s[4][4];
+    Py_ssize_t k, k4 = K / (4 * ONNXEP_GV_L) * (4 * ONNXEP_GV_L);
+    int r, c;
+    #pragma GCC unroll 4
+    for (r = 0; r < 4; r++) {
+        #pragma GCC unroll 4
+        for (c = 0; c < 4; c++) s[r][c] = zero;
+    }
+    for (k = 0; k < k4; k += 4 * ONNXEP_GV_L) {
+        #pragma GCC unroll 4
+        for (c = 0; c < 4; c++) {
+            onnxep_gv_v av = *(const onnxep_gv_vu*)(a + k + c * ONNXEP_GV_L);
+            #pragma GCC unroll 4
+            for (r = 0; r < 4; r++) s[r][c] += av * *(const onnxep_gv_vu*)(w + r * K + k + c * ONNXEP_GV_L);
+        }
+    }
+    #pragma GCC unroll 4
+    for (r = 0; r < 4; r++)
+        out[r] = onnxep_gv_finish(s[r][0], s[r][1], s[r][2], s[r][3], a + k4, w + r * K + k4, K - k4);
+}
+/* stream (a batch-1 layer: W read once, from memory) with rows of at most ONNXEP_GV_ONE_ROW_BYTES: one row at a
+   time, so W is read in memory order as one stream while a stays in L1. Otherwise four rows at a time: a is loaded
+   once per four rows -- for long rows it comes from L2 (one row at a time read AlexNet-size rows, K = 9216 and
+   18432, at 0.88x the four-row rate with a and W 64-byte aligned, 0.68x with both misaligned), and for many rows of a
+   against a small W that stays in cache (the tiny-N dot form) it is the loads that bound the loop (one row at a time
+   took 1.3-1.5x the time there). ONNXEP_GV_ONE_ROW_BYTES is a quarter of a 32 KB L1 (the smallest of the x86 cores
+   onnxep targets): K <= 2048. Both forms give the same bits. */
+#define ONNXEP_GV_ONE_ROW_BYTES 8192
+static void onnxep_gemv_nk(const float* __restrict__ a, const float* __restrict__ w, Py_ssize_t K, Py_ssize_t n0,
+                           Py_ssize_t n1, const float* bias, float* __restrict__ y, const onnxep_act* act, int stream)
+{
+    Py_ssize_t n = n0;
+    float d[4];
+    int r;
+    if (!stream || K * (Py_ssize_t)sizeof(float) > ONNXEP_GV_ONE_ROW_BYTES)
+        for (; n + 4 <= n1; n += 4) {
+            onnxep_gv_dot4(a, w + n * K, K, d);
+            for (r = 0; r < 4; r++) y[n + r] = onnxep_act1(act, d[r] + (bias ? bias[n + r] : 0.0f));
+        }
+    for (; n < n1; n++)
+        y[n] = onnxep_act1(act, onnxep_gv_dot(a, w + n * K, K) + (bias ? bias[n] : 0.0f));
+}
+
 /* the same for W (K, N) row-major: y[n0:n1] accumulated over k in order (one product per k; four rows of W per
    pass over y), then bias and act */
 static void onnxep_gemv_kn(const float* __restrict__ a, const float* __restrict__ w, Py_ssize_t K, Py_ssize_t N,

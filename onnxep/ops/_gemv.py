@@ -1,6 +1,6 @@
 """The tiny-N GEMM of Gemm, MatMul and FusedMatMul: a constant B with few output columns N is kept as W (N, K), fp32,
 and each output is a dot product of a row of A with a row of W (gemv_rows_f32: _native/gemv.h onnxep_gemv_nk, four
-rows of W per pass over a row of A, 16 lanes over k), in fp32 and bf16 sessions alike.
+rows of W per pass over a row of A, four sums of 16 lanes over k), in fp32 and bf16 sessions alike.
 
 The packed GEMMs (SGEMM and the bf16 one) pad B to NR-wide panels and run an MR x NR micro-kernel: with N far below
 NR most of each panel is zeros that are read and multiplied all the same (a classifier's 1280 -> 2 Gemm reads 160 KB

@@ -388,3 +388,28 @@ def test_node_checks_remembered_by_signature_refuse_what_differs():
     extra.graph.node[0].input.append("x")
     with pytest.raises(Refused, match="input size"):
         model_mod.check_graph(extra)
+
+
+@pytest.mark.parametrize("how", ["path", "bytes", "external"])
+def test_large_weights_load_cache_line_aligned(tmp_path, how):
+    """load_model reads each large weight into an array of its own that starts on a 64-byte boundary
+    (model.WEIGHT_ALIGN): the batch-1 GEMV reads a weight as stored, and whole cache lines are what it streams best.
+    Several odd sizes, so that no allocator's own alignment passes by chance. Oracle: the weights written, and their
+    addresses."""
+    rng = np.random.default_rng(3)
+    ws = {f"w{i}": rng.standard_normal(n).astype(np.float32) for i, n in
+          enumerate([model_mod.STRIPPED_BYTES // 4 + 3, 40_001, 70_007, 300_000])}
+    outs = [helper.make_tensor_value_info(f"y{k}", TensorProto.FLOAT, [w.size]) for k, w in ws.items()]
+    graph = helper.make_graph([helper.make_node("Identity", [k], [f"y{k}"]) for k in ws], "g", [], outs,
+                              [numpy_helper.from_array(w, k) for k, w in ws.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    path = str(tmp_path / "m.onnx")
+    onnx.save(model, path, **(dict(save_as_external_data=True, location="m.bin", size_threshold=0)
+                              if how == "external" else {}))
+    weights = {}
+    model_mod.load_model(open(path, "rb").read() if how == "bytes" else path, weights)
+    assert set(weights) == set(ws)
+    for k, w in ws.items():
+        assert weights[k].ctypes.data % model_mod.WEIGHT_ALIGN == 0, k
+        np.testing.assert_array_equal(weights[k], w)
+        assert not weights[k].flags.writeable

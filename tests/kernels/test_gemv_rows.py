@@ -47,3 +47,30 @@ def test_gemv_rows_checks_shapes():
         _kernels.gemv_rows_f32(A, np.zeros((2, 4), np.float32), np.zeros(3, np.float32), np.zeros((3, 2), np.float32))
     Y = np.full((0, 2), np.nan, np.float32)
     _kernels.gemv_rows_f32(np.zeros((0, 4), np.float32), np.zeros((2, 4), np.float32), None, Y)   # nothing to do
+
+
+@pytest.mark.parametrize("isa", sorted(VARIANTS))
+@pytest.mark.parametrize("K", [17, 64, 100, 675, 2048, 2049, 2115, 4100])
+def test_gemv_one_row_and_four_row_forms_same_bits(isa, K):
+    """_native/gemv.h reads a batch-1 weight one row at a time (rows of at most 8 KB) or four at a time (longer rows,
+    and A with several rows); both forms give the same sums. Shifting W by one row moves every row between a group of
+    four and the leftover rows taken one at a time; the M = 5 call takes the four-row form for every K. Oracle: float64
+    numpy for the value, the same kernel's other form for the bits."""
+    V = VARIANTS[isa]
+    rng = np.random.default_rng(K)
+    N = 11
+    a = rng.uniform(-1, 1, K).astype(np.float32)
+    W = rng.uniform(-1, 1, (N + 1, K)).astype(np.float32)
+    bias = rng.uniform(-1, 1, N + 1).astype(np.float32)
+    want = W.astype(np.float64) @ a.astype(np.float64) + bias
+    y = np.empty(N + 1, np.float32)
+    V.gemv_f32(a, W, True, bias, y, False, 1)
+    np.testing.assert_allclose(y, want, rtol=0, atol=2 * (K + 2) * EPS)
+    shifted = np.empty(N, np.float32)
+    for nth in (1, 2):
+        V.gemv_f32(a, np.ascontiguousarray(W[1:]), True, bias[1:], shifted, False, nth)
+        np.testing.assert_array_equal(shifted, y[1:])
+    Y = np.empty((5, N + 1), np.float32)
+    V.gemv_rows_f32(np.tile(a, (5, 1)), W, bias, Y, False, 2)
+    for m in range(5):
+        np.testing.assert_array_equal(Y[m], y)
