@@ -74,3 +74,23 @@ def test_gemv_one_row_and_four_row_forms_same_bits(isa, K):
     V.gemv_rows_f32(np.tile(a, (5, 1)), W, bias, Y, False, 2)
     for m in range(5):
         np.testing.assert_array_equal(Y[m], y)
+
+
+@pytest.mark.skipif(not {"avx2", "avx512"} <= set(VARIANTS), reason="needs the avx2 and avx512 variants")
+@pytest.mark.parametrize("K", [100, 768, 2115, 9216])
+def test_gemv_avx2_halves_give_the_avx512_bits(K):
+    """Without AVX-512, _native/gemv.h holds each 16-lane sum as two 8-float halves, with the same operations lane by
+    lane (both variants contract a * w + s to one FMA): the avx2 and avx512 variants give the same bits, one row at a
+    time (N = 3) and four at a time (N = 9). Oracle: the avx512 variant."""
+    rng = np.random.default_rng(K + 1)
+    a = rng.uniform(-1, 1, K).astype(np.float32)
+    for N in (3, 9):
+        W = rng.uniform(-1, 1, (N, K)).astype(np.float32)
+        y2, y5 = np.empty(N, np.float32), np.empty(N, np.float32)
+        VARIANTS["avx2"].gemv_f32(a, W, True, None, y2, False, 1)
+        VARIANTS["avx512"].gemv_f32(a, W, True, None, y5, False, 1)
+        np.testing.assert_array_equal(y2, y5)
+        Y2, Y5 = np.empty((3, N), np.float32), np.empty((3, N), np.float32)
+        VARIANTS["avx2"].gemv_rows_f32(np.tile(a, (3, 1)), W, None, Y2, False, 1)
+        VARIANTS["avx512"].gemv_rows_f32(np.tile(a, (3, 1)), W, None, Y5, False, 1)
+        np.testing.assert_array_equal(Y2, Y5)
