@@ -873,7 +873,7 @@ _fixture("efficientnet_tiny", "efficientnet", ("dynamo",), width=0.1, depth=0.1,
 # ------------------------------------------------------------------------------ the models at their real sizes
 #: the published configs of eight architectures users run (random weights, seeded), batch 1, text at 128 tokens,
 #: images at 224 px, decoders one token after 128 of past: what issue 29's bf16 figure is about, where the zoo's
-#: small configs are dispatch-bound (``--full``; ~2.5 GB in ~/.cache/onnxep/zoo-full)
+#: small configs are dispatch-bound (``--full``; ~2.2 GB in ~/.cache/onnxep/zoo-full)
 FULL: dict[str, Arch] = {}
 FULL_DIMS = dict(batch=1, seq=128, past=128, step=1)
 FULL_OUT = DEFAULT_OUT.parent / (DEFAULT_OUT.name + "-full")
