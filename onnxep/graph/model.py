@@ -690,6 +690,7 @@ def build_graph(model: onnx.ModelProto, infer_shapes: bool = True, weights: dict
         value_types = types
         outputs = [(o.name, value_types.get(o.name, ValueType())) for o in g.output[:]]
     nodes = _topological(nodes)
+    _check_type_bindings(nodes, value_types)
     meta = {
         "producer_name": model.producer_name, "graph_name": g.name, "domain": model.domain,
         "description": model.doc_string, "graph_description": g.doc_string, "version": model.model_version,
@@ -871,6 +872,50 @@ def _check_nodes(g, opsets) -> None:
             if len(_VALID) >= _VALID_MAX:
                 _VALID.clear()
             _VALID.add(key)
+
+
+_BINDINGS: dict = {}     # (domain, op type, opset) -> ((param, ((is_output, position), ...)), ...): two or more each
+
+
+def _binding_plan(domain: str, op_type: str, opset: int) -> tuple:
+    """The formal inputs / outputs of the op's schema that share a type parameter, for _check_type_bindings: each
+    parameter bound at least twice, with the positions bound to it (a variadic formal's left out)."""
+    key = (domain, op_type, opset)
+    plan = _BINDINGS.get(key)
+    if plan is None:
+        f = schema_facts(op_type, opset, domain) if domain in _SCHEMA_DOMAINS else None
+        groups = {}
+        if f is not None:
+            for is_out, formal, variadic in ((False, f.input_types, f.inputs[1] > len(f.input_types)),
+                                             (True, f.output_types, f.outputs[1] > len(f.output_types))):
+                for j, param in enumerate(formal[:len(formal) - 1 if variadic else len(formal)]):
+                    if not param.startswith("tensor("):
+                        groups.setdefault(param, []).append((is_out, j))
+        plan = tuple((p, tuple(pos)) for p, pos in groups.items() if len(pos) > 1)
+        if len(_BINDINGS) >= _VALID_MAX:
+            _BINDINGS.clear()
+        _BINDINGS[key] = plan
+    return plan
+
+
+def _check_type_bindings(nodes, value_types: dict) -> None:
+    """onnxruntime's load-time check that every input and output a schema binds to one type parameter (Gemm's A, B and
+    C to T) has one type, where the types are known: a float64 weight into a float32 Gemm is refused here, with the
+    values named, instead of failing (or upcasting) when it runs. A variadic formal's values are not checked against
+    each other: the schema table does not say which variadic parameters are homogeneous (Loop's V is not)."""
+    for n in nodes:
+        for param, positions in _binding_plan(n.domain, n.op_type, n.opset):
+            seen = None
+            for is_out, j in positions:
+                names = n.outputs if is_out else n.inputs
+                vt = value_types.get(names[j]) if j < len(names) and names[j] else None
+                if vt is None or vt.kind != "tensor" or vt.type_str == "unknown":
+                    continue
+                if seen is None:
+                    seen = (vt.type_str, names[j])
+                elif seen[0] != vt.type_str:
+                    raise Fail(f"Type Error: Type parameter ({param}) of Optype ({n.op_type}) bound to different types "
+                               f"({seen[0]} of {seen[1]!r} and {vt.type_str} of {names[j]!r}) in node ({n.name}).")
 
 
 def _where(n, i, domain, r) -> str:

@@ -413,3 +413,27 @@ def test_large_weights_load_cache_line_aligned(tmp_path, how):
         assert weights[k].ctypes.data % model_mod.WEIGHT_ALIGN == 0, k
         np.testing.assert_array_equal(weights[k], w)
         assert not weights[k].flags.writeable
+
+
+def test_type_parameter_bound_to_two_types_refused_at_load():
+    """A schema's type parameter bound to two types (a float64 weight into a float32 Gemm: T for A, B and C) is refused
+    when the session is made, naming the parameter, both values and the node, with the class onnxruntime raises
+    (Fail); it had run, the fallback upcasting or a kernel failing on the buffer's type. Oracle: onnxruntime's verdict
+    on the same bytes when it is installed, and numpy for the float32 model that still runs afterwards."""
+    def gemm_model(wdtype):
+        w = np.arange(12, dtype=wdtype).reshape(4, 3)
+        g = helper.make_graph([helper.make_node("Gemm", ["x", "w", "b"], ["y"], transB=1, name="fc")], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])],
+                              [numpy_helper.from_array(w, "w"), numpy_helper.from_array(np.zeros(4, np.float32), "b")])
+        return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+    bad = gemm_model(np.float64)
+    with pytest.raises(onnxep.errors.Fail, match=r"Type parameter \(T\) of Optype \(Gemm\) bound to different types "
+                                                 r"\(tensor\(float\) of 'x' and tensor\(double\) of 'w'\) in node \(fc\)"):
+        onnxep.InferenceSession(bad)
+    ort = pytest.importorskip("onnxruntime")
+    with pytest.raises(Exception, match="bound to different types"):
+        ort.InferenceSession(bad, providers=["CPUExecutionProvider"])
+    x = np.ones((1, 3), np.float32)
+    y = onnxep.InferenceSession(gemm_model(np.float32)).run(None, {"x": x})[0]
+    np.testing.assert_array_equal(y, x @ np.arange(12, dtype=np.float32).reshape(4, 3).T)

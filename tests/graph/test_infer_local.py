@@ -135,6 +135,7 @@ def test_what_it_leaves_to_onnx(case):
         extra = [helper.make_tensor_value_info("c", F, ["n", 4, None, None])]
     elif case == "int_input":
         x = helper.make_tensor_value_info("x", TensorProto.INT64, ["n", 4])
+        y = helper.make_tensor_value_info("y", TensorProto.INT64, None)     # (float: refused at load, as by ORT)
         nodes = [helper.make_node("Add", ["x", "x"], ["y"])]
     elif case == "old_opset":
         opset = 6

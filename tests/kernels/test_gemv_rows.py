@@ -3,7 +3,6 @@
 Oracles: float64 numpy on every ISA variant the machine runs, 1 and 2 threads; the variant's gemv_f32 row by row for
 the same bits (each output is summed the same way whatever the row count and thread split)."""
 import importlib
-import math
 
 import numpy as np
 import pytest

@@ -184,10 +184,12 @@ def test_tile_matches_numpy():
 
 
 def test_tile_opset1():
-    """Oracle: numpy np.tile (opset 1's tiles / axis inputs; onnx.reference and onnxruntime do not run opset 1)."""
+    """Oracle: numpy np.tile (opset 1's tiles / axis inputs; onnx.reference and onnxruntime do not run opset 1).
+    Tile-1's schema binds tiles and axis to T, the input's type: int64 ones are refused at load (graph/model.py
+    _check_type_bindings), as onnxruntime refuses a type parameter bound to two types."""
     x = data((2, 3), np.float32)
-    m = model("Tile", {"x": x, "t": np.array(3, np.int64), "a": np.array(1, np.int64)}, opset=1)
-    got = cpu_session(m).run(None, {"x": x, "t": np.array(3, np.int64), "a": np.array(1, np.int64)})
+    m = model("Tile", {"x": x, "t": np.array(3, np.float32), "a": np.array(1, np.float32)}, opset=1)
+    got = cpu_session(m).run(None, {"x": x, "t": np.array(3, np.float32), "a": np.array(1, np.float32)})
     np.testing.assert_array_equal(got[0], np.tile(x, (1, 3)))
 
 
