@@ -14,6 +14,7 @@ from google.protobuf.message import DecodeError
 from onnx import helper, numpy_helper
 from onnx.external_data_helper import uses_external_data
 
+from onnxep.contracts.allocator import host_bytes
 from onnxep.errors import Fail, InvalidArgument, InvalidGraph, InvalidProtobuf, NoSuchFile
 from onnxep.graph import infer_local
 from onnxep.graph.ir import BODY_ATTRS, Body, Graph, Node, ValueType, WeakIntern, _varint
@@ -273,7 +274,7 @@ def _plain_array(t, buf, fd, offset: int, length: int, external: bool = False):
     if any(d < 0 for d in dims) or int(np.prod(dims, dtype=np.int64)) * dtype.itemsize != length:
         return None
     if fd is None:
-        out = _aligned_bytes(length)
+        out = host_bytes(length)        # aligned (see _read_into)
         out[...] = np.frombuffer(buf, np.uint8, length, offset)
     else:
         out = _read_into(fd, offset, length)
@@ -282,22 +283,12 @@ def _plain_array(t, buf, fd, offset: int, length: int, external: bool = False):
     return out
 
 
-#: alignment of the weight arrays load_model makes: a cache line, so a kernel that reads a weight as stored (the batch-1
-#: GEMV, ops/onnxep/fused_mat_mul.py) loads whole lines. numpy's own large buffers start 16 bytes into a page, and
-#: one-row GEMV read such weights at 0.77-0.85x the rate of aligned ones (K = 576 .. 3072, 1 thread, Zen 5).
-WEIGHT_ALIGN = 64
-
-
-def _aligned_bytes(length: int) -> np.ndarray:
-    """A fresh uint8 array of `length` bytes starting on a WEIGHT_ALIGN boundary."""
-    buf = np.empty(length + WEIGHT_ALIGN, np.uint8)
-    start = -buf.ctypes.data % WEIGHT_ALIGN
-    return buf[start:start + length]
-
-
 def _read_into(fd, offset: int, length: int) -> np.ndarray:
-    """`length` bytes of file `fd` from `offset`, read into a fresh uint8 array (one copy: page cache -> array)."""
-    out = _aligned_bytes(length)
+    """`length` bytes of file `fd` from `offset`, read into a fresh uint8 array (one copy: page cache -> array). The
+    array starts on a HOST_ALIGNMENT boundary (host_bytes), so a kernel that reads a weight as stored (the batch-1
+    GEMV, ops/onnxep/fused_mat_mul.py) loads whole cache lines: numpy's own large buffers start 16 bytes into a page,
+    and the one-row GEMV read such weights at 0.77-0.85x the rate of aligned ones (K = 576 .. 3072, 1 thread, Zen 5)."""
+    out = host_bytes(length)
     view = memoryview(out)
     done = 0
     while done < length:

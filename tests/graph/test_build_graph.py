@@ -393,7 +393,8 @@ def test_node_checks_remembered_by_signature_refuse_what_differs():
 @pytest.mark.parametrize("how", ["path", "bytes", "external"])
 def test_large_weights_load_cache_line_aligned(tmp_path, how):
     """load_model reads each large weight into an array of its own that starts on a 64-byte boundary
-    (model.WEIGHT_ALIGN): the batch-1 GEMV reads a weight as stored, and whole cache lines are what it streams best.
+    (allocator.HOST_ALIGNMENT): the batch-1 GEMV reads a weight as stored, and whole cache lines are what it streams
+    best.
     Several odd sizes, so that no allocator's own alignment passes by chance. Oracle: the weights written, and their
     addresses."""
     rng = np.random.default_rng(3)
@@ -410,7 +411,7 @@ def test_large_weights_load_cache_line_aligned(tmp_path, how):
     model_mod.load_model(open(path, "rb").read() if how == "bytes" else path, weights)
     assert set(weights) == set(ws)
     for k, w in ws.items():
-        assert weights[k].ctypes.data % model_mod.WEIGHT_ALIGN == 0, k
+        assert weights[k].ctypes.data % 64 == 0, k
         np.testing.assert_array_equal(weights[k], w)
         assert not weights[k].flags.writeable
 
