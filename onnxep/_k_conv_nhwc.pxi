@@ -403,7 +403,7 @@ cdef void _conv_chan_task(void* p, Py_ssize_t t, int tid) noexcept nogil:
         ic = _row_block(b, mq, mfirst)
         _sgemm_tile(ic, min(_row_block(b + 1, mq, mfirst), j.P) - ic, jp0, min(jp0 + j.pslab, npanels), j.Coutg, j.Kc,
                     1.0, NULL, 0, 0, &ia, j.wp, 0.0, j.y, j.cout, 1, j.bias, NULL, j.res, j.act,
-                    j.work + <Py_ssize_t>tid * SGEMM_WORK_PER_THREAD)
+                    j.work + <Py_ssize_t>tid * SGEMM_WORK_PER_THREAD, True)
 
 
 cdef void _conv_nhwc_group(const ImplicitA* ia0, Py_ssize_t gi, const float* x, const float* wp, const float* bias,

@@ -40,6 +40,9 @@ cdef extern from "_native/sgemm.h":
                                               const float* b, float* c, Py_ssize_t rsc, float alpha, float beta,
                                               const float* bias_col, const float* bias_row, const float* res,
                                               const Act* act, const float* pf) noexcept nogil
+    void sgemm_row_simd "onnxep_sgemm_row"(Py_ssize_t kc, Py_ssize_t ncols, const float* a, const float* b, float* c,
+                                           float alpha, float beta, const float* bias_col, const float* bias_row,
+                                           const float* res, const Act* act, int pf) noexcept nogil
     void pack_rows_t "onnxep_pack_rows_t"(float* d, const float* const* srcs, Py_ssize_t n) noexcept nogil
     const float* ZEROS "onnxep_zeros"
     long cache_bytes "onnxep_cache_bytes"(int level, long dflt) noexcept nogil
@@ -54,6 +57,21 @@ cdef extern from "_native/transpose.h":
     # dst[a*ldb + b] := src[b*lda + a], a < na, b < nb (strides in elements of esz bytes; _k_transpose.pxi's too)
     void _gemm_tr_tile "onnxep_tr_tile"(int esz, const uint8_t* src, Py_ssize_t lda, uint8_t* dst, Py_ssize_t ldb,
                                         Py_ssize_t na, Py_ssize_t nb) noexcept nogil
+
+# A tile of one row (batch-1 decoding's GEMMs) runs each K block's panels through one onnxep_sgemm_row call (on);
+# sgemm_row_path(False): a micro-kernel call per panel, as for more rows (in-process A/B, tests; same bits)
+cdef int _row_path_on = 1
+
+
+def sgemm_row_path(on=None):
+    """Whether a one-row tile of the SIMD SGEMM runs through onnxep_sgemm_row (see _row_path_on); `on` sets it.
+    Returns the setting before the call."""
+    global _row_path_on
+    cdef int before = _row_path_on
+    if on is not None:
+        _row_path_on = 1 if on else 0
+    return bool(before)
+
 
 def sgemm_store_fast(on=None):
     """Whether the SIMD micro-kernels' epilogue takes its per-tile fast path (sgemm.h onnxep_uk_store_fast: full tiles
@@ -480,11 +498,17 @@ cdef void _sgemm_tile(Py_ssize_t ic, Py_ssize_t mc, Py_ssize_t jp0, Py_ssize_t j
                       const float* a, Py_ssize_t rsa, Py_ssize_t csa, const ImplicitA* ia, const float* bp,
                       float beta, float* c, Py_ssize_t rsc, Py_ssize_t csc,
                       const float* bias_col, const float* bias_row, const float* res, const Act* act,
-                      float* work) noexcept nogil:
+                      float* work, bint shared) noexcept nogil:
     """Rows ic:ic+mc, NR panels jp0:jp1 of C, over all of K. `work`: SGEMM_WORK_PER_THREAD floats. A is read from
     (a, rsa, csa), or through `ia` (implicit im2col) when that is not NULL; res (C's strides, csc == 1) is added in
     the epilogue. (Reading an implicit A in place through per-panel row pointers instead of packing it was tried:
-    10-30% slower on ResNet-50's convs on the dev machine, so A is always packed.)
+    10-30% slower on ResNet-50's convs on the dev machine, so A is always packed.) `shared`: other threads run tiles
+    of the same call.
+
+    A tile of one row streams B once with two FMA chains, bound by memory (batch-1 decoding): each K block goes
+    through one onnxep_sgemm_row call, which fetches the next panel into L2 only when `shared`. In-process A/B
+    on the dev machine (Zen 5), GPT-2 / SmolLM-135M one decoding step: the fetch costs 8% of a 1-thread step and
+    saves 2-3% of a 2-thread one (onnxep_sgemm_uk's pf, the per-panel form, everywhere before).
 
     When C's columns are strided (csc != 1, e.g. conv writing NCHW) and beta == 0, the tile is accumulated in a
     contiguous scratch tile and written to C once at the end: storing every KC block straight to strided C costs
@@ -510,6 +534,15 @@ cdef void _sgemm_tile(Py_ssize_t ic, Py_ssize_t mc, Py_ssize_t jp0, Py_ssize_t j
             pack_a_implicit(ia, ic, mc, pc, kc, abuf)
         else:
             sgemm_pack_a_raw(mc, kc, a + ic * rsa + pc * csa, rsa, csa, abuf)
+        if SGEMM_SIMD and mc == 1 and _row_path_on and csc == 1:
+            n0 = jp0 * SGEMM_NR
+            sgemm_row_simd(kc, min(jp1 * SGEMM_NR, N) - n0, abuf, bp + pc * Np + n0 * kc, c + ic * rsc + n0, alpha, beta_k,
+                           (bias_col + n0) if (last and bias_col != NULL) else NULL,
+                           (bias_row + ic) if (last and bias_row != NULL) else NULL,
+                           (res + ic * rsc + n0) if (last and res != NULL) else NULL,
+                           act if last else NULL, shared)
+            pc += kc
+            continue
         for jp in range(jp0, jp1):
             n0 = jp * SGEMM_NR
             nr = min(<Py_ssize_t>SGEMM_NR, N - n0)
@@ -990,7 +1023,7 @@ cdef void sgemm_packed_ex(Py_ssize_t M, Py_ssize_t N, Py_ssize_t K, float alpha,
             ic = _row_block(t // ntiles, mq, mfirst)
             jp0 = (t % ntiles) * slab
             _sgemm_tile(ic, min(_row_block(t // ntiles + 1, mq, mfirst), M) - ic, jp0, min(jp0 + slab, npanels), N, K,
-                        alpha, a, rsa, csa, ia, bp, beta, c, rsc, csc, bias_col, bias_row, res, act, work)
+                        alpha, a, rsa, csa, ia, bp, beta, c, rsc, csc, bias_col, bias_row, res, act, work, False)
         return
     cdef GemmJob job
     job.M, job.N, job.K, job.alpha, job.beta = M, N, K, alpha, beta
@@ -1023,7 +1056,7 @@ cdef void _sgemm_tile_task(void* p, Py_ssize_t t, int tid) noexcept nogil:
     cdef Py_ssize_t ic = _row_block(t // j.ntiles, j.mq, j.mfirst), jp0 = (t % j.ntiles) * j.slab
     _sgemm_tile(ic, min(_row_block(t // j.ntiles + 1, j.mq, j.mfirst), j.M) - ic, jp0, min(jp0 + j.slab, j.npanels), j.N, j.K, j.alpha, j.a, j.rsa, j.csa,
                 j.ia, j.bp, j.beta, j.c, j.rsc, j.csc, j.bias_col, j.bias_row, j.res, j.act,
-                j.work + <Py_ssize_t>tid * SGEMM_WORK_PER_THREAD)
+                j.work + <Py_ssize_t>tid * SGEMM_WORK_PER_THREAD, True)
 
 
 # ----------------------------------------------------------------------------------------------- Python wrappers

@@ -682,7 +682,7 @@ cdef void _pgemm_task(void* p, Py_ssize_t t, int tid) noexcept nogil:
         j.oom = 1
         return
     _sgemm_tile(ic, min(j.mcb, j.M - ic), jp0, min(jp0 + j.slab, j.npanels), j.N, j.K, j.alpha, j.a, j.rsa, j.csa,
-                NULL, j.bp, j.beta, j.c, j.rsc, j.csc, j.bias_col, NULL, NULL, j.act, work)
+                NULL, j.bp, j.beta, j.c, j.rsc, j.csc, j.bias_col, NULL, NULL, j.act, work, True)
 
 
 cdef OrtStatus* _pgemm(const OrtApi* api, OrtKernelContext* ctx, Py_ssize_t M, Py_ssize_t N, Py_ssize_t K,

@@ -423,6 +423,33 @@ static inline void onnxep_sgemm_uk(Py_ssize_t mr, Py_ssize_t kc, Py_ssize_t nr, 
                                    const float* bias_row, const float* res, const onnxep_act* act,
                                    const float* pf) { }
 #endif
+#if ONNXEP_SGEMM_SIMD
+/* onnxep_sgemm_row: one row of C against ncols columns of one packed K block (the panels from b on, kc x NR each,
+   one after another), panel by panel with onnxep_sgemm_uk's one-row body inlined: the same products in the same
+   order and the same epilogue, so the same bits as a call per panel. c, bias_col and res point at the first column.
+   pf 1: each panel fetches the next one into L2 as it goes (onnxep_sgemm_uk's pf); 0: none. */
+static void onnxep_sgemm_row(Py_ssize_t kc, Py_ssize_t ncols, const float* a, const float* b, float* c,
+                             float alpha, float beta, const float* bias_col, const float* bias_row, const float* res,
+                             const onnxep_act* act, int pf)
+{
+    Py_ssize_t n, nr;
+    for (n = 0; n < ncols; n += ONNXEP_SGEMM_NR) {
+        const float* bn = b + n * kc;
+        const float* nx = pf && n + ONNXEP_SGEMM_NR < ncols ? bn + ONNXEP_SGEMM_NR * kc : NULL;
+        const float* bc = bias_col ? bias_col + n : NULL;
+        const float* rs = res ? res + n : NULL;
+        nr = ncols - n < ONNXEP_SGEMM_NR ? ncols - n : ONNXEP_SGEMM_NR;
+        if (2 * nr > ONNXEP_SGEMM_NR)
+            onnxep_uk_body(1, 2, kc, nr, a, bn, c + n, 0, alpha, beta, bc, bias_row, rs, act, nx);
+        else
+            onnxep_uk_body(1, 1, kc, nr, a, bn, c + n, 0, alpha, beta, bc, bias_row, rs, act, nx);
+    }
+}
+#else
+static inline void onnxep_sgemm_row(Py_ssize_t kc, Py_ssize_t ncols, const float* a, const float* b, float* c,
+                                    float alpha, float beta, const float* bias_col, const float* bias_row,
+                                    const float* res, const onnxep_act* act, int pf) { }
+#endif
 
 /* KC zeros: the source of A's rows (or row runs) that fall in a conv's padding */
 static const float onnxep_zeros[ONNXEP_SGEMM_KC];
