@@ -461,11 +461,13 @@ cdef void _attn_block(const AttnJob* j, Py_ssize_t t, Py_ssize_t blk, float* w, 
             atb_pack_v(j.kern, j.v + j.v_off[t], j.rsv, j.csv, N, D, &bw)
         else:
             src = j.k + j.k_off[t]       # Kp[kk, n] = Kt[kk, n] = k[kk*rsk + n*csk], zeros for n >= N
+            if j.rsk == 1 and j.csk != 1 and K > 0:   # K as stored, a key's row contiguous: a tiled transpose
+                _gemm_tr_tile(4, <const uint8_t*>src, j.csk, <uint8_t*>kp, Np, K, N)
             for kk in range(K):
                 dst = kp + kk * Np
                 if j.csk == 1:
                     memcpy(dst, src + kk * j.rsk, N * sizeof(float))
-                else:
+                elif j.rsk != 1:
                     for n in range(N):
                         dst[n] = src[kk * j.rsk + n * j.csk]
                 for n in range(N, Np):
