@@ -365,6 +365,10 @@ cdef extern from "_native/attention.h":
                                   Py_ssize_t K, Py_ssize_t N, Py_ssize_t Np, const float* vp, Py_ssize_t D,
                                   Py_ssize_t Dp, float alpha, const float* const* mrows, float* s, float* o, float* y,
                                   Py_ssize_t rsy, Py_ssize_t csy, int nan_zero) noexcept nogil
+    void at_rows_kv "onnxep_at_rows_kv"(int rb, const float* q, Py_ssize_t rsq, const float* kk, Py_ssize_t ldk,
+                                        Py_ssize_t K, Py_ssize_t N, Py_ssize_t Np, const float* v, Py_ssize_t ldv,
+                                        Py_ssize_t D, float alpha, const float* const* mrows, float* s, float* y,
+                                        Py_ssize_t rsy, Py_ssize_t csy, int nan_zero) noexcept nogil
     # the bf16 rows (onnxep.compute_precision=bf16): both products on the bf16 GEMM's micro-kernel and packings
     enum:
         ATB_RB "ONNXEP_ATB_RB"
@@ -455,6 +459,22 @@ cdef void _attn_block(const AttnJob* j, Py_ssize_t t, Py_ssize_t blk, float* w, 
         s = vp + _round_up(N * Dp, 16)
         mbuf = s + AT_RB * Np
         o = mbuf + AT_RB * Np
+    if j.kern < 0 and j.M <= AT_RB and j.N > 0 and j.rsk == 1 and j.csv == 1 and j.csq == 1:
+        # a few query rows (batch-1 decoding): K and V read as stored (at_rows_kv), nothing packed
+        i = i0
+        while i < i1:
+            rb = min(<Py_ssize_t>AT_RB, i1 - i)
+            for r in range(rb):
+                for m in range(j.nmask):
+                    mlast[r][m] = j.mask[m] + j.mask_off[m][t * j.M + i + r] * (4 if j.mask_kind[m] == 0 else 1)
+                if j.nmask > 0:
+                    _attn_mask_row(j, mbuf + r * Np, &mlast[r][0])
+                mrows[r] = mbuf + r * Np
+            at_rows_kv(<int>rb, j.q + j.q_off[t] + i * j.rsq, j.rsq, j.k + j.k_off[t], j.csk, K, N, Np,
+                       j.v + j.v_off[t], j.rsv, D, j.alpha, mrows if j.nmask > 0 else NULL, s,
+                       j.y + j.y_off[t] + i * j.rsy, j.rsy, j.csy, j.nan_zero)
+            i += rb
+        return
     if packed[0] < 0 or j.k_off[packed[0]] != j.k_off[t] or j.v_off[packed[0]] != j.v_off[t]:
         if j.kern >= 0:
             atb_pack_k(j.kern, j.k + j.k_off[t] if K > 0 else NULL, j.rsk, j.csk, K, N, &bw)

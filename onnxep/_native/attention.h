@@ -250,6 +250,124 @@ static void onnxep_at_rows(int rb, const float* q, Py_ssize_t rsq, Py_ssize_t cs
 }
 
 
+/* The sum of a vector's lanes: halves added pairwise (lane l + lane l + w, w = VL/2 .. 1), onnxep_at_hsum's order,
+   on register shuffles */
+static inline float onnxep_at_hsum_sh(onnxep_at_v v)
+{
+#if ONNXEP_AT_VL == 16
+    typedef float h8 __attribute__((vector_size(32)));
+    typedef float h4 __attribute__((vector_size(16)));
+    h8 a = __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7) + __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);
+    h4 b = __builtin_shufflevector(a, a, 0, 1, 2, 3) + __builtin_shufflevector(a, a, 4, 5, 6, 7);
+#elif ONNXEP_AT_VL == 8
+    typedef float h4 __attribute__((vector_size(16)));
+    h4 b = __builtin_shufflevector(v, v, 0, 1, 2, 3) + __builtin_shufflevector(v, v, 4, 5, 6, 7);
+#else
+    onnxep_at_v b = v;
+#endif
+    float t0 = b[0] + b[2], t1 = b[1] + b[3];
+    return t0 + t1;
+}
+
+/* Query rows 0 .. rb-1 (rb <= RB, q rows contiguous: q[r*rsq + k]) of one item against K and V as stored, without
+   packing either: key n's row at kk + n*ldk (K floats), value n's row at v + n*ldv (D floats). For a few query rows
+   (batch-1 decoding) the packed path's copies of K^T and V cost more than its products, which read each key and
+   value once either way. Scores: per key, VL-lane partial sums of q . k then their tree (onnxep_at_hsum_sh), into
+   s (RB x Np, softmax as onnxep_at_rows); output: per NV-vector block of D, the sum over keys of p * v in registers,
+   times 1 / the row's sum, and the last D % VL columns one at a time. */
+static inline __attribute__((always_inline)) void onnxep_at_kv_scores(const int RB, const float* q, Py_ssize_t rsq,
+    const float* kk, Py_ssize_t ldk, Py_ssize_t K, Py_ssize_t N, Py_ssize_t Np, float* s)
+{
+    Py_ssize_t n, k, Kv = K / ONNXEP_AT_VL * ONNXEP_AT_VL;
+    int r;
+    for (n = 0; n < N; n++) {
+        const float* kr = kk + n * ldk;
+        onnxep_at_v acc[ONNXEP_AT_RB];
+        #pragma GCC unroll 4
+        for (r = 0; r < RB; r++) acc[r] = (onnxep_at_v){0};
+        for (k = 0; k < Kv; k += ONNXEP_AT_VL) {
+            onnxep_at_v kv = *(const onnxep_at_vu*)(kr + k);
+            #pragma GCC unroll 4
+            for (r = 0; r < RB; r++) acc[r] += *(const onnxep_at_vu*)(q + r * rsq + k) * kv;
+        }
+        #pragma GCC unroll 4
+        for (r = 0; r < RB; r++) {
+            float t = onnxep_at_hsum_sh(acc[r]);
+            for (k = Kv; k < K; k++) t += q[r * rsq + k] * kr[k];
+            s[r * Np + n] = t;
+        }
+    }
+}
+static inline __attribute__((always_inline)) void onnxep_at_kv_pv(const int RB, const int NV, const float* s,
+    Py_ssize_t Np, const float* v, Py_ssize_t ldv, Py_ssize_t N, Py_ssize_t d0, const float* inv, float* y,
+    Py_ssize_t rsy, Py_ssize_t csy)
+{
+    onnxep_at_v acc[ONNXEP_AT_RB][ONNXEP_AT_PV_NV];
+    Py_ssize_t n;
+    int r, b, d;
+    #pragma GCC unroll 4
+    for (r = 0; r < RB; r++) {
+        #pragma GCC unroll 4
+        for (b = 0; b < NV; b++) acc[r][b] = (onnxep_at_v){0};
+    }
+    for (n = 0; n < N; n++) {
+        const float* vr = v + n * ldv + d0;
+        #pragma GCC unroll 4
+        for (b = 0; b < NV; b++) {
+            onnxep_at_v vv = *(const onnxep_at_vu*)(vr + b * ONNXEP_AT_VL);
+            #pragma GCC unroll 4
+            for (r = 0; r < RB; r++) acc[r][b] += s[r * Np + n] * vv;
+        }
+    }
+    #pragma GCC unroll 4
+    for (r = 0; r < RB; r++) {
+        #pragma GCC unroll 4
+        for (b = 0; b < NV; b++) {
+            onnxep_at_v o = acc[r][b] * inv[r];
+            if (csy == 1) *(onnxep_at_vu*)(y + r * rsy + d0 + b * ONNXEP_AT_VL) = o;
+            else for (d = 0; d < ONNXEP_AT_VL; d++) y[r * rsy + (d0 + b * ONNXEP_AT_VL + d) * csy] = o[d];
+        }
+    }
+}
+static void onnxep_at_rows_kv(int rb, const float* q, Py_ssize_t rsq, const float* kk, Py_ssize_t ldk, Py_ssize_t K,
+                              Py_ssize_t N, Py_ssize_t Np, const float* v, Py_ssize_t ldv, Py_ssize_t D, float alpha,
+                              const float* const* mrows, float* s, float* y, Py_ssize_t rsy, Py_ssize_t csy,
+                              int nan_zero)
+{
+    Py_ssize_t n, d, d0, Dv = D / ONNXEP_AT_VL * ONNXEP_AT_VL;
+    float inv[ONNXEP_AT_RB];
+    int r;
+    #define ONNXEP_AT_KVS(R) onnxep_at_kv_scores(R, q, rsq, kk, ldk, K, N, Np, s)
+    ONNXEP_AT_SW4(rb, ONNXEP_AT_KVS)
+    onnxep_at_softmax(rb, s, N, Np, alpha, mrows, nan_zero, inv);
+    for (d0 = 0; d0 < Dv; ) {
+        int nv = (int)((Dv - d0) / ONNXEP_AT_VL);
+        nv = nv < ONNXEP_AT_PV_NV ? nv : ONNXEP_AT_PV_NV;
+        #define ONNXEP_AT_KVPN(R, NVV) onnxep_at_kv_pv(R, NVV, s, Np, v, ldv, N, d0, inv, y, rsy, csy)
+        #define ONNXEP_AT_KVP1(R) ONNXEP_AT_KVPN(R, 1)
+        #define ONNXEP_AT_KVP2(R) ONNXEP_AT_KVPN(R, 2)
+        #if ONNXEP_AT_PV_NV > 2
+        #define ONNXEP_AT_KVP3(R) ONNXEP_AT_KVPN(R, 3)
+        #define ONNXEP_AT_KVP4(R) ONNXEP_AT_KVPN(R, 4)
+        #endif
+        switch (nv) {
+        case 1: ONNXEP_AT_SW4(rb, ONNXEP_AT_KVP1) break;
+        #if ONNXEP_AT_PV_NV > 2
+        case 3: ONNXEP_AT_SW4(rb, ONNXEP_AT_KVP3) break;
+        case 4: ONNXEP_AT_SW4(rb, ONNXEP_AT_KVP4) break;
+        #endif
+        default: ONNXEP_AT_SW4(rb, ONNXEP_AT_KVP2) break;
+        }
+        d0 += nv * ONNXEP_AT_VL;
+    }
+    for (d = Dv; d < D; d++)
+        for (r = 0; r < rb; r++) {
+            float t = 0.0f;
+            for (n = 0; n < N; n++) t += s[r * Np + n] * v[n * ldv + d];
+            y[r * rsy + d * csy] = t * inv[r];
+        }
+}
+
 /* ---------------------------------------------------------------- bf16 (onnxep.compute_precision=bf16, issue 29)
    The same rows with both products on bf16 operands and fp32 accumulation, on the bf16 GEMM's micro-kernel and
    packings (bgemm.h; vdpbf16ps where the CPU has AVX512_BF16, its generic C elsewhere): per item K^T goes into

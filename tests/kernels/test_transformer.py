@@ -395,7 +395,8 @@ def _attention_want(xq, xk, xv, H, D, alpha, mask):
 
 
 @pytest.mark.parametrize("S,N,H,D,masked", [(128, 128, 12, 64, "row"), (300, 77, 3, 16, "row"),
-                                            (5, 9, 2, 3, None), (1, 1, 1, 1, "per_row"), (150, 40, 1, 8, "per_row")])
+                                            (5, 9, 2, 3, None), (1, 1, 1, 1, "per_row"), (150, 40, 1, 8, "per_row"),
+                                            (1, 1001, 12, 64, "row"), (3, 50, 2, 70, "per_row"), (4, 17, 3, 5, None)])
 def test_attention_kernel(S, N, H, D, masked):
     """Oracle: numpy in float64 (per-head softmax(alpha q k^T + mask) v with the heads read in place from (S, H*D)
     rows and written into them, as FusedAttention calls it); queries past 144 rows take a second row block. One
@@ -469,6 +470,34 @@ def test_attention_kernel_transposed_layouts(T, M, N, K, D, masked):
     _same_for_every_thread_count(outs)
 
 
+@pytest.mark.parametrize("M,N,K,D", [(1, 1001, 64, 64), (2, 33, 70, 21), (4, 16, 8, 1), (3, 5, 1, 40)])
+def test_attention_kernel_few_rows_in_place(M, N, K, D):
+    """At most ONNXEP_AT_RB (4) query rows against K and V as stored (onnxep_at_rows_kv: nothing packed, batch-1
+    decoding): K (T, N, K) and V (T, N, D) rows contiguous, Y written transposed (T, D, M; column stride M), head
+    and value widths off the vector widths, two items sharing one K and V (a grouped-query head). Oracle: numpy in
+    float64; one thread and many give identical results."""
+    T = 3
+    rng = np.random.default_rng(M * 1000 + N + K + D)
+    q = rng.standard_normal((T, M, K)).astype(np.float32)
+    k = rng.standard_normal((T - 1, N, K)).astype(np.float32)
+    v = rng.standard_normal((T - 1, N, D)).astype(np.float32)
+    kv = [0, 0, 1]                        # items 0 and 1 read the same K and V
+    alpha = 0.37
+    s = alpha * np.einsum("tmk,tnk->tmn", q.astype(np.float64), k[kv].astype(np.float64))
+    e = np.exp(s - s.max(-1, keepdims=True))
+    want = np.einsum("tmn,tnd->tdm", e / e.sum(-1, keepdims=True), v[kv].astype(np.float64))
+    outs = []
+    for isa, mod in VARIANTS.items():
+        for nt in (1, 0):
+            y = np.full((T, D, M), 7.0, np.float32)
+            mod.attention_f32(q.reshape(-1), k.reshape(-1), v.reshape(-1), None, y.reshape(-1), _offsets(T, M * K),
+                              np.array(kv, np.int64) * N * K, np.array(kv, np.int64) * N * D, _offsets(T, D * M),
+                              None, 0, M, N, K, D, K, 1, 1, K, D, 1, 1, M, alpha, nt)
+            np.testing.assert_allclose(y, want, rtol=0, atol=2e-5 * max(1.0, float(np.abs(want).max())), err_msg=isa)
+            outs.append((isa, y))
+    _same_for_every_thread_count(outs)
+
+
 def _masked_params(T, M, N, K, D, strides, nan_zero, masks, bf16=0):
     params = [T, M, N, K, D, *strides, nan_zero, len(masks), bf16]
     for kind, _, cs, _ in masks:
@@ -476,7 +505,8 @@ def _masked_params(T, M, N, K, D, strides, nan_zero, masks, bf16=0):
     return np.array(params, np.int64), np.array([0.5] + [fill for _, _, _, fill in masks], np.float32)
 
 
-@pytest.mark.parametrize("T,M,N,K,D", [(6, 11, 11, 16, 16), (2, 37, 20, 8, 24), (3, 5, 70, 32, 8)])
+@pytest.mark.parametrize("T,M,N,K,D", [(6, 11, 11, 16, 16), (2, 37, 20, 8, 24), (3, 5, 70, 32, 8),
+                                       (4, 2, 1001, 64, 64), (3, 3, 17, 7, 70), (2, 4, 33, 80, 3)])
 @pytest.mark.parametrize("nan_zero", [0, 1])
 def test_attention_masked_kernel(T, M, N, K, D, nan_zero):
     """Oracle: numpy in float64, the masks applied in order as the exporters' graphs do: an additive float mask per
