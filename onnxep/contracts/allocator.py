@@ -81,8 +81,10 @@ class HostBlockPool:
     every run's large activations are fresh mmaps whose pages the kernel faults in and zeroes again (measured ~4% of
     a ResNet-50 run). A request takes a free block of its exact size, else the smallest free block of up to
     BEST_FIT times its size (models with many activation sizes -- DenseNet, Inception -- would otherwise keep a block
-    per size), else a new block; static-shape models then make the same choices every run. At most `limit` bytes are
-    pooled, beyond that blocks are plain allocations."""
+    per size), else a new block (of size_class(size) bytes); static-shape models then make the same choices every
+    run. A new block drops the free blocks it has outgrown (within BEST_FIT below its size): a growing tensor -- a
+    decoder's key / value cache -- would otherwise leave a block behind at every size class it passes. At most
+    `limit` bytes are pooled, beyond that blocks are plain allocations."""
 
     BEST_FIT = 2.0
 
@@ -108,15 +110,49 @@ class HostBlockPool:
                     if sys.getrefcount(block) == 3:
                         return block[start:start + size]
                 i += 1
-            block = np.empty(size + HOST_ALIGNMENT, dtype=np.uint8)
+            self._drop_outgrown(size)
+            cls = size_class(size)
+            block = np.empty(cls + HOST_ALIGNMENT, dtype=np.uint8)
             start = -address_of(block) % HOST_ALIGNMENT
             if self.pooled + block.nbytes <= self.limit:
-                if size not in self._free:
-                    bisect.insort(sizes, size)
-                    self._free[size] = []
-                self._free[size].append((block, start))
+                if cls not in self._free:
+                    bisect.insort(sizes, cls)
+                    self._free[cls] = []
+                self._free[cls].append((block, start))
                 self.pooled += block.nbytes
             return block[start:start + size]
+
+
+    def _drop_outgrown(self, size: int) -> None:
+        """Forget the free blocks of size/BEST_FIT .. size bytes (a request of `size` found none big enough)."""
+        sizes = self._sizes
+        i = bisect.bisect_left(sizes, size / self.BEST_FIT)
+        while i < len(sizes) and sizes[i] < size:
+            keep = []
+            for entry in self._free[sizes[i]]:
+                block = entry[0]
+                if sys.getrefcount(block) == 3:    # as in take: no view alive
+                    self.pooled -= block.nbytes
+                else:
+                    keep.append(entry)
+            block = None
+            if keep:
+                self._free[sizes[i]] = keep
+                i += 1
+            else:
+                del self._free[sizes[i]]
+                del sizes[i]
+
+
+def size_class(size: int) -> int:
+    """`size` rounded up to its first three significant bits (classes 1/8 of a power of two apart, as the size
+    classes of jemalloc / tcmalloc): a pooled block then serves the requests up to 12.5% larger than the one that
+    made it -- a decoder's key / value cache grows a row a step -- and the tail a request does not use is never
+    touched, so it costs address space, not memory."""
+    if size <= 16:
+        return size
+    step = 1 << (size.bit_length() - 4)
+    return -(-size // step) * step
 
 
 def _load_malloc_trim():

@@ -103,3 +103,27 @@ def test_best_fit_reuse_shrinks_a_many_sized_model_pool():
         y = sess.run(None, {"x": x})[0]
     np.testing.assert_array_equal(y, np.maximum(x[:sizes[-1]], 0))
     assert sess._pool.pooled < sum(4 * s for s in sizes[1:])
+
+
+def test_size_classes_serve_a_growing_tensor_and_outgrown_blocks_are_dropped():
+    """A new block is size_class(request) bytes (at most 12.5% more), so a tensor that grows a little each run -- a
+    decoder's key / value cache -- takes the block an earlier run freed; a request that outgrows the free blocks drops
+    them (oracle: the pool's own bookkeeping and the blocks' addresses)."""
+    from onnxep.contracts.allocator import size_class
+    for n in (17, 1000, 4097, 3 * 2 ** 20 + 3072):
+        assert n <= size_class(n) <= 1.125 * n and size_class(size_class(n)) == size_class(n)
+    pool = HostBlockPool()
+    a = pool.take(1_000_000)
+    addr = a.__array_interface__["data"][0]
+    held = pool.pooled
+    del a
+    b = pool.take(1_000_000 + 3072)              # one row more: the same block
+    assert b.__array_interface__["data"][0] == addr and pool.pooled == held
+    del b
+    c = pool.take(2 * size_class(1_000_000) - 8)  # outgrows it, within BEST_FIT: the free block is dropped
+    assert c.__array_interface__["data"][0] != addr
+    assert pool.pooled == size_class(2 * size_class(1_000_000) - 8) + 64
+    busy = pool.take(4000)
+    d = pool.take(7000)                          # outgrows a busy block: that one stays
+    assert pool.pooled == size_class(2 * size_class(1_000_000) - 8) + size_class(4000) + size_class(7000) + 3 * 64
+    del busy, d
