@@ -305,3 +305,36 @@ def test_a_small_where_fill_is_not_fused():
     m = make_model(nodes, {"q": q, "k": k, "v": v, "keep": keep}, ["y"],
                    input_shapes={"q": SYM4, "k": SYM4, "v": SYM4, "keep": ["batch", 1, "seq", "seq"]})
     _check(m, {"q": q, "k": k, "v": v, "keep": keep}, fused=0)
+
+
+def _renamed(nodes, prefix, keep):
+    for n in nodes:
+        for lst in (n.input, n.output):
+            for i, x in enumerate(lst):
+                if x and x not in keep:
+                    lst[i] = prefix + x
+    return nodes
+
+
+def test_layers_of_equal_attributes_share_their_per_shape_plans():
+    """Two attention layers with the same attributes plan a new shape once (FusedAttention_1._caches: one set of
+    per-shape plans for both -- a decoder's layers all read keys of one shape, and a decoder fed its growing past
+    has a new shape every step); a layer without the NaN guard (another nan_zero) has plans of its own. Oracle:
+    onnxruntime."""
+    q, k, v = _qkv()
+    io = {"q", "k", "v", "q2", "k2", "v2", "q3", "k3", "v3", "y", "y2", "y3"}
+    nodes = _sdpa_nodes("q", "k", "v", "y", scale_split=False)
+    nodes += _renamed(_sdpa_nodes("q2", "k2", "v2", "y2", scale_split=False), "L2_", io)
+    nodes += _renamed(_sdpa_nodes("q3", "k3", "v3", "y3", scale_split=False, nan_guard=False), "L3_", io)
+    feeds = {name: x for i in ("", "2", "3") for name, x in zip((f"q{i}", f"k{i}", f"v{i}"), _qkv())}
+    m = make_model(nodes, feeds, ["y", "y2", "y3"], input_shapes={x: SYM4 for x in feeds})
+    sess = _session(m)
+    assert _ops(sess)["FusedAttention"] == 3, _ops(sess)
+    longer = {name: x for i in ("", "2", "3") for name, x in zip((f"q{i}", f"k{i}", f"v{i}"), _qkv(s=S + 3))}
+    for f in (feeds, longer):
+        for g, w in zip(sess.run(None, f), run_ort(m, f)):
+            np.testing.assert_allclose(g, w, rtol=2e-5, atol=2e-5 * max(1.0, float(np.max(np.abs(w)))))
+    ks = [st[0] for p in sess.plans for st in getattr(p, "steps", ()) if st[6] == "FusedAttention"]
+    c = [x._caches() for x in ks]
+    assert c[0] is c[1] and c[2] is not c[0]
+    assert len(c[0].natives) == 2 and len(c[2].natives) == 2          # two shapes each, planned once

@@ -295,3 +295,67 @@ def test_epcontext_round_trip(tmp_path):
     assert _ops(loaded)["ShapeSubgraph"] == 1
     for shape in ((2, 5, 4), (3, 2, 4), (2, 5, 4)):
         _check(loaded, m, {"x": RNG.standard_normal(shape).astype(np.float32)})
+
+
+# ------------------------------------------------------------------------- per-layer shape logic (a decoder's layers)
+def _layers(n, shift=(0, 0)):
+    """x (b, s, 4) -> per layer i: k_i = Relu(x + i) (an intermediate, so its shape logic is a ShapeSubgraph of its
+    own), flattened by a target built from Shape(k_i); and per layer the same Shape(x) arithmetic (seq + 1, as a
+    decoder's past length plus the new token) -- the repetition the exporters write. shift: a layer whose constant
+    differs (its body is not the same)."""
+    nodes, outs, inits = [], [], {"i1": np.array([1], I64), "one": np.array([1], I64), "minus1": np.array([-1], I64)}
+    for i in range(n):
+        inits[f"c{i}"] = np.array(float(i), np.float32)
+        nodes += [helper.make_node("Add", ["x", f"c{i}"], [f"a{i}"]), helper.make_node("Relu", [f"a{i}"], [f"k{i}"]),
+                  helper.make_node("Shape", [f"k{i}"], [f"sk{i}"]),
+                  helper.make_node("Gather", [f"sk{i}", "i1"], [f"n{i}"]),
+                  helper.make_node("Concat", [f"n{i}", "minus1"], [f"t{i}"], axis=0),
+                  helper.make_node("Reshape", [f"k{i}", f"t{i}"], [f"y{i}"]),
+                  helper.make_node("Shape", ["x"], [f"sx{i}"]),
+                  helper.make_node("Gather", [f"sx{i}", "i1"], [f"s{i}"]),
+                  helper.make_node("Add", [f"s{i}", "one" if i != shift[0] or not shift[1] else "two"], [f"p{i}"])]
+        outs += [(f"y{i}", TensorProto.FLOAT, None), (f"p{i}", TensorProto.INT64, None)]
+    if shift[1]:
+        inits["two"] = np.array([2], I64)
+    return _model(nodes, [("x", TensorProto.FLOAT, ["b", "s", 4])], outs, inits)
+
+
+def test_identical_bodies_share_one_cache_and_repeats_in_a_body_compute_once(monkeypatch):
+    """Per-layer ShapeSubgraphs whose bodies are the same up to names share one cache: a new shape is computed by
+    the first layer and read by the others (one evaluation per signature, not one per layer); inside a body the
+    same node over the same input values runs once. Oracle: onnxruntime on the original model."""
+    m = _layers(4)
+    sess = _session(m)
+    ks = _kernels(sess)
+    per_layer = [k for k in ks if k._n_shape == 1 and len(k._steps) < 6]
+    assert len(per_layer) == 4 and len({id(k._cache) for k in per_layer}) == 1
+    evals, computes = [], []
+    orig = shape_subgraph.ShapeSubgraph_1._evaluate
+
+    def count(self, ctx):
+        evals.append(self)
+        return orig(self, ctx)
+    monkeypatch.setattr(shape_subgraph.ShapeSubgraph_1, "_evaluate", count)
+    for k in ks:
+        for st in k._steps:
+            f = st[0].compute
+            monkeypatch.setattr(st[0], "compute", lambda ctx, f=f: (computes.append(1), f(ctx))[1])
+    for shape in ((2, 3, 4), (1, 6, 4), (2, 3, 4), (3, 7, 4)):
+        before = len(evals)
+        _check(sess, m, {"x": RNG.standard_normal(shape).astype(np.float32)})
+        new = len(evals) - before
+        assert new in (0, 2), new          # the graph-input body and one per-layer body; a known shape: none
+    merged = [k for k in ks if k not in per_layer]
+    assert merged and max(len(k._steps) for k in merged) >= 12       # 4 layers x (Shape, Gather, Add)
+    # three new shapes: the per-layer body's 3 nodes and the merged body's 3 distinct ones, each run once per shape
+    assert len(computes) == 3 * (3 + 3)
+
+
+def test_bodies_that_differ_keep_their_own_cache():
+    """A layer whose constant differs has a body of its own: no shared cache with the others, and its values are
+    its own (oracle: onnxruntime)."""
+    m = _layers(3, shift=(1, True))
+    sess = _session(m)
+    for shape in ((2, 3, 4), (1, 5, 4)):
+        got = _check(sess, m, {"x": RNG.standard_normal(shape).astype(np.float32)})
+        assert got[3][0] == shape[1] + 2 and got[1][0] == got[5][0] == shape[1] + 1

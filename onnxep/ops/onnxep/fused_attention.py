@@ -32,6 +32,8 @@ What graph/passes/fuse_exporter_attention.py writes adds (all optional):
 Whatever the native call cannot take (a mask that broadcasts the scores up) runs the graph's ops with numpy.
 Native change that would remove the Python-side work: mask kinds / causal flag and a nan_zero flag in
 attention_f32 itself (the per-call mask combination and the output NaN scan would go)."""
+import weakref
+
 import numpy as np
 
 from onnxep import _kernels
@@ -57,6 +59,33 @@ def _onnx_reshape(shape, target, allowzero=0):
 
 def _transpose(x, perm):
     return x if perm is None else np.transpose(x, [int(i) for i in perm])
+
+
+#: the attributes a call's plans depend on besides its shapes (FusedAttention_1._caches)
+_PLAN_ATTRS = ("perm_q", "perm_k", "perm_v", "perm_y", "alpha", "mask_kinds", "mask_fills", "nan_zero", "k_expand",
+               "k_expand_at", "k_expand_allowzero", "v_expand", "v_expand_at", "v_expand_allowzero", "k_view_at",
+               "k_view_allowzero", "v_view_at", "v_view_allowzero")
+
+
+class _Caches:
+    """Per-shape plans shared by the FusedAttention nodes of equal attributes (weakly registered: they go with the
+    last such node): a decoder's layers all read keys of one shape, so a step's new shape is planned once, not once
+    per layer (SmolLM-135M fed its growing past: 30 plans a step)."""
+    __slots__ = ("plans", "natives", "views", "expands", "__weakref__")
+
+    def __init__(self):
+        self.plans, self.natives, self.views, self.expands = {}, {}, {}, {}
+
+
+_SHARED = weakref.WeakValueDictionary()
+
+
+def _attr_key(v):
+    if isinstance(v, (list, tuple, np.ndarray)):
+        return tuple(_attr_key(x) for x in v)
+    if isinstance(v, (np.integer, np.floating)):
+        return v.item()
+    return v
 
 
 class FusedAttention_1(OpKernel):
@@ -119,13 +148,26 @@ class FusedAttention_1(OpKernel):
                 return False
         return True
 
+    def _caches(self) -> _Caches:
+        c = self.__dict__.get("_shared_caches")
+        if c is None:
+            key = tuple(_attr_key(getattr(self, a)) for a in _PLAN_ATTRS)
+            try:
+                c = _SHARED.get(key)
+                if c is None:
+                    c = _SHARED[key] = _Caches()
+            except TypeError:        # (an attribute value that does not hash: plans of its own)
+                c = _Caches()
+            self._shared_caches = c
+        return c
+
     def _plan(self, q_shape, k_shape, v_shape, m_shape, k_rep=None, v_rep=None, perm_k="attr", perm_v="attr"):
         """Per input shapes: (fused, the first product's StridedPlan, the second's, mask rows), cached; None when
         the mask does not broadcast to the scores (numpy path). k_rep / v_rep: (dim, repeat) of a grouped-query
         operand given unexpanded."""
         perm_k = _key(self.perm_k) if perm_k == "attr" else perm_k
         perm_v = _key(self.perm_v) if perm_v == "attr" else perm_v
-        cache = self.__dict__.setdefault("_plans", {})
+        cache = self._caches().plans
         key = (q_shape, k_shape, v_shape, m_shape, k_rep, v_rep, perm_k, perm_v)
         if key in cache:
             return cache[key]
@@ -186,7 +228,7 @@ class FusedAttention_1(OpKernel):
         bf16 = _bf16.use_bf16(self)
         key = (q.shape, k.shape, v.shape, k_rep, v_rep, pk, pv,
                tuple((kind, x.shape, x.dtype.char, fill) for kind, x, fill, _ in ops), bf16 and _bf16.attention_key())
-        cache = self.__dict__.setdefault("_natives", {})
+        cache = self._caches().natives
         if key in cache:
             return cache[key]
         prep = None
@@ -234,7 +276,7 @@ class FusedAttention_1(OpKernel):
             return x, rep, perm
         s1 = get(int(view_at))
         s2 = get(int(view_at) + 1)
-        cache = self.__dict__.setdefault("_views", {})
+        cache = self._caches().views
         key = (i, x.shape, rep, s1.tobytes(), s2.tobytes())
         hit = cache.get(key)
         if hit is None:
@@ -272,7 +314,7 @@ class FusedAttention_1(OpKernel):
         if axis is None:
             return x, None
         se, sr = get(int(at)), get(int(at) + 1)
-        cache = self.__dict__.setdefault("_expands", {})
+        cache = self._caches().expands
         key = (i, x.shape, se.tobytes(), sr.tobytes())
         hit = cache.get(key)
         if hit is None:
