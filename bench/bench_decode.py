@@ -1,0 +1,144 @@
+"""Greedy decoding loops beside onnxruntime: what a user of a decoder exported with its key / value cache runs.
+
+    python bench/bench_decode.py                                  # the --full zoo's decoders, 2 threads
+    python bench/bench_decode.py --only gpt2_past --past 1000 --steps 64 --threads 1
+    python bench/bench_decode.py --model my_decoder.onnx --rounds 5
+
+Each step feeds the previous step's `present.*` outputs back as `past_key_values.*` (the key / value cache grows a
+row a step), the argmax token as input_ids, and an attention mask one longer: every step is a new input signature,
+unlike `onnxep bench`, which repeats one step at a fixed past. A round runs `--steps` steps for each library from the
+same seeded random past of `--past` tokens (onnxruntime's CPU provider and onnxep, both with intra_op_num_threads =
+--threads, the order alternating between rounds, a settle before each as in bench_threads.py); a round's figure is
+the median step time after `--warmup` steps, and the table prints the median over rounds and onnxep / onnxruntime.
+Also: whether the two libraries picked the same tokens (the logits of random-weight models are close to flat, so a
+differing token is a tie broken apart by rounding, counted, not an error).
+
+Models: `--dir` (default ~/.cache/onnxep/zoo-full, bench/zoo/export.py --full) names ending in `_past`, or `--model`
+files; inputs are found by name (input_ids, attention_mask, position_ids if present, past_key_values.N.key / value),
+the past's shape from the stored NPZ beside the model when there is one, else the model's input shapes with their
+symbolic dims at 1 (batch) and --past.
+"""
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # this checkout's onnxep first
+
+import numpy as np  # noqa: E402
+
+
+def _session(lib, path, threads):
+    if lib == "onnxep":
+        import onnxep
+        so = onnxep.SessionOptions()
+        so.intra_op_num_threads = threads
+        return onnxep.InferenceSession(path, so)
+    import onnxruntime as ort
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    so.log_severity_level = 3
+    return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+
+
+def _start(sess, path, past, seed):
+    """The first step's feeds: token 1 (or the NPZ's), a past of `past` seeded random rows, its mask."""
+    shapes = {}
+    npz = path[:-5] + ".npz"
+    stored = np.load(npz) if os.path.exists(npz) else None
+    for i in sess.get_inputs():
+        key = "input:" + i.name
+        if stored is not None and key in stored.files:
+            shapes[i.name] = (list(stored[key].shape), stored[key].dtype, stored[key])
+        else:
+            dims = [d if isinstance(d, int) else 1 for d in i.shape]
+            shapes[i.name] = (dims, np.float32 if "float" in i.type else np.int64, None)
+    rng = np.random.default_rng(seed)
+    feeds = {}
+    for name, (dims, dt, value) in shapes.items():
+        if name.startswith("past_key_values"):
+            dims = list(dims)
+            dims[2] = past
+            feeds[name] = rng.standard_normal(dims).astype(np.float32)
+        elif name == "attention_mask":
+            feeds[name] = np.ones((1, past + 1), np.int64)
+        elif name == "position_ids":
+            feeds[name] = np.array([[past]], np.int64)
+        elif value is not None:
+            feeds[name] = value
+        else:
+            feeds[name] = np.ones(dims, dt)
+    return feeds
+
+
+def _loop(sess, feeds, steps):
+    """Step times (s) and the tokens picked."""
+    outs = [o.name for o in sess.get_outputs()]
+    ins = {i.name for i in sess.get_inputs()}
+    times, tokens = [], []
+    for _ in range(steps):
+        t0 = time.perf_counter()
+        res = dict(zip(outs, sess.run(None, feeds)))
+        times.append(time.perf_counter() - t0)
+        tok = int(np.argmax(res["logits"].reshape(-1, res["logits"].shape[-1])[-1]))
+        tokens.append(tok)
+        n = feeds["attention_mask"].shape[1] + 1
+        nxt = {"input_ids": np.array([[tok]], np.int64), "attention_mask": np.ones((1, n), np.int64)}
+        if "position_ids" in ins:
+            nxt["position_ids"] = np.array([[n - 1]], np.int64)
+        for name in ins:
+            if name.startswith("past_key_values"):
+                nxt[name] = res[name.replace("past_key_values", "present")]
+        feeds = nxt
+    return times, tokens
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--dir", default=os.path.expanduser("~/.cache/onnxep/zoo-full"))
+    ap.add_argument("--only", nargs="*", help="architectures (gpt2_past, smollm_135m_past)")
+    ap.add_argument("--model", nargs="*", help="ONNX decoder files instead of --dir")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--past", type=int, default=500, help="tokens of past at the first step")
+    ap.add_argument("--steps", type=int, default=40)
+    ap.add_argument("--warmup", type=int, default=4, help="steps of each round left out of its median")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--pause", type=float, default=0.15)
+    args = ap.parse_args(argv)
+    from onnxep._bench import _settle
+    paths = args.model or sorted(p for p in glob.glob(os.path.join(args.dir, "*_past*.onnx"))
+                                 if not args.only or os.path.basename(p).split(".")[0] in args.only)
+    if not paths:
+        print(f"no decoder with past inputs in {args.dir}: make them with bench/zoo/export.py --full", file=sys.stderr)
+        return 1
+    print(f"greedy decoding, {args.steps} steps from {args.past} tokens of past, {args.threads} thread(s); median step "
+          f"time over {args.rounds} alternating rounds (each: median after {args.warmup} steps)")
+    print(f"{'model':30s} {'onnxep ms':>10s} {'ort ms':>10s} {'ep/ort':>7s}  same tokens")
+    ratios = []
+    for path in paths:
+        sess = {lib: _session(lib, path, args.threads) for lib in ("onnxep", "onnxruntime")}
+        per = {lib: [] for lib in sess}
+        same = []
+        for r in range(args.rounds):
+            order = ("onnxep", "onnxruntime") if r % 2 == 0 else ("onnxruntime", "onnxep")
+            toks = {}
+            for lib in order:
+                feeds = _start(sess[lib], path, args.past, seed=r)
+                _settle(args.pause)
+                times, toks[lib] = _loop(sess[lib], feeds, args.steps)
+                per[lib].append(statistics.median(times[args.warmup:]))
+            same.append(sum(a == b for a, b in zip(toks["onnxep"], toks["onnxruntime"])) / args.steps)
+        ep, ort = (statistics.median(per[lib]) * 1e3 for lib in ("onnxep", "onnxruntime"))
+        ratios.append(ep / ort)
+        print(f"{os.path.basename(path)[:-5]:30s} {ep:10.2f} {ort:10.2f} {ep / ort:7.2f}  {min(same):.0%}")
+    print(f"geomean onnxep / onnxruntime {float(np.exp(np.mean(np.log(ratios)))):.2f} over {len(ratios)} model(s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
