@@ -251,3 +251,15 @@ def test_gather_elements_bad_index_is_the_named_error():
         sess.run(None, {"x": x, "i": i})
     i[3, 19] = -30
     np.testing.assert_array_equal(sess.run(None, {"x": x, "i": i})[0], -np.take_along_axis(x, i % 30, 1))
+
+
+def test_rotary_layout_cache_matches_numpy_broadcast_strides():
+    """rotary_half._bstrides gives np.broadcast_to's strides (the layout cache rotary_rows keys by shapes and
+    strides), for Cos / Sin of lower rank, repeated dims and transposed views (oracle: numpy)."""
+    from onnxep.ops.onnxep.rotary_half import _bstrides
+    x = (2, 3, 5, 8)
+    for t in (_f32(5, 8), _f32(1, 1, 5, 8), _f32(3, 1, 8), _f32(8, 5).T, _f32(2, 1, 5, 1), _f32(1)):
+        if len(t.shape) <= len(x) and all(a in (1, b) for a, b in zip(t.shape[::-1], x[::-1])):
+            want = np.broadcast_to(t, x).strides
+            got = _bstrides(t, x)
+            assert all(g == w for g, w, n in zip(got, want, x) if n != 1), (t.shape, got, want)

@@ -33,14 +33,27 @@ def rotary_rows(x, cos, sin, y):
         return None
     if any(np.may_share_memory(y, t) for t in (cos, sin)) or not _c_steps.apart(y, x):     # (y may be x itself)
         return None
-    outer = x.shape[:-1]
-    sc = np.broadcast_to(cos, x.shape).strides[:-1]
-    ss = np.broadcast_to(sin, x.shape).strides[:-1]
-    c = _c_steps.collapse(outer, sc, ss)
-    if c is None:
-        return None
-    nd, shape, csts, ssts = c
-    return shape, csts, ssts, nd, int(cos.shape[-1] != 1), int(sin.shape[-1] != 1)
+    key = (x.shape, cos.shape, cos.strides, sin.shape, sin.strides)
+    hit = _LAYOUTS.get(key)
+    if hit is None:
+        outer = x.shape[:-1]
+        c = _c_steps.collapse(outer, _bstrides(cos, x.shape)[:-1], _bstrides(sin, x.shape)[:-1])
+        hit = False if c is None else (c[1], c[2], c[3], c[0], int(cos.shape[-1] != 1), int(sin.shape[-1] != 1))
+        if len(_LAYOUTS) >= 256:
+            _LAYOUTS.clear()
+        _LAYOUTS[key] = hit
+    return hit or None
+
+
+#: (X shape, Cos / Sin shapes and strides) -> rotary_rows' layout, or False: the shapes decide it, and a decoder fed
+#: its growing past runs each step's new shapes through the Python loop, once per layer
+_LAYOUTS = {}
+
+
+def _bstrides(t, shape):
+    """t's byte strides broadcast to `shape` (0 along the dims it repeats), as np.broadcast_to's view has them."""
+    off = len(shape) - t.ndim
+    return tuple(0 if i < off or t.shape[i - off] == 1 else t.strides[i - off] for i in range(len(shape)))
 
 
 def rotary_c(x, cos, sin, y, interleaved, nthreads) -> bool:
