@@ -31,19 +31,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) 
 
 import numpy as np  # noqa: E402
 
-
-def _session(lib, path, threads):
-    if lib == "onnxep":
-        import onnxep
-        so = onnxep.SessionOptions()
-        so.intra_op_num_threads = threads
-        return onnxep.InferenceSession(path, so)
-    import onnxruntime as ort
-    so = ort.SessionOptions()
-    so.intra_op_num_threads = threads
-    so.inter_op_num_threads = 1
-    so.log_severity_level = 3
-    return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+from bench.bench_threads import make as _session  # noqa: E402  (a library's session, intra-op threads set)
 
 
 def _start(sess, path, past, seed):

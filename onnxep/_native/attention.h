@@ -151,6 +151,24 @@ static inline __attribute__((always_inline)) void onnxep_at_pv(const int RB, con
 }
 
 #define ONNXEP_AT_SW4(rb, CALL) switch (rb) { case 4: CALL(4); break; case 3: CALL(3); break;                                              case 2: CALL(2); break; default: CALL(1); break; }
+/* CALLN(R, NV) for rb rows (1..4) and nv vectors (1..ONNXEP_AT_PV_NV) of the second product */
+#if ONNXEP_AT_PV_NV > 2
+#define ONNXEP_AT_SWNV(nv, rb, CALLN) switch (nv) {                                                              \
+    case 1: switch (rb) { case 4: CALLN(4, 1); break; case 3: CALLN(3, 1); break; case 2: CALLN(2, 1); break;     \
+                          default: CALLN(1, 1); break; } break;                                                      \
+    case 3: switch (rb) { case 4: CALLN(4, 3); break; case 3: CALLN(3, 3); break; case 2: CALLN(2, 3); break;     \
+                          default: CALLN(1, 3); break; } break;                                                      \
+    case 4: switch (rb) { case 4: CALLN(4, 4); break; case 3: CALLN(3, 4); break; case 2: CALLN(2, 4); break;     \
+                          default: CALLN(1, 4); break; } break;                                                      \
+    default: switch (rb) { case 4: CALLN(4, 2); break; case 3: CALLN(3, 2); break; case 2: CALLN(2, 2); break;    \
+                           default: CALLN(1, 2); break; } break; }
+#else
+#define ONNXEP_AT_SWNV(nv, rb, CALLN) switch (nv) {                                                              \
+    case 1: switch (rb) { case 4: CALLN(4, 1); break; case 3: CALLN(3, 1); break; case 2: CALLN(2, 1); break;     \
+                          default: CALLN(1, 1); break; } break;                                                      \
+    default: switch (rb) { case 4: CALLN(4, 2); break; case 3: CALLN(3, 2); break; case 2: CALLN(2, 2); break;    \
+                           default: CALLN(1, 2); break; } break; }
+#endif
 
 /* s[r*Np + n] := sum_k q[r*rsq + k*csq] * kp[k*Np + n] for r < rb <= RB, n < Np (a multiple of 16) */
 static void onnxep_at_scores(int rb, const float* q, Py_ssize_t rsq, Py_ssize_t csq, const float* kp,
@@ -224,20 +242,7 @@ static void onnxep_at_rows(int rb, const float* q, Py_ssize_t rsq, Py_ssize_t cs
         nv = nv < ONNXEP_AT_PV_NV ? nv : ONNXEP_AT_PV_NV;
         direct = csy == 1 && d0 + nv * ONNXEP_AT_VL <= D;
         #define ONNXEP_AT_PVN(R, NVV) onnxep_at_pv(R, NVV, s, Np, vp, N, Dp, d0, inv, o, y, rsy, direct)
-        #define ONNXEP_AT_PV1(R) ONNXEP_AT_PVN(R, 1)
-        #define ONNXEP_AT_PV2(R) ONNXEP_AT_PVN(R, 2)
-        #if ONNXEP_AT_PV_NV > 2
-        #define ONNXEP_AT_PV3(R) ONNXEP_AT_PVN(R, 3)
-        #define ONNXEP_AT_PV4(R) ONNXEP_AT_PVN(R, 4)
-        #endif
-        switch (nv) {
-        case 1: ONNXEP_AT_SW4(rb, ONNXEP_AT_PV1) break;
-        #if ONNXEP_AT_PV_NV > 2
-        case 3: ONNXEP_AT_SW4(rb, ONNXEP_AT_PV3) break;
-        case 4: ONNXEP_AT_SW4(rb, ONNXEP_AT_PV4) break;
-        #endif
-        default: ONNXEP_AT_SW4(rb, ONNXEP_AT_PV2) break;
-        }
+        ONNXEP_AT_SWNV(nv, rb, ONNXEP_AT_PVN)
         if (!direct) {
             Py_ssize_t d1 = d0 + nv * ONNXEP_AT_VL < D ? d0 + nv * ONNXEP_AT_VL : D;
             for (r = 0; r < rb; r++) {
@@ -344,20 +349,7 @@ static void onnxep_at_rows_kv(int rb, const float* q, Py_ssize_t rsq, const floa
         int nv = (int)((Dv - d0) / ONNXEP_AT_VL);
         nv = nv < ONNXEP_AT_PV_NV ? nv : ONNXEP_AT_PV_NV;
         #define ONNXEP_AT_KVPN(R, NVV) onnxep_at_kv_pv(R, NVV, s, Np, v, ldv, N, d0, inv, y, rsy, csy)
-        #define ONNXEP_AT_KVP1(R) ONNXEP_AT_KVPN(R, 1)
-        #define ONNXEP_AT_KVP2(R) ONNXEP_AT_KVPN(R, 2)
-        #if ONNXEP_AT_PV_NV > 2
-        #define ONNXEP_AT_KVP3(R) ONNXEP_AT_KVPN(R, 3)
-        #define ONNXEP_AT_KVP4(R) ONNXEP_AT_KVPN(R, 4)
-        #endif
-        switch (nv) {
-        case 1: ONNXEP_AT_SW4(rb, ONNXEP_AT_KVP1) break;
-        #if ONNXEP_AT_PV_NV > 2
-        case 3: ONNXEP_AT_SW4(rb, ONNXEP_AT_KVP3) break;
-        case 4: ONNXEP_AT_SW4(rb, ONNXEP_AT_KVP4) break;
-        #endif
-        default: ONNXEP_AT_SW4(rb, ONNXEP_AT_KVP2) break;
-        }
+        ONNXEP_AT_SWNV(nv, rb, ONNXEP_AT_KVPN)
         d0 += nv * ONNXEP_AT_VL;
     }
     for (d = Dv; d < D; d++)
