@@ -1,3 +1,5 @@
+import math
+
 import numpy as np
 
 from onnxep.ops._base import OpKernel
@@ -24,14 +26,14 @@ def reshape_target(in_shape, shape, allowzero: int) -> tuple:
         elif d < -1:
             raise ValueError(f"Reshape: invalid dim {d} in shape {dims}")
         out.append(d)
-    total = int(np.prod(in_shape, dtype=np.int64))
+    total = math.prod(in_shape)
     if -1 in out:
         k = out.index(-1)
-        rest = int(np.prod([d for j, d in enumerate(out) if j != k], dtype=np.int64))
+        rest = math.prod([d for j, d in enumerate(out) if j != k])
         if rest == 0 or total % rest:
             raise ValueError(f"Reshape: cannot infer -1 in shape {dims} for an input of shape {tuple(in_shape)}")
         out[k] = total // rest
-    if int(np.prod(out, dtype=np.int64)) != total:
+    if math.prod(out) != total:
         raise ValueError(f"Reshape: input of shape {tuple(in_shape)} ({total} elements) cannot become shape "
                          f"{tuple(out)} (requested {dims})")
     return tuple(out)
