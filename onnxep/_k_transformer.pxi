@@ -448,7 +448,7 @@ cdef void _attn_block(const AttnJob* j, Py_ssize_t t, Py_ssize_t blk, float* w, 
     cdef const float* mrows[ATTN_RB_MAX]
     cdef const char* mlast[ATTN_RB_MAX][ATTN_NMASK_MAX]
     cdef const char* mp
-    cdef bint same
+    cdef bint same, direct
     cdef int m
     cdef float* dst
     if j.kern >= 0:
@@ -459,23 +459,9 @@ cdef void _attn_block(const AttnJob* j, Py_ssize_t t, Py_ssize_t blk, float* w, 
         s = vp + _round_up(N * Dp, 16)
         mbuf = s + AT_RB * Np
         o = mbuf + AT_RB * Np
-    if j.kern < 0 and j.M <= AT_RB and j.N > 0 and j.rsk == 1 and j.csv == 1 and j.csq == 1:
-        # a few query rows (batch-1 decoding): K and V read as stored (at_rows_kv), nothing packed
-        i = i0
-        while i < i1:
-            rb = min(<Py_ssize_t>AT_RB, i1 - i)
-            for r in range(rb):
-                for m in range(j.nmask):
-                    mlast[r][m] = j.mask[m] + j.mask_off[m][t * j.M + i + r] * (4 if j.mask_kind[m] == 0 else 1)
-                if j.nmask > 0:
-                    _attn_mask_row(j, mbuf + r * Np, &mlast[r][0])
-                mrows[r] = mbuf + r * Np
-            at_rows_kv(<int>rb, j.q + j.q_off[t] + i * j.rsq, j.rsq, j.k + j.k_off[t], j.csk, K, N, Np,
-                       j.v + j.v_off[t], j.rsv, D, j.alpha, mrows if j.nmask > 0 else NULL, s,
-                       j.y + j.y_off[t] + i * j.rsy, j.rsy, j.csy, j.nan_zero)
-            i += rb
-        return
-    if packed[0] < 0 or j.k_off[packed[0]] != j.k_off[t] or j.v_off[packed[0]] != j.v_off[t]:
+    # a few query rows (batch-1 decoding): K and V read as stored (at_rows_kv), nothing packed
+    direct = j.kern < 0 and j.M <= AT_RB and j.N > 0 and j.rsk == 1 and j.csv == 1 and j.csq == 1
+    if not direct and (packed[0] < 0 or j.k_off[packed[0]] != j.k_off[t] or j.v_off[packed[0]] != j.v_off[t]):
         if j.kern >= 0:
             atb_pack_k(j.kern, j.k + j.k_off[t] if K > 0 else NULL, j.rsk, j.csk, K, N, &bw)
             atb_pack_v(j.kern, j.v + j.v_off[t], j.rsv, j.csv, N, D, &bw)
@@ -519,7 +505,11 @@ cdef void _attn_block(const AttnJob* j, Py_ssize_t t, Py_ssize_t blk, float* w, 
             if not same:
                 _attn_mask_row(j, mbuf + r * Np, &mlast[r][0])
             mrows[r] = mbuf + r * Np
-        if j.kern >= 0:
+        if direct:
+            at_rows_kv(<int>rb, j.q + j.q_off[t] + i * j.rsq, j.rsq, j.k + j.k_off[t], j.csk, K, N, Np,
+                       j.v + j.v_off[t], j.rsv, D, j.alpha, mrows if j.nmask > 0 else NULL, s,
+                       j.y + j.y_off[t] + i * j.rsy, j.rsy, j.csy, j.nan_zero)
+        elif j.kern >= 0:
             atb_rows(j.kern, <int>rb, j.q + j.q_off[t] + i * j.rsq if K > 0 else NULL, j.rsq, j.csq, K, N, Np, D,
                      j.alpha, mrows if j.nmask > 0 else NULL, &bw, j.y + j.y_off[t] + i * j.rsy, j.rsy, j.csy,
                      j.nan_zero)

@@ -31,7 +31,7 @@ static inline onnxep_at_v onnxep_at_pad(onnxep_at_v x, Py_ssize_t n)
     onnxep_at_v idx = *(const onnxep_at_vu*)onnxep_at_iota;
     return onnxep_at_sel(idx < onnxep_at_splat((float)n), x, onnxep_at_splat(-INFINITY));
 }
-/* horizontal max / sum: a tree over the lanes */
+/* horizontal max: a tree over the lanes */
 static inline float onnxep_at_hmax(onnxep_at_v v)
 {
     float t[ONNXEP_AT_VL];
@@ -41,14 +41,23 @@ static inline float onnxep_at_hmax(onnxep_at_v v)
         for (l = 0; l < w; l++) t[l] = t[l + w] > t[l] ? t[l + w] : t[l];
     return t[0];
 }
+/* horizontal sum: halves added pairwise (lane l + lane l + w, w = VL/2 .. 1), on register shuffles (it runs once
+   per key in onnxep_at_kv_scores, once per row in onnxep_at_softmax) */
 static inline float onnxep_at_hsum(onnxep_at_v v)
 {
-    float t[ONNXEP_AT_VL];
-    int w, l;
-    __builtin_memcpy(t, &v, sizeof(t));
-    for (w = ONNXEP_AT_VL / 2; w > 0; w /= 2)
-        for (l = 0; l < w; l++) t[l] += t[l + w];
-    return t[0];
+#if ONNXEP_AT_VL == 16
+    typedef float h8 __attribute__((vector_size(32)));
+    typedef float h4 __attribute__((vector_size(16)));
+    h8 a = __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7) + __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);
+    h4 b = __builtin_shufflevector(a, a, 0, 1, 2, 3) + __builtin_shufflevector(a, a, 4, 5, 6, 7);
+#elif ONNXEP_AT_VL == 8
+    typedef float h4 __attribute__((vector_size(16)));
+    h4 b = __builtin_shufflevector(v, v, 0, 1, 2, 3) + __builtin_shufflevector(v, v, 4, 5, 6, 7);
+#else
+    onnxep_at_v b = v;
+#endif
+    float t0 = b[0] + b[2], t1 = b[1] + b[3];
+    return t0 + t1;
 }
 
 /* s[r*Np + n0 + j] := sum_k q[r*rsq + k*csq] * kp[k*Np + n0 + j] for r < RB, j < NV*VL. With one vector per row
@@ -255,29 +264,10 @@ static void onnxep_at_rows(int rb, const float* q, Py_ssize_t rsq, Py_ssize_t cs
 }
 
 
-/* The sum of a vector's lanes: halves added pairwise (lane l + lane l + w, w = VL/2 .. 1), onnxep_at_hsum's order,
-   on register shuffles */
-static inline float onnxep_at_hsum_sh(onnxep_at_v v)
-{
-#if ONNXEP_AT_VL == 16
-    typedef float h8 __attribute__((vector_size(32)));
-    typedef float h4 __attribute__((vector_size(16)));
-    h8 a = __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7) + __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);
-    h4 b = __builtin_shufflevector(a, a, 0, 1, 2, 3) + __builtin_shufflevector(a, a, 4, 5, 6, 7);
-#elif ONNXEP_AT_VL == 8
-    typedef float h4 __attribute__((vector_size(16)));
-    h4 b = __builtin_shufflevector(v, v, 0, 1, 2, 3) + __builtin_shufflevector(v, v, 4, 5, 6, 7);
-#else
-    onnxep_at_v b = v;
-#endif
-    float t0 = b[0] + b[2], t1 = b[1] + b[3];
-    return t0 + t1;
-}
-
 /* Query rows 0 .. rb-1 (rb <= RB, q rows contiguous: q[r*rsq + k]) of one item against K and V as stored, without
    packing either: key n's row at kk + n*ldk (K floats), value n's row at v + n*ldv (D floats). For a few query rows
    (batch-1 decoding) the packed path's copies of K^T and V cost more than its products, which read each key and
-   value once either way. Scores: per key, VL-lane partial sums of q . k then their tree (onnxep_at_hsum_sh), into
+   value once either way. Scores: per key, VL-lane partial sums of q . k then their tree (onnxep_at_hsum), into
    s (RB x Np, softmax as onnxep_at_rows); output: per NV-vector block of D, the sum over keys of p * v in registers,
    times 1 / the row's sum, and the last D % VL columns one at a time. */
 static inline __attribute__((always_inline)) void onnxep_at_kv_scores(const int RB, const float* q, Py_ssize_t rsq,
@@ -297,7 +287,7 @@ static inline __attribute__((always_inline)) void onnxep_at_kv_scores(const int 
         }
         #pragma GCC unroll 4
         for (r = 0; r < RB; r++) {
-            float t = onnxep_at_hsum_sh(acc[r]);
+            float t = onnxep_at_hsum(acc[r]);
             for (k = Kv; k < K; k++) t += q[r * rsq + k] * kr[k];
             s[r * Np + n] = t;
         }

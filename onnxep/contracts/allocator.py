@@ -122,7 +122,6 @@ class HostBlockPool:
                 self.pooled += block.nbytes
             return block[start:start + size]
 
-
     def _drop_outgrown(self, size: int) -> None:
         """Forget the free blocks of size/BEST_FIT .. size bytes (a request of `size` found none big enough)."""
         sizes = self._sizes
@@ -135,7 +134,6 @@ class HostBlockPool:
                     self.pooled -= block.nbytes
                 else:
                     keep.append(entry)
-            block = None
             if keep:
                 self._free[sizes[i]] = keep
                 i += 1

@@ -32,11 +32,10 @@ What graph/passes/fuse_exporter_attention.py writes adds (all optional):
 Whatever the native call cannot take (a mask that broadcasts the scores up) runs the graph's ops with numpy.
 Native change that would remove the Python-side work: mask kinds / causal flag and a nan_zero flag in
 attention_f32 itself (the per-call mask combination and the output NaN scan would go)."""
-import weakref
-
 import numpy as np
 
 from onnxep import _kernels
+from onnxep.graph.ir import WeakIntern
 from onnxep.ops import _bf16
 from onnxep.ops._base import F32, OpKernel, f32_shape
 from onnxep.ops._c_steps import plain
@@ -77,7 +76,7 @@ class _Caches:
         self.plans, self.natives, self.views, self.expands = {}, {}, {}, {}
 
 
-_SHARED = weakref.WeakValueDictionary()
+_SHARED = WeakIntern()
 
 
 def _attr_key(v):
@@ -153,9 +152,7 @@ class FusedAttention_1(OpKernel):
         if c is None:
             key = tuple(_attr_key(getattr(self, a)) for a in _PLAN_ATTRS)
             try:
-                c = _SHARED.get(key)
-                if c is None:
-                    c = _SHARED[key] = _Caches()
+                c = _SHARED.file(key, _Caches())
             except TypeError:        # (an attribute value that does not hash: plans of its own)
                 c = _Caches()
             self._shared_caches = c
