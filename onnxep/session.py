@@ -940,7 +940,7 @@ class _FastRun:
                 run_ctx.arena = None
                 pool.give_back(buf)
             else:
-                memory.finish((key, arena, buf), run_ctx, self.ex.graph_outputs, ok)
+                memory.finish((key, arena, buf, None), run_ctx, self.ex.graph_outputs, ok)
                 sess._fast = None
         out = []
         diverged = arena.diverged

@@ -69,6 +69,10 @@ class AllocRecorder:
         self.ids = {}         # value name -> allocation it lives in
         self.tick = 0
         self._pending = []    # (allocation, array) made during the current step
+        self.external = None  # per allocation, once finished: whether it outlives the run
+        # per plan of a backend recording its steps (the cpu plans): what the run fed it and what each step made, as
+        # (shape, dtype, small integer bytes | None) per value -- what a signature family compares (SignatureFamily)
+        self.shapes = {}
 
     def on_alloc(self, nbytes: int, arr: np.ndarray) -> None:
         aid = len(self.nbytes)
@@ -139,19 +143,32 @@ class AllocRecorder:
         for aid, ref in enumerate(self.refs):
             if ref is None or ref() is not None:
                 external[aid] = True
+        self.external = external
+        self.refs = None
         return plan_memory(self.nbytes, self.start, self.end, external, self.inplace, alloc_size, reuse)
 
 
+def value_key(v):
+    """(shape, dtype, bytes of a small integer array | None) of a value, or None for what is not an array: what a
+    recording run notes per value and a signature family's capture compares with it."""
+    if v.__class__ is not np.ndarray:
+        return None
+    dt = v.dtype
+    return (v.shape, dt, v.tobytes() if dt.kind in "iub" and v.size <= SIGNATURE_INT_ELEMS else None)
+
+
 class MemoryPlan:
-    """Offsets of one signature's allocations in one arena (-1: external)."""
+    """Offsets of one signature's allocations in one arena (-1: external). A signature family's plan has `elastic`
+    allocations: their size follows the family's varying dims, so they are external and their size is not checked."""
 
-    __slots__ = ("nbytes", "offsets", "arena_size", "n", "__weakref__")
+    __slots__ = ("nbytes", "offsets", "arena_size", "n", "elastic", "__weakref__")
 
-    def __init__(self, nbytes, offsets, arena_size):
+    def __init__(self, nbytes, offsets, arena_size, elastic=frozenset()):
         self.nbytes = tuple(nbytes)
         self.offsets = tuple(offsets)
         self.arena_size = int(arena_size)
         self.n = len(self.nbytes)
+        self.elastic = elastic
 
     def describe(self) -> str:
         placed = [b for b, o in zip(self.nbytes, self.offsets) if o >= 0]
@@ -230,14 +247,15 @@ class ArenaRun:
     same bytes at the same offset -- without slicing, viewing and reshaping again (about 2 us per tensor in a model
     run)."""
 
-    __slots__ = ("plan", "mem", "k", "diverged", "views")
+    __slots__ = ("plan", "mem", "k", "diverged", "views", "family")
 
-    def __init__(self, plan: MemoryPlan, mem: np.ndarray, views=None):
+    def __init__(self, plan: MemoryPlan, mem: np.ndarray, views=None, family=None):
         self.plan = plan
         self.mem = mem          # uint8, at least plan.arena_size bytes
         self.k = 0
         self.diverged = False
         self.views = views      # list of (shape, dtype, array) | None, one per request, or None
+        self.family = family    # the SignatureFamily whose plan this is, or None (one signature's)
 
     def cached(self, shape, dtype):
         """The array this request got in an earlier run of the plan in this buffer, if it asks for the same shape
@@ -266,6 +284,8 @@ class ArenaRun:
             return None
         self.k = k + 1
         if k >= plan.n or plan.nbytes[k] != nbytes:
+            if plan.elastic and k in plan.elastic:
+                return None
             self.diverged = True
             return None
         off = plan.offsets[k]
@@ -382,6 +402,90 @@ def arena_pool(owner) -> ArenaPool:
         return pool
 
 
+_ANY = object()      # a family template's small integer feed whose values vary
+
+
+def family_template(keys):
+    """The template of input signatures `keys` (planner signatures of the same feeds: names, dtypes and ranks) that
+    differ only in some dims and small integer values: each feed's entry with the dims that differ among them as
+    None and the values that differ as _ANY; None when they differ in anything else."""
+    first = keys[0]
+    if any(len(k) != len(first) for k in keys):
+        return None
+    out = []
+    for entries in zip(*keys):
+        name, shape, dtype, small = entries[0]
+        if any(e[0] != name or e[2] is not dtype and e[2] != dtype or type(e[1]) is not tuple
+               or len(e[1]) != len(shape) for e in entries):
+            return None
+        dims = tuple(d if all(e[1][j] == d for e in entries) else None for j, d in enumerate(shape))
+        if small is None:
+            if any(e[3] is not None for e in entries):
+                return None
+            vals = None
+        else:
+            if any(e[3] is None for e in entries):
+                return None
+            vals = small if all(e[3] == small for e in entries) else _ANY
+        out.append((name, dims, dtype, vals))
+    return tuple(out)
+
+
+def in_family(template, key) -> bool:
+    """Whether signature `key` is one of `template`'s: the same feeds, dtypes and ranks, the fixed dims and values."""
+    if len(key) != len(template):
+        return False
+    for (name, dims, dtype, vals), (kname, shape, kdtype, small) in zip(template, key):
+        if (name != kname or dtype != kdtype or type(shape) is not tuple or len(shape) != len(dims)
+                or (vals is None) != (small is None) or vals is not _ANY and vals != small):
+            return False
+        for d, n in zip(dims, shape):
+            if d is not None and d != n:
+                return False
+    return True
+
+
+class SignatureFamily:
+    """Input signatures that differ only in some dims and small integer values -- a decoder's steps, whose key /
+    value cache grows a row a step, so that no signature ever comes back -- run under one memory plan and one
+    compiled program per arena buffer. Made from two recorded runs of the family and its first planned run:
+
+      - the plan is the last recorded run's, with every allocation whose size differed between the two recorded
+        runs *elastic*: external (from the block pool, any size) while the others keep their arena offsets;
+      - `ref` holds, per cpu plan, what the last recorded run fed it and what each of its steps made (value_key):
+        the family's first planned run (a capture, backends/cpu/runloop.py) marks every value that differs from it,
+        or is a feed the template leaves open, as *varying*. Only steps whose inputs and outputs are all fixed in
+        shape (and whose baked-in values are fixed) run in C; the rest run in Python, with the fixed outputs of
+        Python steps checked on every run as for a single signature.
+
+    A run whose allocations leave the plan (a fixed size that changed after all) counts as a divergence of the
+    family; after ArenaPlanner.MAX_DIVERGENCES the family is dropped."""
+
+    __slots__ = ("template", "plan", "ref", "varying_feeds", "divergences", "seen")
+
+    def __init__(self, template, plan, ref):
+        self.template = template
+        self.plan = plan
+        self.ref = ref
+        # feed name -> True when dims of it vary, False when only its small integer values do
+        self.varying_feeds = {name: None in dims for name, dims, dtype, vals in template
+                              if vals is _ANY or None in dims}
+        self.divergences = 0
+        self.seen = set()       # its signatures run so far (one that comes back is recorded on its own)
+
+
+def _family_plan(older, last, alloc_size, reuse):
+    """The memory plan of a family from two recorded runs (AllocRecorders, finished) of two of its signatures, or None
+    when their runs made different allocations at different steps (then they are no family)."""
+    if len(older.nbytes) != len(last.nbytes) or older.start != last.start or older.end != last.end:
+        return None
+    elastic = frozenset(k for k, (a, b) in enumerate(zip(older.nbytes, last.nbytes)) if a != b)
+    external = [e or k in elastic for k, e in enumerate(last.external)]
+    p = plan_memory(last.nbytes, last.start, last.end, external, last.inplace, alloc_size, reuse)
+    p.elastic = elastic
+    return p
+
+
 class ArenaPlanner:
     """A session's memory plans, one per input signature, and where its arenas come from.
 
@@ -403,6 +507,9 @@ class ArenaPlanner:
     # from the session's block pool.
     CHURN_RUNS = 3
     MAX_NOTED = 64
+    # While churning, a new signature that differs from the last two recorded ones only in dims and small integer
+    # values runs under their SignatureFamily: one plan and compiled program for all of them. At most this many.
+    MAX_FAMILIES = 4
 
     def __init__(self, backend, share_with=None, reuse: bool = True, pooled: bool = True):
         self.backend = backend                   # arenas come from its buffer type (so from its stream)
@@ -414,38 +521,73 @@ class ArenaPlanner:
         self._divergences = {}
         self._fresh = 0                          # runs in a row that recorded a new signature
         self._noted = set()                      # new signatures run unrecorded while churning (CHURN_RUNS)
+        self._recent = []                        # the last two recorded runs: (signature, AllocRecorder)
+        self.families = []                       # SignatureFamily, newest last
         self._pool = arena_pool(share_with if share_with is not None else self.stream)
 
     def start(self, key, run_ctx):
         """Set run_ctx up to record or to use a plan; returns what finish needs."""
         plan = self.plans.get(key, _MISSING)
         if plan is _MISSING:
+            family = self._family(key)
+            if family is not None:
+                if key not in family.seen:
+                    if len(family.seen) >= self.MAX_NOTED:
+                        family.seen.clear()
+                    family.seen.add(key)
+                    return self._planned(key, family.plan, run_ctx, family)
+                self._noted.add(key)        # a member that came back is recorded: its own plan runs all in C
             if self._fresh >= self.CHURN_RUNS and key not in self._noted:
                 if len(self._noted) >= self.MAX_NOTED:
                     self._noted.clear()
                 self._noted.add(key)
-                return (key, None, None)
+                return (key, None, None, None)
             self._noted.discard(key)
             self._fresh += 1
             run_ctx.recorder = AllocRecorder()
-            return (key, None, None)
+            return (key, None, None, None)
         self._fresh = 0
         if plan is None:
-            return (key, None, None)
+            return (key, None, None, None)
+        return self._planned(key, plan, run_ctx, None)
+
+    def _planned(self, key, plan, run_ctx, family):
         if self.pooled and self.stream.uses_default_allocator:
             # (a plan whose tensors all leave the arena borrows a buffer too: its views hold the compiled programs,
             # one per buffer, so runs on other threads never share one)
             buf = self._pool.borrow(max(plan.arena_size, 1), self.backend)
-            run_ctx.arena = ArenaRun(plan, buf.memory(), self._pool.views(buf, plan))
-            return (key, run_ctx.arena, buf)
-        if plan.arena_size == 0:
-            return (key, None, None)
-        buf = self.backend.alloc_buffer(plan.arena_size)
-        run_ctx.arena = ArenaRun(plan, buf.memory())
-        return (key, run_ctx.arena, None)
+            run_ctx.arena = ArenaRun(plan, buf.memory(), self._pool.views(buf, plan), family)
+            return (key, run_ctx.arena, buf, family)
+        if plan.arena_size == 0 and family is None:
+            return (key, None, None, None)
+        buf = self.backend.alloc_buffer(max(plan.arena_size, 1))
+        run_ctx.arena = ArenaRun(plan, buf.memory(), None, family)
+        return (key, run_ctx.arena, None, family)
+
+    def _family(self, key):
+        """The SignatureFamily that new signature `key` runs under: one it is of, else, while churning, one made from
+        the last two recorded runs when it and their signatures form one; else None."""
+        for family in self.families:
+            if in_family(family.template, key):
+                return family
+        if self._fresh < self.CHURN_RUNS or len(self._recent) < 2:
+            return None
+        (k2, older), (k1, last) = self._recent
+        template = family_template((k2, k1, key))
+        if template is None:
+            return None
+        plan = _family_plan(older, last, self.alloc_size, self.reuse)
+        if plan is None:
+            return None
+        family = SignatureFamily(template, plan, last.shapes)
+        if len(self.families) >= self.MAX_FAMILIES:
+            del self.families[0]
+        self.families.append(family)
+        self._recent = []
+        return family
 
     def finish(self, token, run_ctx, output_names, ok: bool) -> None:
-        key, arena, lent = token
+        key, arena, lent, family = token
         rec, run_ctx.recorder, run_ctx.arena = run_ctx.recorder, None, None
         if lent is not None:
             self._pool.give_back(lent)
@@ -453,8 +595,14 @@ class ArenaPlanner:
             if len(self.plans) >= self.MAX_SIGNATURES:
                 self.plans.clear()
             self.plans[key] = rec.finish(output_names, self.alloc_size, self.reuse)
+            self._recent = [*self._recent[-1:], (key, rec)]
             trim_host_heap()                       # the recorded run's tensors are freed; the arena replaces them
         if arena is not None and arena.diverged:
+            if family is not None:
+                family.divergences += 1
+                if family.divergences >= self.MAX_DIVERGENCES and family in self.families:
+                    self.families.remove(family)
+                return
             n = self._divergences[key] = self._divergences.get(key, 0) + 1
             if n >= self.MAX_DIVERGENCES:
                 self.plans[key] = None

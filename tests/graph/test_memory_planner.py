@@ -212,34 +212,41 @@ def test_each_input_signature_gets_its_plan():
 
 def test_new_signatures_in_a_row_are_recorded_when_they_come_back():
     """After ArenaPlanner.CHURN_RUNS runs that each recorded a new signature (a decoder's growing past), a new
-    signature runs unrecorded from the block pool and is recorded on its second run; a run of a planned signature
-    ends the streak. Results stay those of an unplanned session (oracle: the same model without a memory pattern)."""
+    signature of the same feeds, dtypes and ranks runs under their signature family (one plan, not recorded); one that
+    is no family's runs unrecorded from the block pool; either is recorded on its second run; a run of a planned
+    signature ends the streak. Results stay those of an unplanned session (oracle: the same model without a memory
+    pattern)."""
     from onnxep.graph.planner import ArenaPlanner
     nodes = [helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Neg", ["a"], ["b"]),
              helper.make_node("Add", ["a", "b"], ["y"])]
-    m = make_model(nodes, {"x": np.zeros((2, 3), np.float32)}, ["y"], input_shapes={"x": ["N", 3]})
+    m = make_model(nodes, {"x": np.zeros((2, 3), np.float32)}, ["y"], input_shapes={"x": ["N", "C"]})
     sess = _session(m)
     ref = _session(m, mem_pattern=False)
-    plans = sess._executor.memory.plans
+    memory = sess._executor.memory
+    plans = memory.plans
     rng = np.random.default_rng(5)
     c = ArenaPlanner.CHURN_RUNS
 
-    def run(n):
-        x = rng.standard_normal((n, 3)).astype(np.float32)
+    def run(n, k=3):
+        x = rng.standard_normal((n, k)).astype(np.float32)
         np.testing.assert_array_equal(sess.run(None, {"x": x})[0], ref.run(None, {"x": x})[0])
 
     for n in range(1, c + 1):
         run(n)
-    assert len(plans) == c
-    run(c + 1)                                   # churning: noted, not recorded
-    assert len(plans) == c
+    assert len(plans) == c and not memory.families
+    run(c + 1)                                   # churning: the family of [N, 3]
+    assert len(plans) == c and len(memory.families) == 1
     run(c + 2)
     assert len(plans) == c
     run(c + 1)                                   # came back: recorded
     assert len(plans) == c + 1
-    run(1)                                       # a planned signature ends the streak
-    run(c + 3)                                   # ... so the next new one is recorded at once
+    run(2, 5)                                    # no family's (C differs), churning: noted, not recorded
+    assert len(plans) == c + 1
+    run(2, 5)                                    # came back: recorded
     assert len(plans) == c + 2
+    run(1)                                       # a planned signature ends the streak
+    run(3, 7)                                    # ... so the next new one is recorded at once
+    assert len(plans) == c + 3
 
 
 def test_runs_whose_sizes_depend_on_data_leave_the_plan_safely():

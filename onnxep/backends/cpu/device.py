@@ -11,6 +11,7 @@ from onnxep.contracts.compile import load_prepacked_kernel, prepack_kernel
 from onnxep.contracts.kernel import KernelContext
 from onnxep.errors import EPFail, InvalidGraph, OnnxepError, RuntimeException
 from onnxep.graph.ir import OpInfo, ValueType
+from onnxep.graph.planner import value_key
 from onnxep.graph.partition import subgraph_reads
 from onnxep._kernels import set_caller_spin_us as _set_caller_spin_us
 from onnxep.backends.cpu.runloop import MAX_PROGRAMS, Compiled, StepCapture, compile_plan
@@ -400,6 +401,16 @@ class CpuBackend(Backend):
         env = dict(plan.constants)
         for name in plan.inputs:
             env[name] = values[name]
+        # a recording run notes what each step made, a capture under a signature family what the plan was fed: the
+        # family compares the two (graph/planner.py SignatureFamily)
+        book = None if rec is None else getattr(getattr(rec, "inner", None) or rec, "shapes", None)
+        shapes = None
+        if book is not None:
+            shapes = []
+            book[plan] = (tuple(value_key(values[x]) for x in plan.inputs), shapes)
+        fed = None
+        if caps is not None and arena.family is not None:
+            fed = tuple(value_key(values[x]) for x in plan.inputs)
         # one context for the run, pointed at each step in turn (no kernel keeps it past its compute)
         if run_ctx.bound is None:
             ctx = KernelContext(env, (), (), run_ctx.alloc, self.num_threads)
@@ -408,20 +419,21 @@ class CpuBackend(Backend):
             ctx = BoundKernelContext(env, (), (), run_ctx.alloc, self.num_threads)
         ctx.run = run_ctx
         k0 = arena.k if caps is not None else 0
-        self._loop(plan, run, env, ctx, rec, 0, caps)
+        self._loop(plan, run, env, ctx, rec, 0, caps, shapes)
         for name in plan.outputs:
             values[name] = env[name]
         if caps is not None and not arena.diverged:
             programs = arena.views.programs
             if len(programs) < MAX_PROGRAMS:
-                comp = compile_plan(plan, run, caps, k0, arena.k, arena, self.num_threads)
+                comp = compile_plan(plan, run, caps, k0, arena.k, arena, self.num_threads, fed)
                 if comp is not None:
                     comp.steps_of = run
                 programs[plan] = comp if comp is not None else run     # (the run list: nothing to compile)
 
     @staticmethod
-    def _loop(plan, run, env, ctx, rec, start, caps):
-        """The Python run loop from step `start`; with `caps` (a list), a capture: what each step read and made."""
+    def _loop(plan, run, env, ctx, rec, start, caps, shapes=None):
+        """The Python run loop from step `start`; with `caps` (a list), a capture: what each step read and made;
+        with `shapes` (a list), each step's outputs' value_key."""
         arena = ctx.run.arena if caps is not None else None
         for i in range(start, len(run)):
             compute, ins, outs, packed, frees, name, op, slot = run[i]
@@ -436,6 +448,8 @@ class CpuBackend(Backend):
                 caps.append(StepCapture(k0, arena.k, xs, [env.get(o) if o else None for o in outs]))
             if rec is not None:
                 rec.end_step(ins, outs, env, getattr(compute.__self__, "inplace", ()))
+            if shapes is not None:
+                shapes.append(tuple(value_key(env.get(o)) if o else None for o in outs))
             for x in frees:
                 env.pop(x, None)
 

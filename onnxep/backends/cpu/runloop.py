@@ -226,11 +226,26 @@ def _c_spec(kernel, op_key, cap, nthreads):
     return entry, args, ints, floats, fresh
 
 
-def compile_plan(plan, run, caps, k0, k1, arena, nthreads):
-    """A Compiled for the plan from its capture (`caps`, one StepCapture per step), or None when no step runs in C."""
+def compile_plan(plan, run, caps, k0, k1, arena, nthreads, fed=None):
+    """A Compiled for the plan from its capture (`caps`, one StepCapture per step), or None when no step runs in C.
+    Under a signature family (arena.family; `fed`: the value_key of each plan input in the capture) only the steps
+    whose values are all fixed across the family may run in C (_varying)."""
     views = arena.views
     consts = plan.constants
-    shape_fixed = _signature_fixed_steps(plan, run, caps)
+    family = getattr(arena, "family", None)
+    reshaped = revalued = frozenset()
+    touched = set()         # steps reading or making a varying value
+    if family is not None:
+        v = _varying(plan, run, caps, family, fed)
+        if v is None:
+            return None
+        reshaped, revalued = v
+        for i, s in enumerate(run):
+            if any(x in reshaped or x in revalued for x in s[1] if x) or any(
+                    o in reshaped or o in revalued for o in s[2] if o):
+                touched.add(i)
+    varying = reshaped | revalued
+    shape_fixed = _signature_fixed_steps(plan, run, caps, touched)
     fixed_steps = set(shape_fixed)
     if fixed_steps:     # their outputs are constants of the program: the steps do not run
         consts = dict(consts)
@@ -238,7 +253,7 @@ def compile_plan(plan, run, caps, k0, k1, arena, nthreads):
             for o, v in zip(run[i][2], caps[i].outs):
                 if o:
                     consts[o] = v
-    slot_specs, placed = _concat_slots(plan, run, caps, arena, nthreads, fixed_steps)
+    slot_specs, placed = _concat_slots(plan, run, caps, arena, nthreads, fixed_steps | touched)
     same_values = consts        # (values the same on every run: not a placed Concat's output)
     if placed:          # Concats whose inputs C steps write in place: their output is a fixed arena array
         consts = dict(consts)
@@ -264,6 +279,9 @@ def compile_plan(plan, run, caps, k0, k1, arena, nthreads):
         if i in slot_specs:
             specs.append(slot_specs[i])
             continue
+        if any(x in reshaped for x in ins if x) or any(o in reshaped for o in outs if o):
+            specs.append(None)      # a value of a size that varies across the family: Python sizes it each run
+            continue
         if slot is None and info is not None and i not in plan.slots and not any(
                 o in _slot_targets(plan) for o in outs if o):
             try:
@@ -272,7 +290,7 @@ def compile_plan(plan, run, caps, k0, k1, arena, nthreads):
                 spec = None
         if spec is not None and len(spec[1]) > LIMITS["slots"]:
             spec = None
-        if spec is not None and not all(_value_fixed(ins[a], same_values, producer, specs, caps, run)
+        if spec is not None and not all(_value_fixed(ins[a], same_values, producer, specs, caps, run, varying)
                                         for a in getattr(kernel, "c_value_inputs", ()) if a < len(ins) and ins[a]):
             spec = None     # the step bakes in an input's values: only constants and checked values qualify
         specs.append(spec)
@@ -402,8 +420,12 @@ def compile_plan(plan, run, caps, k0, k1, arena, nthreads):
         for o, v, small in zip(outs, cap.outs, cap.small):
             if not o:
                 continue
+            if o in reshaped:       # varies across the family: not checked, and no C step reads it
+                if o in slots:
+                    return None
+                continue
             if v.__class__ is np.ndarray:
-                expect.append((o, v.shape, v.dtype, small))
+                expect.append((o, v.shape, v.dtype, None if o in revalued else small))
                 if o in slots:
                     patch.append((o, slots[o]))
             elif o in slots:      # a C step reads a non-array: cannot happen (c_step takes arrays only)
@@ -431,6 +453,40 @@ def compile_plan(plan, run, caps, k0, k1, arena, nthreads):
     c.externals = tuple(externals)
     c.n_c, c.n_py = n_c, sum(not seg[0] for seg in segments)
     return c
+
+
+def _varying(plan, run, caps, family, fed):
+    """(values whose shape or dtype varies across the signature family, values whose small integer contents do) from
+    the family's reference run of the plan and this capture (`fed`: the plan inputs' value_key): every value whose
+    value_key differs between the two, and the feeds the family's template leaves open. None when the plan has no
+    reference run or its steps differ."""
+    ref = family.ref.get(plan)
+    if ref is None or fed is None:
+        return None
+    ref_in, ref_steps = ref
+    if len(ref_steps) != len(run) or len(ref_in) != len(plan.inputs) or len(fed) != len(plan.inputs):
+        return None
+    reshaped, revalued = set(), set()
+
+    def compare(x, now, then):
+        if now is None or then is None or now[0] != then[0] or now[1] != then[1]:
+            reshaped.add(x)
+        elif now[2] != then[2]:
+            revalued.add(x)
+
+    for x, now, then in zip(plan.inputs, fed, ref_in):
+        compare(x, now, then)
+        open_dims = family.varying_feeds.get(x)
+        if open_dims is not None:
+            (reshaped if open_dims else revalued).add(x)
+    for i, (s, cap, then) in enumerate(zip(run, caps, ref_steps)):
+        if len(then) != len(s[2]):
+            return None
+        for o, v, small, was in zip(s[2], cap.outs, cap.small, then):
+            if o:
+                compare(o, (v.shape, v.dtype, small) if v.__class__ is np.ndarray else None, was)
+    revalued -= reshaped
+    return frozenset(reshaped), frozenset(revalued)
 
 
 #: C entries that take the output's pixel stride as one more int (their kernel writes a channel slice in place):
@@ -565,17 +621,19 @@ def _read_as_data(o, run, specs, readers, shape_reads) -> bool:
     return True
 
 
-def _signature_fixed_steps(plan, run, caps):
+def _signature_fixed_steps(plan, run, caps, touched=frozenset()):
     """Steps whose outputs are the same arrays on every run of the signature: ShapeSubgraph nodes (ops/onnxep/
     shape_subgraph.py) that answered from their cache (read-only arrays it holds, no arena request) and read as data
     only constants and such outputs. Every value's shape is fixed in a compiled run (feeds by the signature, C outputs
-    by the program, Python outputs checked), so these outputs are too: the program keeps them as constants."""
+    by the program, Python outputs checked), so these outputs are too: the program keeps them as constants. Under a
+    signature family, not the steps `touched` by a value that varies across it."""
     from onnxep.ops.onnxep.shape_subgraph import _CACHED, ShapeSubgraph_1
     fixed = set()
     made = set()
     for i, (compute, ins, outs, *_rest) in enumerate(run):
         kernel = getattr(compute, "__self__", None)
-        if kernel.__class__ is not ShapeSubgraph_1 or compute.__func__ is not ShapeSubgraph_1.compute:
+        if (kernel.__class__ is not ShapeSubgraph_1 or compute.__func__ is not ShapeSubgraph_1.compute
+                or i in touched):
             continue
         cap = caps[i]
         if cap.k1 != cap.k0 or not all(
@@ -589,11 +647,13 @@ def _signature_fixed_steps(plan, run, caps):
     return fixed
 
 
-def _value_fixed(x, consts, producer, specs, caps, run) -> bool:
+def _value_fixed(x, consts, producer, specs, caps, run, varying=frozenset()) -> bool:
     """Whether value x is the same on every run of the signature: a constant, or a small integer result of a Python
-    step (checked by value after the step, StepCapture.small)."""
+    step (checked by value after the step, StepCapture.small) that does not vary across the signature family."""
     if x in consts:
         return True
+    if x in varying:
+        return False
     i = producer.get(x)
     if i is None or i >= len(specs) or specs[i] is not None:
         return False
