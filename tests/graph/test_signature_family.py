@@ -150,7 +150,7 @@ def test_a_family_value_that_changes_shape_late_falls_back_safely(monkeypatch):
     """A value the reference and the capture saw at one shape (a slice of at most 4 cache rows, at 5 rows or more)
     changes it later (fewer rows): the Python step's check sees it and the run finishes in Python; the arena plan
     left twice, the family is dropped. Outputs stay those of the Python loop."""
-    d, h, w = 16, 2, 8
+    h, w = 2, 8
     inits = {"W": (RNG.standard_normal((w, w)) * 0.3).astype(np.float32),
              "st": np.array([0], np.int64), "en": np.array([4], np.int64), "ax": np.array([2], np.int64)}
     nodes = [helper.make_node("Slice", ["past", "st", "en", "ax"], ["head"]),       # [1, h, min(P, 4), w]
