@@ -338,3 +338,59 @@ def test_layers_of_equal_attributes_share_their_per_shape_plans():
     c = [x._caches() for x in ks]
     assert c[0] is c[1] and c[2] is not c[0]
     assert len(c[0].natives) == 2 and len(c[2].natives) == 2          # two shapes each, planned once
+
+
+def test_grouped_query_k_whose_shape_the_exporter_reads_is_not_repeated():
+    """The dynamo exporter's grouped-query K: the repeat Reshape(Expand(Unsqueeze(kv))) is transposed through a 3-D
+    view whose shapes it computes from a Shape of the repeated tensor. The fused node reads kv itself; the repeat
+    stays for that Shape only, folded into a ShapeSubgraph that runs it on stand-ins (no Expand in the plan, no copy
+    made)."""
+    kv_heads, rep = 2, 2
+    h = kv_heads * rep
+    q = RNG.standard_normal((B, h, 1, D)).astype(np.float32)
+    feeds = {"q": q, "past_k": RNG.standard_normal((B, kv_heads, S, D)).astype(np.float32),
+             "new_k": RNG.standard_normal((B, kv_heads, 1, D)).astype(np.float32),
+             "v": RNG.standard_normal((B, h, S + 1, D)).astype(np.float32)}
+    i64 = np.int64
+    nodes = [helper.make_node("Concat", ["past_k", "new_k"], ["cat_k"], axis=2),
+             _c("ax", np.array([2], i64), i64), helper.make_node("Unsqueeze", ["cat_k", "ax"], ["u"]),
+             helper.make_node("Shape", ["cat_k"], ["sh"]),
+             _c("i01", np.array([0, 1], i64), i64), _c("i23", np.array([2, 3], i64), i64),
+             helper.make_node("Gather", ["sh", "i01"], ["bh"]), helper.make_node("Gather", ["sh", "i23"], ["td"]),
+             _c("rp", np.array([rep], i64), i64),
+             helper.make_node("Concat", ["bh", "rp", "td"], ["es"], axis=0),
+             helper.make_node("Expand", ["u", "es"], ["e"]),
+             _c("rs", np.array([0, h, -1, D], i64), i64),
+             helper.make_node("Reshape", ["e", "rs"], ["kr"]),
+             # the 3-D view's shapes from the repeated tensor's shape: s1 = (-1, T, D), s2 = (B, H, D, T)
+             helper.make_node("Shape", ["kr"], ["ksh"]),
+             _c("g0", np.array([0], i64), i64), _c("g1", np.array([1], i64), i64),
+             _c("g2", np.array([2], i64), i64), _c("g3", np.array([3], i64), i64),
+             _c("m1", np.array([-1], i64), i64),
+             helper.make_node("Gather", ["ksh", "g0"], ["kb"]), helper.make_node("Gather", ["ksh", "g1"], ["kh"]),
+             helper.make_node("Gather", ["ksh", "g2"], ["kt"]), helper.make_node("Gather", ["ksh", "g3"], ["kd"]),
+             helper.make_node("Concat", ["m1", "kt", "kd"], ["s1"], axis=0),
+             helper.make_node("Concat", ["kb", "kh", "kd", "kt"], ["s2"], axis=0),
+             helper.make_node("Reshape", ["kr", "s1"], ["k3"]),
+             helper.make_node("Transpose", ["k3"], ["k3t"], perm=[0, 2, 1]),
+             helper.make_node("Reshape", ["k3t", "s2"], ["kT"]),
+             helper.make_node("MatMul", ["q", "kT"], ["qk"]), _c("sc", np.float32(0.35)),
+             helper.make_node("Mul", ["qk", "sc"], ["s"]),
+             helper.make_node("Softmax", ["s"], ["p"], axis=-1), helper.make_node("MatMul", ["p", "v"], ["y"])]
+    m = make_model(nodes, feeds, ["y", "cat_k"],
+                   input_shapes={"q": ["batch", h, 1, D], "past_k": ["batch", kv_heads, "past", D],
+                                 "new_k": ["batch", kv_heads, 1, D], "v": ["batch", h, "total", D]})
+    sess = _check(m, feeds)
+    ops = _ops(sess)
+    assert ops["Expand"] == 0 and ops["Reshape"] == 0 and ops["Unsqueeze"] == 0, ops
+    (fa,) = [st[0] for p in sess.plans for st in p.steps if st[6] == "FusedAttention"]
+    assert fa.k_expand == 2 and fa.k_view_at is not None
+    (sub,) = [st[0] for p in sess.plans for st in p.steps if st[6] == "ShapeSubgraph"
+              and any(s[4] == "Expand" for s in st[0]._steps)]
+    assert [s[4] for s, stand in zip(sub._steps, sub._standin) if stand] == ["Unsqueeze", "Expand", "Reshape"]
+    # a longer past: the body runs again on stand-ins of the new shapes
+    feeds2 = dict(feeds, past_k=RNG.standard_normal((B, kv_heads, 2 * S, D)).astype(np.float32),
+                  v=RNG.standard_normal((B, h, 2 * S + 1, D)).astype(np.float32))
+    want = run_ort(m, feeds2)
+    for g, w in zip(sess.run(None, feeds2), want):
+        np.testing.assert_allclose(g, w, rtol=2e-5, atol=2e-5)

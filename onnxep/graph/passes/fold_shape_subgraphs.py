@@ -43,6 +43,7 @@ from onnxep.graph.ir import Body, Graph, ValueType
 from onnxep.graph.partition import op_info
 from onnxep.graph.passes._edit import INTERNAL_DOMAIN, Names, drop_unused_initializers, make_node, reads
 from onnxep.graph.passes.constant_folding import NONDETERMINISTIC
+from onnxep.ops.onnxep.shape_subgraph import VIEW_OPS
 
 OP_TYPE = "ShapeSubgraph"
 SHAPE_OPS = ("Shape", "Size")
@@ -106,8 +107,9 @@ def fold_shape_subgraphs(graph: Graph, ctx=None) -> Graph:
     level = {}       # signature-determined value -> its level
     member = {}      # id(node) -> level, for signature-determined nodes
     position = {}    # value -> index of the node that writes it
+    views = _shape_only_views(graph)
     for i, node in enumerate(nodes):
-        lvl = _sd_level(node, vtypes, constants, det, level, position, keep_ops)
+        lvl = _sd_level(node, vtypes, constants, det, level, position, keep_ops, views)
         outs = [o for o in node.outputs if o]
         if lvl is not None:
             member[id(node)] = lvl
@@ -141,7 +143,7 @@ def fold_shape_subgraphs(graph: Graph, ctx=None) -> Graph:
         if len(members) == 1 and members[0].op_type in SHAPE_OPS:
             placed[lvl] = members
         else:
-            made = _collapse(graph, names, lvl, members, readers, constants)
+            made = _collapse(graph, names, lvl, members, readers, constants, views)
             placed[lvl] = [made] if made is not None else []
     out = list(placed.get(-1, ()))
     for i, node in enumerate(nodes):
@@ -153,19 +155,55 @@ def fold_shape_subgraphs(graph: Graph, ctx=None) -> Graph:
     return graph
 
 
-def _sd_level(node, vtypes, constants, det, level, position, keep_ops):
+def _shape_only_views(graph) -> set:
+    """ids of the view nodes (VIEW_OPS: Reshape, Unsqueeze, Squeeze, Flatten, Identity, Expand) whose output only
+    Shape / Size nodes read, directly or through other such views (their input 0): a grouped-query attention's
+    Reshape(Expand(Unsqueeze(kv))) once the attention reads kv itself (fuse_exporter_attention) is left for the
+    Shape the exporter took of it. Their ShapeSubgraph runs them on stand-ins (ops/onnxep/shape_subgraph.py), so
+    the expanded copy is never made."""
+    users = {}
+    for node in graph.nodes:
+        named = set(node.inputs)
+        for j, x in enumerate(node.inputs):
+            if x:
+                users.setdefault(x, []).append((node, j))
+        for x in reads(node):
+            if x not in named:                # read by a subgraph: data
+                users.setdefault(x, []).append((None, -1))
+    outputs = {name for name, _ in graph.outputs}
+    views = set()
+    for node in reversed(graph.nodes):
+        if (node.domain not in ("", "ai.onnx") or node.op_type not in VIEW_OPS or len(node.outputs) != 1
+                or not node.inputs or not node.inputs[0] or (node.attrs and node.has_subgraph)):
+            continue
+        o = node.outputs[0]
+        us = users.get(o)
+        if not o or o in outputs or not us:
+            continue
+        if all(u is not None and u.domain in ("", "ai.onnx") and (
+                u.op_type in SHAPE_OPS or (id(u) in views and j == 0 and u.inputs.count(o) == 1)) for u, j in us):
+            views.add(id(node))
+    return views
+
+
+def _sd_level(node, vtypes, constants, det, level, position, keep_ops, views=frozenset()):
     """The level of a signature-determined node, or None when the node is not one."""
     ins = [x for x in node.inputs if x]
-    if node.op_type in SHAPE_OPS:
-        if len(ins) != 1:
+    if node.op_type in SHAPE_OPS or id(node) in views:
+        if len(ins) != 1 and id(node) not in views:
             return None
-        x = ins[0]
+        x = node.inputs[0]
         if x in level:
             lvl = level[x]
         elif x in constants or x not in det or not _is_tensor(vtypes.get(x)):
             return None
         else:
             lvl = position.get(x, -1)         # a graph input: -1
+        for y in node.inputs[1:]:            # a view's shape / axes: signature-determined or constant
+            if y and y not in constants:
+                if y not in level:
+                    return None
+                lvl = max(lvl, level[y])
     else:
         if not ins or not all(x in level or x in constants for x in ins):
             return None
@@ -199,7 +237,7 @@ def _shape_determined(node, det, level, constants) -> bool:
     return True
 
 
-def _collapse(graph, names, lvl, members, readers, constants):
+def _collapse(graph, names, lvl, members, readers, constants, views=frozenset()):
     """The ShapeSubgraph node standing for `members` (one level's nodes, in order), or None when nothing outside
     reads what they make."""
     produced = {o for n in members for o in n.outputs if o}
@@ -212,7 +250,7 @@ def _collapse(graph, names, lvl, members, readers, constants):
     reads_data = set()
     for n in members:
         for j, x in enumerate(n.inputs):
-            if x and x not in produced and not (n.op_type in SHAPE_OPS and j == 0):
+            if x and x not in produced and not ((n.op_type in SHAPE_OPS or id(n) in views) and j == 0):
                 reads_data.add(x)
     seen = set()
     for n in members:

@@ -145,9 +145,16 @@ class _Matcher:
 
     def repeat(self, x, consumer, rank):
         """Reshape(Expand(Unsqueeze(kv, axis), shape), rshape) feeding the operand: (nodes, kv, (axis, shape, rshape,
-        allowzero))."""
+        allowzero)). When Shape / Size nodes read the repeated tensor too (the dynamo exporter takes its shape for
+        the 3-D view of K's transpose), the three nodes stay for them (nodes empty) and fold_shape_subgraphs runs
+        them on stand-ins: the attention reads kv, nothing makes the repeated copy."""
         r = self.f.producer.get(x)
-        if not default_op(r, "Reshape") or len(r.inputs) != 2 or not self.single(x, consumer) or self.f.taken((r,)):
+        if not default_op(r, "Reshape") or len(r.inputs) != 2 or self.f.taken((r,)):
+            return None
+        shared = not self.single(x, consumer)
+        if shared and (x in self.f.outputs or not all(
+                c is consumer or (c.domain == "" and c.op_type in ("Shape", "Size") and c.inputs[0] == x)
+                for c in self.f.cons.get(x, ()))):
             return None
         e = self.f.producer.get(r.inputs[0])
         if not default_op(e, "Expand") or not self.single(r.inputs[0], r) or self.f.taken((e,)):
@@ -169,7 +176,7 @@ class _Matcher:
             return None
         if _type(self.g, e.inputs[1]) != "tensor(int64)" or _type(self.g, r.inputs[1]) != "tensor(int64)":
             return None
-        return [u, e, r], kv, (axis, e.inputs[1], r.inputs[1], int(r.attrs.get("allowzero", 0) or 0))
+        return [] if shared else [u, e, r], kv, (axis, e.inputs[1], r.inputs[1], int(r.attrs.get("allowzero", 0) or 0))
 
 
 def fuse_exporter_attention(graph: Graph, ctx=None) -> Graph:

@@ -30,9 +30,11 @@ import weakref
 
 import numpy as np
 
-from onnxep.errors import OnnxepError, RuntimeException
+from onnxep.contracts.kernel import KernelContext
+from onnxep.errors import InvalidArgument, OnnxepError, RuntimeException
 from onnxep.graph.ir import WeakIntern
 from onnxep.ops._base import OpKernel
+from onnxep.ops.tensor._helpers import ints
 
 DOMAIN = "com.onnxep"
 MAX_ENTRIES = 64
@@ -79,6 +81,51 @@ def _vkey(a):
     return ("i", id(a))
 
 
+#: default-domain ops a body runs on stand-ins (zero-stride arrays) when they view a shape input for Shape nodes only:
+#: views (their kernels publish a reshaped input) and Expand (a broadcast view here, never a copy)
+VIEW_OPS = frozenset({"Reshape", "Unsqueeze", "Squeeze", "Flatten", "Identity", "Expand"})
+
+
+class _StandIn(KernelContext):
+    """A body node's context on stand-ins: outputs are published as made (no contiguous copy of a zero-stride
+    view)."""
+
+    def set_output(self, i: int, value) -> None:
+        if i < len(self.outs) and self.outs[i]:
+            self.values[self.outs[i]] = value
+
+
+def _stand_in(kernel, ctx, op):
+    """Run a view node on stand-ins: Expand as a broadcast view (its kernel's checks, no copy), the rest as their
+    kernels do (a reshaped view of the input)."""
+    if op != "Expand":
+        kernel.compute(ctx)
+        return
+    x = ctx.input(0)
+    shape = ints(ctx.input(1), "Expand shape")
+    if any(d < 0 for d in shape):
+        raise InvalidArgument(f"Expand: negative dim in shape {shape}")
+    try:
+        out = np.broadcast_shapes(x.shape, tuple(shape))
+    except ValueError:
+        raise InvalidArgument(f"Expand: input shape {x.shape} cannot be broadcast with shape {shape}") from None
+    ctx.set_output(0, np.broadcast_to(x, out))
+
+
+def _run_body_node(kernel, ctx, op, name, owner, how):
+    """kernel.compute(ctx) (or how(kernel, ctx, op)), its errors named after the body node and the ShapeSubgraph."""
+    try:
+        if how is None:
+            kernel.compute(ctx)
+        else:
+            how(kernel, ctx, op)
+    except OnnxepError as e:
+        raise type(e)(f"while running {op} node '{name}' (in {owner}): {e.args[0] if e.args else ''}") from e
+    except Exception as e:
+        raise RuntimeException(f"Non-zero status code returned while running {op} node. Name:'{name}' "
+                               f"(in {owner}) Status Message: {type(e).__name__}: {e}") from e
+
+
 def _alloc_limit(ctx):
     run = ctx.run
     return getattr(run, "limit", 1 << 40) if run is not None else 1 << 40
@@ -122,8 +169,16 @@ class ShapeSubgraph_1(OpKernel):
                 types[self._ins[j]] = t
         self._steps = []
         self._fps = []               # per body node: (op type, attributes, constants) or None (not memoized)
+        # body nodes that view a shape input (or another such view) only for the Shape nodes after them (the pass
+        # folds those in, fold_shape_subgraphs.VIEW_OPS): evaluated on the stand-ins, no data made
+        standing = set(self._ins[:self._n_shape])
+        self._standin = []
         try:
             for name, op_type, ins, outs, attrs in nodes:
+                stand = op_type in VIEW_OPS and bool(ins) and ins[0] in standing
+                self._standin.append(stand)
+                if stand:
+                    standing.update(o for o in outs if o)
                 fa = _freeze(sorted(attrs.items()))
                 fc = _freeze([consts.get(x) for x in ins])
                 self._fps.append(None if fa is None or fc is None else (op_type, fa, fc))
@@ -202,7 +257,6 @@ class ShapeSubgraph_1(OpKernel):
 
     def _evaluate(self, ctx) -> list:
         """The body's outputs for this run's inputs (fresh arrays, C-contiguous)."""
-        from onnxep.contracts.kernel import KernelContext
         from onnxep.graph.model import check_size
         limit = _alloc_limit(ctx)
 
@@ -222,7 +276,18 @@ class ShapeSubgraph_1(OpKernel):
             env[name] = a
         kctx = KernelContext(env, (), (), alloc, ctx.num_threads, (), self.name)
         memo = {}                   # (node fingerprint, input keys) -> ((output, key), ...)
-        for (kernel, ins, outs, name, op), fp in zip(self._steps, self._fps):
+        standin = None
+        for (kernel, ins, outs, name, op), fp, stand in zip(self._steps, self._fps, self._standin):
+            if stand:
+                if standin is None:
+                    standin = _StandIn(env, (), (), alloc, ctx.num_threads, (), self.name)
+                standin.ins, standin.outs, standin.node = ins, outs, name
+                _run_body_node(kernel, standin, op, name, self.name, _stand_in)
+                for o in outs:
+                    if o:
+                        v = env[o]
+                        keys[o] = ("s", v.shape, v.dtype.str)
+                continue
             mk = None
             if fp is not None:
                 mk = (fp, tuple(keys.get(x, ("?", x)) if x else None for x in ins))
@@ -234,14 +299,7 @@ class ShapeSubgraph_1(OpKernel):
                             keys[o] = k
                     continue
             kctx.ins, kctx.outs, kctx.node = ins, outs, name
-            try:
-                kernel.compute(kctx)
-            except OnnxepError as e:
-                raise type(e)(f"while running {op} node '{name}' (in {self.name}): "
-                              f"{e.args[0] if e.args else ''}") from e
-            except Exception as e:
-                raise RuntimeException(f"Non-zero status code returned while running {op} node. Name:'{name}' "
-                                       f"(in {self.name}) Status Message: {type(e).__name__}: {e}") from e
+            _run_body_node(kernel, kctx, op, name, self.name, None)
             made = []
             for o in outs:
                 if o:
