@@ -195,6 +195,8 @@ class ShapeSubgraph_1(OpKernel):
             raise
         self._shared = self._shared_cache(opset, consts, types)
         self._cache = self._shared.entries
+        fids = {}                    # fingerprint -> a small int (the memo's keys: hashed per node per evaluation)
+        self._fp_ids = [None if fp is None else fids.setdefault(fp, len(fids)) for fp in self._fps]
 
     def _shared_cache(self, opset, consts, types) -> _Cache:
         """The cache of this body's fingerprint: its nodes with names replaced by first-use order, the attributes and
@@ -265,19 +267,26 @@ class ShapeSubgraph_1(OpKernel):
             return np.empty(shape, dtype)
 
         env = {}
-        keys = {}                   # value name -> _vkey (a stand-in: its shape and dtype)
+        # value name -> a small int standing for its _vkey (equal keys, equal ints): what the memo keys are made of
+        keys = {}
+        ids = {}
+        stand_ins = {}              # (shape, dtype) -> a stand-in: the shape inputs repeat a few shapes
         for i, name in enumerate(self._ins):
             a = ctx.input(i)
-            if i < self._n_shape and isinstance(a, np.ndarray):
-                keys[name] = ("s", a.shape, a.dtype.str)
-                a = np.broadcast_to(np.zeros((), a.dtype), a.shape)      # its shape, not its data
+            if i < self._n_shape and a.__class__ is np.ndarray:
+                k = ("s", a.shape, a.dtype.str)
+                b = stand_ins.get(k)
+                if b is None:
+                    b = stand_ins[k] = np.broadcast_to(np.zeros((), a.dtype), a.shape)  # its shape, not its data
+                a = b
             else:
-                keys[name] = _vkey(a)
+                k = _vkey(a)
+            keys[name] = ids.setdefault(k, len(ids))
             env[name] = a
         kctx = KernelContext(env, (), (), alloc, ctx.num_threads, (), self.name)
-        memo = {}                   # (node fingerprint, input keys) -> ((output, key), ...)
+        memo = {}                   # (node fingerprint id, input key ids) -> ((output, key id), ...)
         standin = None
-        for (kernel, ins, outs, name, op), fp, stand in zip(self._steps, self._fps, self._standin):
+        for (kernel, ins, outs, name, op), fp, stand in zip(self._steps, self._fp_ids, self._standin):
             if stand:
                 if standin is None:
                     standin = _StandIn(env, (), (), alloc, ctx.num_threads, (), self.name)
@@ -286,11 +295,11 @@ class ShapeSubgraph_1(OpKernel):
                 for o in outs:
                     if o:
                         v = env[o]
-                        keys[o] = ("s", v.shape, v.dtype.str)
+                        keys[o] = ids.setdefault(("s", v.shape, v.dtype.str), len(ids))
                 continue
             mk = None
             if fp is not None:
-                mk = (fp, tuple(keys.get(x, ("?", x)) if x else None for x in ins))
+                mk = (fp, *[keys.get(x, x) for x in ins])
                 hit = memo.get(mk)
                 if hit is not None:
                     for o, (v, k) in zip(outs, hit):
@@ -303,8 +312,11 @@ class ShapeSubgraph_1(OpKernel):
             made = []
             for o in outs:
                 if o:
-                    keys[o] = _vkey(env.get(o))
-                made.append((env.get(o), keys.get(o)) if o else (None, None))
+                    v = env.get(o)
+                    k = keys[o] = ids.setdefault(_vkey(v), len(ids))
+                    made.append((v, k))
+                else:
+                    made.append((None, None))
             if mk is not None:
                 memo[mk] = tuple(made)
         out = []
