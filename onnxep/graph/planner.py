@@ -414,6 +414,8 @@ def family_template(keys):
         return None
     out = []
     for entries in zip(*keys):
+        if any(len(e) != 4 for e in entries):        # a sequence or map feed: never the same signature twice
+            return None
         name, shape, dtype, small = entries[0]
         if any(e[0] != name or e[2] is not dtype and e[2] != dtype or type(e[1]) is not tuple
                or len(e[1]) != len(shape) for e in entries):
@@ -433,7 +435,7 @@ def family_template(keys):
 
 def in_family(template, key) -> bool:
     """Whether signature `key` is one of `template`'s: the same feeds, dtypes and ranks, the fixed dims and values."""
-    if len(key) != len(template):
+    if len(key) != len(template) or any(len(e) != 4 for e in key):
         return False
     for (name, dims, dtype, vals), (kname, shape, kdtype, small) in zip(template, key):
         if (name != kname or dtype != kdtype or type(shape) is not tuple or len(shape) != len(dims)

@@ -37,9 +37,11 @@ def test_template_leaves_open_the_dims_and_values_that_differ():
                              for k in (1, 2, 3)])
     assert in_family(fixed, signature({"n": np.array([3], np.int64), "x": np.zeros((9, 2), np.float32)}))
     assert not in_family(fixed, signature({"n": np.array([4], np.int64), "x": np.zeros((9, 2), np.float32)}))
-    # feeds that are not the same names, dtypes and ranks form no family
+    # feeds that are not the same names, dtypes and ranks form no family, nor do sequence feeds
     assert family_template([signature({"x": np.zeros((2,), np.float32)}),
                             signature({"x": np.zeros((2, 1), np.float32)})]) is None
+    seqs = [signature({"s": [np.zeros(2, np.float32)] * k, "x": np.zeros((k, 2), np.float32)}) for k in (1, 2)]
+    assert family_template(seqs) is None and not in_family(fixed, seqs[0])
 
 
 def _decoder_step():
