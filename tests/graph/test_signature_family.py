@@ -37,6 +37,11 @@ def test_template_leaves_open_the_dims_and_values_that_differ():
                              for k in (1, 2, 3)])
     assert in_family(fixed, signature({"n": np.array([3], np.int64), "x": np.zeros((9, 2), np.float32)}))
     assert not in_family(fixed, signature({"n": np.array([4], np.int64), "x": np.zeros((9, 2), np.float32)}))
+    # token ids growing past the signature's small-integer size (values in the signature up to 64, then not)
+    ids = [signature({"ids": np.ones((1, n), np.int64)}) for n in (60, 64, 70)]
+    grown = family_template(ids)
+    assert grown is not None and in_family(grown, signature({"ids": np.ones((1, 9), np.int64)}))
+    assert in_family(grown, signature({"ids": np.ones((1, 900), np.int64)}))
     # feeds that are not the same names, dtypes and ranks form no family, nor do sequence feeds
     assert family_template([signature({"x": np.zeros((2,), np.float32)}),
                             signature({"x": np.zeros((2, 1), np.float32)})]) is None
@@ -146,6 +151,7 @@ def test_growing_past_runs_one_program(monkeypatch, threads):
     # position (its C step reads its indices on every run, checking each)
     assert python == {"Cast", "Concat", "ReduceSum", "ReduceMean"}, python
     assert prog.n_c >= 8, prog.n_c
+    assert (family.n_c, family.n_py) == (prog.n_c, prog.n_py) and not family.fruitless
 
 
 def test_a_family_value_that_changes_shape_late_falls_back_safely(monkeypatch):

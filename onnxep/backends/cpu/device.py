@@ -428,6 +428,9 @@ class CpuBackend(Backend):
                 comp = compile_plan(plan, run, caps, k0, arena.k, arena, self.num_threads, fed)
                 if comp is not None:
                     comp.steps_of = run
+                if arena.family is not None:        # (how much of it runs in C: SignatureFamily.fruitless)
+                    arena.family.count(comp.n_c if comp is not None else 0,
+                                       comp.n_py if comp is not None else len(run))
                 programs[plan] = comp if comp is not None else run     # (the run list: nothing to compile)
 
     @staticmethod
