@@ -29,7 +29,7 @@ from onnxep.errors import (Fail, InvalidArgument, NotImplemented as OnnxepNotImp
 from onnxep.graph import epcontext
 from onnxep.graph import model as model_mod
 from onnxep.graph.executor import TERMINATED, Executor, RunContext, StepTrace
-from onnxep.graph.planner import SIGNATURE_INT_ELEMS, ArenaPlanner, ArenaRun, signature
+from onnxep.graph.planner import ArenaPlanner, ArenaRun, signature, signature_values
 from onnxep.graph.ir import ValueType
 from onnxep.graph.partition import partition as make_partitions
 from onnxep.graph.passes import disabled_passes, optimize
@@ -885,7 +885,7 @@ class _FastRun:
         for name, v in feeds.items():
             if v.__class__ is not np.ndarray or v.dtype == object or not v.flags.c_contiguous:
                 return None
-            small = v.tobytes() if v.dtype.kind in "iub" and v.size <= SIGNATURE_INT_ELEMS else None
+            small = signature_values(v)
             sig.append((name, v.shape, v.dtype, small))
         key = signature(feeds)
         mplan = memory.plans.get(key)

@@ -210,6 +210,34 @@ def test_each_input_signature_gets_its_plan():
     assert ref._executor.memory is None
 
 
+def test_signature_holds_the_values_of_small_rank_0_and_1_integer_feeds_only():
+    """Small integer feeds of rank 0 / 1 may be shapes (their values are in the signature); token ids, masks and
+    positions (rank 2 and up) are data."""
+    from onnxep.graph.planner import signature
+    shape = signature({"s": np.array([2, 3], np.int64)})
+    assert shape != signature({"s": np.array([3, 2], np.int64)})
+    assert signature({"k": np.array(5, np.int64)}) != signature({"k": np.array(6, np.int64)})
+    ids = signature({"ids": np.array([[5, 7, 9]], np.int64), "x": np.zeros(2, np.float32)})
+    assert ids == signature({"ids": np.array([[1, 2, 3]], np.int64), "x": np.ones(2, np.float32)})
+    assert ids != signature({"ids": np.array([[1, 2]], np.int64), "x": np.ones(2, np.float32)})
+    big = np.arange(65, dtype=np.int64)
+    assert signature({"s": big}) == signature({"s": big[::-1].copy()})
+
+
+def test_token_ids_of_one_shape_run_one_plan():
+    """An embedding lookup fed new token ids of one shape each run: one recorded signature, then planned (and
+    compiled) runs; results those of the reference (onnx.reference)."""
+    rng = np.random.default_rng(9)
+    nodes = [helper.make_node("Gather", ["E", "ids"], ["e"]), helper.make_node("Relu", ["e"], ["y"])]
+    E = rng.standard_normal((50, 8)).astype(np.float32)
+    m = make_model(nodes, {"ids": np.zeros((1, 6), np.int64)}, ["y"], initializers={"E": E})
+    sess = _session(m)
+    for _ in range(6):
+        ids = rng.integers(0, 50, (1, 6)).astype(np.int64)
+        np.testing.assert_array_equal(sess.run(None, {"ids": ids})[0], run_reference(m, {"ids": ids})[0])
+    assert len(sess._executor.memory.plans) == 1
+
+
 def test_new_signatures_in_a_row_are_recorded_when_they_come_back():
     """After ArenaPlanner.CHURN_RUNS runs that each recorded a new signature (a decoder's growing past), a new
     signature of the same feeds, dtypes and ranks runs under their signature family (one plan, not recorded); one that

@@ -32,6 +32,10 @@ def test_template_leaves_open_the_dims_and_values_that_differ():
                   {"ids": np.array([[7]], np.int32), "past": np.zeros((1, 2, 40, 4), np.float32)},   # a dtype
                   {"ids": np.array([[7]], np.int64)}):                                               # a feed
         assert not in_family(tpl, signature(other))
+    # rank 0 / 1 integer feeds (shapes, lengths, counts) are in the signature by value, and may vary in a family
+    lens = family_template([signature({"n": np.array([k], np.int64), "x": np.zeros((k, 2), np.float32)})
+                            for k in (1, 2, 3)])
+    assert in_family(lens, signature({"n": np.array([9], np.int64), "x": np.zeros((9, 2), np.float32)}))
     # a fixed small integer value stays fixed
     fixed = family_template([signature({"n": np.array([3], np.int64), "x": np.zeros((k, 2), np.float32)})
                              for k in (1, 2, 3)])
@@ -139,7 +143,8 @@ def test_growing_past_runs_one_program(monkeypatch, threads):
     # arena; the fixed-size ones keep their offsets
     assert family.plan.elastic and all(family.plan.offsets[k] == -1 for k in family.plan.elastic)
     assert any(o >= 0 for o in family.plan.offsets)
-    assert family.varying_feeds == {"past": True, "mask": True, "pos": False}
+    # (the fed position, rank 2, is data: its values are not part of the signature)
+    assert family.varying_feeds == {"past": True, "mask": True}
     # three recorded steps, one capture, then the family's program for every step after: compiled once
     assert len(memory.plans) == ArenaPlanner.CHURN_RUNS
     progs = [c for c in compiles if c is not None]
