@@ -467,10 +467,13 @@ class SignatureFamily:
     A run whose allocations leave the plan (a fixed size that changed after all) counts as a divergence of the
     family; after ArenaPlanner.MAX_DIVERGENCES the family is dropped. A family whose programs run fewer steps in C
     than in Python is *fruitless* (an encoder fed sentences of any length: nearly every tensor's size follows the
-    length): its signatures run as before families, unrecorded until they come back (MiniLM-L6 at random lengths
-    8-128 took 6.3 ms a call as a family against 5.9 without)."""
+    length): its signatures run as before families, unrecorded until they come back, then recorded and planned on
+    their own (MiniLM-L6 at random lengths 8-128 took 6.3 ms a call as a family against 5.9 without). A fruitful
+    family keeps its signatures even when they come back: recording and compiling each again costs more than the
+    few Python steps it would save (a decoding loop run again from the same prompt: every step a recording, then
+    every step a compile)."""
 
-    __slots__ = ("template", "plan", "ref", "varying_feeds", "divergences", "seen", "n_c", "n_py", "fruitless")
+    __slots__ = ("template", "plan", "ref", "varying_feeds", "divergences", "n_c", "n_py", "fruitless")
 
     def __init__(self, template, plan, ref):
         self.template = template
@@ -480,7 +483,6 @@ class SignatureFamily:
         self.varying_feeds = {name: None in dims for name, dims, dtype, vals in template
                               if vals is _ANY or None in dims}
         self.divergences = 0
-        self.seen = set()       # its signatures run so far (one that comes back is recorded on its own)
         self.n_c = self.n_py = 0    # C and Python steps of its compiled programs
         self.fruitless = False
 
@@ -548,14 +550,8 @@ class ArenaPlanner:
         plan = self.plans.get(key, _MISSING)
         if plan is _MISSING:
             family = self._family(key)
-            if family is not None:
-                if key in family.seen:
-                    self._noted[key] = None  # a member that came back is recorded: its own plan runs all in C
-                elif not family.fruitless:
-                    if len(family.seen) >= self.MAX_NOTED:
-                        family.seen.clear()
-                    family.seen.add(key)
-                    return self._planned(key, family.plan, run_ctx, family)
+            if family is not None and not family.fruitless:
+                return self._planned(key, family.plan, run_ctx, family)
             if self._fresh >= self.CHURN_RUNS and key not in self._noted:
                 if len(self._noted) >= self.MAX_NOTED:
                     del self._noted[next(iter(self._noted))]
@@ -616,8 +612,9 @@ class ArenaPlanner:
             self.plans[key] = rec.finish(output_names, self.alloc_size, self.reuse)
             self._recent = [*self._recent[-1:], (key, rec)]
             trim_host_heap()                       # the recorded run's tensors are freed; the arena replaces them
-        if family is not None and family.n_py > family.n_c:
+        if family is not None and family.n_py > family.n_c and not family.fruitless:
             family.fruitless = True
+            self._noted[key] = None     # (ran once, as a noted signature would have: recorded when it comes back)
         if arena is not None and arena.diverged:
             if family is not None:
                 family.divergences += 1
