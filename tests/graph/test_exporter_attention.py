@@ -265,6 +265,17 @@ def test_float32_casts_around_the_products_are_absorbed():
     _check(m, {"q": q, "k": k, "v": v, "causal": causal})
 
 
+def _view_k_attention(k):
+    """Attention over K given as `k` transposed the dynamo way, Reshape(Transpose(Reshape(k, s1), (0, 2, 1)), s2),
+    scaled by 0.35: q, v, s1, s2 -> y."""
+    return [helper.make_node("Reshape", [k, "s1"], ["k3"]),
+            helper.make_node("Transpose", ["k3"], ["k3t"], perm=[0, 2, 1]),
+            helper.make_node("Reshape", ["k3t", "s2"], ["kT"]),
+            helper.make_node("MatMul", ["q", "kT"], ["qk"]), _c("sc", np.float32(0.35)),
+            helper.make_node("Mul", ["qk", "sc"], ["s"]),
+            helper.make_node("Softmax", ["s"], ["p"], axis=-1), helper.make_node("MatMul", ["p", "v"], ["y"])]
+
+
 @pytest.mark.parametrize("swap", [True, False])
 def test_dynamo_transpose_of_k_through_a_3d_view(swap):
     """K^T as Reshape(Transpose(Reshape(k, (-1, T, D)), (0, 2, 1)), s2): s2 = (B, H, D, T) is the swap the kernel
@@ -272,12 +283,7 @@ def test_dynamo_transpose_of_k_through_a_3d_view(swap):
     q, k, v = _qkv()
     s1 = [-1, S, D] if swap else [B, H * S, D]
     nodes = [_c("s1", np.array(s1, np.int64), np.int64), _c("s2", np.array([B, H, D, S], np.int64), np.int64),
-             helper.make_node("Reshape", ["k", "s1"], ["k3"]),
-             helper.make_node("Transpose", ["k3"], ["k3t"], perm=[0, 2, 1]),
-             helper.make_node("Reshape", ["k3t", "s2"], ["kT"]),
-             helper.make_node("MatMul", ["q", "kT"], ["qk"]), _c("sc", np.float32(0.35)),
-             helper.make_node("Mul", ["qk", "sc"], ["s"]),
-             helper.make_node("Softmax", ["s"], ["p"], axis=-1), helper.make_node("MatMul", ["p", "v"], ["y"])]
+             *_view_k_attention("k")]
     m = make_model(nodes, {"q": q, "k": k, "v": v}, ["y"], input_shapes={"q": SYM4, "k": SYM4, "v": SYM4})
     _check(m, {"q": q, "k": k, "v": v})
 
@@ -371,12 +377,7 @@ def test_grouped_query_k_whose_shape_the_exporter_reads_is_not_repeated():
              helper.make_node("Gather", ["ksh", "g2"], ["kt"]), helper.make_node("Gather", ["ksh", "g3"], ["kd"]),
              helper.make_node("Concat", ["m1", "kt", "kd"], ["s1"], axis=0),
              helper.make_node("Concat", ["kb", "kh", "kd", "kt"], ["s2"], axis=0),
-             helper.make_node("Reshape", ["kr", "s1"], ["k3"]),
-             helper.make_node("Transpose", ["k3"], ["k3t"], perm=[0, 2, 1]),
-             helper.make_node("Reshape", ["k3t", "s2"], ["kT"]),
-             helper.make_node("MatMul", ["q", "kT"], ["qk"]), _c("sc", np.float32(0.35)),
-             helper.make_node("Mul", ["qk", "sc"], ["s"]),
-             helper.make_node("Softmax", ["s"], ["p"], axis=-1), helper.make_node("MatMul", ["p", "v"], ["y"])]
+             *_view_k_attention("kr")]
     m = make_model(nodes, feeds, ["y", "cat_k"],
                    input_shapes={"q": ["batch", h, 1, D], "past_k": ["batch", kv_heads, "past", D],
                                  "new_k": ["batch", kv_heads, 1, D], "v": ["batch", h, "total", D]})

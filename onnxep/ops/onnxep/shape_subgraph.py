@@ -31,10 +31,10 @@ import weakref
 import numpy as np
 
 from onnxep.contracts.kernel import KernelContext
-from onnxep.errors import InvalidArgument, OnnxepError, RuntimeException
+from onnxep.errors import OnnxepError, RuntimeException
 from onnxep.graph.ir import WeakIntern
 from onnxep.ops._base import OpKernel
-from onnxep.ops.tensor._helpers import ints
+from onnxep.ops.tensor.expand import expand_shape
 
 DOMAIN = "com.onnxep"
 MAX_ENTRIES = 64
@@ -102,14 +102,7 @@ def _stand_in(kernel, ctx, op):
         kernel.compute(ctx)
         return
     x = ctx.input(0)
-    shape = ints(ctx.input(1), "Expand shape")
-    if any(d < 0 for d in shape):
-        raise InvalidArgument(f"Expand: negative dim in shape {shape}")
-    try:
-        out = np.broadcast_shapes(x.shape, tuple(shape))
-    except ValueError:
-        raise InvalidArgument(f"Expand: input shape {x.shape} cannot be broadcast with shape {shape}") from None
-    ctx.set_output(0, np.broadcast_to(x, out))
+    ctx.set_output(0, np.broadcast_to(x, expand_shape(x.shape, ctx.input(1))))
 
 
 def _run_body_node(kernel, ctx, op, name, owner, how):

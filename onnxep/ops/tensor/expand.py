@@ -6,6 +6,18 @@ from onnxep.ops._base import OpKernel
 from onnxep.ops.tensor._helpers import ALL_TYPES, ints, new_output
 
 
+def expand_shape(xshape, shape) -> tuple:
+    """Expand's output shape: xshape broadcast with the shape input both ways (named errors for a negative dim or
+    shapes that do not broadcast)."""
+    shape = ints(shape, "Expand shape")
+    if any(d < 0 for d in shape):
+        raise InvalidArgument(f"Expand: negative dim in shape {shape}")
+    try:
+        return np.broadcast_shapes(xshape, tuple(shape))
+    except ValueError:
+        raise InvalidArgument(f"Expand: input shape {xshape} cannot be broadcast with shape {shape}") from None
+
+
 class Expand_8(OpKernel):
     """Y := X broadcast with the shape input, both ways (a 1 in shape keeps X's dim) (opsets 8, 13). The output size
     is checked before it is allocated."""
@@ -15,13 +27,7 @@ class Expand_8(OpKernel):
 
     def compute(self, ctx):
         x = ctx.input(0)
-        shape = ints(ctx.input(1), "Expand shape")
-        if any(d < 0 for d in shape):
-            raise InvalidArgument(f"Expand: negative dim in shape {shape}")
-        try:
-            out = np.broadcast_shapes(x.shape, tuple(shape))
-        except ValueError:
-            raise InvalidArgument(f"Expand: input shape {x.shape} cannot be broadcast with shape {shape}") from None
+        out = expand_shape(x.shape, ctx.input(1))
         y = new_output(ctx, 0, out, x.dtype, f"Expand node {self.name!r}")
         if y.size:
             np.copyto(y, x)
