@@ -516,9 +516,13 @@ class ArenaPlanner:
     allocator sees one arena allocation per run besides the graph outputs. `finish` after the run (its values
     dropped) stores the plan."""
 
-    # Plans kept, the oldest dropped first: an encoder fed sentences of 17 lengths in turn kept none of 16 (every
-    # run a recording or a capture, 6.9-7.0 ms a MiniLM-L6 call against 3.6 for a compiled one)
+    # Plans kept: an encoder fed sentences of 17 lengths in turn kept none of 16 (every run a recording or a capture,
+    # 6.9-7.0 ms a MiniLM-L6 call against 3.6 for a compiled one). With all taken, a new signature is recorded on its
+    # FULL_RUNS-th run (noted till then) in place of the oldest plan: lengths drawn at random from more than this
+    # many would otherwise record and compile without end (MiniLM-L6, lengths 8-128: 1.13x onnxruntime's call time
+    # with every come-back recorded, against 1.04 with 16 plans)
     MAX_SIGNATURES = 64
+    FULL_RUNS = 4
     MAX_DIVERGENCES = 2          # a signature whose runs leave the record this often is no longer planned
     # After this many runs in a row that each recorded a new signature, a new signature is only noted, and recorded
     # when it comes back: a decoder fed its growing past (the key / value cache) never repeats one, so recording
@@ -540,7 +544,7 @@ class ArenaPlanner:
         self.plans = {}                          # signature -> MemoryPlan | None (not planned)
         self._divergences = {}
         self._fresh = 0                          # runs in a row that recorded a new signature
-        self._noted = {}                         # new signatures run unrecorded while churning (CHURN_RUNS), oldest first
+        self._noted = {}                         # signatures run unrecorded -> their runs so far, oldest first
         self._recent = []                        # the last two recorded runs: (signature, AllocRecorder)
         self.families = []                       # SignatureFamily, newest last
         self._pool = arena_pool(share_with if share_with is not None else self.stream)
@@ -552,12 +556,18 @@ class ArenaPlanner:
             family = self._family(key)
             if family is not None and not family.fruitless:
                 return self._planned(key, family.plan, run_ctx, family)
-            if self._fresh >= self.CHURN_RUNS and key not in self._noted:
+            # a new signature is recorded at once, or while churning on its second run, or with every plan slot
+            # taken on its FULL_RUNS-th (it then takes the oldest plan's slot)
+            if len(self.plans) >= self.MAX_SIGNATURES:
+                need = self.FULL_RUNS
+            else:
+                need = 2 if self._fresh >= self.CHURN_RUNS else 1
+            seen = self._noted.pop(key, 0) + 1
+            if seen < need:
                 if len(self._noted) >= self.MAX_NOTED:
                     del self._noted[next(iter(self._noted))]
-                self._noted[key] = None
+                self._noted[key] = seen
                 return (key, None, None, None)
-            self._noted.pop(key, None)
             self._fresh += 1
             run_ctx.recorder = AllocRecorder()
             return (key, None, None, None)
@@ -614,7 +624,7 @@ class ArenaPlanner:
             trim_host_heap()                       # the recorded run's tensors are freed; the arena replaces them
         if family is not None and family.n_py > family.n_c and not family.fruitless:
             family.fruitless = True
-            self._noted[key] = None     # (ran once, as a noted signature would have: recorded when it comes back)
+            self._noted[key] = 1        # (ran once, as a noted signature would have: recorded when it comes back)
         if arena is not None and arena.diverged:
             if family is not None:
                 family.divergences += 1

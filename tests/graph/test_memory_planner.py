@@ -279,6 +279,34 @@ def test_new_signatures_in_a_row_are_recorded_when_they_come_back():
     assert len(plans) == c + 3
 
 
+def test_with_every_plan_slot_taken_a_new_signature_must_come_back_often():
+    """ArenaPlanner.MAX_SIGNATURES plans kept: with all taken, a new signature runs unrecorded until its FULL_RUNS-th
+    run, then takes the oldest plan's place (lengths drawn at random from more than the slots would otherwise record
+    and compile without end). Results stay those of an unplanned session."""
+    nodes = [helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Neg", ["a"], ["y"])]
+    m = make_model(nodes, {"x": np.zeros((2, 3), np.float32)}, ["y"], input_shapes={"x": ["N", 3]})
+    sess = _session(m)
+    ref = _session(m, mem_pattern=False)
+    memory = sess._executor.memory
+    memory.MAX_SIGNATURES = 4
+    rng = np.random.default_rng(6)
+
+    def run(n):
+        x = rng.standard_normal((n, 3)).astype(np.float32)
+        np.testing.assert_array_equal(sess.run(None, {"x": x})[0], ref.run(None, {"x": x})[0])
+
+    for n in (1, 2, 3, 4):
+        run(n)
+        run(n)                                   # planned: no churn
+    assert [k[0][1][0] for k in memory.plans] == [1, 2, 3, 4]
+    for _ in range(memory.FULL_RUNS - 1):
+        run(5)
+        assert [k[0][1][0] for k in memory.plans] == [1, 2, 3, 4]
+    run(5)
+    assert [k[0][1][0] for k in memory.plans] == [2, 3, 4, 5]
+    run(5)                                       # planned
+
+
 def test_runs_whose_sizes_depend_on_data_leave_the_plan_safely():
     # NonZero's output size depends on the values of x, which the signature does not hold: a planned run meets a
     # request of another size, allocates the rest on its own, and the signature is recorded again
