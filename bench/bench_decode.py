@@ -31,6 +31,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) 
 
 import numpy as np  # noqa: E402
 
+from bench.bench_threads import alternating as _alternating  # noqa: E402
+from bench.bench_threads import geomean_line as _geomean_line  # noqa: E402
 from bench.bench_threads import make as _session  # noqa: E402  (a library's session, intra-op threads set)
 
 
@@ -98,7 +100,6 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--pause", type=float, default=0.15)
     args = ap.parse_args(argv)
-    from onnxep._bench import _settle
     paths = args.model or sorted(p for p in glob.glob(os.path.join(args.dir, "*_past*.onnx"))
                                  if not args.only or os.path.basename(p).split(".")[0] in args.only)
     if not paths:
@@ -110,21 +111,18 @@ def main(argv=None) -> int:
     ratios = []
     for path in paths:
         sess = {lib: _session(lib, path, args.threads) for lib in ("onnxep", "onnxruntime")}
-        per = {lib: [] for lib in sess}
-        same = []
-        for r in range(args.rounds):
-            order = ("onnxep", "onnxruntime") if r % 2 == 0 else ("onnxruntime", "onnxep")
-            toks = {}
-            for lib in order:
-                feeds = _start(sess[lib], path, args.past, seed=r)
-                _settle(args.pause)
-                times, toks[lib] = _loop(sess[lib], feeds, args.steps)
-                per[lib].append(statistics.median(times[args.warmup:]))
-            same.append(sum(a == b for a, b in zip(toks["onnxep"], toks["onnxruntime"])) / args.steps)
-        ep, ort = (statistics.median(per[lib]) * 1e3 for lib in ("onnxep", "onnxruntime"))
+        toks = {}
+
+        def measure(lib, r):
+            times, toks[lib, r] = _loop(sess[lib], _start(sess[lib], path, args.past, seed=r), args.steps)
+            return statistics.median(times[args.warmup:]) * 1e3
+
+        ep, ort = _alternating(args.rounds, args.pause, measure)
+        same = [sum(a == b for a, b in zip(toks["onnxep", r], toks["onnxruntime", r])) / args.steps
+                for r in range(args.rounds)]
         ratios.append(ep / ort)
         print(f"{os.path.basename(path)[:-5]:30s} {ep:10.2f} {ort:10.2f} {ep / ort:7.2f}  {min(same):.0%}")
-    print(f"geomean onnxep / onnxruntime {float(np.exp(np.mean(np.log(ratios)))):.2f} over {len(ratios)} model(s)")
+    print(_geomean_line(ratios, "model(s)"))
     return 0
 
 

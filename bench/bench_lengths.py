@@ -32,6 +32,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) 
 
 import numpy as np  # noqa: E402
 
+from bench.bench_threads import alternating as _alternating  # noqa: E402
+from bench.bench_threads import geomean_line as _geomean_line  # noqa: E402
 from bench.bench_threads import make as _session  # noqa: E402  (a library's session, intra-op threads set)
 
 
@@ -74,7 +76,6 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--pause", type=float, default=0.15)
     args = ap.parse_args(argv)
-    from onnxep._bench import _settle
     lo, hi = (int(x) for x in args.lengths.split("-"))
     paths = args.model or sorted(p for p in glob.glob(os.path.join(args.dir, "*.onnx"))
                                  if (not args.only or os.path.basename(p).split(".")[0] in args.only)
@@ -90,24 +91,21 @@ def main(argv=None) -> int:
         for pattern in ("fixed", "cycle", "random"):
             sess = {lib: _session(lib, path, args.threads) for lib in ("onnxep", "onnxruntime")}
             names = {i.name for i in sess["onnxep"].get_inputs()}
-            per = {lib: [] for lib in sess}
-            for r in range(args.rounds):
-                lengths = _lengths(pattern, lo, hi, args.cycle, args.calls, seed=r)
-                order = ("onnxep", "onnxruntime") if r % 2 == 0 else ("onnxruntime", "onnxep")
-                for lib in order:
-                    rng = np.random.default_rng(100 + r)
-                    calls = [_feeds(names, n, rng) for n in lengths]
-                    _settle(args.pause)
-                    times = []
-                    for feeds in calls:
-                        t0 = time.perf_counter()
-                        sess[lib].run(None, feeds)
-                        times.append(time.perf_counter() - t0)
-                    per[lib].append(statistics.mean(times[args.warmup:]))
-            ep, ort = (statistics.median(per[lib]) * 1e3 for lib in ("onnxep", "onnxruntime"))
+
+            def measure(lib, r):
+                rng = np.random.default_rng(100 + r)
+                calls = [_feeds(names, n, rng) for n in _lengths(pattern, lo, hi, args.cycle, args.calls, seed=r)]
+                times = []
+                for feeds in calls:
+                    t0 = time.perf_counter()
+                    sess[lib].run(None, feeds)
+                    times.append(time.perf_counter() - t0)
+                return statistics.mean(times[args.warmup:]) * 1e3
+
+            ep, ort = _alternating(args.rounds, args.pause, measure)
             ratios.append(ep / ort)
             print(f"{os.path.basename(path)[:-5]:26s} {pattern:8s} {ep:10.2f} {ort:10.2f} {ep / ort:7.2f}")
-    print(f"geomean onnxep / onnxruntime {float(np.exp(np.mean(np.log(ratios)))):.2f} over {len(ratios)} row(s)")
+    print(_geomean_line(ratios, "row(s)"))
     return 0
 
 

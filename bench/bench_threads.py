@@ -118,6 +118,22 @@ def settle(pause):
     _settle(pause)
 
 
+def geomean_line(ratios, what) -> str:
+    """The closing line of a table of onnxep / onnxruntime ratios."""
+    return f"geomean onnxep / onnxruntime {statistics.geometric_mean(ratios):.2f} over {len(ratios)} {what}"
+
+
+def alternating(rounds, pause, measure):
+    """(onnxep, onnxruntime): the median over `rounds` of measure(lib, round), the two libraries' order alternating
+    between rounds, a settle before each."""
+    per = {"onnxep": [], "onnxruntime": []}
+    for r in range(rounds):
+        for lib in ("onnxep", "onnxruntime") if r % 2 == 0 else ("onnxruntime", "onnxep"):
+            settle(pause)
+            per[lib].append(measure(lib, r))
+    return statistics.median(per["onnxep"]), statistics.median(per["onnxruntime"])
+
+
 def pair_block(sa, sb, feeds, runs):
     """(t1, t2): `runs` calls of sa on this thread; then `runs` calls of each session on two threads at once."""
     t0 = time.perf_counter()
