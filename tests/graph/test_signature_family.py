@@ -12,6 +12,7 @@ from onnx import helper
 
 import onnxep
 from onnxep.backends.cpu import device
+from onnxep.errors import InvalidArgument
 from onnxep.graph.planner import ArenaPlanner, family_template, in_family, signature
 from tests._util import make_model
 from tests.graph.test_runloop import _programs
@@ -215,3 +216,30 @@ def test_a_member_that_comes_back_stays_in_its_family(monkeypatch):
     memory = sess._executor.memory
     assert len(memory.families) == 1 and not memory.families[0].fruitless
     assert len(memory.plans) == ArenaPlanner.CHURN_RUNS and len(compiles) == 1
+
+
+def test_bad_input_in_a_family_run_raises_and_the_session_goes_on():
+    """A family run fed a position out of the embedding's range: the Gather's C step finds it, the run finishes in
+    Python and raises its named error; the next runs are the family's again (outputs those of the Python loop)."""
+    model, dims = _decoder_step()
+    d, h, w = dims
+    sess, _ = _steps(model, dims, list(range(3, 9)))
+    memory = sess._executor.memory
+    (family,) = memory.families
+    rng = np.random.default_rng(2)
+    past = rng.standard_normal((1, h, 9, w)).astype(np.float32)
+    bad = {"x": rng.standard_normal((1, 1, d)).astype(np.float32), "pos": np.array([[64]], np.int64),
+           "past": past, "mask": np.ones((1, 10), np.int64)}
+    with pytest.raises(InvalidArgument, match="Gather.*indices must be in \\[-64, 63\\]"):
+        sess.run(None, bad)
+    good = dict(bad, pos=np.array([[5]], np.int64))
+    device.COMPILED_RUNS = False
+    try:
+        ref = onnxep.InferenceSession(model.SerializeToString())
+        want = ref.run(None, good)
+    finally:
+        device.COMPILED_RUNS = True
+    for _ in range(2):
+        for a, b in zip(sess.run(None, good), want):
+            np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
+    assert memory.families == [family] and _programs(sess)

@@ -1,5 +1,6 @@
 import numpy as np
 
+from onnxep.errors import InvalidArgument
 from onnxep.ops import _c_steps
 from onnxep.ops._base import OpKernel
 from onnxep.ops._data import norm_axis
@@ -19,7 +20,7 @@ class Gather_1(OpKernel):
         axis = norm_axis(self.axis, x.ndim, "Gather")
         n = x.shape[axis]
         if idx.size and (idx.min() < -n or idx.max() >= n):
-            raise ValueError(f"Gather: indices must be in [{-n}, {n - 1}] for axis {axis} of data shape {x.shape}, "
+            raise InvalidArgument(f"Gather: indices must be in [{-n}, {n - 1}] for axis {axis} of data shape {x.shape}, "
                              f"got values in [{idx.min()}, {idx.max()}]")
         shape = x.shape[:axis] + idx.shape + x.shape[axis + 1:]
         y = new_output(ctx, 0, shape, x.dtype, f"Gather node {self.name!r}") if x.dtype.hasobject else \
