@@ -317,6 +317,8 @@ class ArenaPool:
 
     __slots__ = ("_lock", "_free", "nbytes", "nbuffers", "_views")
 
+    GROWTH = 1.5
+
     def __init__(self):
         self._lock = threading.Lock()    # for the byte / buffer counts
         self._free = []                  # Buffers not lent out
@@ -341,12 +343,17 @@ class ArenaPool:
             except IndexError:
                 break
         fits = [b for b in taken if b.size >= size]
+        grow = size
         if fits:
             buf = min(fits, key=lambda b: b.size)
             taken.remove(buf)
-        elif taken:          # only smaller ones: the largest makes way for one of this size
+        elif taken:
+            # only smaller ones: the largest makes way for one of at least GROWTH times its size (the programs
+            # compiled for a buffer go with it, and inputs of ever new lengths would otherwise replace it at each
+            # larger plan: MiniLM-L6 fed lengths at random recompiled 90 times for 64 plans)
             old = max(taken, key=lambda b: b.size)
             taken.remove(old)
+            grow = max(size, int(old.size * self.GROWTH))
             with self._lock:
                 self.nbytes -= old.size
                 self.nbuffers -= 1
@@ -355,7 +362,7 @@ class ArenaPool:
             buf = None
         self._free.extend(taken)
         if buf is None:
-            buf = backend.alloc_buffer(size)
+            buf = backend.alloc_buffer(grow)
             with self._lock:
                 self.nbytes += buf.size
                 self.nbuffers += 1

@@ -687,3 +687,23 @@ def test_runs_with_another_reshape_target_get_arrays_of_their_shape():
         (y,) = sess.run(None, feeds)
         assert y.shape == tuple(s)
         np.testing.assert_allclose(y, run_reference(m, feeds)[0], rtol=1e-6)
+
+
+def test_arena_pool_grows_a_buffer_by_half_at_least():
+    """A plan larger than the pool's free buffer replaces it with one of at least ArenaPool.GROWTH times its size
+    (the compiled programs of a buffer go with it: inputs of ever new lengths would otherwise replace it at each
+    larger plan); a plan that fits borrows the buffer as it is."""
+    from onnxep.graph.planner import ArenaPool
+    m = make_model([helper.make_node("Relu", ["x"], ["y"])], {"x": np.zeros((2, 3), np.float32)}, ["y"])
+    backend = _session(m)._executor.memory.backend
+    pool = ArenaPool()
+    buf = pool.borrow(1000, backend)
+    assert buf.size >= 1000 and pool.nbuffers == 1
+    first = buf.size
+    pool.give_back(buf)
+    assert pool.borrow(first, backend) is buf                 # fits: the same buffer
+    pool.give_back(buf)
+    bigger = pool.borrow(first + 8, backend)
+    assert bigger is not buf and bigger.size >= int(first * ArenaPool.GROWTH) and pool.nbuffers == 1
+    assert pool.nbytes == bigger.size
+    pool.give_back(bigger)
