@@ -536,7 +536,8 @@ cdef void _sgemm_tile(Py_ssize_t ic, Py_ssize_t mc, Py_ssize_t jp0, Py_ssize_t j
             sgemm_pack_a_raw(mc, kc, a + ic * rsa + pc * csa, rsa, csa, abuf)
         if SGEMM_SIMD and mc == 1 and _row_path_on and csc == 1:
             n0 = jp0 * SGEMM_NR
-            sgemm_row_simd(kc, min(jp1 * SGEMM_NR, N) - n0, abuf, bp + pc * Np + n0 * kc, c + ic * rsc + n0, alpha, beta_k,
+            sgemm_row_simd(kc, min(jp1 * SGEMM_NR, N) - n0, abuf, bp + pc * Np + n0 * kc, c + ic * rsc + n0,
+                           alpha, beta_k,
                            (bias_col + n0) if (last and bias_col != NULL) else NULL,
                            (bias_row + ic) if (last and bias_row != NULL) else NULL,
                            (res + ic * rsc + n0) if (last and res != NULL) else NULL,

@@ -29,7 +29,7 @@ from onnxep.errors import (Fail, InvalidArgument, NotImplemented as OnnxepNotImp
 from onnxep.graph import epcontext
 from onnxep.graph import model as model_mod
 from onnxep.graph.executor import TERMINATED, Executor, RunContext, StepTrace
-from onnxep.graph.planner import ArenaPlanner, ArenaRun, signature, signature_values
+from onnxep.graph.planner import ArenaPlanner, ArenaRun, signature
 from onnxep.graph.ir import ValueType
 from onnxep.graph.partition import partition as make_partitions
 from onnxep.graph.passes import disabled_passes, optimize
@@ -871,7 +871,7 @@ class _FastRun:
     Anything else -- other feeds or output names, a signature the planner dropped or re-records, a session whose
     executor set_providers replaced -- returns None and the caller takes the generic path."""
 
-    __slots__ = ("ex", "memory", "key", "mplan", "sig", "nfeeds", "outputs", "names", "plans", "views", "size")
+    __slots__ = ("ex", "memory", "key", "mplan", "nfeeds", "outputs", "names", "plans", "views", "size")
 
     @classmethod
     def make(cls, sess, feeds, output_names):
@@ -881,19 +881,16 @@ class _FastRun:
                 or any(ex.copies) or not sess._stream.uses_default_allocator
                 or not memory.stream.uses_default_allocator):
             return None
-        sig = []
-        for name, v in feeds.items():
+        for v in feeds.values():
             if v.__class__ is not np.ndarray or v.dtype == object or not v.flags.c_contiguous:
                 return None
-            small = signature_values(v)
-            sig.append((name, v.shape, v.dtype, small))
         key = signature(feeds)
         mplan = memory.plans.get(key)
         if mplan is None:
             return None
         f = cls()
         f.ex, f.memory, f.key, f.mplan = ex, memory, key, mplan
-        f.sig, f.nfeeds = tuple(sig), len(sig)
+        f.nfeeds = len(key)
         f.outputs = sess._output_names
         f.names = tuple(output_names)
         f.plans = tuple((p, ex.backends[p.backend_name], frees) for p, frees in zip(ex.plans, ex.frees))
@@ -907,7 +904,7 @@ class _FastRun:
             return None
         if feeds.__class__ is not dict or len(feeds) != self.nfeeds or sess._executor is not self.ex:
             return None
-        for name, shape, dtype, small in self.sig:
+        for name, shape, dtype, small in self.key:       # (the planner's signature of the feeds)
             v = feeds.get(name)
             if v.__class__ is not np.ndarray or v.shape != shape or v.dtype != dtype or not v.flags.c_contiguous or (
                     small is not None and v.tobytes() != small):

@@ -48,7 +48,8 @@ static inline float onnxep_at_hsum(onnxep_at_v v)
 #if ONNXEP_AT_VL == 16
     typedef float h8 __attribute__((vector_size(32)));
     typedef float h4 __attribute__((vector_size(16)));
-    h8 a = __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7) + __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);
+    h8 a = __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7)
+         + __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);
     h4 b = __builtin_shufflevector(a, a, 0, 1, 2, 3) + __builtin_shufflevector(a, a, 4, 5, 6, 7);
 #elif ONNXEP_AT_VL == 8
     typedef float h4 __attribute__((vector_size(16)));

@@ -46,10 +46,15 @@ def signature(feeds: dict) -> tuple:
     return tuple(_feed_key(name, feeds[name]) for name in sorted(feeds))
 
 
+def small_ints(v):
+    """The bytes of array `v` when it holds integers (or bools) and at most SIGNATURE_INT_ELEMS of them -- it may be
+    a shape --, else None: what a signature, a recording's value_key and a capture's checked outputs hold by value."""
+    return v.tobytes() if v.dtype.kind in "iub" and v.size <= SIGNATURE_INT_ELEMS else None
+
+
 def signature_values(v):
     """The bytes of feed `v` (an array) that are part of the signature, or None (see SIGNATURE_INT_ELEMS)."""
-    dt = v.dtype
-    return v.tobytes() if dt.kind in "iub" and v.ndim <= 1 and v.size <= SIGNATURE_INT_ELEMS else None
+    return small_ints(v) if v.ndim <= 1 else None
 
 
 def _feed_key(name, v):
@@ -163,8 +168,7 @@ def value_key(v):
     recording run notes per value and a signature family's capture compares with it."""
     if v.__class__ is not np.ndarray:
         return None
-    dt = v.dtype
-    return (v.shape, dt, v.tobytes() if dt.kind in "iub" and v.size <= SIGNATURE_INT_ELEMS else None)
+    return (v.shape, v.dtype, small_ints(v))
 
 
 class MemoryPlan:

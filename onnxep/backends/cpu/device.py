@@ -404,13 +404,12 @@ class CpuBackend(Backend):
         # a recording run notes what each step made, a capture under a signature family what the plan was fed: the
         # family compares the two (graph/planner.py SignatureFamily)
         book = None if rec is None else getattr(getattr(rec, "inner", None) or rec, "shapes", None)
-        shapes = None
+        shapes = fed = None
+        if book is not None or (caps is not None and arena.family is not None):
+            fed = tuple(value_key(values[x]) for x in plan.inputs)
         if book is not None:
             shapes = []
-            book[plan] = (tuple(value_key(values[x]) for x in plan.inputs), shapes)
-        fed = None
-        if caps is not None and arena.family is not None:
-            fed = tuple(value_key(values[x]) for x in plan.inputs)
+            book[plan] = (fed, shapes)
         # one context for the run, pointed at each step in turn (no kernel keeps it past its compute)
         if run_ctx.bound is None:
             ctx = KernelContext(env, (), (), run_ctx.alloc, self.num_threads)

@@ -31,6 +31,7 @@ from time import perf_counter_ns
 import numpy as np
 
 from onnxep import _kernels
+from onnxep.graph.planner import small_ints
 from onnxep.ops import _c_steps
 
 FNS = _kernels.RUNLOOP_FNS
@@ -41,9 +42,6 @@ VIEW_OPS = frozenset({("", "Reshape"), ("", "Squeeze"), ("", "Unsqueeze"), ("", 
 
 #: op types whose kernel publishes input 0 itself when no conversion is needed (Cast to the input's type)
 SAME_TYPE_VIEWS = frozenset({("", "Cast"), ("", "CastLike")})
-
-#: integer outputs of Python steps up to this many elements are checked by value (they may be shapes)
-SMALL_INTS = 64
 
 #: outputs leaving the arena up to this many bytes are allocated with numpy.empty in a compiled run (default allocator)
 SMALL_EXTERNAL = 1 << 16
@@ -63,9 +61,10 @@ class StepCapture:
 
     def __init__(self, k0, k1, ins, outs):
         self.k0, self.k1, self.ins, self.outs = k0, k1, ins, outs
-        # small integer outputs' values now: the arena reuses their memory later in the run
-        self.small = [v.tobytes() if v.__class__ is np.ndarray and v.dtype.kind in "iub" and v.size <= SMALL_INTS
-                      else None for v in outs]
+        # small integer outputs' values now (they may be shapes: a Python step's are checked by value each run, by
+        # the planner's rule, so a signature family compares them with a recording's value_key): the arena reuses
+        # their memory later in the run
+        self.small = [small_ints(v) if v.__class__ is np.ndarray else None for v in outs]
 
 
 class Compiled:

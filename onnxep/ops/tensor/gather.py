@@ -20,8 +20,8 @@ class Gather_1(OpKernel):
         axis = norm_axis(self.axis, x.ndim, "Gather")
         n = x.shape[axis]
         if idx.size and (idx.min() < -n or idx.max() >= n):
-            raise InvalidArgument(f"Gather: indices must be in [{-n}, {n - 1}] for axis {axis} of data shape {x.shape}, "
-                             f"got values in [{idx.min()}, {idx.max()}]")
+            raise InvalidArgument(f"Gather: indices must be in [{-n}, {n - 1}] for axis {axis} of data shape "
+                                  f"{x.shape}, got values in [{idx.min()}, {idx.max()}]")
         shape = x.shape[:axis] + idx.shape + x.shape[axis + 1:]
         y = new_output(ctx, 0, shape, x.dtype, f"Gather node {self.name!r}") if x.dtype.hasobject else \
             ctx.output(0, shape, x.dtype)
