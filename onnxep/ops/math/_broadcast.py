@@ -7,6 +7,7 @@ import numpy as np
 
 from onnxep.errors import InvalidArgument
 from onnxep.ops._base import OpKernel
+from onnxep.ops._memo import ShapeMemo
 from onnxep.ops.math._numpy import NUMERIC, NativeOrNumpy, broadcast_shape, fold
 
 #: Collapsed dims the native kernels accept (BCAST_MAX_DIMS in _k_eltwise.pxi); beyond it numpy ufuncs run instead.
@@ -58,15 +59,13 @@ class BinaryF32(OpKernel):
 
     def __init__(self, info):
         super().__init__(info)
-        self._plans = {}
+        self._plans = ShapeMemo()
 
     def plan(self, out_shape, *shapes):
         key = (out_shape,) + shapes
         p = self._plans.get(key)
         if p is None:
-            if len(self._plans) > 64:
-                self._plans.clear()
-            p = self._plans[key] = collapse(out_shape, *shapes)
+            p = self._plans.keep(key, collapse(out_shape, *shapes))
         return p
 
     def apply(self, a, b, z, nthreads):

@@ -3,6 +3,7 @@ import math
 import numpy as np
 
 from onnxep.errors import InvalidArgument
+from onnxep.ops._memo import ShapeMemo
 from onnxep.ops.math._numpy import NUMERIC, NumpyKernel
 from onnxep.ops.math.mat_mul import matmul_into
 
@@ -91,7 +92,7 @@ class Einsum_12(NumpyKernel):
 
     def __init__(self, info):
         super().__init__(info)
-        self._plans = {}
+        self._plans = ShapeMemo()
 
     def compute(self, ctx):
         xs = [ctx.input(i) for i in range(ctx.input_count)]
@@ -102,9 +103,7 @@ class Einsum_12(NumpyKernel):
         key = tuple(x.shape for x in xs)
         plan = self._plans.get(key, False)
         if plan is False:
-            if len(self._plans) > 16:
-                self._plans.clear()
-            plan = self._plans[key] = matmul_plan(eq, key) if len(xs) == 2 else None
+            plan = self._plans.keep(key, matmul_plan(eq, key) if len(xs) == 2 else None)
         if plan is None:
             # beyond two operands numpy picks the contraction order; its intermediates are capped at the largest of
             # the operands and the output, whose sizes are checked already

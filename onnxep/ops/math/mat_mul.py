@@ -7,6 +7,7 @@ import numpy as np
 
 from onnxep import _kernels
 from onnxep.ops._base import OpKernel
+from onnxep.ops._memo import ShapeMemo
 from onnxep.errors import InvalidArgument
 from onnxep.ops._packed import PackedWeightMixin, gemm_b_format, gemm_b_pack_spec
 from onnxep.ops._gemv import gemv_nk_of, gemv_nk_weight, tiny_n
@@ -139,7 +140,9 @@ class MatMul_1(NativeOrNumpy, PackedWeightMixin, OpKernel):
     def _batch_offsets(self, a_shape, b_shape):
         """(batch shape, per-item element offsets of A, B and C) of a broadcast batched product, cached per shapes:
         a broadcast batch dim repeats the operand's offset."""
-        cache = self.__dict__.setdefault("_offsets", {})
+        cache = self.__dict__.get("_offsets")
+        if cache is None:
+            cache = self._offsets = ShapeMemo()
         key = (a_shape, b_shape)
         hit = cache.get(key)
         if hit is None:
@@ -152,9 +155,7 @@ class MatMul_1(NativeOrNumpy, PackedWeightMixin, OpKernel):
                 return np.ascontiguousarray(np.broadcast_to(idx, batch).reshape(-1))
 
             hit = (batch, offs(a_shape[:-2], M * K), offs(b_shape[:-2], K * N), offs(batch, M * N))
-            if len(cache) > 16:
-                cache.clear()
-            cache[key] = hit
+            cache.keep(key, hit)
         return hit
 
 

@@ -6,10 +6,13 @@ epsilon)) ... Y = Normalized * Scale + B", "the shape of Mean and InvStdDev is [
 and "tensors Scale and B should be unidirectional broadcastable to tensor X". Scale / B that vary only over the
 normalized dims (the case of every exported model) are applied inside the native row loop; ones that also vary over
 the leading dims are applied afterwards with numpy broadcasting."""
+import math
+
 import numpy as np
 
 from onnxep import _kernels
 from onnxep.ops._base import F32, OpKernel, f32_shape
+from onnxep.ops._memo import ShapeMemo
 from onnxep.ops.nn import _numpy_paths
 from onnxep.ops.nn._numpy_paths import NumpyPath
 
@@ -60,9 +63,14 @@ class LayerNormalization_17(NumpyPath, OpKernel):
     def _plan(self, x_shape, scale, bias):
         """(R, C, stats shape, scale row, bias row, general) for these inputs. Cached per X shape when Scale and B
         are constant inputs of the node (the usual case; a graph input could change between runs): after the GEMMs
-        have streamed their weights through the caches, even this much Python costs ~100 us per node, cold."""
+        have streamed their weights through the caches, even this much Python costs ~100 us per node, cold. Scale
+        and B that span the normalized dims only (every exported model's) make rows that depend on those dims
+        alone: an X of a new length takes them from a memo of their own (keyed by rank and normalized dims)."""
         const = {1, 2} <= set(self.info.constants) or (1 in self.info.constants and bias is None)
-        cache = self.__dict__.setdefault("_plans", {})
+        cache = self.__dict__.get("_plans")
+        if cache is None:
+            cache = self._plans = ShapeMemo()
+            self._rows = ShapeMemo()
         if const:
             hit = cache.get(x_shape)
             if hit is not None:
@@ -72,20 +80,26 @@ class LayerNormalization_17(NumpyPath, OpKernel):
         if not -r <= axis < r:
             raise ValueError(f"LayerNormalization: axis {axis} out of range for X of rank {r}")
         axis %= r
-        for name, v in (("Scale", scale), ("B", bias)):
-            if v is not None and np.broadcast_shapes(v.shape, x_shape) != x_shape:
-                raise ValueError(f"LayerNormalization: {name} of shape {v.shape} does not broadcast to X {x_shape}")
-        R = int(np.prod(x_shape[:axis], dtype=np.int64))
-        C = int(np.prod(x_shape[axis:], dtype=np.int64))
-        s_row = _row_operand(scale, x_shape, axis)
-        b_row = _row_operand(bias, x_shape, axis) if bias is not None else None
-        general = s_row is None or (bias is not None and b_row is None)
-        plan = (R, C, x_shape[:axis] + (1,) * (r - axis), None if general else s_row, None if general else b_row,
-                general)
+        tail = x_shape[axis:]
+        rows_key = None
+        if const and scale.ndim <= r - axis and (bias is None or bias.ndim <= r - axis):
+            rows_key = (r, tail)
+            rows = self._rows.get(rows_key)
+        if rows_key is None or rows is None:
+            for name, v in (("Scale", scale), ("B", bias)):
+                if v is not None and np.broadcast_shapes(v.shape, x_shape) != x_shape:
+                    raise ValueError(f"LayerNormalization: {name} of shape {v.shape} does not broadcast to X "
+                                     f"{x_shape}")
+            s_row = _row_operand(scale, x_shape, axis)
+            b_row = _row_operand(bias, x_shape, axis) if bias is not None else None
+            general = s_row is None or (bias is not None and b_row is None)
+            rows = (math.prod(tail), None if general else s_row, None if general else b_row, general)
+            if rows_key is not None:
+                self._rows.keep(rows_key, rows)
+        C, s_row, b_row, general = rows
+        plan = (math.prod(x_shape[:axis]), C, x_shape[:axis] + (1,) * (r - axis), s_row, b_row, general)
         if const:
-            if len(cache) > 16:
-                cache.clear()
-            cache[x_shape] = plan
+            cache.keep(x_shape, plan)
         return plan
 
     def c_step(self, ins, outs, nthreads):

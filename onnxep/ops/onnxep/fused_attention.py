@@ -39,6 +39,7 @@ from onnxep.graph.ir import WeakIntern
 from onnxep.ops import _bf16
 from onnxep.ops._base import F32, OpKernel, f32_shape
 from onnxep.ops._c_steps import plain
+from onnxep.ops._memo import ShapeMemo
 from onnxep.ops.onnxep.masked_softmax import mask_rows
 from onnxep.ops.onnxep.strided_mat_mul import _c_strides, strided_plan
 
@@ -73,7 +74,7 @@ class _Caches:
     __slots__ = ("plans", "natives", "views", "expands", "__weakref__")
 
     def __init__(self):
-        self.plans, self.natives, self.views, self.expands = {}, {}, {}, {}
+        self.plans, self.natives, self.views, self.expands = ShapeMemo(), ShapeMemo(), ShapeMemo(), ShapeMemo()
 
 
 _SHARED = WeakIntern()
@@ -186,9 +187,7 @@ class FusedAttention_1(OpKernel):
         if m_shape is None or rows is not None:
             # fused: the second product's items are the scores' items, in the same order (scores contiguous)
             plan = (np.array_equal(p2.a_off, p1.c_off), p1, p2, rows)
-        if len(cache) > 16:
-            cache.clear()
-        cache[key] = plan
+        cache.keep(key, plan)
         return plan
 
     def _mask_ops(self, get):
@@ -253,9 +252,7 @@ class FusedAttention_1(OpKernel):
                         np.array(params, np.int64), np.array(fparams, F32))
             elif not fused and (not ops or self._combined_rows(p1.y_shape, ops) is not None):
                 prep = ("unfused", p1, p2)
-        if len(cache) > 16:
-            cache.clear()
-        cache[key] = prep
+        cache.keep(key, prep)
         return prep
 
     @staticmethod
@@ -278,9 +275,7 @@ class FusedAttention_1(OpKernel):
         hit = cache.get(key)
         if hit is None:
             hit = self._view(x.shape, rep, s1.reshape(-1), s2.reshape(-1), view_az, perm)
-            if len(cache) > 16:
-                cache.clear()
-            cache[key] = hit
+            cache.keep(key, hit)
         if hit[0] == "perm":
             return x, rep, hit[1]
         _, shape1, shape2 = hit
@@ -316,9 +311,7 @@ class FusedAttention_1(OpKernel):
         hit = cache.get(key)
         if hit is None:
             hit = self._expand_plan(x.shape, int(axis), se.reshape(-1), sr.reshape(-1), int(allowzero))
-            if len(cache) > 16:
-                cache.clear()
-            cache[key] = hit
+            cache.keep(key, hit)
         if hit[0] == "rep":
             return x, hit[1]
         _, u_shape, e_shape, r_shape = hit

@@ -17,6 +17,7 @@ import numpy as np
 
 from onnxep import _kernels
 from onnxep.ops._base import F32, OpKernel, f32_shape
+from onnxep.ops._memo import ShapeMemo
 from onnxep.ops._packed import PackedWeightMixin, gemm_b_format, gemm_b_pack_spec
 from onnxep.ops._bf16 import use_bf16
 from onnxep.ops._gemv import gemv_nk_of, gemv_nk_weight, tiny_n
@@ -76,15 +77,15 @@ class FusedMatMul_1(PackedWeightMixin, OpKernel):
             K, N = B.shape[::-1] if self.trans_b else B.shape
         else:
             K, N = self._b_kn
-        shapes = self.__dict__.setdefault("_shapes", {})   # A shape -> (rows, Y shape); numpy calls cost when cold
+        shapes = self.__dict__.get("_shapes")      # A shape -> (rows, Y shape); numpy calls cost when cold
+        if shapes is None:
+            shapes = self._shapes = ShapeMemo()
         hit = shapes.get(A.shape)
         if hit is None:
             if A.ndim < 1 or A.shape[-1] != K:
                 raise ValueError(f"FusedMatMul: A {A.shape} and B ({K}, {N}) have different inner dimensions")
             hit = (int(np.prod(A.shape[:-1], dtype=np.int64)), A.shape[:-1] + (N,))
-            if len(shapes) > 16:
-                shapes.clear()
-            shapes[A.shape] = hit
+            shapes.keep(A.shape, hit)
         rows, y_shape = hit
         bias = ctx.input(2)
         if bias is not None and bias.shape != (N,):

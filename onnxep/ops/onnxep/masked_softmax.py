@@ -7,6 +7,7 @@ import numpy as np
 from onnxep import _kernels
 from onnxep.ops import _c_steps
 from onnxep.ops._base import F32, OpKernel, f32_shape
+from onnxep.ops._memo import ShapeMemo
 
 DOMAIN = "com.onnxep"
 
@@ -47,16 +48,16 @@ class MaskedSoftmax_1(OpKernel):
         return x is not None and m is not None and len(x) >= 1 and len(m) <= len(x)
 
     def _rows(self, x, mask):
-        cache = self.__dict__.setdefault("_rows_cache", {})
+        cache = self.__dict__.get("_rows_cache")
+        if cache is None:
+            cache = self._rows_cache = ShapeMemo()
         key = (x.shape, mask.shape)
         rows = cache.get(key)
         if rows is None:
             rows = mask_rows(x.shape, mask.shape)
             if rows is None:
                 raise ValueError(f"MaskedSoftmax: the mask of shape {mask.shape} does not broadcast to X {x.shape}")
-            if len(cache) > 16:
-                cache.clear()
-            cache[key] = rows
+            cache.keep(key, rows)
         return rows
 
     def c_step(self, ins, outs, nthreads):

@@ -14,6 +14,7 @@ from onnxep import _kernels
 from onnxep.errors import InvalidArgument
 from onnxep.ops import _c_steps
 from onnxep.ops._base import OpKernel, f32_shape
+from onnxep.ops._memo import ShapeMemo
 
 DOMAIN = "com.onnxep"
 F32 = np.dtype(np.float32)
@@ -39,15 +40,13 @@ def rotary_rows(x, cos, sin, y):
         outer = x.shape[:-1]
         c = _c_steps.collapse(outer, _bstrides(cos, x.shape)[:-1], _bstrides(sin, x.shape)[:-1])
         hit = False if c is None else (c[1], c[2], c[3], c[0], int(cos.shape[-1] != 1), int(sin.shape[-1] != 1))
-        if len(_LAYOUTS) >= 256:
-            _LAYOUTS.clear()
-        _LAYOUTS[key] = hit
+        _LAYOUTS.keep(key, hit)
     return hit or None
 
 
 #: (X shape, Cos / Sin shapes and strides) -> rotary_rows' layout, or False: the shapes decide it, and a decoder fed
 #: its growing past runs each step's new shapes through the Python loop, once per layer
-_LAYOUTS = {}
+_LAYOUTS = ShapeMemo()
 
 
 def _bstrides(t, shape):

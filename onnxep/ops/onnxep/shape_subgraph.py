@@ -34,10 +34,11 @@ from onnxep.contracts.kernel import KernelContext
 from onnxep.errors import OnnxepError, RuntimeException
 from onnxep.graph.ir import WeakIntern
 from onnxep.ops._base import OpKernel
+from onnxep.ops._memo import ShapeMemo
 from onnxep.ops.tensor.expand import expand_shape
 
 DOMAIN = "com.onnxep"
-MAX_ENTRIES = 64
+MAX_ENTRIES = ShapeMemo.LIMIT      # (as many shapes as the kernels keep their plans for, ops/_memo.py)
 MAX_BYTES = 64 << 20
 KEY_BYTES = 4096
 

@@ -11,6 +11,7 @@ import numpy as np
 
 from onnxep import _kernels
 from onnxep.ops._base import F32, OpKernel, f32_shape
+from onnxep.ops._memo import ShapeMemo
 
 DOMAIN = "com.onnxep"
 
@@ -104,13 +105,13 @@ class StridedMatMul_1(OpKernel):
 
     def _plan(self, a_shape, b_shape):
         """Per input shapes: strided_plan's result, cached."""
-        cache = self.__dict__.setdefault("_plans", {})
+        cache = self.__dict__.get("_plans")
+        if cache is None:
+            cache = self._plans = ShapeMemo()
         plan = cache.get((a_shape, b_shape))
         if plan is None:
             plan = strided_plan(a_shape, b_shape, self.perm_a, self.perm_b, self.perm_y)
-            if len(cache) > 16:
-                cache.clear()
-            cache[(a_shape, b_shape)] = plan
+            cache.keep((a_shape, b_shape), plan)
         return plan
 
     def compute(self, ctx):

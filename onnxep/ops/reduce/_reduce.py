@@ -20,6 +20,7 @@ from onnxep import _kernels
 from onnxep.errors import InvalidArgument
 from onnxep.ops import _c_steps
 from onnxep.ops._base import OpKernel
+from onnxep.ops._memo import ShapeMemo
 
 try:
     from ml_dtypes import bfloat16 as _BF16
@@ -108,7 +109,7 @@ class Reduce(OpKernel):
 
     def __init__(self, info):
         super().__init__(info)
-        self._plans = {}
+        self._plans = ShapeMemo()
         self._axes_attr = () if self.axes is None else tuple(int(v) for v in self.axes)
 
     # ------------------------------------------------------------------ axes and output shape
@@ -140,9 +141,7 @@ class Reduce(OpKernel):
             count = 1
             for d in axes:
                 count *= shape[d]
-            if len(self._plans) > 64:
-                self._plans.clear()
-            plan = self._plans[key] = (axes, out, count)
+            plan = self._plans.keep(key, (axes, out, count))
         return plan
 
     def compute(self, ctx):
