@@ -531,8 +531,10 @@ class ArenaPlanner:
     # 6.9-7.0 ms a MiniLM-L6 call against 3.6 for a compiled one). With all taken, a new signature is recorded on its
     # FULL_RUNS-th run (noted till then) in place of the oldest plan: lengths drawn at random from more than this
     # many would otherwise record and compile without end (MiniLM-L6, lengths 8-128: 1.13x onnxruntime's call time
-    # with every come-back recorded, against 1.04 with 16 plans)
-    MAX_SIGNATURES = 64
+    # with every come-back recorded, against 1.04 with 16 plans). 128 holds those 121 lengths: calls 200-600 at
+    # 4.5-5.0 ms against 5.2-5.3 with 64 plans, RSS 183 MB against 179 (the kernels' memos hold as many shapes,
+    # ops/_memo.py)
+    MAX_SIGNATURES = 128
     FULL_RUNS = 4
     MAX_DIVERGENCES = 2          # a signature whose runs leave the record this often is no longer planned
     # After this many runs in a row that each recorded a new signature, a new signature is only noted, and recorded
