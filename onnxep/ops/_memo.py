@@ -17,7 +17,13 @@ class ShapeMemo(dict):
     LIMIT = 128
 
     def keep(self, key, value):
-        if len(self) >= self.LIMIT and key not in self:
-            del self[next(iter(self))]
+        if key not in self:
+            # (memos are shared by the runs of several Python threads: another may drop the same entry first, or
+            # change the memo between iter and next; the loop then tries again)
+            while len(self) >= self.LIMIT:
+                try:
+                    del self[next(iter(self))]
+                except (KeyError, RuntimeError, StopIteration):
+                    pass
         self[key] = value
         return value

@@ -18,6 +18,36 @@ def test_memo_keeps_at_most_limit_oldest_dropped_first(monkeypatch):
     assert list(m.items()) == [((2,), 20), ((3,), 31), ((4,), 40)]
 
 
+def test_memo_shared_by_threads(monkeypatch):
+    """Memos are shared by the runs of several Python threads (a session run from threads; FusedAttention's by
+    every node of equal attributes): concurrent keeps raise nothing and leave the memo near its bound."""
+    import sys
+    import threading
+    monkeypatch.setattr(ShapeMemo, "LIMIT", 8)
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)         # threads switch often: a keep without its guard raises KeyError here
+    m = ShapeMemo()
+    errors = []
+
+    def work(t):
+        try:
+            for k in range(50000):
+                m.keep((t, k), k)
+                m.get((t, k - 1))
+        except Exception as e:          # (what the test is for: none expected)
+            errors.append(e)
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+    for th in threads:
+        th.start()
+    try:
+        for th in threads:
+            th.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert errors == []
+    assert len(m) <= 8 + 4
+
+
 def _kernels_of(sess, op_type):
     return [s[0] for p in sess._executor.plans for s in getattr(p, "steps", ()) if s[6] == op_type]
 
