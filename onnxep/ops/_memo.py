@@ -16,6 +16,14 @@ class ShapeMemo(dict):
     #: distinct shapes kept: more than an encoder's lengths 8-128 at batch 1; a few KB an entry at most
     LIMIT = 128
 
+    @classmethod
+    def of(cls, owner, name: str) -> "ShapeMemo":
+        """owner's memo in its instance attribute `name`, made on first use."""
+        memo = owner.__dict__.get(name)
+        if memo is None:
+            memo = owner.__dict__[name] = cls()
+        return memo
+
     def keep(self, key, value):
         if key not in self:
             # (memos are shared by the runs of several Python threads: another may drop the same entry first, or

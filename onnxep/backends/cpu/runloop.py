@@ -233,17 +233,14 @@ def compile_plan(plan, run, caps, k0, k1, arena, nthreads, fed=None):
     consts = plan.constants
     family = getattr(arena, "family", None)
     reshaped = revalued = frozenset()
-    touched = set()         # steps reading or making a varying value
     if family is not None:
         v = _varying(plan, run, caps, family, fed)
         if v is None:
             return None
         reshaped, revalued = v
-        for i, s in enumerate(run):
-            if any(x in reshaped or x in revalued for x in s[1] if x) or any(
-                    o in reshaped or o in revalued for o in s[2] if o):
-                touched.add(i)
     varying = reshaped | revalued
+    # steps reading or making a varying value
+    touched = {i for i, s in enumerate(run) if any(x in varying for x in (*s[1], *s[2]) if x)} if varying else set()
     shape_fixed = _signature_fixed_steps(plan, run, caps, touched)
     fixed_steps = set(shape_fixed)
     if fixed_steps:     # their outputs are constants of the program: the steps do not run

@@ -140,9 +140,7 @@ class MatMul_1(NativeOrNumpy, PackedWeightMixin, OpKernel):
     def _batch_offsets(self, a_shape, b_shape):
         """(batch shape, per-item element offsets of A, B and C) of a broadcast batched product, cached per shapes:
         a broadcast batch dim repeats the operand's offset."""
-        cache = self.__dict__.get("_offsets")
-        if cache is None:
-            cache = self._offsets = ShapeMemo()
+        cache = ShapeMemo.of(self, "_offsets")
         key = (a_shape, b_shape)
         hit = cache.get(key)
         if hit is None:

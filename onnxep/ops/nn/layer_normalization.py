@@ -67,10 +67,7 @@ class LayerNormalization_17(NumpyPath, OpKernel):
         and B that span the normalized dims only (every exported model's) make rows that depend on those dims
         alone: an X of a new length takes them from a memo of their own (keyed by rank and normalized dims)."""
         const = {1, 2} <= set(self.info.constants) or (1 in self.info.constants and bias is None)
-        cache = self.__dict__.get("_plans")
-        if cache is None:
-            cache = self._plans = ShapeMemo()
-            self._rows = ShapeMemo()
+        cache = ShapeMemo.of(self, "_plans")
         if const:
             hit = cache.get(x_shape)
             if hit is not None:
@@ -81,11 +78,10 @@ class LayerNormalization_17(NumpyPath, OpKernel):
             raise ValueError(f"LayerNormalization: axis {axis} out of range for X of rank {r}")
         axis %= r
         tail = x_shape[axis:]
-        rows_key = None
-        if const and scale.ndim <= r - axis and (bias is None or bias.ndim <= r - axis):
-            rows_key = (r, tail)
-            rows = self._rows.get(rows_key)
-        if rows_key is None or rows is None:
+        spans_tail = const and scale.ndim <= r - axis and (bias is None or bias.ndim <= r - axis)
+        rows_key = (r, tail) if spans_tail else None
+        rows = None if rows_key is None else ShapeMemo.of(self, "_rows").get(rows_key)
+        if rows is None:
             for name, v in (("Scale", scale), ("B", bias)):
                 if v is not None and np.broadcast_shapes(v.shape, x_shape) != x_shape:
                     raise ValueError(f"LayerNormalization: {name} of shape {v.shape} does not broadcast to X "
@@ -95,7 +91,7 @@ class LayerNormalization_17(NumpyPath, OpKernel):
             general = s_row is None or (bias is not None and b_row is None)
             rows = (math.prod(tail), None if general else s_row, None if general else b_row, general)
             if rows_key is not None:
-                self._rows.keep(rows_key, rows)
+                ShapeMemo.of(self, "_rows").keep(rows_key, rows)
         C, s_row, b_row, general = rows
         plan = (math.prod(x_shape[:axis]), C, x_shape[:axis] + (1,) * (r - axis), s_row, b_row, general)
         if const:

@@ -77,9 +77,7 @@ class FusedMatMul_1(PackedWeightMixin, OpKernel):
             K, N = B.shape[::-1] if self.trans_b else B.shape
         else:
             K, N = self._b_kn
-        shapes = self.__dict__.get("_shapes")      # A shape -> (rows, Y shape); numpy calls cost when cold
-        if shapes is None:
-            shapes = self._shapes = ShapeMemo()
+        shapes = ShapeMemo.of(self, "_shapes")      # A shape -> (rows, Y shape); numpy calls cost when cold
         hit = shapes.get(A.shape)
         if hit is None:
             if A.ndim < 1 or A.shape[-1] != K:

@@ -48,9 +48,7 @@ class MaskedSoftmax_1(OpKernel):
         return x is not None and m is not None and len(x) >= 1 and len(m) <= len(x)
 
     def _rows(self, x, mask):
-        cache = self.__dict__.get("_rows_cache")
-        if cache is None:
-            cache = self._rows_cache = ShapeMemo()
+        cache = ShapeMemo.of(self, "_rows_cache")
         key = (x.shape, mask.shape)
         rows = cache.get(key)
         if rows is None:

@@ -105,9 +105,7 @@ class StridedMatMul_1(OpKernel):
 
     def _plan(self, a_shape, b_shape):
         """Per input shapes: strided_plan's result, cached."""
-        cache = self.__dict__.get("_plans")
-        if cache is None:
-            cache = self._plans = ShapeMemo()
+        cache = ShapeMemo.of(self, "_plans")
         plan = cache.get((a_shape, b_shape))
         if plan is None:
             plan = strided_plan(a_shape, b_shape, self.perm_a, self.perm_b, self.perm_y)
