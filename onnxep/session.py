@@ -33,6 +33,7 @@ from onnxep.graph.planner import ArenaPlanner, ArenaRun, signature
 from onnxep.graph.ir import ValueType
 from onnxep.graph.partition import partition as make_partitions
 from onnxep.graph.passes import disabled_passes, optimize
+from onnxep.ops import _grow
 
 PROVIDER = "OnnxepExecutionProvider"
 REFERENCE_PROVIDER = "OnnxReferenceExecutionProvider"
@@ -50,6 +51,9 @@ COMPUTE_PRECISIONS = ("fp32", "bf16")
 #: onnxruntime's entry: "0" -- the intra-op pool's workers sleep as soon as a job of this session is done instead of
 #: spinning for the next (ONNXEP_SPIN_US); less CPU burnt between runs, a wake-up (20-35 us here) per parallel step
 CONFIG_ALLOW_SPINNING = "session.intra_op.allow_spinning"
+#: onnxep's own: "0" -- every output C-contiguous, as onnxruntime's; "1" (default) -- a Concat output fed back as the
+#: next run's input (a decoder's key / value cache) is a view with spare rows the next run appends to (ops/_grow.py)
+CONFIG_APPEND_IN_PLACE = "onnxep.append_in_place"
 
 
 def get_available_providers():
@@ -444,6 +448,7 @@ class InferenceSession:
         _check_session_options(so)
         precision = compute_precision(so._config)
         spinning = allow_spinning(so._config)
+        appends = append_in_place(so._config)
         disabled, unknown_passes = disabled_passes(kwargs.get("disabled_optimizers"))
         for name in unknown_passes:
             warn_once(("disabled_optimizers", name), f"disabled_optimizers: {name!r} names no onnxep pass nor an "
@@ -572,6 +577,8 @@ class InferenceSession:
                               reuse=bool(so.enable_mem_reuse), pooled=arena) if so.enable_mem_pattern else None
         self._executor = Executor(plans, self._backends, [n for n, _ in graph.outputs], out_consts, overridable,
                                   memory, plan_nodes, _BACKEND_PROVIDERS)
+        # graph inputs that take a view with spare rows as it is (an output of the last run, appended in place)
+        self._strided_feeds = self._executor.enable_appends(self._input_types) if appends else frozenset()
         # a run takes the plain path unless profiled or logged verbosely (RunOptions may ask for either)
         self._plain = self._profiler is None and not log.verbose
         self._limit = _memory_limit()
@@ -849,7 +856,7 @@ class InferenceSession:
             vt = self._input_types.get(name)
             if vt is None:
                 raise InvalidArgument(f"Invalid input name: {name!r} (the model's inputs are {list(required)})")
-            feeds[name] = _check_value(name, value, vt)
+            feeds[name] = _check_value(name, value, vt, name in self._strided_feeds)
         return feeds
 
 
@@ -1067,6 +1074,15 @@ def allow_spinning(config: dict) -> bool:
     return value == "1"
 
 
+def append_in_place(config: dict) -> bool:
+    """The session's onnxep.append_in_place entry (True when not set), else InvalidArgument naming the key and the
+    value."""
+    value = config.get(CONFIG_APPEND_IN_PLACE, "1").strip()
+    if value not in ("0", "1"):
+        raise InvalidArgument(f"session config {CONFIG_APPEND_IN_PLACE}={value!r}: allowed values are '0', '1'")
+    return value == "1"
+
+
 def compute_precision(config: dict) -> str:
     """The session's onnxep.compute_precision entry ("fp32" when not set), else InvalidArgument naming the key, the
     value and the allowed values."""
@@ -1151,7 +1167,7 @@ def _free_plans(backends, plans):
         backends[plan.backend_name].graph_plan_free(plan)
 
 
-def _check_value(name, value, vt: ValueType):
+def _check_value(name, value, vt: ValueType, strided=False):
     """Validate one feed against the input's declared type: dtype, rank, static dims."""
     if vt.kind in ("sequence", "map", "optional"):
         return value
@@ -1189,7 +1205,7 @@ def _check_value(name, value, vt: ValueType):
                                   f"Please fix either the inputs/outputs or the model.")
     if expected == np.dtype(object) and value.dtype.kind in "US":
         value = value.astype(object)
-    if not value.flags.c_contiguous:
+    if not value.flags.c_contiguous and not (strided and _grow.is_view(value)):
         value = np.ascontiguousarray(value)
     return value
 

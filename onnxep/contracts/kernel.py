@@ -49,6 +49,11 @@ class Kernel:
     #: lets output 0 be written straight into the Concat (last axis) that is its only reader, which copies it no
     #: more. Read per kernel instance, after construction. No onnxruntime counterpart.
     strided_output: bool = False
+    #: Indices of the inputs compute accepts as strided views (not C-contiguous, positive strides): the session then
+    #: lets a graph output that only such inputs read be a view with spare rows that the next run appends to, and
+    #: takes such a view back as a feed without copying it (ops/_grow.py: a decoder's key / value cache). Read per
+    #: kernel instance, after construction. No onnxruntime counterpart.
+    strided_inputs: tuple = ()
 
     def compute(self, ctx: "KernelContext") -> None:
         """Run the kernel: read inputs from `ctx`, write outputs to `ctx` (required)."""

@@ -46,6 +46,24 @@ class RunContext:
         self.bound = None
         self.copied = None
 
+    def outside(self, shape, dtype) -> bool:
+        """Whether a kernel may make an output of `shape` and `dtype` itself rather than through `alloc` (a view it
+        keeps growing: ops/_grow.py). Not in a run the memory planner records, nor in one it serves from a single
+        signature's plan: every run of a signature makes the same requests, which its plan and compiled program
+        follow. In a signature family's run (a decoder's next step) the request it stands for, external in the
+        family's plan, is passed over in the plan's order."""
+        rec = self.recorder
+        if rec is not None and (rec.__class__ is not StepTrace or rec.inner is not None):
+            return False
+        arena = self.arena
+        if arena is None or arena.diverged:
+            return True
+        if arena.family is None:
+            return False
+        if arena.cached(shape, dtype) is None:
+            arena.take(math.prod(shape) * np.dtype(dtype).itemsize)
+        return True
+
     def alloc(self, shape, dtype=np.float32) -> np.ndarray:
         """An uninitialised array from the stream's allocator (size checked before allocating)."""
         if self.stop:
@@ -206,6 +224,25 @@ class Executor:
                 last[x] = i
         keep = set(graph_outputs)
         self.frees = [tuple(x for x in p.inputs if last.get(x) == i and x not in keep) for i, p in enumerate(plans)]
+
+    def enable_appends(self, graph_inputs) -> frozenset:
+        """Outputs that grow in place (ops/_grow.py): every graph output that each plan reads, if at all, as a
+        strided view (a cpu plan's strided_reads; any other plan reading it rules it out) may be made by its Concat
+        as a view with spare rows (the cpu plans' grow_outputs). Returns the graph inputs read only that way: a view
+        fed there is not copied to a C-contiguous array first."""
+        reads = [p.strided_reads() if hasattr(p, "strided_reads") else None for p in self.plans]
+
+        def taken(x):
+            for p, r in zip(self.plans, reads):
+                if (x in p.inputs) if r is None else not r.get(x, True):
+                    return False
+            return True
+
+        outs = frozenset(o for o in self.graph_outputs if taken(o))
+        for p in self.plans:
+            if hasattr(p, "grow_outputs"):
+                p.grow_outputs(outs)
+        return frozenset(x for x in graph_inputs if taken(x))
 
     def run(self, feeds: dict, output_names, run_ctx) -> list:
         if run_ctx.prune:

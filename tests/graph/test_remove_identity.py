@@ -31,6 +31,14 @@ def test_identity_and_dropout_chain_removed():
     _check(make_model(nodes, {"x": X}, ["y"], opset=11), {"x": X}, ["Relu", "Neg"])
 
 
+def test_concat_of_one_input_removed():
+    # the torchscript exporter's copy of a decoder's past key: Concat with a single input passes it through
+    nodes = [helper.make_node("Concat", ["x"], ["a"], axis=2), helper.make_node("Concat", ["a", "x"], ["y"], axis=2)]
+    _check(make_model(nodes, {"x": X}, ["y"]), {"x": X}, ["Concat"])
+    # one whose output is a graph output stays
+    _check(make_model(nodes[:1], {"x": X}, ["a"]), {"x": X}, ["Concat"])
+
+
 def test_dropout_training_mode_false_constant_removed_opset13():
     nodes = [helper.make_node("Dropout", ["x", "r", "t"], ["a"]), helper.make_node("Abs", ["a"], ["y"])]
     m = make_model(nodes, {"x": X}, ["y"], opset=13,

@@ -162,6 +162,30 @@ class CpuPlan(GraphPlan):
                                      for i, (k, ins, outs, packed, frees, name, op) in enumerate(self.steps)))
         return run[2]
 
+    def strided_reads(self) -> dict:
+        """Value name -> whether every step of this plan reading it takes it as a strided view
+        (Kernel.strided_inputs); names no step reads are absent."""
+        ok = {}
+        for kernel, ins, *_ in self.steps:
+            taken = kernel.strided_inputs
+            for j, x in enumerate(ins):
+                if x:
+                    ok[x] = ok.get(x, True) and j in taken
+        return ok
+
+    def grow_outputs(self, names) -> int:
+        """Let each Concat step whose output is one of `names` (graph outputs no other plan reads but as a strided
+        view) and that this plan's steps read only that way return a view with spare rows (ops/_grow.py). Returns
+        how many."""
+        reads = self.strided_reads()
+        n = 0
+        for kernel, ins, outs, *_ in self.steps:
+            if (getattr(kernel, "grow_output", None) is False and len(outs) == 1 and outs[0] in names
+                    and reads.get(outs[0], True)):
+                kernel.grow_output = True
+                n += 1
+        return n
+
     def free(self):
         for step in self.steps:
             step[0].release()

@@ -145,7 +145,7 @@ PASS_NAMES: dict = {
 #: walks over every node finding nothing (fewer walks, not faster ones -- issue 25).
 NEEDS: dict = {
     expand_gradient: ({"Gradient"},),
-    remove_identity: ({"Identity", "Dropout"},),
+    remove_identity: ({"Identity", "Dropout", "Concat"},),
     fuse_pad_conv: ({"Pad"}, {"Conv"}),
     fuse_conv_slice: ({"Slice"}, {"Conv"}),
     fuse_conv_affine: ({"Conv"}, {"BatchNormalization", "Mul", "Add"}),

@@ -1,5 +1,6 @@
-"""Identity and inference Dropout removal (level 1, as onnxruntime's EliminateIdentity / EliminateDropout): such a
-node passes its input through, so its readers read the input instead and the node goes. A Dropout goes only when it
+"""Identity and inference Dropout removal (level 1, as onnxruntime's EliminateIdentity / EliminateDropout), and of a
+Concat of one input (the torchscript exporter's copy of each past key of a decoder): such a node passes its input
+through, so its readers read the input instead and the node goes. A Dropout goes only when it
 cannot drop anything (opset 7 and up, where inference ignores the ratio; from opset 12 the training_mode input absent
 or a constant false) and nothing reads its mask.
 
@@ -30,8 +31,9 @@ def _dropout_is_identity(node, consts, read) -> bool:
 def remove_identity(graph: Graph, ctx=None) -> Graph:
     keep_ops = ctx.keep_ops if ctx is not None else frozenset()
     candidates = [node for node in graph.nodes
-                  if node.domain == "" and node.op_type in ("Identity", "Dropout") and node.op_type not in keep_ops
-                  and node.inputs and node.inputs[0] and node.outputs and node.outputs[0]]
+                  if node.domain == "" and node.op_type not in keep_ops and node.inputs and node.inputs[0]
+                  and node.outputs and node.outputs[0]
+                  and (node.op_type in ("Identity", "Dropout") or (node.op_type == "Concat" and len(node.inputs) == 1))]
     if not candidates:      # (most models: no maps of the whole graph built for nothing)
         return graph
     consts = graph.constants

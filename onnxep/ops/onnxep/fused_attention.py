@@ -36,7 +36,7 @@ import numpy as np
 
 from onnxep import _kernels
 from onnxep.graph.ir import WeakIntern
-from onnxep.ops import _bf16
+from onnxep.ops import _bf16, _grow
 from onnxep.ops._base import F32, OpKernel, f32_shape
 from onnxep.ops._c_steps import plain
 from onnxep.ops._memo import ShapeMemo
@@ -91,6 +91,7 @@ def _attr_key(v):
 class FusedAttention_1(OpKernel):
     domain, op_type, since = DOMAIN, "FusedAttention", 1
     type_constraints = {}        # no onnx schema for this domain: supports() checks the types
+    strided_inputs = (1, 2)      # K and V: a key / value cache with spare rows read in place (_strided)
     perm_q = None
     perm_k = None
     perm_v = None
@@ -159,27 +160,30 @@ class FusedAttention_1(OpKernel):
             self._shared_caches = c
         return c
 
-    def _plan(self, q_shape, k_shape, v_shape, m_shape, k_rep=None, v_rep=None, perm_k="attr", perm_v="attr"):
+    def _plan(self, q_shape, k_shape, v_shape, m_shape, k_rep=None, v_rep=None, perm_k="attr", perm_v="attr",
+              k_str=None, v_str=None):
         """Per input shapes: (fused, the first product's StridedPlan, the second's, mask rows), cached; None when
         the mask does not broadcast to the scores (numpy path). k_rep / v_rep: (dim, repeat) of a grouped-query
-        operand given unexpanded."""
+        operand given unexpanded; k_str / v_str: the element strides of a strided K / V (None: C-contiguous)."""
         perm_k = _key(self.perm_k) if perm_k == "attr" else perm_k
         perm_v = _key(self.perm_v) if perm_v == "attr" else perm_v
         cache = self._caches().plans
-        key = (q_shape, k_shape, v_shape, m_shape, k_rep, v_rep, perm_k, perm_v)
+        key = (q_shape, k_shape, v_shape, m_shape, k_rep, v_rep, perm_k, perm_v, k_str, v_str)
         if key in cache:
             return cache[key]
         if not (len(q_shape) == len(k_shape) == len(v_shape) >= 2):
             raise ValueError(f"FusedAttention: Q {q_shape}, K {k_shape} and V {v_shape} must have the same rank >= 2")
         kv_shape = _virtual(k_shape, k_rep)
         vv_shape = _virtual(v_shape, v_rep)
-        p1 = strided_plan(q_shape, kv_shape, self.perm_q, perm_k, None, "FusedAttention")
+        p1 = strided_plan(q_shape, kv_shape, self.perm_q, perm_k, None, "FusedAttention",
+                          k_str if k_rep is None else None)
         s_shape = p1.y_shape
-        p2 = strided_plan(s_shape, vv_shape, None, perm_v, self.perm_y, "FusedAttention")
+        p2 = strided_plan(s_shape, vv_shape, None, perm_v, self.perm_y, "FusedAttention",
+                          v_str if v_rep is None else None)
         if k_rep is not None:
-            p1 = _rep_plan(p1, "b", k_shape, k_rep, perm_k, s_shape[:-2])
+            p1 = _rep_plan(p1, "b", k_shape, k_rep, perm_k, s_shape[:-2], k_str)
         if v_rep is not None:
-            p2 = _rep_plan(p2, "b", v_shape, v_rep, perm_v, p2_batch(s_shape, vv_shape, perm_v))
+            p2 = _rep_plan(p2, "b", v_shape, v_rep, perm_v, p2_batch(s_shape, vv_shape, perm_v), v_str)
         rows = None
         plan = None
         if m_shape is not None:
@@ -216,13 +220,14 @@ class FusedAttention_1(OpKernel):
                     m = np.where(x, F32(0.0) if m is None else m, F32(fill))
         return np.ascontiguousarray(m, dtype=F32)
 
-    def _native(self, q, k, v, k_rep, v_rep, perm_k, perm_v, ops):
+    def _native(self, q, k, v, k_rep, v_rep, perm_k, perm_v, ops, k_str=None, v_str=None):
         """How the native kernels run this call, cached per shapes: None (the numpy path), ("fused", y shape, keys,
         offsets, params, fparams) for attention_masked_f32 (the masks combined in the kernel), or ("unfused", p1, p2)
-        (V broadcasts batch dims the scores do not have: scores materialized, see the module docstring)."""
+        (V broadcasts batch dims the scores do not have: scores materialized, see the module docstring). k_str /
+        v_str: element strides of a K / V read in place though not C-contiguous (_strided)."""
         pk, pv = _key(perm_k), _key(perm_v)
         bf16 = _bf16.use_bf16(self)
-        key = (q.shape, k.shape, v.shape, k_rep, v_rep, pk, pv,
+        key = (q.shape, k.shape, v.shape, k_rep, v_rep, pk, pv, k_str, v_str,
                tuple((kind, x.shape, x.dtype.char, fill) for kind, x, fill, _ in ops), bf16 and _bf16.attention_key())
         cache = self._caches().natives
         if key in cache:
@@ -234,7 +239,7 @@ class FusedAttention_1(OpKernel):
         plan = None
         if ok:
             try:
-                plan = self._plan(q.shape, k.shape, v.shape, None, k_rep, v_rep, pk, pv)
+                plan = self._plan(q.shape, k.shape, v.shape, None, k_rep, v_rep, pk, pv, k_str, v_str)
             except ValueError:
                 plan = None
         if plan is not None:
@@ -347,7 +352,13 @@ class FusedAttention_1(OpKernel):
 
     def compute(self, ctx):
         q, (k, k_rep, perm_k), (v, v_rep, perm_v), ops = self._resolve(ctx.input)
-        prep = self._native(q, k, v, k_rep, v_rep, perm_k, perm_v, ops)
+        k, k_str = _strided(k)
+        v, v_str = _strided(v)
+        prep = self._native(q, k, v, k_rep, v_rep, perm_k, perm_v, ops, k_str, v_str)
+        if prep is not None and prep[0] != "fused" and (k_str or v_str):
+            # (strided operands on the fused path only)
+            k, v, k_str, v_str = np.ascontiguousarray(k), np.ascontiguousarray(v), None, None
+            prep = self._native(q, k, v, k_rep, v_rep, perm_k, perm_v, ops)
         if prep is None:
             self._numpy(ctx, q, k, v, k_rep, v_rep, ops, perm_k, perm_v)
             return
@@ -360,8 +371,9 @@ class FusedAttention_1(OpKernel):
             if n_keys == 0:    # no keys: the probabilities are empty, their product with V (0 x D) is zeros
                 y.fill(0.0)
                 return
-            _kernels.attention_masked_f32(_c(q), _c(k), _c(v), y, offs, tuple(_c(x) for _, x, _, _ in ops), params,
-                                          fparams, nt)
+            _kernels.attention_masked_f32(_c(q), _c(k) if k_str is None else _grow.flat(k),
+                                          _c(v) if v_str is None else _grow.flat(v), y, offs,
+                                          tuple(_c(x) for _, x, _, _ in ops), params, fparams, nt)
             return
         _, p1, p2 = prep
         y = ctx.output(0, p2.y_shape, F32)
@@ -435,6 +447,16 @@ def _c(x):
     return x if x.flags.c_contiguous else np.ascontiguousarray(x)
 
 
+def _strided(x):
+    """(x, None) for a C-contiguous x; (x, its element strides) for a view with spare rows (ops/_grow.py: a key /
+    value cache appended in place), read in place through its buffer; else (a C-contiguous copy, None)."""
+    if x.flags.c_contiguous:
+        return x, None
+    if x.dtype == F32 and _grow.is_view(x):
+        return x, tuple(s // 4 for s in x.strides)
+    return np.ascontiguousarray(x), None
+
+
 def _key(perm):
     return None if perm is None else tuple(int(i) for i in perm)
 
@@ -452,16 +474,16 @@ def p2_batch(s_shape, vv_shape, perm_v):
     return tuple(np.broadcast_shapes(tuple(s_shape[:-2]), tuple(vt[:-2])))
 
 
-def _rep_plan(plan, which, shape, rep, perm, batch):
-    """`plan` with operand `which`'s offsets / strides for the unexpanded `shape` whose dim rep[0] is repeated
-    rep[1] times (repeat-interleave: item index // repeat); ValueError when the repeated dim is one of the matrix
-    dims (then the numpy path runs)."""
+def _rep_plan(plan, which, shape, rep, perm, batch, strides=None):
+    """`plan` with operand `which`'s offsets / strides for the unexpanded `shape` (element `strides`, None:
+    C-contiguous) whose dim rep[0] is repeated rep[1] times (repeat-interleave: item index // repeat); ValueError when
+    the repeated dim is one of the matrix dims (then the numpy path runs)."""
     d, r = rep
     rank = len(shape)
     p = tuple(range(rank)) if perm is None else tuple(int(i) for i in perm)
     if d in p[-2:]:
         raise ValueError("FusedAttention: the repeated kv dim is a matrix dim")
-    strides = _c_strides(shape)
+    strides = strides or _c_strides(shape)
     vshape = _virtual(shape, rep)
     nb = len(batch)
     off = np.zeros(batch, np.int64)

@@ -156,6 +156,7 @@ class ShapeSubgraph_1(OpKernel):
         types = dict(body.types)
         nodes = [(n.name, n.op_type, n.inputs, n.outputs, n.attrs) for n in body.nodes]
         self._n_shape = int(self.shape_inputs)
+        self.strided_inputs = tuple(range(self._n_shape))     # (their shapes only)
         consts = {self._ins[j]: a for j, a in info.constants.items() if j < len(self._ins)}
         self._data = tuple(j for j in range(self._n_shape, len(self._ins)) if j not in info.constants)
         for j, t in enumerate(info.input_types):

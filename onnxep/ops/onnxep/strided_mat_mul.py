@@ -56,13 +56,15 @@ class StridedPlan(NamedTuple):
     csc: int
 
 
-def strided_plan(a_shape, b_shape, perm_a=None, perm_b=None, perm_y=None, op="StridedMatMul") -> StridedPlan:
+def strided_plan(a_shape, b_shape, perm_a=None, perm_b=None, perm_y=None, op="StridedMatMul",
+                 b_strides=None) -> StridedPlan:
     """How sgemm_batched_f32 computes Transpose(MatMul(Transpose(A, perm_a), Transpose(B, perm_b)), perm_y) for
-    C-contiguous A, B and Y. Absent perms: no transpose; `op` names the caller in errors."""
+    C-contiguous A, B and Y (or B read through its element strides `b_strides`). Absent perms: no transpose; `op`
+    names the caller in errors."""
     r = len(a_shape)
     ident = tuple(range(r))
     pa, pb, py = (tuple(int(i) for i in p) if p is not None else ident for p in (perm_a, perm_b, perm_y))
-    a_str, b_str = _c_strides(a_shape), _c_strides(b_shape)
+    a_str, b_str = _c_strides(a_shape), b_strides or _c_strides(b_shape)
     at_shape, at_str = [a_shape[p] for p in pa], [a_str[p] for p in pa]      # the transposed operands
     bt_shape, bt_str = [b_shape[p] for p in pb], [b_str[p] for p in pb]
     M, K = at_shape[-2:]

@@ -3,7 +3,9 @@ import math
 import numpy as np
 
 from onnxep import _kernels
-from onnxep.ops import _c_steps
+from onnxep.contracts.kernel import KernelContext
+from onnxep.graph.model import check_size
+from onnxep.ops import _c_steps, _grow
 from onnxep.ops._base import OpKernel
 from onnxep.ops._data import norm_axis
 from onnxep.ops.tensor._helpers import NUMERIC_BOOL_BF16, first_input_type_ok
@@ -15,6 +17,15 @@ class Concat_4(OpKernel):
     domain, op_type, since = "", "Concat", 4
     # no strings yet: tests/contracts/test_backend.py uses a string Concat as its node left to the reference backend
     type_constraints = {"T": NUMERIC_BOOL_BF16}
+    #: set by the session (graph/executor.py enable_appends): the output is a graph output whose readers all take
+    #: strided inputs, so it may be a view with spare rows that the next run appends to (ops/_grow.py)
+    grow_output = False
+
+    def __init__(self, info):
+        super().__init__(info)
+        # any input may be a strided view (the general path copies through numpy, the appending one reads input 0's
+        # buffer record); the compiled step (c_step) takes C-contiguous arrays only
+        self.strided_inputs = tuple(range(len(info.input_types)))
 
     def compute(self, ctx):
         y = ctx.preallocated(0)
@@ -32,6 +43,13 @@ class Concat_4(OpKernel):
                                  f"along axis {axis}")
         shape = list(first)
         shape[axis] = sum(x.shape[axis] for x in xs)
+        run = ctx.run
+        if (self.grow_output and y is None and ctx.__class__ is KernelContext and 0 not in shape and len(xs) > 1
+                and run is not None and run.outside(tuple(shape), xs[0].dtype)):
+            def check(full, dtype):
+                check_size(full, dtype, f"Concat node {self.name!r}", run.limit)
+            ctx.values[ctx.outs[0]] = _grow.concat(xs, axis, shape, xs[0].dtype, ctx.num_threads, check)
+            return
         # y: the output producers with a plan slot have written their inputs into already, if any
         if y is None or y.shape != tuple(shape) or y.dtype != xs[0].dtype:
             y = ctx.output(0, shape, xs[0].dtype)

@@ -9,6 +9,7 @@ class Shape_1(OpKernel):
     domain, op_type, since = "", "Shape", 1
     start = 0
     end = None
+    strided_inputs = (0,)      # (its shape only)
 
     @classmethod
     def supports(cls, op):

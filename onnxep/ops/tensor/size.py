@@ -7,6 +7,7 @@ class Size_1(OpKernel):
     """Y := the element count of X as an int64 scalar (opsets 1, 13, 19, 21, 23-25). Any tensor type."""
 
     domain, op_type, since = "", "Size", 1
+    strided_inputs = (0,)      # (its shape only)
 
     @classmethod
     def supports(cls, op):

@@ -1,0 +1,214 @@
+"""Greedy decoding loops on the committed 1-layer decoders (tests/models/zoo), each step's present key / values fed back
+as the next step's past: onnxep appends a step's rows in place (ops/_grow.py, onnxep.append_in_place) and must give
+onnxruntime's logits and presents at every step (the oracle: onnxruntime's CPU provider running the same loop), also
+when one past is continued twice, from two threads at once, or with the in-place append turned off."""
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import onnxep
+from onnxep.ops import _grow
+
+ort = pytest.importorskip("onnxruntime")
+
+ZOO = Path(__file__).parent / "zoo"
+DECODERS = ["gpt2_1layer_past.dynamo", "gpt2_1layer_past.torchscript", "llama_1layer_past.dynamo",
+            "llama_1layer_past.torchscript"]
+STEPS = 12
+
+
+def _start(name):
+    data = np.load(ZOO / f"{name}.npz")
+    return {k.split(":", 1)[1]: data[k] for k in data.files if k.startswith("input:")}
+
+
+def _session(name, append="1", threads=1):
+    so = onnxep.SessionOptions()
+    so.intra_op_num_threads = threads
+    if append is not None:
+        so.add_session_config_entry("onnxep.append_in_place", append)
+    return onnxep.InferenceSession(str(ZOO / f"{name}.onnx"), so)
+
+
+def _ort(name):
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    return ort.InferenceSession(str(ZOO / f"{name}.onnx"), so, providers=["CPUExecutionProvider"])
+
+
+def _step(sess, feeds, tokens=None):
+    """One decoding step: (outputs by name, the next step's feeds: the argmax token unless `tokens`, the presents as
+    the past, the mask one longer)."""
+    names = [o.name for o in sess.get_outputs()]
+    got = dict(zip(names, sess.run(None, feeds)))
+    batch = feeds["input_ids"].shape[0]
+    nxt = {"input_ids": (np.argmax(got["logits"][:, -1], axis=-1).reshape(batch, 1).astype(np.int64)
+                         if tokens is None else tokens),
+           "attention_mask": np.ones((batch, feeds["attention_mask"].shape[1] + 1), np.int64)}
+    for n, v in got.items():
+        if n.startswith("present"):
+            nxt[n.replace("present", "past_key_values")] = v
+    return got, nxt
+
+
+def _close(got, want, what):
+    for n, w in want.items():
+        np.testing.assert_allclose(got[n], w, rtol=1e-4, atol=1e-5, err_msg=f"{what}: {n}")
+
+
+@pytest.mark.parametrize("name", DECODERS)
+def test_a_decoding_loop_matches_onnxruntime_and_appends_in_place(name):
+    sess, oracle = _session(name), _ort(name)
+    feeds = ours = _start(name)
+    appended = 0
+    last = None
+    for step in range(STEPS):
+        want, feeds = _step(oracle, feeds)
+        got, ours = _step(sess, ours, feeds["input_ids"])        # (onnxruntime's tokens: ties cannot fork)
+        _close(got, want, f"{name} step {step}")
+        key = got["present.0.key"]
+        if last is not None and not key.flags.c_contiguous and np.shares_memory(key, last):
+            appended += 1
+        last = key
+    # the first steps of each new length are recorded by the memory planner (plain outputs); from the steps its
+    # signature family serves, each step's rows go after the last step's, in the same buffer
+    assert appended >= STEPS // 2, appended
+
+
+@pytest.mark.parametrize("name", DECODERS[:1] + DECODERS[2:3])
+def test_turned_off_every_output_is_c_contiguous(name):
+    sess, oracle = _session(name, "0"), _ort(name)
+    feeds = ours = _start(name)
+    for step in range(STEPS):
+        want, feeds = _step(oracle, feeds)
+        got, ours = _step(sess, ours, feeds["input_ids"])
+        _close(got, want, f"{name} step {step}")
+        assert all(v.flags.c_contiguous for v in got.values())
+
+
+def _warm(sess, feeds, steps=STEPS):
+    """The feeds after `steps` steps of sess (its presents are views appended in place by then)."""
+    for _ in range(steps):
+        _, feeds = _step(sess, feeds)
+    return feeds
+
+
+@pytest.mark.parametrize("name", DECODERS[:1] + DECODERS[3:])
+def test_one_past_continued_twice_gives_both_continuations(name):
+    """Two continuations of one past (beam search): the first appends in place, the second finds the buffer taken
+    past this past's rows and copies; each equals onnxruntime's on the same feeds, and the first's outputs keep
+    their values after the second run."""
+    sess, oracle = _session(name), _ort(name)
+    feeds = _warm(sess, _start(name))
+    assert _grow.is_view(feeds["past_key_values.0.key"])
+    plain = {k: np.ascontiguousarray(v) for k, v in feeds.items()}
+    a = dict(feeds, input_ids=np.full_like(feeds["input_ids"], 3))
+    b = dict(feeds, input_ids=np.full_like(feeds["input_ids"], 7))
+    got_a, _ = _step(sess, a)
+    kept = {n: v.copy() for n, v in got_a.items()}
+    got_b, _ = _step(sess, b)
+    _close(got_a, kept, f"{name}: continuation a after b ran")
+    _close(got_a, _step(oracle, dict(plain, input_ids=a["input_ids"]))[0], f"{name}: continuation a")
+    _close(got_b, _step(oracle, dict(plain, input_ids=b["input_ids"]))[0], f"{name}: continuation b")
+    assert not np.shares_memory(got_a["present.0.key"], got_b["present.0.key"])
+    # the past itself still holds its rows
+    np.testing.assert_array_equal(feeds["past_key_values.0.key"], plain["past_key_values.0.key"])
+
+
+def test_two_threads_continuing_one_past_at_once():
+    """Runs on two threads fed the same past view: at most one of them claims the buffer's next rows; both get
+    onnxruntime's results, step after step."""
+    name = "llama_1layer_past.dynamo"
+    sess, oracle = _session(name), _ort(name)
+    start = _warm(sess, _start(name))
+    plain = {k: np.ascontiguousarray(v) for k, v in start.items()}
+    want = {t: _step(oracle, dict(plain, input_ids=np.full_like(plain["input_ids"], t)))[0] for t in (3, 7)}
+    errors = []
+    barrier = threading.Barrier(2)
+
+    def work(t):
+        try:
+            for _ in range(50):
+                barrier.wait()
+                got, _ = _step(sess, dict(start, input_ids=np.full_like(start["input_ids"], t)))
+                _close(got, want[t], f"thread {t}")
+        except BaseException as e:       # (reported below: a failed assert in a thread fails nothing by itself)
+            errors.append(e)
+            barrier.abort()
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in (3, 7)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors, errors[0]
+
+
+def test_a_strided_array_of_the_callers_own_is_copied_and_runs():
+    """A non-contiguous past the caller made (not a view onnxep handed out) is taken as any feed: copied."""
+    name = "gpt2_1layer_past.dynamo"
+    sess, oracle = _session(name), _ort(name)
+    feeds = _start(name)
+    wide = {k: np.concatenate([v, np.zeros_like(v)], axis=2)[:, :, :v.shape[2]] if k.startswith("past") else v
+            for k, v in feeds.items()}
+    assert not wide["past_key_values.0.key"].flags.c_contiguous
+    _close(_step(sess, wide)[0], _step(oracle, feeds)[0], name)
+
+
+def test_the_grow_buffers_views():
+    """ops/_grow.py on its own (oracle: numpy.concatenate): appends go after the filled rows of the same buffer, the
+    views handed out keep their values, a view reshaped in place or of another buffer is not taken for one."""
+    rng = np.random.default_rng(0)
+    past = rng.standard_normal((2, 3, 4, 5)).astype(np.float32)
+    views, want = [], [past]
+
+    def check(*_):
+        pass
+
+    x = past
+    for step in range(40):
+        new = rng.standard_normal((2, 3, 1, 5)).astype(np.float32)
+        shape = list(x.shape)
+        shape[2] += 1
+        y = _grow.concat([x, new], 2, tuple(shape), np.float32, 1, check)
+        want.append(np.concatenate([want[-1], new], axis=2))
+        np.testing.assert_array_equal(y, want[-1])
+        assert _grow.is_view(y) and _grow.flat(y) is not None
+        if step and y.shape[2] <= 4 + _grow.spare_rows(5) + 1:
+            assert np.shares_memory(y, views[-1])       # appended in the first buffer while it had spare rows
+        views.append(y)
+        x = y
+    for v, w in zip(views, want[1:]):
+        np.testing.assert_array_equal(v, w)
+    assert not _grow.is_view(past) and _grow.flat(past) is None
+    last = views[-1]
+    last.shape = (2, 3, last.shape[2] * 5)
+    assert not _grow.is_view(last)
+    assert _grow.spare_rows(0) == _grow.MIN_SPARE and _grow.spare_rows(10 ** 6) == _grow.MAX_SPARE
+
+
+def test_a_concat_output_read_by_another_op_stays_c_contiguous():
+    """The in-place append needs every reader of the output to take strided views (Kernel.strided_inputs): a Relu
+    reading the cache too keeps the Concat's output a plain array (oracle: numpy)."""
+    from onnx import TensorProto, helper
+    g = helper.make_graph(
+        [helper.make_node("Concat", ["past", "new"], ["present"], axis=2),
+         helper.make_node("Relu", ["present"], ["r"])], "g",
+        [helper.make_tensor_value_info("past", TensorProto.FLOAT, [1, 2, "s", 4]),
+         helper.make_tensor_value_info("new", TensorProto.FLOAT, [1, 2, 1, 4])],
+        [helper.make_tensor_value_info("present", TensorProto.FLOAT, None),
+         helper.make_tensor_value_info("r", TensorProto.FLOAT, None)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    sess = onnxep.InferenceSession(m.SerializeToString())
+    rng = np.random.default_rng(1)
+    past = rng.standard_normal((1, 2, 3, 4)).astype(np.float32)
+    for _ in range(8):
+        new = rng.standard_normal((1, 2, 1, 4)).astype(np.float32)
+        present, r = sess.run(None, {"past": past, "new": new})
+        want = np.concatenate([past, new], axis=2)
+        np.testing.assert_array_equal(present, want)
+        np.testing.assert_array_equal(r, np.maximum(want, 0))
+        assert present.flags.c_contiguous
+        past = present
