@@ -46,6 +46,16 @@ def test_concat(opset, axis):
     check_node(node("Concat", list(feeds), ["y"], axis=axis), feeds, opset)
 
 
+@pytest.mark.parametrize("rows", [1, 8, 40])       # 24..960 bytes: numpy.concatenate; 2,880 and up: copy_rows
+@pytest.mark.parametrize("dtype", [np.float32, np.int64])
+def test_concat_both_sides_of_the_small_path(rows, dtype):
+    for axis in (0, 1):
+        feeds = {"a": (rand((rows, 3)) * 9).astype(dtype), "b": (rand((rows, 3), 1) * 9).astype(dtype)}
+        check_node(node("Concat", ["a", "b"], ["y"], axis=axis), feeds, 13)
+        feeds = {"a": (rand((rows, 30)) * 9).astype(dtype), "b": (rand((rows, 2), 1) * 9).astype(dtype)}
+        check_node(node("Concat", ["a", "b"], ["y"], axis=1), feeds, 13)
+
+
 def test_concat_single_and_empty_inputs():
     feeds = {"a": rand((2, 0, 3)), "b": rand((2, 2, 3), 1), "c": rand((2, 0, 3), 2)}
     check_node(node("Concat", list(feeds), ["y"], axis=1), feeds, 13)
