@@ -233,6 +233,14 @@ def minilm_sentence(layers=2, hidden=128, heads=4, vocab=1000, positions=128):
     return Built(_Wrap(model, list(names), fn), names, ["token_embeddings", "sentence_embedding"], make)
 
 
+@arch("modernbert", "text-encoder")
+def modernbert(layers=3, hidden=64):
+    """ModernBERT: rotary embeddings, GeGLU, local (windowed) attention every layer but each third's global."""
+    return _encoder("ModernBertModel", "ModernBertConfig", hidden_size=hidden, num_hidden_layers=layers,
+                    num_attention_heads=4, intermediate_size=hidden * 2, global_attn_every_n_layers=3,
+                    local_attention=8, max_position_embeddings=128, pad_token_id=0)
+
+
 # ------------------------------------------------------------------------------------------------------ decoders
 def _causal_lm(cls_name, config_name, past=False, vocab=1000, **cfg):
     torch = _torch()
@@ -370,6 +378,26 @@ def falcon(layers=2, hidden=64):
                       alibi=False, bias=False)
 
 
+@arch("qwen3_past", "decoder")
+def qwen3_past(layers=2, hidden=64):
+    """Qwen3: LLaMA's blocks with an RMSNorm on each head's queries and keys, one step with past."""
+    return _causal_lm("Qwen3ForCausalLM", "Qwen3Config", past=True, head_dim=16, **_llama_cfg(layers, hidden))
+
+
+@arch("gemma3", "decoder")
+def gemma3(layers=2, hidden=64):
+    """Gemma 3 (text): query / key norms, sliding-window layers beside global ones, two rotary bases."""
+    return _causal_lm("Gemma3ForCausalLM", "Gemma3TextConfig", head_dim=16, sliding_window=8,
+                      layer_types=["sliding_attention", "full_attention"][:layers] * max(1, layers // 2),
+                      **_llama_cfg(layers, hidden))
+
+
+@arch("phi3", "decoder")
+def phi3(layers=2, hidden=64):
+    """Phi-3: one fused qkv projection and one fused gate / up projection, split in the graph."""
+    return _causal_lm("Phi3ForCausalLM", "Phi3Config", pad_token_id=0, **_llama_cfg(layers, hidden))
+
+
 # ------------------------------------------------------------------------------------------------ seq2seq
 def _seq2seq(cls_name, config_name, part, vocab=1000, enc_len=None, **cfg):
     model, config = _hf(cls_name, config_name, vocab_size=vocab, **cfg)
@@ -486,6 +514,22 @@ def wav2vec2(layers=2, hidden=64):
     def fn(m, input_values):
         return m(input_values=input_values).last_hidden_state
     return Built(_Wrap(model, list(names), fn), names, ["last_hidden_state"], make)
+
+
+@arch("ast", "audio")
+def ast(layers=2, hidden=64):
+    """Audio Spectrogram Transformer: a ViT over overlapping patches of a log-mel spectrogram."""
+    model, _ = _hf("ASTModel", "ASTConfig", hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=4,
+                   intermediate_size=hidden * 4, max_length=64, num_mel_bins=32, frequency_stride=10, time_stride=10)
+    names = {"input_values": {0: "batch"}}
+
+    def make(rng, d):
+        return {"input_values": rng.standard_normal((d["batch"], 64, 32)).astype(np.float32)}
+
+    def fn(m, input_values):
+        o = m(input_values=input_values)
+        return o.last_hidden_state, o.pooler_output
+    return Built(_Wrap(model, list(names), fn), names, ["last_hidden_state", "pooler_output"], make)
 
 
 # ------------------------------------------------------------------------------------------------------ vision
@@ -632,6 +676,41 @@ def dinov2(layers=2, hidden=64):
     """DINOv2: layer scale, interpolated (bicubic) position embeddings."""
     return _vision("Dinov2Model", "Dinov2Config", 32, ("last_hidden_state", "pooler_output"), image_size=32,
                    patch_size=8, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=4, mlp_ratio=4)
+
+
+@arch("convnextv2", "vision")
+def convnextv2(layers=1, hidden=16):
+    """ConvNeXt V2: global response normalization (an L2 norm over the pixels per channel) in each block."""
+    return _vision("ConvNextV2Model", "ConvNextV2Config", 32, ("last_hidden_state", "pooler_output"), lively=True,
+                   num_stages=2, hidden_sizes=[hidden, 2 * hidden], depths=[layers, layers])
+
+
+@arch("siglip_vision", "vision")
+def siglip_vision(layers=2, hidden=64):
+    """SigLIP's vision tower: a ViT without class token, pooled by a multi-head attention probe."""
+    return _vision("SiglipVisionModel", "SiglipVisionConfig", 32, ("last_hidden_state", "pooler_output"),
+                   image_size=32, patch_size=8, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=4,
+                   intermediate_size=hidden * 4)
+
+
+@arch("yolos", "vision")
+def yolos(layers=2, hidden=64):
+    """YOLOS: a ViT detecting objects through detection tokens (class logits and boxes)."""
+    return _vision("YolosForObjectDetection", "YolosConfig", 32, ("logits", "pred_boxes"), image_size=[32, 32],
+                   patch_size=8, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=4,
+                   intermediate_size=hidden * 4, num_detection_tokens=5, num_labels=7)
+
+
+@arch("dpt", "vision")
+def dpt(layers=4, hidden=64):
+    """DPT depth estimation: a ViT whose hidden states a convolutional neck reassembles, fuses and upsamples."""
+    built = _vision("DPTForDepthEstimation", "DPTConfig", 32, ("predicted_depth",), lively=True, image_size=32,
+                    patch_size=8, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=4,
+                    intermediate_size=hidden * 4, backbone_out_indices=[0, 1, 2, 3],
+                    neck_hidden_sizes=[16, 32, 48, 64], fusion_hidden_size=32, head_in_index=-1)
+    with _torch().no_grad():     # (the head ends in a ReLU: a random init's depths came out all zeros)
+        built.module.model.head.head[4].bias.fill_(1.0)
+    return built
 
 
 @arch("mobilevit", "vision")
