@@ -118,22 +118,25 @@ def test_one_past_continued_twice_gives_both_continuations(name):
 
 
 def test_two_threads_continuing_one_past_at_once():
-    """Runs on two threads fed the same past view: at most one of them claims the buffer's next rows; both get
-    onnxruntime's results, step after step."""
+    """Runs on two threads fed the same past view, each of 20 pasts whose buffer can take the next rows: at most one
+    of them claims the rows; both get onnxruntime's results."""
     name = "llama_1layer_past.dynamo"
     sess, oracle = _session(name), _ort(name)
-    start = _warm(sess, _start(name))
-    plain = {k: np.ascontiguousarray(v) for k, v in start.items()}
+    starts = [_warm(sess, _start(name)) for _ in range(20)]
+    assert all(_grow.is_view(s["past_key_values.0.key"]) for s in starts)
+    plain = {k: np.ascontiguousarray(v) for k, v in starts[0].items()}
     want = {t: _step(oracle, dict(plain, input_ids=np.full_like(plain["input_ids"], t)))[0] for t in (3, 7)}
     errors = []
     barrier = threading.Barrier(2)
+    claimed = [[False, False] for _ in starts]     # per past, per thread: its present in the past's buffer
 
     def work(t):
         try:
-            for _ in range(50):
+            for i, start in enumerate(starts):
                 barrier.wait()
                 got, _ = _step(sess, dict(start, input_ids=np.full_like(start["input_ids"], t)))
                 _close(got, want[t], f"thread {t}")
+                claimed[i][t == 7] = np.shares_memory(got["present.0.key"], start["past_key_values.0.key"])
         except BaseException as e:       # (reported below: a failed assert in a thread fails nothing by itself)
             errors.append(e)
             barrier.abort()
@@ -144,6 +147,7 @@ def test_two_threads_continuing_one_past_at_once():
     for th in threads:
         th.join()
     assert not errors, errors[0]
+    assert all(a + b == 1 for a, b in claimed), claimed      # one run appended in place, the other copied
 
 
 def test_a_strided_array_of_the_callers_own_is_copied_and_runs():
