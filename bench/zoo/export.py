@@ -582,10 +582,14 @@ def swin(layers=1, hidden=32):
                    patch_size=2, embed_dim=hidden, depths=[2 * layers, layers], num_heads=[2, 4], window_size=4)
 
 
+def _convnext(prefix, layers, hidden):
+    return _vision(f"{prefix}Model", f"{prefix}Config", 32, ("last_hidden_state", "pooler_output"), lively=True,
+                   num_stages=2, hidden_sizes=[hidden, 2 * hidden], depths=[layers, layers])
+
+
 @arch("convnext", "vision")
 def convnext(layers=1, hidden=16):
-    return _vision("ConvNextModel", "ConvNextConfig", 32, ("last_hidden_state", "pooler_output"), lively=True,
-                   num_stages=2, hidden_sizes=[hidden, 2 * hidden], depths=[layers, layers])
+    return _convnext("ConvNext", layers, hidden)
 
 
 @arch("resnet", "vision")
@@ -681,8 +685,7 @@ def dinov2(layers=2, hidden=64):
 @arch("convnextv2", "vision")
 def convnextv2(layers=1, hidden=16):
     """ConvNeXt V2: global response normalization (an L2 norm over the pixels per channel) in each block."""
-    return _vision("ConvNextV2Model", "ConvNextV2Config", 32, ("last_hidden_state", "pooler_output"), lively=True,
-                   num_stages=2, hidden_sizes=[hidden, 2 * hidden], depths=[layers, layers])
+    return _convnext("ConvNextV2", layers, hidden)
 
 
 @arch("siglip_vision", "vision")
