@@ -14,14 +14,17 @@ Also: whether the two libraries picked the same tokens (the logits of random-wei
 differing token is a tie broken apart by rounding, counted, not an error).
 
 Models: `--dir` (default ~/.cache/onnxep/zoo-full, bench/zoo/export.py --full) names ending in `_past`, or `--model`
-files; inputs are found by name (input_ids, attention_mask, position_ids if present, past_key_values.N.key / value),
-the past's shape from the stored NPZ beside the model when there is one, else the model's input shapes with their
-symbolic dims at 1 (batch) and --past.
+files; inputs are found by name (input_ids or a seq2seq decoder's decoder_input_ids, attention_mask and position_ids
+if present, past_key_values.N.key / value, grown from the present output of the same name; any other input, such
+as a seq2seq decoder's past_key_values.N.encoder.key / value, is fed the same every step), the past's shape from the stored NPZ beside the model when there is one, else the model's input shapes with
+their symbolic dims at 1 (batch) and --past. A decoder whose zoo index entry gives max_positions (Whisper: 448)
+starts from at most max_positions - steps - 1 tokens of past.
 """
 from __future__ import annotations
 
 import argparse
 import glob
+import json
 import os
 import statistics
 import sys
@@ -50,8 +53,9 @@ def _start(sess, path, past, seed):
             shapes[i.name] = (dims, np.float32 if "float" in i.type else np.int64, None)
     rng = np.random.default_rng(seed)
     feeds = {}
+    grown = {o.name.replace("present", "past_key_values") for o in sess.get_outputs()}
     for name, (dims, dt, value) in shapes.items():
-        if name.startswith("past_key_values"):
+        if name in grown:
             dims = list(dims)
             dims[2] = past
             feeds[name] = rng.standard_normal(dims).astype(np.float32)
@@ -66,6 +70,17 @@ def _start(sess, path, past, seed):
     return feeds
 
 
+def _max_positions(path) -> int:
+    """The decoder's longest sequence, from the zoo index beside it (a Whisper decoder takes 448), else unbounded."""
+    index = os.path.join(os.path.dirname(path), "index.json")
+    if os.path.exists(index):
+        with open(index) as f:
+            for e in json.load(f).get("models", []):
+                if e.get("file") == os.path.basename(path) and e.get("max_positions"):
+                    return int(e["max_positions"])
+    return 1 << 30
+
+
 def _loop(sess, feeds, steps):
     """Step times (s) and the tokens picked."""
     outs = [o.name for o in sess.get_outputs()]
@@ -77,12 +92,15 @@ def _loop(sess, feeds, steps):
         times.append(time.perf_counter() - t0)
         tok = int(np.argmax(res["logits"].reshape(-1, res["logits"].shape[-1])[-1]))
         tokens.append(tok)
-        n = feeds["attention_mask"].shape[1] + 1
-        nxt = {"input_ids": np.array([[tok]], np.int64), "attention_mask": np.ones((1, n), np.int64)}
-        if "position_ids" in ins:
-            nxt["position_ids"] = np.array([[n - 1]], np.int64)
+        nxt = dict(feeds)          # (a seq2seq decoder's encoder states stay)
+        nxt["decoder_input_ids" if "decoder_input_ids" in ins else "input_ids"] = np.array([[tok]], np.int64)
+        if "attention_mask" in ins:
+            n = feeds["attention_mask"].shape[1] + 1
+            nxt["attention_mask"] = np.ones((1, n), np.int64)
+            if "position_ids" in ins:
+                nxt["position_ids"] = np.array([[n - 1]], np.int64)
         for name in ins:
-            if name.startswith("past_key_values"):
+            if name.startswith("past_key_values") and name.replace("past_key_values", "present") in res:
                 nxt[name] = res[name.replace("past_key_values", "present")]
         feeds = nxt
     return times, tokens
@@ -113,15 +131,19 @@ def main(argv=None) -> int:
         sess = {lib: _session(lib, path, args.threads) for lib in ("onnxep", "onnxruntime")}
         toks = {}
 
+        past = min(args.past, _max_positions(path) - args.steps - 1)
+
         def measure(lib, r):
-            times, toks[lib, r] = _loop(sess[lib], _start(sess[lib], path, args.past, seed=r), args.steps)
+            times, toks[lib, r] = _loop(sess[lib], _start(sess[lib], path, past, seed=r), args.steps)
             return statistics.median(times[args.warmup:]) * 1e3
 
         ep, ort = _alternating(args.rounds, args.pause, measure)
         same = [sum(a == b for a, b in zip(toks["onnxep", r], toks["onnxruntime", r])) / args.steps
                 for r in range(args.rounds)]
         ratios.append(ep / ort)
-        print(f"{os.path.basename(path)[:-5]:30s} {ep:10.2f} {ort:10.2f} {ep / ort:7.2f}  {min(same):.0%}")
+        print(f"{os.path.basename(path)[:-5]:30s} {ep:10.2f} {ort:10.2f} {ep / ort:7.2f}  {min(same):.0%}"
+              + (f"  (from {past} tokens of past: the decoder's {past + args.steps + 1} positions)"
+                 if past != args.past else ""))
     print(_geomean_line(ratios, "model(s)"))
     return 0
 

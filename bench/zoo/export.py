@@ -61,6 +61,7 @@ class Built:
     make: Callable
     tolerance: float = DEFAULT_TOL
     note: str = ""
+    max_positions: int | None = None     # a decoder's longest sequence (past + new tokens), when it has one
 
 
 @dataclass
@@ -425,6 +426,70 @@ def _seq2seq(cls_name, config_name, part, vocab=1000, enc_len=None, **cfg):
     return Built(_Wrap(model, list(names), fn), names, ["logits"], make)
 
 
+def _decoder_step(model, config, names, encoder, vocab=1000):
+    """One step of a seq2seq decoder as a decoding loop runs it (optimum's decoder-with-past layout): the self-attention
+    cache past_key_values.<i>.decoder.key / value, grown a row a step (present.<i>.decoder.key / value), and the
+    cross-attention keys and values past_key_values.<i>.encoder.key / value, computed once from the encoder's states
+    and fed unchanged. `names`: the other inputs ({name: axes}), encoder(rng, d) their arrays. Outputs: logits and
+    the self-attention presents."""
+    torch = _torch()
+    import transformers
+    n_layers = config.decoder_layers
+    heads = config.decoder_attention_heads
+    head_dim = config.d_model // heads
+    names = {"decoder_input_ids": {0: "batch", 1: "decoder_sequence"}, **names}
+    for i in range(n_layers):
+        for kv in ("key", "value"):
+            names[f"past_key_values.{i}.decoder.{kv}"] = {0: "batch", 2: "past_sequence"}
+            names[f"past_key_values.{i}.encoder.{kv}"] = {0: "batch", 2: "encoder_sequence"}
+    outputs = ["logits"] + [f"present.{i}.decoder.{kv}" for i in range(n_layers) for kv in ("key", "value")]
+
+    def make(rng, d):
+        b, p = d["batch"], d["past"]
+        feeds = {"decoder_input_ids": _ids(rng, b, d["step"], vocab), **encoder(rng, d)}
+        enc = encoder.length(d)
+        for i in range(n_layers):
+            for kv in ("key", "value"):
+                feeds[f"past_key_values.{i}.decoder.{kv}"] = rng.standard_normal((b, heads, p, head_dim)).astype(
+                    np.float32)
+                feeds[f"past_key_values.{i}.encoder.{kv}"] = rng.standard_normal((b, heads, enc, head_dim)).astype(
+                    np.float32)
+        return feeds
+
+    def fn(m, decoder_input_ids, encoder_attention_mask=None, **kv):
+        own = [(kv[f"past_key_values.{i}.decoder.key"], kv[f"past_key_values.{i}.decoder.value"])
+               for i in range(n_layers)]
+        cross = [(kv[f"past_key_values.{i}.encoder.key"], kv[f"past_key_values.{i}.encoder.value"])
+                 for i in range(n_layers)]
+        cache = transformers.EncoderDecoderCache(transformers.DynamicCache(ddp_cache_data=own, config=m.config),
+                                                 transformers.DynamicCache(ddp_cache_data=cross, config=m.config))
+        k0 = cross[0][0]
+        # (the cross-attention reads the cache; the states only have to be there, of the encoder's length)
+        states = torch.zeros((k0.shape[0], k0.shape[2], m.config.d_model), dtype=k0.dtype)
+        extra = {} if encoder_attention_mask is None else {"attention_mask": encoder_attention_mask}
+        key = "cache" if "cache" in inspect.signature(m.forward).parameters else "past_key_values"
+        out = m(encoder_outputs=(states,), decoder_input_ids=decoder_input_ids, use_cache=True, **{key: cache},
+                **extra)
+        flat = []
+        for layer in getattr(out, key).self_attention_cache.layers:
+            flat += [layer.keys, layer.values]
+        return (out.logits, *flat)
+    return Built(_Wrap(model, list(names), fn), names, outputs, make,
+                 max_positions=getattr(config, "max_target_positions", None) or config.max_position_embeddings)
+
+
+@arch("bart_decoder_past", "seq2seq")
+def bart_decoder_past(layers=2, hidden=64, vocab=1000):
+    """BART's decoder, one step with its self-attention cache (a summarization / translation loop)."""
+    model, config = _hf("BartForConditionalGeneration", "BartConfig", vocab_size=vocab, **_bart_cfg(layers, hidden))
+
+    def encoder(rng, d):
+        return {"encoder_attention_mask": _mask(d["batch"], d["seq"])}
+    encoder.length = lambda d: d["seq"]
+    return _decoder_step(model, config, {"encoder_attention_mask": {0: "batch", 1: "encoder_sequence"}}, encoder,
+                         vocab)
+
+
 def _t5_cfg(layers, hidden):
     return dict(d_model=hidden, d_kv=hidden // 4, d_ff=hidden * 2, num_layers=layers, num_decoder_layers=layers,
                 num_heads=4, relative_attention_num_buckets=16, decoder_start_token_id=0)
@@ -478,6 +543,27 @@ def whisper_encoder(layers=2, hidden=64):
     def fn(m, input_features):
         return m.get_encoder()(input_features=input_features).last_hidden_state
     return Built(_Wrap(model, list(names), fn), names, ["last_hidden_state"], make)
+
+
+@arch("whisper_decoder_past", "audio")
+def whisper_decoder_past(layers=2, hidden=64, vocab=1000):
+    """Whisper's decoder, one step with its self-attention cache (a transcription loop)."""
+    return _whisper_step(dict(_whisper_cfg(layers, hidden), vocab_size=vocab))
+
+
+def whisper_decoder_past_sized(d_model, layers, heads, ffn, vocab, frames, positions):
+    return _whisper_step(dict(_whisper_cfg(layers, d_model), vocab_size=vocab, encoder_attention_heads=heads,
+                              decoder_attention_heads=heads, encoder_ffn_dim=ffn, decoder_ffn_dim=ffn,
+                              max_source_positions=frames, max_target_positions=positions))
+
+
+def _whisper_step(cfg):
+    model, config = _hf("WhisperForConditionalGeneration", "WhisperConfig", **cfg)
+
+    def encoder(rng, d):
+        return {}
+    encoder.length = lambda d: cfg["max_source_positions"]
+    return _decoder_step(model, config, {}, encoder, cfg["vocab_size"])
 
 
 @arch("whisper_decoder", "audio")
@@ -950,6 +1036,7 @@ _fixture("resnet_tiny", "resnet_torch", ("dynamo",), width=8, blocks=(1, 1), siz
 _fixture("unet_tiny", "unet", ("dynamo",), ch=8)
 _fixture("deit_1layer", "deit", ("dynamo",), layers=1, hidden=32)
 _fixture("efficientnet_tiny", "efficientnet", ("dynamo",), width=0.1, depth=0.1, size=32)
+_fixture("whisper_1layer_past", "whisper_decoder_past", ("dynamo",), layers=1, hidden=32, vocab=100)
 
 
 # ------------------------------------------------------------------------------ the models at their real sizes
@@ -986,6 +1073,9 @@ _full("mobilenet_v2_100", lambda: _vision("MobileNetV2ForImageClassification", "
 _full("gpt2_past", lambda: _causal_lm("GPT2LMHeadModel", "GPT2Config", past=True, vocab=50257, n_embd=768, n_layer=12,
                                       n_head=12, n_positions=1024),
       "GPT-2 small (124M): one decoding step after 128 tokens of past")
+_full("whisper_base_decoder_past", lambda: whisper_decoder_past_sized(
+        d_model=512, layers=6, heads=8, ffn=2048, vocab=51865, frames=1500, positions=448),
+      "Whisper-base's decoder: one step with its self-attention cache after 128 tokens, 1500 encoder frames")
 _full("smollm_135m_past", lambda: _causal_lm("LlamaForCausalLM", "LlamaConfig", past=True, vocab=49152,
                                              hidden_size=576, num_hidden_layers=30, num_attention_heads=9,
                                              num_key_value_heads=3, intermediate_size=1536,
@@ -1085,6 +1175,8 @@ def export_arch(a: Arch, exporter: str, out: Path, dims=None, strip=False) -> di
     except Exception as e:  # noqa: BLE001 -- a config this transformers does not take: recorded, not fatal
         entry.update(stage="build", error=_short(e))
         return entry
+    if built.max_positions is not None:
+        entry["max_positions"] = built.max_positions
     entry.update(tolerance=built.tolerance, note=built.note,
                  doc=(a.build.__doc__ or "").strip().split("\n\n")[0].replace("\n", " "))
     dynamic = True

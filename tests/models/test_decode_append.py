@@ -15,7 +15,7 @@ ort = pytest.importorskip("onnxruntime")
 
 ZOO = Path(__file__).parent / "zoo"
 DECODERS = ["gpt2_1layer_past.dynamo", "gpt2_1layer_past.torchscript", "llama_1layer_past.dynamo",
-            "llama_1layer_past.torchscript"]
+            "llama_1layer_past.torchscript", "whisper_1layer_past.dynamo"]
 STEPS = 12
 
 
@@ -43,14 +43,26 @@ def _step(sess, feeds, tokens=None):
     the past, the mask one longer)."""
     names = [o.name for o in sess.get_outputs()]
     got = dict(zip(names, sess.run(None, feeds)))
-    batch = feeds["input_ids"].shape[0]
-    nxt = {"input_ids": (np.argmax(got["logits"][:, -1], axis=-1).reshape(batch, 1).astype(np.int64)
-                         if tokens is None else tokens),
-           "attention_mask": np.ones((batch, feeds["attention_mask"].shape[1] + 1), np.int64)}
+    ids = "input_ids" if "input_ids" in feeds else "decoder_input_ids"     # (a seq2seq decoder's)
+    batch = feeds[ids].shape[0]
+    nxt = dict(feeds)           # (a seq2seq decoder's cross-attention keys / values stay)
+    nxt[ids] = (np.argmax(got["logits"][:, -1], axis=-1).reshape(batch, 1).astype(np.int64) if tokens is None
+                else tokens)
+    if "attention_mask" in feeds:
+        nxt["attention_mask"] = np.ones((batch, feeds["attention_mask"].shape[1] + 1), np.int64)
     for n, v in got.items():
         if n.startswith("present"):
             nxt[n.replace("present", "past_key_values")] = v
     return got, nxt
+
+
+def _ids(feeds):
+    return feeds["input_ids"] if "input_ids" in feeds else feeds["decoder_input_ids"]
+
+
+def _key0(outputs):
+    """The first layer's present key (present.0.key, or a seq2seq decoder's present.0.decoder.key)."""
+    return "present.0.key" if "present.0.key" in outputs else "present.0.decoder.key"
 
 
 def _close(got, want, what):
@@ -66,9 +78,9 @@ def test_a_decoding_loop_matches_onnxruntime_and_appends_in_place(name):
     last = None
     for step in range(STEPS):
         want, feeds = _step(oracle, feeds)
-        got, ours = _step(sess, ours, feeds["input_ids"])        # (onnxruntime's tokens: ties cannot fork)
+        got, ours = _step(sess, ours, _ids(feeds))        # (onnxruntime's tokens: ties cannot fork)
         _close(got, want, f"{name} step {step}")
-        key = got["present.0.key"]
+        key = got[_key0(got)]
         if last is not None and not key.flags.c_contiguous and np.shares_memory(key, last):
             appended += 1
         last = key
@@ -83,7 +95,7 @@ def test_turned_off_every_output_is_c_contiguous(name):
     feeds = ours = _start(name)
     for step in range(STEPS):
         want, feeds = _step(oracle, feeds)
-        got, ours = _step(sess, ours, feeds["input_ids"])
+        got, ours = _step(sess, ours, _ids(feeds))
         _close(got, want, f"{name} step {step}")
         assert all(v.flags.c_contiguous for v in got.values())
 
@@ -102,19 +114,22 @@ def test_one_past_continued_twice_gives_both_continuations(name):
     their values after the second run."""
     sess, oracle = _session(name), _ort(name)
     feeds = _warm(sess, _start(name))
-    assert _grow.is_view(feeds["past_key_values.0.key"])
     plain = {k: np.ascontiguousarray(v) for k, v in feeds.items()}
-    a = dict(feeds, input_ids=np.full_like(feeds["input_ids"], 3))
-    b = dict(feeds, input_ids=np.full_like(feeds["input_ids"], 7))
+    ids = "input_ids" if "input_ids" in feeds else "decoder_input_ids"
+    key = _key0([o.name for o in sess.get_outputs()])
+    past = key.replace("present", "past_key_values")
+    assert _grow.is_view(feeds[past])
+    a = dict(feeds, **{ids: np.full_like(feeds[ids], 3)})
+    b = dict(feeds, **{ids: np.full_like(feeds[ids], 7)})
     got_a, _ = _step(sess, a)
     kept = {n: v.copy() for n, v in got_a.items()}
     got_b, _ = _step(sess, b)
     _close(got_a, kept, f"{name}: continuation a after b ran")
-    _close(got_a, _step(oracle, dict(plain, input_ids=a["input_ids"]))[0], f"{name}: continuation a")
-    _close(got_b, _step(oracle, dict(plain, input_ids=b["input_ids"]))[0], f"{name}: continuation b")
-    assert not np.shares_memory(got_a["present.0.key"], got_b["present.0.key"])
+    _close(got_a, _step(oracle, dict(plain, **{ids: a[ids]}))[0], f"{name}: continuation a")
+    _close(got_b, _step(oracle, dict(plain, **{ids: b[ids]}))[0], f"{name}: continuation b")
+    assert np.shares_memory(got_a[key], feeds[past]) and not np.shares_memory(got_b[key], feeds[past])
     # the past itself still holds its rows
-    np.testing.assert_array_equal(feeds["past_key_values.0.key"], plain["past_key_values.0.key"])
+    np.testing.assert_array_equal(feeds[past], plain[past])
 
 
 def test_two_threads_continuing_one_past_at_once():
