@@ -70,23 +70,26 @@ def _close(got, want, what):
         np.testing.assert_allclose(got[n], w, rtol=1e-4, atol=1e-5, err_msg=f"{what}: {n}")
 
 
+def _appended(sess, oracle, name, step=_step):
+    """Steps of a decoding loop whose present key shares its buffer with the step before's, every step checked
+    against onnxruntime's."""
+    feeds = ours = _start(name)
+    appended, last = 0, None
+    for i in range(STEPS):
+        want, feeds = _step(oracle, feeds)
+        got, ours = step(sess, ours, _ids(feeds))
+        _close(got, want, f"{name} step {i}")
+        key = got[_key0(got)]
+        appended += last is not None and not key.flags.c_contiguous and np.shares_memory(key, last)
+        last = key
+    return appended
+
+
 @pytest.mark.parametrize("name", DECODERS)
 def test_a_decoding_loop_matches_onnxruntime_and_appends_in_place(name):
-    sess, oracle = _session(name), _ort(name)
-    feeds = ours = _start(name)
-    appended = 0
-    last = None
-    for step in range(STEPS):
-        want, feeds = _step(oracle, feeds)
-        got, ours = _step(sess, ours, _ids(feeds))        # (onnxruntime's tokens: ties cannot fork)
-        _close(got, want, f"{name} step {step}")
-        key = got[_key0(got)]
-        if last is not None and not key.flags.c_contiguous and np.shares_memory(key, last):
-            appended += 1
-        last = key
     # the first steps of each new length are recorded by the memory planner (plain outputs); from the steps its
     # signature family serves, each step's rows go after the last step's, in the same buffer
-    assert appended >= STEPS // 2, appended
+    assert _appended(_session(name), _ort(name), name) >= STEPS // 2
 
 
 @pytest.mark.parametrize("name", DECODERS[:1] + DECODERS[2:3])
@@ -231,3 +234,35 @@ def test_a_concat_output_read_by_another_op_stays_c_contiguous():
         np.testing.assert_array_equal(r, np.maximum(want, 0))
         assert present.flags.c_contiguous
         past = present
+
+
+def test_an_epcontext_model_appends_too(tmp_path):
+    """A session on the EPContext model onnxep wrote (its plans rebuilt from the blob) marks the same Concats."""
+    name = "gpt2_1layer_past.dynamo"
+    so = onnxep.SessionOptions()
+    so.add_session_config_entry("ep.context_enable", "1")
+    so.add_session_config_entry("ep.context_file_path", str(tmp_path / "ctx.onnx"))
+    onnxep.InferenceSession(str(ZOO / f"{name}.onnx"), so)
+    sess = onnxep.InferenceSession(str(tmp_path / "ctx.onnx"))
+    assert _appended(sess, _ort(name), name) >= STEPS // 2
+
+
+def test_outputs_bound_by_iobinding_are_written_where_bound():
+    """An IOBinding run writes its outputs as bound (no view with spare rows); the loop still matches onnxruntime."""
+    name = "llama_1layer_past.dynamo"
+
+    def bound_step(sess, feeds, tokens):
+        b = sess.io_binding()
+        for k, v in feeds.items():
+            b.bind_cpu_input(k, v)
+        names = [o.name for o in sess.get_outputs()]
+        for n in names:
+            b.bind_output(n)
+        sess.run_with_iobinding(b)
+        got = dict(zip(names, b.copy_outputs_to_cpu()))
+        nxt = dict(feeds, input_ids=tokens,
+                   attention_mask=np.ones((tokens.shape[0], feeds["attention_mask"].shape[1] + 1), np.int64))
+        nxt.update({n.replace("present", "past_key_values"): v for n, v in got.items() if n.startswith("present")})
+        return got, nxt
+
+    assert _appended(_session(name), _ort(name), name, bound_step) == 0
