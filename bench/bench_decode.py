@@ -3,6 +3,7 @@
     python bench/bench_decode.py                                  # the --full zoo's decoders, 2 threads
     python bench/bench_decode.py --only gpt2_past --past 1000 --steps 64 --threads 1
     python bench/bench_decode.py --model my_decoder.onnx --rounds 5
+    python bench/bench_decode.py --config onnxep.compute_precision=bf16   # onnxep in bf16, onnxruntime fp32
 
 Each step feeds the previous step's `present.*` outputs back as `past_key_values.*` (the key / value cache grows a
 row a step), the argmax token as input_ids, and an attention mask one longer: every step is a new input signature,
@@ -117,6 +118,8 @@ def main(argv=None) -> int:
     ap.add_argument("--warmup", type=int, default=4, help="steps of each round left out of its median")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--pause", type=float, default=0.15)
+    ap.add_argument("--config", nargs="*", default=[], metavar="KEY=VALUE",
+                    help="onnxep session config entries (e.g. onnxep.compute_precision=bf16; onnxruntime stays fp32)")
     args = ap.parse_args(argv)
     paths = args.model or sorted(p for p in glob.glob(os.path.join(args.dir, "*_past*.onnx"))
                                  if not args.only or os.path.basename(p).split(".")[0] in args.only)
@@ -124,11 +127,19 @@ def main(argv=None) -> int:
         print(f"no decoder with past inputs in {args.dir}: make them with bench/zoo/export.py --full", file=sys.stderr)
         return 1
     print(f"greedy decoding, {args.steps} steps from {args.past} tokens of past, {args.threads} thread(s); median step "
-          f"time over {args.rounds} alternating rounds (each: median after {args.warmup} steps)")
+          f"time over {args.rounds} alternating rounds (each: median after {args.warmup} steps)"
+          + (f"; onnxep config {' '.join(args.config)}" if args.config else ""))
     print(f"{'model':30s} {'onnxep ms':>10s} {'ort ms':>10s} {'ep/ort':>7s}  same tokens")
     ratios = []
     for path in paths:
         sess = {lib: _session(lib, path, args.threads) for lib in ("onnxep", "onnxruntime")}
+        if args.config:
+            import onnxep
+            so = onnxep.SessionOptions()
+            so.intra_op_num_threads = args.threads
+            for entry in args.config:
+                so.add_session_config_entry(*entry.split("=", 1))
+            sess["onnxep"] = onnxep.InferenceSession(path, so)
         toks = {}
 
         past = min(args.past, _max_positions(path) - args.steps - 1)

@@ -398,6 +398,8 @@ cdef enum:
 
 #: masks attention_masked_f32 combines per call
 ATTN_MAX_MASKS = ATTN_NMASK_MAX
+#: query rows up to which the fp32 attention reads K and V as stored, packing neither (batch-1 decoding)
+ATTN_DIRECT_ROWS = AT_RB
 
 
 cdef struct AttnJob:

@@ -14,11 +14,12 @@ from tests.graph.test_exporter_attention import _sdpa_nodes
 needs_bf16 = pytest.mark.skipif(not _kernels.bgemm_hw(), reason="needs AVX512_BF16 (vdpbf16ps)")
 
 
-def _model(B, H, S, D):
+def _model(B, H, S, D, q_rows=None):
     nodes = _sdpa_nodes("q", "k", "v", "y", scale_split=False, nan_guard=False, masks=[("add", "am", None)])
-    ins = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [B, H, S, D]) for n in "qkv"]
+    M = S if q_rows is None else q_rows
+    ins = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [B, H, M if n == "q" else S, D]) for n in "qkv"]
     ins.append(helper.make_tensor_value_info("am", TensorProto.FLOAT, [B, 1, 1, S]))
-    g = helper.make_graph(nodes, "g", ins, [helper.make_tensor_value_info("y", TensorProto.FLOAT, [B, S, H, D])])
+    g = helper.make_graph(nodes, "g", ins, [helper.make_tensor_value_info("y", TensorProto.FLOAT, [B, M, H, D])])
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
 
 
@@ -83,3 +84,32 @@ def test_rule_needs_vdpbf16ps(force, monkeypatch):
         monkeypatch.setattr(_kernels, "bgemm_dp_ratio", lambda r=ratio: r)
         assert _bf16.bf16_attention(197, _bf16.ATTN_MIN_KEYS, 64, 64) is want
         assert not _bf16.bf16_attention(197, _bf16.ATTN_MIN_KEYS - 1, 64, 64)
+
+
+def test_rule_keeps_a_decoding_step_fp32(force, monkeypatch):
+    """Up to ATTN_DIRECT_ROWS query rows (a decoding step's one) the fp32 kernel reads K and V as stored: the rule
+    keeps it there (the bf16 path would pack every head's K and V first), and takes bf16 from one row more."""
+    force(None)
+    monkeypatch.setattr(_kernels, "bgemm_hw", lambda: True)
+    monkeypatch.setattr(_kernels, "bgemm_dp_ratio", lambda: 2.0)
+    rows = _kernels.ATTN_DIRECT_ROWS
+    assert not _bf16.bf16_attention(1, 1500, 64, 64)
+    assert not _bf16.bf16_attention(rows, 1500, 64, 64)
+    assert _bf16.bf16_attention(rows + 1, 1500, 64, 64)
+    force(True)
+    assert _bf16.bf16_attention(1, 1500, 64, 64)         # (forced: tests and A/B runs still reach the bf16 path)
+
+
+@needs_bf16
+def test_a_decoding_step_matches_the_fp32_session(force):
+    """One query row against many keys (a decoder's step) in a bf16 session: the rule's fp32 kernel, the fp32
+    session's bits (oracle: the fp32 session, itself checked against onnxruntime elsewhere)."""
+    rng = np.random.default_rng(2)
+    S = 300
+    feeds = {"q": rng.standard_normal((1, 2, 1, 16)).astype(np.float32),
+             "k": rng.standard_normal((1, 2, S, 16)).astype(np.float32),
+             "v": rng.standard_normal((1, 2, S, 16)).astype(np.float32),
+             "am": np.zeros((1, 1, 1, S), np.float32)}
+    force(None)
+    model = _model(1, 2, S, 16, q_rows=1)
+    np.testing.assert_array_equal(_run(model, feeds, "bf16"), _run(model, feeds, "fp32"))
