@@ -1065,22 +1065,22 @@ def _check_session_options(so: SessionOptions) -> None:
                   "process-wide thread pool either way (intra_op_num_threads still limits each session's calls)")
 
 
-def allow_spinning(config: dict) -> bool:
-    """The session's session.intra_op.allow_spinning entry (True when not set), else InvalidArgument naming the key
-    and the value ("0" and "1" are allowed, as in onnxruntime)."""
-    value = config.get(CONFIG_ALLOW_SPINNING, "1").strip()
+def _switch(config: dict, key: str) -> bool:
+    """A "0" / "1" session config entry (True when not set), else InvalidArgument naming the key and the value."""
+    value = config.get(key, "1").strip()
     if value not in ("0", "1"):
-        raise InvalidArgument(f"session config {CONFIG_ALLOW_SPINNING}={value!r}: allowed values are '0', '1'")
+        raise InvalidArgument(f"session config {key}={value!r}: allowed values are '0', '1'")
     return value == "1"
+
+
+def allow_spinning(config: dict) -> bool:
+    """The session's session.intra_op.allow_spinning entry ("0" and "1" are allowed, as in onnxruntime)."""
+    return _switch(config, CONFIG_ALLOW_SPINNING)
 
 
 def append_in_place(config: dict) -> bool:
-    """The session's onnxep.append_in_place entry (True when not set), else InvalidArgument naming the key and the
-    value."""
-    value = config.get(CONFIG_APPEND_IN_PLACE, "1").strip()
-    if value not in ("0", "1"):
-        raise InvalidArgument(f"session config {CONFIG_APPEND_IN_PLACE}={value!r}: allowed values are '0', '1'")
-    return value == "1"
+    """The session's onnxep.append_in_place entry."""
+    return _switch(config, CONFIG_APPEND_IN_PLACE)
 
 
 def compute_precision(config: dict) -> str:

@@ -266,3 +266,8 @@ def test_outputs_bound_by_iobinding_are_written_where_bound():
         return got, nxt
 
     assert _appended(_session(name), _ort(name), name, bound_step) == 0
+
+
+def test_a_bad_value_is_refused_naming_the_entry():
+    with pytest.raises(onnxep.InvalidArgument, match="onnxep.append_in_place='yes'"):
+        _session("gpt2_1layer_past.dynamo", "yes")
