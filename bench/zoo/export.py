@@ -532,7 +532,10 @@ def _whisper_cfg(layers, hidden):
 
 @arch("whisper_encoder", "audio")
 def whisper_encoder(layers=2, hidden=64):
-    cfg = _whisper_cfg(layers, hidden)
+    return _whisper_encoder(_whisper_cfg(layers, hidden))
+
+
+def _whisper_encoder(cfg):
     model, _ = _hf("WhisperForConditionalGeneration", "WhisperConfig", **cfg)
     frames = 2 * cfg["max_source_positions"]     # Whisper's encoder takes exactly this many mel frames
     names = {"input_features": {0: "batch"}}
@@ -551,10 +554,14 @@ def whisper_decoder_past(layers=2, hidden=64, vocab=1000):
     return _whisper_step(dict(_whisper_cfg(layers, hidden), vocab_size=vocab))
 
 
-def whisper_decoder_past_sized(d_model, layers, heads, ffn, vocab, frames, positions):
-    return _whisper_step(dict(_whisper_cfg(layers, d_model), vocab_size=vocab, encoder_attention_heads=heads,
-                              decoder_attention_heads=heads, encoder_ffn_dim=ffn, decoder_ffn_dim=ffn,
-                              max_source_positions=frames, max_target_positions=positions))
+def _whisper_sized(d_model, layers, heads, ffn, vocab, frames, positions):
+    return dict(_whisper_cfg(layers, d_model), vocab_size=vocab, encoder_attention_heads=heads,
+                decoder_attention_heads=heads, encoder_ffn_dim=ffn, decoder_ffn_dim=ffn, max_source_positions=frames,
+                max_target_positions=positions)
+
+
+#: Whisper-base's shape (d_model 512, 6 + 6 layers, 8 heads, vocab 51865, 1500 frames, 448 positions)
+WHISPER_BASE = dict(d_model=512, layers=6, heads=8, ffn=2048, vocab=51865, frames=1500, positions=448)
 
 
 def _whisper_step(cfg):
@@ -1073,9 +1080,10 @@ _full("mobilenet_v2_100", lambda: _vision("MobileNetV2ForImageClassification", "
 _full("gpt2_past", lambda: _causal_lm("GPT2LMHeadModel", "GPT2Config", past=True, vocab=50257, n_embd=768, n_layer=12,
                                       n_head=12, n_positions=1024),
       "GPT-2 small (124M): one decoding step after 128 tokens of past")
-_full("whisper_base_decoder_past", lambda: whisper_decoder_past_sized(
-        d_model=512, layers=6, heads=8, ffn=2048, vocab=51865, frames=1500, positions=448),
+_full("whisper_base_decoder_past", lambda: _whisper_step(_whisper_sized(**WHISPER_BASE)),
       "Whisper-base's decoder: one step with its self-attention cache after 128 tokens, 1500 encoder frames")
+_full("whisper_base_encoder", lambda: _whisper_encoder(_whisper_sized(**WHISPER_BASE)),
+      "Whisper-base's encoder: 30 s of 80-bin log-mel frames (3000) -> 1500 states")
 _full("smollm_135m_past", lambda: _causal_lm("LlamaForCausalLM", "LlamaConfig", past=True, vocab=49152,
                                              hidden_size=576, num_hidden_layers=30, num_attention_heads=9,
                                              num_key_value_heads=3, intermediate_size=1536,
