@@ -239,9 +239,9 @@ class Executor:
             return True
 
         outs = frozenset(o for o in self.graph_outputs if taken(o))
-        for p in self.plans:
-            if hasattr(p, "grow_outputs"):
-                p.grow_outputs(outs)
+        for p, r in zip(self.plans, reads):
+            if r is not None:
+                p.grow_outputs(outs, r)
         return frozenset(x for x in graph_inputs if taken(x))
 
     def run(self, feeds: dict, output_names, run_ctx) -> list:

@@ -87,7 +87,7 @@ def concat(xs, axis: int, shape, dtype, nthreads: int, check) -> np.ndarray:
     """Concat(xs) along axis (the inputs' shapes checked by the caller, `shape` the result's): the new rows appended
     in place after xs[0]'s when xs[0] is a view whose buffer can take them, else every input copied into a new
     buffer with spare rows (`check(shape, dtype)` raises when that buffer is too large). Returns the view."""
-    from onnxep import _kernels
+    from onnxep.ops.tensor.concat import join_into
     x0 = xs[0]
     n0 = x0.shape[axis]
     n = shape[axis]
@@ -109,19 +109,6 @@ def concat(xs, axis: int, shape, dtype, nthreads: int, check) -> np.ndarray:
         check(full, dtype)
         nbytes = math.prod(full) * np.dtype(dtype).itemsize
         buf = _Buffer(host_bytes(nbytes).view(dtype).reshape(full), axis, n)
-    y = buf.array
-    inner = math.prod(shape[axis + 1:]) * y.itemsize
-    rows = math.prod(shape[:axis])
-    ld = y.shape[axis] * inner
-    o = 0
-    lead = (slice(None),) * axis
-    for i, x in enumerate(xs):
-        k = x.shape[axis]
-        if o >= start and k:
-            if x.dtype == y.dtype and x.flags.c_contiguous and not y.dtype.hasobject:
-                _kernels.copy_rows(x.reshape(-1).view(np.uint8), rows, k * inner, y.reshape(-1).view(np.uint8), ld,
-                                   o * inner, nthreads)
-            else:
-                y[lead + (slice(o, o + k),)] = x
-        o += k
+    # (appending: input 0's rows are in the buffer already)
+    join_into(buf.array, xs, axis, (start > 0,) + (False,) * (len(xs) - 1), nthreads)
     return _hand_out(buf, n)

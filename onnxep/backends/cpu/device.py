@@ -173,11 +173,10 @@ class CpuPlan(GraphPlan):
                     ok[x] = ok.get(x, True) and j in taken
         return ok
 
-    def grow_outputs(self, names) -> int:
+    def grow_outputs(self, names, reads) -> int:
         """Let each Concat step whose output is one of `names` (graph outputs no other plan reads but as a strided
-        view) and that this plan's steps read only that way return a view with spare rows (ops/_grow.py). Returns
-        how many."""
-        reads = self.strided_reads()
+        view) and that this plan's steps read only that way (`reads`: its strided_reads) return a view with spare
+        rows (ops/_grow.py). Returns how many."""
         n = 0
         for kernel, ins, outs, *_ in self.steps:
             if (getattr(kernel, "grow_output", None) is False and len(outs) == 1 and outs[0] in names

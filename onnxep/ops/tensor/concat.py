@@ -47,22 +47,21 @@ class Concat_4(OpKernel):
                                  f"along axis {axis}")
         shape = list(first)
         shape[axis] = sum(x.shape[axis] for x in xs)
+        dtype = xs[0].dtype
         run = ctx.run
         if (self.grow_output and y is None and ctx.__class__ is KernelContext and 0 not in shape and len(xs) > 1
-                and run is not None and run.outside(tuple(shape), xs[0].dtype)):
+                and run is not None and run.outside(tuple(shape), dtype)):
             def check(full, dtype):
                 check_size(full, dtype, f"Concat node {self.name!r}", run.limit)
-            ctx.values[ctx.outs[0]] = _grow.concat(xs, axis, shape, xs[0].dtype, ctx.num_threads, check)
+            ctx.values[ctx.outs[0]] = _grow.concat(xs, axis, shape, dtype, ctx.num_threads, check)
             return
-        dtype = xs[0].dtype
         if y is None and math.prod(shape) * dtype.itemsize <= SMALL_BYTES and all(x.dtype == dtype for x in xs):
             # (tiny arrays -- the shape vectors exporters join: numpy's loop costs ~1 us, copy_rows' memoryviews ~10)
             np.concatenate(xs, axis=axis, out=ctx.output(0, shape, dtype))
             return
         # y: the output producers with a plan slot have written their inputs into already, if any
-        if y is None or y.shape != tuple(shape) or y.dtype != xs[0].dtype:
-            y = ctx.output(0, shape, xs[0].dtype)
-        lead = (slice(None),) * axis
+        if y is None or y.shape != tuple(shape) or y.dtype != dtype:
+            y = ctx.output(0, shape, dtype)
         last = axis == r - 1
         done, o = [], 0             # inputs already in y[..., o:o + n] (written there by their producers)
         for i, x in enumerate(xs):
@@ -73,24 +72,9 @@ class Concat_4(OpKernel):
         if not all(done) and any(not d and np.may_share_memory(x, y) for d, x in zip(done, xs)):
             # an input lives in y but elsewhere than its place: copying it there could overwrite another input
             # first, so the result goes to a new tensor
-            y = ctx.output(0, shape, xs[0].dtype)
+            y = ctx.output(0, shape, dtype)
             done = [False] * len(xs)
-        inner = math.prod(first[axis + 1:])
-        rows = math.prod(first[:axis])
-        native = not y.dtype.hasobject and y.flags.c_contiguous
-        o = 0
-        for x, d in zip(xs, done):
-            n = x.shape[axis]
-            if d or not n:
-                pass
-            elif native and x.dtype == y.dtype and x.flags.c_contiguous:
-                _kernels.copy_rows(x.reshape(-1).view(np.uint8), rows, n * inner * y.itemsize,
-                                   y.reshape(-1).view(np.uint8), shape[axis] * inner * y.itemsize,
-                                   o * inner * y.itemsize, ctx.num_threads)
-            else:
-                y[lead + (slice(o, o + n),)] = x
-            o += n
-
+        join_into(y, xs, axis, done, ctx.num_threads)
 
     def c_step(self, ins, outs, nthreads):
         """The compiled run loop's entry: rl_concat (row by row memcpy), inputs of y's dtype apart from y."""
@@ -106,6 +90,26 @@ class Concat_4(OpKernel):
         if sum(chunks) != y.shape[axis] * inner or any(x.size != rows * c // y.itemsize for x, c in zip(ins, chunks)):
             return None
         return "concat", [*range(k), ~0], [k, rows, y.shape[axis] * inner, *chunks], []
+
+
+def join_into(y, xs, axis, skip, nthreads) -> None:
+    """Each input not skipped (`skip`: a flag per input) copied into y's rows [o, o + n) along axis, o the rows of the
+    inputs before it; y's axis may be longer than theirs together (a buffer with spare rows, ops/_grow.py).
+    copy_rows for a C-contiguous input of y's dtype, numpy's assignment for any other."""
+    inner = math.prod(y.shape[axis + 1:]) * y.itemsize
+    rows = math.prod(y.shape[:axis])
+    native = not y.dtype.hasobject and y.flags.c_contiguous
+    lead = (slice(None),) * axis
+    o = 0
+    for x, s in zip(xs, skip):
+        n = x.shape[axis]
+        if n and not s:
+            if native and x.dtype == y.dtype and x.flags.c_contiguous:
+                _kernels.copy_rows(x.reshape(-1).view(np.uint8), rows, n * inner, y.reshape(-1).view(np.uint8),
+                                   y.shape[axis] * inner, o * inner, nthreads)
+            else:
+                y[lead + (slice(o, o + n),)] = x
+        o += n
 
 
 def _all_placed(ctx, y, axis) -> bool:
