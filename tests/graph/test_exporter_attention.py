@@ -170,10 +170,13 @@ def test_mask_that_broadcasts_the_scores_up_runs_the_numpy_path():
     _check(m, {"q": q, "k": k, "v": v, "am": am}, native=False)
 
 
-def _gqa_model(kv_heads=2, rep=2, const_shapes=True):
-    """Past Concat, then the grouped-query repeat Unsqueeze -> Expand -> Reshape of K and V."""
+def _gqa_model(kv_heads=2, rep=2, const_shapes=True, mask=False):
+    """Past Concat, then the grouped-query repeat Unsqueeze -> Expand -> Reshape of K and V; `mask`: an additive
+    mask input "am" of one row per head."""
     q = RNG.standard_normal((B, kv_heads * rep, 1, D)).astype(np.float32)
     feeds = {"q": q}
+    if mask:
+        feeds["am"] = RNG.standard_normal((B, kv_heads * rep, 1, S + 1)).astype(np.float32)
     nodes = []
     for t in ("k", "v"):
         feeds[f"past_{t}"] = RNG.standard_normal((B, kv_heads, S, D)).astype(np.float32)
@@ -191,11 +194,11 @@ def _gqa_model(kv_heads=2, rep=2, const_shapes=True):
                   helper.make_node("Expand", [f"u_{t}", f"es_{t}"], [f"e_{t}"]),
                   _c(f"rs_{t}", np.array([0, -1, 0, 0][:1] + [kv_heads * rep, -1, D], np.int64), np.int64),
                   helper.make_node("Reshape", [f"e_{t}", f"rs_{t}"], [f"r_{t}"])]
-    nodes += _sdpa_nodes("q", "r_k", "r_v", "y", scale_split=False)
+    nodes += _sdpa_nodes("q", "r_k", "r_v", "y", scale_split=False, masks=(("add", "am", None),) if mask else ())
     m = make_model(nodes, feeds, ["y", "cat_k", "cat_v"],
                    input_shapes={"q": ["batch", None, 1, None], "past_k": ["batch", None, "past", None],
                                  "past_v": ["batch", None, "past", None], "new_k": ["batch", None, 1, None],
-                                 "new_v": ["batch", None, 1, None]})
+                                 "new_v": ["batch", None, 1, None], "am": ["batch", None, 1, None]})
     return m, feeds
 
 
@@ -205,6 +208,21 @@ def test_grouped_query_repeat_reads_the_shared_head():
     # the fused node reads the concatenated kv (the repeat is gone from the plan)
     ops = _ops(sess)
     assert ops["Expand"] == 0, ops
+
+
+@pytest.mark.parametrize("kv_heads,rep,rows", [(2, 2, 2), (1, 3, 3), (2, 4, 4), (1, 8, 4), (2, 6, 3), (1, 5, 1),
+                                              (3, 1, 1)])
+def test_grouped_query_heads_of_a_step_go_to_the_kernel_as_rows_of_one_item(kv_heads, rep, rows):
+    """A decoding step (one query row a head) of grouped-query attention: the query heads that read one kv head go to
+    the kernel as the rows of one item, up to _kernels.ATTN_DIRECT_ROWS (4) of them, so each key row is read once for
+    them (fused_attention._shared_kv_rows); a repeat with no divisor in 2 .. 4 (5) and no repeat at all keep one row
+    an item. A mask of one row per head checks that every row keeps its own. Oracle: onnxruntime."""
+    m, feeds = _gqa_model(kv_heads, rep, mask=True)
+    sess = _check(m, feeds)
+    (fa,) = [st[0] for p in sess.plans for st in getattr(p, "steps", ()) if st[6] == "FusedAttention"]
+    preps = [v for v in fa._caches().natives.values() if v is not None and v[0] == "fused"]
+    assert preps and all(int(v[4][1]) == rows and int(v[4][0]) == B * kv_heads * rep // rows for v in preps), \
+        [list(v[4][:2]) for v in preps]
 
 
 def test_scale_after_the_mask_is_not_folded_into_alpha():

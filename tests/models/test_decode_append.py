@@ -211,6 +211,29 @@ def test_the_grow_buffers_views():
     assert _grow.spare_rows(0) == _grow.MIN_SPARE and _grow.spare_rows(10 ** 6) == _grow.MAX_SPARE
 
 
+@pytest.mark.parametrize("new_rows", [1, 3, 120])
+@pytest.mark.parametrize("strided_new", [False, True])
+def test_appended_rows_on_both_sides_of_the_small_append_size(new_rows, strided_new):
+    """Rows appended to a view (ops/_grow.py): up to SMALL_APPEND bytes by numpy's assignment, more by join_into
+    (120 rows of 2 x 3 x 32 floats: 92 KB); a new input that is itself strided is read through its strides. Oracle:
+    numpy.concatenate; the appends land in the first buffer (its 256 spare rows cover them)."""
+    rng = np.random.default_rng(1)
+    past = rng.standard_normal((2, 3, 1000, 32)).astype(np.float32)
+    first = _grow.concat([past[:, :, :999], past[:, :, 999:]], 2, (2, 3, 1000, 32), np.float32, 2, lambda *_: None)
+    x, want = first, past
+    for _ in range(2):
+        wide = rng.standard_normal((2, 3, new_rows, 64)).astype(np.float32)
+        new = wide[..., ::2] if strided_new else np.ascontiguousarray(wide[..., ::2])
+        assert (new.nbytes <= _grow.SMALL_APPEND) == (new_rows < 120)
+        shape = (2, 3, x.shape[2] + new_rows, 32)
+        y = _grow.concat([x, new], 2, shape, np.float32, 2, lambda *_: None)
+        want = np.concatenate([want, new], axis=2)
+        np.testing.assert_array_equal(y, want)
+        assert np.shares_memory(y, first)
+        x = y
+    np.testing.assert_array_equal(first, past)
+
+
 def test_a_concat_output_read_by_another_op_stays_c_contiguous():
     """The in-place append needs every reader of the output to take strided views (Kernel.strided_inputs): a Relu
     reading the cache too keeps the Concat's output a plain array (oracle: numpy)."""

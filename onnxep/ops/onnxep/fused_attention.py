@@ -246,10 +246,16 @@ class FusedAttention_1(OpKernel):
             fused, p1, p2, _ = plan
             rows = [mask_rows(p1.y_shape, x.shape) for _, x, _, _ in ops]
             if fused and all(r is not None for r in rows):
-                offs = np.concatenate([p1.a_off, p1.b_off, p2.b_off, p2.c_off] + [r[0] for r in rows]).astype(np.int64)
-                params = [len(p1.a_off), p1.M, p1.N, p1.K, p2.N, p1.rsa, p1.csa, p1.rsb, p1.csb, p2.rsb, p2.csb,
-                          p2.rsc, p2.csc, int(self.nan_zero), len(ops),
-                          int(bf16 and _bf16.bf16_attention(p1.M, p1.N, p1.K, p2.N))]
+                q_off, k_off, v_off, y_off = p1.a_off, p1.b_off, p2.b_off, p2.c_off
+                M, rsq, rsy = p1.M, p1.rsa, p2.rsc
+                g = _shared_kv_rows(q_off, k_off, v_off, y_off) if M == 1 else None
+                if g is not None:       # one item per g query heads that read one K and V (one row each)
+                    M, rsq, rsy = g
+                    q_off, k_off, v_off, y_off = q_off[::M], k_off[::M], v_off[::M], y_off[::M]
+                offs = np.concatenate([q_off, k_off, v_off, y_off] + [r[0] for r in rows]).astype(np.int64)
+                params = [len(q_off), M, p1.N, p1.K, p2.N, rsq, p1.csa, p1.rsb, p1.csb, p2.rsb, p2.csb,
+                          rsy, p2.csc, int(self.nan_zero), len(ops),
+                          int(bf16 and _bf16.bf16_attention(M, p1.N, p1.K, p2.N))]
                 for (kind, _, _, _), r in zip(ops, rows):
                     params += [kind, r[1]]
                 fparams = [float(self.alpha)] + [fill for _, _, fill, _ in ops]
@@ -455,6 +461,26 @@ def _strided(x):
     if x.dtype == F32 and _grow.is_view(x):
         return x, tuple(s // 4 for s in x.strides)
     return np.ascontiguousarray(x), None
+
+
+def _shared_kv_rows(q_off, k_off, v_off, y_off):
+    """(rows, Q row stride, Y row stride) when the one-query-row items come in runs of `rows` (2 ..
+    _kernels.ATTN_DIRECT_ROWS, the most that divides their count) that read one K and one V, with Q and Y offsets
+    stepping by one stride each in every run: a grouped-query decoding step, whose heads of a kv group then go to the
+    kernel as the rows of one item and each key row is read once for all of them (SmolLM-135M, 3 query heads a kv
+    head: each K and V was read 3 times). None when no such runs."""
+    T = len(q_off)
+    for g in range(min(int(_kernels.ATTN_DIRECT_ROWS), T), 1, -1):
+        if T % g:
+            continue
+        k, v = k_off.reshape(-1, g), v_off.reshape(-1, g)
+        if not ((k == k[:, :1]).all() and (v == v[:, :1]).all()):
+            continue
+        dq, dy = np.diff(q_off.reshape(-1, g), axis=1), np.diff(y_off.reshape(-1, g), axis=1)
+        sq, sy = int(dq[0, 0]), int(dy[0, 0])
+        if sq >= 0 and sy >= 0 and (dq == sq).all() and (dy == sy).all():
+            return g, sq, sy
+    return None
 
 
 def _key(perm):
