@@ -364,6 +364,38 @@ def test_layers_of_equal_attributes_share_their_per_shape_plans():
     assert len(c[0].natives) == 2 and len(c[2].natives) == 2          # two shapes each, planned once
 
 
+def test_a_call_of_a_known_key_skips_the_resolution(monkeypatch):
+    """FusedAttention_1.compute keys a call by its inputs' shapes, strides and dtypes and its int64 inputs' values
+    (_call_key): the layers of one decoding step resolve the grouped-query repeat and plan once, the other layers'
+    calls run that plan on their own inputs; a new past length (new shape-input values) resolves again. Oracle:
+    onnxruntime, each layer's output against its own."""
+    from onnxep.ops.onnxep import fused_attention as fa
+    io = {"q", "past_k", "past_v", "new_k", "new_v", "y", "cat_k", "cat_v"}
+    m1, feeds1 = _gqa_model(2, 3)
+    m2, feeds2 = _gqa_model(2, 3)
+    renamed = _renamed(list(m2.graph.node), "L2_", set())
+    names = {x: "L2_" + x for x in io}
+    nodes = list(m1.graph.node) + renamed
+    feeds = dict(feeds1, **{names[k]: v for k, v in feeds2.items()})
+    outs = ["y", "cat_k", "cat_v", "L2_y", "L2_cat_k", "L2_cat_v"]
+    shapes = {"q": ["batch", None, 1, None], "past_k": ["batch", None, "past", None],
+              "past_v": ["batch", None, "past", None], "new_k": ["batch", None, 1, None],
+              "new_v": ["batch", None, 1, None]}
+    m = make_model(nodes, feeds, outs, input_shapes=dict(shapes, **{names[k]: v for k, v in shapes.items()}))
+    from onnxep.backends.cpu import device
+    monkeypatch.setattr(device, "COMPILED_RUNS", False)      # (every run through compute, none compiled)
+    sess = _session(m)
+    assert _ops(sess)["FusedAttention"] == 2, _ops(sess)
+    resolved = []
+    orig = fa.FusedAttention_1._resolve
+    monkeypatch.setattr(fa.FusedAttention_1, "_resolve", lambda self, get: (resolved.append(1), orig(self, get))[1])
+    longer = {k: np.concatenate([v, v[:, :, :2]], axis=2) if "past" in k else v for k, v in feeds.items()}
+    for f, n in ((feeds, 1), (feeds, 1), (longer, 2)):
+        for g, w in zip(sess.run(None, f), run_ort(m, f)):
+            np.testing.assert_allclose(g, w, rtol=2e-5, atol=2e-5 * max(1.0, float(np.max(np.abs(w)))))
+        assert len(resolved) == n, resolved
+
+
 def test_grouped_query_k_whose_shape_the_exporter_reads_is_not_repeated():
     """The dynamo exporter's grouped-query K: the repeat Reshape(Expand(Unsqueeze(kv))) is transposed through a 3-D
     view whose shapes it computes from a Shape of the repeated tensor. The fused node reads kv itself; the repeat
