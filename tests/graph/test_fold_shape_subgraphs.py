@@ -323,7 +323,7 @@ def _layers(n, shift=(0, 0)):
 def test_identical_bodies_share_one_cache_and_repeats_in_a_body_compute_once(monkeypatch):
     """Per-layer ShapeSubgraphs whose bodies are the same up to names share one cache: a new shape is computed by
     the first layer and read by the others (one evaluation per signature, not one per layer); inside a body the
-    same node over the same input values runs once. Oracle: onnxruntime on the original model."""
+    same node over equal inputs runs once. Oracle: onnxruntime on the original model."""
     m = _layers(4)
     sess = _session(m)
     ks = _kernels(sess)
@@ -349,6 +349,30 @@ def test_identical_bodies_share_one_cache_and_repeats_in_a_body_compute_once(mon
     assert merged and max(len(k._steps) for k in merged) >= 12       # 4 layers x (Shape, Gather, Add)
     # three new shapes: the per-layer body's 3 nodes and the merged body's 3 distinct ones, each run once per shape
     assert len(computes) == 3 * (3 + 3)
+    # which nodes run is planned once per pattern of equal inputs (_schedule): one pattern over the three shapes
+    assert [len(k._schedules) for k in merged] == [1] * len(merged)
+
+
+def test_inputs_equal_in_one_run_and_not_in_the_next():
+    """A body reading two inputs' shapes plans which nodes run per pattern of equal inputs (_schedule): with the
+    two shapes equal, one Shape -> Gather -> Add chain runs for both; with them different, each its own. Runs
+    alternate between the two patterns. Oracle: onnxruntime."""
+    i64 = {"i1": np.array([1], I64), "one": np.array([1], I64), "two": np.array([2], I64)}
+    nodes = []
+    for x in ("x", "y"):
+        nodes += [helper.make_node("Shape", [x], [f"s{x}"]), helper.make_node("Gather", [f"s{x}", "i1"], [f"n{x}"]),
+                  helper.make_node("Add", [f"n{x}", "one"], [f"p{x}"]),
+                  helper.make_node("Mul", [f"p{x}", "two"], [f"q{x}"])]
+    m = _model(nodes, [("x", TensorProto.FLOAT, ["b", "s", 4]), ("y", TensorProto.FLOAT, ["b", "t", 4])],
+               [("qx", TensorProto.INT64, None), ("qy", TensorProto.INT64, None)], i64)
+    sess = _session(m)
+    (k,) = _kernels(sess)
+    for s, t in ((3, 3), (3, 5), (6, 6), (2, 7), (7, 2), (4, 4)):
+        got = _check(sess, m, {"x": np.zeros((2, s, 4), np.float32), "y": np.zeros((2, t, 4), np.float32)})
+        assert (int(got[0][0]), int(got[1][0])) == (2 * (s + 1), 2 * (t + 1))
+    assert len(k._schedules) == 2
+    equal = min(k._schedules.values(), key=lambda sch: len(sch[0]))
+    assert len(equal[0]) == len(max(k._schedules.values(), key=lambda sch: len(sch[0]))[0]) - 4
 
 
 def test_bodies_that_differ_keep_their_own_cache():

@@ -19,10 +19,11 @@ dropped first; a signature whose outputs alone exceed MAX_BYTES is computed each
 
 Nodes whose bodies are the same up to names (the same ops, attributes and constants, wired the same way) share one
 cache: a decoder's per-layer subgraphs, each reading its own layer's key / value tensor of the same shape, compute
-once per signature instead of once per layer. A miss evaluates each body node once per distinct (node, input
-values): the exporters repeat the same shape arithmetic per layer inside one body (30 x Shape -> Squeeze -> Add of
-equal past shapes in SmolLM-135M's). A decoder fed its growing past misses every step, so this is what it pays per
-step (SmolLM-135M at 2 threads: 4.15 -> 1.4-1.5 ms of a 24-30 ms step)."""
+once per signature instead of once per layer. A miss evaluates each body node once per distinct (node, its
+inputs), the body's inputs of equal values (of equal shapes, for shape inputs) counted as one: the exporters repeat
+the same shape arithmetic per layer inside one body (30 x Shape -> Squeeze -> Add of equal past shapes in
+SmolLM-135M's). Which nodes run is planned once per pattern of equal inputs (_schedule), which a decoder's steps
+share. A decoder fed its growing past misses every step, so this is what it pays per step."""
 from __future__ import annotations
 
 import threading
@@ -75,8 +76,8 @@ def _freeze(v):
 
 
 def _vkey(a):
-    """A body value's key for the per-evaluation memo: small arrays by content, anything else by identity (alive
-    for the whole evaluation, so an identity is never reused within it)."""
+    """A data input's key for an evaluation's input pattern (ShapeSubgraph_1._schedule): small arrays by content,
+    anything else by identity (alive for the whole evaluation, so an identity is never reused within it)."""
     if isinstance(a, np.ndarray) and a.dtype != object and a.nbytes <= KEY_BYTES:
         return ("v", a.dtype.str, a.shape, a.tobytes())
     return ("i", id(a))
@@ -190,8 +191,9 @@ class ShapeSubgraph_1(OpKernel):
             raise
         self._shared = self._shared_cache(opset, consts, types)
         self._cache = self._shared.entries
-        fids = {}                    # fingerprint -> a small int (the memo's keys: hashed per node per evaluation)
+        fids = {}                    # fingerprint -> a small int (what _schedule compares)
         self._fp_ids = [None if fp is None else fids.setdefault(fp, len(fids)) for fp in self._fps]
+        self._schedules = ShapeMemo()     # input pattern -> _schedule's
 
     def _shared_cache(self, opset, consts, types) -> _Cache:
         """The cache of this body's fingerprint: its nodes with names replaced by first-use order, the attributes and
@@ -262,9 +264,8 @@ class ShapeSubgraph_1(OpKernel):
             return np.empty(shape, dtype)
 
         env = {}
-        # value name -> a small int standing for its _vkey (equal keys, equal ints): what the memo keys are made of
-        keys = {}
-        ids = {}
+        ids = {}                    # an input's key (_vkey; a shape input's shape) -> a small int: equal keys, equal ints
+        pattern = []
         stand_ins = {}              # (shape, dtype) -> a stand-in: the shape inputs repeat a few shapes
         for i, name in enumerate(self._ins):
             a = ctx.input(i)
@@ -276,51 +277,57 @@ class ShapeSubgraph_1(OpKernel):
                 a = b
             else:
                 k = _vkey(a)
-            keys[name] = ids.setdefault(k, len(ids))
+            pattern.append(ids.setdefault(k, len(ids)))
             env[name] = a
+        pattern = tuple(pattern)
+        sched = self._schedules.get(pattern)
+        if sched is None:
+            sched = self._schedules.keep(pattern, self._schedule(pattern))
+        steps, outs_at = sched
         kctx = KernelContext(env, (), (), alloc, ctx.num_threads, (), self.name)
-        memo = {}                   # (node fingerprint id, input key ids) -> ((output, key id), ...)
         standin = None
-        for (kernel, ins, outs, name, op), fp, stand in zip(self._steps, self._fp_ids, self._standin):
+        for kernel, ins, outs, name, op, stand in steps:
             if stand:
                 if standin is None:
                     standin = _StandIn(env, (), (), alloc, ctx.num_threads, (), self.name)
                 standin.ins, standin.outs, standin.node = ins, outs, name
                 _run_body_node(kernel, standin, op, name, self.name, _stand_in)
-                for o in outs:
-                    if o:
-                        v = env[o]
-                        keys[o] = ids.setdefault(("s", v.shape, v.dtype.str), len(ids))
-                continue
-            mk = None
-            if fp is not None:
-                mk = (fp, *[keys.get(x, x) for x in ins])
-                hit = memo.get(mk)
-                if hit is not None:
-                    for o, (v, k) in zip(outs, hit):
-                        if o:
-                            env[o] = v
-                            keys[o] = k
-                    continue
-            kctx.ins, kctx.outs, kctx.node = ins, outs, name
-            _run_body_node(kernel, kctx, op, name, self.name, None)
-            made = []
-            for o in outs:
-                if o:
-                    v = env.get(o)
-                    k = keys[o] = ids.setdefault(_vkey(v), len(ids))
-                    made.append((v, k))
-                else:
-                    made.append((None, None))
-            if mk is not None:
-                memo[mk] = tuple(made)
+            else:
+                kctx.ins, kctx.outs, kctx.node = ins, outs, name
+                _run_body_node(kernel, kctx, op, name, self.name, None)
         out = []
-        for o in self._outs:
+        for o in outs_at:
             v = env[o]
             if isinstance(v, np.ndarray) and not v.flags.c_contiguous:
                 v = np.ascontiguousarray(v)
             out.append(v)
         return out
+
+    def _schedule(self, pattern):
+        """(the body nodes to run, the names its outputs are read from) for inputs whose equal ones `pattern` marks
+        (an int per input, equal for equal inputs): a node is run once per distinct (op, attributes, constants,
+        inputs), its repeats -- the exporters' per-layer shape arithmetic on equal past shapes -- read the first
+        one's outputs. What it is depends on the pattern only, so a decoder's steps (the same pattern, new shapes)
+        reuse it."""
+        same = {}                   # a value name -> the name of the equal value it is read from
+        first = {}
+        for name, k in zip(self._ins, pattern):
+            same[name] = first.setdefault(k, name)
+        seen = {}                   # (fingerprint id, standing, inputs) -> the first such node's outputs
+        steps = []
+        for (kernel, ins, outs, name, op), fp, stand in zip(self._steps, self._fp_ids, self._standin):
+            ins = tuple(same.get(x, x) for x in ins)
+            if fp is not None:
+                mk = (fp, stand, ins)
+                prev = seen.get(mk)
+                if prev is not None:
+                    for o, po in zip(outs, prev):
+                        if o:
+                            same[o] = po
+                    continue
+                seen[mk] = outs
+            steps.append((kernel, ins, outs, name, op, stand))
+        return tuple(steps), tuple(same.get(o, o) for o in self._outs)
 
     def _keep(self, key, outs, held) -> None:
         if not all(isinstance(v, np.ndarray) for v in outs):
@@ -347,5 +354,6 @@ class ShapeSubgraph_1(OpKernel):
         for step in getattr(self, "_steps", ()):
             step[0].release()
         self._steps = []
+        self._schedules = ShapeMemo()
         self._shared = _Cache()
         self._cache = self._shared.entries
