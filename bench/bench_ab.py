@@ -4,13 +4,21 @@ before").
 Each version runs in a resident worker process of its own (two versions of one package cannot share a process), with
 its checkout first on sys.path: `--base DIR` (e.g. a `git worktree add /tmp/base <ref>` with its extensions built or
 copied in) and `--new DIR` (default: this checkout). Per model, both workers create their session and warm up; then
-the driver alternates timed blocks, base then new, each after the same pause, so both versions see the same machine
-in turn -- the way the other benches alternate onnxep and onnxruntime. Reported per model: the median of each
-version's block medians and new / base; at the end the geomean and the models whose ratio exceeds --slower (default
-1.05: the run-to-run spread of a 2-vCPU VM).
+the driver alternates timed blocks, base then new, then new then base, each after the same pause, so both versions
+see the same machine in turn -- the way the other benches alternate onnxep and onnxruntime. Reported per model: the
+median of each version's block medians and new / base; at the end the geomean and the models whose ratio exceeds
+--slower (default 1.05: the run-to-run spread of a 2-vCPU VM).
 
     python bench/bench_ab.py --base /work/wt-base --suite light --threads 2
     python bench/bench_ab.py --base /work/wt-base --suite zoo --only resnet bert --threads 1
+    python bench/bench_ab.py --base /work/wt-base --suite decode --past 500 --steps 30 --rounds 10
+
+`--suite decode`: the decoders with past of `--dir` (default ~/.cache/onnxep/zoo-full, bench/zoo/export.py --full)
+run bench_decode.py's greedy loop (its `_start` and `_loop`; a worker imports the bench package its sys.path finds
+first: the version's own checkout's, else this one's). A block is `--steps` steps from the same seeded `--past`
+tokens (at most the model's max_positions - steps - 1), its figure the median step after the first 6. Also printed
+per model: the median of the rounds' new / base ratios (a decoding step swings with the host's memory speed, which
+the two blocks of a round share) and whether both versions picked the same tokens.
 """
 from __future__ import annotations
 
@@ -40,10 +48,17 @@ for line in sys.stdin:
             for k, v in cmd.get("config", {}).items():
                 so.add_session_config_entry(k, v)
             sess = onnxep.InferenceSession(cmd["model"], so)
-            feeds = dict(np.load(cmd["feeds"]))
-            for _ in range(cmd["warmup"]):
-                sess.run(None, feeds)
+            if cmd["feeds"]:
+                feeds = dict(np.load(cmd["feeds"]))
+                for _ in range(cmd["warmup"]):
+                    sess.run(None, feeds)
             out = {"ok": True}
+        elif cmd["op"] == "decode":
+            if cmd["bench"] not in sys.path:
+                sys.path.append(cmd["bench"])      # (after the version's own checkout: onnxep stays the worker's)
+            from bench.bench_decode import _loop, _start
+            ts, toks = _loop(sess, _start(sess, cmd["model"], cmd["past"], 0), cmd["steps"])
+            out = {"ok": True, "median": float(np.median(ts[cmd["skip"]:])), "tokens": toks}
         elif cmd["op"] == "time":
             ts = []
             for _ in range(cmd["runs"]):
@@ -116,6 +131,12 @@ def _cases(args, tmp):
             out.append((name, path, feeds))
         return out
     from pathlib import Path
+    if args.suite == "decode":
+        import glob
+        folder = os.path.expanduser(args.dir or "~/.cache/onnxep/zoo-full")
+        return [(os.path.basename(p)[:-5], os.path.abspath(p), None)
+                for p in sorted(glob.glob(os.path.join(folder, "*_past*.onnx")))
+                if not args.only or os.path.basename(p).split(".")[0] in args.only]
 
     from onnxep._zoo import DEFAULT_DIR, load_case, read_index, select
     folder = Path(args.dir or os.environ.get("ONNXEP_ZOO", DEFAULT_DIR)).expanduser()
@@ -134,7 +155,9 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--base", required=True, help="checkout of the version to compare against (importable onnxep)")
     ap.add_argument("--new", default=os.path.dirname(HERE), help="checkout of the new version (default: this one)")
-    ap.add_argument("--suite", choices=("light", "zoo"), default="light")
+    ap.add_argument("--suite", choices=("light", "zoo", "decode"), default="light")
+    ap.add_argument("--past", type=int, default=500, help="decode: tokens of past at the first step")
+    ap.add_argument("--steps", type=int, default=30, help="decode: steps per block")
     ap.add_argument("--only", nargs="*", help="model names (light) or architectures / arch.exporter names (zoo)")
     ap.add_argument("--exporter", choices=("dynamo", "torchscript"))
     ap.add_argument("--model", nargs="*", help="ONNX files instead of a suite (seeded random feeds)")
@@ -150,8 +173,11 @@ def main(argv=None):
                     help="session config entries for both versions (e.g. onnxep.compute_precision=bf16)")
     args = ap.parse_args(argv)
     base, new = Worker(os.path.abspath(args.base)), Worker(os.path.abspath(args.new))
+    block = (f"{args.steps} decoding steps from {args.past} tokens of past" if args.suite == "decode"
+             else f"{args.runs} runs")
     print(f"onnxep A/B: base {base.version}, new {new.version}; {args.suite}, {args.threads or 'default'} thread(s); "
-          f"median of {args.rounds} alternating blocks of {args.runs} runs (pause {args.pause} s before each)"
+          f"median of {args.rounds} alternating blocks of {block} (pause {args.pause} s before each; the order "
+          f"alternates)"
           + (f"; config {' '.join(args.config)}" if args.config else ""))
     print(f"{'model':<34}{'base ms':>9}{'new ms':>9}{'new/base':>10}")
     results = []
@@ -165,16 +191,30 @@ def main(argv=None):
                     print(f"{name:<34}  not compared: " + "; ".join(g.get("error", "") for g in got if not g["ok"]))
                     continue
                 times = {"base": [], "new": []}
-                for _ in range(args.rounds):
-                    for tag, w in (("base", base), ("new", new)):
+                tokens = {}
+                ask = dict(op="time", runs=args.runs)
+                if args.suite == "decode":
+                    sys.path.insert(0, os.path.dirname(HERE))
+                    from bench.bench_decode import _max_positions
+                    ask = dict(op="decode", model=path, past=min(args.past, _max_positions(path) - args.steps - 1),
+                               steps=args.steps, skip=min(6, args.steps - 1), bench=os.path.dirname(HERE))
+                for rnd in range(args.rounds):
+                    # (the order alternates: a block right after the other version's may see the machine otherwise)
+                    for tag, w in ((("base", base), ("new", new)) if rnd % 2 == 0 else (("new", new), ("base", base))):
                         time.sleep(args.pause)
-                        r = w.ask(op="time", runs=args.runs)
+                        r = w.ask(**ask)
                         if not r["ok"]:
                             raise SystemExit(f"{name}: {tag}: {r['error']}")
                         times[tag].append(r["median"])
+                        tokens[tag] = r.get("tokens")
                 b, n = (sorted(times[k])[len(times[k]) // 2] for k in ("base", "new"))
                 results.append({"model": name, "base_ms": b * 1e3, "new_ms": n * 1e3, "ratio": n / b})
-                print(f"{name:<34}{b * 1e3:>9.3f}{n * 1e3:>9.3f}{n / b:>10.2f}", flush=True)
+                extra = ""
+                if args.suite == "decode":
+                    rr = sorted(x / y for x, y in zip(times["new"], times["base"]))
+                    results[-1]["round_ratio"] = rr[len(rr) // 2]
+                    extra = f"  rounds' median {rr[len(rr) // 2]:.3f}; same tokens {tokens['base'] == tokens['new']}"
+                print(f"{name:<34}{b * 1e3:>9.3f}{n * 1e3:>9.3f}{n / b:>10.2f}{extra}", flush=True)
     finally:
         base.close()
         new.close()
