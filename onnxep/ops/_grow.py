@@ -90,14 +90,14 @@ def concat(xs, axis: int, shape, dtype, nthreads: int, check) -> np.ndarray:
     """Concat(xs) along axis (the inputs' shapes checked by the caller, `shape` the result's): the new rows appended
     in place after xs[0]'s when xs[0] is a view whose buffer can take them, else every input copied into a new
     buffer with spare rows (`check(shape, dtype)` raises when that buffer is too large). Returns the view."""
-    from onnxep.ops.tensor.concat import join_into
     x0 = xs[0]
     n0 = x0.shape[axis]
     n = shape[axis]
     buf = _record(x0)
     start = 0
-    if buf is not None and buf.axis == axis and buf.array.dtype == dtype and not any(
-            np.may_share_memory(x, buf.array) for x in xs[1:]):
+    if buf is not None and buf.axis == axis and buf.array.dtype == dtype and not (
+            np.may_share_memory(xs[1], buf.array) if len(xs) == 2 else
+            any(np.may_share_memory(x, buf.array) for x in xs[1:])):
         with _LOCK:
             if buf.fill == n0 and n <= buf.array.shape[axis]:
                 buf.fill = n
@@ -116,5 +116,6 @@ def concat(xs, axis: int, shape, dtype, nthreads: int, check) -> np.ndarray:
         # a decoding step's new rows: numpy's assignment (~1 us), where join_into's row copy costs ~10 in a run
         buf.array[(slice(None),) * axis + (slice(start, n),)] = xs[1]
     else:       # (appending: input 0's rows are in the buffer already)
+        from onnxep.ops.tensor.concat import join_into
         join_into(buf.array, xs, axis, (start > 0,) + (False,) * (len(xs) - 1), nthreads)
     return _hand_out(buf, n)
