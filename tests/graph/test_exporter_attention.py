@@ -396,6 +396,26 @@ def test_a_call_of_a_known_key_skips_the_resolution(monkeypatch):
         assert len(resolved) == n, resolved
 
 
+def test_the_call_key_tells_a_bf16_session_from_an_fp32_one(monkeypatch):
+    """The per-call memo is shared by the nodes of equal attributes, across sessions: a bf16 session's call
+    (onnxep.compute_precision=bf16, ops/_bf16.py use_bf16) must not reuse an fp32 session's plan of the same shapes,
+    nor the other way round. (bf16 hardware stood in for: a one-query-row step keeps the fp32 kernel either way,
+    _bf16.bf16_attention.) Oracle: onnxruntime."""
+    from onnxep.ops import _bf16
+    monkeypatch.setattr(_bf16._kernels, "bgemm_hw", lambda: True)
+    m, feeds = _gqa_model(2, 2)
+    so = onnxep.SessionOptions()
+    so.add_session_config_entry("onnxep.compute_precision", "bf16")
+    sessions = [_session(m), onnxep.InferenceSession(m.SerializeToString(), so)]
+    kernels = [st[0] for s in sessions for p in s.plans for st in getattr(p, "steps", ()) if st[6] == "FusedAttention"]
+    assert len(kernels) == 2 and kernels[0]._caches() is kernels[1]._caches()
+    assert [_bf16.use_bf16(k) for k in kernels] == [False, True]
+    want = run_ort(m, feeds)
+    for s in sessions:
+        np.testing.assert_allclose(s.run(None, feeds)[0], want[0], rtol=2e-5, atol=2e-5)
+    assert len(kernels[0]._caches().calls) == 2
+
+
 def test_grouped_query_k_whose_shape_the_exporter_reads_is_not_repeated():
     """The dynamo exporter's grouped-query K: the repeat Reshape(Expand(Unsqueeze(kv))) is transposed through a 3-D
     view whose shapes it computes from a Shape of the repeated tensor. The fused node reads kv itself; the repeat

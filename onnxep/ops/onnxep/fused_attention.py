@@ -361,7 +361,7 @@ class FusedAttention_1(OpKernel):
         values = ctx.values
         xs = [values[x] if x else None for x in ctx.ins]
         calls = self._caches().calls
-        key = _call_key(xs, _bf16.attention_key())
+        key = _call_key(xs, _bf16.use_bf16(self) and _bf16.attention_key())
         hit = calls.get(key) if key is not None else None
         if hit is not None and self._run_fused(ctx, xs, *hit):
             return
