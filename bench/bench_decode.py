@@ -29,46 +29,14 @@ import json
 import os
 import statistics
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # this checkout's onnxep first
-
-import numpy as np  # noqa: E402
 
 from bench.bench_threads import alternating as _alternating  # noqa: E402
 from bench.bench_threads import geomean_line as _geomean_line  # noqa: E402
 from bench.bench_threads import make as _session  # noqa: E402  (a library's session, intra-op threads set)
-
-
-def _start(sess, path, past, seed):
-    """The first step's feeds: token 1 (or the NPZ's), a past of `past` seeded random rows, its mask."""
-    shapes = {}
-    npz = path[:-5] + ".npz"
-    stored = np.load(npz) if os.path.exists(npz) else None
-    for i in sess.get_inputs():
-        key = "input:" + i.name
-        if stored is not None and key in stored.files:
-            shapes[i.name] = (list(stored[key].shape), stored[key].dtype, stored[key])
-        else:
-            dims = [d if isinstance(d, int) else 1 for d in i.shape]
-            shapes[i.name] = (dims, np.float32 if "float" in i.type else np.int64, None)
-    rng = np.random.default_rng(seed)
-    feeds = {}
-    grown = {o.name.replace("present", "past_key_values") for o in sess.get_outputs()}
-    for name, (dims, dt, value) in shapes.items():
-        if name in grown:
-            dims = list(dims)
-            dims[2] = past
-            feeds[name] = rng.standard_normal(dims).astype(np.float32)
-        elif name == "attention_mask":
-            feeds[name] = np.ones((1, past + 1), np.int64)
-        elif name == "position_ids":
-            feeds[name] = np.array([[past]], np.int64)
-        elif value is not None:
-            feeds[name] = value
-        else:
-            feeds[name] = np.ones(dims, dt)
-    return feeds
+from onnxep._bench import decode_loop as _loop  # noqa: E402  (also bench_ab.py's decode worker's)
+from onnxep._bench import decode_start as _start  # noqa: E402
 
 
 def _max_positions(path) -> int:
@@ -80,31 +48,6 @@ def _max_positions(path) -> int:
                 if e.get("file") == os.path.basename(path) and e.get("max_positions"):
                     return int(e["max_positions"])
     return 1 << 30
-
-
-def _loop(sess, feeds, steps):
-    """Step times (s) and the tokens picked."""
-    outs = [o.name for o in sess.get_outputs()]
-    ins = {i.name for i in sess.get_inputs()}
-    times, tokens = [], []
-    for _ in range(steps):
-        t0 = time.perf_counter()
-        res = dict(zip(outs, sess.run(None, feeds)))
-        times.append(time.perf_counter() - t0)
-        tok = int(np.argmax(res["logits"].reshape(-1, res["logits"].shape[-1])[-1]))
-        tokens.append(tok)
-        nxt = dict(feeds)          # (a seq2seq decoder's encoder states stay)
-        nxt["decoder_input_ids" if "decoder_input_ids" in ins else "input_ids"] = np.array([[tok]], np.int64)
-        if "attention_mask" in ins:
-            n = feeds["attention_mask"].shape[1] + 1
-            nxt["attention_mask"] = np.ones((1, n), np.int64)
-            if "position_ids" in ins:
-                nxt["position_ids"] = np.array([[n - 1]], np.int64)
-        for name in ins:
-            if name.startswith("past_key_values") and name.replace("past_key_values", "present") in res:
-                nxt[name] = res[name.replace("past_key_values", "present")]
-        feeds = nxt
-    return times, tokens
 
 
 def main(argv=None) -> int:

@@ -66,6 +66,11 @@ def main(argv=None) -> int:
     f.add_argument("--trace-dir", metavar="DIR", help="keep the raw traces (and onnxruntime's optimized model) in DIR")
     f.add_argument("--config", action="append", metavar="KEY=VALUE",
                    help="onnxep session config entry (repeatable), e.g. onnxep.fallback_op_types=Softmax")
+    f.add_argument("--decode", action="store_true",
+                   help="the runs are a greedy decoding loop of a decoder with past (each step's present outputs "
+                        "fed back)")
+    f.add_argument("--past", type=int, default=128,
+                   help="--decode without --inputs: tokens of seeded random past at the first step (default 128)")
     r = sub.add_parser("run", help="run a model on random inputs")
     r.add_argument("model")
     r.add_argument("--repeat", type=int, default=1)

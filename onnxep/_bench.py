@@ -78,6 +78,85 @@ def random_feeds(sess, seed=0) -> dict:
     return feeds
 
 
+def decode_start(sess, path, past, seed=0) -> dict:
+    """A decoder's first step of a greedy loop (bench/bench_decode.py, `onnxep profile --decode`): the NPZ stored beside
+    `path` (bench/zoo's "input:<name>" arrays) gives each input's shape and value where it has one, else the declared
+    shape with its symbolic dims at 1; every input that a `present.*` output feeds back (`past_key_values.*`) gets
+    `past` seeded random rows along dim 2, attention_mask `past` + 1 ones a row, position_ids `past` (the batch: the
+    NPZ's input_ids rows, else 1)."""
+    shapes = {}
+    npz = path[:-5] + ".npz" if path and path.endswith(".onnx") else None
+    stored = np.load(npz) if npz and os.path.exists(npz) else None
+    for i in sess.get_inputs():
+        key = "input:" + i.name
+        if stored is not None and key in stored.files:
+            shapes[i.name] = (list(stored[key].shape), stored[key].dtype, stored[key])
+        else:
+            dims = [d if isinstance(d, int) else 1 for d in i.shape]
+            shapes[i.name] = (dims, np.float32 if "float" in i.type else np.int64, None)
+    rng = np.random.default_rng(seed)
+    feeds = {}
+    grown = {o.name.replace("present", "past_key_values") for o in sess.get_outputs()}
+    ids = shapes.get("input_ids") or shapes.get("decoder_input_ids")
+    batch = ids[0][0] if ids is not None and ids[0] else 1
+    for name, (dims, dt, value) in shapes.items():
+        if name in grown:
+            dims = list(dims)
+            dims[2] = past
+            feeds[name] = rng.standard_normal(dims).astype(np.float32)
+        elif name == "attention_mask":
+            feeds[name] = np.ones((batch, past + 1), np.int64)
+        elif name == "position_ids":
+            feeds[name] = np.full((batch, 1), past, np.int64)
+        elif value is not None:
+            feeds[name] = value
+        else:
+            feeds[name] = np.ones(dims, dt)
+    return feeds
+
+
+def decode_next(sess):
+    """next(feeds, outputs) -> (the next step's feeds, the token picked: an int, a tuple of one a row for a batch):
+    per batch row the argmax of its last logits row as input_ids (a seq2seq decoder's decoder_input_ids), the
+    attention mask one longer (position_ids its last index), each `present.*` output fed back as the
+    `past_key_values.*` input of the same name; any other input (a seq2seq decoder's encoder keys / values) stays."""
+    outs = [o.name for o in sess.get_outputs()]
+    ins = {i.name for i in sess.get_inputs()}
+    ids = "decoder_input_ids" if "decoder_input_ids" in ins else "input_ids"
+    fed = [(name, name.replace("past_key_values", "present")) for name in ins if name.startswith("past_key_values")]
+
+    def step(feeds, outputs):
+        res = dict(zip(outs, outputs))
+        logits = res["logits"]
+        batch = feeds[ids].shape[0] if ids in feeds and feeds[ids].ndim else 1
+        toks = np.argmax(logits.reshape(batch, -1, logits.shape[-1])[:, -1], axis=-1).astype(np.int64)
+        nxt = dict(feeds)
+        nxt[ids] = toks.reshape(batch, 1)
+        if "attention_mask" in ins:
+            n = feeds["attention_mask"].shape[1] + 1
+            nxt["attention_mask"] = np.ones((batch, n), np.int64)
+            if "position_ids" in ins:
+                nxt["position_ids"] = np.full((batch, 1), n - 1, np.int64)
+        for name, present in fed:
+            if present in res:
+                nxt[name] = res[present]
+        return nxt, int(toks[0]) if batch == 1 else tuple(int(t) for t in toks)
+    return step
+
+
+def decode_loop(sess, feeds, steps):
+    """A greedy loop of `steps` steps from `feeds` (decode_start): (each step's seconds, the tokens picked)."""
+    step = decode_next(sess)
+    times, tokens = [], []
+    for _ in range(steps):
+        t0 = time.perf_counter()
+        outputs = sess.run(None, feeds)
+        times.append(time.perf_counter() - t0)
+        feeds, tok = step(feeds, outputs)
+        tokens.append(tok)
+    return times, tokens
+
+
 def _settle(pause, slice_s=0.01, idle=0.05, limit=1.0) -> float:
     """Collect garbage, sleep `pause`, then go on sleeping in `slice_s` slices until two slices in a row show this
     process idle (its threads together used at most `idle` of one core; at most `limit` seconds). Returns the seconds

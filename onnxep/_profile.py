@@ -2,6 +2,7 @@
 
     python -m onnxep profile MODEL [--threads N] [--runs R] [--warmup W] [--dim NAME=VALUE ...] [--no-ort]
                                    [--top K] [--json OUT] [--trace-dir DIR] [--config KEY=VALUE ...]
+                                   [--decode [--past P]]
 
 MODEL is an ONNX file, or the short name of a light model of the onnx wheel ("resnet50": onnxep/_light.py, seeded
 random weights). Inputs are random data of each declared input's type (onnxep/_bench.py random_feeds); a symbolic dim
@@ -20,6 +21,13 @@ same way (parse_trace): the "model_run" events are the runs, the first W dropped
 (d) the time outside kernels: per run, wall time minus the sum of its kernel events (median): dispatch, the memory
     plan, output copies;
 (e) how many model nodes run on the reference fallback (onnx.reference), from the session's node assignment.
+
+`--decode`: MODEL is a decoder exported with its key / value cache (inputs past_key_values.*, outputs present.* and
+logits), and the runs are a greedy decoding loop (onnxep/_bench.py decode_start / decode_next, as
+bench/bench_decode.py runs it): each run one step, its present outputs fed back as the next step's past, its argmax
+token as the next input, so every run is a new input signature as in a user's generation loop. The first step is the
+--inputs NPZ, else the NPZ stored beside MODEL (bench/zoo's) with `--past` tokens (default 128) of seeded random past.
+Both libraries start from the same feeds; each follows its own tokens.
 
 Mapping optimized kernels back to the model's ops (map_kernels). Both libraries run an optimized graph: onnxruntime's
 is saved with SessionOptions.optimized_model_filepath, onnxep's is its compiled plans' steps (names, op types, input
@@ -460,9 +468,17 @@ def make_feeds(sess, dims=None, seed=0) -> dict:
     return random_feeds(_Shim(), seed)
 
 
-def _run_profiled(sess, feeds, warmup, runs) -> str:
+def _run_profiled(sess, feeds, warmup, runs, decode=False) -> str:
+    """warmup + runs runs of `feeds`, or with `decode` of a greedy loop from them (each run's outputs fed back,
+    onnxep/_bench.py decode_next); the trace file."""
+    step = None
+    if decode:
+        from onnxep._bench import decode_next
+        step = decode_next(sess)
     for _ in range(warmup + runs):
-        sess.run(None, feeds)
+        outputs = sess.run(None, feeds)
+        if step is not None:
+            feeds, _ = step(feeds, outputs)
     return sess.end_profiling()
 
 
@@ -474,16 +490,18 @@ def load_feeds(path) -> dict:
 
 
 def profile(model, threads=0, runs=10, warmup=3, dims=None, use_ort=True, top=10, trace_dir=None,
-            config=None, feeds=None) -> dict:
+            config=None, feeds=None, decode=False, past=128) -> dict:
     """Profile `model` (path, light model name or ModelProto) with onnxep and, if `use_ort` and importable,
     onnxruntime; returns the report (see the module docstring): {"model", "inputs", "threads", "runs", "warmup",
     "onnxep": summary, "onnxruntime": summary or None, "ort_version", "fallback_nodes", "traces"}. `trace_dir` keeps
     the raw traces (and onnxruntime's optimized model) there; else they go to a temporary directory, removed after.
     `config`: onnxep session config entries (e.g. {"onnxep.fallback_op_types": "Softmax"}). `feeds`: the inputs (else
-    random ones, make_feeds)."""
+    random ones, make_feeds). `decode`: the runs are a greedy decoding loop from `feeds` (else from decode_start's
+    first step with `past` tokens of past), see the module docstring."""
     import onnxep
 
     label = model if isinstance(model, str) else getattr(getattr(model, "graph", None), "name", "model")
+    path = model if isinstance(model, str) and os.path.isfile(model) else None
     if isinstance(model, str):
         if os.path.isfile(model):
             model = onnx.load(model)
@@ -506,20 +524,28 @@ def profile(model, threads=0, runs=10, warmup=3, dims=None, use_ort=True, top=10
         for k, v in (config or {}).items():
             so.add_session_config_entry(k, str(v))
         sess = onnxep.InferenceSession(data, so)
+        if feeds is None and decode:
+            from onnxep._bench import decode_start
+            feeds = decode_start(sess, path, past)
         if feeds is None:
             feeds = make_feeds(sess, dims)
+        if decode:
+            outs = {o.name for o in sess.get_outputs()}
+            if "logits" not in outs or not any(x.name.startswith("past_key_values") for x in sess.get_inputs()):
+                raise ValueError(f"--decode: {label} is no decoder with past: it needs a logits output and "
+                                 f"past_key_values.* inputs (fed from present.* outputs)")
         fallback = sum(1 for b in sess.node_assignment.values() if b != "cpu")
         fallback_ops = dict(collections.Counter(
             op for n, op, _ in (x for nodes in sess._executor.plan_nodes for x in nodes)
             if sess.node_assignment.get(n, "cpu") != "cpu"))
         mapping = map_kernels(model, onnxep_kernels(sess))
-        path = _run_profiled(sess, feeds, warmup, runs)
+        path = _run_profiled(sess, feeds, warmup, runs, decode)
         del sess
         ours = summarize(parse_trace(path, warmup), mapping["keys"], mapping["fused"])
         ours["not_run"] = mapping["not_run"]
         ours["fallback_nodes"] = fallback
         ours["fallback_ops"] = fallback_ops
-        report = {"model": label, "threads": threads, "runs": runs, "warmup": warmup,
+        report = {"model": label, "threads": threads, "runs": runs, "warmup": warmup, "decode": bool(decode),
                   "inputs": {k: f"{_dtype_name(v)}{list(np.shape(v))}" for k, v in feeds.items()},
                   "onnxep_version": onnxep.__version__, "onnxep": ours, "onnxruntime": None, "ort_version": None,
                   "traces": {"onnxep": path}}
@@ -538,7 +564,7 @@ def profile(model, threads=0, runs=10, warmup=3, dims=None, use_ort=True, top=10
             opt_path = os.path.join(trace_dir, "ort_optimized.onnx")
             oso.optimized_model_filepath = opt_path
             theirs = ort.InferenceSession(data, oso, providers=["CPUExecutionProvider"])
-            opath = _run_profiled(theirs, feeds, warmup, runs)
+            opath = _run_profiled(theirs, feeds, warmup, runs, decode)
             del theirs
             keys = fused = only = None
             not_run = {}
@@ -583,7 +609,12 @@ def print_report(r, out=None) -> None:
     p = lambda *a: print(*a, file=out)       # noqa: E731
     p(f"onnxep {r['onnxep_version']} profile of {r['model']}: {r['threads']} thread(s), {r['runs']} runs after "
       f"{r['warmup']} warm-up; onnxruntime {r['ort_version'] or '(not run)'}")
-    p("inputs: " + ", ".join(f"{k} {v}" for k, v in r["inputs"].items()))
+    if r.get("decode"):
+        p("a greedy decoding loop: each run one step, its present outputs fed back as the next step's past")
+    shown = [f"{k} {v}" for k, v in r["inputs"].items()]
+    if len(shown) > 8:          # (a decoder's key / value inputs: the JSON keeps them all)
+        shown = shown[:6] + [f"... {len(shown) - 6} more"]
+    p(("first step's inputs: " if r.get("decode") else "inputs: ") + ", ".join(shown))
     p("")
     hdr = f"{'':<30}{'onnxep':>14}{'onnxruntime':>14}"
     p(hdr)
@@ -654,7 +685,8 @@ def main(args) -> int:
 
     r = profile(args.model, threads=args.threads, runs=args.runs, warmup=args.warmup,
                 dims=pairs(args.dim, "--dim", int), use_ort=not args.no_ort, top=args.top, trace_dir=args.trace_dir,
-                config=pairs(args.config, "--config", str), feeds=load_feeds(args.inputs) if args.inputs else None)
+                config=pairs(args.config, "--config", str), feeds=load_feeds(args.inputs) if args.inputs else None,
+                decode=args.decode, past=args.past)
     print_report(r)
     if args.json:
         with open(args.json, "w") as f:

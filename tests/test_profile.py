@@ -158,6 +158,33 @@ def test_cli_no_ort(tmp_path):
     assert r["inputs"] == {"x": "float32[1, 3, 16, 16]"}
 
 
+def test_decode_profiles_a_growing_cache(tmp_path):
+    """--decode: the runs are a greedy decoding loop (onnxep/_bench.py decode_next), each step's present outputs fed
+    back: the raw traces (read here with json) show the cache growing a row a run -- the attention's / Concat's key
+    input one row longer each run, in both libraries' traces -- and the report says so. Oracle: the traces, and
+    onnxruntime's own trace of the same loop."""
+    pytest.importorskip("onnxruntime")
+    zoo = os.path.join(os.path.dirname(__file__), "models", "zoo")
+    path = os.path.join(zoo, "gpt2_1layer_past.dynamo.onnx")
+    r = _profile.profile(path, threads=1, runs=4, warmup=1, decode=True, past=5, top=None,
+                         trace_dir=str(tmp_path))
+    assert r["decode"] and r["inputs"]["past_key_values.0.key"] == "float32[2, 4, 5, 8]"
+    for lib in ("onnxep", "onnxruntime"):
+        events = json.load(open(r["traces"][lib]))
+        rows = set()
+        for e in events:
+            for shape in (e.get("args") or {}).get("input_type_shape") or ():
+                dims = next(iter(shape.values()))
+                if len(dims) == 4 and dims[:2] == [2, 4] and dims[3] == 8:
+                    rows.add(dims[2])
+        # the past (5 rows at the first of the 5 runs) and the cache after each step's append
+        assert {5, 6, 7, 8, 9, 10} <= rows, (lib, sorted(rows))
+    rc, text = _cli(path, "--decode", "--past", 5, "--runs", 2, "--warmup", 1, "--threads", 1, "--no-ort")
+    assert rc == 0 and "a greedy decoding loop" in text and "first step's inputs" in text
+    with pytest.raises(ValueError, match="no decoder with past"):
+        _profile.profile(_conv_model(batch=1), threads=1, runs=1, warmup=0, decode=True, use_ort=False)
+
+
 def test_reference_fallback_counted(tmp_path):
     path = tmp_path / "m.onnx"
     onnx.save(_conv_model(batch=1), path)
