@@ -493,12 +493,14 @@ _KEY_INTS = 16
 
 def _call_key(xs, extra):
     """What decides how a call runs, besides the node's attributes and `extra`: per input its shape, strides and
-    dtype, an integer input (a shape) by its values too; None when an integer input is larger than _KEY_INTS (then
-    the call is resolved anew)."""
+    dtype, an integer input (a shape) by its values too; None when an integer input is larger than _KEY_INTS or an
+    input is no array (then the call is resolved anew)."""
     key = [extra]
     for x in xs:
         if x is None:
             key.append(None)
+        elif not isinstance(x, np.ndarray):
+            return None
         elif x.dtype.kind in "iu":
             if x.size > _KEY_INTS:
                 return None
