@@ -15,8 +15,9 @@ median of each version's block medians and new / base; at the end the geomean an
 
 `--suite decode`: the decoders with past of `--dir` (default ~/.cache/onnxep/zoo-full, bench/zoo/export.py --full)
 run bench_decode.py's greedy loop (its `_start` and `_loop`; a worker imports the bench package its sys.path finds
-first: the version's own checkout's, else this one's). A block is `--steps` steps from the same seeded `--past`
-tokens (at most the model's max_positions - steps - 1), its figure the median step after the first 6. Also printed
+first: the version's own checkout's, else this one's). A block is `--steps` steps from seeded `--past` tokens (at
+most the model's max_positions - steps - 1), each round from a shorter past than the last (bench_decode.round_pasts:
+no length twice), its figure the median step after the first 6. Also printed
 per model: the median of the rounds' new / base ratios (a decoding step swings with the host's memory speed, which
 the two blocks of a round share) and whether both versions picked the same tokens.
 """
@@ -193,12 +194,17 @@ def main(argv=None):
                 times = {"base": [], "new": []}
                 tokens = {}
                 ask = dict(op="time", runs=args.runs)
+                pasts = None
                 if args.suite == "decode":
                     sys.path.insert(0, os.path.dirname(HERE))
-                    from bench.bench_decode import _max_positions
-                    ask = dict(op="decode", model=path, past=min(args.past, _max_positions(path) - args.steps - 1),
-                               steps=args.steps, skip=min(6, args.steps - 1), bench=os.path.dirname(HERE))
+                    from bench.bench_decode import _max_positions, round_pasts
+                    limit = _max_positions(path) - args.steps - 1
+                    pasts = round_pasts(min(args.past, limit), args.steps, args.rounds, limit)
+                    ask = dict(op="decode", model=path, steps=args.steps, skip=min(6, args.steps - 1),
+                               bench=os.path.dirname(HERE))
                 for rnd in range(args.rounds):
+                    if pasts is not None:       # (no length twice: bench_decode.round_pasts)
+                        ask["past"] = pasts[rnd]
                     # (the order alternates: a block right after the other version's may see the machine otherwise)
                     for tag, w in ((("base", base), ("new", new)) if rnd % 2 == 0 else (("new", new), ("base", base))):
                         time.sleep(args.pause)

@@ -8,8 +8,10 @@
 Each step feeds the previous step's `present.*` outputs back as `past_key_values.*` (the key / value cache grows a
 row a step), the argmax token as input_ids, and an attention mask one longer: every step is a new input signature,
 unlike `onnxep bench`, which repeats one step at a fixed past. A round runs `--steps` steps for each library from the
-same seeded random past of `--past` tokens (onnxruntime's CPU provider and onnxep, both with intra_op_num_threads =
---threads, the order alternating between rounds, a settle before each as in bench_threads.py); a round's figure is
+same seeded random past (onnxruntime's CPU provider and onnxep, both with intra_op_num_threads = --threads, the order
+alternating between rounds, a settle before each as in bench_threads.py): the first round from `--past` tokens, each
+later one from `--steps` + 1 fewer (round_pasts), so that no round repeats a length an earlier one ran (a session
+runs a length it saw before from its compiled plan, which a user's new prompt does not find); a round's figure is
 the median step time after `--warmup` steps, and the table prints the median over rounds and onnxep / onnxruntime.
 Also: whether the two libraries picked the same tokens (the logits of random-weight models are close to flat, so a
 differing token is a tie broken apart by rounding, counted, not an error).
@@ -50,6 +52,18 @@ def _max_positions(path) -> int:
     return 1 << 30
 
 
+def round_pasts(past, steps, rounds, limit):
+    """Each round's tokens of past at its first step: `past`, then `steps` + 1 fewer a round, so that no round runs a
+    length an earlier one ran (a session that saw a length before runs it from its compiled plan: a tiny decoder's
+    step 0.19 ms against 0.83 on a fresh length); upwards when the past is too short to go down (at most `limit`);
+    the same past every round (said in the table) when neither fits."""
+    down = [past - r * (steps + 1) for r in range(rounds)]
+    if down[-1] >= 1:
+        return down
+    up = [past + r * (steps + 1) for r in range(rounds)]
+    return up if up[-1] <= limit else [past] * rounds
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--dir", default=os.path.expanduser("~/.cache/onnxep/zoo-full"))
@@ -69,8 +83,9 @@ def main(argv=None) -> int:
     if not paths:
         print(f"no decoder with past inputs in {args.dir}: make them with bench/zoo/export.py --full", file=sys.stderr)
         return 1
-    print(f"greedy decoding, {args.steps} steps from {args.past} tokens of past, {args.threads} thread(s); median step "
-          f"time over {args.rounds} alternating rounds (each: median after {args.warmup} steps)"
+    print(f"greedy decoding, {args.steps} steps from {args.past} tokens of past ({args.steps + 1} fewer each later round: "
+          f"no length twice), {args.threads} thread(s); median step time over {args.rounds} alternating rounds (each: "
+          f"median after {args.warmup} steps)"
           + (f"; onnxep config {' '.join(args.config)}" if args.config else ""))
     print(f"{'model':30s} {'onnxep ms':>10s} {'ort ms':>10s} {'ep/ort':>7s}  same tokens")
     ratios = []
@@ -85,10 +100,12 @@ def main(argv=None) -> int:
             sess["onnxep"] = onnxep.InferenceSession(path, so)
         toks = {}
 
-        past = min(args.past, _max_positions(path) - args.steps - 1)
+        limit = _max_positions(path) - args.steps - 1
+        past = min(args.past, limit)
+        pasts = round_pasts(past, args.steps, args.rounds, limit)
 
         def measure(lib, r):
-            times, toks[lib, r] = _loop(sess[lib], _start(sess[lib], path, past, seed=r), args.steps)
+            times, toks[lib, r] = _loop(sess[lib], _start(sess[lib], path, pasts[r], seed=r), args.steps)
             return statistics.median(times[args.warmup:]) * 1e3
 
         ep, ort = _alternating(args.rounds, args.pause, measure)
@@ -96,8 +113,10 @@ def main(argv=None) -> int:
                 for r in range(args.rounds)]
         ratios.append(ep / ort)
         print(f"{os.path.basename(path)[:-5]:30s} {ep:10.2f} {ort:10.2f} {ep / ort:7.2f}  {min(same):.0%}"
-              + (f"  (from {past} tokens of past: the decoder's {past + args.steps + 1} positions)"
-                 if past != args.past else ""))
+              + (f"  (rounds from {', '.join(map(str, pasts))} tokens of past"
+                 + (": each round the same lengths" if len(set(pasts)) < len(pasts) else "")
+                 + f"; the decoder's {limit + args.steps + 1} positions)" if pasts[0] != args.past or
+                 len(set(pasts)) < len(pasts) or pasts[-1] > pasts[0] else ""))
     print(_geomean_line(ratios, "model(s)"))
     return 0
 
