@@ -92,6 +92,36 @@ def test_a_decoding_loop_matches_onnxruntime_and_appends_in_place(name):
     assert _appended(_session(name), _ort(name), name) >= STEPS // 2
 
 
+@pytest.mark.parametrize("name", ["gpt2_1layer_past.dynamo", "llama_1layer_past.dynamo",
+                                  "llama_1layer_past.torchscript"])
+def test_batch_one_steps_plan_a_new_length_from_the_last(name, monkeypatch):
+    """Batch 1 (the fixtures' first row): each step's attention, reading K and V in their buffer with spare rows and a
+    mask broadcast over all but its key dim, takes the last step's plan with its key count written in
+    (fused_attention._by_length) instead of resolving anew; every step's logits and presents are onnxruntime's."""
+    from onnxep.ops.onnxep import fused_attention as fa
+    resolved, by_length = [], []
+    orig_resolve, orig_by = fa.FusedAttention_1._resolve, fa._by_length
+    def resolve(self, get):
+        resolved.append(1)
+        return orig_resolve(self, get)
+
+    def by(*a):
+        r = orig_by(*a)
+        by_length.append(r is not None)
+        return r
+    monkeypatch.setattr(fa.FusedAttention_1, "_resolve", resolve)
+    monkeypatch.setattr(fa, "_by_length", by)
+    sess, oracle = _session(name), _ort(name)
+    feeds = {k: v[:1] for k, v in _start(name).items()}
+    ours = feeds
+    for i in range(STEPS):
+        want, feeds = _step(oracle, feeds)
+        got, ours = _step(sess, ours, _ids(feeds))
+        _close(got, want, f"{name} step {i}")
+    assert sum(by_length) >= STEPS // 2, (by_length, len(resolved))
+    assert len(resolved) < STEPS // 2, (by_length, len(resolved))
+
+
 @pytest.mark.parametrize("name", DECODERS[:1] + DECODERS[2:3])
 def test_turned_off_every_output_is_c_contiguous(name):
     sess, oracle = _session(name, "0"), _ort(name)

@@ -71,11 +71,14 @@ class _Caches:
     """Per-shape plans shared by the FusedAttention nodes of equal attributes (weakly registered: they go with the
     last such node): a decoder's layers all read keys of one shape, so a step's new shape is planned once, not once
     per layer (SmolLM-135M fed its growing past: 30 plans a step)."""
-    __slots__ = ("plans", "natives", "views", "expands", "calls", "__weakref__")
+    __slots__ = ("plans", "natives", "views", "expands", "calls", "lengths", "__weakref__")
 
     def __init__(self):
         self.plans, self.natives, self.views, self.expands = ShapeMemo(), ShapeMemo(), ShapeMemo(), ShapeMemo()
         self.calls = ShapeMemo()     # _call_key -> (the fused native prep, the mask inputs' indices)
+        # the inputs' ranks -> (K's key-count dim, _length_key, prep, mask indices) of the last call whose prep
+        # depends on its key count only through that count (_by_length)
+        self.lengths = ShapeMemo()
 
 
 _SHARED = WeakIntern()
@@ -363,6 +366,10 @@ class FusedAttention_1(OpKernel):
         calls = self._caches().calls
         key = _call_key(xs, _bf16.use_bf16(self) and _bf16.attention_key())
         hit = calls.get(key) if key is not None else None
+        if hit is None and key is not None:
+            hit = _by_length(self._caches().lengths, xs, key[0])
+            if hit is not None:
+                calls.keep(key, hit)
         if hit is not None and self._run_fused(ctx, xs, *hit):
             return
         q, (k, k_rep, perm_k), (v, v_rep, perm_v), ops = self._resolve(ctx.input)
@@ -372,7 +379,9 @@ class FusedAttention_1(OpKernel):
         prep = self._native(q, k, v, k_rep, v_rep, perm_k, perm_v, ops, k_str, v_str)
         if key is not None and inplace and prep is not None and prep[0] == "fused" and k is xs[1] and v is xs[2]:
             # (K and V read as given: a call of the same key runs this prep on its own inputs, _run_fused)
-            calls.keep(key, (prep, tuple(i for _, _, _, i in ops)))
+            mask_at = tuple(i for _, _, _, i in ops)
+            calls.keep(key, (prep, mask_at))
+            _keep_length(self._caches().lengths, xs, key[0], prep, mask_at)
         if prep is not None and prep[0] != "fused" and (k_str or v_str):
             # (strided operands on the fused path only)
             k, v, k_str, v_str = np.ascontiguousarray(k), np.ascontiguousarray(v), None, None
@@ -508,6 +517,69 @@ def _call_key(xs, extra):
         else:
             key.append((x.shape, x.strides, x.dtype.char))
     return tuple(key)
+
+
+#: what _length_key writes for the key count
+_KEYS = ("<key count>",)
+
+
+def _length_key(xs, extra, n):
+    """_call_key with the key count `n` written as _KEYS wherever it is a dim or an integer input's value, and the
+    strides of size-1 dims left out: equal for two calls that differ only in their key count when no stride depends
+    on it (K and V in a buffer with spare rows, ops/_grow.py; a mask broadcast over all but its key dim). None when an
+    input other than K and V is not C-contiguous (a view whose offsets the prep does not read) or no array, or an
+    integer input is larger than _KEY_INTS."""
+    key = [extra]
+    for j, x in enumerate(xs):
+        if x is None:
+            key.append(None)
+            continue
+        if not isinstance(x, np.ndarray) or (j > 2 and not x.flags.c_contiguous):
+            return None
+        shape = tuple(_KEYS if d == n else d for d in x.shape)
+        if x.dtype.kind in "iu":
+            if x.size > _KEY_INTS:
+                return None
+            key.append((shape, x.dtype.char, tuple(_KEYS if v == n else v for v in x.reshape(-1).tolist())))
+        else:
+            key.append((shape, tuple(0 if d == 1 else st for d, st in zip(x.shape, x.strides)), x.dtype.char))
+    return tuple(key)
+
+
+def _ranks(xs):
+    return tuple(None if x is None else getattr(x, "ndim", -1) for x in xs)
+
+
+def _keep_length(lengths, xs, extra, prep, mask_at):
+    """Note a fused fp32 call whose prep a call differing only in its key count can take with that count written in
+    (_by_length): K's shape holds its key count once, the output's shape not at all."""
+    n = int(prep[4][2])
+    k = xs[1]
+    if extra or prep[1].count(n) or not isinstance(k, np.ndarray) or k.shape.count(n) != 1:
+        return
+    lk = _length_key(xs, extra, n)
+    if lk is not None:
+        lengths.keep(_ranks(xs), (k.shape.index(n), lk, prep, mask_at))
+
+
+def _by_length(lengths, xs, extra):
+    """(prep, mask indices) for a call whose _length_key equals the noted one's (_keep_length) at its own key count:
+    the noted prep with the count written into it (n_keys and the ATP_N parameter; the offsets, strides and the other
+    parameters do not depend on it, which the equal keys vouch for: every stride and shape value but the count's is
+    the same). None otherwise. A decoder's step: the first layer's new key count planned from the last step's."""
+    e = lengths.get(_ranks(xs))
+    if e is None or extra:
+        return None
+    pos, lk, prep, mask_at = e
+    k = xs[1]
+    if not isinstance(k, np.ndarray) or k.ndim <= pos:
+        return None
+    n = k.shape[pos]
+    if n < 1 or n == prep[2] or _length_key(xs, extra, n) != lk:
+        return None
+    params = prep[4].copy()
+    params[2] = n
+    return (prep[0], prep[1], n, prep[3], params, prep[5]), mask_at
 
 
 def _strided(x):
