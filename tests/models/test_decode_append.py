@@ -122,6 +122,29 @@ def test_batch_one_steps_plan_a_new_length_from_the_last(name, monkeypatch):
     assert len(resolved) < STEPS // 2, (by_length, len(resolved))
 
 
+@pytest.mark.parametrize("name", ["gpt2_1layer_past.dynamo", "llama_1layer_past.dynamo"])
+def test_a_left_padded_batch_keeps_each_rows_mask_as_the_cache_grows(name):
+    """Batch 2, the second row left-padded (its first two positions masked out, each step's mask one column longer):
+    the steps planned from the last step's (fused_attention._by_length) find each row's mask anew -- the rows lie the
+    key count apart -- so every step's logits and presents are onnxruntime's."""
+    sess, oracle = _session(name), _ort(name)
+    start = _start(name)
+    mask = np.ones_like(start["attention_mask"])
+    mask[1, :2] = 0
+    feeds = dict(start, attention_mask=mask)
+    ours = dict(feeds)
+    for i in range(STEPS):
+        want = dict(zip([o.name for o in oracle.get_outputs()], oracle.run(None, feeds)))
+        got = dict(zip([o.name for o in sess.get_outputs()], sess.run(None, ours)))
+        _close(got, want, f"{name} step {i}")
+        toks = np.argmax(want["logits"][:, -1], axis=-1).reshape(2, 1).astype(np.int64)
+        grow = np.concatenate([feeds["attention_mask"], np.ones((2, 1), np.int64)], axis=1)
+        feeds = dict(feeds, input_ids=toks, attention_mask=grow,
+                     **{n.replace("present", "past_key_values"): v for n, v in want.items() if n.startswith("present")})
+        ours = dict(ours, input_ids=toks, attention_mask=grow,
+                    **{n.replace("present", "past_key_values"): v for n, v in got.items() if n.startswith("present")})
+
+
 @pytest.mark.parametrize("name", DECODERS[:1] + DECODERS[2:3])
 def test_turned_off_every_output_is_c_contiguous(name):
     sess, oracle = _session(name, "0"), _ort(name)

@@ -263,8 +263,9 @@ class FusedAttention_1(OpKernel):
                 for (kind, _, _, _), r in zip(ops, rows):
                     params += [kind, r[1]]
                 fparams = [float(self.alpha)] + [fill for _, _, fill, _ in ops]
+                # (the scores' shape last: what a call of another key count reads its mask rows by, _by_length)
                 prep = ("fused", tuple(p2.y_shape), p1.N, np.ascontiguousarray(offs),
-                        np.array(params, np.int64), np.array(fparams, F32))
+                        np.array(params, np.int64), np.array(fparams, F32), tuple(p1.y_shape))
             elif not fused and (not ops or self._combined_rows(p1.y_shape, ops) is not None):
                 prep = ("unfused", p1, p2)
         cache.keep(key, prep)
@@ -391,7 +392,7 @@ class FusedAttention_1(OpKernel):
             return
         nt = ctx.num_threads
         if prep[0] == "fused":
-            _, y_shape, n_keys, offs, params, fparams = prep
+            _, y_shape, n_keys, offs, params, fparams, _ = prep
             y = ctx.output(0, y_shape, F32)
             if y.size == 0:
                 return
@@ -435,7 +436,7 @@ class FusedAttention_1(OpKernel):
         vf = v if v.flags.c_contiguous else _grow.flat(v)
         if kf is None or vf is None:
             return False
-        _, y_shape, n_keys, offs, params, fparams = prep
+        _, y_shape, n_keys, offs, params, fparams, _ = prep
         y = ctx.output(0, y_shape, F32)
         if y.size == 0:
             return True
@@ -462,7 +463,7 @@ class FusedAttention_1(OpKernel):
         y = outs[0]
         if prep is None or prep[0] != "fused" or prep[2] == 0 or y is None:
             return None
-        _, y_shape, _, offs, params, fparams = prep
+        _, y_shape, _, offs, params, fparams, _ = prep
         masks = [x for _, x, _, _ in ops]
         if (not plain(q, k, v, y, *masks) or y.dtype != F32 or y.shape != y_shape or y.size == 0
                 or any(np.may_share_memory(y, x) for x in [q, k, v] + masks)):
@@ -521,14 +522,16 @@ def _call_key(xs, extra):
 
 #: what _length_key writes for the key count
 _KEYS = ("<key count>",)
+#: attention_masked_f32's parameters: the first mask's (kind, column stride) (_k_transformer.pxi ATP_MASK)
+_ATP_MASK = 16
 
 
 def _length_key(xs, extra, n):
-    """_call_key with the key count `n` written as _KEYS wherever it is a dim or an integer input's value, and the
-    strides of size-1 dims left out: equal for two calls that differ only in their key count when no stride depends
-    on it (K and V in a buffer with spare rows, ops/_grow.py; a mask broadcast over all but its key dim). None when an
-    input other than K and V is not C-contiguous (a view whose offsets the prep does not read) or no array, or an
-    integer input is larger than _KEY_INTS."""
+    """_call_key with the key count `n` written as _KEYS wherever it is a dim or an integer input's value, the
+    strides of Q, K and V with their size-1 dims' left out, a mask's not at all (C-contiguous: its shape gives them):
+    equal for two calls that differ only in their key count when no stride of Q, K or V depends on it (K and V in a
+    buffer with spare rows, ops/_grow.py). None when a mask is not C-contiguous or an input no array, or an integer
+    input is larger than _KEY_INTS."""
     key = [extra]
     for j, x in enumerate(xs):
         if x is None:
@@ -541,6 +544,8 @@ def _length_key(xs, extra, n):
             if x.size > _KEY_INTS:
                 return None
             key.append((shape, x.dtype.char, tuple(_KEYS if v == n else v for v in x.reshape(-1).tolist())))
+        elif j > 2:         # a mask, C-contiguous: its rows are found from its shape (_by_length)
+            key.append((shape, x.dtype.char))
         else:
             key.append((shape, tuple(0 if d == 1 else st for d, st in zip(x.shape, x.strides)), x.dtype.char))
     return tuple(key)
@@ -564,9 +569,11 @@ def _keep_length(lengths, xs, extra, prep, mask_at):
 
 def _by_length(lengths, xs, extra):
     """(prep, mask indices) for a call whose _length_key equals the noted one's (_keep_length) at its own key count:
-    the noted prep with the count written into it (n_keys and the ATP_N parameter; the offsets, strides and the other
-    parameters do not depend on it, which the equal keys vouch for: every stride and shape value but the count's is
-    the same). None otherwise. A decoder's step: the first layer's new key count planned from the last step's."""
+    the noted prep with the count written into it (n_keys, the ATP_N parameter, the scores' last dim) and the masks'
+    row offsets found again for the new scores shape (a batch of masks lies the key count apart); Q's, K's and V's
+    offsets, the strides and the other parameters do not depend on the count, which the equal keys vouch for (every
+    stride and shape value but the count's is the same). None otherwise. A decoder's step: the first layer's new key
+    count planned from the last step's."""
     e = lengths.get(_ranks(xs))
     if e is None or extra:
         return None
@@ -579,7 +586,15 @@ def _by_length(lengths, xs, extra):
         return None
     params = prep[4].copy()
     params[2] = n
-    return (prep[0], prep[1], n, prep[3], params, prep[5]), mask_at
+    offs = prep[3]
+    s_shape = prep[6][:-1] + (n,)
+    if mask_at:
+        rows = [mask_rows(s_shape, xs[i].shape) for i in mask_at]
+        if any(r is None or r[1] != params[_ATP_MASK + 2 * m + 1] for m, r in enumerate(rows)):
+            return None
+        lead = 4 * int(params[0])
+        offs = np.ascontiguousarray(np.concatenate([offs[:lead]] + [r[0] for r in rows]).astype(np.int64))
+    return (prep[0], prep[1], n, offs, params, prep[5], s_shape), mask_at
 
 
 def _strided(x):
