@@ -364,11 +364,12 @@ class FusedAttention_1(OpKernel):
     def compute(self, ctx):
         values = ctx.values
         xs = [values[x] if x else None for x in ctx.ins]
-        calls = self._caches().calls
+        caches = self._caches()
+        calls = caches.calls
         key = _call_key(xs, _bf16.use_bf16(self) and _bf16.attention_key())
         hit = calls.get(key) if key is not None else None
         if hit is None and key is not None:
-            hit = _by_length(self._caches().lengths, xs, key[0])
+            hit = _by_length(caches.lengths, xs, key[0])
             if hit is not None:
                 calls.keep(key, hit)
         if hit is not None and self._run_fused(ctx, xs, *hit):
@@ -382,7 +383,7 @@ class FusedAttention_1(OpKernel):
             # (K and V read as given: a call of the same key runs this prep on its own inputs, _run_fused)
             mask_at = tuple(i for _, _, _, i in ops)
             calls.keep(key, (prep, mask_at))
-            _keep_length(self._caches().lengths, xs, key[0], prep, mask_at)
+            _keep_length(caches.lengths, xs, key[0], prep, mask_at)
         if prep is not None and prep[0] != "fused" and (k_str or v_str):
             # (strided operands on the fused path only)
             k, v, k_str, v_str = np.ascontiguousarray(k), np.ascontiguousarray(v), None, None
