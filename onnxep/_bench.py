@@ -84,13 +84,14 @@ def decode_start(sess, path, past, seed=0) -> dict:
     shape with its symbolic dims at 1; every input that a `present.*` output feeds back (`past_key_values.*`) gets
     `past` seeded random rows along dim 2, attention_mask `past` + 1 ones a row, position_ids `past` (the batch: the
     NPZ's input_ids rows, else 1)."""
+    from onnxep._profile import load_feeds
     shapes = {}
     npz = path[:-5] + ".npz" if path and path.endswith(".onnx") else None
-    stored = np.load(npz) if npz and os.path.exists(npz) else None
+    stored = load_feeds(npz) if npz and os.path.exists(npz) else {}
     for i in sess.get_inputs():
-        key = "input:" + i.name
-        if stored is not None and key in stored.files:
-            shapes[i.name] = (list(stored[key].shape), stored[key].dtype, stored[key])
+        value = stored.get(i.name)
+        if value is not None:
+            shapes[i.name] = (list(value.shape), value.dtype, value)
         else:
             dims = [d if isinstance(d, int) else 1 for d in i.shape]
             shapes[i.name] = (dims, np.float32 if "float" in i.type else np.int64, None)
