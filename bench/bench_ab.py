@@ -133,11 +133,9 @@ def _cases(args, tmp):
         return out
     from pathlib import Path
     if args.suite == "decode":
-        import glob
+        from bench.bench_decode import decoders
         folder = os.path.expanduser(args.dir or "~/.cache/onnxep/zoo-full")
-        return [(os.path.basename(p)[:-5], os.path.abspath(p), None)
-                for p in sorted(glob.glob(os.path.join(folder, "*_past*.onnx")))
-                if not args.only or os.path.basename(p).split(".")[0] in args.only]
+        return [(os.path.basename(p)[:-5], os.path.abspath(p), None) for p in decoders(folder, args.only)]
 
     from onnxep._zoo import DEFAULT_DIR, load_case, read_index, select
     folder = Path(args.dir or os.environ.get("ONNXEP_ZOO", DEFAULT_DIR)).expanduser()
@@ -173,6 +171,9 @@ def main(argv=None):
     ap.add_argument("--config", nargs="*", default=[], metavar="KEY=VALUE",
                     help="session config entries for both versions (e.g. onnxep.compute_precision=bf16)")
     args = ap.parse_args(argv)
+    if args.suite == "decode":
+        sys.path.insert(0, os.path.dirname(HERE))       # (bench.bench_decode: this checkout's)
+        from bench.bench_decode import _max_positions, round_pasts
     base, new = Worker(os.path.abspath(args.base)), Worker(os.path.abspath(args.new))
     block = (f"{args.steps} decoding steps from {args.past} tokens of past" if args.suite == "decode"
              else f"{args.runs} runs")
@@ -196,8 +197,6 @@ def main(argv=None):
                 ask = dict(op="time", runs=args.runs)
                 pasts = None
                 if args.suite == "decode":
-                    sys.path.insert(0, os.path.dirname(HERE))
-                    from bench.bench_decode import _max_positions, round_pasts
                     limit = _max_positions(path) - args.steps - 1
                     pasts = round_pasts(min(args.past, limit), args.steps, args.rounds, limit)
                     ask = dict(op="decode", model=path, steps=args.steps, skip=min(6, args.steps - 1),

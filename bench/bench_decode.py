@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import glob
-import json
 import os
 import statistics
 import sys
@@ -39,16 +38,22 @@ from bench.bench_threads import geomean_line as _geomean_line  # noqa: E402
 from bench.bench_threads import make as _session  # noqa: E402  (a library's session, intra-op threads set)
 from onnxep._bench import decode_loop as _loop  # noqa: E402  (also bench_ab.py's decode worker's)
 from onnxep._bench import decode_start as _start  # noqa: E402
+from onnxep._zoo import read_index  # noqa: E402
+
+
+def decoders(folder, only=None) -> list:
+    """The decoders with past in `folder` (names with `_past`), those of the `only` architectures when given."""
+    return sorted(p for p in glob.glob(os.path.join(folder, "*_past*.onnx"))
+                  if not only or os.path.basename(p).split(".")[0] in only)
 
 
 def _max_positions(path) -> int:
     """The decoder's longest sequence, from the zoo index beside it (a Whisper decoder takes 448), else unbounded."""
-    index = os.path.join(os.path.dirname(path), "index.json")
-    if os.path.exists(index):
-        with open(index) as f:
-            for e in json.load(f).get("models", []):
-                if e.get("file") == os.path.basename(path) and e.get("max_positions"):
-                    return int(e["max_positions"])
+    folder = os.path.dirname(path)
+    if os.path.exists(os.path.join(folder, "index.json")):
+        for e in read_index(folder).get("models", []):
+            if e.get("file") == os.path.basename(path) and e.get("max_positions"):
+                return int(e["max_positions"])
     return 1 << 30
 
 
@@ -78,8 +83,7 @@ def main(argv=None) -> int:
     ap.add_argument("--config", nargs="*", default=[], metavar="KEY=VALUE",
                     help="onnxep session config entries (e.g. onnxep.compute_precision=bf16; onnxruntime stays fp32)")
     args = ap.parse_args(argv)
-    paths = args.model or sorted(p for p in glob.glob(os.path.join(args.dir, "*_past*.onnx"))
-                                 if not args.only or os.path.basename(p).split(".")[0] in args.only)
+    paths = args.model or decoders(args.dir, args.only)
     if not paths:
         print(f"no decoder with past inputs in {args.dir}: make them with bench/zoo/export.py --full", file=sys.stderr)
         return 1
